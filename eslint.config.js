@@ -1,0 +1,45 @@
+// Lint rules that protect the design, not taste: src/core must stay pure and deterministic.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const impureGlobals = [
+  ['setTimeout', 'timers'], ['setInterval', 'timers'], ['setImmediate', 'timers'],
+  ['clearTimeout', 'timers'], ['clearInterval', 'timers'], ['clearImmediate', 'timers'],
+  ['queueMicrotask', 'timers'], ['process', 'process.env and other process state'],
+  ['performance', 'wall-clock time'], ['crypto', 'randomness'], ['fetch', 'I/O'], ['console', 'output'],
+].map(([name, what]) => ({
+  name,
+  message: `src/core is pure: no ${what}. Take it as an input (Clock, Random, config) in the actor layer.`,
+}));
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['src/core/**/*.ts'],
+    rules: {
+      'no-restricted-globals': ['error', ...impureGlobals],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: 'src/core is pure: no Date.now. Take `now` as an input.' },
+        { selector: "NewExpression[callee.name='Date']", message: 'src/core is pure: no wall-clock dates. Take `now` as an input.' },
+        { selector: "MemberExpression[object.name='Math'][property.name='random']", message: 'src/core is pure: no Math.random. Take a seeded Random as an input.' },
+        { selector: "MemberExpression[object.name='process']", message: 'src/core is pure: no process state (process.env is read only in src/cli).' },
+      ],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [
+          { group: ['node:*', 'fs', 'path', 'os', 'net', 'child_process', 'timers', 'crypto'], message: 'src/core does no I/O: no node: modules.' },
+          { group: ['nact', 'kafkajs', 'cassandra-driver', 'pino'], message: 'src/core knows no runtime library: the actor layer adapts.' },
+          { group: ['../actors/*', '../cluster/*', '../store/*', '../ingest/*', '../cli/*', '../sim/*'], message: 'src/core depends on nothing outside src/core.' },
+        ] },
+      ],
+    },
+  },
+);

@@ -1,0 +1,107 @@
+import { z } from 'zod';
+import type { DatasetRef } from './ids.js';
+import { parseDatasetRef } from './ids.js';
+import { err, ok, type Result } from './result.js';
+import { isValidShardCount, log2Shards, MAX_SHARDS } from './spread.js';
+
+/** Where a dataset's records come from. With Kafka, partition p of `topic` is shard p. */
+export type IngestionSourceConfig =
+  | { readonly type: 'synthetic'; readonly recordsPerSecond: number }
+  | { readonly type: 'kafka'; readonly topic: string; readonly startFrom: 'earliest' | 'latest' };
+
+/** A validated dataset configuration. Build one with `validateDatasetConfig`. */
+export interface DatasetConfig {
+  readonly ref: DatasetRef;
+  /** Power of two, 1..65536; fixed for the dataset's lifetime. */
+  readonly numShards: number;
+  /** Nodes the shards are sized for: no node takes more than `ceil(numShards / minNumNodes)`. */
+  readonly minNumNodes: number;
+  /** Default spread: a shard key covers `2^spread` shards. 0..log2(numShards); default 1 (0 for 1 shard). */
+  readonly spread: number;
+  /** Copies of each shard. Only 1 is supported until replicas land. */
+  readonly replicationFactor: number;
+  readonly source: IngestionSourceConfig;
+}
+
+/** Why a dataset config was refused, naming the first bad field (a dotted path such as `source.topic`). */
+export interface InvalidDatasetConfig {
+  readonly type: 'InvalidDatasetConfig';
+  readonly field: string;
+  readonly message: string;
+}
+
+const KAFKA_TOPIC = /^[A-Za-z0-9._-]{1,249}$/;
+
+const sourceSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('synthetic'),
+    recordsPerSecond: z.number().positive().max(1_000_000).default(100),
+  }),
+  z.strictObject({
+    type: z.literal('kafka'),
+    topic: z.string().regex(KAFKA_TOPIC, 'must be a Kafka topic name: 1 to 249 of letters, digits, ".", "_", "-"'),
+    // Earliest by default: a shard with no checkpoint must not silently skip the backlog (FiloDB's O13).
+    startFrom: z.enum(['earliest', 'latest']).default('earliest'),
+  }),
+]);
+
+const configSchema = z
+  .strictObject({
+    ref: z.string().refine((s) => parseDatasetRef(s).ok, 'must be a letter, then up to 63 letters, digits, "_" or "-"'),
+    numShards: z
+      .number()
+      .refine(isValidShardCount, `must be a power of two between 1 and ${MAX_SHARDS}`),
+    minNumNodes: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS),
+    spread: z.number().int('must be an integer').optional(),
+    replicationFactor: z.number().int('must be an integer').min(1).default(1),
+    source: sourceSchema,
+  })
+  .superRefine((c, ctx) => {
+    if (!isValidShardCount(c.numShards)) return;
+    const maxSpread = log2Shards(c.numShards);
+    if (c.spread !== undefined && (c.spread < 0 || c.spread > maxSpread)) {
+      ctx.addIssue({ code: 'custom', path: ['spread'], message: `must be between 0 and log2(numShards) = ${maxSpread}` });
+    }
+    if (c.replicationFactor !== 1) {
+      ctx.addIssue({ code: 'custom', path: ['replicationFactor'], message: 'replicas are not supported yet: must be 1' });
+    }
+  });
+
+/**
+ * Checks an untrusted dataset config (from a file, a request, the bus) and fills in defaults.
+ * Returns the typed config, or an error naming the first bad field.
+ *
+ * Gotchas: `numShards` 0 is refused (FiloDB accepts it); unknown keys are refused, so a typo
+ * cannot silently fall back to a default.
+ */
+export function validateDatasetConfig(input: unknown): Result<DatasetConfig, InvalidDatasetConfig> {
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.map(String).join('.') ?? '';
+    const unknownKeys = issue?.code === 'unrecognized_keys' ? issue.keys : [];
+    const field = unknownKeys.length > 0 ? [path, unknownKeys[0]].filter(Boolean).join('.') : path || '(root)';
+    const message = issue?.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue?.message ?? 'is invalid';
+    return err({ type: 'InvalidDatasetConfig', field, message: `${field} ${message}` });
+  }
+  const c = parsed.data;
+  return ok({
+    ref: c.ref as DatasetRef,
+    numShards: c.numShards,
+    minNumNodes: c.minNumNodes,
+    spread: c.spread ?? Math.min(1, log2Shards(c.numShards)),
+    replicationFactor: c.replicationFactor,
+    source: c.source,
+  });
+}
+
+/** Field-by-field differences between two configs of the same dataset (empty when equal). */
+export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): string[] {
+  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'source'] as const;
+  return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));
+}
+
+function canonical(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, x]) => [k, canonical(x)]));
+}

@@ -1,0 +1,150 @@
+import type { DatasetConfig } from '../dataset-config.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
+import type { ShardMapSnapshot } from '../shard-map-snapshot.js';
+import type { ShardEvent, ShardStatus } from '../status.js';
+
+/** A live node in the membership view. Members are ordered by `joinedAt`, then by node id. */
+export interface Member {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+  /** When the member joined (ms); the oldest member hosts the singleton, the newest is asked first. */
+  readonly joinedAt: number;
+  readonly rack?: string;
+  readonly address?: string;
+}
+
+/** One node's own account of a shard it is running, gathered during recovery. */
+export interface RunningShard {
+  readonly dataset: DatasetRef;
+  readonly shard: number;
+  readonly status: ShardStatus;
+}
+
+/** Everything a new singleton gathered before it acts (DESIGN.md §6). */
+export interface RecoveryData {
+  /** The epoch this singleton won by compare-and-set. */
+  readonly epoch: Epoch;
+  /** Dataset configs from the MetaStore. */
+  readonly datasets: readonly DatasetConfig[];
+  /** Candidate maps from the MetaStore and every guardian; the newest `(epoch, version)` per dataset wins. */
+  readonly maps: readonly ShardMapSnapshot[];
+  /** Subscriptions cached by the guardians; merged, never replaced. */
+  readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
+  readonly watchers: readonly SubscriberId[];
+  /** Reassignment cooldowns from the MetaStore: when each shard was last moved after an error. */
+  readonly cooldowns: readonly { readonly dataset: DatasetRef; readonly shard: number; readonly reassignedAt: number }[];
+  /** The membership view now. */
+  readonly members: readonly Member[];
+  /** What each node that answered says it runs. */
+  readonly running: readonly { readonly node: NodeId; readonly incarnation: Incarnation; readonly shards: readonly RunningShard[] }[];
+}
+
+/** Everything `ShardManager.decide` accepts. */
+export type ShardManagerInput =
+  | { readonly type: 'Recover'; readonly recovery: RecoveryData }
+  | { readonly type: 'MemberUp'; readonly member: Member }
+  | { readonly type: 'MemberDown'; readonly node: NodeId; readonly incarnation: Incarnation }
+  | { readonly type: 'MembershipView'; readonly members: readonly Member[] }
+  | { readonly type: 'SetupDataset'; readonly config: DatasetConfig; readonly replyTo: ReplyTo }
+  | { readonly type: 'RemoveDataset'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo }
+  | { readonly type: 'Subscribe'; readonly subscriber: SubscriberId; readonly dataset: DatasetRef }
+  | { readonly type: 'SubscribeAll'; readonly subscriber: SubscriberId }
+  | { readonly type: 'Unsubscribe'; readonly subscriber: SubscriberId; readonly dataset?: DatasetRef }
+  | { readonly type: 'SubscriberTerminated'; readonly subscriber: SubscriberId }
+  | { readonly type: 'GetShardMap'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo }
+  | { readonly type: 'ListRegisteredDatasets'; readonly replyTo: ReplyTo }
+  /** `node` is the raw string an operator typed: a malformed or unknown one gets `BadData`. */
+  | { readonly type: 'StartShards'; readonly dataset: DatasetRef; readonly node: string; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
+  | { readonly type: 'StopShards'; readonly dataset: DatasetRef; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
+  /** A node's shard events, numbered by the node; acknowledged after they are applied and published. */
+  | { readonly type: 'NodeReport'; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly events: readonly ShardEvent[] }
+  /** The periodic full snapshot that bounds how stale a subscriber or node can be. */
+  | { readonly type: 'PublishSnapshots' }
+  /** Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended. */
+  | { readonly type: 'CheckCooldowns' };
+
+export type ShardManagerInputType = ShardManagerInput['type'];
+
+/** Answers to requests, FiloDB's names. Expected failures are replies, not exceptions. */
+export type Reply =
+  | { readonly type: 'DatasetVerified'; readonly dataset: DatasetRef }
+  | { readonly type: 'DatasetExists'; readonly dataset: DatasetRef }
+  | { readonly type: 'DatasetConflict'; readonly dataset: DatasetRef; readonly fields: readonly string[]; readonly message: string }
+  | { readonly type: 'DatasetUnknown'; readonly dataset: DatasetRef }
+  | { readonly type: 'Success' }
+  | { readonly type: 'BadSchema'; readonly message: string }
+  | { readonly type: 'BadData'; readonly message: string }
+  | { readonly type: 'CurrentShardSnapshot'; readonly snapshot: ShardMapSnapshot }
+  | { readonly type: 'RegisteredDatasets'; readonly datasets: readonly DatasetRef[] };
+
+/** A shard event as published: `(epoch, version)` is the map's stamp right after the event applied. */
+export interface StampedShardEvent {
+  readonly type: 'StampedShardEvent';
+  readonly epoch: Epoch;
+  readonly version: number;
+  readonly event: ShardEvent;
+}
+
+/** What subscribers receive. */
+export type SubscriberMessage =
+  | { readonly type: 'CurrentShardSnapshot'; readonly snapshot: ShardMapSnapshot }
+  | StampedShardEvent
+  | {
+      readonly type: 'ShardSubscriptions';
+      readonly epoch: Epoch;
+      readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
+      readonly watchers: readonly SubscriberId[];
+    }
+  | { readonly type: 'DatasetUnknown'; readonly dataset: DatasetRef }
+  | { readonly type: 'DatasetRemoved'; readonly epoch: Epoch; readonly dataset: DatasetRef };
+
+/** Named, documented happenings that logs and metrics hang off (see docs/EVENTS.md). */
+export type NoticeName =
+  | 'singleton.recovered'
+  | 'recovery.map-chosen'
+  | 'recovery.map-ignored'
+  | 'recovery.shard-adopted'
+  | 'recovery.stray-shard'
+  | 'recovery.node-fenced'
+  | 'member.up'
+  | 'member.down'
+  | 'member.ignored'
+  | 'dataset.created'
+  | 'dataset.removed'
+  | 'shard.reassigned'
+  | 'shard.reassignment-skipped'
+  | 'shard.cooldown-ended'
+  | 'report.rejected'
+  | 'input.buffered'
+  | 'input.ignored';
+
+export interface Notice {
+  readonly name: NoticeName;
+  readonly level: 'debug' | 'info' | 'warn';
+  readonly message: string;
+  readonly dataset?: DatasetRef;
+  readonly shard?: number;
+  readonly node?: NodeId;
+}
+
+/**
+ * What the actor layer must do, in list order: persist first, then publish and send, then reply
+ * and acknowledge (so an acknowledged report is always applied, persisted and published).
+ */
+export type Effect =
+  | { readonly type: 'PersistDataset'; readonly config: DatasetConfig }
+  | { readonly type: 'DeleteDataset'; readonly dataset: DatasetRef }
+  | { readonly type: 'PersistShardMap'; readonly snapshot: ShardMapSnapshot }
+  | { readonly type: 'PersistCooldown'; readonly dataset: DatasetRef; readonly shard: ShardNum; readonly reassignedAt: number }
+  | { readonly type: 'Publish'; readonly to: readonly SubscriberId[]; readonly message: SubscriberMessage }
+  /** The whole map of a dataset to nodes, which run exactly the shards it gives them. */
+  | { readonly type: 'SendDesiredState'; readonly to: readonly NodeId[]; readonly snapshot: ShardMapSnapshot }
+  /** Tells a node that is not a member to stop every shard it runs. */
+  | { readonly type: 'FenceNode'; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
+  | { readonly type: 'Reply'; readonly to: ReplyTo; readonly reply: Reply }
+  | { readonly type: 'AckReport'; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number }
+  /** Feed `CheckCooldowns` at (or after) this time. */
+  | { readonly type: 'ScheduleCheck'; readonly at: number }
+  | { readonly type: 'Notice'; readonly notice: Notice };
+
+export type EffectType = Effect['type'];

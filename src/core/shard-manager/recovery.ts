@@ -1,0 +1,149 @@
+import type { DatasetConfig } from '../dataset-config.js';
+import { isShardInRange, type DatasetRef, type NodeId, type ShardNum } from '../ids.js';
+import { compareStamps, type ShardMapSnapshot } from '../shard-map-snapshot.js';
+import { ShardMapper } from '../shard-mapper.js';
+import { type ShardEvent, ShardEvents, type ShardStatus } from '../status.js';
+import { ShardSubscriptions } from '../subscriptions.js';
+import type { RecoveryData, RunningShard } from './protocol.js';
+import { scheduleHeldShards } from './reports.js';
+import type { Step } from './step.js';
+
+/**
+ * A new singleton's first step (DESIGN.md §6): datasets and cooldowns from the MetaStore; per
+ * dataset the newest map among the MetaStore's and the guardians'; subscriptions merged; then
+ * reconciled with membership and with what live nodes say they run; then one snapshot per dataset
+ * under the new epoch. Never starts from nothing while any copy of a map exists.
+ */
+export function recover(step: Step, data: RecoveryData): void {
+  const configs = uniqueConfigs(step, data.datasets);
+  for (const config of configs) restoreDataset(step, config, data);
+  for (const m of data.maps) {
+    if (!configs.some((c) => c.ref === m.dataset)) {
+      step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: m.dataset, message: `a map of ${m.dataset} was found but the MetaStore has no such dataset` });
+    }
+  }
+
+  const known = new Set(configs.map((c) => c.ref));
+  let subs = ShardSubscriptions.of(data.subscriptions.filter((s) => known.has(s.dataset)), data.watchers);
+  for (const c of configs) subs = subs.addDataset(c.ref);
+  step.subscriptions = step.subscriptions.union(subs);
+
+  const running = liveReports(step, data);
+  for (const ref of step.datasetRefs()) reconcile(step, ref, running);
+  scheduleHeldShards(step);
+  if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
+  step.notice({
+    name: 'singleton.recovered',
+    level: 'info',
+    message: `singleton recovered at epoch ${step.epoch}: ${configs.length} datasets, ${step.members.length} members, ${data.running.length} nodes reported`,
+  });
+}
+
+function uniqueConfigs(step: Step, configs: readonly DatasetConfig[]): DatasetConfig[] {
+  const seen = new Map<DatasetRef, DatasetConfig>();
+  for (const c of configs) {
+    if (seen.has(c.ref)) step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: c.ref, message: `dataset ${c.ref} listed twice; the first config wins` });
+    else seen.set(c.ref, c);
+  }
+  return [...seen.values()];
+}
+
+function restoreDataset(step: Step, config: DatasetConfig, data: RecoveryData): void {
+  const ref = config.ref;
+  let newest: ShardMapSnapshot | undefined;
+  for (const m of data.maps) {
+    if (m.dataset !== ref) continue;
+    if (m.numShards !== config.numShards) {
+      step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: ref, message: `a map of ${ref} with ${m.numShards} shards was ignored: the dataset has ${config.numShards}` });
+      continue;
+    }
+    if (!newest || compareStamps(m, newest) > 0) newest = m;
+  }
+  const mapper = newest ? ShardMapper.fromSnapshot(newest) : new ShardMapper(config.numShards, ref);
+  const cooldowns = new Map<number, number>();
+  for (const c of data.cooldowns) if (c.dataset === ref && isShardInRange(c.shard, config.numShards)) cooldowns.set(c.shard, c.reassignedAt);
+  step.createDataset(config, mapper, cooldowns);
+  step.notice({
+    name: 'recovery.map-chosen',
+    level: 'info',
+    dataset: ref,
+    message: newest
+      ? `${ref}: recovered the map at epoch ${newest.epoch} version ${newest.version}, the newest of ${data.maps.filter((m) => m.dataset === ref).length}`
+      : `${ref}: no map found; starting from an empty one`,
+  });
+}
+
+type LiveReports = Map<NodeId, readonly RunningShard[]>;
+
+/** Reports from current members, oldest member first; a non-member that runs shards is fenced. */
+function liveReports(step: Step, data: RecoveryData): LiveReports {
+  const reports: LiveReports = new Map();
+  for (const r of data.running) {
+    const member = step.member(r.node);
+    if (member && member.incarnation === r.incarnation) {
+      reports.set(r.node, r.shards);
+    } else if (r.shards.length > 0) {
+      step.send({ type: 'FenceNode', node: r.node, incarnation: r.incarnation, reason: 'runs shards but is not a member' });
+      step.notice({ name: 'recovery.node-fenced', level: 'warn', node: r.node, message: `${r.node} (incarnation ${r.incarnation}) runs ${r.shards.length} shards but is not a member: told to stop them` });
+    }
+  }
+  const order = step.memberNodes();
+  return new Map([...reports].sort(([a], [b]) => order.indexOf(a) - order.indexOf(b)));
+}
+
+/** The event that makes a map say a node is running a shard in `status`, if it is a running status. */
+function runningEvent(ref: DatasetRef, shard: ShardNum, node: NodeId, status: ShardStatus): ShardEvent | undefined {
+  switch (status.type) {
+    case 'Active': return ShardEvents.ingestionStarted(ref, shard, node);
+    case 'Recovery': return ShardEvents.recoveryInProgress(ref, shard, node, status.progressPct);
+    case 'Assigned': return ShardEvents.assignmentStarted(ref, shard, node);
+    default: return undefined;
+  }
+}
+
+function reconcile(step: Step, ref: DatasetRef, running: LiveReports): void {
+  const live = new Set(step.memberNodes());
+  const numShards = step.dataset(ref)!.config.numShards;
+  const mapper = () => step.dataset(ref)!.mapper;
+
+  // Owners that are gone: their shards are down (then placed again below).
+  for (const s of mapper().assignedShards()) {
+    const owner = mapper().nodeForShard(s)!;
+    if (!live.has(owner)) step.apply(ref, ShardEvents.shardDown(ref, s, owner));
+  }
+
+  const held = step.held(ref);
+  const reportedBy = new Map<number, NodeId>();
+  for (const [node, shards] of running) {
+    for (const r of shards) {
+      if (r.dataset !== ref || !isShardInRange(r.shard, numShards)) continue;
+      const shard = r.shard as ShardNum;
+      const event = runningEvent(ref, shard, node, r.status);
+      if (!event) continue;
+      const owner = mapper().nodeForShard(shard);
+      const spec = { numShards, minNumNodes: step.dataset(ref)!.config.minNumNodes, held };
+      if (owner === node) {
+        reportedBy.set(shard, node);
+        step.apply(ref, event); // the node's own account of its status wins over a stale map
+      } else if (owner === undefined && !held.has(shard) && step.settings.strategy.remainingCapacity(node, spec, mapper()) > 0) {
+        reportedBy.set(shard, node);
+        step.apply(ref, event);
+        step.notice({ name: 'recovery.shard-adopted', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} had no owner in the recovered map but ${node} runs it: it keeps it` });
+      } else {
+        step.notice({ name: 'recovery.stray-shard', level: 'warn', dataset: ref, shard, node, message: `${node} runs ${ref}/${shard} but the map gives it to ${owner ?? 'nobody'}: it will stop it` });
+      }
+    }
+  }
+
+  // A shard the map shows running on a node that says it is not: it will be (re)started there.
+  for (const [node] of running) {
+    for (const s of mapper().shardsForNode(node)) {
+      const status = mapper().statusForShard(s).type;
+      if ((status === 'Active' || status === 'Recovery') && reportedBy.get(s) !== node) {
+        step.apply(ref, ShardEvents.assignmentStarted(ref, s, node));
+      }
+    }
+  }
+
+  step.assignShards(ref);
+}

@@ -1,0 +1,111 @@
+import { isShardInRange, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
+import { NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
+import type { Step } from './step.js';
+
+/**
+ * A node's report: applied only from the owner's current incarnation, then acknowledged. The ack
+ * is emitted after the changes' persist and publish effects, so a node stops resending only once
+ * the singleton has made its events durable and visible. A refused event is acknowledged too (it
+ * will never become acceptable by resending) and explained in a `report.rejected` notice.
+ */
+export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, seq: number, events: readonly ShardEvent[]): void {
+  const member = step.member(node);
+  if (!member || member.incarnation !== incarnation) {
+    const why = member ? `is incarnation ${incarnation}, the member is incarnation ${member.incarnation}` : 'is not a member';
+    step.notice({ name: 'report.rejected', level: 'warn', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
+  } else {
+    for (const e of events) applyReported(step, node, e);
+  }
+  step.ack({ type: 'AckReport', node, incarnation, seq });
+}
+
+function refusal(step: Step, node: NodeId, e: ShardEvent): string | undefined {
+  if (e.node !== node) return `it names node ${e.node}`;
+  if (!NODE_REPORTED_EVENTS.has(e.type)) return `only the singleton emits ${e.type}`;
+  const ds = step.dataset(e.dataset);
+  if (!ds) return `dataset ${e.dataset} is unknown`;
+  if (!isShardInRange(e.shard, ds.config.numShards)) return `shard ${e.shard} is out of range 0..${ds.config.numShards - 1}`;
+  if (e.type === 'RecoveryInProgress' && !(e.progressPct >= 0 && e.progressPct <= 100)) return `progress ${e.progressPct} is not within 0..100`;
+  const owner = ds.mapper.nodeForShard(e.shard);
+  if (owner !== node) return owner === undefined ? 'the shard has no owner' : `the shard is owned by ${owner}`;
+  return undefined;
+}
+
+function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
+  const why = refusal(step, node, e);
+  if (why !== undefined) {
+    step.notice({
+      name: 'report.rejected',
+      level: 'warn',
+      dataset: e.dataset,
+      shard: e.shard,
+      node,
+      message: `${e.type} for ${e.dataset}/${e.shard} from ${node} ignored: ${why}`,
+    });
+    return;
+  }
+  const changed = step.apply(e.dataset, e);
+  if (changed && e.type === 'IngestionError') reassignAfterError(step, e.dataset, e.shard, node, e.error);
+}
+
+/**
+ * Moves an errored shard to another node, at most once per cooldown. Never inside the cooldown: a
+ * poison record would bounce the shard around the cluster, failing on every node in turn. The
+ * shard then waits, unassigned and in Error, until the cooldown ends (a `ScheduleCheck`).
+ */
+function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: ShardNum, reporter: NodeId, error: string): void {
+  const last = step.dataset(dataset)!.cooldowns.get(shard);
+  if (last !== undefined && step.inCooldown(last)) {
+    const until = step.cooldownEnd(last);
+    step.schedule(until);
+    step.notice({
+      name: 'shard.reassignment-skipped',
+      level: 'warn',
+      dataset,
+      shard,
+      node: reporter,
+      message: `${dataset}/${shard} failed again on ${reporter} (${error}); it stays unassigned until its cooldown ends at ${until}`,
+    });
+    return;
+  }
+  const placed = step.assignShards(dataset, { exclude: reporter });
+  if (placed.includes(shard)) {
+    step.setCooldown(dataset, shard, step.now);
+    const to = step.dataset(dataset)!.mapper.nodeForShard(shard);
+    step.notice({ name: 'shard.reassigned', level: 'warn', dataset, shard, node: reporter, message: `${dataset}/${shard} moved from ${reporter} to ${to} after an ingestion error: ${error}` });
+  } else {
+    step.notice({
+      name: 'shard.reassignment-skipped',
+      level: 'warn',
+      dataset,
+      shard,
+      node: reporter,
+      message: `${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it`,
+    });
+  }
+}
+
+/** Places errored shards whose cooldown has ended, and nothing else. */
+export function checkCooldowns(step: Step): void {
+  for (const ref of step.datasetRefs()) {
+    const ds = step.dataset(ref)!;
+    const ended = [...ds.cooldowns].filter(
+      ([s, at]) => !step.inCooldown(at) && ds.mapper.nodeForShard(s) === undefined && ds.mapper.statusForShard(s).type === 'Error',
+    );
+    if (ended.length === 0) continue;
+    const endedShards = new Set(ended.map(([s]) => s));
+    const hold = new Set<number>(ds.mapper.unassignedShards().filter((s) => !endedShards.has(s)));
+    const placed = step.assignShards(ref, { hold });
+    for (const s of placed) {
+      step.notice({ name: 'shard.cooldown-ended', level: 'info', dataset: ref, shard: s, message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}` });
+    }
+  }
+}
+
+/** The next `ScheduleCheck` times for every shard held in a cooldown. */
+export function scheduleHeldShards(step: Step): void {
+  for (const ref of step.datasetRefs()) {
+    const ds = step.dataset(ref)!;
+    for (const s of step.held(ref)) step.schedule(step.cooldownEnd(ds.cooldowns.get(s)!));
+  }
+}

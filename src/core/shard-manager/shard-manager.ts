@@ -1,0 +1,252 @@
+import { DefaultShardAssignmentStrategy, type ShardAssignmentStrategy } from '../assignment-strategy.js';
+import { datasetConfigDifferences, type DatasetConfig } from '../dataset-config.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../ids.js';
+import { assertNever } from '../result.js';
+import { ShardMapper } from '../shard-mapper.js';
+import { ShardEvents } from '../status.js';
+import { ShardSubscriptions } from '../subscriptions.js';
+import { startShards, stopShards } from './admin.js';
+import type { Effect, Member, RecoveryData, ShardManagerInput } from './protocol.js';
+import { recover } from './recovery.js';
+import { checkCooldowns, nodeReport } from './reports.js';
+import { type Decision, type ShardManagerState, Step } from './step.js';
+
+/** FiloDB's `reassignment-min-interval`: an errored shard moves at most once per 2 hours. */
+export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
+
+export interface ShardManagerOptions {
+  /** Which node takes which shards. Default: `DefaultShardAssignmentStrategy` (FiloDB's). */
+  readonly strategy?: ShardAssignmentStrategy;
+  /** How long after an error-triggered move a shard may not move again (ms). Default 2 hours. */
+  readonly reassignmentCooldownMs?: number;
+}
+
+/**
+ * The singleton's brain: FiloDB's ShardManager as a pure function
+ * `decide(state, input, now) → { state, effects }`. No I/O, no clock, no randomness: the actor layer
+ * performs the effects (in list order) and feeds results back as inputs.
+ *
+ * Every state starts `recovering`: inputs are buffered until the `Recover` input (a first-ever
+ * singleton recovers from an empty MetaStore), then replayed in arrival order, never dropped.
+ *
+ * Gotchas: state objects are shared between calls; never mutate one (mappers included).
+ */
+export class ShardManager {
+  private readonly settings: { strategy: ShardAssignmentStrategy; reassignmentCooldownMs: number };
+
+  constructor(options: ShardManagerOptions = {}) {
+    const cooldown = options.reassignmentCooldownMs ?? DEFAULT_REASSIGNMENT_COOLDOWN_MS;
+    if (!Number.isSafeInteger(cooldown) || cooldown < 0) {
+      throw new RangeError(`reassignmentCooldownMs must be a non-negative integer (ms), got ${cooldown}`);
+    }
+    this.settings = { strategy: options.strategy ?? new DefaultShardAssignmentStrategy(), reassignmentCooldownMs: cooldown };
+  }
+
+  /** A singleton before recovery, at epoch 0. */
+  initialState(): ShardManagerState {
+    return {
+      phase: 'recovering',
+      epoch: 0 as Epoch,
+      members: [],
+      datasets: new Map(),
+      subscriptions: ShardSubscriptions.empty,
+      buffered: [],
+    };
+  }
+
+  decide(state: ShardManagerState, input: ShardManagerInput, now: number): Decision {
+    if (state.phase === 'recovering') {
+      if (input.type === 'Recover') return this.recover(state, input.recovery, now);
+      const notice: Effect = { type: 'Notice', notice: { name: 'input.buffered', level: 'debug', message: `${input.type} buffered until recovery completes` } };
+      return { state: { ...state, buffered: [...state.buffered, input] }, effects: [notice] };
+    }
+    const step = new Step(state, this.settings, now);
+    this.handle(step, input);
+    return step.finish();
+  }
+
+  private recover(state: ShardManagerState, data: RecoveryData, now: number): Decision {
+    const base: ShardManagerState = { ...state, epoch: data.epoch, members: sortMembers(uniqueMembers(data.members)), datasets: new Map() };
+    const step = new Step(base, this.settings, now);
+    recover(step, data);
+    let decision = step.finish();
+    const effects = [...decision.effects];
+    for (const input of state.buffered) {
+      decision = this.decide(decision.state, input, now);
+      effects.push(...decision.effects);
+    }
+    return { state: decision.state, effects };
+  }
+
+  private handle(step: Step, input: ShardManagerInput): void {
+    switch (input.type) {
+      case 'Recover':
+        return step.notice({ name: 'input.ignored', level: 'warn', message: `Recover ignored: this singleton already recovered at epoch ${step.epoch}` });
+      case 'MemberUp':
+        return memberUp(step, input.member);
+      case 'MemberDown':
+        return memberDown(step, input.node, input.incarnation);
+      case 'MembershipView':
+        return membershipView(step, input.members);
+      case 'SetupDataset':
+        return setupDataset(step, input.config, input.replyTo);
+      case 'RemoveDataset':
+        return removeDataset(step, input.dataset, input.replyTo);
+      case 'Subscribe':
+        return subscribe(step, input.subscriber, input.dataset);
+      case 'SubscribeAll':
+        return subscribeAll(step, input.subscriber);
+      case 'Unsubscribe':
+        return unsubscribe(step, input.subscriber, input.dataset);
+      case 'SubscriberTerminated':
+        return unsubscribe(step, input.subscriber, undefined);
+      case 'GetShardMap': {
+        const ds = step.dataset(input.dataset);
+        return step.reply(input.replyTo, ds ? { type: 'CurrentShardSnapshot', snapshot: ds.mapper.toSnapshot(step.epoch) } : { type: 'DatasetUnknown', dataset: input.dataset });
+      }
+      case 'ListRegisteredDatasets':
+        return step.reply(input.replyTo, { type: 'RegisteredDatasets', datasets: step.datasetRefs().sort() });
+      case 'StartShards':
+        return startShards(step, input.dataset, input.node, input.shards, input.replyTo);
+      case 'StopShards':
+        return stopShards(step, input.dataset, input.shards, input.replyTo);
+      case 'NodeReport':
+        return nodeReport(step, input.node, input.incarnation, input.seq, input.events);
+      case 'PublishSnapshots':
+        return publishSnapshots(step);
+      case 'CheckCooldowns':
+        return checkCooldowns(step);
+      default:
+        return assertNever(input);
+    }
+  }
+}
+
+function compareMembers(a: Member, b: Member): number {
+  return a.joinedAt !== b.joinedAt ? a.joinedAt - b.joinedAt : a.node < b.node ? -1 : a.node > b.node ? 1 : 0;
+}
+
+const sortMembers = (members: readonly Member[]): Member[] => [...members].sort(compareMembers);
+
+/** The last entry per node wins: a view cannot hold two incarnations of one node. */
+function uniqueMembers(members: readonly Member[]): Member[] {
+  return [...new Map(members.map((m) => [m.node, m])).values()];
+}
+
+/**
+ * A node joins: only it is asked for shards (FiloDB never rebalances on join). A known node with a
+ * new incarnation restarted: it leaves (its shards go down and are re-placed) and joins again last.
+ */
+function memberUp(step: Step, member: Member): void {
+  const existing = step.member(member.node);
+  if (existing?.incarnation === member.incarnation) {
+    return step.notice({ name: 'member.ignored', level: 'debug', node: member.node, message: `${member.node} is already a member` });
+  }
+  if (existing) memberDown(step, existing.node, existing.incarnation);
+  step.members = sortMembers([...step.members, member]);
+  step.notice({ name: 'member.up', level: 'info', node: member.node, message: `${member.node} (incarnation ${member.incarnation}) joined` });
+  for (const ref of step.datasetRefs()) step.assignShards(ref, { nodes: [member.node] });
+}
+
+/** A node left or was declared dead: its shards go down and are re-placed newest-first. */
+function memberDown(step: Step, node: NodeId, incarnation: Incarnation): void {
+  const member = step.member(node);
+  if (!member || member.incarnation !== incarnation) {
+    const why = member ? `the member is incarnation ${member.incarnation}` : 'it is not a member';
+    return step.notice({ name: 'member.ignored', level: 'info', node, message: `departure of ${node} (incarnation ${incarnation}) ignored: ${why}` });
+  }
+  step.members = step.members.filter((m) => m.node !== node);
+  step.notice({ name: 'member.down', level: 'warn', node, message: `${node} (incarnation ${incarnation}) left` });
+  for (const ref of step.datasetRefs()) {
+    const mapper = step.dataset(ref)!.mapper;
+    for (const s of mapper.shardsForNode(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));
+    step.assignShards(ref);
+  }
+}
+
+/** A whole membership view (e.g. after a Kafka rebalance): departures first, then joins oldest first. */
+function membershipView(step: Step, view: readonly Member[]): void {
+  const members = uniqueMembers(view);
+  const byNode = new Map(members.map((m) => [m.node, m]));
+  for (const m of [...step.members]) {
+    if (byNode.get(m.node)?.incarnation !== m.incarnation) memberDown(step, m.node, m.incarnation);
+  }
+  for (const m of sortMembers(members)) if (!step.member(m.node)) memberUp(step, m);
+}
+
+function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void {
+  const existing = step.dataset(config.ref);
+  if (existing) {
+    const fields = datasetConfigDifferences(existing.config, config);
+    if (fields.length === 0) return step.reply(replyTo, { type: 'DatasetExists', dataset: config.ref });
+    return step.reply(replyTo, {
+      type: 'DatasetConflict',
+      dataset: config.ref,
+      fields,
+      message: `dataset ${config.ref} already exists with a different ${fields.join(', ')}`,
+    });
+  }
+  step.persist({ type: 'PersistDataset', config });
+  step.createDataset(config, new ShardMapper(config.numShards, config.ref));
+  step.subscriptions = step.subscriptions.addDataset(config.ref);
+  if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
+  const placed = step.assignShards(config.ref);
+  step.notice({
+    name: 'dataset.created',
+    level: 'info',
+    dataset: config.ref,
+    message: `dataset ${config.ref} set up: ${config.numShards} shards, minNumNodes ${config.minNumNodes}, ${placed.length} assigned over ${step.members.length} members`,
+  });
+  step.reply(replyTo, { type: 'DatasetVerified', dataset: config.ref });
+}
+
+/** Every shard goes down (nodes stop them), subscribers hear `DatasetRemoved`, then it is forgotten. */
+function removeDataset(step: Step, dataset: DatasetRef, replyTo: ReplyTo): void {
+  const ds = step.dataset(dataset);
+  if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset });
+  for (const s of ds.mapper.assignedShards()) step.apply(dataset, ShardEvents.shardDown(dataset, s, ds.mapper.nodeForShard(s)!));
+  step.removeDataset(dataset);
+  step.flush(dataset);
+  step.publish(step.subscriptions.subscribersOf(dataset), { type: 'DatasetRemoved', epoch: step.epoch, dataset });
+  step.subscriptions = step.subscriptions.removeDataset(dataset);
+  if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
+  step.persist({ type: 'DeleteDataset', dataset });
+  step.notice({ name: 'dataset.removed', level: 'info', dataset, message: `dataset ${dataset} removed` });
+  step.reply(replyTo, { type: 'Success' });
+}
+
+/**
+ * Subscribing again is how a subscriber resyncs after a gap: it always gets a fresh snapshot.
+ */
+function subscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef): void {
+  const ds = step.dataset(dataset);
+  if (!ds) return step.publish([subscriber], { type: 'DatasetUnknown', dataset });
+  const before = step.subscriptions;
+  step.subscriptions = before.subscribe(subscriber, dataset);
+  if (step.subscriptions !== before && step.subscriptions.watchers.size > 0) step.publishSubscriptions();
+  step.publish([subscriber], { type: 'CurrentShardSnapshot', snapshot: ds.mapper.toSnapshot(step.epoch) });
+}
+
+/** A watcher (a node guardian) gets every dataset now and later, and every subscription change. */
+function subscribeAll(step: Step, subscriber: SubscriberId): void {
+  step.subscriptions = step.subscriptions.subscribeAll(subscriber);
+  step.publishSubscriptions();
+  for (const ref of step.datasetRefs()) {
+    step.publish([subscriber], { type: 'CurrentShardSnapshot', snapshot: step.dataset(ref)!.mapper.toSnapshot(step.epoch) });
+  }
+}
+
+function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef | undefined): void {
+  const before = step.subscriptions;
+  step.subscriptions = before.unsubscribe(subscriber, dataset);
+  if (step.subscriptions !== before && step.subscriptions.watchers.size > 0) step.publishSubscriptions();
+}
+
+/** The periodic full snapshot: bounds how long a lost message can leave anyone stale. Nothing is persisted. */
+function publishSnapshots(step: Step): void {
+  for (const ref of step.datasetRefs()) {
+    const snapshot = step.dataset(ref)!.mapper.toSnapshot(step.epoch);
+    step.publish(step.subscriptions.subscribersOf(ref), { type: 'CurrentShardSnapshot', snapshot });
+    if (step.members.length > 0) step.send({ type: 'SendDesiredState', to: step.memberNodes(), snapshot });
+  }
+}

@@ -1,0 +1,271 @@
+import type { AssignmentSpec, ShardAssignmentStrategy } from '../assignment-strategy.js';
+import type { DatasetConfig } from '../dataset-config.js';
+import type { DatasetRef, Epoch, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
+import type { ShardMapper } from '../shard-mapper.js';
+import { type ShardEvent, ShardEvents } from '../status.js';
+import type { ShardSubscriptions } from '../subscriptions.js';
+import type { Effect, Member, Notice, Reply, ShardManagerInput, StampedShardEvent, SubscriberMessage } from './protocol.js';
+
+/** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
+export interface DatasetState {
+  readonly config: DatasetConfig;
+  readonly mapper: ShardMapper;
+  /** Shard → when it was last reassigned after an IngestionError (ms). */
+  readonly cooldowns: ReadonlyMap<number, number>;
+}
+
+/** The singleton's whole state. Treat it as immutable: `decide` returns a new one. */
+export interface ShardManagerState {
+  /** `recovering` until the `Recover` input; everything else that arrives before is buffered. */
+  readonly phase: 'recovering' | 'active';
+  readonly epoch: Epoch;
+  /** Oldest first. */
+  readonly members: readonly Member[];
+  readonly datasets: ReadonlyMap<DatasetRef, DatasetState>;
+  readonly subscriptions: ShardSubscriptions;
+  readonly buffered: readonly ShardManagerInput[];
+}
+
+/** What one `decide` call returns. */
+export interface Decision {
+  readonly state: ShardManagerState;
+  readonly effects: readonly Effect[];
+}
+
+/** A dataset being changed within one step: its mapper is a private clone. */
+interface WorkingDataset {
+  readonly ref: DatasetRef;
+  readonly config: DatasetConfig;
+  readonly mapper: ShardMapper;
+  readonly cooldowns: Map<number, number>;
+  readonly events: StampedShardEvent[];
+  created: boolean;
+  removed: boolean;
+  /** Publish a full snapshot instead of the events (new dataset, recovery). */
+  snapshotInstead: boolean;
+}
+
+export interface StepSettings {
+  readonly strategy: ShardAssignmentStrategy;
+  readonly reassignmentCooldownMs: number;
+}
+
+/**
+ * The working copy of the state during one `decide` call. Handlers change it through these
+ * methods; `finish` turns the changes into effects in a fixed order (persist, publish, reply, notice).
+ */
+export class Step {
+  readonly epoch: Epoch;
+  members: Member[];
+  subscriptions: ShardSubscriptions;
+  private readonly datasets: Map<DatasetRef, DatasetState>;
+  private readonly working = new Map<DatasetRef, WorkingDataset>();
+  private readonly persists: Effect[] = [];
+  private readonly sends: Effect[] = [];
+  private readonly replies: Effect[] = [];
+  private readonly schedules = new Set<number>();
+  private readonly notices: Effect[] = [];
+
+  constructor(
+    base: ShardManagerState,
+    readonly settings: StepSettings,
+    readonly now: number,
+  ) {
+    this.epoch = base.epoch;
+    this.members = [...base.members];
+    this.subscriptions = base.subscriptions;
+    this.datasets = new Map(base.datasets);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  dataset(ref: DatasetRef): DatasetState | undefined {
+    const w = this.working.get(ref);
+    if (w) return w.removed ? undefined : w;
+    return this.datasets.get(ref);
+  }
+
+  datasetRefs(): DatasetRef[] {
+    return [...this.datasets.keys()].filter((ds) => this.dataset(ds) !== undefined);
+  }
+
+  member(node: NodeId): Member | undefined {
+    return this.members.find((m) => m.node === node);
+  }
+
+  memberNodes(): NodeId[] {
+    return this.members.map((m) => m.node);
+  }
+
+  /** Shards of a dataset the strategy must not hand out now: errored shards inside their cooldown. */
+  held(ref: DatasetRef): Set<number> {
+    const ds = this.dataset(ref);
+    const held = new Set<number>();
+    if (!ds) return held;
+    for (const [shard, at] of ds.cooldowns) {
+      if (this.inCooldown(at) && ds.mapper.nodeForShard(shard) === undefined && ds.mapper.statusForShard(shard).type === 'Error') held.add(shard);
+    }
+    return held;
+  }
+
+  /** FiloDB's rule, strict: a shard may move again only when `now - last > cooldown`. */
+  inCooldown(reassignedAt: number): boolean {
+    return this.now - reassignedAt <= this.settings.reassignmentCooldownMs;
+  }
+
+  cooldownEnd(reassignedAt: number): number {
+    return reassignedAt + this.settings.reassignmentCooldownMs + 1;
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /** Adds a dataset with an empty map; its subscribers get one snapshot when the step ends. */
+  createDataset(config: DatasetConfig, mapper: ShardMapper, cooldowns: ReadonlyMap<number, number> = new Map()): void {
+    this.datasets.set(config.ref, { config, mapper, cooldowns });
+    const w = this.edit(config.ref);
+    w.created = true;
+    w.snapshotInstead = true;
+  }
+
+  /** Marks a dataset removed: no map is persisted for it, and it leaves the state. */
+  removeDataset(ref: DatasetRef): void {
+    this.edit(ref).removed = true;
+  }
+
+  /** Publishes a full snapshot instead of single events for this dataset (recovery). */
+  snapshotInstead(ref: DatasetRef): void {
+    this.edit(ref).snapshotInstead = true;
+  }
+
+  /** Applies an event to a dataset's working map; records it for publishing if it changed anything. */
+  apply(ref: DatasetRef, event: ShardEvent): boolean {
+    const w = this.edit(ref);
+    const r = w.mapper.updateFromEvent(event);
+    if (!r.ok) throw r.error; // callers validate first: reaching this is a bug, not bad input
+    if (r.value.changed) w.events.push({ type: 'StampedShardEvent', epoch: this.epoch, version: w.mapper.version, event });
+    return r.value.changed;
+  }
+
+  setCooldown(ref: DatasetRef, shard: ShardNum, reassignedAt: number): void {
+    this.edit(ref).cooldowns.set(shard, reassignedAt);
+    this.persist({ type: 'PersistCooldown', dataset: ref, shard, reassignedAt });
+  }
+
+  /**
+   * Asks the strategy about each node in `nodes` (newest first by default), applying each answer
+   * before asking the next node, as FiloDB does. Returns the shards placed.
+   */
+  assignShards(ref: DatasetRef, opts: { exclude?: NodeId; nodes?: readonly NodeId[]; hold?: ReadonlySet<number> } = {}): ShardNum[] {
+    const ds = this.dataset(ref);
+    if (!ds) return [];
+    const held = opts.hold ?? this.held(ref);
+    const spec: AssignmentSpec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
+    const nodes = opts.nodes ?? this.memberNodes().reverse();
+    const placed: ShardNum[] = [];
+    for (const node of nodes) {
+      if (node === opts.exclude) continue;
+      // Read through `dataset` each time: the first change clones the mapper.
+      const shards = this.settings.strategy.shardAssignments(node, spec, this.dataset(ref)!.mapper);
+      for (const shard of shards) {
+        this.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
+        placed.push(shard);
+      }
+    }
+    return placed;
+  }
+
+  persist(effect: Effect): void {
+    this.persists.push(effect);
+  }
+
+  publish(to: readonly SubscriberId[], message: SubscriberMessage): void {
+    if (to.length > 0) this.sends.push({ type: 'Publish', to, message });
+  }
+
+  send(effect: Effect): void {
+    this.sends.push(effect);
+  }
+
+  reply(to: ReplyTo, reply: Reply): void {
+    this.replies.push({ type: 'Reply', to, reply });
+  }
+
+  ack(effect: Effect): void {
+    this.replies.push(effect);
+  }
+
+  schedule(at: number): void {
+    this.schedules.add(at);
+  }
+
+  notice(notice: Notice): void {
+    this.notices.push({ type: 'Notice', notice });
+  }
+
+  publishSubscriptions(): void {
+    this.publish(this.subscriptions.watcherList(), {
+      type: 'ShardSubscriptions',
+      epoch: this.epoch,
+      subscriptions: this.subscriptions.toList(),
+      watchers: this.subscriptions.watcherList(),
+    });
+  }
+
+  /**
+   * Emits the pending changes of one dataset now: its map persisted, its events (or one snapshot)
+   * to its subscribers, and the new desired state to every member.
+   */
+  flush(ref: DatasetRef): void {
+    const w = this.working.get(ref);
+    if (!w || (w.events.length === 0 && !w.snapshotInstead)) return;
+    const snapshot = w.mapper.toSnapshot(this.epoch, ref);
+    if (!w.removed) this.persist({ type: 'PersistShardMap', snapshot });
+    const subscribers = this.subscriptions.subscribersOf(ref);
+    if (w.snapshotInstead) this.publish(subscribers, { type: 'CurrentShardSnapshot', snapshot });
+    else for (const e of w.events) this.publish(subscribers, e);
+    const nodes = this.memberNodes();
+    if (nodes.length > 0) this.sends.push({ type: 'SendDesiredState', to: nodes, snapshot });
+    w.events.length = 0;
+    w.snapshotInstead = false;
+  }
+
+  finish(buffered: ShardManagerState['buffered'] = []): Decision {
+    for (const ref of this.working.keys()) this.flush(ref);
+    const datasets = new Map<DatasetRef, DatasetState>();
+    for (const [ref, ds] of this.datasets) {
+      const w = this.working.get(ref);
+      if (w?.removed) continue;
+      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns } : ds);
+    }
+    const state: ShardManagerState = {
+      phase: 'active',
+      epoch: this.epoch,
+      members: this.members,
+      datasets,
+      subscriptions: this.subscriptions,
+      buffered,
+    };
+    const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
+    return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };
+  }
+
+  private edit(ref: DatasetRef): WorkingDataset {
+    let w = this.working.get(ref);
+    if (!w) {
+      const ds = this.datasets.get(ref);
+      if (!ds) throw new Error(`no dataset ${ref}`); // handlers check existence first
+      w = {
+        ref,
+        config: ds.config,
+        mapper: ds.mapper.clone(),
+        cooldowns: new Map(ds.cooldowns),
+        events: [],
+        created: false,
+        removed: false,
+        snapshotInstead: false,
+      };
+      this.working.set(ref, w);
+    }
+    return w;
+  }
+}

@@ -1,0 +1,442 @@
+import {
+  DatasetMismatchError,
+  InvalidEventError,
+  InvalidShardCountError,
+  InvalidSnapshotError,
+  ShardOutOfRangeError,
+} from './errors.js';
+import type { DatasetRef, Epoch, NodeId, ShardNum } from './ids.js';
+import { isShardInRange } from './ids.js';
+import { assertNever, err, ok, type Result } from './result.js';
+import {
+  SHARD_MAP_FORMAT,
+  type ShardAssignment,
+  type ShardMapSnapshot,
+  type ShardRecord,
+} from './shard-map-snapshot.js';
+import * as spreadMath from './spread.js';
+import {
+  type PlacementState,
+  type ShardEvent,
+  ShardEvents,
+  type ShardStatus,
+  Status,
+  statusEquals,
+  statusLetter,
+} from './status.js';
+
+/** Why `updateFromEvent` refused an event. The mapper is unchanged. */
+export type MapperError = ShardOutOfRangeError | DatasetMismatchError | InvalidEventError;
+
+/** What applying an event did: `changed` is false when the shard already was in that state. */
+export interface UpdateOutcome {
+  readonly changed: boolean;
+}
+
+const UNASSIGNED: ShardRecord = Object.freeze({ status: Status.unassigned, assignments: Object.freeze([]) });
+
+/**
+ * The shard map of one dataset: for each shard, its assignments (today at most one owner) and its
+ * status. FiloDB's `ShardMapper` with the same transitions (FiloDB reference §2.5), plus a
+ * `version` that grows by one on every change, and the shard arithmetic of the dataset.
+ *
+ * Records are immutable and shared, so `clone()` is a cheap copy of one array.
+ *
+ * Gotchas: the mapper accepts any transition (e.g. Error → Recovery re-registers an owner), like
+ * FiloDB: deciding *who* may report is the ShardManager's job. Events that change nothing (a
+ * repeated `IngestionStopped`) leave the version alone, so they publish nothing.
+ */
+export class ShardMapper {
+  readonly numShards: number;
+  readonly dataset: DatasetRef | undefined;
+  private records: ShardRecord[];
+  private ownerCounts: Map<NodeId, number>;
+  private unassignedCount: number;
+  private _version: number;
+
+  /** Throws `InvalidShardCountError` unless `numShards` is a power of two in 1..65536 (0 and 34 are refused). */
+  constructor(numShards: number, dataset?: DatasetRef) {
+    if (!spreadMath.isValidShardCount(numShards)) throw new InvalidShardCountError(numShards);
+    this.numShards = numShards;
+    this.dataset = dataset;
+    this.records = new Array<ShardRecord>(numShards).fill(UNASSIGNED);
+    this.ownerCounts = new Map();
+    this.unassignedCount = numShards;
+    this._version = 0;
+  }
+
+  /** Grows by one on every applied change; equal maps may have different versions. */
+  get version(): number {
+    return this._version;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** The status of a shard. Throws `ShardOutOfRangeError` for a shard outside 0..numShards-1. */
+  statusForShard(shard: number): ShardStatus {
+    return this.record(shard).status;
+  }
+
+  /** The owner of a shard, or undefined if it has none. */
+  nodeForShard(shard: number): NodeId | undefined {
+    return this.record(shard).assignments[0]?.node;
+  }
+
+  /** The whole record of a shard: status, assignments with placement states, last owner. */
+  recordForShard(shard: number): ShardRecord {
+    return this.record(shard);
+  }
+
+  /** Shards owned by `node`, ascending. */
+  shardsForNode(node: NodeId): ShardNum[] {
+    return this.shardsWhere((r) => r.assignments[0]?.node === node);
+  }
+
+  /** How many shards `node` owns, in constant time. */
+  numShardsForNode(node: NodeId): number {
+    return this.ownerCounts.get(node) ?? 0;
+  }
+
+  /** Shards with an owner, ascending (whatever their status). */
+  assignedShards(): ShardNum[] {
+    return this.shardsWhere((r) => r.assignments.length > 0);
+  }
+
+  /** Shards without an owner, ascending (Unassigned, Down, Error, or Stopped after `unassignShard`). */
+  unassignedShards(): ShardNum[] {
+    return this.shardsWhere((r) => r.assignments.length === 0);
+  }
+
+  get numAssignedShards(): number {
+    return this.numShards - this.unassignedCount;
+  }
+
+  get numUnassignedShards(): number {
+    return this.unassignedCount;
+  }
+
+  /** Distinct owners. */
+  allNodes(): Set<NodeId> {
+    return new Set(this.ownerCounts.keys());
+  }
+
+  /** Number of distinct owners, in constant time. */
+  get numAssignedNodes(): number {
+    return this.ownerCounts.size;
+  }
+
+  /** Active shards, ascending: all of them, or those among `shards`. */
+  activeShards(shards?: readonly number[]): ShardNum[] {
+    return this.filterShards(shards, (r) => r.status.type === 'Active');
+  }
+
+  /** Shards that are not Active, ascending. */
+  notActiveShards(): ShardNum[] {
+    return this.shardsWhere((r) => r.status.type !== 'Active');
+  }
+
+  /** Active or recovering shards, ascending: all of them, or those among `shards`. */
+  activeOrRecoveringShards(shards?: readonly number[]): ShardNum[] {
+    return this.filterShards(shards, (r) => r.status.type === 'Active' || r.status.type === 'Recovery');
+  }
+
+  /** True when every shard is Active. */
+  isHealthy(): boolean {
+    return this.records.every((r) => r.status.type === 'Active');
+  }
+
+  // ---------------------------------------------------------------- arithmetic
+
+  /** The `2^spread` shards that may hold a shard key's records, ascending. Throws `InvalidSpreadError`. */
+  queryShards(shardKeyHash: number, spread: number): ShardNum[] {
+    return spreadMath.queryShards(this.numShards, shardKeyHash, spread);
+  }
+
+  /** The shard a record goes to. Throws `InvalidSpreadError`. */
+  ingestionShard(shardKeyHash: number, partitionHash: number, spread: number): ShardNum {
+    return spreadMath.ingestionShard(this.numShards, shardKeyHash, partitionHash, spread);
+  }
+
+  /**
+   * FiloDB's legacy range mapping `(unsigned hash * numShards) >> 32`, with the owner.
+   *
+   * Gotchas: inconsistent with `ingestionShard` (FiloDB says so too); kept only for FiloDB users
+   * whose single-partition queries rely on it. Route by `queryShards` instead.
+   */
+  partitionToShardNode(partitionHash: number): { shard: ShardNum; node: NodeId | undefined } {
+    const shard = Number((BigInt(partitionHash >>> 0) * BigInt(this.numShards)) >> 32n) as ShardNum;
+    return { shard, node: this.nodeForShard(shard) };
+  }
+
+  /**
+   * One bit per shard, set iff Active: bit `7 - (i % 8)` of byte `i / 8` (FiloDB's ShardMapperV2
+   * layout), padding bits zero. Lets a router check health from 32 bytes instead of a whole map.
+   */
+  activeShardsBitmap(): Uint8Array {
+    const bytes = new Uint8Array(Math.ceil(this.numShards / 8));
+    this.records.forEach((r, i) => {
+      if (r.status.type === 'Active') bytes[i >> 3]! |= 0x80 >> (i & 7);
+    });
+    return bytes;
+  }
+
+  /** True iff `bitmap` has the right length for `numShards` and every shard's bit is set. */
+  static isAllActive(bitmap: Uint8Array | null | undefined, numShards: number): boolean {
+    if (!bitmap || bitmap.length !== Math.ceil(numShards / 8)) return false;
+    for (let i = 0; i < numShards; i++) if ((bitmap[i >> 3]! & (0x80 >> (i & 7))) === 0) return false;
+    return true;
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /**
+   * Applies one event with FiloDB's transitions: ShardAssignmentStarted → Assigned, RecoveryInProgress
+   * → Recovery(pct), IngestionStarted → Active (each sets the owner); IngestionError → Error and
+   * ShardDown → Down (each clears the owner); IngestionStopped → Stopped (owner kept).
+   * Refuses, unchanged, a shard out of range (including `shard == numShards`), an event for another
+   * dataset, and a progress outside 0..100.
+   */
+  updateFromEvent(e: ShardEvent): Result<UpdateOutcome, MapperError> {
+    if (this.dataset !== undefined && e.dataset !== this.dataset) return err(new DatasetMismatchError(this.dataset, e.dataset));
+    if (!isShardInRange(e.shard, this.numShards)) return err(new ShardOutOfRangeError(e.shard, this.numShards, e.dataset));
+    const current = this.records[e.shard]!;
+    let next: ShardRecord;
+    switch (e.type) {
+      case 'ShardAssignmentStarted':
+        next = owned(e.node, 'Initializing', Status.assigned);
+        break;
+      case 'RecoveryInProgress':
+        if (!(e.progressPct >= 0 && e.progressPct <= 100)) {
+          return err(new InvalidEventError(`progressPct must be within 0..100, got ${e.progressPct}`, e.dataset, e.shard));
+        }
+        next = owned(e.node, 'Initializing', Status.recovery(e.progressPct));
+        break;
+      case 'IngestionStarted':
+        next = owned(e.node, 'Available', Status.active);
+        break;
+      case 'IngestionError':
+        next = unowned(Status.error(e.error), current.assignments[0]?.node ?? e.node);
+        break;
+      case 'IngestionStopped':
+        next = withStatus(current, Status.stopped);
+        break;
+      case 'ShardDown':
+        next = unowned(Status.down, current.assignments[0]?.node ?? e.node);
+        break;
+      default:
+        return assertNever(e);
+    }
+    return ok({ changed: this.replace(e.shard, next) });
+  }
+
+  /**
+   * Makes `node` the owner of each shard, keeping its status (FiloDB's `registerNode`: always
+   * overrides). All shards are range-checked before any changes.
+   */
+  registerNode(shards: readonly number[], node: NodeId): Result<UpdateOutcome, ShardOutOfRangeError> {
+    const bad = shards.find((s) => !isShardInRange(s, this.numShards));
+    if (bad !== undefined) return err(new ShardOutOfRangeError(bad, this.numShards, this.dataset));
+    let changed = false;
+    for (const s of shards) {
+      const r = this.records[s]!;
+      const placement = r.assignments[0]?.placement ?? 'Initializing';
+      changed = this.replace(s, owned(node, placement, r.status)) || changed;
+    }
+    return ok({ changed });
+  }
+
+  /** Clears a shard's owner, keeping its status. */
+  unassignShard(shard: number): Result<UpdateOutcome, ShardOutOfRangeError> {
+    if (!isShardInRange(shard, this.numShards)) return err(new ShardOutOfRangeError(shard, this.numShards, this.dataset));
+    const r = this.records[shard]!;
+    const owner = r.assignments[0]?.node;
+    return ok({ changed: owner !== undefined && this.replace(shard, unowned(r.status, owner)) });
+  }
+
+  /** Clears the owner of every shard `node` owns (statuses kept); returns those shards, ascending. */
+  removeNode(node: NodeId): ShardNum[] {
+    const shards = this.shardsForNode(node);
+    for (const s of shards) this.replace(s, unowned(this.records[s]!.status, node));
+    return shards;
+  }
+
+  /**
+   * Applies `other`'s minimal events to this map: shards assigned or touched in `other` take its
+   * state; shards that are plainly Unassigned in `other` leave this map alone.
+   */
+  mergeFrom(other: ShardMapper): Result<UpdateOutcome, MapperError> {
+    let changed = false;
+    for (const e of other.minimalEvents(other.dataset ?? this.dataset)) {
+      const r = this.updateFromEvent(this.dataset === undefined ? e : { ...e, dataset: this.dataset });
+      if (!r.ok) return r;
+      changed = r.value.changed || changed;
+    }
+    return ok({ changed });
+  }
+
+  // ---------------------------------------------------------------- copies and formats
+
+  /**
+   * The fewest events that rebuild this map from a fresh mapper, in shard order: Assigned →
+   * ShardAssignmentStarted; Active → IngestionStarted; Recovery → RecoveryInProgress; Error →
+   * IngestionError; Stopped → IngestionStarted + IngestionStopped; Down → ShardDown.
+   *
+   * Gotchas: FiloDB emits `IngestionStarted(owner = none)` before each `ShardDown`, because its
+   * events need an owner slot; ours carry the last owner in `ShardDown` itself, so one event does.
+   */
+  minimalEvents(dataset: DatasetRef | undefined = this.dataset): ShardEvent[] {
+    if (dataset === undefined) throw new InvalidSnapshotError('minimalEvents needs a dataset: construct the mapper with one or pass it');
+    const events: ShardEvent[] = [];
+    this.records.forEach((r, i) => {
+      const shard = i as ShardNum;
+      const owner = r.assignments[0]?.node;
+      const node = owner ?? r.lastNode;
+      if (node === undefined) return; // never owned: nothing to replay
+      const s = r.status;
+      switch (s.type) {
+        case 'Unassigned':
+          break;
+        case 'Assigned':
+          events.push(ShardEvents.assignmentStarted(dataset, shard, node));
+          break;
+        case 'Active':
+          events.push(ShardEvents.ingestionStarted(dataset, shard, node));
+          break;
+        case 'Recovery':
+          events.push(ShardEvents.recoveryInProgress(dataset, shard, node, s.progressPct));
+          break;
+        case 'Error':
+          events.push(ShardEvents.ingestionError(dataset, shard, node, s.message));
+          break;
+        case 'Stopped':
+          events.push(ShardEvents.ingestionStarted(dataset, shard, node), ShardEvents.ingestionStopped(dataset, shard, node));
+          break;
+        case 'Down':
+          events.push(ShardEvents.shardDown(dataset, shard, node));
+          break;
+        default:
+          assertNever(s);
+      }
+    });
+    return events;
+  }
+
+  /** An independent copy with the same records and version. */
+  clone(): ShardMapper {
+    const c = Object.create(ShardMapper.prototype) as ShardMapper;
+    Object.assign(c, {
+      numShards: this.numShards,
+      dataset: this.dataset,
+      records: this.records.slice(),
+      ownerCounts: new Map(this.ownerCounts),
+      unassignedCount: this.unassignedCount,
+      _version: this._version,
+    });
+    return c;
+  }
+
+  /** Same shard count and the same record for every shard. Versions are not compared. */
+  equals(other: ShardMapper): boolean {
+    return this.numShards === other.numShards && this.records.every((r, i) => recordEquals(r, other.records[i]!));
+  }
+
+  /** Plain data for persistence, the bus and subscribers, stamped with the given epoch. */
+  toSnapshot(epoch: Epoch, dataset: DatasetRef | undefined = this.dataset): ShardMapSnapshot {
+    if (dataset === undefined) throw new InvalidSnapshotError('a snapshot needs a dataset: construct the mapper with one or pass it');
+    return { format: SHARD_MAP_FORMAT, dataset, numShards: this.numShards, epoch, version: this._version, shards: this.records.slice() };
+  }
+
+  /** Rebuilds a mapper from a snapshot (already parsed with `parseShardMapSnapshot` if untrusted). */
+  static fromSnapshot(snapshot: ShardMapSnapshot): ShardMapper {
+    const m = new ShardMapper(snapshot.numShards, snapshot.dataset);
+    if (snapshot.shards.length !== snapshot.numShards) {
+      throw new InvalidSnapshotError(`snapshot of ${snapshot.dataset} lists ${snapshot.shards.length} shards, expected ${snapshot.numShards}`, snapshot.dataset);
+    }
+    snapshot.shards.forEach((r, i) => m.replace(i, r));
+    m._version = snapshot.version;
+    return m;
+  }
+
+  /**
+   * A grid of one letter per shard, 16 per row (`.` Unassigned, `N` Assigned, `A` Active, `E` Error,
+   * `R` Recovery, `S` Stopped, `D` Down), then the shards of each node: FiloDB's `prettyPrint`.
+   */
+  prettyPrint(): string {
+    const rows: string[] = [];
+    for (let start = 0; start < this.numShards; start += 16) {
+      const letters = this.records.slice(start, start + 16).map((r) => statusLetter(r.status)).join('');
+      rows.push(`${String(start).padStart(5)}: ${letters.replace(/(.{4})(?=.)/g, '$1 ')}`);
+    }
+    const nodes = [...this.ownerCounts.keys()].sort();
+    for (const n of nodes) rows.push(`  ${n}: ${this.shardsForNode(n).join(', ')}`);
+    return rows.join('\n');
+  }
+
+  toString(): string {
+    return `ShardMapper(${this.dataset ?? '?'}, ${this.numShards} shards, v${this._version})\n${this.prettyPrint()}`;
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private record(shard: number): ShardRecord {
+    if (!isShardInRange(shard, this.numShards)) throw new ShardOutOfRangeError(shard, this.numShards, this.dataset);
+    return this.records[shard]!;
+  }
+
+  private shardsWhere(pred: (r: ShardRecord) => boolean): ShardNum[] {
+    const out: ShardNum[] = [];
+    for (let i = 0; i < this.records.length; i++) if (pred(this.records[i]!)) out.push(i as ShardNum);
+    return out;
+  }
+
+  private filterShards(shards: readonly number[] | undefined, pred: (r: ShardRecord) => boolean): ShardNum[] {
+    if (shards === undefined) return this.shardsWhere(pred);
+    return [...new Set(shards)]
+      .filter((s) => isShardInRange(s, this.numShards) && pred(this.records[s]!))
+      .sort((a, b) => a - b) as ShardNum[];
+  }
+
+  /** Replaces a shard's record; keeps the counters right; bumps the version. Returns whether anything changed. */
+  private replace(shard: number, next: ShardRecord): boolean {
+    const prev = this.records[shard]!;
+    if (recordEquals(prev, next)) return false;
+    const before = prev.assignments[0]?.node;
+    const after = next.assignments[0]?.node;
+    if (before !== undefined) {
+      const n = this.ownerCounts.get(before)! - 1;
+      if (n === 0) this.ownerCounts.delete(before);
+      else this.ownerCounts.set(before, n);
+    } else {
+      this.unassignedCount -= 1;
+    }
+    if (after !== undefined) this.ownerCounts.set(after, (this.ownerCounts.get(after) ?? 0) + 1);
+    else this.unassignedCount += 1;
+    this.records[shard] = next;
+    this._version += 1;
+    return true;
+  }
+}
+
+function owned(node: NodeId, placement: PlacementState, status: ShardStatus): ShardRecord {
+  const assignment: ShardAssignment = { node, placement, status };
+  return { status, assignments: [assignment] };
+}
+
+function unowned(status: ShardStatus, lastNode: NodeId | undefined): ShardRecord {
+  return lastNode === undefined ? { status, assignments: [] } : { status, assignments: [], lastNode };
+}
+
+function withStatus(r: ShardRecord, status: ShardStatus): ShardRecord {
+  const owner = r.assignments[0];
+  if (owner === undefined) return unowned(status, r.lastNode);
+  return owned(owner.node, owner.placement, status);
+}
+
+function recordEquals(a: ShardRecord, b: ShardRecord): boolean {
+  if (a === b) return true;
+  if (!statusEquals(a.status, b.status) || a.lastNode !== b.lastNode || a.assignments.length !== b.assignments.length) return false;
+  return a.assignments.every((x, i) => {
+    const y = b.assignments[i]!;
+    return x.node === y.node && x.placement === y.placement && statusEquals(x.status, y.status);
+  });
+}

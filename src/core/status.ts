@@ -1,0 +1,102 @@
+import type { DatasetRef, NodeId, ShardNum } from './ids.js';
+import { assertNever } from './result.js';
+
+/**
+ * Runtime status of a shard, FiloDB's names. `Unassigned` is only the initial status: a shard that
+ * lost its owner shows `Down` or `Error`.
+ */
+export type ShardStatus =
+  | { readonly type: 'Unassigned' }
+  | { readonly type: 'Assigned' }
+  | { readonly type: 'Recovery'; readonly progressPct: number }
+  | { readonly type: 'Active' }
+  | { readonly type: 'Error'; readonly message: string }
+  | { readonly type: 'Stopped' }
+  | { readonly type: 'Down' };
+
+export type ShardStatusType = ShardStatus['type'];
+
+/** Constructors for the statuses, so callers never spell object literals. */
+export const Status = {
+  unassigned: { type: 'Unassigned' } as ShardStatus,
+  assigned: { type: 'Assigned' } as ShardStatus,
+  active: { type: 'Active' } as ShardStatus,
+  stopped: { type: 'Stopped' } as ShardStatus,
+  down: { type: 'Down' } as ShardStatus,
+  recovery: (progressPct: number): ShardStatus => ({ type: 'Recovery', progressPct }),
+  error: (message: string): ShardStatus => ({ type: 'Error', message }),
+} as const;
+
+export function statusEquals(a: ShardStatus, b: ShardStatus): boolean {
+  if (a.type !== b.type) return false;
+  if (a.type === 'Recovery') return a.progressPct === (b as typeof a).progressPct;
+  if (a.type === 'Error') return a.message === (b as typeof a).message;
+  return true;
+}
+
+/** One letter per status, as in FiloDB's `prettyPrint`. */
+export function statusLetter(s: ShardStatus): string {
+  switch (s.type) {
+    case 'Unassigned': return '.';
+    case 'Assigned': return 'N';
+    case 'Active': return 'A';
+    case 'Error': return 'E';
+    case 'Recovery': return 'R';
+    case 'Stopped': return 'S';
+    case 'Down': return 'D';
+    default: return assertNever(s);
+  }
+}
+
+/** Whether a node should be ingesting a shard it owns in this status (FiloDB's `isAnIngestionState`). */
+export const isIngestionStatus = (s: ShardStatus): boolean => s.type !== 'Stopped' && s.type !== 'Down';
+
+/**
+ * M3DB's placement state of one (shard, node) assignment: `Initializing` while the node catches up,
+ * `Available` once it serves, `Leaving` while a planned move hands the shard to a new owner.
+ */
+export type PlacementState = 'Initializing' | 'Available' | 'Leaving';
+
+interface EventBase {
+  readonly dataset: DatasetRef;
+  readonly shard: ShardNum;
+  readonly node: NodeId;
+}
+
+/**
+ * A change to one shard, FiloDB's names. `ShardAssignmentStarted` and `ShardDown` come only from
+ * the singleton; nodes report the other four.
+ */
+export type ShardEvent =
+  | (EventBase & { readonly type: 'ShardAssignmentStarted' })
+  | (EventBase & { readonly type: 'RecoveryInProgress'; readonly progressPct: number })
+  | (EventBase & { readonly type: 'IngestionStarted' })
+  | (EventBase & { readonly type: 'IngestionError'; readonly error: string })
+  | (EventBase & { readonly type: 'IngestionStopped' })
+  | (EventBase & { readonly type: 'ShardDown' });
+
+export type ShardEventType = ShardEvent['type'];
+
+/** Event types a node may report; the other two are the singleton's own decisions. */
+export const NODE_REPORTED_EVENTS: ReadonlySet<ShardEventType> = new Set<ShardEventType>([
+  'RecoveryInProgress',
+  'IngestionStarted',
+  'IngestionError',
+  'IngestionStopped',
+]);
+
+/** Constructors for shard events. */
+export const ShardEvents = {
+  assignmentStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardAssignmentStarted', dataset, shard, node }),
+  recoveryInProgress: (dataset: DatasetRef, shard: ShardNum, node: NodeId, progressPct: number): ShardEvent =>
+    ({ type: 'RecoveryInProgress', dataset, shard, node, progressPct }),
+  ingestionStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'IngestionStarted', dataset, shard, node }),
+  ingestionError: (dataset: DatasetRef, shard: ShardNum, node: NodeId, error: string): ShardEvent =>
+    ({ type: 'IngestionError', dataset, shard, node, error }),
+  ingestionStopped: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'IngestionStopped', dataset, shard, node }),
+  shardDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardDown', dataset, shard, node }),
+} as const;

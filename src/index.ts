@@ -1,0 +1,94 @@
+/**
+ * shardherd's public API. Everything a user may import is listed here by name; anything else is
+ * internal and may change.
+ */
+
+// Identifiers
+export type { Brand, DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from './core/ids.js';
+export {
+  datasetRef,
+  epoch,
+  incarnation,
+  isShardInRange,
+  nodeId,
+  parseDatasetRef,
+  parseIncarnation,
+  parseNodeId,
+  parseSubscriberId,
+  replyTo,
+  shardNum,
+  subscriberId,
+} from './core/ids.js';
+
+// Results and errors
+export type { Result } from './core/result.js';
+export { assertNever, err, ok } from './core/result.js';
+export type { ShardherdErrorCode, ShardherdErrorContext } from './core/errors.js';
+export {
+  DatasetMismatchError,
+  InvalidEventError,
+  InvalidIdError,
+  InvalidShardCountError,
+  InvalidSnapshotError,
+  InvalidSpreadError,
+  ShardherdError,
+  ShardOutOfRangeError,
+} from './core/errors.js';
+
+// Statuses and events
+export type { PlacementState, ShardEvent, ShardEventType, ShardStatus, ShardStatusType } from './core/status.js';
+export { isIngestionStatus, NODE_REPORTED_EVENTS, ShardEvents, Status, statusEquals, statusLetter } from './core/status.js';
+
+// Dataset configuration
+export type { DatasetConfig, IngestionSourceConfig, InvalidDatasetConfig } from './core/dataset-config.js';
+export { datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
+
+// Shard arithmetic and hashing
+export {
+  ingestionShard,
+  isValidShardCount,
+  log2Shards,
+  MAX_SHARDS,
+  partitionHashMask,
+  queryShards,
+  shardHashMask,
+} from './core/spread.js';
+export { combineHashes, DEFAULT_HASH_SEED, murmur3, partitionKeyHash, shardKeyHash } from './core/hashing.js';
+
+// Shard maps
+export type { MapperError, UpdateOutcome } from './core/shard-mapper.js';
+export { ShardMapper } from './core/shard-mapper.js';
+export type { ShardAssignment, ShardMapSnapshot, ShardRecord } from './core/shard-map-snapshot.js';
+export { compareStamps, parseShardMapSnapshot, SHARD_MAP_FORMAT } from './core/shard-map-snapshot.js';
+export type { FollowOutcome } from './core/map-follower.js';
+export { ShardMapFollower } from './core/map-follower.js';
+
+// Assignment strategies
+export type { AssignmentSpec, ShardAssignmentStrategy } from './core/assignment-strategy.js';
+export { DefaultShardAssignmentStrategy } from './core/assignment-strategy.js';
+export { OrdinalBlockShardAssignmentStrategy, ordinalOf, shardsForOrdinal } from './core/ordinal-strategy.js';
+
+// Subscriptions
+export { ShardSubscriptions } from './core/subscriptions.js';
+
+// The coordinator's brain
+export type {
+  Effect,
+  EffectType,
+  Member,
+  Notice,
+  NoticeName,
+  RecoveryData,
+  Reply,
+  RunningShard,
+  ShardManagerInput,
+  ShardManagerInputType,
+  StampedShardEvent,
+  SubscriberMessage,
+} from './core/shard-manager/protocol.js';
+export type { DatasetState, Decision, ShardManagerState } from './core/shard-manager/step.js';
+export type { ShardManagerOptions } from './core/shard-manager/shard-manager.js';
+export { DEFAULT_REASSIGNMENT_COOLDOWN_MS, ShardManager } from './core/shard-manager/shard-manager.js';
+
+// Ingestion arithmetic
+export { recoveryProgressPct } from './core/recovery-progress.js';
