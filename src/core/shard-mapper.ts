@@ -218,7 +218,7 @@ export class ShardMapper {
         next = unowned(Status.error(e.error), current.assignments[0]?.node ?? e.node);
         break;
       case 'IngestionStopped':
-        next = withStatus(current, Status.stopped);
+        next = withStatus(current, Status.stopped, e.node);
         break;
       case 'ShardDown':
         next = unowned(Status.down, current.assignments[0]?.node ?? e.node);
@@ -279,10 +279,14 @@ export class ShardMapper {
   /**
    * The fewest events that rebuild this map from a fresh mapper, in shard order: Assigned →
    * ShardAssignmentStarted; Active → IngestionStarted; Recovery → RecoveryInProgress; Error →
-   * IngestionError; Stopped → IngestionStarted + IngestionStopped; Down → ShardDown.
+   * IngestionError; Stopped → IngestionStarted (or ShardAssignmentStarted if it stopped before it
+   * was ever active, or ShardDown if it has no owner) + IngestionStopped; Down → ShardDown.
    *
    * Gotchas: FiloDB emits `IngestionStarted(owner = none)` before each `ShardDown`, because its
    * events need an owner slot; ours carry the last owner in `ShardDown` itself, so one event does.
+   * States that no event sequence produces (an owner with status Error, Down or Unassigned, or no
+   * owner with status Assigned, Active or Recovery, both only reachable through `registerNode`,
+   * `unassignShard` and `removeNode`) cannot be rebuilt from events and are not replayed faithfully.
    */
   minimalEvents(dataset: DatasetRef | undefined = this.dataset): ShardEvent[] {
     if (dataset === undefined) throw new InvalidSnapshotError('minimalEvents needs a dataset: construct the mapper with one or pass it');
@@ -309,7 +313,15 @@ export class ShardMapper {
           events.push(ShardEvents.ingestionError(dataset, shard, node, s.message));
           break;
         case 'Stopped':
-          events.push(ShardEvents.ingestionStarted(dataset, shard, node), ShardEvents.ingestionStopped(dataset, shard, node));
+          // An owned stopped shard keeps its owner; an unowned one is rebuilt as down, then stopped.
+          events.push(
+            !owner
+              ? ShardEvents.shardDown(dataset, shard, node)
+              : r.assignments[0]!.placement === 'Available'
+                ? ShardEvents.ingestionStarted(dataset, shard, node)
+                : ShardEvents.assignmentStarted(dataset, shard, node),
+            ShardEvents.ingestionStopped(dataset, shard, node),
+          );
           break;
         case 'Down':
           events.push(ShardEvents.shardDown(dataset, shard, node));
@@ -426,9 +438,9 @@ function unowned(status: ShardStatus, lastNode: NodeId | undefined): ShardRecord
   return lastNode === undefined ? { status, assignments: [] } : { status, assignments: [], lastNode };
 }
 
-function withStatus(r: ShardRecord, status: ShardStatus): ShardRecord {
+function withStatus(r: ShardRecord, status: ShardStatus, reporter: NodeId): ShardRecord {
   const owner = r.assignments[0];
-  if (owner === undefined) return unowned(status, r.lastNode);
+  if (owner === undefined) return unowned(status, r.lastNode ?? reporter);
   return owned(owner.node, owner.placement, status);
 }
 
