@@ -75,9 +75,12 @@ const configSchema = z
  * cannot silently fall back to a default.
  */
 export function validateDatasetConfig(input: unknown): Result<DatasetConfig, InvalidDatasetConfig> {
-  const parsed = configSchema.safeParse(input);
+  // reportInput: tell a missing field from a wrong-typed one.
+  const parsed = configSchema.safeParse(input, { reportInput: true });
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+    // An unknown key first: `numShard` for `numShards` is the cause, "numShards is required" the symptom.
+    const issues = parsed.error.issues;
+    const issue = issues.find((i) => i.code === 'unrecognized_keys') ?? issues[0];
     const path = issue?.path.map(String).join('.') ?? '';
     const unknownKeys = issue?.code === 'unrecognized_keys' ? issue.keys : [];
     const field = unknownKeys.length > 0 ? [path, unknownKeys[0]].filter(Boolean).join('.') : path || '(root)';

@@ -1,0 +1,47 @@
+// The purity rules of eslint.config.js: src/core may not read the clock, randomness, timers,
+// process state or do I/O. Lints probe snippets through the ESLint Node API as if they lived in
+// src/core, and the same clock read as if it lived in src/cli, where it is allowed.
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const PURITY_RULES = ['no-restricted-globals', 'no-restricted-syntax', 'no-restricted-imports'];
+const eslint = new ESLint({ cwd: repoRoot });
+
+/** The purity-rule errors for `code` linted as if it were the file `filePath` (relative to the repo root). */
+async function purityErrors(code: string, filePath: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  if (!result) throw new Error('ESLint returned no result');
+  const fatal = result.messages.filter((m) => m.fatal);
+  if (fatal.length > 0) throw new Error(`probe did not parse: ${fatal.map((m) => m.message).join('; ')}`);
+  return result.messages
+    .filter((m) => m.severity === 2 && m.ruleId !== null && PURITY_RULES.includes(m.ruleId))
+    .map((m) => m.ruleId!);
+}
+
+const CORE = 'src/core/__lint_probe__.ts';
+const CLI = 'src/cli/__lint_probe__.ts';
+
+describe('purity lint rules for src/core', { timeout: 30_000 }, () => {
+  it('clean code in src/core has no purity errors (the probe itself is sound)', async () => {
+    expect(await purityErrors('export const x = Math.max(1, 2);\n', CORE)).toEqual([]);
+  });
+
+  it.each([
+    ['Date.now()', 'export const x = Date.now();\n', 'no-restricted-syntax'],
+    ['Math.random()', 'export const x = Math.random();\n', 'no-restricted-syntax'],
+    ['setTimeout', 'setTimeout(() => {}, 1);\n', 'no-restricted-globals'],
+    ['process.env.X', 'export const x = process.env.X;\n', 'no-restricted-syntax'],
+    ['new Date()', 'export const x = new Date();\n', 'no-restricted-syntax'],
+    ["import fs from 'node:fs'", "import fs from 'node:fs';\nexport const x = fs;\n", 'no-restricted-imports'],
+  ])('%s is an error in src/core', async (_label, code, rule) => {
+    expect(await purityErrors(code, CORE)).toContain(rule);
+  });
+
+  it('the same Date.now() in src/cli has none of those errors', async () => {
+    const code = 'export const x = Date.now();\n';
+    expect(await purityErrors(code, CORE)).not.toEqual([]);
+    expect(await purityErrors(code, CLI)).toEqual([]);
+  });
+});
