@@ -28,6 +28,9 @@ function sortedEntries(fields: Readonly<Record<string, string>>): [string, strin
  * Hash of a record's shard key (e.g. `{ _ws_: 'demo', _ns_: 'app', _metric_: 'cpu' }`): starting at 7,
  * fold `combine(h, murmur3(value))` over the values in the order of their sorted column names.
  * Gateways and query routers must compute it the same way, so it is frozen by golden vectors.
+ *
+ * Gotchas: not FiloDB's value (FiloDB hashes with XXHash32, puts the metric last and trims the
+ * `_bucket`/`_count`/`_sum` suffixes), so shard numbers differ from a FiloDB cluster's for the same keys.
  */
 export function shardKeyHash(shardKey: Readonly<Record<string, string>>): number {
   let h = 7;

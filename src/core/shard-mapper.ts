@@ -192,7 +192,8 @@ export class ShardMapper {
   /**
    * Applies one event with FiloDB's transitions: ShardAssignmentStarted → Assigned, RecoveryInProgress
    * → Recovery(pct), IngestionStarted → Active (each sets the owner); IngestionError → Error and
-   * ShardDown → Down (each clears the owner); IngestionStopped → Stopped (owner kept).
+   * ShardDown → Down (each clears the owner and remembers the event's node as the last owner);
+   * IngestionStopped → Stopped (owner kept).
    * Refuses, unchanged, a shard out of range (including `shard == numShards`), an event for another
    * dataset, and a progress outside 0..100.
    */
@@ -215,13 +216,13 @@ export class ShardMapper {
         next = owned(e.node, 'Available', Status.active);
         break;
       case 'IngestionError':
-        next = unowned(Status.error(e.error), current.assignments[0]?.node ?? e.node);
+        next = unowned(Status.error(e.error), e.node);
         break;
       case 'IngestionStopped':
         next = withStatus(current, Status.stopped, e.node);
         break;
       case 'ShardDown':
-        next = unowned(Status.down, current.assignments[0]?.node ?? e.node);
+        next = unowned(Status.down, e.node);
         break;
       default:
         return assertNever(e);
@@ -262,15 +263,22 @@ export class ShardMapper {
 
   /**
    * Applies `other`'s minimal events to this map: shards assigned or touched in `other` take its
-   * state; shards that are plainly Unassigned in `other` leave this map alone.
+   * state; shards that are plainly Unassigned in `other` leave this map alone. A map of another
+   * dataset, or with more shards, is refused and nothing changes.
    */
   mergeFrom(other: ShardMapper): Result<UpdateOutcome, MapperError> {
+    const dataset = other.dataset ?? this.dataset;
+    if (this.dataset !== undefined && dataset !== this.dataset) return err(new DatasetMismatchError(this.dataset, dataset ?? '?'));
+    if (other.numShards > this.numShards) return err(new ShardOutOfRangeError(other.numShards - 1, this.numShards, this.dataset));
+    // All or nothing: apply to a copy, keep it only if every event applied.
+    const merged = this.clone();
     let changed = false;
-    for (const e of other.minimalEvents(other.dataset ?? this.dataset)) {
-      const r = this.updateFromEvent(this.dataset === undefined ? e : { ...e, dataset: this.dataset });
+    for (const e of other.minimalEvents(dataset ?? ('merge' as DatasetRef))) {
+      const r = merged.updateFromEvent(e);
       if (!r.ok) return r;
       changed = r.value.changed || changed;
     }
+    Object.assign(this, { records: merged.records, ownerCounts: merged.ownerCounts, unassignedCount: merged.unassignedCount, _version: merged._version });
     return ok({ changed });
   }
 
