@@ -1,4 +1,4 @@
-import type { NodeId, ShardNum } from './ids.js';
+import { isShardInRange, type NodeId, type ShardNum } from './ids.js';
 import type { ShardMapper } from './shard-mapper.js';
 
 /** What a strategy needs to know about a dataset. */
@@ -23,10 +23,17 @@ export interface ShardAssignmentStrategy {
   remainingCapacity(node: NodeId, spec: AssignmentSpec, mapper: ShardMapper): number;
 }
 
-/** Unassigned shards that are not held, ascending. */
-export function freeShards(mapper: ShardMapper, held: ReadonlySet<number> | undefined): ShardNum[] {
-  const free = mapper.unassignedShards();
-  return held && held.size > 0 ? free.filter((s) => !held.has(s)) : free;
+/** Unassigned shards that are not held, ascending; at most `limit` of them. */
+export function freeShards(mapper: ShardMapper, held: ReadonlySet<number> | undefined, limit = Infinity): ShardNum[] {
+  if (!held || held.size === 0) return mapper.unassignedShards(limit);
+  return mapper.unassignedShards(limit + held.size).filter((s) => !held.has(s)).slice(0, limit);
+}
+
+/** How many unassigned shards are not held, without listing them. */
+export function numFreeShards(mapper: ShardMapper, held: ReadonlySet<number> | undefined): number {
+  let n = mapper.numUnassignedShards;
+  if (held) for (const s of held) if (isShardInRange(s, mapper.numShards) && mapper.nodeForShard(s) === undefined) n -= 1;
+  return n;
 }
 
 /**
@@ -39,14 +46,15 @@ export function freeShards(mapper: ShardMapper, held: ReadonlySet<number> | unde
  * the survivors are full.
  */
 export class DefaultShardAssignmentStrategy implements ShardAssignmentStrategy {
+  // Counts first, then list only the shards taken: a node with no room costs nothing, so asking
+  // every member of a 1000-node cluster about a 65536-shard dataset stays cheap.
   shardAssignments(node: NodeId, spec: AssignmentSpec, mapper: ShardMapper): ShardNum[] {
-    const free = freeShards(mapper, spec.held);
-    const n = this.capacity(node, spec, mapper, free.length);
-    return n > 0 ? free.slice(0, n) : [];
+    const n = this.remainingCapacity(node, spec, mapper);
+    return n > 0 ? freeShards(mapper, spec.held, n) : [];
   }
 
   remainingCapacity(node: NodeId, spec: AssignmentSpec, mapper: ShardMapper): number {
-    return this.capacity(node, spec, mapper, freeShards(mapper, spec.held).length);
+    return this.capacity(node, spec, mapper, numFreeShards(mapper, spec.held));
   }
 
   private capacity(node: NodeId, spec: AssignmentSpec, mapper: ShardMapper, numFree: number): number {

@@ -50,6 +50,8 @@ export class ShardMapper {
   readonly numShards: number;
   readonly dataset: DatasetRef | undefined;
   private records: ShardRecord[];
+  /** Bit s set iff shard s has no owner: finding the lowest free shards costs numShards / 32 steps. */
+  private free: Uint32Array;
   private ownerCounts: Map<NodeId, number>;
   private unassignedCount: number;
   private _version: number;
@@ -60,6 +62,8 @@ export class ShardMapper {
     this.numShards = numShards;
     this.dataset = dataset;
     this.records = new Array<ShardRecord>(numShards).fill(UNASSIGNED);
+    this.free = new Uint32Array(Math.ceil(numShards / 32));
+    for (let s = 0; s < numShards; s++) this.free[s >>> 5]! |= 1 << (s & 31);
     this.ownerCounts = new Map();
     this.unassignedCount = numShards;
     this._version = 0;
@@ -102,9 +106,21 @@ export class ShardMapper {
     return this.shardsWhere((r) => r.assignments.length > 0);
   }
 
-  /** Shards without an owner, ascending (Unassigned, Down, Error, or Stopped after `unassignShard`). */
-  unassignedShards(): ShardNum[] {
-    return this.shardsWhere((r) => r.assignments.length === 0);
+  /**
+   * Shards without an owner, ascending (Unassigned, Down, Error, or Stopped after `unassignShard`);
+   * at most `limit` of them, the lowest first.
+   */
+  unassignedShards(limit = Infinity): ShardNum[] {
+    const out: ShardNum[] = [];
+    for (let w = 0; w < this.free.length && out.length < limit; w++) {
+      let word = this.free[w]!;
+      while (word !== 0 && out.length < limit) {
+        const low = word & -word;
+        out.push((w * 32 + 31 - Math.clz32(low)) as ShardNum);
+        word ^= low;
+      }
+    }
+    return out;
   }
 
   get numAssignedShards(): number {
@@ -278,7 +294,7 @@ export class ShardMapper {
       if (!r.ok) return r;
       changed = r.value.changed || changed;
     }
-    Object.assign(this, { records: merged.records, ownerCounts: merged.ownerCounts, unassignedCount: merged.unassignedCount, _version: merged._version });
+    Object.assign(this, { records: merged.records, free: merged.free, ownerCounts: merged.ownerCounts, unassignedCount: merged.unassignedCount, _version: merged._version });
     return ok({ changed });
   }
 
@@ -348,6 +364,7 @@ export class ShardMapper {
       numShards: this.numShards,
       dataset: this.dataset,
       records: this.records.slice(),
+      free: this.free.slice(),
       ownerCounts: new Map(this.ownerCounts),
       unassignedCount: this.unassignedCount,
       _version: this._version,
@@ -428,9 +445,14 @@ export class ShardMapper {
       else this.ownerCounts.set(before, n);
     } else {
       this.unassignedCount -= 1;
+      this.free[shard >>> 5]! &= ~(1 << (shard & 31));
     }
-    if (after !== undefined) this.ownerCounts.set(after, (this.ownerCounts.get(after) ?? 0) + 1);
-    else this.unassignedCount += 1;
+    if (after !== undefined) {
+      this.ownerCounts.set(after, (this.ownerCounts.get(after) ?? 0) + 1);
+    } else {
+      this.unassignedCount += 1;
+      this.free[shard >>> 5]! |= 1 << (shard & 31);
+    }
     this.records[shard] = next;
     this._version += 1;
     return true;

@@ -343,6 +343,11 @@ describe('minimalEvents', () => {
           }[e.kind];
           expect(m.updateFromEvent(ev).ok).toBe(true);
         }
+        // The free-shard index agrees with the records, with and without a limit.
+        const free = Array.from({ length: 16 }, (_, i) => i).filter((i) => m.nodeForShard(i) === undefined);
+        expect(m.unassignedShards()).toEqual(free);
+        expect(m.unassignedShards(3)).toEqual(free.slice(0, 3));
+        expect(m.numUnassignedShards).toBe(free.length);
         const replay = new ShardMapper(16, ds);
         for (const e of m.minimalEvents()) expect(replay.updateFromEvent(e).ok).toBe(true);
         expect(replay.equals(m)).toBe(true);

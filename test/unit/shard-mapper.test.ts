@@ -755,3 +755,18 @@ describe('prettyPrint', () => {
     expect(lines.slice(2).map((l) => l.trim())).toEqual(['r1: 1, 2, 31', 'r2: 4, 5']);
   });
 });
+
+describe('unassignedShards with a limit (what the strategies use)', () => {
+  it('lists the lowest free shards first, across 32-shard words, and stops at the limit', () => {
+    const ds = datasetRef('big');
+    const m = new ShardMapper(128, ds);
+    const r1 = nodeId('r1');
+    for (let s = 0; s < 100; s++) if (s !== 31 && s !== 32 && s !== 64) m.updateFromEvent(ShardEvents.assignmentStarted(ds, s as never, r1));
+    expect(m.unassignedShards(4)).toEqual([31, 32, 64, 100]);
+    expect(m.unassignedShards(0)).toEqual([]);
+    expect(m.unassignedShards()).toHaveLength(31);
+    m.updateFromEvent(ShardEvents.shardDown(ds, 5 as never, r1));
+    expect(m.unassignedShards(2)).toEqual([5, 31]);
+    expect(m.clone().unassignedShards(2)).toEqual([5, 31]);
+  });
+});
