@@ -9,7 +9,9 @@ export type ShardherdErrorCode =
   | 'INVALID_ID'
   | 'INVALID_SNAPSHOT'
   | 'DATASET_MISMATCH'
-  | 'INVALID_EVENT';
+  | 'INVALID_EVENT'
+  | 'FENCED'
+  | 'METASTORE_UNAVAILABLE';
 
 export interface ShardherdErrorContext {
   readonly dataset?: string;

@@ -1,0 +1,124 @@
+// One shard's ingestion on its owner: from the checkpoint (or the earliest offset), catching up to
+// the end offset seen at start while reporting `RecoveryInProgress`, then `IngestionStarted`;
+// every batch goes to the user's sink and is checkpointed only after the sink accepted it.
+import type { Cancel } from '../cluster/clock.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { ShardNum } from '../core/ids.js';
+import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/status.js';
+import type { ShardReader } from '../ingest/ingestion-source.js';
+import { type NodeEnv, withRetry } from './node-env.js';
+import type { ReporterMsg } from './reporter.js';
+import type { ActorRef } from './runtime.js';
+
+export type IngestionMsg = { readonly type: 'Start' } | { readonly type: 'Poll' };
+
+/** What the coordinator hears about a shard it runs (for recovery's "what do you run?"). */
+export type ShardStatusUpdate = { readonly type: 'ShardStatus'; readonly dataset: DatasetConfig['ref']; readonly shard: ShardNum; readonly status: ShardStatus };
+
+interface State {
+  reader: ShardReader | undefined;
+  offset: number;
+  start: number;
+  endAtStart: number;
+  recovering: boolean;
+  lastPct: number;
+  timer: Cancel | undefined;
+  failed: boolean;
+}
+
+export function spawnIngestionActor(
+  env: NodeEnv,
+  parent: ActorRef<unknown>,
+  config: DatasetConfig,
+  shard: ShardNum,
+  reporter: ActorRef<ReporterMsg>,
+  notify: (update: ShardStatusUpdate) => void,
+): ActorRef<IngestionMsg> {
+  const log = env.log.child({ dataset: config.ref, shard });
+  const report = (event: ShardEvent, status: ShardStatus) => {
+    env.runtime.send(reporter, { type: 'Report', event });
+    notify({ type: 'ShardStatus', dataset: config.ref, shard, status });
+  };
+  const schedulePoll = (s: State, self: ActorRef<IngestionMsg>, delay: number) => {
+    s.timer = env.clock.schedule(delay, () => {
+      s.timer = undefined;
+      env.runtime.send(self, { type: 'Poll' });
+    });
+  };
+  const fail = (s: State, e: unknown) => {
+    s.failed = true;
+    const message = e instanceof Error ? e.message : String(e);
+    log.error({ err: e, offset: s.offset }, 'ingestion failed');
+    report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
+  };
+
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false };
+  const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
+    if (s.failed) return s;
+    try {
+      if (msg.type === 'Start') {
+        const checkpoints = await withRetry(env, 'reading the checkpoint', () => env.metaStore.readCheckpoints(config.ref, shard));
+        const checkpoint = checkpoints.get(env.settings.checkpointGroup);
+        s.reader = await env.source.open(config, shard);
+        const earliest = await s.reader.earliestOffset();
+        s.endAtStart = await s.reader.endOffset();
+        // No checkpoint: the earliest offset, unless the dataset asks for the latest — never a
+        // silent skip of the backlog (FiloDB's default).
+        const fromLatest = config.source.type === 'kafka' && config.source.startFrom === 'latest';
+        s.start = checkpoint !== undefined ? checkpoint + 1 : fromLatest ? s.endAtStart : earliest;
+        if (s.start < earliest) {
+          log.warn({ checkpoint, earliest, lost: earliest - s.start }, 'records before the earliest available offset were never ingested: lost to retention');
+          s.start = earliest;
+        }
+        s.offset = s.start;
+        s.recovering = s.offset < s.endAtStart;
+        if (s.recovering) report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
+        else report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
+        log.info({ from: s.start, end: s.endAtStart, checkpoint }, 'shard started');
+        schedulePoll(s, ctx.self, 0);
+        return s;
+      }
+      const records = await s.reader!.read(s.offset, env.settings.batchSize);
+      if (records.length > 0) {
+        await env.sink.accept(config, shard, records);
+        const last = records[records.length - 1]!.offset;
+        s.offset = last + 1;
+        try {
+          await env.metaStore.writeCheckpoint(config.ref, shard, env.settings.checkpointGroup, last);
+        } catch (e) {
+          // Ingestion goes on; a restart replays a little more (at least once, never lost).
+          log.warn({ err: e, offset: last }, 'checkpoint not written; the next batch will write a later one');
+        }
+      }
+      if (s.recovering) {
+        if (s.offset >= s.endAtStart) {
+          s.recovering = false;
+          report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
+        } else {
+          const pct = Math.floor(((s.offset - s.start) * 100) / (s.endAtStart - s.start));
+          if (pct >= s.lastPct + env.settings.progressStepPct) {
+            s.lastPct = pct;
+            report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, pct), Status.recovery(pct));
+          }
+        }
+      }
+      // A full batch means more is waiting: poll again at once.
+      schedulePoll(s, ctx.self, records.length >= env.settings.batchSize ? 0 : env.settings.pollIntervalMs);
+      return s;
+    } catch (e) {
+      // A poison record, a sink that refuses, a source that cannot be opened: the shard reports
+      // IngestionError and waits for the singleton to move it.
+      fail(s, e);
+      return s;
+    }
+  }, {
+    initialState,
+    onCrash: 'stop',
+    afterStop: async (s) => {
+      s.timer?.();
+      await s.reader?.close().catch((e: unknown) => log.warn({ err: e }, 'closing the shard reader failed'));
+    },
+  });
+  env.runtime.send(ref, { type: 'Start' });
+  return ref;
+}

@@ -1,0 +1,300 @@
+// The singleton: wraps ShardManager.decide, feeds it the inbox, membership and timers, and carries
+// out its effects in order (persist, then publish and send, then reply and acknowledge). It
+// recovers before it acts (DESIGN.md §6) and stops at once when a newer epoch fences it.
+import type { BusRecord, BusSubscription } from '../cluster/bus.js';
+import type { Cancel } from '../cluster/clock.js';
+import type { MembershipView } from '../cluster/membership.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { DatasetRef, Epoch, NodeId, SubscriberId } from '../core/ids.js';
+import type { Effect, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import { ShardManager } from '../core/shard-manager/shard-manager.js';
+import type { ShardManagerState } from '../core/shard-manager/step.js';
+import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { FencedError, type StoredCooldown } from '../store/meta-store.js';
+import { type NodeEnv, withRetry } from './node-env.js';
+import type { ActorRef } from './runtime.js';
+import { hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
+
+export type ClusterMsg =
+  | { readonly type: 'Begin'; readonly view: MembershipView }
+  | { readonly type: 'Inbox'; readonly record: BusRecord }
+  | { readonly type: 'View'; readonly view: MembershipView }
+  | { readonly type: 'Tick' }
+  | { readonly type: 'CheckCooldowns' }
+  | { readonly type: 'RecoveryDeadline' }
+  | { readonly type: 'Stop'; readonly reason: string };
+
+type ClusterState = Extract<InboxMessage, { kind: 'cluster-state' }>;
+
+interface State {
+  phase: 'starting' | 'recovering' | 'active' | 'stopped';
+  core: ShardManagerState;
+  view: MembershipView;
+  inbox: BusSubscription | undefined;
+  /** The last inbox offset fed to the core; committed once applied. */
+  lastOffset: number;
+  stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[] } | undefined;
+  readonly answers: Map<NodeId, ClusterState>;
+  takeoverAt: number;
+  readonly timers: Set<Cancel>;
+  readonly checks: Set<number>;
+}
+
+export interface SingletonCallbacks {
+  /** The singleton stopped (fenced, lost its lease, told to): the guardian forgets it. */
+  readonly onStopped: (reason: string) => void;
+}
+
+class Fenced extends Error {}
+
+export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, epoch: Epoch, callbacks: SingletonCallbacks): ActorRef<ClusterMsg> {
+  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs });
+  const log = env.log.child({ singleton: epoch });
+  const requestId = `recovery-${epoch}-${env.node}`;
+  const later = (s: State, ms: number, fn: () => void) => {
+    const cancel = env.clock.schedule(ms, () => {
+      s.timers.delete(cancel);
+      fn();
+    });
+    s.timers.add(cancel);
+  };
+
+  /** Runs one store write; a fencing error means another singleton took over. */
+  const persist = async (what: string, op: () => Promise<void>) => {
+    try {
+      await withRetry(env, what, op);
+    } catch (e) {
+      if (e instanceof FencedError) throw new Fenced(e.message);
+      throw e;
+    }
+  };
+
+  const produceEvents = (m: EventsMessage) => env.bus.produce(env.topics.events, m);
+  const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, m);
+
+  async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
+    const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
+    for (const e of effects) {
+      switch (e.type) {
+        case 'PersistDataset':
+          await persist('writing a dataset', () => env.metaStore.putDataset(e.config, epoch));
+          break;
+        case 'DeleteDataset':
+          await persist('deleting a dataset', () => env.metaStore.deleteDataset(e.dataset, epoch));
+          break;
+        case 'PersistShardMap':
+          await persist('writing a shard map', () => env.metaStore.putShardMap(e.snapshot));
+          break;
+        case 'PersistCooldown':
+          await persist('writing a cooldown', () => env.metaStore.putCooldown({ dataset: e.dataset, shard: e.shard, reassignedAt: e.reassignedAt }, epoch));
+          break;
+        case 'Publish':
+          await produceEvents({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
+          break;
+        case 'SendDesiredState':
+          await produceEvents({ format: WIRE_FORMAT, kind: 'desired-state', epoch, to: e.to, snapshot: e.snapshot, config: configOf(e.snapshot.dataset) });
+          break;
+        case 'FenceNode':
+          await produceEvents({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
+          break;
+        case 'Reply':
+          await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply: e.reply });
+          break;
+        case 'AckReport':
+          await produceReplies({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq });
+          break;
+        case 'ScheduleCheck':
+          if (!s.checks.has(e.at)) {
+            s.checks.add(e.at);
+            later(s, Math.max(0, e.at - env.clock.now()), () => {
+              s.checks.delete(e.at);
+              env.runtime.send(self, { type: 'CheckCooldowns' });
+            });
+          }
+          break;
+        case 'Notice': {
+          const { name, level, message, ...fields } = e.notice;
+          log[level]({ event: name, ...fields }, message);
+          break;
+        }
+      }
+    }
+  }
+
+  async function decide(s: State, input: ShardManagerInput): Promise<void> {
+    const before = s.core;
+    const d = manager.decide(before, input, env.clock.now());
+    s.core = d.state;
+    await perform(s, d.effects, before);
+  }
+
+  async function commit(s: State): Promise<void> {
+    if (s.inbox && s.lastOffset >= 0) await s.inbox.commit(s.lastOffset + 1);
+  }
+
+  /** When a member leaves, the subscribers it hosted are gone too (nact has no remote deathwatch). */
+  async function dropSubscribersOf(s: State, departed: readonly { node: string; incarnation: string }[]): Promise<void> {
+    if (departed.length === 0) return;
+    const gone = new Set(departed.map((m) => `${m.node}@${m.incarnation}`));
+    const all = new Set<SubscriberId>([...s.core.subscriptions.watcherList(), ...s.core.subscriptions.toList().flatMap((x) => x.subscribers)]);
+    for (const id of all) {
+      const host = hostOf(id);
+      if (host && gone.has(`${host.node}@${host.incarnation}`)) await decide(s, { type: 'SubscriberTerminated', subscriber: id });
+    }
+  }
+
+  async function finishRecovery(s: State): Promise<void> {
+    const answers = [...s.answers.values()];
+    const data: RecoveryData = {
+      epoch,
+      datasets: s.stored!.datasets,
+      maps: [...s.stored!.maps, ...answers.flatMap((a) => a.maps)],
+      subscriptions: answers.flatMap((a) => a.subscriptions),
+      watchers: answers.flatMap((a) => a.watchers),
+      cooldowns: s.stored!.cooldowns,
+      members: s.view.members,
+      running: answers.map((a) => ({ node: a.node, incarnation: a.incarnation, shards: a.running })),
+    };
+    await decide(s, { type: 'Recover', recovery: data });
+    s.phase = 'active';
+    await commit(s);
+    log.info({ event: 'singleton.takeover', node: env.node, epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length }, 'singleton active');
+    later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
+  }
+
+  function allAnswered(s: State): boolean {
+    return s.view.members.every((m) => s.answers.get(m.node)?.incarnation === m.incarnation);
+  }
+
+  async function onInbox(s: State, record: BusRecord): Promise<void> {
+    s.lastOffset = record.offset;
+    const parsed = parseInboxMessage(record.value);
+    if (!parsed.ok) {
+      log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed inbox record skipped');
+      if (s.phase === 'active') await commit(s);
+      return;
+    }
+    const m = parsed.value;
+    if (m.kind === 'invalid-setup') {
+      await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: m.replyTo, reply: { type: 'BadSchema', message: m.message } });
+    } else if (m.kind === 'cluster-state') {
+      if (s.phase === 'recovering' && m.requestId === requestId) {
+        s.answers.set(m.node, m);
+        if (allAnswered(s)) await finishRecovery(s);
+      }
+      return; // answers are not inputs: committing them is the recovery's job
+    } else {
+      const input: ShardManagerInput = m.kind === 'report'
+        ? { type: 'NodeReport', node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events }
+        : m.request;
+      await decide(s, input);
+    }
+    if (s.phase === 'active') await commit(s);
+  }
+
+  async function stopSelf(s: State, reason: string): Promise<void> {
+    if (s.phase === 'stopped') return;
+    s.phase = 'stopped';
+    for (const cancel of s.timers) cancel();
+    s.timers.clear();
+    await s.inbox?.close().catch(() => undefined);
+    log.warn({ event: 'singleton.stopped', reason }, 'singleton stopped');
+    callbacks.onStopped(reason);
+    env.runtime.stop(self);
+  }
+
+  const initialState: State = {
+    phase: 'starting',
+    core: manager.initialState(),
+    view: { generation: 0, members: [] },
+    inbox: undefined,
+    lastOffset: -1,
+    stored: undefined,
+    answers: new Map(),
+    takeoverAt: 0,
+    timers: new Set(),
+    checks: new Set(),
+  };
+
+  const self: ActorRef<ClusterMsg> = env.runtime.spawn<State, ClusterMsg>(parent, `singleton-${epoch}`, async (s, msg, ctx) => {
+    if (s.phase === 'stopped') return s;
+    try {
+      switch (msg.type) {
+        case 'Begin': {
+          s.takeoverAt = env.clock.now();
+          s.view = msg.view;
+          log.info({ event: 'singleton.takeover', node: env.node, epoch }, 'singleton lease taken: recovering');
+          s.stored = {
+            datasets: await withRetry(env, 'reading datasets', () => env.metaStore.datasets()),
+            maps: await withRetry(env, 'reading shard maps', () => env.metaStore.shardMaps()),
+            cooldowns: await withRetry(env, 'reading cooldowns', () => env.metaStore.cooldowns()),
+          };
+          s.phase = 'recovering';
+          s.inbox = await env.bus.subscribe(env.topics.inbox, `${env.topics.inbox}.singleton`, (record) => {
+            env.runtime.send(ctx.self, { type: 'Inbox', record });
+          }, { start: 'earliest' });
+          await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId });
+          later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
+          return s;
+        }
+        case 'RecoveryDeadline':
+          if (s.phase === 'recovering') {
+            const missing = s.view.members.filter((m) => !s.answers.has(m.node)).map((m) => m.node);
+            log.warn({ missing }, 'recovery goes on without the guardians that did not answer in time');
+            await finishRecovery(s);
+          }
+          return s;
+        case 'Inbox':
+          await onInbox(s, msg.record);
+          return s;
+        case 'View': {
+          const previous = s.view.members;
+          s.view = msg.view;
+          if (s.phase === 'recovering') {
+            if (allAnswered(s)) await finishRecovery(s);
+            return s;
+          }
+          if (s.phase !== 'active') return s;
+          await decide(s, { type: 'MembershipView', members: msg.view.members });
+          const departed = previous.filter((p) => !msg.view.members.some((m) => m.node === p.node && m.incarnation === p.incarnation));
+          await dropSubscribersOf(s, departed);
+          return s;
+        }
+        case 'Tick': {
+          if (s.phase !== 'active') return s;
+          const lease = await withRetry(env, 'reading the lease', () => env.metaStore.readLease());
+          if (lease?.epoch !== epoch) {
+            await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
+            return s;
+          }
+          await decide(s, { type: 'PublishSnapshots' });
+          later(s, env.settings.publishIntervalMs, () => env.runtime.send(ctx.self, { type: 'Tick' }));
+          return s;
+        }
+        case 'CheckCooldowns':
+          if (s.phase === 'active') await decide(s, { type: 'CheckCooldowns' });
+          return s;
+        case 'Stop':
+          await stopSelf(s, msg.reason);
+          return s;
+      }
+    } catch (e) {
+      if (e instanceof Fenced) {
+        await stopSelf(s, e.message);
+        return s;
+      }
+      throw e;
+    }
+  }, {
+    initialState,
+    onCrash: 'stop',
+    afterStop: (s) => {
+      if (s.phase !== 'stopped') {
+        for (const cancel of s.timers) cancel();
+        void s.inbox?.close().catch(() => undefined);
+        callbacks.onStopped('crashed');
+      }
+    },
+  });
+  return self;
+}

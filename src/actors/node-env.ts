@@ -1,0 +1,47 @@
+import type { Logger } from 'pino';
+import type { Incarnation, NodeId } from '../core/ids.js';
+import type { Bus } from '../cluster/bus.js';
+import type { Clock } from '../cluster/clock.js';
+import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
+import type { MetaStore } from '../store/meta-store.js';
+import type { ActorRuntime } from './runtime.js';
+import type { RuntimeSettings } from './settings.js';
+import type { Topics } from './wire.js';
+
+/** Everything a node's actors use: its identity, its ports, its settings. */
+export interface NodeEnv {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+  readonly runtime: ActorRuntime;
+  readonly clock: Clock;
+  readonly bus: Bus;
+  readonly topics: Topics;
+  readonly metaStore: MetaStore;
+  readonly source: IngestionSource;
+  readonly sink: RecordSink;
+  readonly settings: RuntimeSettings;
+  readonly log: Logger;
+}
+
+/** Waits `ms` on the node's clock. */
+export function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.schedule(ms, resolve));
+}
+
+/**
+ * Retries a retriable failure with exponential backoff on the clock (never a retriable error
+ * escapes; anything else is rethrown at once). Each failure is logged once with its attempt.
+ */
+export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'log'>, what: string, op: () => Promise<T>): Promise<T> {
+  let delay = env.settings.retryInitialMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op();
+    } catch (e) {
+      if (!(e instanceof Error) || !(e as { retriable?: boolean }).retriable) throw e;
+      env.log.warn({ err: e, attempt, retryInMs: delay }, `${what} failed; retrying`);
+      await sleep(env.clock, delay);
+      delay = Math.min(delay * 2, env.settings.retryMaxMs);
+    }
+  }
+}

@@ -1,0 +1,258 @@
+// A node's top actor. It supervises the node's coordinator and reporter, routes what arrives from
+// the singleton (events to local subscribers and to its own cache, desired states to the
+// coordinator, acknowledgements to the reporter, replies to waiting requests), keeps a copy of
+// every map and of the subscriptions for the next singleton's recovery, and hosts the singleton
+// when its node is the oldest member.
+import type { BusRecord } from '../cluster/bus.js';
+import { isMember, oldestMember, type MembershipView } from '../cluster/membership.js';
+import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
+import { ShardMapFollower } from '../core/map-follower.js';
+import type { RunningShard, SubscriberMessage } from '../core/shard-manager/protocol.js';
+import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
+import type { CoordinatorMsg } from './node-coordinator.js';
+import { spawnNodeCoordinator } from './node-coordinator.js';
+import type { NodeEnv } from './node-env.js';
+import type { NodeHub } from './node-hub.js';
+import { spawnReporter, type ReporterMsg } from './reporter.js';
+import type { ActorRef } from './runtime.js';
+import { hostPrefix, parseEventsMessage, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type Request } from './wire.js';
+
+export type GuardianMsg =
+  | { readonly type: 'Start' }
+  | { readonly type: 'View'; readonly view: MembershipView }
+  | { readonly type: 'Events'; readonly record: BusRecord }
+  | { readonly type: 'Replies'; readonly record: BusRecord }
+  | { readonly type: 'SingletonStopped'; readonly epoch: Epoch; readonly reason: string }
+  | { readonly type: 'RetryCandidacy' }
+  | { readonly type: 'Request'; readonly request: Request }
+  | { readonly type: 'GetCache'; readonly reply: (cache: GuardianCache) => void };
+
+/** What a guardian holds for the next singleton. */
+export interface GuardianCache {
+  readonly maxEpoch: number;
+  readonly maps: ReadonlyMap<DatasetRef, ShardMapFollower>;
+  readonly subscriptions: Extract<SubscriberMessage, { type: 'ShardSubscriptions' }> | undefined;
+  readonly singletonEpoch: Epoch | undefined;
+}
+
+interface State {
+  joined: boolean;
+  view: MembershipView | undefined;
+  maxEpoch: number;
+  readonly followers: Map<DatasetRef, ShardMapFollower>;
+  subscriptions: Extract<SubscriberMessage, { type: 'ShardSubscriptions' }> | undefined;
+  /** A SubscribeAll is on its way: do not send another before something arrives. */
+  resyncing: boolean;
+  singleton: { ref: ActorRef<ClusterMsg>; epoch: Epoch } | undefined;
+  candidacy: boolean;
+  readonly coordinator: ActorRef<CoordinatorMsg>;
+  readonly reporter: ActorRef<ReporterMsg>;
+}
+
+export interface GuardianCallbacks {
+  /** The node learned it is no longer a member: it must rejoin as a new incarnation. */
+  readonly onFenced: (reason: string) => void;
+}
+
+export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: GuardianCallbacks): ActorRef<GuardianMsg> {
+  const guardianId = `${hostPrefix(env.node, env.incarnation)}guardian` as SubscriberId;
+  const toInbox = (m: InboxMessage) => env.bus.produce(env.topics.inbox, m);
+  const request = (r: Request) => toInbox({ format: WIRE_FORMAT, kind: 'request', request: r });
+  const resubscribe = async (s: State, why: string) => {
+    if (s.resyncing) return;
+    s.resyncing = true;
+    env.log.debug({ why }, 'guardian subscribes to every dataset');
+    await request({ type: 'SubscribeAll', subscriber: guardianId });
+  };
+
+  function cache(s: State, message: SubscriberMessage): Promise<void> | undefined {
+    switch (message.type) {
+      case 'CurrentShardSnapshot': {
+        const ref = message.snapshot.dataset;
+        const f = s.followers.get(ref) ?? new ShardMapFollower(ref);
+        s.followers.set(ref, f);
+        f.applySnapshot(message.snapshot);
+        s.resyncing = false;
+        return undefined;
+      }
+      case 'StampedShardEvent': {
+        const f = s.followers.get(message.event.dataset);
+        if (!f || f.applyEvent(message) === 'gap') return resubscribe(s, `missed events of ${message.event.dataset}`);
+        return undefined;
+      }
+      case 'ShardSubscriptions':
+        s.subscriptions = message;
+        s.resyncing = false;
+        if (!message.watchers.includes(guardianId)) return resubscribe(s, 'not among the watchers');
+        return undefined;
+      case 'DatasetRemoved':
+        s.followers.delete(message.dataset);
+        return undefined;
+      case 'DatasetUnknown':
+        return undefined;
+    }
+  }
+
+  async function onEvents(s: State, record: BusRecord): Promise<void> {
+    const parsed = parseEventsMessage(record.value);
+    if (!parsed.ok) {
+      env.log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed record skipped');
+      return;
+    }
+    const m = parsed.value;
+    // Fencing: nothing from a singleton older than the newest one seen (I6).
+    if (m.epoch < s.maxEpoch) {
+      env.log.debug({ epoch: m.epoch, current: s.maxEpoch, kind: m.kind }, 'record from a replaced singleton ignored');
+      return;
+    }
+    s.maxEpoch = m.epoch;
+    switch (m.kind) {
+      case 'publish': {
+        const prefix = hostPrefix(env.node, env.incarnation);
+        for (const id of m.to) {
+          if (id === guardianId) await cache(s, m.message);
+          else if (id.startsWith(prefix) && !hub.deliver(id, m.message)) {
+            // A local subscriber that is gone: tell the singleton, so it stops sending (deathwatch).
+            await request({ type: 'SubscriberTerminated', subscriber: id });
+          }
+        }
+        return;
+      }
+      case 'desired-state':
+        if (m.to.includes(env.node)) env.runtime.send(s.coordinator, { type: 'DesiredState', epoch: m.epoch, snapshot: m.snapshot, config: m.config });
+        return;
+      case 'fence':
+        if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
+        return;
+      case 'cluster-state-request': {
+        const running = await new Promise<RunningShard[]>((resolve) => {
+          if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: resolve })) resolve([]);
+        });
+        await toInbox({
+          format: WIRE_FORMAT,
+          kind: 'cluster-state',
+          requestId: m.requestId,
+          epoch: m.epoch,
+          node: env.node,
+          incarnation: env.incarnation,
+          maps: [...s.followers.values()].flatMap((f) => (f.mapper ? [f.mapper.toSnapshot(f.epoch)] : [])),
+          subscriptions: s.subscriptions?.subscriptions ?? [],
+          watchers: s.subscriptions?.watchers ?? [],
+          running,
+        });
+        return;
+      }
+    }
+  }
+
+  function onReplies(s: State, record: BusRecord): void {
+    const parsed = parseRepliesMessage(record.value);
+    if (!parsed.ok) {
+      env.log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed record skipped');
+      return;
+    }
+    const m = parsed.value;
+    if (m.epoch < s.maxEpoch) return;
+    if (m.kind === 'ack') {
+      if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.reporter, { type: 'Ack', seq: m.seq });
+    } else if (m.to.startsWith(hostPrefix(env.node, env.incarnation))) {
+      hub.resolve(m.to, m.reply);
+    }
+  }
+
+  async function onView(s: State, view: MembershipView, self: ActorRef<GuardianMsg>): Promise<void> {
+    s.view = view;
+    const member = isMember(view, env.node, env.incarnation);
+    if (!member) {
+      if (s.joined) {
+        // Out of the group (paused too long, partitioned): stop acting as a member at once.
+        if (s.singleton) env.runtime.send(s.singleton.ref, { type: 'Stop', reason: 'this node is no longer a member' });
+        env.runtime.send(s.coordinator, { type: 'StopAll', reason: 'this node is no longer a member' });
+        callbacks.onFenced('no longer a member of the cluster');
+      }
+      return;
+    }
+    s.joined = true;
+    const oldest = oldestMember(view);
+    const isOldest = oldest?.node === env.node && oldest.incarnation === env.incarnation;
+    if (s.singleton && !isOldest) env.runtime.send(s.singleton.ref, { type: 'Stop', reason: `${oldest?.node} is now the oldest member` });
+    if (s.singleton && isOldest) env.runtime.send(s.singleton.ref, { type: 'View', view });
+    if (!s.singleton && isOldest) await stand(s, self);
+  }
+
+  /** Takes the singleton lease by compare-and-set and starts the singleton at the new epoch. */
+  async function stand(s: State, self: ActorRef<GuardianMsg>): Promise<void> {
+    if (s.candidacy) return;
+    s.candidacy = true;
+    try {
+      const current = await env.metaStore.readLease();
+      const lease = await env.metaStore.takeLease(env.node, env.incarnation, current?.epoch ?? 0);
+      if (!lease) {
+        env.log.info({ current: current?.epoch }, 'another candidate took the singleton lease first; trying again');
+        env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
+        return;
+      }
+      const epoch = lease.epoch;
+      const ref = spawnNodeClusterActor(env, self, epoch, {
+        onStopped: (reason) => env.runtime.send(self, { type: 'SingletonStopped', epoch, reason }),
+      });
+      s.singleton = { ref, epoch };
+      env.runtime.send(ref, { type: 'Begin', view: s.view! });
+    } catch (e) {
+      env.log.warn({ err: e }, 'could not take the singleton lease; trying again');
+      env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
+    } finally {
+      s.candidacy = false;
+    }
+  }
+
+  const reporterAndCoordinator = (self: ActorRef<GuardianMsg>) => {
+    const reporter = spawnReporter(env, self);
+    const coordinator = spawnNodeCoordinator(env, self, reporter);
+    return { reporter, coordinator };
+  };
+
+  // Children need the guardian's ref, so its state is made with the first message.
+  const firstState = (self: ActorRef<GuardianMsg>): State => ({
+      joined: false,
+      view: undefined,
+      maxEpoch: -1,
+      followers: new Map(),
+      subscriptions: undefined,
+      resyncing: false,
+      singleton: undefined,
+      candidacy: false,
+      ...reporterAndCoordinator(self),
+  });
+  return env.runtime.spawn<State | undefined, GuardianMsg>(env.runtime.system, 'guardian', async (s0, msg, ctx) => {
+    const s = s0 ?? firstState(ctx.self);
+    switch (msg.type) {
+      case 'Start':
+        await resubscribe(s, 'starting');
+        return s;
+      case 'View':
+        await onView(s, msg.view, ctx.self);
+        return s;
+      case 'Events':
+        await onEvents(s, msg.record);
+        return s;
+      case 'Replies':
+        onReplies(s, msg.record);
+        return s;
+      case 'SingletonStopped':
+        if (s.singleton?.epoch === msg.epoch) s.singleton = undefined;
+        return s;
+      case 'RetryCandidacy': {
+        const oldest = s.view && oldestMember(s.view);
+        if (!s.singleton && oldest?.node === env.node && oldest.incarnation === env.incarnation) await stand(s, ctx.self);
+        return s;
+      }
+      case 'Request':
+        await request(msg.request);
+        return s;
+      case 'GetCache':
+        msg.reply({ maxEpoch: s.maxEpoch, maps: s.followers, subscriptions: s.subscriptions, singletonEpoch: s.singleton?.epoch });
+        return s;
+    }
+  }, { initialState: undefined, onCrash: 'resume' });
+}

@@ -1,0 +1,231 @@
+// One shardherd node: its actor system, its membership, its bus subscriptions and its ports, with
+// the lifecycle of a process (start, graceful stop, crash, pause and resume, restart as a new
+// incarnation). The same class runs a node in embedded mode, in the simulator and in a real process.
+import type { Logger } from 'pino';
+import type { Bus, BusSubscription } from '../cluster/bus.js';
+import type { Clock } from '../cluster/clock.js';
+import type { Membership, MembershipView } from '../cluster/membership.js';
+import { isMember } from '../cluster/membership.js';
+import type { Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
+import type { Reply } from '../core/shard-manager/protocol.js';
+import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
+import type { MetaStore } from '../store/meta-store.js';
+import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
+import type { NodeEnv } from './node-env.js';
+import { spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
+import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
+import { ActorRuntime, type ActorRef } from './runtime.js';
+import type { RuntimeSettings } from './settings.js';
+import { hostPrefix, topicsFor, type Request } from './wire.js';
+
+/** What every node of a cluster shares (in embedded mode, one object for all nodes). */
+export interface ClusterServices {
+  readonly clock: Clock;
+  readonly bus: Bus;
+  /** A new membership handle for one node incarnation. */
+  readonly connectMembership: () => Membership & Partial<{ crash(): void; pause(): void; resume(): void }>;
+  readonly metaStore: MetaStore;
+  readonly source: IngestionSource;
+  readonly sink: RecordSink;
+  readonly settings: RuntimeSettings;
+  readonly log: Logger;
+  /** A unique prefix for actor system names in this process (several clusters may share one). */
+  readonly systemPrefix: string;
+}
+
+export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
+
+export class ShardherdNode {
+  private incarnationCount = 0;
+  private current: Incarnation | undefined;
+  private gate = new Gate();
+  private runtime: ActorRuntime | undefined;
+  private guardian: ActorRef<GuardianMsg> | undefined;
+  private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
+  private subscriptions: BusSubscription[] = [];
+  private hub = new NodeHub();
+  private requestCount = 0;
+  private subscriberCount = 0;
+  private lifecycle: NodeState = 'stopped';
+  /** False as soon as the membership view lacks this incarnation: ingestion must not accept more records. */
+  private member = false;
+
+  constructor(
+    readonly services: ClusterServices,
+    readonly node: NodeId,
+  ) {}
+
+  get state(): NodeState {
+    return this.lifecycle;
+  }
+
+  get incarnation(): Incarnation | undefined {
+    return this.current;
+  }
+
+  /** The actor runtime of the current incarnation (for counters and tests). */
+  get actors(): ActorRuntime | undefined {
+    return this.runtime;
+  }
+
+  get isMember(): boolean {
+    return this.member;
+  }
+
+  /** Starts a new incarnation: actors, bus subscriptions, then joins the membership. */
+  async start(): Promise<void> {
+    if (this.lifecycle === 'running' || this.lifecycle === 'paused') throw new Error(`${this.node} is already running`);
+    const s = this.services;
+    this.incarnationCount += 1;
+    const incarnation = `${s.clock.now().toString(36)}-${this.incarnationCount}` as Incarnation;
+    this.current = incarnation;
+    this.gate = new Gate();
+    this.hub = new NodeHub();
+    this.member = false;
+    const log = s.log.child({ node: this.node, incarnation });
+    this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
+    const gate = this.gate;
+    const env: NodeEnv = {
+      node: this.node,
+      incarnation,
+      runtime: this.runtime,
+      clock: gatedClock(s.clock, gate),
+      bus: gatedBus(s.bus, gate),
+      topics: topicsFor(s.settings.topicPrefix),
+      metaStore: gatedMetaStore(s.metaStore, gate),
+      source: gatedSource(s.source, gate),
+      sink: gatedSink({ accept: (ds, shard, records) => (this.member ? s.sink.accept(ds, shard, records) : Promise.reject(new Error('not a member: records refused'))) }, gate),
+      settings: s.settings,
+      log,
+    };
+    const guardian = spawnNodeGuardian(env, this.hub, {
+      onFenced: (reason) => {
+        if (this.lifecycle !== 'running' || this.current !== incarnation) return; // leaving on purpose
+        log.warn({ event: 'node.fenced', reason }, 'this node is no longer a member: it restarts as a new incarnation');
+        void this.restart();
+      },
+    });
+    this.guardian = guardian;
+    const runtime = this.runtime;
+    this.subscriptions = [
+      await env.bus.subscribe(env.topics.events, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Events', record })),
+      await env.bus.subscribe(env.topics.replies, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Replies', record })),
+    ];
+    const membership = s.connectMembership();
+    this.membership = membership;
+    membership.onChange((view) => this.onView(view));
+    this.lifecycle = 'running';
+    const view = await membership.join({ node: this.node, incarnation });
+    this.onView(view);
+    runtime.send(guardian, { type: 'Start' });
+    log.info({ event: 'node.started' }, 'node started');
+  }
+
+  private onView(view: MembershipView): void {
+    if (!this.runtime || !this.guardian || !this.current) return;
+    // Synchronously, before any actor runs: a node out of the group accepts no more records.
+    this.member = isMember(view, this.node, this.current);
+    this.runtime.send(this.guardian, { type: 'View', view });
+  }
+
+  /** Graceful: leaves the membership (the others react at once), then stops its actors. */
+  async stop(): Promise<void> {
+    if (this.lifecycle !== 'running') return;
+    this.lifecycle = 'stopping';
+    this.member = false;
+    await this.membership?.leave();
+    await this.teardown();
+    this.lifecycle = 'stopped';
+  }
+
+  /** Like SIGKILL: no goodbye; the others notice after the session timeout. */
+  crash(): void {
+    if (this.lifecycle !== 'running' && this.lifecycle !== 'paused') return;
+    this.member = false;
+    this.gate.kill();
+    this.membership?.crash?.();
+    void this.teardown();
+    this.lifecycle = 'crashed';
+  }
+
+  /** Like SIGSTOP: the node does nothing (no heartbeats, no I/O) until `resume`. */
+  pause(): void {
+    if (this.lifecycle !== 'running') return;
+    this.gate.pause();
+    this.membership?.pause?.();
+    this.lifecycle = 'paused';
+  }
+
+  /** Like SIGCONT: the membership view comes first, so a node that was dropped fences itself before anything else runs. */
+  resume(): void {
+    if (this.lifecycle !== 'paused') return;
+    this.lifecycle = 'running';
+    this.membership?.resume?.();
+    this.gate.resume();
+  }
+
+  /** Stops this incarnation (without leaving politely if it is already out) and starts a new one. */
+  async restart(): Promise<void> {
+    if (this.lifecycle === 'running') {
+      this.lifecycle = 'stopping';
+      this.member = false;
+      await this.membership?.leave().catch(() => undefined);
+      await this.teardown();
+    }
+    this.lifecycle = 'stopped';
+    await this.start();
+  }
+
+  private async teardown(): Promise<void> {
+    const subs = this.subscriptions;
+    this.subscriptions = [];
+    this.runtime?.shutdown();
+    await Promise.all(subs.map((s) => s.close().catch(() => undefined)));
+  }
+
+  // ---------------------------------------------------------------- client side
+
+  /** Sends a request to the singleton and waits for its reply. */
+  request(build: (replyTo: ReplyTo) => Request, timeoutMs = 10_000): Promise<Reply> {
+    const { runtime, guardian, current } = this;
+    if (!runtime || !guardian || !current || this.lifecycle !== 'running') return Promise.reject(new Error(`${this.node} is not running`));
+    const replyTo = `${hostPrefix(this.node, current)}req-${++this.requestCount}` as ReplyTo;
+    return new Promise<Reply>((resolve, reject) => {
+      const cancel = this.services.clock.schedule(timeoutMs, () => {
+        this.hub.forget(replyTo);
+        reject(new RequestTimeoutError(replyTo, timeoutMs));
+      });
+      this.hub.expect(replyTo, resolve, cancel);
+      runtime.send(guardian, { type: 'Request', request: build(replyTo) });
+    });
+  }
+
+  /**
+   * Registers a local subscriber and returns its id; `deliver` gets every message the singleton
+   * sends it. The caller sends the `Subscribe` request (see `ShardEventSubscriber`).
+   */
+  registerSubscriber(deliver: Deliver, name = `sub-${++this.subscriberCount}`): SubscriberId {
+    if (!this.current) throw new Error(`${this.node} is not running`);
+    const id = `${hostPrefix(this.node, this.current)}${name}` as SubscriberId;
+    this.hub.register(id, deliver);
+    return id;
+  }
+
+  unregisterSubscriber(id: SubscriberId): void {
+    this.hub.unregister(id);
+  }
+
+  /** Sends a request without waiting for any reply (subscriptions, unsubscriptions). */
+  tell(request: Request): void {
+    if (this.runtime && this.guardian && this.lifecycle === 'running') this.runtime.send(this.guardian, { type: 'Request', request });
+  }
+
+  /** The guardian's cached maps and subscriptions. */
+  cache(): Promise<GuardianCache | undefined> {
+    const { runtime, guardian } = this;
+    if (!runtime || !guardian) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      if (!runtime.send(guardian, { type: 'GetCache', reply: resolve })) resolve(undefined);
+    });
+  }
+}

@@ -1,0 +1,81 @@
+// A node's reliable channel to the singleton (FiloDB's StatusActor): the latest event per shard is
+// sent in numbered reports and sent again until the singleton acknowledges it. The singleton
+// acknowledges only after it applied, persisted and published a report, so an acknowledged event
+// is never lost, and an unacknowledged one reaches the next singleton.
+import type { Cancel } from '../cluster/clock.js';
+import type { ShardEvent } from '../core/status.js';
+import type { NodeEnv } from './node-env.js';
+import type { ActorRef } from './runtime.js';
+import { WIRE_FORMAT, type InboxMessage } from './wire.js';
+
+export type ReporterMsg =
+  | { readonly type: 'Report'; readonly event: ShardEvent }
+  | { readonly type: 'Flush' }
+  | { readonly type: 'Ack'; readonly seq: number }
+  | { readonly type: 'Resend' };
+
+interface Pending {
+  readonly event: ShardEvent;
+  /** The report it was last sent in; undefined while it waits to be sent. */
+  sentIn: number | undefined;
+}
+
+interface State {
+  seq: number;
+  /** `dataset/shard` → its latest event. */
+  readonly pending: Map<string, Pending>;
+  flushQueued: boolean;
+  resend: Cancel | undefined;
+}
+
+export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef<ReporterMsg> {
+  const initialState: State = { seq: 0, pending: new Map(), flushQueued: false, resend: undefined };
+  return env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (s, msg, ctx) => {
+    switch (msg.type) {
+      case 'Report':
+        // Only the latest event per shard matters: a newer one replaces an unacknowledged older one.
+        s.pending.set(`${msg.event.dataset}/${msg.event.shard}`, { event: msg.event, sentIn: undefined });
+        if (!s.flushQueued) {
+          s.flushQueued = true;
+          env.runtime.send(ctx.self, { type: 'Flush' }); // events reported together go in one report
+        }
+        return s;
+      case 'Flush': {
+        s.flushQueued = false;
+        if (![...s.pending.values()].some((p) => p.sentIn === undefined)) return s;
+        s.seq += 1;
+        for (const p of s.pending.values()) p.sentIn = s.seq;
+        const report: InboxMessage = {
+          format: WIRE_FORMAT,
+          kind: 'report',
+          node: env.node,
+          incarnation: env.incarnation,
+          seq: s.seq,
+          events: [...s.pending.values()].map((p) => p.event),
+        };
+        await env.bus.produce(env.topics.inbox, report);
+        s.resend?.();
+        s.resend = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(ctx.self, { type: 'Resend' }));
+        return s;
+      }
+      case 'Ack':
+        for (const [key, p] of s.pending) if (p.sentIn !== undefined && p.sentIn <= msg.seq) s.pending.delete(key);
+        if (s.pending.size === 0) {
+          s.resend?.();
+          s.resend = undefined;
+        }
+        return s;
+      case 'Resend':
+        s.resend = undefined;
+        if (s.pending.size === 0) return s;
+        env.log.debug({ pending: s.pending.size, seq: s.seq }, 'report not acknowledged in time: sending it again');
+        for (const p of s.pending.values()) p.sentIn = undefined;
+        env.runtime.send(ctx.self, { type: 'Flush' });
+        return s;
+    }
+  }, {
+    initialState,
+    onCrash: 'resume',
+    afterStop: (s) => s.resend?.(),
+  });
+}

@@ -1,0 +1,184 @@
+// The thin layer over nact that every shardherd actor is spawned through. nact drops messages to
+// stopped actors silently, has no deathwatch, and logs crashes with console.log; this layer counts
+// and logs dead letters, lets one actor watch another's stop, reports every crash through pino,
+// and counts messages in flight so a simulation knows when the cluster is quiet.
+import nact from 'nact';
+import type { Logger } from 'pino';
+
+/** A reference to an actor that accepts messages of type `M`. */
+export type ActorRef<M> = nact.Ref<M>;
+
+export interface ActorContext<M> {
+  readonly self: ActorRef<M>;
+  readonly name: string;
+}
+
+export type Handler<S, M> = (state: S, msg: M, ctx: ActorContext<M>) => S | Promise<S>;
+
+export interface SpawnOptions<S> {
+  readonly initialState: S;
+  /** Runs once the actor has stopped (after its children), with its last state. */
+  readonly afterStop?: (state: S) => void | Promise<void>;
+  /**
+   * What a crash (a handler that throws) does after it is logged: `resume` keeps the actor and its
+   * state and goes on with the next message; `stop` stops it (watchers are told). Default `stop`.
+   */
+  readonly onCrash?: 'resume' | 'stop';
+}
+
+interface Cell {
+  path: string;
+  pending: number;
+  alive: boolean;
+  watchers: Set<() => void>;
+}
+
+/**
+ * One actor system. Names are always given (nact would otherwise draw random names), so paths, logs
+ * and simulations are reproducible.
+ */
+export class ActorRuntime {
+  readonly system: nact.ActorSystemRef;
+  private readonly cells = new Map<ActorRef<unknown>, Cell>();
+  private inFlightCount = 0;
+  private handledCount = 0;
+  private deadLetterCount = 0;
+  private crashCount = 0;
+
+  constructor(
+    readonly name: string,
+    readonly log: Logger,
+  ) {
+    // nact reads the name from an object (its typings say a string, which it would ignore).
+    this.system = nact.start({ name } as never);
+  }
+
+  /** Messages sent and not yet handled, across all actors. Zero when the system is idle. */
+  get inFlight(): number {
+    return this.inFlightCount;
+  }
+
+  /** Messages handled so far (a measure of progress for simulations). */
+  get handled(): number {
+    return this.handledCount;
+  }
+
+  /** Messages sent to actors that had stopped (each one was also logged). */
+  get deadLetters(): number {
+    return this.deadLetterCount;
+  }
+
+  /** Handler crashes (each one was also logged). */
+  get crashes(): number {
+    return this.crashCount;
+  }
+
+  spawn<S, M>(parent: ActorRef<unknown> | nact.ActorSystemRef, name: string, handler: Handler<S, M>, options: SpawnOptions<S>): ActorRef<M> {
+    const wrapped = async (state: S, msg: M, nctx: nact.ActorContext<M, nact.Ref<unknown>>): Promise<S> => {
+      try {
+        return await handler(state, msg, { self: nctx.self, name: nctx.name });
+      } finally {
+        this.finishOne(nctx.self);
+      }
+    };
+    const cellRef: { ref?: ActorRef<M> } = {};
+    const self = nact.spawn(parent as nact.Ref<unknown>, wrapped as never, name, {
+      initialState: options.initialState,
+      onCrash: (msg: unknown, error: unknown, ctx: nact.SupervisionContext<M, nact.Ref<unknown>>) => {
+        this.crashCount += 1;
+        this.log.error({ err: error, actor: this.pathOf(cellRef.ref), message: describe(msg) }, 'actor crashed');
+        return options.onCrash === 'resume' ? ctx.resume : ctx.stop;
+      },
+      afterStop: async (state: S) => {
+        const cell = cellRef.ref ? this.cells.get(cellRef.ref) : undefined;
+        if (cell) {
+          cell.alive = false;
+          // Messages still queued (or scheduled) when the actor stopped will never run.
+          if (cell.pending > 0) {
+            this.deadLetterCount += cell.pending;
+            this.inFlightCount -= cell.pending;
+            this.log.warn({ actor: cell.path, dropped: cell.pending }, 'actor stopped with messages in its mailbox: dropped');
+            cell.pending = 0;
+          }
+          this.cells.delete(cellRef.ref!);
+          for (const w of cell.watchers) w();
+        }
+        await options.afterStop?.(state);
+      },
+    } as never) as ActorRef<M>;
+    cellRef.ref = self;
+    this.cells.set(self as ActorRef<unknown>, { path: pathString(self), pending: 0, alive: true, watchers: new Set() });
+    return self;
+  }
+
+  /**
+   * Sends a message. A message to a stopped actor is not delivered: it is logged and counted as a
+   * dead letter, and `false` is returned.
+   */
+  send<M>(ref: ActorRef<M>, msg: M): boolean {
+    const cell = this.cells.get(ref as ActorRef<unknown>);
+    if (!cell || !cell.alive) {
+      this.deadLetterCount += 1;
+      this.log.warn({ actor: pathString(ref), message: describe(msg) }, 'message to a stopped actor dropped');
+      return false;
+    }
+    cell.pending += 1;
+    this.inFlightCount += 1;
+    nact.dispatch(ref, msg);
+    return true;
+  }
+
+  /** Stops an actor and its children. Messages already queued are dropped (and counted). */
+  stop(ref: ActorRef<unknown>): void {
+    const cell = this.cells.get(ref);
+    if (!cell?.alive) return;
+    nact.stop(ref);
+  }
+
+  isAlive(ref: ActorRef<unknown>): boolean {
+    return this.cells.get(ref)?.alive ?? false;
+  }
+
+  /**
+   * Deathwatch: `onStop` runs once when `ref` stops (at once if it already has). Returns a function
+   * that cancels the watch.
+   */
+  watch(ref: ActorRef<unknown>, onStop: () => void): () => void {
+    const cell = this.cells.get(ref);
+    if (!cell?.alive) {
+      onStop();
+      return () => {};
+    }
+    cell.watchers.add(onStop);
+    return () => cell.watchers.delete(onStop);
+  }
+
+  /** Stops every actor of this system. */
+  shutdown(): void {
+    nact.stop(this.system);
+  }
+
+  private finishOne(ref: ActorRef<unknown>): void {
+    this.handledCount += 1;
+    const cell = this.cells.get(ref);
+    if (cell && cell.pending > 0) {
+      cell.pending -= 1;
+      this.inFlightCount -= 1;
+    }
+  }
+
+  private pathOf(ref: ActorRef<unknown> | undefined): string {
+    return ref ? (this.cells.get(ref)?.path ?? pathString(ref)) : '?';
+  }
+}
+
+function pathString(ref: ActorRef<unknown>): string {
+  const p = (ref as unknown as { path?: { toString(): string } }).path;
+  return p ? p.toString() : String((ref as unknown as { name?: string }).name ?? '?');
+}
+
+/** A message's type for logs, never its whole payload. */
+export function describe(msg: unknown): string {
+  if (msg && typeof msg === 'object' && 'type' in msg) return String((msg as { type: unknown }).type);
+  return typeof msg;
+}

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { DEFAULT_REASSIGNMENT_COOLDOWN_MS } from '../core/shard-manager/shard-manager.js';
+
+const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0);
+
+const schema = z.strictObject({
+  /** Topic name prefix: one cluster per prefix. */
+  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/).default('shardherd'),
+  /** How often the singleton republishes every map (bounds staleness after a lost message). */
+  publishIntervalMs: ms('publishIntervalMs').min(1).default(5_000),
+  /** How long a node waits for the singleton to acknowledge a report before it sends it again. */
+  reportResendMs: ms('reportResendMs').min(1).default(2_000),
+  /** How long a new singleton waits for the guardians' answers during recovery. */
+  recoveryReplyTimeoutMs: ms('recoveryReplyTimeoutMs').min(1).default(2_000),
+  /** Reassignment cooldown after an ingestion error (FiloDB: 2 hours). */
+  reassignmentCooldownMs: ms('reassignmentCooldownMs').default(DEFAULT_REASSIGNMENT_COOLDOWN_MS),
+  /** How often a shard's ingestion polls its source. */
+  pollIntervalMs: ms('pollIntervalMs').min(1).default(100),
+  /** Most records read per poll. */
+  batchSize: z.number().int().min(1).max(100_000).default(500),
+  /** Recovery progress is reported when it has grown by this many percent (coalescing). */
+  progressStepPct: z.number().int().min(1).max(100).default(10),
+  /** First and largest delay between retries of a failed MetaStore write. */
+  retryInitialMs: ms('retryInitialMs').min(1).default(100),
+  retryMaxMs: ms('retryMaxMs').min(1).default(5_000),
+  /** Checkpoint group that a node's ingestion writes (FiloDB's flush groups collapse to one). */
+  checkpointGroup: z.string().min(1).default('0'),
+});
+
+/** Runtime settings, every key optional with the documented default. */
+export type RuntimeOptions = z.input<typeof schema>;
+/** Validated runtime settings with defaults filled in. */
+export type RuntimeSettings = Readonly<z.output<typeof schema>>;
+
+/** Validates options, failing fast with a message that names the key. */
+export function runtimeSettings(options: RuntimeOptions = {}): RuntimeSettings {
+  const r = schema.safeParse(options);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const key = i?.code === 'unrecognized_keys' ? i.keys[0] : i?.path.join('.');
+    throw new RangeError(`invalid runtime setting ${key}: ${i?.message}`);
+  }
+  if (r.data.retryMaxMs < r.data.retryInitialMs) throw new RangeError('invalid runtime setting retryMaxMs: must be at least retryInitialMs');
+  return r.data;
+}

@@ -1,0 +1,45 @@
+import type { Incarnation, NodeId } from '../core/ids.js';
+import type { Member } from '../core/shard-manager/protocol.js';
+
+/** The live members as the membership service sees them, oldest first, with a generation that grows on every change. */
+export interface MembershipView {
+  readonly generation: number;
+  readonly members: readonly Member[];
+}
+
+/** What a node says about itself when it joins. The service stamps `joinedAt`. */
+export interface JoinRequest {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+  readonly rack?: string;
+  readonly address?: string;
+}
+
+/**
+ * One node's handle on the cluster membership (a Kafka consumer group in production, an
+ * in-memory service in embedded mode). Failure detection is the service's: a member that stops
+ * heartbeating is removed after the session timeout, and every handle hears the new view.
+ *
+ * Gotchas: a node can learn that it is no longer a member (its view lacks it) while it still runs:
+ * it must stop everything it does as a member (self-fencing) and join again with a new incarnation.
+ */
+export interface Membership {
+  /** Joins and keeps heartbeating until `leave` (or the process dies). Resolves once the node is in a view. */
+  join(self: JoinRequest): Promise<MembershipView>;
+  /** Leaves at once: the others see the new view without waiting for the session timeout. */
+  leave(): Promise<void>;
+  /** The latest view this handle knows. */
+  view(): MembershipView;
+  /** Called with every new view, in generation order. Returns an unsubscribe function. */
+  onChange(listener: (view: MembershipView) => void): () => void;
+}
+
+/** The oldest member: where the singleton runs. */
+export function oldestMember(view: MembershipView): Member | undefined {
+  return view.members[0];
+}
+
+/** True when `node` with `incarnation` is in the view. */
+export function isMember(view: MembershipView, node: NodeId, incarnation: Incarnation): boolean {
+  return view.members.some((m) => m.node === node && m.incarnation === incarnation);
+}

@@ -1,0 +1,38 @@
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { ShardNum } from '../core/ids.js';
+
+/** One record of a shard's stream; with Kafka, offset is the partition offset. */
+export interface SourceRecord {
+  readonly offset: number;
+  readonly key: string;
+  readonly value: unknown;
+}
+
+/** Reads one shard's stream. */
+export interface ShardReader {
+  /** The offset of the first record still available (older ones expired). */
+  earliestOffset(): Promise<number>;
+  /** The offset after the last record that exists now (exclusive end). */
+  endOffset(): Promise<number>;
+  /** Up to `max` records from `offset` on, in order; fewer or none if they do not exist yet. */
+  read(offset: number, max: number): Promise<SourceRecord[]>;
+  close(): Promise<void>;
+}
+
+/** Where a dataset's records come from, one reader per shard. */
+export interface IngestionSource {
+  open(dataset: DatasetConfig, shard: ShardNum): Promise<ShardReader>;
+}
+
+/** Where ingested records go: the user's code. A batch counts as ingested once `accept` resolves. */
+export interface RecordSink {
+  accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void>;
+}
+
+/** A record the source cannot read (a poison record): the shard reports `IngestionError`. */
+export class IngestionFailure extends Error {
+  constructor(message: string, readonly offset: number) {
+    super(message);
+    this.name = 'IngestionFailure';
+  }
+}

@@ -1,0 +1,65 @@
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
+import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { ShardherdError } from '../core/errors.js';
+
+/** Who holds the singleton lease, at which epoch. */
+export interface Lease {
+  readonly epoch: Epoch;
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+}
+
+export interface StoredCooldown {
+  readonly dataset: DatasetRef;
+  readonly shard: number;
+  readonly reassignedAt: number;
+}
+
+/**
+ * Everything that must survive the singleton: dataset configs, the singleton lease and its epoch,
+ * the latest shard map per dataset, reassignment cooldowns, and ingestion checkpoints. Cassandra in
+ * production; memory or a file in embedded mode.
+ *
+ * Every singleton write carries its epoch and is refused with `FencedError` once a newer epoch
+ * holds the lease, so a singleton that was replaced cannot change anything any more.
+ */
+export interface MetaStore {
+  readLease(): Promise<Lease | undefined>;
+  /**
+   * Compare-and-set: takes the lease with epoch `expectedEpoch + 1` if the stored epoch is still
+   * `expectedEpoch` (0 when there has never been a lease). Resolves with the new lease, or
+   * undefined if another candidate moved the epoch first.
+   */
+  takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number): Promise<Lease | undefined>;
+
+  putDataset(config: DatasetConfig, epoch: Epoch): Promise<void>;
+  deleteDataset(dataset: DatasetRef, epoch: Epoch): Promise<void>;
+  datasets(): Promise<DatasetConfig[]>;
+
+  /** Keeps the newest `(epoch, version)` snapshot per dataset; an older one is ignored. */
+  putShardMap(snapshot: ShardMapSnapshot): Promise<void>;
+  shardMaps(): Promise<ShardMapSnapshot[]>;
+
+  putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void>;
+  cooldowns(): Promise<StoredCooldown[]>;
+
+  /** Ingestion checkpoints are written by shard owners, not the singleton: not fenced by epoch. */
+  writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void>;
+  /** group → the last offset the sink accepted (inclusive). */
+  readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>>;
+}
+
+/** A write from a singleton whose epoch is no longer the lease's: that singleton must stop at once. */
+export class FencedError extends ShardherdError {
+  constructor(readonly writeEpoch: number, readonly currentEpoch: number) {
+    super('FENCED', `write at epoch ${writeEpoch} refused: epoch ${currentEpoch} holds the singleton lease`);
+  }
+}
+
+/** The store could not be reached or failed; the write may be retried. */
+export class MetaStoreUnavailableError extends ShardherdError {
+  constructor(operation: string, cause?: unknown) {
+    super('METASTORE_UNAVAILABLE', `MetaStore ${operation} failed${cause instanceof Error ? `: ${cause.message}` : ''}`, cause === undefined ? {} : { cause }, true);
+  }
+}
