@@ -134,8 +134,9 @@ function uniqueMembers(members: readonly Member[]): Member[] {
 }
 
 /**
- * A node joins: only it is asked for shards (FiloDB never rebalances on join). A known node with a
- * new incarnation restarted: it leaves (its shards go down and are re-placed) and joins again last.
+ * A node joins: free shards are placed, newest member (the joiner) first; nothing assigned moves
+ * (FiloDB never rebalances on join). A known node with a new incarnation restarted: it leaves (its
+ * shards go down and are re-placed) and joins again last.
  */
 function memberUp(step: Step, member: Member): void {
   const existing = step.member(member.node);
@@ -145,7 +146,7 @@ function memberUp(step: Step, member: Member): void {
   if (existing) memberDown(step, existing.node, existing.incarnation);
   step.members = sortMembers([...step.members, member]);
   step.notice({ name: 'member.up', level: 'info', node: member.node, message: `${member.node} (incarnation ${member.incarnation}) joined` });
-  for (const ref of step.datasetRefs()) step.assignShards(ref, { nodes: [member.node] });
+  for (const ref of step.datasetRefs()) step.assignShards(ref);
 }
 
 /** A node left or was declared dead: its shards go down and are re-placed newest-first. */

@@ -152,23 +152,27 @@ export class Step {
   }
 
   /**
-   * Asks the strategy about each node in `nodes` (newest first by default), applying each answer
-   * before asking the next node, as FiloDB does. Returns the shards placed.
+   * Asks the strategy about every member, newest first, applying each answer before asking the next
+   * node, as FiloDB does; then asks again until a round places nothing. FiloDB asks once (and on a
+   * join only the new node), which can leave a shard unassigned while an older node has room for it:
+   * a node's room grows when a later node takes its first shards. Returns the shards placed.
    */
-  assignShards(ref: DatasetRef, opts: { exclude?: NodeId; nodes?: readonly NodeId[]; hold?: ReadonlySet<number> } = {}): ShardNum[] {
+  assignShards(ref: DatasetRef, opts: { exclude?: NodeId; hold?: ReadonlySet<number> } = {}): ShardNum[] {
     const ds = this.dataset(ref);
     if (!ds) return [];
     const held = opts.hold ?? this.held(ref);
     const spec: AssignmentSpec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
-    const nodes = opts.nodes ?? this.memberNodes().reverse();
+    const nodes = this.memberNodes().reverse().filter((n) => n !== opts.exclude);
     const placed: ShardNum[] = [];
-    for (const node of nodes) {
-      if (node === opts.exclude) continue;
-      // Read through `dataset` each time: the first change clones the mapper.
-      const shards = this.settings.strategy.shardAssignments(node, spec, this.dataset(ref)!.mapper);
-      for (const shard of shards) {
-        this.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
-        placed.push(shard);
+    for (let round = placed.length - 1; round < placed.length; ) {
+      round = placed.length;
+      for (const node of nodes) {
+        // Read through `dataset` each time: the first change clones the mapper.
+        const shards = this.settings.strategy.shardAssignments(node, spec, this.dataset(ref)!.mapper);
+        for (const shard of shards) {
+          this.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
+          placed.push(shard);
+        }
       }
     }
     return placed;
