@@ -108,6 +108,29 @@ class World {
     this.checkEffects(before, d.effects, admin);
     this.perform(d.effects);
     this.checkState();
+    // A membership change places free shards of every dataset; a new dataset places its own.
+    if (input.type === 'MemberUp' || input.type === 'MemberDown') this.checkNoRoomLeft(input.type, [...this.state.datasets.keys()]);
+    if (input.type === 'SetupDataset' && !before.datasets.has(input.config.ref)) this.checkNoRoomLeft(input.type, [input.config.ref]);
+  }
+
+  /**
+   * I2 at the core level: after an assignment pass, no member has room for a shard that is free
+   * and not held by a cooldown (FiloDB's single pass, and its join that asks only the newcomer,
+   * can leave one).
+   */
+  checkNoRoomLeft(after: string, datasets: readonly DatasetRef[]): void {
+    const strategy = new DefaultShardAssignmentStrategy();
+    for (const ref of datasets) {
+      const ds = this.state.datasets.get(ref)!;
+      const held = new Set<number>();
+      for (const [shard, at] of ds.cooldowns) {
+        if (this.now - at <= COOLDOWN && ds.mapper.nodeForShard(shard) === undefined && ds.mapper.statusForShard(shard).type === 'Error') held.add(shard);
+      }
+      const spec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
+      for (const m of this.state.members) {
+        expect(strategy.shardAssignments(m.node, spec, ds.mapper), `after ${after}: ${m.node} has room for free shards of ${ref}`).toEqual([]);
+      }
+    }
   }
 
   apply(op: Op): void {

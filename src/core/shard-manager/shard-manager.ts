@@ -135,8 +135,10 @@ function uniqueMembers(members: readonly Member[]): Member[] {
 
 /**
  * A node joins: free shards are placed, newest member (the joiner) first; nothing assigned moves
- * (FiloDB never rebalances on join). A known node with a new incarnation restarted: it leaves (its
- * shards go down and are re-placed) and joins again last.
+ * (FiloDB never rebalances on join). FiloDB asks only the joiner, so a shard freed by StopShards or
+ * a skipped error reassignment stays unassigned when the joiner has no room but an older node has.
+ * A known node with a new incarnation restarted: it leaves (its shards go down and are re-placed)
+ * and joins again last.
  */
 function memberUp(step: Step, member: Member): void {
   const existing = step.member(member.node);

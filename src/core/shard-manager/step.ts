@@ -153,9 +153,9 @@ export class Step {
 
   /**
    * Asks the strategy about every member, newest first, applying each answer before asking the next
-   * node, as FiloDB does; then asks again until a round places nothing. FiloDB asks once (and on a
-   * join only the new node), which can leave a shard unassigned while an older node has room for it:
-   * a node's room grows when a later node takes its first shards. Returns the shards placed.
+   * node, as FiloDB does; then asks again until a round places nothing, so a strategy whose answers
+   * depend on what later nodes took still leaves no room unused (for the default strategy one round
+   * is already a fixpoint, and the extra round costs one count per member). Returns the shards placed.
    */
   assignShards(ref: DatasetRef, opts: { exclude?: NodeId; hold?: ReadonlySet<number> } = {}): ShardNum[] {
     const ds = this.dataset(ref);
