@@ -232,7 +232,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           s.phase = 'recovering';
           s.inbox = await env.bus.subscribe(env.topics.inbox, `${env.topics.inbox}.singleton`, (record) => {
             env.runtime.send(ctx.self, { type: 'Inbox', record });
-          }, { start: 'earliest' });
+          }, { start: 'earliest', onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
           await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId });
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
           return s;

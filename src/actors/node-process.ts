@@ -23,7 +23,7 @@ export interface ClusterServices {
   readonly clock: Clock;
   readonly bus: Bus;
   /** A new membership handle for one node incarnation. */
-  readonly connectMembership: () => Membership & Partial<{ crash(): void; pause(): void; resume(): void }>;
+  readonly connectMembership: () => Membership & Partial<{ crash(): void; pause(): void; resume(): void; close(): void }>;
   readonly metaStore: MetaStore;
   readonly source: IngestionSource;
   readonly sink: RecordSink;
@@ -43,6 +43,8 @@ export class ShardherdNode {
   private guardian: ActorRef<GuardianMsg> | undefined;
   private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
   private subscriptions: BusSubscription[] = [];
+  /** Stops hearing the membership of the current incarnation. */
+  private stopListening: () => void = () => {};
   private hub = new NodeHub();
   private requestCount = 0;
   private subscriberCount = 0;
@@ -107,13 +109,18 @@ export class ShardherdNode {
     });
     this.guardian = guardian;
     const runtime = this.runtime;
+    const onError = (e: unknown, record: { topic: string; offset: number }) => log.error({ err: e, topic: record.topic, offset: record.offset }, 'bus record not handled');
     this.subscriptions = [
-      await env.bus.subscribe(env.topics.events, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Events', record })),
-      await env.bus.subscribe(env.topics.replies, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Replies', record })),
+      await env.bus.subscribe(env.topics.events, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Events', record }), { onError }),
+      await env.bus.subscribe(env.topics.replies, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Replies', record }), { onError }),
     ];
     const membership = s.connectMembership();
     this.membership = membership;
-    membership.onChange((view) => this.onView(view));
+    const stopListening = membership.onChange((view) => this.onView(view));
+    this.stopListening = () => {
+      stopListening();
+      membership.close?.();
+    };
     this.lifecycle = 'running';
     const view = await membership.join({ node: this.node, incarnation });
     this.onView(view);
@@ -177,6 +184,8 @@ export class ShardherdNode {
   }
 
   private async teardown(): Promise<void> {
+    this.stopListening();
+    this.stopListening = () => {};
     const subs = this.subscriptions;
     this.subscriptions = [];
     this.runtime?.shutdown();

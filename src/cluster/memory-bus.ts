@@ -1,0 +1,193 @@
+import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from './bus.js';
+import type { Clock } from './clock.js';
+
+/** What happens to one produced record: the simulator's fault injection. */
+export type BusFault =
+  | { readonly kind: 'deliver' }
+  /** Never appended; `produce` still resolves, with -1. */
+  | { readonly kind: 'drop' }
+  /** Appended twice in a row; `produce` resolves with the first offset. */
+  | { readonly kind: 'duplicate' }
+  /** Appended `ms` later by the clock (later records may overtake it); `produce` resolves then. */
+  | { readonly kind: 'delay'; readonly ms: number };
+
+export interface MemoryBusOptions {
+  /** Decides the fate of each produced record (called once per `produce`, with the copied value). */
+  readonly faults?: (topic: string, value: unknown) => BusFault;
+}
+
+interface Subscription {
+  readonly topic: string;
+  readonly group: string;
+  readonly handler: (record: BusRecord) => Promise<void> | void;
+  readonly onError: ((error: unknown, record: BusRecord) => void) | undefined;
+  /** The next offset to deliver. */
+  position: number;
+  running: boolean;
+  inFlight: boolean;
+  closed: boolean;
+}
+
+/**
+ * The bus of embedded mode and of the simulator: one partition per topic, kept in memory.
+ * Deterministic: records are delivered from microtasks only, and delayed records by the injected
+ * clock.
+ *
+ * - `produce` copies the value with `structuredClone`, so a value that is not data (a function,
+ *   say) is refused at once, and later changes to the caller's object do not reach consumers. Each
+ *   delivery gets its own copy too.
+ * - Delivery starts in a microtask after `subscribe` or `produce`, never inside those calls.
+ * - Committed positions are kept per (topic, group) for the life of the bus. Unlike Kafka, two
+ *   open subscriptions of one group do not split the topic: each receives every record.
+ * - `close()` stops delivery after the record in flight; it does not wait for that record.
+ * - A handler error with no `onError` is dropped (the record is skipped either way).
+ */
+export class MemoryBus implements Bus {
+  private readonly logs = new Map<string, BusRecord[]>();
+  private readonly committed = new Map<string, number>();
+  private readonly subscriptions: Subscription[] = [];
+  private delayed = 0;
+  private readonly faults: ((topic: string, value: unknown) => BusFault) | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    options: MemoryBusOptions = {},
+  ) {
+    this.faults = options.faults;
+  }
+
+  async produce(topic: string, value: unknown): Promise<number> {
+    if (topic.length === 0) throw new Error('topic name must not be empty');
+    const copy: unknown = structuredClone(value);
+    const fault = this.faults?.(topic, copy) ?? { kind: 'deliver' };
+    switch (fault.kind) {
+      case 'deliver':
+        return this.append(topic, copy);
+      case 'drop':
+        return -1;
+      case 'duplicate': {
+        const offset = this.append(topic, copy);
+        this.append(topic, structuredClone(copy));
+        return offset;
+      }
+      case 'delay': {
+        this.delayed += 1;
+        return new Promise<number>((resolve) => {
+          this.clock.schedule(fault.ms, () => {
+            this.delayed -= 1;
+            resolve(this.append(topic, copy));
+          });
+        });
+      }
+    }
+  }
+
+  async subscribe(
+    topic: string,
+    group: string,
+    handler: (record: BusRecord) => Promise<void> | void,
+    options: SubscribeOptions & { onError?: (error: unknown, record: BusRecord) => void } = {},
+  ): Promise<BusSubscription> {
+    const committed = this.committed.get(key(topic, group));
+    const start = committed ?? (options.start === 'earliest' ? 0 : this.log(topic).length);
+    const sub: Subscription = {
+      topic,
+      group,
+      handler,
+      onError: options.onError,
+      position: start,
+      running: false,
+      inFlight: false,
+      closed: false,
+    };
+    this.subscriptions.push(sub);
+    this.kick(sub);
+    return {
+      commit: async (offset: number) => {
+        if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`commit offset must be a non-negative integer, got ${offset}`);
+        this.committed.set(key(topic, group), offset);
+      },
+      close: async () => {
+        sub.closed = true;
+        const i = this.subscriptions.indexOf(sub);
+        if (i >= 0) this.subscriptions.splice(i, 1);
+      },
+    };
+  }
+
+  /**
+   * Work not yet done: records appended but not yet handled by each open subscription (the one in
+   * its handler included), plus delayed records not yet appended. Zero means the bus is quiet.
+   */
+  pending(): number {
+    let n = this.delayed;
+    for (const sub of this.subscriptions) {
+      n += Math.max(0, this.log(sub.topic).length - sub.position) + (sub.inFlight ? 1 : 0);
+    }
+    return n;
+  }
+
+  /** A copy of every record of `topic` so far (for tests and the simulator). */
+  topic(name: string): readonly BusRecord[] {
+    return structuredClone(this.log(name));
+  }
+
+  /** The committed position of `group` on `topic`, if it committed one. */
+  committedPosition(topic: string, group: string): number | undefined {
+    return this.committed.get(key(topic, group));
+  }
+
+  private log(topic: string): BusRecord[] {
+    let log = this.logs.get(topic);
+    if (!log) {
+      log = [];
+      this.logs.set(topic, log);
+    }
+    return log;
+  }
+
+  private append(topic: string, value: unknown): number {
+    const log = this.log(topic);
+    const offset = log.length;
+    log.push({ topic, offset, value });
+    for (const sub of this.subscriptions) if (sub.topic === topic) this.kick(sub);
+    return offset;
+  }
+
+  /** Starts the subscription's delivery loop in a microtask, unless it is already running. */
+  private kick(sub: Subscription): void {
+    if (sub.running || sub.closed) return;
+    sub.running = true;
+    void Promise.resolve().then(() => this.deliver(sub));
+  }
+
+  private async deliver(sub: Subscription): Promise<void> {
+    try {
+      for (;;) {
+        if (sub.closed) return;
+        const record = this.log(sub.topic)[sub.position];
+        if (!record) return;
+        sub.position += 1;
+        sub.inFlight = true;
+        const copy: BusRecord = { topic: record.topic, offset: record.offset, value: structuredClone(record.value) };
+        try {
+          await sub.handler(copy);
+        } catch (error) {
+          try {
+            sub.onError?.(error, copy);
+          } catch {
+            // An error handler that throws must not stop delivery either.
+          }
+        } finally {
+          sub.inFlight = false;
+        }
+      }
+    } finally {
+      sub.running = false;
+    }
+  }
+}
+
+function key(topic: string, group: string): string {
+  return `${topic}\u0000${group}`;
+}

@@ -1,0 +1,114 @@
+import type { DatasetConfig } from '../core/dataset-config.js';
+import { ShardOutOfRangeError } from '../core/errors.js';
+import { isShardInRange, type ShardNum } from '../core/ids.js';
+import type { Clock } from '../cluster/clock.js';
+import { IngestionFailure, type IngestionSource, type ShardReader, type SourceRecord } from './ingestion-source.js';
+
+export interface SyntheticSourceOptions {
+  /** A message makes the record at that offset a poison record: reading it throws `IngestionFailure`. */
+  readonly failAt?: (dataset: string, shard: number, offset: number) => string | undefined;
+  /** Keep only the newest this many records per shard (older ones expire); all of them if unset. */
+  readonly retentionRecords?: number;
+}
+
+/** The value of every synthetic record: enough for a sink to count records end to end. */
+export interface SyntheticValue {
+  readonly dataset: string;
+  readonly shard: number;
+  readonly n: number;
+}
+
+/**
+ * Generated streams for datasets with `source.type === 'synthetic'`, driven by the injected clock
+ * (deterministic under a simulated one). Every shard of a dataset produces `recordsPerSecond`
+ * records a second from the moment this source was created (`start`): at time `t` the records at
+ * offsets `0 .. endOffset - 1` exist, where `endOffset = floor((t - start) * recordsPerSecond / 1000)`
+ * — so the record at offset `k` appears at `start + (k + 1) * 1000 / recordsPerSecond`.
+ *
+ * Record `k` of shard `s` has key `<dataset>/<s>/<k>` and value `{ dataset, shard: s, n: k }`.
+ */
+export class SyntheticSource implements IngestionSource {
+  private readonly start: number;
+  private readonly failAt: SyntheticSourceOptions['failAt'];
+  private readonly retentionRecords: number | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    options: SyntheticSourceOptions = {},
+  ) {
+    const { retentionRecords } = options;
+    if (retentionRecords !== undefined && !(Number.isSafeInteger(retentionRecords) && retentionRecords >= 1)) {
+      throw new RangeError(`retentionRecords must be a positive integer, got ${retentionRecords}`);
+    }
+    this.start = clock.now();
+    this.failAt = options.failAt;
+    this.retentionRecords = retentionRecords;
+  }
+
+  async open(dataset: DatasetConfig, shard: ShardNum): Promise<ShardReader> {
+    const source = dataset.source;
+    if (source.type !== 'synthetic') {
+      throw new Error(`SyntheticSource reads only synthetic datasets: dataset ${dataset.ref} has source type ${source.type}`);
+    }
+    if (!isShardInRange(shard, dataset.numShards)) throw new ShardOutOfRangeError(shard, dataset.numShards, dataset.ref);
+    return new SyntheticShardReader(this.clock, this.start, source.recordsPerSecond, dataset.ref, shard, this.failAt, this.retentionRecords);
+  }
+}
+
+class SyntheticShardReader implements ShardReader {
+  private closed = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly start: number,
+    private readonly recordsPerSecond: number,
+    private readonly dataset: string,
+    private readonly shard: number,
+    private readonly failAt: SyntheticSourceOptions['failAt'],
+    private readonly retentionRecords: number | undefined,
+  ) {}
+
+  async earliestOffset(): Promise<number> {
+    this.assertOpen();
+    return this.earliest(this.end());
+  }
+
+  async endOffset(): Promise<number> {
+    this.assertOpen();
+    return this.end();
+  }
+
+  /** Records from `max(offset, earliestOffset)` up to `max` of them, stopping at the end offset. */
+  async read(offset: number, max: number): Promise<SourceRecord[]> {
+    this.assertOpen();
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`read offset must be a non-negative integer, got ${offset}`);
+    if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`read max must be a non-negative integer, got ${max}`);
+    const end = this.end();
+    const from = Math.max(offset, this.earliest(end));
+    const to = Math.min(end, from + max);
+    const records: SourceRecord[] = [];
+    for (let k = from; k < to; k += 1) {
+      const failure = this.failAt?.(this.dataset, this.shard, k);
+      if (failure !== undefined) throw new IngestionFailure(failure, k);
+      const value: SyntheticValue = { dataset: this.dataset, shard: this.shard, n: k };
+      records.push({ offset: k, key: `${this.dataset}/${this.shard}/${k}`, value });
+    }
+    return records;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private end(): number {
+    return Math.max(0, Math.floor(((this.clock.now() - this.start) * this.recordsPerSecond) / 1000));
+  }
+
+  private earliest(end: number): number {
+    return this.retentionRecords === undefined ? 0 : Math.max(0, end - this.retentionRecords);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`reader of ${this.dataset} shard ${this.shard} is closed`);
+  }
+}

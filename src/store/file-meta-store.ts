@@ -1,0 +1,244 @@
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { z } from 'zod';
+import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
+import { parseDatasetRef, parseIncarnation, parseNodeId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
+import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import * as ops from './meta-state.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown } from './meta-store.js';
+
+/** The version of the file layout this code reads and writes. */
+export const META_FILE_FORMAT = 1;
+
+/** A MetaStore file this version cannot read: an unknown format or a malformed entry. Not retriable. */
+export class MetaStoreFileError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(`${path}: ${message}`);
+    this.name = 'MetaStoreFileError';
+  }
+}
+
+/**
+ * A MetaStore in one JSON file, for embedded mode across restarts:
+ * `{ format: 1, lease, datasets, shardMaps, cooldowns, checkpoints }`.
+ *
+ * - Loaded on first use (a missing file is an empty store); a file with an unknown format or an
+ *   invalid entry is refused with `MetaStoreFileError` naming the file and the entry.
+ * - Every operation runs in turn (one promise chain), so writes never interleave and a read sees
+ *   every write called before it. A write applies to a copy of the state, writes the whole file
+ *   (`<path>.tmp`, fsync, rename over `<path>`), and only then becomes visible; if the file cannot
+ *   be written it rejects with `MetaStoreUnavailableError` and changes nothing.
+ * - One process per file: two stores on the same path do not see each other's writes.
+ * - Same semantics as `MemoryMetaStore` (both use `meta-state.ts`).
+ */
+export class FileMetaStore implements MetaStore {
+  private state: ops.MetaState | undefined;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly path: string) {}
+
+  readLease(): Promise<Lease | undefined> {
+    return this.read((s) => ops.readLease(s));
+  }
+
+  takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number): Promise<Lease | undefined> {
+    return this.write('takeLease', (s) => ops.takeLease(s, node, incarnation, expectedEpoch));
+  }
+
+  putDataset(config: DatasetConfig, epoch: Epoch): Promise<void> {
+    return this.write('putDataset', (s) => ops.putDataset(s, config, epoch));
+  }
+
+  deleteDataset(dataset: DatasetRef, epoch: Epoch): Promise<void> {
+    return this.write('deleteDataset', (s) => ops.deleteDataset(s, dataset, epoch));
+  }
+
+  datasets(): Promise<DatasetConfig[]> {
+    return this.read((s) => ops.datasets(s));
+  }
+
+  putShardMap(snapshot: ShardMapSnapshot): Promise<void> {
+    return this.write('putShardMap', (s) => ops.putShardMap(s, snapshot));
+  }
+
+  shardMaps(): Promise<ShardMapSnapshot[]> {
+    return this.read((s) => ops.shardMaps(s));
+  }
+
+  putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void> {
+    return this.write('putCooldown', (s) => ops.putCooldown(s, cooldown, epoch));
+  }
+
+  cooldowns(): Promise<StoredCooldown[]> {
+    return this.read((s) => ops.cooldowns(s));
+  }
+
+  writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
+    return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, group, offset));
+  }
+
+  readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>> {
+    return this.read((s) => ops.readCheckpoints(s, dataset, shard));
+  }
+
+  private read<T>(op: (state: ops.MetaState) => T): Promise<T> {
+    return this.inTurn(async () => op(await this.loaded()));
+  }
+
+  private write<T>(operation: string, op: (state: ops.MetaState) => T): Promise<T> {
+    return this.inTurn(async () => {
+      const next = ops.cloneMetaState(await this.loaded());
+      const result = op(next); // throws (FencedError) before anything is written
+      try {
+        await writeAtomically(this.path, JSON.stringify(toDocument(next), null, 2) + '\n');
+      } catch (error) {
+        throw new MetaStoreUnavailableError(`${operation} (writing ${this.path})`, error);
+      }
+      this.state = next;
+      return result;
+    });
+  }
+
+  /** Runs `task` after every operation called before it has settled. */
+  private inTurn<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.chain.then(task);
+    this.chain = result.catch(() => undefined);
+    return result;
+  }
+
+  private async loaded(): Promise<ops.MetaState> {
+    this.state ??= await loadMetaFile(this.path);
+    return this.state;
+  }
+}
+
+async function writeAtomically(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp`;
+  const file = await open(tmp, 'w');
+  try {
+    await file.writeFile(text, 'utf8');
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+}
+
+interface MetaDocument {
+  readonly format: typeof META_FILE_FORMAT;
+  readonly lease: Lease | null;
+  readonly datasets: readonly DatasetConfig[];
+  readonly shardMaps: readonly ShardMapSnapshot[];
+  readonly cooldowns: readonly StoredCooldown[];
+  readonly checkpoints: readonly { dataset: string; shard: number; group: string; offset: number }[];
+}
+
+function toDocument(state: ops.MetaState): MetaDocument {
+  const checkpoints: { dataset: string; shard: number; group: string; offset: number }[] = [];
+  for (const [cell, groups] of state.checkpoints) {
+    const { dataset, shard } = ops.splitCellKey(cell);
+    for (const [group, offset] of groups) checkpoints.push({ dataset, shard, group, offset });
+  }
+  return {
+    format: META_FILE_FORMAT,
+    lease: state.lease ?? null,
+    datasets: [...state.datasets.values()],
+    shardMaps: [...state.shardMaps.values()],
+    cooldowns: [...state.cooldowns.values()],
+    checkpoints,
+  };
+}
+
+const datasetSchema = z.string().refine((s) => parseDatasetRef(s).ok, 'malformed dataset name');
+const shardSchema = z.number().int().min(0);
+const leaseSchema = z.strictObject({
+  epoch: z.number().int().min(1),
+  node: z.string().refine((s) => parseNodeId(s).ok, 'malformed node id'),
+  incarnation: z.string().refine((s) => parseIncarnation(s).ok, 'malformed incarnation'),
+});
+const cooldownSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, reassignedAt: z.number().finite() });
+const checkpointSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, group: z.string(), offset: z.number().int() });
+const documentSchema = z.strictObject({
+  format: z.literal(META_FILE_FORMAT),
+  lease: z.unknown(),
+  datasets: z.array(z.unknown()),
+  shardMaps: z.array(z.unknown()),
+  cooldowns: z.array(z.unknown()),
+  checkpoints: z.array(z.unknown()),
+});
+
+function issueText(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${issue?.path.map(String).join('.') || '(root)'} ${issue?.message ?? 'is invalid'}`;
+}
+
+/** Reads and checks a MetaStore file; a missing file is an empty store. */
+export async function loadMetaFile(path: string): Promise<ops.MetaState> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return ops.emptyMetaState();
+    throw new MetaStoreUnavailableError(`load (reading ${path})`, error);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new MetaStoreFileError(path, `not a JSON document: ${(error as Error).message}`);
+  }
+  return parseMetaDocument(raw, path);
+}
+
+/** Checks a parsed MetaStore document entry by entry; `path` names the file in errors. */
+export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
+  const format = (raw as { format?: unknown } | null)?.format;
+  if (format !== META_FILE_FORMAT) {
+    throw new MetaStoreFileError(path, `unknown MetaStore file format ${JSON.stringify(format)}: this version reads format ${META_FILE_FORMAT}`);
+  }
+  const doc = documentSchema.safeParse(raw);
+  if (!doc.success) throw new MetaStoreFileError(path, `malformed MetaStore file: ${issueText(doc.error)}`);
+  const state = ops.emptyMetaState();
+  const d = doc.data;
+
+  if (d.lease !== null) {
+    const lease = leaseSchema.safeParse(d.lease);
+    if (!lease.success) throw new MetaStoreFileError(path, `invalid lease: ${issueText(lease.error)}`);
+    state.lease = lease.data as Lease;
+  }
+  d.datasets.forEach((entry, i) => {
+    const r = validateDatasetConfig(entry);
+    const name = `datasets[${i}]${describeRef(entry, 'ref')}`;
+    if (!r.ok) throw new MetaStoreFileError(path, `invalid entry ${name}: ${r.error.message}`);
+    if (state.datasets.has(r.value.ref)) throw new MetaStoreFileError(path, `invalid entry ${name}: dataset ${r.value.ref} is listed twice`);
+    state.datasets.set(r.value.ref, r.value);
+  });
+  d.shardMaps.forEach((entry, i) => {
+    const r = parseShardMapSnapshot(entry);
+    const name = `shardMaps[${i}]${describeRef(entry, 'dataset')}`;
+    if (!r.ok) throw new MetaStoreFileError(path, `invalid entry ${name}: ${r.error.message}`);
+    if (state.shardMaps.has(r.value.dataset)) throw new MetaStoreFileError(path, `invalid entry ${name}: a shard map of ${r.value.dataset} is listed twice`);
+    state.shardMaps.set(r.value.dataset, r.value);
+  });
+  d.cooldowns.forEach((entry, i) => {
+    const r = cooldownSchema.safeParse(entry);
+    if (!r.success) throw new MetaStoreFileError(path, `invalid entry cooldowns[${i}]: ${issueText(r.error)}`);
+    state.cooldowns.set(ops.cellKey(r.data.dataset, r.data.shard), r.data as StoredCooldown);
+  });
+  d.checkpoints.forEach((entry, i) => {
+    const r = checkpointSchema.safeParse(entry);
+    if (!r.success) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: ${issueText(r.error)}`);
+    const { dataset, shard, group, offset } = r.data;
+    ops.writeCheckpoint(state, dataset as DatasetRef, shard, group, offset);
+  });
+  return state;
+}
+
+function describeRef(entry: unknown, field: string): string {
+  const value = (entry as Record<string, unknown> | null)?.[field];
+  return typeof value === 'string' ? ` (${value})` : '';
+}

@@ -1,0 +1,122 @@
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
+import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { FencedError, type Lease, type StoredCooldown } from './meta-store.js';
+
+/**
+ * The whole content of a MetaStore as plain data, and the operations on it: the semantics shared
+ * by `MemoryMetaStore` and `FileMetaStore`. Every operation either changes the state completely or
+ * throws before changing anything, and returns copies, never references into the state.
+ */
+export interface MetaState {
+  lease: Lease | undefined;
+  readonly datasets: Map<string, DatasetConfig>;
+  readonly shardMaps: Map<string, ShardMapSnapshot>;
+  /** Keyed by `cellKey(dataset, shard)`. */
+  readonly cooldowns: Map<string, StoredCooldown>;
+  /** Keyed by `cellKey(dataset, shard)`, then by group. */
+  readonly checkpoints: Map<string, Map<string, number>>;
+}
+
+export function emptyMetaState(): MetaState {
+  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), cooldowns: new Map(), checkpoints: new Map() };
+}
+
+export function cloneMetaState(state: MetaState): MetaState {
+  return structuredClone(state);
+}
+
+export function cellKey(dataset: string, shard: number): string {
+  return `${dataset}/${shard}`;
+}
+
+/** The (dataset, shard) of a `cellKey` (dataset names contain no `/`). */
+export function splitCellKey(key: string): { dataset: string; shard: number } {
+  const slash = key.lastIndexOf('/');
+  return { dataset: key.slice(0, slash), shard: Number(key.slice(slash + 1)) };
+}
+
+/** The epoch of the current lease; 0 when there has never been one. */
+export function leaseEpoch(state: MetaState): number {
+  return state.lease?.epoch ?? 0;
+}
+
+/**
+ * Only the lease holder may write: a write whose epoch is not the lease's is refused. A lower
+ * epoch is a replaced singleton; a higher one cannot come from any singleton that took the lease
+ * here (a bug or another store), so it is refused too rather than trusted.
+ */
+export function checkEpoch(state: MetaState, writeEpoch: number): void {
+  const current = leaseEpoch(state);
+  if (current === 0 || writeEpoch !== current) throw new FencedError(writeEpoch, current);
+}
+
+export function readLease(state: MetaState): Lease | undefined {
+  return state.lease === undefined ? undefined : { ...state.lease };
+}
+
+/** Compare-and-set on the epoch (see `MetaStore.takeLease`). */
+export function takeLease(state: MetaState, node: NodeId, incarnation: Incarnation, expectedEpoch: number): Lease | undefined {
+  if (leaseEpoch(state) !== expectedEpoch) return undefined;
+  const lease: Lease = { epoch: (expectedEpoch + 1) as Epoch, node, incarnation };
+  state.lease = lease;
+  return { ...lease };
+}
+
+export function putDataset(state: MetaState, config: DatasetConfig, epoch: Epoch): void {
+  checkEpoch(state, epoch);
+  state.datasets.set(config.ref, structuredClone(config));
+}
+
+/**
+ * Removes the dataset with its shard map and cooldowns, so a dataset created again under the same
+ * name starts afresh (its new map would otherwise be older than the stale one and be ignored).
+ * Ingestion checkpoints stay: they describe the source, and belong to the shard owners.
+ */
+export function deleteDataset(state: MetaState, dataset: DatasetRef, epoch: Epoch): void {
+  checkEpoch(state, epoch);
+  state.datasets.delete(dataset);
+  state.shardMaps.delete(dataset);
+  for (const [k, c] of state.cooldowns) if (c.dataset === dataset) state.cooldowns.delete(k);
+}
+
+export function datasets(state: MetaState): DatasetConfig[] {
+  return [...state.datasets.values()].map((c) => structuredClone(c));
+}
+
+/** Fenced by the snapshot's epoch; keeps the newest `(epoch, version)` per dataset. */
+export function putShardMap(state: MetaState, snapshot: ShardMapSnapshot): void {
+  checkEpoch(state, snapshot.epoch);
+  const stored = state.shardMaps.get(snapshot.dataset);
+  if (stored && compareStamps(snapshot, stored) <= 0) return;
+  state.shardMaps.set(snapshot.dataset, structuredClone(snapshot));
+}
+
+export function shardMaps(state: MetaState): ShardMapSnapshot[] {
+  return [...state.shardMaps.values()].map((s) => structuredClone(s));
+}
+
+/** One cooldown per (dataset, shard): the latest write wins. */
+export function putCooldown(state: MetaState, cooldown: StoredCooldown, epoch: Epoch): void {
+  checkEpoch(state, epoch);
+  state.cooldowns.set(cellKey(cooldown.dataset, cooldown.shard), { dataset: cooldown.dataset, shard: cooldown.shard, reassignedAt: cooldown.reassignedAt });
+}
+
+export function cooldowns(state: MetaState): StoredCooldown[] {
+  return [...state.cooldowns.values()].map((c) => ({ ...c }));
+}
+
+/** Not fenced; the latest write wins (as in Cassandra), even if its offset is lower. */
+export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, group: string, offset: number): void {
+  const k = cellKey(dataset, shard);
+  let groups = state.checkpoints.get(k);
+  if (!groups) {
+    groups = new Map();
+    state.checkpoints.set(k, groups);
+  }
+  groups.set(group, offset);
+}
+
+export function readCheckpoints(state: MetaState, dataset: DatasetRef, shard: number): Map<string, number> {
+  return new Map(state.checkpoints.get(cellKey(dataset, shard)));
+}

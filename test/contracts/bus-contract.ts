@@ -1,0 +1,240 @@
+// The behaviour every Bus adapter must have (src/cluster/bus.ts), as a reusable suite: the memory
+// bus runs it in test/unit, the Kafka adapter will run the same suite against a broker.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from '../../src/cluster/bus.js';
+
+export interface BusFixture {
+  readonly bus: Bus;
+  readonly cleanup?: () => Promise<void>;
+}
+
+/** Topic and group names unique to this run, so a shared broker's old topics never interfere. */
+const run = `${process.pid}-${Date.now().toString(36)}`;
+let counter = 0;
+const fresh = (label: string): string => `contract-${run}-${label}-${counter++}`;
+
+export interface BusContractOptions {
+  /** How long to wait for a delivery that must happen (default 1000 ms; a broker needs more). */
+  readonly waitMs?: number;
+  /** How long to watch for a delivery that must NOT happen (default 50 ms). */
+  readonly quietMs?: number;
+}
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+}
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+export function busContract(name: string, makeBus: () => Promise<BusFixture>, options: BusContractOptions = {}): void {
+  const waitMs = options.waitMs ?? 1000;
+  const quietMs = options.quietMs ?? 50;
+  const quiet = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, quietMs));
+  const eventually = (check: () => void): Promise<void> => vi.waitFor(check, { timeout: waitMs, interval: 5 });
+
+  describe(`Bus contract: ${name}`, () => {
+    let fixture: BusFixture;
+    let bus: Bus;
+    let open: BusSubscription[] = [];
+
+    beforeEach(async () => {
+      fixture = await makeBus();
+      bus = fixture.bus;
+      open = [];
+    });
+
+    afterEach(async () => {
+      for (const sub of open) await sub.close();
+      await fixture.cleanup?.();
+    });
+
+    /** Subscribes and records what is delivered. */
+    async function collect(
+      topic: string,
+      group: string,
+      options: SubscribeOptions & { onError?: (error: unknown, record: BusRecord) => void } = {},
+      handler: (record: BusRecord) => Promise<void> | void = () => {},
+    ): Promise<{ records: BusRecord[]; values: () => unknown[]; sub: BusSubscription }> {
+      const records: BusRecord[] = [];
+      const sub = await bus.subscribe(
+        topic,
+        group,
+        (record) => {
+          records.push(record);
+          return handler(record);
+        },
+        options,
+      );
+      open.push(sub);
+      return { records, values: () => records.map((r) => r.value), sub };
+    }
+
+    it('produce resolves with consecutive offsets, and records are delivered with those offsets in order', async () => {
+      const topic = fresh('offsets');
+      const offsets = [];
+      for (const v of ['a', 'b', 'c']) offsets.push(await bus.produce(topic, { v }));
+      expect(offsets[1]).toBe(offsets[0]! + 1);
+      expect(offsets[2]).toBe(offsets[0]! + 2);
+
+      const { records } = await collect(topic, fresh('g'), { start: 'earliest' });
+      await eventually(() => expect(records).toHaveLength(3));
+      expect(records.map((r) => [r.topic, r.offset, r.value])).toEqual([
+        [topic, offsets[0], { v: 'a' }],
+        [topic, offsets[1], { v: 'b' }],
+        [topic, offsets[2], { v: 'c' }],
+      ]);
+    });
+
+    it('delivers one record at a time: the next only after the handler settles', async () => {
+      const topic = fresh('one-at-a-time');
+      const gate = deferred();
+      let running = 0;
+      let maxRunning = 0;
+      const { values } = await collect(topic, fresh('g'), { start: 'earliest' }, async (record) => {
+        running += 1;
+        maxRunning = Math.max(maxRunning, running);
+        if (record.value === 0) await gate.promise;
+        running -= 1;
+      });
+      for (const n of [0, 1, 2]) await bus.produce(topic, n);
+
+      await eventually(() => expect(values()).toEqual([0]));
+      await quiet();
+      expect(values()).toEqual([0]); // record 1 waits for record 0's handler
+      gate.resolve();
+      await eventually(() => expect(values()).toEqual([0, 1, 2]));
+      expect(maxRunning).toBe(1);
+    });
+
+    it('delivers records produced after subscribing, in order', async () => {
+      const topic = fresh('later');
+      const { values } = await collect(topic, fresh('g'));
+      for (let n = 0; n < 5; n += 1) await bus.produce(topic, n);
+      await eventually(() => expect(values()).toEqual([0, 1, 2, 3, 4]));
+    });
+
+    it('a new group starts at the end by default (latest), or at the beginning with start: earliest', async () => {
+      const topic = fresh('start');
+      await bus.produce(topic, 'old-1');
+      await bus.produce(topic, 'old-2');
+      const latest = await collect(topic, fresh('latest'));
+      const explicitLatest = await collect(topic, fresh('latest2'), { start: 'latest' });
+      const earliest = await collect(topic, fresh('earliest'), { start: 'earliest' });
+      await bus.produce(topic, 'new');
+
+      await eventually(() => expect(earliest.values()).toEqual(['old-1', 'old-2', 'new']));
+      await eventually(() => expect(latest.values()).toEqual(['new']));
+      await eventually(() => expect(explicitLatest.values()).toEqual(['new']));
+      await quiet();
+      expect(latest.values()).toEqual(['new']);
+    });
+
+    it('a group resumes at its committed position after close, whatever its start option', async () => {
+      const topic = fresh('commit');
+      const group = fresh('g');
+      for (const n of [0, 1, 2]) await bus.produce(topic, n);
+
+      const first = await collect(topic, group, { start: 'earliest' });
+      await eventually(() => expect(first.values()).toEqual([0, 1, 2]));
+      await first.sub.commit(first.records[1]!.offset + 1); // processed 0 and 1, not 2
+      await first.sub.close();
+      await bus.produce(topic, 3);
+
+      const second = await collect(topic, group, { start: 'latest' });
+      await eventually(() => expect(second.values()).toEqual([2, 3]));
+
+      // Another group is not affected by this group's commit.
+      const other = await collect(topic, fresh('other'), { start: 'earliest' });
+      await eventually(() => expect(other.values()).toEqual([0, 1, 2, 3]));
+    });
+
+    it('a group that never committed starts over from its start option after close', async () => {
+      const topic = fresh('no-commit');
+      const group = fresh('g');
+      for (const n of [0, 1]) await bus.produce(topic, n);
+      const first = await collect(topic, group, { start: 'earliest' });
+      await eventually(() => expect(first.values()).toEqual([0, 1]));
+      await first.sub.close();
+      const again = await collect(topic, group, { start: 'earliest' });
+      await eventually(() => expect(again.values()).toEqual([0, 1]));
+    });
+
+    it('a handler that throws or rejects is reported to onError, and delivery continues with the next record', async () => {
+      const topic = fresh('errors');
+      const reported: [string, unknown][] = [];
+      const { values } = await collect(
+        topic,
+        fresh('g'),
+        { start: 'earliest', onError: (error, record) => reported.push([(error as Error).message, record.value]) },
+        async (record) => {
+          if (record.value === 'throw') throw new Error('boom');
+          if (record.value === 'reject') await Promise.reject(new Error('rejected'));
+        },
+      );
+      for (const v of ['throw', 'reject', 'fine']) await bus.produce(topic, v);
+      await eventually(() => expect(values()).toEqual(['throw', 'reject', 'fine']));
+      await eventually(() => expect(reported).toEqual([['boom', 'throw'], ['rejected', 'reject']]));
+    });
+
+    it('a synchronous handler that throws does not stop delivery either', async () => {
+      const topic = fresh('sync-throw');
+      const reported: unknown[] = [];
+      const { values } = await collect(topic, fresh('g'), { start: 'earliest', onError: (_e, r) => reported.push(r.value) }, (record) => {
+        if (record.value === 1) throw new Error('sync boom');
+      });
+      for (const n of [1, 2]) await bus.produce(topic, n);
+      await eventually(() => expect(values()).toEqual([1, 2]));
+      expect(reported).toEqual([1]);
+    });
+
+    it('close stops delivery', async () => {
+      const topic = fresh('close');
+      const { values, sub } = await collect(topic, fresh('g'));
+      await bus.produce(topic, 'before');
+      await eventually(() => expect(values()).toEqual(['before']));
+      await sub.close();
+      await bus.produce(topic, 'after');
+      await quiet();
+      expect(values()).toEqual(['before']);
+    });
+
+    it('topics are independent', async () => {
+      const t1 = fresh('t1');
+      const t2 = fresh('t2');
+      const one = await collect(t1, fresh('g'));
+      await bus.produce(t2, 'two');
+      await bus.produce(t1, 'one');
+      await eventually(() => expect(one.values()).toEqual(['one']));
+      await quiet();
+      expect(one.values()).toEqual(['one']);
+    });
+
+    it('values are copies: changing the produced object or a delivered value changes no other delivery', async () => {
+      const topic = fresh('copies');
+      const a = await collect(topic, fresh('a'), {}, (record) => {
+        (record.value as { items: string[] }).items.push('changed by a');
+      });
+      const b = await collect(topic, fresh('b'));
+      const value = { items: ['original'] };
+      await bus.produce(topic, value);
+      value.items.push('changed by producer');
+
+      await eventually(() => expect(a.records).toHaveLength(1));
+      await eventually(() => expect(b.values()).toEqual([{ items: ['original'] }]));
+      const late = await collect(topic, fresh('late'), { start: 'earliest' });
+      await eventually(() => expect(late.values()).toEqual([{ items: ['original'] }]));
+    });
+
+    it('a value that is not data (a function) is refused by produce', async () => {
+      const topic = fresh('not-data');
+      await expect(bus.produce(topic, { f: () => 1 })).rejects.toThrow();
+      const { values } = await collect(topic, fresh('g'), { start: 'earliest' });
+      await bus.produce(topic, 'data');
+      await eventually(() => expect(values()).toEqual(['data']));
+    });
+  });
+}

@@ -1,0 +1,265 @@
+// The behaviour every MetaStore adapter must have (src/store/meta-store.ts), as a reusable suite:
+// the memory and file stores run it in test/unit, the Cassandra adapter will run the same suite.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
+import { datasetRef, epoch, incarnation, nodeId, shardNum, type DatasetRef } from '../../src/core/ids.js';
+import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
+import { ShardMapper } from '../../src/core/shard-mapper.js';
+import { ShardEvents } from '../../src/core/status.js';
+import { FencedError, type MetaStore } from '../../src/store/meta-store.js';
+
+export interface MetaStoreFixture {
+  readonly store: MetaStore;
+  readonly cleanup?: () => Promise<void>;
+}
+
+const ds1 = datasetRef('ds1');
+const ds2 = datasetRef('ds2');
+const nodeA = nodeId('node-a');
+const nodeB = nodeId('node-b');
+const incA = incarnation('a#1');
+const incB = incarnation('b#1');
+
+export function datasetConfig(ref: DatasetRef, numShards = 4, recordsPerSecond = 100): DatasetConfig {
+  const r = validateDatasetConfig({ ref, numShards, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond } });
+  if (!r.ok) throw new Error(r.error.message);
+  return r.value;
+}
+
+/** A 4-shard map of `dataset` with shard 0 on node-a, stamped `(e, version)`. */
+export function shardMap(dataset: DatasetRef, e: number, version: number): ShardMapSnapshot {
+  const m = new ShardMapper(4, dataset);
+  m.updateFromEvent(ShardEvents.ingestionStarted(dataset, shardNum(0), nodeA));
+  return { ...m.toSnapshot(epoch(e)), version };
+}
+
+const byRef = (a: { ref: string }, b: { ref: string }): number => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0);
+const byDataset = (a: { dataset: string; shard?: number }, b: { dataset: string; shard?: number }): number =>
+  a.dataset !== b.dataset ? (a.dataset < b.dataset ? -1 : 1) : (a.shard ?? 0) - (b.shard ?? 0);
+
+export function metaStoreContract(name: string, makeStore: () => Promise<MetaStoreFixture>): void {
+  describe(`MetaStore contract: ${name}`, () => {
+    let fixture: MetaStoreFixture;
+    let store: MetaStore;
+
+    beforeEach(async () => {
+      fixture = await makeStore();
+      store = fixture.store;
+    });
+
+    afterEach(async () => {
+      await fixture.cleanup?.();
+    });
+
+    /** Takes the lease for node-a at epoch 1. */
+    async function leaseForA(): Promise<void> {
+      expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+    }
+
+    describe('lease', () => {
+      it('there is no lease at first; the first candidate takes epoch 1 from expected epoch 0', async () => {
+        expect(await store.readLease()).toBeUndefined();
+        const lease = await store.takeLease(nodeA, incA, 0);
+        expect(lease).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+        expect(await store.readLease()).toEqual(lease);
+      });
+
+      it('takeLease is a compare-and-set: a stale expected epoch gets nothing and changes nothing', async () => {
+        await leaseForA();
+        expect(await store.takeLease(nodeB, incB, 0)).toBeUndefined();
+        expect(await store.takeLease(nodeB, incB, 5)).toBeUndefined();
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+
+        expect(await store.takeLease(nodeB, incB, 1)).toEqual({ epoch: 2, node: nodeB, incarnation: incB });
+        expect(await store.readLease()).toEqual({ epoch: 2, node: nodeB, incarnation: incB });
+      });
+
+      it('of two candidates racing from the same epoch exactly one wins, round after round', async () => {
+        for (let round = 0; round < 5; round += 1) {
+          const [a, b] = await Promise.all([store.takeLease(nodeA, incA, round), store.takeLease(nodeB, incB, round)]);
+          const winners = [a, b].filter((l) => l !== undefined);
+          expect(winners).toHaveLength(1);
+          expect(winners[0]!.epoch).toBe(round + 1);
+          expect(await store.readLease()).toEqual(winners[0]);
+        }
+      });
+    });
+
+    describe('fencing', () => {
+      it('after another candidate takes the lease, every singleton write of the old epoch is refused and changes nothing', async () => {
+        await leaseForA();
+        await store.putDataset(datasetConfig(ds1), epoch(1));
+        await store.putShardMap(shardMap(ds1, 1, 3));
+        await store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 1000 }, epoch(1));
+        expect(await store.takeLease(nodeB, incB, 1)).toBeDefined();
+
+        const stale: [string, () => Promise<void>][] = [
+          ['putDataset', () => store.putDataset(datasetConfig(ds2), epoch(1))],
+          ['putDataset (replace)', () => store.putDataset(datasetConfig(ds1, 8), epoch(1))],
+          ['deleteDataset', () => store.deleteDataset(ds1, epoch(1))],
+          ['putShardMap', () => store.putShardMap(shardMap(ds1, 1, 99))],
+          ['putCooldown', () => store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 5000 }, epoch(1))],
+        ];
+        for (const [label, write] of stale) {
+          const error = await write().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(error, label).toBeInstanceOf(FencedError);
+          expect(error, label).toMatchObject({ code: 'FENCED', writeEpoch: 1, currentEpoch: 2 });
+        }
+
+        expect(await store.datasets()).toEqual([datasetConfig(ds1)]);
+        expect((await store.shardMaps()).map((s) => [s.dataset, s.epoch, s.version])).toEqual([[ds1, 1, 3]]);
+        expect(await store.cooldowns()).toEqual([{ dataset: ds1, shard: 2, reassignedAt: 1000 }]);
+
+        // The new holder writes at its epoch.
+        await store.putDataset(datasetConfig(ds2), epoch(2));
+        await store.putShardMap(shardMap(ds1, 2, 0));
+        await store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 7000 }, epoch(2));
+        expect((await store.datasets()).map((c) => c.ref).sort()).toEqual([ds1, ds2]);
+        expect((await store.shardMaps()).map((s) => [s.dataset, s.epoch, s.version])).toEqual([[ds1, 2, 0]]);
+        expect(await store.cooldowns()).toEqual([{ dataset: ds1, shard: 2, reassignedAt: 7000 }]);
+      });
+
+      it('writes are refused when nobody holds the lease, and at an epoch the lease does not have', async () => {
+        await expect(store.putDataset(datasetConfig(ds1), epoch(0))).rejects.toBeInstanceOf(FencedError);
+        await expect(store.putDataset(datasetConfig(ds1), epoch(1))).rejects.toBeInstanceOf(FencedError);
+        await leaseForA();
+        await expect(store.putDataset(datasetConfig(ds1), epoch(2))).rejects.toMatchObject({ code: 'FENCED', writeEpoch: 2, currentEpoch: 1 });
+        await expect(store.putShardMap(shardMap(ds1, 2, 1))).rejects.toBeInstanceOf(FencedError);
+        expect(await store.datasets()).toEqual([]);
+        expect(await store.shardMaps()).toEqual([]);
+      });
+    });
+
+    describe('datasets', () => {
+      it('put, replace, list and delete', async () => {
+        await leaseForA();
+        await store.putDataset(datasetConfig(ds1), epoch(1));
+        await store.putDataset(datasetConfig(ds2), epoch(1));
+        await store.putDataset(datasetConfig(ds1, 16, 5), epoch(1));
+        expect((await store.datasets()).sort(byRef)).toEqual([datasetConfig(ds1, 16, 5), datasetConfig(ds2)]);
+
+        await store.deleteDataset(ds1, epoch(1));
+        expect(await store.datasets()).toEqual([datasetConfig(ds2)]);
+        await store.deleteDataset(ds1, epoch(1)); // deleting an unknown dataset is fine
+        expect(await store.datasets()).toEqual([datasetConfig(ds2)]);
+      });
+
+      it("deleting a dataset drops its shard map and cooldowns (a re-created dataset starts afresh) but keeps its checkpoints", async () => {
+        await leaseForA();
+        await store.putDataset(datasetConfig(ds1), epoch(1));
+        await store.putDataset(datasetConfig(ds2), epoch(1));
+        await store.putShardMap(shardMap(ds1, 1, 40));
+        await store.putShardMap(shardMap(ds2, 1, 2));
+        await store.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 10 }, epoch(1));
+        await store.putCooldown({ dataset: ds2, shard: 0, reassignedAt: 20 }, epoch(1));
+        await store.writeCheckpoint(ds1, 0, 'sink', 99);
+
+        await store.deleteDataset(ds1, epoch(1));
+        expect((await store.shardMaps()).map((s) => s.dataset)).toEqual([ds2]);
+        expect(await store.cooldowns()).toEqual([{ dataset: ds2, shard: 0, reassignedAt: 20 }]);
+        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 99]]));
+
+        // Re-created: its first map is kept although its version is lower than the deleted one's.
+        await store.putDataset(datasetConfig(ds1), epoch(1));
+        await store.putShardMap(shardMap(ds1, 1, 1));
+        expect((await store.shardMaps()).filter((s) => s.dataset === ds1).map((s) => s.version)).toEqual([1]);
+      });
+    });
+
+    describe('shard maps', () => {
+      it('keeps the newest (epoch, version) per dataset and ignores older ones', async () => {
+        await leaseForA();
+        await store.putShardMap(shardMap(ds1, 1, 5));
+        await store.putShardMap(shardMap(ds1, 1, 3)); // older: ignored
+        await store.putShardMap(shardMap(ds2, 1, 1)); // another dataset
+        expect((await store.shardMaps()).map((s) => [s.dataset, s.version]).sort()).toEqual([
+          [ds1, 5],
+          [ds2, 1],
+        ]);
+
+        await store.putShardMap(shardMap(ds1, 1, 6));
+        expect((await store.shardMaps()).find((s) => s.dataset === ds1)).toEqual(shardMap(ds1, 1, 6));
+
+        // A new singleton's first map is newer than anything of the old epoch, whatever its version.
+        await store.takeLease(nodeB, incB, 1);
+        await store.putShardMap(shardMap(ds1, 2, 0));
+        expect((await store.shardMaps()).find((s) => s.dataset === ds1)).toEqual(shardMap(ds1, 2, 0));
+      });
+    });
+
+    describe('cooldowns', () => {
+      it('round trip, one per (dataset, shard), the latest write winning', async () => {
+        await leaseForA();
+        await store.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 100 }, epoch(1));
+        await store.putCooldown({ dataset: ds1, shard: 3, reassignedAt: 200 }, epoch(1));
+        await store.putCooldown({ dataset: ds2, shard: 0, reassignedAt: 300 }, epoch(1));
+        await store.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 400 }, epoch(1));
+        expect((await store.cooldowns()).sort(byDataset)).toEqual([
+          { dataset: ds1, shard: 0, reassignedAt: 400 },
+          { dataset: ds1, shard: 3, reassignedAt: 200 },
+          { dataset: ds2, shard: 0, reassignedAt: 300 },
+        ]);
+      });
+    });
+
+    describe('checkpoints', () => {
+      it('round trip per (dataset, shard) and group, latest write winning, with no lease needed', async () => {
+        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map());
+        await store.writeCheckpoint(ds1, 0, 'sink', 10);
+        await store.writeCheckpoint(ds1, 0, 'archive', 4);
+        await store.writeCheckpoint(ds1, 1, 'sink', 77);
+        await store.writeCheckpoint(ds2, 0, 'sink', 5);
+        await store.writeCheckpoint(ds1, 0, 'sink', 12);
+        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 12], ['archive', 4]]));
+        expect(await store.readCheckpoints(ds1, 1)).toEqual(new Map([['sink', 77]]));
+        expect(await store.readCheckpoints(ds2, 0)).toEqual(new Map([['sink', 5]]));
+        expect(await store.readCheckpoints(ds2, 1)).toEqual(new Map());
+      });
+
+      it('are written by shard owners, so they are not fenced by the lease epoch', async () => {
+        await leaseForA();
+        await store.takeLease(nodeB, incB, 1);
+        await store.writeCheckpoint(ds1, 0, 'sink', 3);
+        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 3]]));
+      });
+    });
+
+    describe('values are copies', () => {
+      it('changing what was written or what was read changes nothing stored', async () => {
+        await leaseForA();
+        const config = structuredClone(datasetConfig(ds1)) as { numShards: number; source: { recordsPerSecond: number } };
+        await store.putDataset(config as unknown as DatasetConfig, epoch(1));
+        config.numShards = 64;
+        config.source.recordsPerSecond = 1;
+
+        const map = structuredClone(shardMap(ds1, 1, 2)) as unknown as { shards: { status: { type: string } }[] };
+        await store.putShardMap(map as unknown as ShardMapSnapshot);
+        map.shards[0]!.status.type = 'Down';
+
+        const cooldown = { dataset: ds1, shard: 1, reassignedAt: 50 };
+        await store.putCooldown(cooldown, epoch(1));
+        cooldown.reassignedAt = 0;
+
+        const readConfig = (await store.datasets())[0] as unknown as { source: { recordsPerSecond: number } };
+        readConfig.source.recordsPerSecond = 2;
+        const readMap = (await store.shardMaps())[0] as unknown as { shards: unknown[] };
+        readMap.shards.length = 0;
+        const readCooldown = (await store.cooldowns())[0] as { reassignedAt: number };
+        readCooldown.reassignedAt = -1;
+        await store.writeCheckpoint(ds1, 0, 'sink', 8);
+        (await store.readCheckpoints(ds1, 0) as Map<string, number>).set('sink', 0);
+        const lease = (await store.readLease()) as { epoch: number };
+        lease.epoch = 42;
+
+        expect(await store.datasets()).toEqual([datasetConfig(ds1)]);
+        expect(await store.shardMaps()).toEqual([shardMap(ds1, 1, 2)]);
+        expect(await store.cooldowns()).toEqual([{ dataset: ds1, shard: 1, reassignedAt: 50 }]);
+        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 8]]));
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+      });
+    });
+  });
+}

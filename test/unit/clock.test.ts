@@ -1,0 +1,122 @@
+// The clocks everything outside the core takes its time from: the simulated one must replay the
+// same timers in the same order every run; the real one must fire and cancel real timers.
+import { describe, expect, it } from 'vitest';
+import { RealClock, SimulatedClock } from '../../src/cluster/clock.js';
+
+describe('SimulatedClock', () => {
+  it('stands still until advanced, then fires due timers in time order with now() at each timer', () => {
+    const clock = new SimulatedClock(100);
+    const fired: [string, number][] = [];
+    clock.schedule(30, () => fired.push(['c', clock.now()]));
+    clock.schedule(10, () => fired.push(['a', clock.now()]));
+    clock.schedule(20, () => fired.push(['b', clock.now()]));
+    expect(clock.now()).toBe(100);
+    expect(fired).toEqual([]);
+
+    clock.advance(25);
+    expect(fired).toEqual([
+      ['a', 110],
+      ['b', 120],
+    ]);
+    expect(clock.now()).toBe(125);
+    clock.advanceTo(130);
+    expect(fired.at(-1)).toEqual(['c', 130]);
+  });
+
+  it('fires timers due at the same time in the order they were scheduled', () => {
+    const clock = new SimulatedClock();
+    const fired: number[] = [];
+    for (let i = 0; i < 5; i += 1) clock.schedule(10, () => fired.push(i));
+    clock.schedule(5, () => fired.push(-1));
+    clock.advance(10);
+    expect(fired).toEqual([-1, 0, 1, 2, 3, 4]);
+  });
+
+  it('fires timers scheduled by timers within the same advance, after earlier ones due at the same time', () => {
+    const clock = new SimulatedClock();
+    const fired: string[] = [];
+    clock.schedule(10, () => {
+      fired.push(`first@${clock.now()}`);
+      clock.schedule(0, () => fired.push(`child0@${clock.now()}`));
+      clock.schedule(5, () => fired.push(`child5@${clock.now()}`));
+      clock.schedule(50, () => fired.push(`child50@${clock.now()}`));
+    });
+    clock.schedule(10, () => fired.push(`second@${clock.now()}`));
+    clock.advance(20);
+    expect(fired).toEqual(['first@10', 'second@10', 'child0@10', 'child5@15']);
+    expect(clock.pendingTimers).toBe(1);
+    expect(clock.nextTimerAt()).toBe(60);
+  });
+
+  it('a cancelled timer never fires; cancelling twice or after it fired does nothing', () => {
+    const clock = new SimulatedClock();
+    const fired: string[] = [];
+    const cancelA = clock.schedule(10, () => fired.push('a'));
+    const cancelB = clock.schedule(10, () => fired.push('b'));
+    cancelA();
+    cancelA();
+    expect(clock.pendingTimers).toBe(1);
+    clock.advance(10);
+    cancelB();
+    clock.advance(100);
+    expect(fired).toEqual(['b']);
+    expect(clock.nextTimerAt()).toBeUndefined();
+  });
+
+  it('a timer can cancel a later one due at the same time', () => {
+    const clock = new SimulatedClock();
+    const fired: string[] = [];
+    let cancelLater = (): void => {};
+    clock.schedule(10, () => {
+      fired.push('first');
+      cancelLater();
+    });
+    cancelLater = clock.schedule(10, () => fired.push('later'));
+    clock.advance(10);
+    expect(fired).toEqual(['first']);
+  });
+
+  it('refuses to move backwards and keeps its time when asked to', () => {
+    const clock = new SimulatedClock(50);
+    expect(() => clock.advance(-1)).toThrow(RangeError);
+    expect(() => clock.advance(Number.NaN)).toThrow(RangeError);
+    expect(() => clock.advanceTo(49)).toThrow(RangeError);
+    expect(clock.now()).toBe(50);
+    clock.advanceTo(50); // standing still is fine
+    expect(clock.now()).toBe(50);
+  });
+
+  it('treats a negative delay as zero: due now, fired on the next advance', () => {
+    const clock = new SimulatedClock(10);
+    const fired: number[] = [];
+    clock.schedule(-5, () => fired.push(clock.now()));
+    expect(clock.nextTimerAt()).toBe(10);
+    clock.advance(0);
+    expect(fired).toEqual([10]);
+  });
+});
+
+describe('RealClock', () => {
+  it('tells wall-clock time', () => {
+    const before = Date.now();
+    const now = new RealClock().now();
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('fires a scheduled callback after roughly its delay', async () => {
+    const clock = new RealClock();
+    const start = Date.now();
+    const firedAt = await new Promise<number>((resolve) => clock.schedule(5, () => resolve(Date.now())));
+    expect(firedAt - start).toBeGreaterThanOrEqual(4); // timers may round down by a millisecond
+  });
+
+  it('a cancelled callback never fires', async () => {
+    const clock = new RealClock();
+    let fired = false;
+    const cancel = clock.schedule(5, () => (fired = true));
+    cancel();
+    await new Promise<void>((resolve) => clock.schedule(30, resolve));
+    expect(fired).toBe(false);
+  });
+});

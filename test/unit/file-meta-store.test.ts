@@ -1,0 +1,184 @@
+// FileMetaStore keeps embedded mode's MetaStore across restarts in one JSON file: the shared
+// contract, plus restart, refusal of files it cannot read, serialised concurrent writes, and
+// atomic replacement of the file.
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { datasetRef, epoch, incarnation, nodeId } from '../../src/core/ids.js';
+import { FileMetaStore, MetaStoreFileError } from '../../src/store/file-meta-store.js';
+import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
+import { datasetConfig, metaStoreContract, shardMap } from '../contracts/meta-store-contract.js';
+
+metaStoreContract('FileMetaStore', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
+  return { store: new FileMetaStore(join(dir, 'meta.json')), cleanup: () => rm(dir, { recursive: true, force: true }) };
+});
+
+const ds1 = datasetRef('ds1');
+const ds2 = datasetRef('ds2');
+const a = nodeId('node-a');
+const incA = incarnation('a#1');
+const b = nodeId('node-b');
+const incB = incarnation('b#1');
+
+describe('FileMetaStore', () => {
+  let dir: string;
+  let path: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
+    path = join(dir, 'state', 'meta.json'); // the directory does not exist yet
+  });
+
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A store on `path` with one of everything, written at epoch 1. */
+  async function populated(): Promise<FileMetaStore> {
+    const store = new FileMetaStore(path);
+    await store.takeLease(a, incA, 0);
+    await store.putDataset(datasetConfig(ds1), epoch(1));
+    await store.putDataset(datasetConfig(ds2, 8, 50), epoch(1));
+    await store.putShardMap(shardMap(ds1, 1, 4));
+    await store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 1234 }, epoch(1));
+    await store.writeCheckpoint(ds1, 2, 'sink', 99);
+    await store.writeCheckpoint(ds1, 2, 'archive', 7);
+    return store;
+  }
+
+  async function readJson(): Promise<Record<string, unknown>> {
+    return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+  }
+
+  it('survives a restart: a new store on the same file sees everything, and still fences the old epoch', async () => {
+    await populated();
+    const restarted = new FileMetaStore(path);
+    expect(await restarted.readLease()).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect((await restarted.datasets()).map((c) => c.ref).sort()).toEqual([ds1, ds2]);
+    expect((await restarted.datasets()).find((c) => c.ref === ds2)).toEqual(datasetConfig(ds2, 8, 50));
+    expect(await restarted.shardMaps()).toEqual([shardMap(ds1, 1, 4)]);
+    expect(await restarted.cooldowns()).toEqual([{ dataset: ds1, shard: 2, reassignedAt: 1234 }]);
+    expect(await restarted.readCheckpoints(ds1, 2)).toEqual(new Map([['sink', 99], ['archive', 7]]));
+
+    expect(await restarted.takeLease(b, incB, 1)).toEqual({ epoch: 2, node: b, incarnation: incB });
+    const again = new FileMetaStore(path);
+    await expect(again.putDataset(datasetConfig(ds1), epoch(1))).rejects.toBeInstanceOf(FencedError);
+    expect(await again.readLease()).toEqual({ epoch: 2, node: b, incarnation: incB });
+  });
+
+  it('writes the documented format and leaves no temporary file behind', async () => {
+    await populated();
+    const doc = await readJson();
+    expect(Object.keys(doc).sort()).toEqual(['checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'shardMaps']);
+    expect(doc.format).toBe(1);
+    expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect(doc.checkpoints).toEqual([
+      { dataset: ds1, shard: 2, group: 'sink', offset: 99 },
+      { dataset: ds1, shard: 2, group: 'archive', offset: 7 },
+    ]);
+    expect(await readdir(join(dir, 'state'))).toEqual(['meta.json']);
+  });
+
+  it('a missing file is an empty store, and reading it creates no file', async () => {
+    const store = new FileMetaStore(path);
+    expect(await store.readLease()).toBeUndefined();
+    expect(await store.datasets()).toEqual([]);
+    expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map());
+    await expect(readFile(path)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('refuses a file of an unknown format, naming the file and the format', async () => {
+    await mkdir(join(dir, 'state'));
+    await writeFile(path, JSON.stringify({ format: 2, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [] }));
+    const error = await new FileMetaStore(path).readLease().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MetaStoreFileError);
+    expect((error as Error).message).toContain(path);
+    expect((error as Error).message).toContain('format 2');
+  });
+
+  it('refuses a corrupt dataset entry, naming the file and the entry, instead of skipping it', async () => {
+    await populated();
+    const doc = await readJson();
+    (doc.datasets as { numShards: number }[])[1]!.numShards = 3;
+    await writeFile(path, JSON.stringify(doc));
+
+    const store = new FileMetaStore(path);
+    const error = await store.datasets().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MetaStoreFileError);
+    const message = (error as Error).message;
+    expect(message).toContain(path);
+    expect(message).toContain('datasets[1] (ds2)');
+    expect(message).toContain('numShards');
+    // Every operation refuses: nothing is served from a half-read file, and nothing overwrites it.
+    await expect(store.writeCheckpoint(ds1, 0, 'sink', 1)).rejects.toBeInstanceOf(MetaStoreFileError);
+    expect(((await readJson()).datasets as { numShards: number }[])[1]!.numShards).toBe(3);
+  });
+
+  it('refuses a corrupt shard map, lease, cooldown or checkpoint entry, naming it', async () => {
+    const cases: [string, (doc: Record<string, unknown>) => void, string][] = [
+      ['shard map', (d) => ((d.shardMaps as { numShards: number }[])[0]!.numShards = 5), 'shardMaps[0] (ds1)'],
+      ['lease', (d) => ((d.lease as { epoch: number }).epoch = -1), 'lease'],
+      ['cooldown', (d) => ((d.cooldowns as { shard: unknown }[])[0]!.shard = 'two'), 'cooldowns[0]'],
+      ['checkpoint', (d) => ((d.checkpoints as { dataset: string }[])[1]!.dataset = 'no spaces allowed'), 'checkpoints[1]'],
+      ['duplicate dataset', (d) => (d.datasets as unknown[]).push((d.datasets as unknown[])[0]), 'ds1 is listed twice'],
+    ];
+    await populated();
+    const good = await readJson();
+    for (const [label, corrupt, named] of cases) {
+      const doc = structuredClone(good);
+      corrupt(doc);
+      await writeFile(path, JSON.stringify(doc));
+      const error = await new FileMetaStore(path).shardMaps().catch((e: unknown) => e);
+      expect(error, label).toBeInstanceOf(MetaStoreFileError);
+      expect((error as Error).message, label).toContain(named);
+      expect((error as Error).message, label).toContain(path);
+    }
+  });
+
+  it('refuses a file that is not JSON', async () => {
+    await mkdir(join(dir, 'state'));
+    await writeFile(path, '{"format": 1, "lease": ');
+    await expect(new FileMetaStore(path).readLease()).rejects.toThrow(/not a JSON document/);
+  });
+
+  it('concurrent writes all land, in the file too', async () => {
+    const store = new FileMetaStore(path);
+    await store.takeLease(a, incA, 0);
+    const writes: Promise<void>[] = [];
+    for (let shard = 0; shard < 20; shard += 1) writes.push(store.writeCheckpoint(ds1, shard, 'sink', shard * 10));
+    writes.push(store.putDataset(datasetConfig(ds1), epoch(1)), store.putDataset(datasetConfig(ds2), epoch(1)));
+    for (let shard = 0; shard < 4; shard += 1) writes.push(store.putCooldown({ dataset: ds2, shard, reassignedAt: shard }, epoch(1)));
+    await Promise.all(writes);
+
+    const restarted = new FileMetaStore(path);
+    for (let shard = 0; shard < 20; shard += 1) {
+      expect(await restarted.readCheckpoints(ds1, shard)).toEqual(new Map([['sink', shard * 10]]));
+    }
+    expect((await restarted.datasets()).map((c) => c.ref).sort()).toEqual([ds1, ds2]);
+    expect(await restarted.cooldowns()).toHaveLength(4);
+  });
+
+  it('a racing pair of candidates on one store: exactly one wins, and the file records the winner', async () => {
+    const store = new FileMetaStore(path);
+    const [first, second] = await Promise.all([store.takeLease(a, incA, 0), store.takeLease(b, incB, 0)]);
+    expect(first).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect(second).toBeUndefined();
+    expect((await readJson()).lease).toEqual({ epoch: 1, node: a, incarnation: incA });
+  });
+
+  it('a write that cannot be saved rejects as retriable, changes nothing, and a later write succeeds', async () => {
+    const store = await populated();
+    await mkdir(`${path}.tmp`); // the temporary file cannot be created
+    const error = await store.writeCheckpoint(ds2, 0, 'sink', 5).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MetaStoreUnavailableError);
+    expect(error).toMatchObject({ retriable: true });
+    expect(await store.readCheckpoints(ds2, 0)).toEqual(new Map());
+    expect((await readJson()).checkpoints).toHaveLength(2);
+
+    await rm(`${path}.tmp`, { recursive: true });
+    await store.writeCheckpoint(ds2, 0, 'sink', 5);
+    expect(await new FileMetaStore(path).readCheckpoints(ds2, 0)).toEqual(new Map([['sink', 5]]));
+  });
+});
