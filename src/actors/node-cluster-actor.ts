@@ -92,7 +92,15 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           await produceEvents({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
           break;
         case 'SendDesiredState':
-          await produceEvents({ format: WIRE_FORMAT, kind: 'desired-state', epoch, to: e.to, snapshot: e.snapshot, config: configOf(e.snapshot.dataset) });
+          await produceEvents({
+            format: WIRE_FORMAT,
+            kind: 'desired-state',
+            epoch,
+            to: e.to,
+            members: s.core.members.map((m) => ({ node: m.node, incarnation: m.incarnation })),
+            snapshot: e.snapshot,
+            config: configOf(e.snapshot.dataset),
+          });
           break;
         case 'FenceNode':
           await produceEvents({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });

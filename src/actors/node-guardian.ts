@@ -25,7 +25,8 @@ export type GuardianMsg =
   | { readonly type: 'SingletonStopped'; readonly epoch: Epoch; readonly reason: string }
   | { readonly type: 'RetryCandidacy' }
   | { readonly type: 'Request'; readonly request: Request }
-  | { readonly type: 'GetCache'; readonly reply: (cache: GuardianCache) => void };
+  | { readonly type: 'GetCache'; readonly reply: (cache: GuardianCache) => void }
+  | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void };
 
 /** What a guardian holds for the next singleton. */
 export interface GuardianCache {
@@ -119,7 +120,13 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return;
       }
       case 'desired-state':
-        if (m.to.includes(env.node)) env.runtime.send(s.coordinator, { type: 'DesiredState', epoch: m.epoch, snapshot: m.snapshot, config: m.config });
+        if (!m.to.includes(env.node)) return;
+        if (!m.members.some((x) => x.node === env.node && x.incarnation === env.incarnation)) {
+          // Made before the singleton knew this incarnation: its assignments are the previous one's.
+          env.log.debug({ epoch: m.epoch, version: m.snapshot.version }, 'desired state for another incarnation of this node ignored');
+          return;
+        }
+        env.runtime.send(s.coordinator, { type: 'DesiredState', epoch: m.epoch, snapshot: m.snapshot, config: m.config });
         return;
       case 'fence':
         if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
@@ -249,6 +256,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       }
       case 'Request':
         await request(msg.request);
+        return s;
+      case 'GetRunning':
+        if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: msg.reply })) msg.reply([]);
         return s;
       case 'GetCache':
         msg.reply({ maxEpoch: s.maxEpoch, maps: s.followers, subscriptions: s.subscriptions, singletonEpoch: s.singleton?.epoch });

@@ -7,7 +7,7 @@ import type { Clock } from '../cluster/clock.js';
 import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
 import type { Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
-import type { Reply } from '../core/shard-manager/protocol.js';
+import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
 import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
 import type { MetaStore } from '../store/meta-store.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
@@ -227,6 +227,15 @@ export class ShardherdNode {
   /** Sends a request without waiting for any reply (subscriptions, unsubscriptions). */
   tell(request: Request): void {
     if (this.runtime && this.guardian && this.lifecycle === 'running') this.runtime.send(this.guardian, { type: 'Request', request });
+  }
+
+  /** The shards this node's ingestion runs now, with their status. */
+  running(): Promise<RunningShard[]> {
+    const { runtime, guardian } = this;
+    if (!runtime || !guardian) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      if (!runtime.send(guardian, { type: 'GetRunning', reply: resolve })) resolve([]);
+    });
   }
 
   /** The guardian's cached maps and subscriptions. */

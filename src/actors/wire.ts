@@ -47,7 +47,20 @@ export type InboxMessage =
 
 export type EventsMessage =
   | { readonly format: 1; readonly kind: 'publish'; readonly epoch: Epoch; readonly to: readonly SubscriberId[]; readonly message: SubscriberMessage }
-  | { readonly format: 1; readonly kind: 'desired-state'; readonly epoch: Epoch; readonly to: readonly NodeId[]; readonly snapshot: ShardMapSnapshot; readonly config: DatasetConfig }
+  /**
+   * A dataset's map for nodes to act on. `members` are the incarnations it was made for: a node
+   * acts only if its own incarnation is among them, so a restarted node never runs the shards its
+   * previous incarnation was given.
+   */
+  | {
+      readonly format: 1;
+      readonly kind: 'desired-state';
+      readonly epoch: Epoch;
+      readonly to: readonly NodeId[];
+      readonly members: readonly { readonly node: NodeId; readonly incarnation: Incarnation }[];
+      readonly snapshot: ShardMapSnapshot;
+      readonly config: DatasetConfig;
+    }
   | { readonly format: 1; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
   | { readonly format: 1; readonly kind: 'cluster-state-request'; readonly epoch: Epoch; readonly requestId: string };
 
@@ -183,7 +196,7 @@ export function parseEventsMessage(value: unknown): Result<EventsMessage, Malfor
       if (!snap.ok) return err({ reason: snap.error.message });
       const config = validateDatasetConfig(m.config);
       if (!config.ok) return err({ reason: config.error.message });
-      return Array.isArray(m.to) ? ok({ ...m, snapshot: snap.value, config: config.value }) : err({ reason: 'malformed desired-state' });
+      return Array.isArray(m.to) && Array.isArray(m.members) ? ok({ ...m, snapshot: snap.value, config: config.value }) : err({ reason: 'malformed desired-state' });
     }
     case 'fence':
       return typeof m.node === 'string' && typeof m.incarnation === 'string' ? ok(m) : err({ reason: 'malformed fence' });

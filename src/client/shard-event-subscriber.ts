@@ -1,6 +1,7 @@
 // What an application embeds to follow a dataset's shard map: a query router, an ingestion worker,
 // a dashboard. It keeps a local copy current from the singleton's snapshot and events, resyncs by
 // itself when it misses something or a new singleton takes over, and unsubscribes on close.
+import type { Cancel } from '../cluster/clock.js';
 import type { DatasetRef, SubscriberId } from '../core/ids.js';
 import { ShardMapFollower } from '../core/map-follower.js';
 import type { SubscriberMessage } from '../core/shard-manager/protocol.js';
@@ -13,9 +14,16 @@ export class ShardEventSubscriber {
   readonly id: SubscriberId;
   private readonly follower: ShardMapFollower;
   private closed = false;
-  /** Resyncs asked for (a gap or a new epoch): useful to see how often messages were lost. */
+  private heard = false;
+  private cancelWatchdog: Cancel = () => {};
+  /** Resyncs asked for (a gap, a new epoch, or silence): useful to see how often messages were lost. */
   resyncs = 0;
 
+  /**
+   * Gotchas: a subscription can be lost with its request or in a failover; a subscriber that hears
+   * nothing for `2.5 ×` the singleton's publish interval (it should hear a snapshot every interval)
+   * subscribes again.
+   */
   constructor(
     private readonly node: ShardherdNode,
     readonly dataset: DatasetRef,
@@ -23,7 +31,26 @@ export class ShardEventSubscriber {
   ) {
     this.follower = new ShardMapFollower(dataset);
     this.id = node.registerSubscriber((m) => this.onMessage(m));
-    node.tell({ type: 'Subscribe', subscriber: this.id, dataset });
+    this.subscribe();
+    this.watch(Math.ceil(node.services.settings.publishIntervalMs * 2.5));
+  }
+
+  private subscribe(): void {
+    this.node.tell({ type: 'Subscribe', subscriber: this.id, dataset: this.dataset });
+  }
+
+  private watch(everyMs: number): void {
+    const incarnation = this.node.incarnation;
+    this.cancelWatchdog = this.node.services.clock.schedule(everyMs, () => {
+      // A subscriber dies with its node's incarnation.
+      if (this.closed || this.node.incarnation !== incarnation || this.node.state === 'crashed') return;
+      if (!this.heard) {
+        this.resyncs += 1;
+        this.subscribe();
+      }
+      this.heard = false;
+      this.watch(everyMs);
+    });
   }
 
   /** The current map, or undefined before the first snapshot. */
@@ -42,19 +69,21 @@ export class ShardEventSubscriber {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.cancelWatchdog();
     this.node.unregisterSubscriber(this.id);
     this.node.tell({ type: 'Unsubscribe', subscriber: this.id, dataset: this.dataset });
   }
 
   private onMessage(m: SubscriberMessage): void {
     if (this.closed) return;
+    this.heard = true;
     let outcome: 'applied' | 'stale' | 'gap' = 'stale';
     if (m.type === 'CurrentShardSnapshot') outcome = this.follower.applySnapshot(m.snapshot);
     else if (m.type === 'StampedShardEvent') outcome = this.follower.applyEvent(m);
     if (outcome === 'gap') {
       // Subscribing again is how a subscriber resyncs: the singleton answers with a fresh snapshot.
       this.resyncs += 1;
-      this.node.tell({ type: 'Subscribe', subscriber: this.id, dataset: this.dataset });
+      this.subscribe();
     }
     if (outcome === 'applied' && this.follower.mapper) this.listener(this.follower.mapper, m);
   }

@@ -5,7 +5,10 @@ import type { Clock } from '../cluster/clock.js';
 import { IngestionFailure, type IngestionSource, type ShardReader, type SourceRecord } from './ingestion-source.js';
 
 export interface SyntheticSourceOptions {
-  /** A message makes the record at that offset a poison record: reading it throws `IngestionFailure`. */
+  /**
+   * A message makes the record at that offset a poison record: a read returns the records before
+   * it, and a read that starts at it throws `IngestionFailure`.
+   */
   readonly failAt?: (dataset: string, shard: number, offset: number) => string | undefined;
   /** Keep only the newest this many records per shard (older ones expire); all of them if unset. */
   readonly retentionRecords?: number;
@@ -89,7 +92,12 @@ class SyntheticShardReader implements ShardReader {
     const records: SourceRecord[] = [];
     for (let k = from; k < to; k += 1) {
       const failure = this.failAt?.(this.dataset, this.shard, k);
-      if (failure !== undefined) throw new IngestionFailure(failure, k);
+      // Like a consumer that cannot decode a record: what comes before it is delivered, and the
+      // read that starts at it fails, every time.
+      if (failure !== undefined) {
+        if (records.length > 0) return records;
+        throw new IngestionFailure(failure, k);
+      }
       const value: SyntheticValue = { dataset: this.dataset, shard: this.shard, n: k };
       records.push({ offset: k, key: `${this.dataset}/${this.shard}/${k}`, value });
     }

@@ -331,11 +331,14 @@ describe('datasets', () => {
     expect(replyOf(h.run({ type: 'ListRegisteredDatasets', replyTo: replyTo('r') }))).toEqual({ type: 'RegisteredDatasets', datasets: [ds1] });
   });
 
-  it('the periodic snapshot goes to every subscriber and every member, and persists nothing', () => {
+  it('the periodic snapshot goes to every subscriber and every member, with the subscriptions for the watchers, and persists nothing', () => {
     const h = threeNodes();
     h.run({ type: 'SubscribeAll', subscriber: sub });
+    const router = subscriberId('router');
+    h.run({ type: 'Subscribe', subscriber: router, dataset: ds1 });
     const effects = h.run({ type: 'PublishSnapshots' });
-    expect(messagesTo(effects, sub).map((m) => m.type)).toEqual(['CurrentShardSnapshot']);
+    expect(messagesTo(effects, sub).map((m) => m.type)).toEqual(['ShardSubscriptions', 'CurrentShardSnapshot']);
+    expect(messagesTo(effects, router).map((m) => m.type)).toEqual(['CurrentShardSnapshot']);
     expect(desiredStatesByNode(effects)).toEqual({ c1: 1, c2: 1, c3: 1 });
     expect(effects.some((e) => e.type.startsWith('Persist'))).toBe(false);
   });

@@ -245,8 +245,13 @@ function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef |
   if (step.subscriptions !== before && step.subscriptions.watchers.size > 0) step.publishSubscriptions();
 }
 
-/** The periodic full snapshot: bounds how long a lost message can leave anyone stale. Nothing is persisted. */
+/**
+ * The periodic full snapshot: bounds how long a lost message can leave anyone stale — maps for
+ * subscribers and nodes, and the subscriptions for the watchers that keep them for the next
+ * singleton. Nothing is persisted.
+ */
 function publishSnapshots(step: Step): void {
+  if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
   for (const ref of step.datasetRefs()) {
     const snapshot = step.dataset(ref)!.mapper.toSnapshot(step.epoch);
     step.publish(step.subscriptions.subscribersOf(ref), { type: 'CurrentShardSnapshot', snapshot });

@@ -1,0 +1,389 @@
+// A deterministic whole-cluster simulation: the real nodes, actors and core over in-memory adapters,
+// a simulated clock, a seeded random fault schedule (crashes, restarts, singleton crashes, also in
+// the middle of a reassignment, pauses, lost/duplicated/delayed bus records, MetaStore write
+// failures, poison records, subscribers that come and go), and DESIGN.md §9's invariants checked
+// after every step. A violation names the seed and the step, so `npm run sim -- --seed N` replays it.
+import { pino, type Logger } from 'pino';
+import { SimulatedClock } from '../cluster/clock.js';
+import type { BusFault } from '../cluster/memory-bus.js';
+import { DefaultShardAssignmentStrategy } from '../core/assignment-strategy.js';
+import type { DatasetRef } from '../core/ids.js';
+import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { ShardMapper } from '../core/shard-mapper.js';
+import type { ShardherdNode } from '../actors/node-process.js';
+import { ShardEventSubscriber } from '../client/shard-event-subscriber.js';
+import { EmbeddedCluster } from '../embedded/embedded-cluster.js';
+import { CountingSink } from '../ingest/counting-sink.js';
+import { MemoryMetaStore } from '../store/memory-meta-store.js';
+import { SimDriver } from './driver.js';
+import { SeededRandom } from './random.js';
+
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6';
+
+export interface Violation {
+  readonly seed: number;
+  readonly step: number;
+  readonly time: number;
+  readonly invariant: Invariant;
+  readonly message: string;
+}
+
+export interface SimulationOptions {
+  readonly seed: number;
+  /** Default 4. */
+  readonly nodes?: number;
+  /** Steps with faults, then `quietSteps` without, then the final checks. Default 25. */
+  readonly steps?: number;
+  readonly quietSteps?: number;
+  /** Simulated time per step, ms. Default 1000. */
+  readonly stepMs?: number;
+  /** Off: a run with no faults at all (a baseline). Default on. */
+  readonly faults?: boolean;
+  /**
+   * A broken sink for testing the checker itself: records for which it returns false are
+   * silently dropped, which the simulation must report as lost (I5).
+   */
+  readonly sinkDrops?: (dataset: string, shard: number, offset: number) => boolean;
+  readonly log?: Logger;
+}
+
+export interface SimulationReport {
+  readonly seed: number;
+  readonly steps: number;
+  readonly simulatedMs: number;
+  /** What happened, step by step (the fault schedule as it ran). */
+  readonly history: readonly string[];
+  readonly violations: readonly Violation[];
+  readonly stats: {
+    readonly failovers: number;
+    readonly crashes: number;
+    readonly restarts: number;
+    readonly pauses: number;
+    readonly poisoned: number;
+    readonly recordsIngested: number;
+    readonly duplicates: number;
+    readonly finalEpoch: number;
+  };
+}
+
+const DATASETS = [
+  { ref: 'alpha', numShards: 8, minNumNodes: 2 },
+  { ref: 'beta', numShards: 4, minNumNodes: 2 },
+] as const;
+const RATE = 20; // records per second per shard
+const SESSION_MS = 1_000;
+const COOLDOWN_MS = 5_000;
+
+/** What the MetaStore held just before the simulation killed the singleton. */
+interface PreCrash {
+  readonly maps: Map<DatasetRef, ShardMapSnapshot>;
+  readonly node: string;
+  readonly epoch: number;
+  /** node → incarnation of the members then. */
+  readonly members: ReadonlyMap<string, string>;
+}
+
+interface TrackedSubscriber {
+  readonly sub: ShardEventSubscriber;
+  readonly node: ShardherdNode;
+  readonly incarnation: string;
+  last: { epoch: number; version: number };
+}
+
+export async function runSimulation(options: SimulationOptions): Promise<SimulationReport> {
+  const seed = options.seed;
+  const rng = new SeededRandom(seed);
+  const faultsOn = options.faults ?? true;
+  const steps = options.steps ?? 25;
+  const quietSteps = options.quietSteps ?? 8;
+  const stepMs = options.stepMs ?? 1_000;
+  const clock = new SimulatedClock(0);
+  const metaStore = new MemoryMetaStore();
+  const sink = new CountingSink();
+  const poison = new Map<string, number>(); // dataset/shard → poisoned offset
+  const busRng = new SeededRandom(seed ^ 0x5eed);
+  const busFault = (): BusFault => {
+    if (!faultsOn || !lossy) return { kind: 'deliver' };
+    const r = busRng.int(0, 999);
+    if (r < 15) return { kind: 'drop' };
+    if (r < 30) return { kind: 'duplicate' };
+    if (r < 60) return { kind: 'delay', ms: busRng.int(10, 800) };
+    return { kind: 'deliver' };
+  };
+  let lossy = false;
+  const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
+  const cluster = new EmbeddedCluster({
+    name: `sim-${seed}`,
+    clock,
+    nodes: names,
+    metaStore,
+    sink: options.sinkDrops
+      ? { accept: (ds, shard, records) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset))) }
+      : sink,
+    log: options.log ?? pino({ level: 'silent' }),
+    sessionTimeoutMs: SESSION_MS,
+    heartbeatIntervalMs: 250,
+    bus: { faults: busFault },
+    source: { failAt: (ds, shard, offset) => (poison.get(`${ds}/${shard}`) === offset ? `poison record ${ds}/${shard}@${offset}` : undefined) },
+    settings: {
+      publishIntervalMs: 1_000,
+      recoveryReplyTimeoutMs: 500,
+      pollIntervalMs: 250,
+      reportResendMs: 500,
+      reassignmentCooldownMs: COOLDOWN_MS,
+      retryInitialMs: 50,
+      retryMaxMs: 400,
+    },
+  });
+  const driver = new SimDriver(cluster);
+  const history: string[] = [];
+  const violations: Violation[] = [];
+  const subscribers: TrackedSubscriber[] = [];
+  const stats = { failovers: 0, crashes: 0, restarts: 0, pauses: 0, poisoned: 0 };
+  let step = 0;
+  let lastEpoch = 0;
+  let quietSince = 0;
+  const violate = (invariant: Invariant, message: string) => violations.push({ seed, step, time: clock.now(), invariant, message });
+  const note = (what: string) => history.push(`step ${step} @${clock.now()}ms: ${what}`);
+
+  // ---------------------------------------------------------------- helpers
+
+  const live = () => cluster.nodes.filter((n) => n.state === 'running' && n.isMember);
+  const crashed = () => cluster.nodes.filter((n) => n.state === 'crashed');
+  const paused = () => cluster.nodes.filter((n) => n.state === 'paused');
+  const storedMaps = async () => new Map((await metaStore.shardMaps()).map((m) => [m.dataset, m] as const));
+  /** Waits for an answer from the cluster, letting simulated time pass if an actor is waiting on it (a delayed record). */
+  const ask = async <T>(p: Promise<T>): Promise<T> => {
+    let done = false;
+    let value: T | undefined;
+    void p.then((v) => {
+      done = true;
+      value = v;
+    });
+    await driver.settle();
+    for (let waited = 0; !done; waited += 50) {
+      if (waited > 10_000) throw new Error(`seed ${seed} step ${step}: no answer from the cluster within 10 s of simulated time`);
+      await driver.advance(50);
+    }
+    return value as T;
+  };
+
+  // ---------------------------------------------------------------- the run
+
+  await cluster.start();
+  await driver.advance(500);
+  for (const d of DATASETS) {
+    const reply = cluster.setupDataset({ ...d, source: { type: 'synthetic', recordsPerSecond: RATE } }, 5_000);
+    await driver.advance(100);
+    const r = await reply;
+    if (r.type !== 'DatasetVerified') throw new Error(`simulation setup failed: ${JSON.stringify(r)}`);
+  }
+  subscribers.push(track(live()[1] ?? live()[0]!, 'alpha'));
+  await driver.advance(1_000);
+  lossy = true;
+
+  function track(node: ShardherdNode, dataset: string): TrackedSubscriber {
+    const sub = new ShardEventSubscriber(node, dataset as DatasetRef);
+    return { sub, node, incarnation: node.incarnation!, last: { epoch: -1, version: -1 } };
+  }
+
+  for (step = 1; step <= steps + quietSteps; step++) {
+    const faultStep = faultsOn && step <= steps;
+    if (step === steps + 1) lossy = false;
+    const noted = history.length;
+    const preCrash = faultStep ? await injectFault() : undefined;
+    if (history.length > noted) quietSince = step;
+    await driver.advance(stepMs);
+    await checkEveryStep(preCrash);
+    const quiet = step - quietSince >= 3 && paused().length === 0;
+    if (quiet) await checkAtRest();
+  }
+  await checkAtEnd();
+  const epochNow = (await metaStore.readLease())?.epoch ?? 0;
+  await cluster.stop();
+  const totals = sink.total();
+  return {
+    seed,
+    steps: steps + quietSteps,
+    simulatedMs: clock.now(),
+    history,
+    violations,
+    stats: { ...stats, recordsIngested: totals.accepted, duplicates: totals.duplicates, finalEpoch: epochNow },
+  };
+
+  // ---------------------------------------------------------------- faults
+
+  async function injectFault(): Promise<PreCrash | undefined> {
+    const singleton = await cluster.singletonNode();
+    const others = live().filter((n) => n !== singleton);
+    const r = rng.int(0, 99);
+    if (r < 10 && others.length > 1 && live().length > 2) {
+      const victim = rng.pick(others);
+      note(`crash ${victim.node}`);
+      victim.crash();
+      stats.crashes++;
+    } else if (r < 18 && singleton && live().length > 2) {
+      const maps = await storedMaps();
+      const epoch = (await metaStore.readLease())?.epoch ?? 0;
+      note(`crash the singleton ${singleton.node}`);
+      singleton.crash();
+      stats.crashes++;
+      const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
+      return { maps, node: singleton.node, epoch, members };
+    } else if (r < 22 && singleton && others.length > 1 && live().length > 3) {
+      // The singleton dies while it is moving a departed node's shards.
+      const victim = rng.pick(others);
+      note(`crash ${victim.node}, then the singleton ${singleton.node} in the middle of the reassignment`);
+      victim.crash();
+      stats.crashes += 2;
+      await driver.advance(SESSION_MS);
+      for (let i = rng.int(0, 30); i > 0; i--) await new Promise<void>((res) => setImmediate(res));
+      singleton.crash();
+    } else if (r < 40 && crashed().length > 0) {
+      const node = rng.pick(crashed());
+      note(`restart ${node.node} (new incarnation)`);
+      await node.start();
+      stats.restarts++;
+    } else if (r < 46 && live().length > 2) {
+      const node = rng.pick(live());
+      const ms = rng.pick([300, 2_500]);
+      note(`pause ${node.node}${node === singleton ? ' (the singleton)' : ''} for ${ms} ms`);
+      node.pause();
+      stats.pauses++;
+      clock.schedule(ms, () => node.resume());
+    } else if (r < 52) {
+      const n = rng.int(1, 3);
+      note(`the next ${n} MetaStore writes fail`);
+      metaStore.failWrites(n);
+    } else if (r < 56) {
+      const d = rng.pick(DATASETS);
+      const shard = rng.int(0, d.numShards - 1);
+      if (!poison.has(`${d.ref}/${shard}`)) {
+        const offset = Math.floor((clock.now() * RATE) / 1000) + 5;
+        poison.set(`${d.ref}/${shard}`, offset);
+        stats.poisoned++;
+        note(`poison record ${d.ref}/${shard}@${offset}`);
+      }
+    } else if (r < 64 && live().length > 0) {
+      const node = rng.pick(live());
+      const ds = rng.pick(DATASETS).ref;
+      subscribers.push(track(node, ds));
+      note(`subscriber on ${node.node} for ${ds}`);
+    } else if (r < 68 && subscribers.length > 1) {
+      const t = rng.pick(subscribers);
+      t.sub.close();
+      subscribers.splice(subscribers.indexOf(t), 1);
+      note(`subscriber ${t.sub.id} leaves`);
+    }
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- invariants
+
+  async function checkEveryStep(preCrash: PreCrash | undefined): Promise<void> {
+    // Forget subscribers whose node died or restarted: they are gone with it.
+    for (const t of [...subscribers]) {
+      if (t.node.state !== 'running' || t.node.incarnation !== t.incarnation) subscribers.splice(subscribers.indexOf(t), 1);
+    }
+
+    // I1: no shard ingested by two live members at once.
+    const owners = new Map<string, string[]>();
+    for (const n of live()) {
+      for (const r of await ask(n.running())) {
+        const key = `${r.dataset}/${r.shard}`;
+        owners.set(key, [...(owners.get(key) ?? []), n.node]);
+      }
+    }
+    for (const [key, nodes] of owners) if (nodes.length > 1) violate('I1', `${key} is ingested by ${nodes.join(' and ')}`);
+
+    // I6: a subscriber's map never goes back; nothing older than the lease's epoch is persisted.
+    for (const t of subscribers) {
+      const stamp = { epoch: t.sub.epoch, version: t.sub.version };
+      if (compareStamps(stamp, t.last) < 0) violate('I6', `${t.sub.id} went back from ${JSON.stringify(t.last)} to ${JSON.stringify(stamp)}`);
+      t.last = stamp;
+    }
+    const lease = await metaStore.readLease();
+    for (const m of (await storedMaps()).values()) {
+      if (lease && m.epoch > lease.epoch) violate('I6', `a map of ${m.dataset} at epoch ${m.epoch} is newer than the lease's ${lease.epoch}`);
+    }
+    if (lease && lease.epoch > lastEpoch) {
+      if (lastEpoch > 0) stats.failovers++;
+      lastEpoch = lease.epoch;
+    }
+
+    // I4: a failover loses no dataset, assignment or cooldown.
+    if (preCrash) await checkFailover(preCrash);
+  }
+
+  async function checkFailover(pre: PreCrash): Promise<void> {
+    // Give the new singleton time to detect, take over and recover.
+    const recovered = await driver.until(async () => ((await metaStore.readLease())?.epoch ?? 0) > pre.epoch && (await cluster.singletonNode()) !== undefined, 10_000, 250);
+    if (!recovered) violate('I4', `no new singleton took over within 10 s of the crash of ${pre.node}`);
+    await driver.advance(1_000);
+    const after = await storedMaps();
+    for (const [ref, before] of pre.maps) {
+      const now = after.get(ref);
+      if (!now) {
+        violate('I4', `dataset ${ref} lost in the failover`);
+        continue;
+      }
+      const b = ShardMapper.fromSnapshot(before);
+      const a = ShardMapper.fromSnapshot(now);
+      // Owners that are still the same live member (same incarnation) must keep their shards.
+      const alive = new Set(cluster.membership.view().members.filter((m) => pre.members.get(m.node) === m.incarnation).map((m) => m.node as string));
+      for (let s = 0; s < b.numShards; s++) {
+        const owner = b.nodeForShard(s);
+        if (owner && owner !== pre.node && alive.has(owner) && !poison.has(`${ref}/${s}`) && a.nodeForShard(s) !== owner) {
+          violate('I4', `${ref}/${s} was on ${owner}, which is still alive, and is now on ${a.nodeForShard(s) ?? 'nobody'}`);
+        }
+      }
+    }
+  }
+
+  async function checkAtRest(): Promise<void> {
+    const maps = await storedMaps();
+    const view = cluster.membership.view();
+    const members = new Set(view.members.map((m) => m.node as string));
+    const strategy = new DefaultShardAssignmentStrategy();
+    for (const d of DATASETS) {
+      const snap = maps.get(d.ref as DatasetRef);
+      if (!snap) {
+        violate('I4', `no map of ${d.ref} in the MetaStore`);
+        continue;
+      }
+      const m = ShardMapper.fromSnapshot(snap);
+      // I2: owners are live members, and no live member has room for a free shard (errored ones wait by design).
+      for (const owner of m.allNodes()) if (!members.has(owner)) violate('I2', `${d.ref}: ${owner} owns shards but is not a member`);
+      const free = m.unassignedShards().filter((s) => m.statusForShard(s).type !== 'Error');
+      if (free.length > 0) {
+        const errored = new Set(m.unassignedShards().filter((s) => m.statusForShard(s).type === 'Error'));
+        for (const member of view.members) {
+          const room = strategy.remainingCapacity(member.node, { numShards: d.numShards, minNumNodes: d.minNumNodes, held: errored }, m);
+          if (room > 0) violate('I2', `${d.ref}: shards ${free.join(',')} are free while ${member.node} has room for ${room}`);
+        }
+      }
+      // I3: every subscriber's map equals the singleton's.
+      for (const t of subscribers) {
+        if (t.sub.dataset !== d.ref) continue;
+        if (!t.sub.map || !t.sub.map.equals(m) || t.sub.epoch !== snap.epoch) {
+          violate('I3', `${t.sub.id} has ${t.sub.map ? `epoch ${t.sub.epoch} v${t.sub.version}` : 'no map'}, the singleton epoch ${snap.epoch} v${snap.version}`);
+        }
+      }
+    }
+  }
+
+  async function checkAtEnd(): Promise<void> {
+    await checkAtRest();
+    // I5: every record produced (until a moment before the end) was ingested at least once.
+    const horizon = clock.now() - 3_000;
+    const produced = Math.floor((horizon * RATE) / 1000);
+    for (const d of DATASETS) {
+      for (let s = 0; s < d.numShards; s++) {
+        const tally = sink.tally(d.ref, s);
+        const poisoned = poison.get(`${d.ref}/${s}`);
+        const expected = poisoned === undefined ? produced : Math.min(produced, poisoned);
+        if (tally.covered < expected) violate('I5', `${d.ref}/${s}: record ${tally.covered} was produced but never ingested (${expected} produced)`);
+      }
+    }
+  }
+}
