@@ -10,7 +10,7 @@ import type { Effect, RecoveryData, ShardManagerInput } from '../core/shard-mana
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import { FencedError, type StoredCooldown } from '../store/meta-store.js';
+import { FencedError, type StoredCooldown, type StoredSubscriptions } from '../store/meta-store.js';
 import { type NodeEnv, withRetry } from './node-env.js';
 import type { ActorRef } from './runtime.js';
 import { hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
@@ -22,7 +22,11 @@ export type ClusterMsg =
   | { readonly type: 'Tick' }
   | { readonly type: 'CheckCooldowns' }
   | { readonly type: 'RecoveryDeadline' }
-  | { readonly type: 'Stop'; readonly reason: string };
+  /** Asks the guardians that have not answered yet, again: a question can be lost on the bus. */
+  | { readonly type: 'AskGuardians' }
+  | { readonly type: 'Stop'; readonly reason: string }
+  /** The singleton's state as it is now (for operators and tests); undefined until recovered. */
+  | { readonly type: 'GetState'; readonly reply: (state: ShardManagerState | undefined) => void };
 
 type ClusterState = Extract<InboxMessage, { kind: 'cluster-state' }>;
 
@@ -33,7 +37,7 @@ interface State {
   inbox: BusSubscription | undefined;
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
-  stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[] } | undefined;
+  stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions } | undefined;
   readonly answers: Map<NodeId, ClusterState>;
   takeoverAt: number;
   readonly timers: Set<Cancel>;
@@ -84,6 +88,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           break;
         case 'PersistShardMap':
           await persist('writing a shard map', () => env.metaStore.putShardMap(e.snapshot));
+          break;
+        case 'PersistSubscriptions':
+          await persist('writing the subscriptions', () => env.metaStore.putSubscriptions({ subscriptions: e.subscriptions, watchers: e.watchers }, epoch));
           break;
         case 'PersistCooldown':
           await persist('writing a cooldown', () => env.metaStore.putCooldown({ dataset: e.dataset, shard: e.shard, reassignedAt: e.reassignedAt }, epoch));
@@ -140,14 +147,17 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     if (s.inbox && s.lastOffset >= 0) await s.inbox.commit(s.lastOffset + 1);
   }
 
-  /** When a member leaves, the subscribers it hosted are gone too (nact has no remote deathwatch). */
-  async function dropSubscribersOf(s: State, departed: readonly { node: string; incarnation: string }[]): Promise<void> {
-    if (departed.length === 0) return;
-    const gone = new Set(departed.map((m) => `${m.node}@${m.incarnation}`));
+  /**
+   * Subscribers hosted by a node incarnation that is no longer a member are gone with it (nact has
+   * no remote deathwatch): after every membership change, and after recovery, which may inherit
+   * the subscriptions of nodes that died with the old singleton.
+   */
+  async function dropSubscribersOfDepartedNodes(s: State): Promise<void> {
+    const members = new Set(s.view.members.map((m) => `${m.node}@${m.incarnation}`));
     const all = new Set<SubscriberId>([...s.core.subscriptions.watcherList(), ...s.core.subscriptions.toList().flatMap((x) => x.subscribers)]);
     for (const id of all) {
       const host = hostOf(id);
-      if (host && gone.has(`${host.node}@${host.incarnation}`)) await decide(s, { type: 'SubscriberTerminated', subscriber: id });
+      if (host && !members.has(`${host.node}@${host.incarnation}`)) await decide(s, { type: 'SubscriberTerminated', subscriber: id });
     }
   }
 
@@ -157,14 +167,15 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       epoch,
       datasets: s.stored!.datasets,
       maps: [...s.stored!.maps, ...answers.flatMap((a) => a.maps)],
-      subscriptions: answers.flatMap((a) => a.subscriptions),
-      watchers: answers.flatMap((a) => a.watchers),
+      subscriptions: [...s.stored!.subscriptions.subscriptions, ...answers.flatMap((a) => a.subscriptions)],
+      watchers: [...s.stored!.subscriptions.watchers, ...answers.flatMap((a) => a.watchers)],
       cooldowns: s.stored!.cooldowns,
       members: s.view.members,
       running: answers.map((a) => ({ node: a.node, incarnation: a.incarnation, shards: a.running })),
     };
     await decide(s, { type: 'Recover', recovery: data });
     s.phase = 'active';
+    await dropSubscribersOfDepartedNodes(s);
     await commit(s);
     log.info({ event: 'singleton.takeover', node: env.node, epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length }, 'singleton active');
     later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
@@ -236,15 +247,21 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             datasets: await withRetry(env, 'reading datasets', () => env.metaStore.datasets()),
             maps: await withRetry(env, 'reading shard maps', () => env.metaStore.shardMaps()),
             cooldowns: await withRetry(env, 'reading cooldowns', () => env.metaStore.cooldowns()),
+            subscriptions: await withRetry(env, 'reading subscriptions', () => env.metaStore.subscriptions()),
           };
           s.phase = 'recovering';
           s.inbox = await env.bus.subscribe(env.topics.inbox, `${env.topics.inbox}.singleton`, (record) => {
             env.runtime.send(ctx.self, { type: 'Inbox', record });
           }, { start: 'earliest', onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
-          await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId });
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
+          env.runtime.send(ctx.self, { type: 'AskGuardians' });
           return s;
         }
+        case 'AskGuardians':
+          if (s.phase !== 'recovering') return s;
+          await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId });
+          later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
+          return s;
         case 'RecoveryDeadline':
           if (s.phase === 'recovering') {
             const missing = s.view.members.filter((m) => !s.answers.has(m.node)).map((m) => m.node);
@@ -256,7 +273,6 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           await onInbox(s, msg.record);
           return s;
         case 'View': {
-          const previous = s.view.members;
           s.view = msg.view;
           if (s.phase === 'recovering') {
             if (allAnswered(s)) await finishRecovery(s);
@@ -264,8 +280,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           }
           if (s.phase !== 'active') return s;
           await decide(s, { type: 'MembershipView', members: msg.view.members });
-          const departed = previous.filter((p) => !msg.view.members.some((m) => m.node === p.node && m.incarnation === p.incarnation));
-          await dropSubscribersOf(s, departed);
+          await dropSubscribersOfDepartedNodes(s);
           return s;
         }
         case 'Tick': {
@@ -284,6 +299,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           return s;
         case 'Stop':
           await stopSelf(s, msg.reason);
+          return s;
+        case 'GetState':
+          msg.reply(s.phase === 'active' ? s.core : undefined);
           return s;
       }
     } catch (e) {

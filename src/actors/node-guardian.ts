@@ -8,6 +8,7 @@ import { isMember, oldestMember, type MembershipView } from '../cluster/membersh
 import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import { ShardMapFollower } from '../core/map-follower.js';
 import type { RunningShard, SubscriberMessage } from '../core/shard-manager/protocol.js';
+import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
 import type { CoordinatorMsg } from './node-coordinator.js';
 import { spawnNodeCoordinator } from './node-coordinator.js';
@@ -26,7 +27,8 @@ export type GuardianMsg =
   | { readonly type: 'RetryCandidacy' }
   | { readonly type: 'Request'; readonly request: Request }
   | { readonly type: 'GetCache'; readonly reply: (cache: GuardianCache) => void }
-  | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void };
+  | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
+  | { readonly type: 'GetSingletonState'; readonly reply: (state: ShardManagerState | undefined) => void };
 
 /** What a guardian holds for the next singleton. */
 export interface GuardianCache {
@@ -256,6 +258,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       }
       case 'Request':
         await request(msg.request);
+        return s;
+      case 'GetSingletonState':
+        if (!s.singleton || !env.runtime.send(s.singleton.ref, { type: 'GetState', reply: msg.reply })) msg.reply(undefined);
         return s;
       case 'GetRunning':
         if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: msg.reply })) msg.reply([]);

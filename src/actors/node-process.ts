@@ -8,6 +8,7 @@ import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
 import type { Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
+import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
 import type { MetaStore } from '../store/meta-store.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
@@ -235,6 +236,15 @@ export class ShardherdNode {
     if (!runtime || !guardian) return Promise.resolve([]);
     return new Promise((resolve) => {
       if (!runtime.send(guardian, { type: 'GetRunning', reply: resolve })) resolve([]);
+    });
+  }
+
+  /** The state of the singleton this node hosts, if it hosts the active one. */
+  singletonState(): Promise<ShardManagerState | undefined> {
+    const { runtime, guardian } = this;
+    if (!runtime || !guardian) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      if (!runtime.send(guardian, { type: 'GetSingletonState', reply: resolve })) resolve(undefined);
     });
   }
 

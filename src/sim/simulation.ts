@@ -81,6 +81,8 @@ interface PreCrash {
   readonly epoch: number;
   /** node → incarnation of the members then. */
   readonly members: ReadonlyMap<string, string>;
+  /** The subscriptions the old singleton had: `subscriber dataset`. */
+  readonly subscriptions: ReadonlySet<string>;
 }
 
 interface TrackedSubscriber {
@@ -225,11 +227,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     } else if (r < 18 && singleton && live().length > 2) {
       const maps = await storedMaps();
       const epoch = (await metaStore.readLease())?.epoch ?? 0;
+      const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
+      const state = await ask(singleton.singletonState());
+      const subscriptions = new Set((state?.subscriptions.toList() ?? []).flatMap((x) => x.subscribers.map((id) => `${id} ${x.dataset}`)));
       note(`crash the singleton ${singleton.node}`);
       singleton.crash();
       stats.crashes++;
-      const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
-      return { maps, node: singleton.node, epoch, members };
+      return { maps, node: singleton.node, epoch, members, subscriptions };
     } else if (r < 22 && singleton && others.length > 1 && live().length > 3) {
       // The singleton dies while it is moving a departed node's shards.
       const victim = rng.pick(others);
@@ -321,6 +325,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (!recovered) violate('I4', `no new singleton took over within 10 s of the crash of ${pre.node}`);
     await driver.advance(1_000);
     const after = await storedMaps();
+    const holder = await cluster.singletonNode();
+    const state = holder ? await ask(holder.singletonState()) : undefined;
+    // Every subscription the old singleton had, of a subscriber that is still alive, survives.
+    for (const t of subscribers) {
+      if (t.node.node === pre.node || !state || !pre.subscriptions.has(`${t.sub.id} ${t.sub.dataset}`)) continue;
+      if (!state.subscriptions.isSubscribed(t.sub.id, t.sub.dataset)) violate('I4', `the subscription of ${t.sub.id} to ${t.sub.dataset} was lost in the failover`);
+    }
     for (const [ref, before] of pre.maps) {
       const now = after.get(ref);
       if (!now) {

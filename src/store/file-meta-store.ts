@@ -2,10 +2,10 @@ import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
-import { parseDatasetRef, parseIncarnation, parseNodeId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
+import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
 import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import * as ops from './meta-state.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown } from './meta-store.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /** The version of the file layout this code reads and writes. */
 export const META_FILE_FORMAT = 1;
@@ -76,6 +76,14 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.cooldowns(s));
   }
 
+  putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void> {
+    return this.write('putSubscriptions', (s) => ops.putSubscriptions(s, subscriptions, epoch));
+  }
+
+  subscriptions(): Promise<StoredSubscriptions> {
+    return this.read((s) => ops.subscriptions(s));
+  }
+
   writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
     return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, group, offset));
   }
@@ -133,6 +141,7 @@ interface MetaDocument {
   readonly lease: Lease | null;
   readonly datasets: readonly DatasetConfig[];
   readonly shardMaps: readonly ShardMapSnapshot[];
+  readonly subscriptions: StoredSubscriptions;
   readonly cooldowns: readonly StoredCooldown[];
   readonly checkpoints: readonly { dataset: string; shard: number; group: string; offset: number }[];
 }
@@ -148,6 +157,7 @@ function toDocument(state: ops.MetaState): MetaDocument {
     lease: state.lease ?? null,
     datasets: [...state.datasets.values()],
     shardMaps: [...state.shardMaps.values()],
+    subscriptions: state.subscriptions,
     cooldowns: [...state.cooldowns.values()],
     checkpoints,
   };
@@ -162,11 +172,17 @@ const leaseSchema = z.strictObject({
 });
 const cooldownSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, reassignedAt: z.number().finite() });
 const checkpointSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, group: z.string(), offset: z.number().int() });
+const subscriberSchema = z.string().refine((s) => parseSubscriberId(s).ok, 'malformed subscriber id');
+const subscriptionsSchema = z.strictObject({
+  subscriptions: z.array(z.strictObject({ dataset: datasetSchema, subscribers: z.array(subscriberSchema) })),
+  watchers: z.array(subscriberSchema),
+});
 const documentSchema = z.strictObject({
   format: z.literal(META_FILE_FORMAT),
   lease: z.unknown(),
   datasets: z.array(z.unknown()),
   shardMaps: z.array(z.unknown()),
+  subscriptions: z.unknown().optional(),
   cooldowns: z.array(z.unknown()),
   checkpoints: z.array(z.unknown()),
 });
@@ -224,6 +240,11 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     if (state.shardMaps.has(r.value.dataset)) throw new MetaStoreFileError(path, `invalid entry ${name}: a shard map of ${r.value.dataset} is listed twice`);
     state.shardMaps.set(r.value.dataset, r.value);
   });
+  if (d.subscriptions !== undefined) {
+    const r = subscriptionsSchema.safeParse(d.subscriptions);
+    if (!r.success) throw new MetaStoreFileError(path, `invalid entry subscriptions: ${issueText(r.error)}`);
+    state.subscriptions = r.data as unknown as StoredSubscriptions;
+  }
   d.cooldowns.forEach((entry, i) => {
     const r = cooldownSchema.safeParse(entry);
     if (!r.success) throw new MetaStoreFileError(path, `invalid entry cooldowns[${i}]: ${issueText(r.error)}`);

@@ -2,7 +2,7 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import * as ops from './meta-state.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown } from './meta-store.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 export interface MemoryMetaStoreOptions {
   /**
@@ -70,6 +70,16 @@ export class MemoryMetaStore implements MetaStore {
   async putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void> {
     this.gate('putCooldown', true);
     ops.putCooldown(this.state, cooldown, epoch);
+  }
+
+  async putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void> {
+    this.gate('putSubscriptions', true);
+    ops.putSubscriptions(this.state, subscriptions, epoch);
+  }
+
+  async subscriptions(): Promise<StoredSubscriptions> {
+    this.gate('subscriptions', false);
+    return ops.subscriptions(this.state);
   }
 
   async cooldowns(): Promise<StoredCooldown[]> {

@@ -1,7 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import { FencedError, type Lease, type StoredCooldown } from './meta-store.js';
+import { FencedError, type Lease, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
  * The whole content of a MetaStore as plain data, and the operations on it: the semantics shared
@@ -12,6 +12,7 @@ export interface MetaState {
   lease: Lease | undefined;
   readonly datasets: Map<string, DatasetConfig>;
   readonly shardMaps: Map<string, ShardMapSnapshot>;
+  subscriptions: StoredSubscriptions;
   /** Keyed by `cellKey(dataset, shard)`. */
   readonly cooldowns: Map<string, StoredCooldown>;
   /** Keyed by `cellKey(dataset, shard)`, then by group. */
@@ -19,7 +20,7 @@ export interface MetaState {
 }
 
 export function emptyMetaState(): MetaState {
-  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), cooldowns: new Map(), checkpoints: new Map() };
+  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, cooldowns: new Map(), checkpoints: new Map() };
 }
 
 export function cloneMetaState(state: MetaState): MetaState {
@@ -94,6 +95,15 @@ export function putShardMap(state: MetaState, snapshot: ShardMapSnapshot): void 
 
 export function shardMaps(state: MetaState): ShardMapSnapshot[] {
   return [...state.shardMaps.values()].map((s) => structuredClone(s));
+}
+
+export function putSubscriptions(state: MetaState, subscriptions: StoredSubscriptions, epoch: Epoch): void {
+  checkEpoch(state, epoch);
+  state.subscriptions = structuredClone(subscriptions);
+}
+
+export function subscriptions(state: MetaState): StoredSubscriptions {
+  return structuredClone(state.subscriptions);
 }
 
 /** One cooldown per (dataset, shard): the latest write wins. */

@@ -1,5 +1,5 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
-import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId, SubscriberId } from '../core/ids.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardherdError } from '../core/errors.js';
 
@@ -8,6 +8,12 @@ export interface Lease {
   readonly epoch: Epoch;
   readonly node: NodeId;
   readonly incarnation: Incarnation;
+}
+
+/** Who is subscribed to what, as the singleton last persisted it. */
+export interface StoredSubscriptions {
+  readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
+  readonly watchers: readonly SubscriberId[];
 }
 
 export interface StoredCooldown {
@@ -40,6 +46,10 @@ export interface MetaStore {
   /** Keeps the newest `(epoch, version)` snapshot per dataset; an older one is ignored. */
   putShardMap(snapshot: ShardMapSnapshot): Promise<void>;
   shardMaps(): Promise<ShardMapSnapshot[]>;
+
+  /** Replaces the stored subscriptions (a subscriber acknowledged with a snapshot survives any failover). */
+  putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void>;
+  subscriptions(): Promise<StoredSubscriptions>;
 
   putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void>;
   cooldowns(): Promise<StoredCooldown[]>;

@@ -2,7 +2,7 @@
 // the memory and file stores run it in test/unit, the Cassandra adapter will run the same suite.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
-import { datasetRef, epoch, incarnation, nodeId, shardNum, type DatasetRef } from '../../src/core/ids.js';
+import { datasetRef, epoch, incarnation, nodeId, shardNum, type DatasetRef, type SubscriberId } from '../../src/core/ids.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
@@ -85,6 +85,21 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
       });
     });
 
+    describe('subscriptions', () => {
+      it('start empty, round trip whole, and come back as copies', async () => {
+        expect(await store.subscriptions()).toEqual({ subscriptions: [], watchers: [] });
+        await leaseForA();
+        const subs = { subscriptions: [{ dataset: ds1, subscribers: ['n1@i/router' as SubscriberId] }], watchers: ['n1@i/guardian' as SubscriberId] };
+        await store.putSubscriptions(subs, epoch(1));
+        const read = await store.subscriptions();
+        expect(read).toEqual(subs);
+        (read.watchers as SubscriberId[]).push('x@y/z' as SubscriberId);
+        expect(await store.subscriptions()).toEqual(subs);
+        await store.putSubscriptions({ subscriptions: [], watchers: ['n2@i/guardian' as SubscriberId] }, epoch(1));
+        expect(await store.subscriptions()).toEqual({ subscriptions: [], watchers: ['n2@i/guardian'] });
+      });
+    });
+
     describe('fencing', () => {
       it('after another candidate takes the lease, every singleton write of the old epoch is refused and changes nothing', async () => {
         await leaseForA();
@@ -99,6 +114,7 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
           ['deleteDataset', () => store.deleteDataset(ds1, epoch(1))],
           ['putShardMap', () => store.putShardMap(shardMap(ds1, 1, 99))],
           ['putCooldown', () => store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 5000 }, epoch(1))],
+          ['putSubscriptions', () => store.putSubscriptions({ subscriptions: [], watchers: [] }, epoch(1))],
         ];
         for (const [label, write] of stale) {
           const error = await write().then(

@@ -71,7 +71,7 @@ describe('FileMetaStore', () => {
   it('writes the documented format and leaves no temporary file behind', async () => {
     await populated();
     const doc = await readJson();
-    expect(Object.keys(doc).sort()).toEqual(['checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'shardMaps']);
+    expect(Object.keys(doc).sort()).toEqual(['checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'shardMaps', 'subscriptions']);
     expect(doc.format).toBe(1);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
     expect(doc.checkpoints).toEqual([

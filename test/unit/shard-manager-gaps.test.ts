@@ -316,6 +316,7 @@ describe('datasets', () => {
     expect(effects.filter((e) => e.type !== 'Notice').map((e) => e.type)).toEqual([
       'PersistDataset',
       'PersistShardMap',
+      'PersistSubscriptions', // the watcher is now subscribed to the new dataset
       'Publish', // subscriptions to the watchers
       'Publish', // the new map to its subscribers
       'SendDesiredState',

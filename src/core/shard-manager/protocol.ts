@@ -136,6 +136,12 @@ export type Effect =
   | { readonly type: 'DeleteDataset'; readonly dataset: DatasetRef }
   | { readonly type: 'PersistShardMap'; readonly snapshot: ShardMapSnapshot }
   | { readonly type: 'PersistCooldown'; readonly dataset: DatasetRef; readonly shard: ShardNum; readonly reassignedAt: number }
+  /** The whole subscription list, whenever it changed: a subscriber told it is subscribed stays so across failovers. */
+  | {
+      readonly type: 'PersistSubscriptions';
+      readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
+      readonly watchers: readonly SubscriberId[];
+    }
   | { readonly type: 'Publish'; readonly to: readonly SubscriberId[]; readonly message: SubscriberMessage }
   /** The whole map of a dataset to nodes, which run exactly the shards it gives them. */
   | { readonly type: 'SendDesiredState'; readonly to: readonly NodeId[]; readonly snapshot: ShardMapSnapshot }

@@ -59,6 +59,7 @@ export class Step {
   members: Member[];
   subscriptions: ShardSubscriptions;
   private readonly datasets: Map<DatasetRef, DatasetState>;
+  private readonly baseSubscriptions: ShardSubscriptions;
   private readonly working = new Map<DatasetRef, WorkingDataset>();
   private readonly persists: Effect[] = [];
   private readonly sends: Effect[] = [];
@@ -74,6 +75,7 @@ export class Step {
     this.epoch = base.epoch;
     this.members = [...base.members];
     this.subscriptions = base.subscriptions;
+    this.baseSubscriptions = base.subscriptions;
     this.datasets = new Map(base.datasets);
   }
 
@@ -235,6 +237,9 @@ export class Step {
 
   finish(buffered: ShardManagerState['buffered'] = []): Decision {
     for (const ref of this.working.keys()) this.flush(ref);
+    if (this.subscriptions !== this.baseSubscriptions) {
+      this.persist({ type: 'PersistSubscriptions', subscriptions: this.subscriptions.toList(), watchers: this.subscriptions.watcherList() });
+    }
     const datasets = new Map<DatasetRef, DatasetState>();
     for (const [ref, ds] of this.datasets) {
       const w = this.working.get(ref);

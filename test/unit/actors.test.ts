@@ -1,0 +1,270 @@
+// The node runtime's protocol, end to end through the real actors and an in-memory cluster on a
+// simulated clock: requests and their bad inputs, subscriptions and deathwatch, reliable reports,
+// fencing, and a failover compared field by field with the state before the crash.
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../src/cluster/clock.js';
+import type { DatasetRef } from '../../src/core/ids.js';
+import type { Reply } from '../../src/core/shard-manager/protocol.js';
+import { ShardEventSubscriber } from '../../src/client/shard-event-subscriber.js';
+import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import type { ShardherdNode } from '../../src/actors/node-process.js';
+import { ActorRuntime } from '../../src/actors/runtime.js';
+import { topicsFor, WIRE_FORMAT } from '../../src/actors/wire.js';
+import { CountingSink } from '../../src/ingest/counting-sink.js';
+import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
+import { SimDriver } from '../../src/sim/driver.js';
+
+const metrics = 'metrics' as DatasetRef;
+const topics = topicsFor('shardherd');
+
+interface World {
+  cluster: EmbeddedCluster;
+  driver: SimDriver;
+  metaStore: MemoryMetaStore;
+  logs: { level: number; msg: string; [k: string]: unknown }[];
+}
+
+let current: World | undefined;
+afterEach(async () => {
+  await current?.cluster.stop();
+  current = undefined;
+});
+
+async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000): Promise<World> {
+  const logs: World['logs'] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const metaStore = new MemoryMetaStore();
+  const cluster = new EmbeddedCluster({
+    name: `actors-${Math.floor(performance.now() * 1000)}`,
+    clock: new SimulatedClock(0),
+    nodes,
+    log,
+    metaStore,
+    sessionTimeoutMs: 1_000,
+    heartbeatIntervalMs: 250,
+    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, reassignmentCooldownMs: cooldownMs },
+  });
+  const driver = new SimDriver(cluster);
+  await cluster.start();
+  await driver.advance(500);
+  current = { cluster, driver, metaStore, logs };
+  return current;
+}
+
+async function reply(w: World, p: Promise<Reply>): Promise<Reply> {
+  await w.driver.advance(100);
+  return p;
+}
+
+const setup = (w: World, config: unknown) => reply(w, w.cluster.setupDataset(config, 5_000));
+const metricsConfig = { ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 20 } };
+
+async function singleton(w: World): Promise<ShardherdNode> {
+  const s = await w.cluster.singletonNode();
+  if (!s) throw new Error('no singleton');
+  return s;
+}
+
+describe('requests to the singleton', () => {
+  it('SetupDataset: verified, then exists; a bad config is refused naming the field', async () => {
+    const w = await world();
+    expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetVerified', dataset: 'metrics' });
+    expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetExists', dataset: 'metrics' });
+    const bad = await setup(w, { ...metricsConfig, ref: 'other', numShards: 12 });
+    expect(bad).toMatchObject({ type: 'BadSchema', message: expect.stringMatching(/^numShards /) });
+    expect(await reply(w, w.cluster.request((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })))).toEqual({ type: 'RegisteredDatasets', datasets: ['metrics'] });
+  });
+
+  it('an unknown dataset, a malformed node id and an out-of-range shard get typed replies, and nothing crashes', async () => {
+    const w = await world();
+    await setup(w, metricsConfig);
+    const n = w.cluster.node('n2');
+    expect(await reply(w, n.request((replyTo) => ({ type: 'GetShardMap', dataset: 'nope' as DatasetRef, replyTo })))).toEqual({ type: 'DatasetUnknown', dataset: 'nope' });
+    const malformed = await reply(w, n.request((replyTo) => ({ type: 'StartShards', dataset: metrics, node: 'not a node!', shards: [0], replyTo })));
+    expect(malformed).toMatchObject({ type: 'BadData', message: expect.stringMatching(/malformed node id/) });
+    const outOfRange = await reply(w, n.request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [8], replyTo })));
+    expect(outOfRange).toEqual({ type: 'BadSchema', message: 'Invalid shards found [8]. Valid shards are []' });
+    for (const node of w.cluster.nodes) expect(node.actors!.crashes).toBe(0);
+  });
+
+  it('a malformed bus record is logged, counted as skipped, and the next request is still answered', async () => {
+    const w = await world();
+    await w.cluster.bus.produce(topics.inbox, { format: 99, kind: 'request' });
+    await w.cluster.bus.produce(topics.inbox, { format: WIRE_FORMAT, kind: 'report', node: 'n1', incarnation: 'x', seq: 1, events: [{ type: 'IngestionStarted', dataset: 'metrics', shard: -1, node: 'n1' }] });
+    expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetVerified', dataset: 'metrics' });
+    const skipped = w.logs.filter((l) => l.event === 'bus.malformed');
+    expect(skipped).toHaveLength(2);
+    expect(skipped[0]!.reason).toMatch(/unsupported format 99/);
+  });
+});
+
+describe('subscriptions', () => {
+  it('a subscriber gets a snapshot and then every change; a duplicate subscribe resyncs without a second subscription', async () => {
+    const w = await world();
+    await setup(w, metricsConfig);
+    const sub = new ShardEventSubscriber(w.cluster.node('n3'), metrics);
+    await w.driver.advance(500);
+    expect(sub.map?.numAssignedShards).toBe(8);
+    w.cluster.node('n3').tell({ type: 'Subscribe', subscriber: sub.id, dataset: metrics });
+    await w.driver.advance(200);
+    const state = await stateOf(w);
+    expect(state.subscriptions.subscribersOf(metrics).filter((id) => id === sub.id)).toHaveLength(1);
+    expect(sub.map!.equals(state.datasets.get(metrics)!.mapper)).toBe(true);
+  });
+
+  it('a subscriber whose actor stops is removed automatically (deathwatch)', async () => {
+    const w = await world();
+    await setup(w, metricsConfig);
+    const node = w.cluster.node('n2');
+    const runtime = node.actors!;
+    const received: string[] = [];
+    const actor = runtime.spawn<number, { type: string }>(runtime.system, 'router', (n, m) => {
+      received.push(m.type);
+      return n + 1;
+    }, { initialState: 0 });
+    const id = node.registerSubscriber((m) => {
+      if (!runtime.send(actor, m)) return; // stopped: the next delivery finds no subscriber
+    }, 'router');
+    runtime.watch(actor, () => {
+      node.unregisterSubscriber(id);
+      node.tell({ type: 'SubscriberTerminated', subscriber: id });
+    });
+    node.tell({ type: 'Subscribe', subscriber: id, dataset: metrics });
+    await w.driver.advance(300);
+    expect(received).toContain('CurrentShardSnapshot');
+    expect((await stateOf(w)).subscriptions.subscribersOf(metrics)).toContain(id);
+    runtime.stop(actor);
+    await w.driver.advance(300);
+    expect((await stateOf(w)).subscriptions.subscribersOf(metrics)).not.toContain(id);
+  });
+
+  it('the subscribers of a node that dies are dropped with it', async () => {
+    const w = await world();
+    await setup(w, metricsConfig);
+    const sub = new ShardEventSubscriber(w.cluster.node('n3'), metrics);
+    await w.driver.advance(300);
+    expect((await stateOf(w)).subscriptions.subscribersOf(metrics)).toContain(sub.id);
+    w.cluster.node('n3').crash();
+    await w.driver.advance(2_000);
+    expect((await stateOf(w)).subscriptions.subscribersOf(metrics)).not.toContain(sub.id);
+  });
+
+  it('a message to a stopped actor is not delivered: it is logged and counted as a dead letter', async () => {
+    const rt = new ActorRuntime(`dead-letters-${Math.floor(performance.now() * 1000)}`, pino({ level: 'silent' }));
+    const a = rt.spawn<number, string>(rt.system, 'a', (n) => n + 1, { initialState: 0 });
+    rt.stop(a);
+    await new Promise((r) => setImmediate(r));
+    expect(rt.send(a, 'hello')).toBe(false);
+    expect(rt.deadLetters).toBe(1);
+    rt.shutdown();
+  });
+});
+
+describe('reports and fencing', () => {
+  it('every shard becomes Active on its owner, through reports the singleton acknowledges', async () => {
+    const w = await world();
+    await setup(w, metricsConfig);
+    await w.driver.advance(1_000);
+    const m = (await stateOf(w)).datasets.get(metrics)!.mapper;
+    expect(m.activeShards()).toHaveLength(8);
+    const sink = w.cluster.sink as CountingSink;
+    expect(sink.total('metrics').accepted).toBeGreaterThan(8 * 20);
+  });
+
+  it('a report lost on the bus is sent again until acknowledged', async () => {
+    let dropReports = true;
+    const logs: World['logs'] = [];
+    const cluster = new EmbeddedCluster({
+      name: `lossy-${Math.floor(performance.now() * 1000)}`,
+      clock: new SimulatedClock(0),
+      nodes: ['n1', 'n2'],
+      log: pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) }),
+      sessionTimeoutMs: 1_000,
+      heartbeatIntervalMs: 250,
+      bus: { faults: (topic, value) => (dropReports && topic === topics.inbox && (value as { kind?: string }).kind === 'report' ? { kind: 'drop' } : { kind: 'deliver' }) },
+      settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500 },
+    });
+    const driver = new SimDriver(cluster);
+    current = { cluster, driver, metaStore: cluster.metaStore as MemoryMetaStore, logs };
+    await cluster.start();
+    await driver.advance(500);
+    await setup(current, { ...metricsConfig, minNumNodes: 1 });
+    await driver.advance(2_000);
+    expect((await stateOf(current)).datasets.get(metrics)!.mapper.activeShards()).toEqual([]);
+    dropReports = false;
+    await driver.advance(1_000);
+    expect((await stateOf(current)).datasets.get(metrics)!.mapper.activeShards()).toHaveLength(8);
+    expect(logs.some((l) => l.msg === 'report not acknowledged in time: sending it again')).toBe(true);
+  });
+
+  it('a paused singleton is replaced, and when it resumes it does not act as singleton again (fenced by epoch)', async () => {
+    const w = await world(['n1', 'n2', 'n3']);
+    await setup(w, metricsConfig);
+    await w.driver.advance(1_000);
+    const old = await singleton(w);
+    old.pause();
+    await w.driver.advance(3_000);
+    const next = await singleton(w);
+    expect(next.node).not.toBe(old.node);
+    const lease = await w.metaStore.readLease();
+    expect(lease!.epoch).toBe(2);
+    old.resume();
+    await w.driver.advance(2_000);
+    // It rejoined as a new incarnation and holds no lease; the map was never written at epoch 1 since.
+    expect(old.incarnation).not.toBe(lease!.incarnation);
+    expect((await w.metaStore.readLease())!.epoch).toBe(2);
+    expect((await w.metaStore.shardMaps()).every((m) => m.epoch === 2)).toBe(true);
+    expect(await old.singletonState()).toBeUndefined();
+  });
+});
+
+describe('failover', () => {
+  it('the new singleton’s state equals the old one’s, field by field', async () => {
+    const w = await world(['n1', 'n2', 'n3', 'n4'], 60_000);
+    await setup(w, metricsConfig);
+    await setup(w, { ...metricsConfig, ref: 'logs', numShards: 4 });
+    const sub = new ShardEventSubscriber(w.cluster.node('n3'), metrics);
+    await w.driver.advance(1_500);
+    // An ingestion error moves a shard and starts a cooldown that must survive the failover.
+    const before = await stateOf(w);
+    const shard0Owner = before.datasets.get(metrics)!.mapper.nodeForShard(0)!;
+    const ownerMember = before.members.find((m) => m.node === shard0Owner)!;
+    await w.cluster.bus.produce(topics.inbox, {
+      format: WIRE_FORMAT, kind: 'report', node: ownerMember.node, incarnation: ownerMember.incarnation, seq: 999,
+      events: [{ type: 'IngestionError', dataset: 'metrics', shard: 0, node: ownerMember.node, error: 'bad record' }],
+    });
+    await w.driver.advance(500);
+    const old = await singleton(w);
+    const s1 = await stateOf(w);
+    expect(s1.datasets.get(metrics)!.cooldowns.size).toBe(1);
+
+    old.crash();
+    await w.driver.advance(3_000);
+    const s2 = await stateOf(w);
+    expect(s2.epoch).toBe(s1.epoch + 1);
+    expect([...s2.datasets.keys()].sort()).toEqual([...s1.datasets.keys()].sort());
+    for (const [ref, ds] of s1.datasets) {
+      const got = s2.datasets.get(ref)!;
+      expect(got.config).toEqual(ds.config);
+      expect([...got.cooldowns]).toEqual([...ds.cooldowns]);
+      for (let s = 0; s < ds.config.numShards; s++) {
+        const owner = ds.mapper.nodeForShard(s);
+        // Shards of the crashed singleton's node moved; every other assignment is kept.
+        if (owner !== old.node) expect(got.mapper.nodeForShard(s), `${ref}/${s}`).toBe(owner);
+      }
+    }
+    expect(s2.subscriptions.subscribersOf(metrics)).toContain(sub.id);
+    expect(s2.subscriptions.watcherList().length).toBe(3);
+    expect(sub.epoch).toBe(s2.epoch);
+  });
+});
+
+async function stateOf(w: World) {
+  const s = await singleton(w);
+  const p = s.singletonState();
+  await w.driver.settle();
+  const state = await p;
+  if (!state) throw new Error('the singleton is not active');
+  return state;
+}
