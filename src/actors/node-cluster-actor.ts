@@ -143,6 +143,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     await perform(s, d.effects, before);
   }
 
+  /**
+   * Commits the inbox up to what was applied. Only right after recovery and after each lease check
+   * (every publish interval), never per message: a replaced singleton that resumes must not move
+   * the group's position past records the new one has not applied. Replaying a few records after a
+   * failover is harmless (reports are idempotent, requests are answered again).
+   */
   async function commit(s: State): Promise<void> {
     if (s.inbox && s.lastOffset >= 0) await s.inbox.commit(s.lastOffset + 1);
   }
@@ -190,7 +196,6 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     const parsed = parseInboxMessage(record.value);
     if (!parsed.ok) {
       log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed inbox record skipped');
-      if (s.phase === 'active') await commit(s);
       return;
     }
     const m = parsed.value;
@@ -208,7 +213,6 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         : m.request;
       await decide(s, input);
     }
-    if (s.phase === 'active') await commit(s);
   }
 
   async function stopSelf(s: State, reason: string): Promise<void> {
@@ -290,6 +294,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
             return s;
           }
+          await commit(s);
           await decide(s, { type: 'PublishSnapshots' });
           later(s, env.settings.publishIntervalMs, () => env.runtime.send(ctx.self, { type: 'Tick' }));
           return s;
