@@ -289,7 +289,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
         case 'Tick': {
           if (s.phase !== 'active') return s;
-          const lease = await withRetry(env, 'reading the lease', () => env.metaStore.readLease());
+          const lease = await withRetry(env, 'reading the lease', () => env.lease.readLease());
           if (lease?.epoch !== epoch) {
             await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
             return s;

@@ -3,6 +3,7 @@ import type { Incarnation, NodeId } from '../core/ids.js';
 import type { Bus } from '../cluster/bus.js';
 import type { Clock } from '../cluster/clock.js';
 import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
+import type { SingletonLease } from '../cluster/singleton-lease.js';
 import type { MetaStore } from '../store/meta-store.js';
 import type { ActorRuntime } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
@@ -17,6 +18,8 @@ export interface NodeEnv {
   readonly bus: Bus;
   readonly topics: Topics;
   readonly metaStore: MetaStore;
+  /** The singleton lease (held in the MetaStore; see `SingletonLease`). */
+  readonly lease: SingletonLease;
   readonly source: IngestionSource;
   readonly sink: RecordSink;
   readonly settings: RuntimeSettings;

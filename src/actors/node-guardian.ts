@@ -194,8 +194,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     if (s.candidacy) return;
     s.candidacy = true;
     try {
-      const current = await env.metaStore.readLease();
-      const lease = await env.metaStore.takeLease(env.node, env.incarnation, current?.epoch ?? 0);
+      const current = await env.lease.readLease();
+      const lease = await env.lease.takeLease(env.node, env.incarnation, current?.epoch ?? 0);
       if (!lease) {
         env.log.info({ current: current?.epoch }, 'another candidate took the singleton lease first; trying again');
         env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));

@@ -88,6 +88,7 @@ export class ShardherdNode {
     const log = s.log.child({ node: this.node, incarnation });
     this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
     const gate = this.gate;
+    const metaStore = gatedMetaStore(s.metaStore, gate);
     const env: NodeEnv = {
       node: this.node,
       incarnation,
@@ -95,7 +96,8 @@ export class ShardherdNode {
       clock: gatedClock(s.clock, gate),
       bus: gatedBus(s.bus, gate),
       topics: topicsFor(s.settings.topicPrefix),
-      metaStore: gatedMetaStore(s.metaStore, gate),
+      metaStore,
+      lease: metaStore,
       source: gatedSource(s.source, gate),
       sink: gatedSink({ accept: (ds, shard, records) => (this.member ? s.sink.accept(ds, shard, records) : Promise.reject(new Error('not a member: records refused'))) }, gate),
       settings: s.settings,
