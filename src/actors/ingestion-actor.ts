@@ -5,7 +5,7 @@ import type { Cancel } from '../cluster/clock.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/status.js';
-import type { ShardReader } from '../ingest/ingestion-source.js';
+import { IngestionFailure, type ShardReader } from '../ingest/ingestion-source.js';
 import { type NodeEnv, withRetry } from './node-env.js';
 import type { ReporterMsg } from './reporter.js';
 import type { ActorRef } from './runtime.js';
@@ -48,7 +48,9 @@ export function spawnIngestionActor(
   const fail = (s: State, e: unknown) => {
     s.failed = true;
     const message = e instanceof Error ? e.message : String(e);
-    log.error({ err: e, offset: s.offset }, 'ingestion failed');
+    // A poison record is an expected condition (a warning with its offset); anything else is a bug or an outage.
+    if (e instanceof IngestionFailure) log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
+    else log.error({ err: e, offset: s.offset }, 'ingestion failed');
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 

@@ -128,8 +128,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           }
           break;
         case 'Notice': {
-          const { name, level, message, ...fields } = e.notice;
-          log[level]({ event: name, ...fields }, message);
+          // The notice's node is who it is about; the logger's own `node` field is who logs it.
+          const { name, level, message, node, ...fields } = e.notice;
+          log[level]({ event: name, ...fields, ...(node === undefined ? {} : { member: node }) }, message);
           break;
         }
       }
@@ -183,7 +184,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     s.phase = 'active';
     await dropSubscribersOfDepartedNodes(s);
     await commit(s);
-    log.info({ event: 'singleton.takeover', node: env.node, epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length }, 'singleton active');
+    log.info({ event: 'singleton.takeover', epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length }, 'singleton active');
     later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
   }
 
@@ -246,7 +247,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'Begin': {
           s.takeoverAt = env.clock.now();
           s.view = msg.view;
-          log.info({ event: 'singleton.takeover', node: env.node, epoch }, 'singleton lease taken: recovering');
+          log.info({ event: 'singleton.takeover', epoch }, 'singleton lease taken: recovering');
           s.stored = {
             datasets: await withRetry(env, 'reading datasets', () => env.metaStore.datasets()),
             maps: await withRetry(env, 'reading shard maps', () => env.metaStore.shardMaps()),

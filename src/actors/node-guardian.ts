@@ -195,7 +195,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     s.candidacy = true;
     try {
       const current = await env.lease.readLease();
+      if (!env.runtime.isAlive(self)) return; // the node stopped meanwhile: no candidacy
       const lease = await env.lease.takeLease(env.node, env.incarnation, current?.epoch ?? 0);
+      if (!env.runtime.isAlive(self)) return;
       if (!lease) {
         env.log.info({ current: current?.epoch }, 'another candidate took the singleton lease first; trying again');
         env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));

@@ -1,16 +1,39 @@
 #!/usr/bin/env node
-// The `shardherd` command. Today it runs the coordinator-core walk-through; the embedded cluster
-// demo and `shardherd node --config <file>` come with the runtime.
-import { runCoreDemo } from './core-demo.js';
+// The `shardherd` command: the embedded cluster demo (see `shardherd --help`).
+// Exit codes: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
+// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping.
+import { pino } from 'pino';
+import { runDemo } from './demo/run.js';
+import { parseCommandLine } from './options.js';
 
-function main(): number {
-  try {
-    runCoreDemo((line) => process.stdout.write(`${line}\n`));
-    return 0;
-  } catch (e) {
-    process.stderr.write(`shardherd: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
-    return 1;
+async function main(): Promise<number> {
+  const parsed = parseCommandLine(process.argv.slice(2));
+  if (parsed.kind === 'exit') {
+    process.stdout.write(parsed.stdout);
+    process.stderr.write(parsed.stderr);
+    return parsed.code;
   }
+  const { options } = parsed;
+  // Logs go to stderr, so they never tear the live view on stdout.
+  const log = pino({ level: options.logLevel, base: null }, pino.destination({ dest: 2, sync: true }));
+  const abort = new AbortController();
+  process.on('SIGINT', () => {
+    if (abort.signal.aborted) {
+      process.stdout.write('\x1b[?25h');
+      process.exit(130);
+    }
+    abort.abort();
+  });
+  process.on('SIGTERM', () => abort.abort());
+  return runDemo(options, { stdout: process.stdout, signal: abort.signal, log });
 }
 
-process.exitCode = main();
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`shardherd: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  },
+);

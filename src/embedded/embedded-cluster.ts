@@ -121,9 +121,17 @@ export class EmbeddedCluster {
     return this.request((replyTo) => ({ type: 'SetupDataset', config, replyTo }) as unknown as Request, timeoutMs);
   }
 
-  /** Stops every node gracefully. */
+  /**
+   * Stops every node gracefully, the newest member first and the singleton's node (the oldest)
+   * last, so the singleton does not move while the cluster shuts down.
+   */
   async stop(): Promise<void> {
-    for (const n of [...this.nodes].reverse()) if (n.state === 'running') await n.stop();
+    const order = this.membership.view().members.map((m) => m.node as string);
+    const rank = (n: ShardherdNode) => {
+      const i = order.indexOf(n.node);
+      return i < 0 ? Number.MAX_SAFE_INTEGER : i;
+    };
+    for (const n of [...this.nodes].sort((a, b) => rank(b) - rank(a))) if (n.state === 'running') await n.stop();
     for (const n of this.nodes) if (n.state === 'paused') n.crash();
   }
 }

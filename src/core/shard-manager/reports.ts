@@ -12,7 +12,8 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
   const member = step.member(node);
   if (!member || member.incarnation !== incarnation) {
     const why = member ? `is incarnation ${incarnation}, the member is incarnation ${member.incarnation}` : 'is not a member';
-    step.notice({ name: 'report.rejected', level: 'warn', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
+    // Expected after a restart or a failover (a dead incarnation's reports are replayed): info, not a warning.
+    step.notice({ name: 'report.rejected', level: 'info', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
   } else {
     for (const e of events) applyReported(step, node, e);
   }

@@ -1,0 +1,97 @@
+// The `shardherd` command line: one default action (the embedded cluster demo) and its flags.
+// Parsing is a pure function of argv, so the tests can check good and bad flags without running
+// anything; main.ts does the I/O.
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const MAX_NODES = 32;
+export const MAX_DATASETS = 4;
+export const MAX_SHARDS = 256;
+
+export interface DemoOptions {
+  /** Nodes of the embedded cluster, 3..32. */
+  readonly nodes: number;
+  /** Datasets, 1..4: metrics, logs, traces, events. */
+  readonly datasets: number;
+  /** Shards per dataset, a power of two in 1..256. */
+  readonly shards: number;
+  /** Run the scripted story (default), or only the live view until Ctrl-C. */
+  readonly story: boolean;
+  /** pino level of the cluster's logs (on stderr). */
+  readonly logLevel: LogLevel;
+}
+
+/** What the command line asks for: run the demo, or print something and exit with `code`. */
+export type ParsedCommandLine =
+  | { readonly kind: 'run'; readonly options: DemoOptions }
+  | { readonly kind: 'exit'; readonly code: number; readonly stdout: string; readonly stderr: string };
+
+/** Exit code for a bad command line (as most CLIs: 2 = usage error). */
+export const EXIT_USAGE = 2;
+
+function integer(name: string, min: number, max: number) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!/^\s*\d+\s*$/.test(raw) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`${name} must be a whole number, got "${raw}".`);
+    if (n < min || n > max) throw new InvalidArgumentError(`${name} must be between ${min} and ${max}, got ${n}.`);
+    return n;
+  };
+}
+
+function shardCount(raw: string): number {
+  const n = integer('--shards', 1, MAX_SHARDS)(raw);
+  if ((n & (n - 1)) !== 0) {
+    const lower = 2 ** Math.floor(Math.log2(n));
+    throw new InvalidArgumentError(`--shards must be a power of two (a dataset's shards are split by the high bits of a hash), got ${n}; try ${lower} or ${lower * 2}.`);
+  }
+  return n;
+}
+
+function program(): Command {
+  return new Command('shardherd')
+    .description(
+      'Runs an embedded shardherd cluster (N nodes in this process, synthetic ingestion) and tells a story:\n' +
+        'a node dies, the singleton dies, a poison record hits a shard; then it counts every record.\n' +
+        'Ctrl-C stops the cluster cleanly at any time (exit code 0).',
+    )
+    .addOption(new Option('--nodes <n>', 'nodes in the cluster (3..32)').default(5).argParser(integer('--nodes', 3, MAX_NODES)))
+    .addOption(new Option('--datasets <n>', 'datasets: metrics, logs, traces, events (1..4)').default(2).argParser(integer('--datasets', 1, MAX_DATASETS)))
+    .addOption(new Option('--shards <n>', `shards per dataset, a power of two (1..${MAX_SHARDS})`).default(16).argParser(shardCount))
+    .addOption(new Option('--no-story', 'skip the scripted story: run the cluster with the live view until Ctrl-C'))
+    .addOption(new Option('--log-level <level>', 'level of the cluster logs, written to stderr').choices(LOG_LEVELS).default('warn'))
+    .showHelpAfterError('(run shardherd --help for the options)')
+    .allowExcessArguments(false)
+    .allowUnknownOption(false);
+}
+
+/** Parses the arguments after `node main.js` (`process.argv.slice(2)`). Never exits, never prints. */
+export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
+  let stdout = '';
+  let stderr = '';
+  let options: DemoOptions | undefined;
+  const cmd = program()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => {
+        stdout += s;
+      },
+      writeErr: (s) => {
+        stderr += s;
+      },
+    })
+    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel }) => {
+      options = { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel };
+    });
+  try {
+    cmd.parse([...argv], { from: 'user' });
+  } catch (e) {
+    if (!(e instanceof CommanderError)) throw e;
+    // --help and --version end "successfully"; every parse error is a usage error.
+    const ok = e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help';
+    return { kind: 'exit', code: ok ? 0 : EXIT_USAGE, stdout, stderr };
+  }
+  if (!options) return { kind: 'exit', code: EXIT_USAGE, stdout, stderr: `${stderr}shardherd: nothing to do\n` };
+  return { kind: 'run', options };
+}
