@@ -92,3 +92,39 @@ export { DEFAULT_REASSIGNMENT_COOLDOWN_MS, ShardManager } from './core/shard-man
 
 // Ingestion arithmetic
 export { recoveryProgressPct } from './core/recovery-progress.js';
+
+// Ports (what adapters implement) and the in-memory adapters of the embedded mode
+export type { Cancel, Clock } from './cluster/clock.js';
+export { RealClock, SimulatedClock } from './cluster/clock.js';
+export type { JoinRequest, Membership, MembershipView } from './cluster/membership.js';
+export { MemoryMembership, MemoryMembershipService } from './cluster/memory-membership.js';
+export type { Bus, BusRecord, BusSubscription, SubscribeOptions } from './cluster/bus.js';
+export type { BusFault, MemoryBusOptions } from './cluster/memory-bus.js';
+export { MemoryBus } from './cluster/memory-bus.js';
+export type { SingletonLease } from './cluster/singleton-lease.js';
+export type { Lease, MetaStore, StoredCooldown, StoredSubscriptions } from './store/meta-store.js';
+export { FencedError, MetaStoreUnavailableError } from './store/meta-store.js';
+export { MemoryMetaStore } from './store/memory-meta-store.js';
+export { FileMetaStore, MetaStoreFileError } from './store/file-meta-store.js';
+export type { IngestionSource, RecordSink, ShardReader, SourceRecord } from './ingest/ingestion-source.js';
+export { IngestionFailure } from './ingest/ingestion-source.js';
+export type { SyntheticSourceOptions } from './ingest/synthetic-source.js';
+export { SyntheticSource } from './ingest/synthetic-source.js';
+export type { ShardTally } from './ingest/counting-sink.js';
+export { CountingSink } from './ingest/counting-sink.js';
+
+// The node runtime, the embedded cluster, and what applications embed
+export type { RuntimeOptions, RuntimeSettings } from './actors/settings.js';
+export { runtimeSettings } from './actors/settings.js';
+export type { ClusterServices, NodeState } from './actors/node-process.js';
+export { ShardherdNode } from './actors/node-process.js';
+export { RequestTimeoutError } from './actors/node-hub.js';
+export type { EmbeddedClusterOptions } from './embedded/embedded-cluster.js';
+export { EmbeddedCluster } from './embedded/embedded-cluster.js';
+export type { ShardMapListener } from './client/shard-event-subscriber.js';
+export { ShardEventSubscriber } from './client/shard-event-subscriber.js';
+
+// The whole-cluster simulator
+export type { Invariant, SimulationOptions, SimulationReport, Violation } from './sim/simulation.js';
+export { runSimulation } from './sim/simulation.js';
+export { SimDriver } from './sim/driver.js';
