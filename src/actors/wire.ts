@@ -8,7 +8,7 @@ import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } fr
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId } from '../core/ids.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import { parseShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { parseShardMapSnapshot, shardStatusSchema } from '../core/shard-map-snapshot.js';
 import type { Reply, RunningShard, ShardManagerInput, SubscriberMessage } from '../core/shard-manager/protocol.js';
 import type { ShardEvent, ShardStatus } from '../core/status.js';
 
@@ -84,15 +84,7 @@ const subscriberS = id<SubscriberId>(parseSubscriberId);
 const replyToS = z.string().min(1).max(512).transform((s) => s as ReplyTo);
 const shardS = z.number().int().min(0);
 
-const statusS: z.ZodType<ShardStatus> = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('Unassigned') }),
-  z.object({ type: z.literal('Assigned') }),
-  z.object({ type: z.literal('Recovery'), progressPct: z.number().min(0).max(100) }),
-  z.object({ type: z.literal('Active') }),
-  z.object({ type: z.literal('Error'), message: z.string() }),
-  z.object({ type: z.literal('Stopped') }),
-  z.object({ type: z.literal('Down') }),
-]) as never;
+const statusS = shardStatusSchema as unknown as z.ZodType<ShardStatus>;
 
 const eventBase = { dataset: datasetRefS, shard: shardS, node: nodeIdS };
 const eventS = z.discriminatedUnion('type', [

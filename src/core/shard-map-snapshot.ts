@@ -46,7 +46,8 @@ export function compareStamps(a: { epoch: number; version: number }, b: { epoch:
 }
 
 const nodeIdSchema = z.string().refine((s) => parseNodeId(s).ok, 'malformed node id');
-const statusSchema = z.discriminatedUnion('type', [
+/** A `ShardStatus` as plain data (for every reader of maps and reports). */
+export const shardStatusSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('Unassigned') }),
   z.strictObject({ type: z.literal('Assigned') }),
   z.strictObject({ type: z.literal('Recovery'), progressPct: z.number().min(0).max(100) }),
@@ -58,10 +59,10 @@ const statusSchema = z.discriminatedUnion('type', [
 const assignmentSchema = z.strictObject({
   node: nodeIdSchema,
   placement: z.enum(['Initializing', 'Available', 'Leaving']),
-  status: statusSchema,
+  status: shardStatusSchema,
 });
 const recordSchema = z.strictObject({
-  status: statusSchema,
+  status: shardStatusSchema,
   assignments: z.array(assignmentSchema).max(1, 'replicas are not supported yet: at most one assignment per shard'),
   lastNode: nodeIdSchema.optional(),
 });
