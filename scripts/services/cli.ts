@@ -1,0 +1,65 @@
+// npm run services:fetch | services:start | services:stop | services:status
+//
+// `start` runs the "dev" instance for development: the JVMs outlive the command and run until
+// `services:stop`. It prints shell exports on stdout, so `eval "$(npm run -s services:start)"`
+// points `npm test` (and anything else) at them; everything else goes to stderr.
+import { ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS, cacheRoot } from './config.js';
+import { fetchAll } from './fetch.js';
+import { readRunning, startServices, stopInstance } from './services.js';
+
+const DEV_INSTANCE = 'dev';
+
+function say(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function main(command: string | undefined): Promise<number> {
+  switch (command) {
+    case 'fetch': {
+      const t = Date.now();
+      const results = await fetchAll(say);
+      for (const r of results) say(`${r.name}: ${r.jars} jars in ${r.lib}${r.downloaded ? '' : ' (cached)'}`);
+      say(`fetch done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      return 0;
+    }
+    case 'start': {
+      say(`starting Kafka and Cassandra (instance "${DEV_INSTANCE}", cache ${cacheRoot()}) ...`);
+      const running = await startServices({ instance: DEV_INSTANCE, owned: false, log: say });
+      say(`ready in ${(running.startMs / 1000).toFixed(1)} s; logs and PID files in ${running.dir}`);
+      say(`Kafka PID ${String(running.kafka?.pid)}, Cassandra PID ${String(running.cassandra?.pid)}; stop with npm run services:stop`);
+      printExports(running.kafka?.brokers ?? [], running.cassandra?.contactPoints ?? []);
+      return 0;
+    }
+    case 'stop': {
+      await stopInstance(DEV_INSTANCE, say);
+      say('stopped');
+      return 0;
+    }
+    case 'status': {
+      const running = await readRunning(DEV_INSTANCE);
+      if (running === undefined) {
+        say('not running (npm run services:start)');
+        return 1;
+      }
+      say(`running: Kafka PID ${String(running.kafka?.pid)}, Cassandra PID ${String(running.cassandra?.pid)}`);
+      printExports(running.kafka?.brokers ?? [], running.cassandra?.contactPoints ?? []);
+      return 0;
+    }
+    default:
+      say('usage: tsx scripts/services/cli.ts fetch|start|stop|status');
+      return 2;
+  }
+}
+
+function printExports(brokers: string[], contactPoints: string[]): void {
+  process.stdout.write(`export ${ENV_KAFKA_BROKERS}=${brokers.join(',')}\n`);
+  process.stdout.write(`export ${ENV_CASSANDRA_CONTACT_POINTS}=${contactPoints.join(',')}\n`);
+}
+
+main(process.argv[2]).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    say(err instanceof Error ? err.message : String(err));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,86 @@
+// Where the test services live and which versions they are.
+//
+// The jars come from Maven Central through `mvn` (see fetch.ts) into a cache directory outside the
+// checkout, so a fresh clone on the same machine (CI runs on it too) reuses them:
+//   $SHARDHERD_SERVICES_CACHE, else $XDG_CACHE_HOME/shardherd-services, else ~/.cache/shardherd-services
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** Newest 3.9 patch on Maven Central (checked with a `[3.9.0,3.10.0)` range). */
+export const KAFKA_VERSION = '3.9.2';
+/** Newest 5.0 patch on Maven Central (checked with a `[5.0.0,5.1.0)` range); 5.0 is the first line that runs on JDK 17. */
+export const CASSANDRA_VERSION = '5.0.9';
+/** Kafka 3.9 logs through slf4j 1.7 and ships no binding: reload4j is its own choice (bin/ scripts). */
+export const SLF4J_VERSION = '1.7.36';
+export const RELOAD4J_VERSION = '1.2.25';
+/** Pinned so the result does not depend on the Maven installation's default plugin version. */
+export const DEPENDENCY_PLUGIN = 'org.apache.maven.plugins:maven-dependency-plugin:3.8.1';
+
+/** The data center name Cassandra's SimpleSnitch reports; the driver needs it as `localDataCenter`. */
+export const CASSANDRA_LOCAL_DC = 'datacenter1';
+
+export const ENV_CACHE = 'SHARDHERD_SERVICES_CACHE';
+export const ENV_KAFKA_BROKERS = 'SHARDHERD_KAFKA_BROKERS';
+export const ENV_CASSANDRA_CONTACT_POINTS = 'SHARDHERD_CASSANDRA_CONTACT_POINTS';
+
+export interface Dependency {
+  readonly groupId: string;
+  readonly artifactId: string;
+  readonly version: string;
+}
+
+export interface ServiceArtifacts {
+  /** `kafka` or `cassandra`. */
+  readonly name: string;
+  /** Folder name inside the cache, e.g. `kafka-3.9.2`. */
+  readonly dirName: string;
+  readonly dependencies: readonly Dependency[];
+}
+
+export const KAFKA_ARTIFACTS: ServiceArtifacts = {
+  name: 'kafka',
+  dirName: `kafka-${KAFKA_VERSION}`,
+  dependencies: [
+    { groupId: 'org.apache.kafka', artifactId: 'kafka_2.13', version: KAFKA_VERSION },
+    { groupId: 'org.slf4j', artifactId: 'slf4j-reload4j', version: SLF4J_VERSION },
+    { groupId: 'ch.qos.reload4j', artifactId: 'reload4j', version: RELOAD4J_VERSION },
+  ],
+};
+
+export const CASSANDRA_ARTIFACTS: ServiceArtifacts = {
+  name: 'cassandra',
+  dirName: `cassandra-${CASSANDRA_VERSION}`,
+  dependencies: [{ groupId: 'org.apache.cassandra', artifactId: 'cassandra-all', version: CASSANDRA_VERSION }],
+};
+
+export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const explicit = env[ENV_CACHE];
+  if (explicit !== undefined && explicit.trim() !== '') return resolve(explicit);
+  const xdg = env['XDG_CACHE_HOME'];
+  const base = xdg !== undefined && xdg.trim() !== '' ? resolve(xdg) : join(homedir(), '.cache');
+  return join(base, 'shardherd-services');
+}
+
+/** `<cache>/<service>-<version>`: the generated pom, the fetch log and `lib/`. */
+export function artifactsDir(artifacts: ServiceArtifacts, root = cacheRoot()): string {
+  return join(root, artifacts.dirName);
+}
+
+export function libDir(artifacts: ServiceArtifacts, root = cacheRoot()): string {
+  return join(artifactsDir(artifacts, root), 'lib');
+}
+
+/** `<cache>/run/<instance>`: PID files, logs, configuration and data of one started pair of services. */
+export function runRoot(root = cacheRoot()): string {
+  return join(root, 'run');
+}
+
+export function instanceDir(instance: string, root = cacheRoot()): string {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(instance)) throw new Error(`bad services instance name ${JSON.stringify(instance)}`);
+  return join(runRoot(root), instance);
+}
+
+export function javaBinary(env: NodeJS.ProcessEnv = process.env): string {
+  const home = env['JAVA_HOME'];
+  return home !== undefined && home.trim() !== '' ? join(home, 'bin', 'java') : 'java';
+}
