@@ -31,6 +31,8 @@ interface Cell {
   pending: number;
   alive: boolean;
   watchers: Set<() => void>;
+  readonly children: Set<ActorRef<unknown>>;
+  readonly parent: ActorRef<unknown> | undefined;
 }
 
 /**
@@ -101,13 +103,23 @@ export class ActorRuntime {
             cell.pending = 0;
           }
           this.cells.delete(cellRef.ref!);
+          if (cell.parent) this.cells.get(cell.parent)?.children.delete(cellRef.ref!);
           for (const w of cell.watchers) w();
         }
         await options.afterStop?.(state);
       },
     } as never) as ActorRef<M>;
     cellRef.ref = self;
-    this.cells.set(self as ActorRef<unknown>, { path: pathString(self), pending: 0, alive: true, watchers: new Set() });
+    const parentCell = this.cells.get(parent as ActorRef<unknown>);
+    parentCell?.children.add(self as ActorRef<unknown>);
+    this.cells.set(self as ActorRef<unknown>, {
+      path: pathString(self),
+      pending: 0,
+      alive: true,
+      watchers: new Set(),
+      children: new Set(),
+      parent: parentCell ? (parent as ActorRef<unknown>) : undefined,
+    });
     return self;
   }
 
@@ -128,10 +140,15 @@ export class ActorRuntime {
     return true;
   }
 
-  /** Stops an actor and its children. Messages already queued are dropped (and counted). */
+  /**
+   * Stops an actor and its children (children first). Messages already queued are dropped (and
+   * counted). nact's own stop does not reach children (it hands them to a function that resolves
+   * references only), so the children are stopped here one by one.
+   */
   stop(ref: ActorRef<unknown>): void {
     const cell = this.cells.get(ref);
     if (!cell?.alive) return;
+    for (const child of [...cell.children]) this.stop(child);
     nact.stop(ref);
   }
 
@@ -153,8 +170,9 @@ export class ActorRuntime {
     return () => cell.watchers.delete(onStop);
   }
 
-  /** Stops every actor of this system. */
+  /** Stops every actor of this system (each one's `afterStop` runs), then the system. */
   shutdown(): void {
+    for (const [ref, cell] of [...this.cells]) if (!cell.parent) this.stop(ref);
     nact.stop(this.system);
   }
 

@@ -268,3 +268,21 @@ async function stateOf(w: World) {
   if (!state) throw new Error('the singleton is not active');
   return state;
 }
+
+describe('the actor runtime', () => {
+  it('stopping an actor stops its children, and shutdown stops every actor, each afterStop running once', async () => {
+    const rt = new ActorRuntime(`tree-${Math.floor(performance.now() * 1000)}`, pino({ level: 'silent' }));
+    const stopped: string[] = [];
+    const parent = rt.spawn<number, string>(rt.system, 'parent', (n) => n, { initialState: 0, afterStop: () => void stopped.push('parent') });
+    const child = rt.spawn<number, string>(parent, 'child', (n) => n, { initialState: 0, afterStop: () => void stopped.push('child') });
+    const other = rt.spawn<number, string>(rt.system, 'other', (n) => n, { initialState: 0, afterStop: () => void stopped.push('other') });
+    rt.stop(parent);
+    await new Promise((r) => setImmediate(r));
+    expect(rt.isAlive(child)).toBe(false);
+    expect(stopped.sort()).toEqual(['child', 'parent']);
+    rt.shutdown();
+    await new Promise((r) => setImmediate(r));
+    expect(rt.isAlive(other)).toBe(false);
+    expect(stopped.sort()).toEqual(['child', 'other', 'parent']);
+  });
+});
