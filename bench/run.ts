@@ -13,6 +13,9 @@ import os from 'node:os';
 import { markdownTable, registered } from './harness.js';
 
 import './strategy.bench.js';
+import './singleton-recovery.bench.js';
+import './node-crash.bench.js';
+import './fanout.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];
