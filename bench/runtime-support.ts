@@ -116,8 +116,8 @@ export class ObservedCluster {
 
   /**
    * Waits (wall time) until the running nodes have at most `maxInFlight` actor messages pending
-   * and nothing was produced on the bus for `quietMs`. (`bus.pending()` is no use here: the inbox
-   * subscription of a singleton that was crashed in the middle of a handler never closes.)
+   * and nothing was produced on the bus for `quietMs` (ingestion polls keep a few messages in
+   * flight at any time, so "none at all" would never come).
    */
   async quiet(maxMs: number, quietMs = 300, maxInFlight = 50): Promise<void> {
     await waitFor('a quiet cluster', () => this.inFlight() <= maxInFlight && performance.now() - this.lastProducedAt >= quietMs, maxMs, 10);
