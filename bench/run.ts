@@ -16,6 +16,8 @@ import './strategy.bench.js';
 import './singleton-recovery.bench.js';
 import './node-crash.bench.js';
 import './fanout.bench.js';
+import './deploy-failover.bench.js';
+import './deploy-throughput.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

@@ -92,7 +92,9 @@ function gatedReader(reader: ShardReader, gate: Gate): ShardReader {
 }
 
 export function gatedSource(source: IngestionSource, gate: Gate): IngestionSource {
-  return { open: async (dataset, shard) => gatedReader(await gate.pass().then(() => source.open(dataset, shard)), gate) };
+  const gated: IngestionSource = { open: async (dataset, shard) => gatedReader(await gate.pass().then(() => source.open(dataset, shard)), gate) };
+  const validate = source.validate?.bind(source);
+  return validate ? { ...gated, validate: (dataset) => gate.pass().then(() => validate(dataset)) } : gated;
 }
 
 export function gatedSink(sink: RecordSink, gate: Gate): RecordSink {

@@ -5,7 +5,7 @@ import type { BusRecord, BusSubscription } from '../cluster/bus.js';
 import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
-import type { DatasetRef, Epoch, NodeId, SubscriberId } from '../core/ids.js';
+import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import type { Effect, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
@@ -208,11 +208,30 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         if (allAnswered(s)) await finishRecovery(s);
       }
       return; // answers are not inputs: committing them is the recovery's job
+    } else if (m.kind === 'request' && m.request.type === 'SetupDataset' && !(await sourceAccepts(m.request.config, m.request.replyTo))) {
+      return;
     } else {
       const input: ShardManagerInput = m.kind === 'report'
         ? { type: 'NodeReport', node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events }
         : m.request;
       await decide(s, input);
+    }
+  }
+
+  /**
+   * A new dataset must be readable before it is accepted: with Kafka, its topic must exist with
+   * exactly numShards partitions. A refusal is a `BadData` reply saying why; nothing is stored.
+   */
+  async function sourceAccepts(config: DatasetConfig, replyTo: ReplyTo): Promise<boolean> {
+    if (!env.source.validate) return true;
+    try {
+      await env.source.validate(config);
+      return true;
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      log.warn({ event: 'dataset.refused', dataset: config.ref, reason: message }, 'dataset refused: its source does not match');
+      await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: replyTo, reply: { type: 'BadData', message } });
+      return false;
     }
   }
 

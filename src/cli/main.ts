@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// The `shardherd` command: the embedded cluster demo (see `shardherd --help`).
-// Exit codes: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
-// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping.
+// The `shardherd` command: the embedded cluster demo, or `shardherd node` (see `shardherd --help`).
+// Exit codes of the demo: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
+// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts.
 import { pino } from 'pino';
 import { runDemo } from './demo/run.js';
+import { runNodeCommand } from './node-command.js';
 import { parseCommandLine } from './options.js';
 
 async function main(): Promise<number> {
@@ -13,6 +14,7 @@ async function main(): Promise<number> {
     process.stderr.write(parsed.stderr);
     return parsed.code;
   }
+  if (parsed.kind === 'node') return runNodeCommand(parsed.configPath, parsed.logLevel);
   const { options } = parsed;
   // Logs go to stderr, so they never tear the live view on stdout.
   const log = pino({ level: options.logLevel, base: null }, pino.destination({ dest: 2, sync: true }));

@@ -1,4 +1,5 @@
-// The `shardherd` command line: one default action (the embedded cluster demo) and its flags.
+// The `shardherd` command line: the default action (the embedded cluster demo) with its flags, and
+// `shardherd node --config <file>`, one node of a real deployment.
 // Parsing is a pure function of argv, so the tests can check good and bad flags without running
 // anything; main.ts does the I/O.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -26,6 +27,7 @@ export interface DemoOptions {
 /** What the command line asks for: run the demo, or print something and exit with `code`. */
 export type ParsedCommandLine =
   | { readonly kind: 'run'; readonly options: DemoOptions }
+  | { readonly kind: 'node'; readonly configPath: string; readonly logLevel: LogLevel | undefined }
   | { readonly kind: 'exit'; readonly code: number; readonly stdout: string; readonly stderr: string };
 
 /** Exit code for a bad command line (as most CLIs: 2 = usage error). */
@@ -61,7 +63,21 @@ function program(): Command {
     .addOption(new Option('--shards <n>', `shards per dataset, a power of two (1..${MAX_SHARDS})`).default(16).argParser(shardCount))
     .addOption(new Option('--no-story', 'skip the scripted story: run the cluster with the live view until Ctrl-C'))
     .addOption(new Option('--log-level <level>', 'level of the cluster logs, written to stderr').choices(LOG_LEVELS).default('warn'))
+    .enablePositionalOptions()
     .showHelpAfterError('(run shardherd --help for the options)')
+    .allowExcessArguments(false)
+    .allowUnknownOption(false);
+}
+
+function nodeCommand(): Command {
+  return new Command('node')
+    .description(
+      'Runs one node of a real deployment: Kafka for membership, messages and ingestion, Cassandra for the MetaStore.\n' +
+        'SIGTERM or Ctrl-C leaves the cluster gracefully (the singleton moves at once if it ran here).',
+    )
+    .requiredOption('--config <file>', 'the node configuration, JSON (see config/README.md)')
+    .addOption(new Option('--log-level <level>', 'overrides the logLevel of the config').choices(LOG_LEVELS))
+    .showHelpAfterError('(run shardherd node --help for the options)')
     .allowExcessArguments(false)
     .allowUnknownOption(false);
 }
@@ -70,19 +86,27 @@ function program(): Command {
 export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
   let stdout = '';
   let stderr = '';
-  let options: DemoOptions | undefined;
+  let parsed: ParsedCommandLine | undefined;
+  const output = {
+    writeOut: (s: string) => {
+      stdout += s;
+    },
+    writeErr: (s: string) => {
+      stderr += s;
+    },
+  };
+  const node = nodeCommand()
+    .exitOverride()
+    .configureOutput(output)
+    .action((opts: { config: string; logLevel?: LogLevel }) => {
+      parsed = { kind: 'node', configPath: opts.config, logLevel: opts.logLevel };
+    });
   const cmd = program()
     .exitOverride()
-    .configureOutput({
-      writeOut: (s) => {
-        stdout += s;
-      },
-      writeErr: (s) => {
-        stderr += s;
-      },
-    })
+    .configureOutput(output)
+    .addCommand(node)
     .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel }) => {
-      options = { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel };
+      parsed = { kind: 'run', options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel } };
     });
   try {
     cmd.parse([...argv], { from: 'user' });
@@ -92,6 +116,5 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     const ok = e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help';
     return { kind: 'exit', code: ok ? 0 : EXIT_USAGE, stdout, stderr };
   }
-  if (!options) return { kind: 'exit', code: EXIT_USAGE, stdout, stderr: `${stderr}shardherd: nothing to do\n` };
-  return { kind: 'run', options };
+  return parsed ?? { kind: 'exit', code: EXIT_USAGE, stdout, stderr: `${stderr}shardherd: nothing to do\n` };
 }

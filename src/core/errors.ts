@@ -11,7 +11,8 @@ export type ShardherdErrorCode =
   | 'DATASET_MISMATCH'
   | 'INVALID_EVENT'
   | 'FENCED'
-  | 'METASTORE_UNAVAILABLE';
+  | 'METASTORE_UNAVAILABLE'
+  | 'SOURCE_MISMATCH';
 
 export interface ShardherdErrorContext {
   readonly dataset?: string;

@@ -22,6 +22,12 @@ export interface ShardReader {
 /** Where a dataset's records come from, one reader per shard. */
 export interface IngestionSource {
   open(dataset: DatasetConfig, shard: ShardNum): Promise<ShardReader>;
+  /**
+   * Checks that this source can carry the dataset (with Kafka: the topic exists and has exactly
+   * `numShards` partitions), throwing an error a user understands when it cannot. The singleton
+   * calls it before accepting SetupDataset. A source without it accepts every dataset.
+   */
+  validate?(dataset: DatasetConfig): Promise<void>;
 }
 
 /** Where ingested records go: the user's code. A batch counts as ingested once `accept` resolves. */

@@ -1,10 +1,12 @@
 // The behaviour every Bus adapter must have (src/cluster/bus.ts), as a reusable suite: the memory
-// bus runs it in test/unit, the Kafka adapter will run the same suite against a broker.
+// bus runs it in test/unit, the Kafka adapter runs the same suite against a broker (test/integration).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from '../../src/cluster/bus.js';
 
 export interface BusFixture {
   readonly bus: Bus;
+  /** Makes topics usable before a test touches them (a Kafka bus never creates topics implicitly). */
+  readonly createTopics?: (topics: string[]) => Promise<void>;
   readonly cleanup?: () => Promise<void>;
 }
 
@@ -52,6 +54,13 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
       await fixture.cleanup?.();
     });
 
+    /** A topic no other test uses, created if the adapter needs that. */
+    async function newTopic(label: string): Promise<string> {
+      const topic = fresh(label);
+      await fixture.createTopics?.([topic]);
+      return topic;
+    }
+
     /** Subscribes and records what is delivered. */
     async function collect(
       topic: string,
@@ -74,7 +83,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     }
 
     it('produce resolves with consecutive offsets, and records are delivered with those offsets in order', async () => {
-      const topic = fresh('offsets');
+      const topic = await newTopic('offsets');
       const offsets = [];
       for (const v of ['a', 'b', 'c']) offsets.push(await bus.produce(topic, { v }));
       expect(offsets[1]).toBe(offsets[0]! + 1);
@@ -90,7 +99,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('delivers one record at a time: the next only after the handler settles', async () => {
-      const topic = fresh('one-at-a-time');
+      const topic = await newTopic('one-at-a-time');
       const gate = deferred();
       let running = 0;
       let maxRunning = 0;
@@ -111,14 +120,14 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('delivers records produced after subscribing, in order', async () => {
-      const topic = fresh('later');
+      const topic = await newTopic('later');
       const { values } = await collect(topic, fresh('g'));
       for (let n = 0; n < 5; n += 1) await bus.produce(topic, n);
       await eventually(() => expect(values()).toEqual([0, 1, 2, 3, 4]));
     });
 
     it('a new group starts at the end by default (latest), or at the beginning with start: earliest', async () => {
-      const topic = fresh('start');
+      const topic = await newTopic('start');
       await bus.produce(topic, 'old-1');
       await bus.produce(topic, 'old-2');
       const latest = await collect(topic, fresh('latest'));
@@ -134,7 +143,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('a group resumes at its committed position after close, whatever its start option', async () => {
-      const topic = fresh('commit');
+      const topic = await newTopic('commit');
       const group = fresh('g');
       for (const n of [0, 1, 2]) await bus.produce(topic, n);
 
@@ -153,7 +162,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('a group that never committed starts over from its start option after close', async () => {
-      const topic = fresh('no-commit');
+      const topic = await newTopic('no-commit');
       const group = fresh('g');
       for (const n of [0, 1]) await bus.produce(topic, n);
       const first = await collect(topic, group, { start: 'earliest' });
@@ -164,7 +173,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('a handler that throws or rejects is reported to onError, and delivery continues with the next record', async () => {
-      const topic = fresh('errors');
+      const topic = await newTopic('errors');
       const reported: [string, unknown][] = [];
       const { values } = await collect(
         topic,
@@ -181,7 +190,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('a synchronous handler that throws does not stop delivery either', async () => {
-      const topic = fresh('sync-throw');
+      const topic = await newTopic('sync-throw');
       const reported: unknown[] = [];
       const { values } = await collect(topic, fresh('g'), { start: 'earliest', onError: (_e, r) => reported.push(r.value) }, (record) => {
         if (record.value === 1) throw new Error('sync boom');
@@ -192,7 +201,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('close stops delivery', async () => {
-      const topic = fresh('close');
+      const topic = await newTopic('close');
       const { values, sub } = await collect(topic, fresh('g'));
       await bus.produce(topic, 'before');
       await eventually(() => expect(values()).toEqual(['before']));
@@ -203,8 +212,8 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('topics are independent', async () => {
-      const t1 = fresh('t1');
-      const t2 = fresh('t2');
+      const t1 = await newTopic('t1');
+      const t2 = await newTopic('t2');
       const one = await collect(t1, fresh('g'));
       await bus.produce(t2, 'two');
       await bus.produce(t1, 'one');
@@ -214,7 +223,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('values are copies: changing the produced object or a delivered value changes no other delivery', async () => {
-      const topic = fresh('copies');
+      const topic = await newTopic('copies');
       const a = await collect(topic, fresh('a'), {}, (record) => {
         (record.value as { items: string[] }).items.push('changed by a');
       });
@@ -230,7 +239,7 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     });
 
     it('a value that is not data (a function) is refused by produce', async () => {
-      const topic = fresh('not-data');
+      const topic = await newTopic('not-data');
       await expect(bus.produce(topic, { f: () => 1 })).rejects.toThrow();
       const { values } = await collect(topic, fresh('g'), { start: 'earliest' });
       await bus.produce(topic, 'data');

@@ -17,7 +17,7 @@ import { SimDriver } from '../../src/sim/driver.js';
 describe('shardherd command line', () => {
   const run = (argv: string[]) => {
     const r = parseCommandLine(argv);
-    if (r.kind !== 'run') throw new Error(`expected options, got exit ${r.code}: ${r.stderr}`);
+    if (r.kind !== 'run') throw new Error(`expected options, got ${JSON.stringify(r)}`);
     return r.options;
   };
   const fails = (argv: string[]) => {

@@ -1,0 +1,132 @@
+/**
+ * Ingestion throughput on the real Kafka: one node owning all 16 shards of a dataset reads a
+ * 16-partition topic through shardherd (KafkaIngestionSource → IngestionActor → sink, a Cassandra
+ * checkpoint after every batch), against a bare kafkajs consumer reading the same partitions in the
+ * same run. Both start from the beginning of a topic that already holds RECORDS records; the rate
+ * is taken between the first and the last record delivered, so start-up (group join, singleton,
+ * assignment) is not counted. Runs alternate bare / shardherd, medians over SAMPLES each.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import { pino } from 'pino';
+import type { DatasetConfig } from '../src/core/dataset-config.js';
+import type { ShardNum } from '../src/core/ids.js';
+import type { RecordSink, SourceRecord } from '../src/ingest/ingestion-source.js';
+import { parseNodeConfig } from '../src/node/node-config.js';
+import { startNode } from '../src/node/run-node.js';
+import { quantile, register, type Table } from './harness.js';
+import { withRealServices, type BenchServices } from './real-services.js';
+
+const PARTITIONS = 16;
+const RECORDS = 200_000;
+const SAMPLES = 3;
+
+/** First and last delivery times of `total` records. */
+class Stopwatch {
+  count = 0;
+  first = 0;
+  last = 0;
+  private done!: () => void;
+  readonly finished = new Promise<void>((r) => (this.done = r));
+
+  constructor(private readonly total: number) {}
+
+  add(n: number): void {
+    const now = performance.now();
+    if (this.count === 0) this.first = now;
+    this.count += n;
+    this.last = now;
+    if (this.count >= this.total) this.done();
+  }
+
+  /** Records a second between the first and the last delivery. */
+  rate(): number {
+    return ((this.count - 1) * 1000) / (this.last - this.first);
+  }
+}
+
+const timeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_, fail) => setTimeout(() => fail(new Error(`${what} did not finish within ${ms} ms`)), ms))]);
+
+async function fillTopic(kafka: Kafka, topic: string): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  for (let n = 0; n < RECORDS; n += 2_000) {
+    const messages = Array.from({ length: Math.min(2_000, RECORDS - n) }, (_, i) => ({ partition: (n + i) % PARTITIONS, key: `k${n + i}`, value: JSON.stringify({ n: n + i, at: 1_700_000_000_000 + n + i }) }));
+    await producer.send({ topic, acks: -1, messages });
+  }
+  await producer.disconnect();
+}
+
+async function bare(kafka: Kafka, topic: string, sample: number): Promise<number> {
+  const consumer = kafka.consumer({ groupId: `${topic}.bare.${sample}`, allowAutoTopicCreation: false, maxWaitTimeInMs: 100 });
+  const watch = new Stopwatch(RECORDS);
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      // The same work a sink does at minimum: decode every value.
+      for (const m of batch.messages) JSON.parse(m.value!.toString());
+      watch.add(batch.messages.length);
+    },
+  });
+  await timeout(watch.finished, 120_000, 'the bare consumer');
+  await consumer.disconnect();
+  return watch.rate();
+}
+
+async function throughShardherd(s: BenchServices, topic: string, sample: number): Promise<number> {
+  const watch = new Stopwatch(RECORDS);
+  const sink: RecordSink = {
+    accept: (_d: DatasetConfig, _s: ShardNum, records: readonly SourceRecord[]) => {
+      watch.add(records.length);
+      return Promise.resolve();
+    },
+  };
+  const config = parseNodeConfig({
+    node: 'bench-node',
+    cluster: `tp_${Date.now().toString(36)}_${sample}`,
+    kafka: { brokers: s.kafkaBrokers, sessionTimeoutMs: 6_000 },
+    cassandra: { contactPoints: s.cassandraContactPoints, localDataCenter: s.cassandraLocalDataCenter, keyspace: 'shardherd_bench' },
+    datasets: [{ ref: 'metrics', numShards: PARTITIONS, minNumNodes: 1, source: { type: 'kafka', topic } }],
+  });
+  const node = await startNode(config, { sink, log: pino({ level: 'warn' }) });
+  try {
+    await timeout(watch.finished, 180_000, 'the shardherd node');
+  } finally {
+    await node.stop();
+  }
+  return watch.rate();
+}
+
+register({
+  name: 'deploy-throughput',
+  run: async (): Promise<Table> =>
+    withRealServices(async (s) => {
+      const kafka = new Kafka({ clientId: 'bench-throughput', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
+      const topic = `tp_${Date.now().toString(36)}.metrics`;
+      await fillTopic(kafka, topic);
+      const bareRates: number[] = [];
+      const ourRates: number[] = [];
+      for (let i = 0; i < SAMPLES; i++) {
+        bareRates.push(await bare(kafka, topic, i));
+        ourRates.push(await throughShardherd(s, topic, i));
+      }
+      const b = quantile(bareRates, 0.5);
+      const o = quantile(ourRates, 0.5);
+      const k = (x: number) => `${(x / 1000).toFixed(1)} k/s`;
+      return {
+        title: `Ingestion throughput, one node reading ${PARTITIONS} partitions (${RECORDS.toLocaleString('en')} records of ~40 bytes)`,
+        columns: ['reader', 'median', 'min', 'max', 'samples', 'ratio to bare kafkajs'],
+        rows: [
+          ['bare kafkajs consumer (eachBatch, JSON.parse of every value)', k(b), k(Math.min(...bareRates)), k(Math.max(...bareRates)), SAMPLES, '1.00'],
+          ['shardherd node (source → actor → sink, checkpoint per batch)', k(o), k(Math.min(...ourRates)), k(Math.max(...ourRates)), SAMPLES, (o / b).toFixed(2)],
+        ],
+        notes: ['Rate between the first and the last record delivered to the sink / handler; runs alternate, fresh groups and a fresh cluster each time.'],
+      };
+    }),
+});

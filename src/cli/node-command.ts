@@ -1,0 +1,59 @@
+// `shardherd node --config <file>`: one node of a real deployment, until SIGTERM or Ctrl-C.
+// Exit codes: 0 stopped on a signal, 1 could not start (Kafka or Cassandra unreachable, ...),
+// 2 a bad config, 130 a second signal while stopping.
+import { pino, type Logger } from 'pino';
+import { JsonLinesSink, LogSink } from '../ingest/file-sinks.js';
+import type { RecordSink } from '../ingest/ingestion-source.js';
+import { startStatusServer, type StatusServer } from '../http/status-server.js';
+import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
+import { startNode } from '../node/run-node.js';
+import type { LogLevel } from './options.js';
+
+function sinkFor(config: NodeConfig, log: Logger): RecordSink {
+  return config.sink.type === 'jsonl' ? new JsonLinesSink(config.sink.path) : new LogSink(log.child({ component: 'sink' }));
+}
+
+export async function runNodeCommand(configPath: string, logLevel: LogLevel | undefined): Promise<number> {
+  let config: NodeConfig;
+  try {
+    config = await loadNodeConfig(configPath);
+  } catch (e) {
+    if (!(e instanceof NodeConfigError)) throw e;
+    process.stderr.write(`shardherd node: ${e.message}\n`);
+    return 2;
+  }
+  const log = pino({ level: logLevel ?? config.logLevel, base: { node: config.node, pid: process.pid } });
+  let signalled = false;
+  let stopRequested = (): void => {};
+  const stopSignal = new Promise<void>((resolve) => (stopRequested = resolve));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      log.warn({ signal }, 'second signal while stopping: exiting at once');
+      process.exit(130);
+    }
+    signalled = true;
+    log.info({ event: 'node.stopping', signal }, 'stopping: leaving the cluster');
+    stopRequested();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  let started: Awaited<ReturnType<typeof startNode>>;
+  try {
+    started = await startNode(config, { sink: sinkFor(config, log), log });
+  } catch (e) {
+    log.error({ err: e }, 'node could not start');
+    return 1;
+  }
+  let status: StatusServer | undefined;
+  if (config.status) {
+    status = await startStatusServer(started.node, config.status.host, config.status.port);
+    log.info({ event: 'node.status', url: status.url }, `status at ${status.url}/status`);
+  }
+  log.info({ event: 'node.ready', incarnation: started.node.incarnation, cluster: config.cluster }, `node ${config.node} is running`);
+  await stopSignal;
+  await status?.close();
+  await started.stop();
+  log.info({ event: 'node.stopped' }, 'node stopped');
+  return 0;
+}

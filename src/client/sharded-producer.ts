@@ -1,0 +1,136 @@
+// What a gateway embeds to write records into a Kafka dataset (DESIGN.md §7): it computes each
+// record's shard exactly as query routers compute where to look (`ingestionShard` of the shard-key
+// hash, the partition-key hash and the spread) and writes to that partition by number, never through
+// Kafka's key partitioner, which would scatter a shard key over partitions no router asks.
+import type { Admin, Producer } from 'kafkajs';
+import { createKafka, type KafkaConnection } from '../cluster/kafka-client.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import { partitionKeyHash, shardKeyHash } from '../core/hashing.js';
+import type { ShardNum } from '../core/ids.js';
+import { ingestionShard } from '../core/spread.js';
+import { checkKafkaTopic, kafkaTopicOf } from '../ingest/kafka-topic-check.js';
+
+/** One record for a dataset. */
+export interface ShardedRecord {
+  /** The columns that choose the shard group, e.g. `{ _ws_: 'demo', _ns_: 'app', _metric_: 'cpu' }`. */
+  readonly shardKey: Readonly<Record<string, string>>;
+  /** The series' full label set; chooses the shard within the group (`le` is ignored, see `partitionKeyHash`). */
+  readonly partitionKey: Readonly<Record<string, string>>;
+  /** Written as JSON (read back unchanged by `KafkaIngestionSource`); a `Uint8Array` is written as is. */
+  readonly value: unknown;
+  /** Overrides the dataset's spread for this record: 0..log2(numShards). */
+  readonly spread?: number;
+  /** The Kafka record key (UTF-8); none by default. It never chooses the partition. */
+  readonly key?: string;
+}
+
+/** Where one record was written. */
+export interface SentRecord {
+  readonly shard: ShardNum;
+  /** Always equal to `shard`: partition p is shard p. */
+  readonly partition: number;
+  readonly offset: number;
+}
+
+export type ShardedProducerOptions = KafkaConnection;
+
+/**
+ * Writes records to the partitions of a Kafka dataset's topic that `ingestionShard` chooses, with
+ * `acks: -1` (every in-sync replica has the record before `send` resolves).
+ *
+ * Gotchas: the first `send` for a dataset checks its topic (it must exist with exactly `numShards`
+ * partitions, the same check as the ingestion source's); a passed check is remembered for the
+ * producer's lifetime, a failed one is asked again. A retried write may be written twice (Kafka's
+ * at-least-once); readers see it twice and sinks must tolerate that.
+ */
+export class ShardedProducer {
+  private readonly producer: Producer;
+  private readonly admin: Admin;
+  private connecting: Promise<void> | undefined;
+  private readonly checked = new Map<string, Promise<void>>();
+  private closed = false;
+
+  constructor(options: ShardedProducerOptions) {
+    const kafka = createKafka(options);
+    // Topics are never auto-created: a typo in a topic name must fail, not create a 1-partition topic.
+    this.producer = kafka.producer({ allowAutoTopicCreation: false });
+    this.admin = kafka.admin();
+  }
+
+  /** The shard (= partition) a record goes to; throws `InvalidSpreadError` for a spread out of range. */
+  static shardOf(dataset: DatasetConfig, record: Pick<ShardedRecord, 'shardKey' | 'partitionKey' | 'spread'>): ShardNum {
+    return ingestionShard(dataset.numShards, shardKeyHash(record.shardKey), partitionKeyHash(record.partitionKey), record.spread ?? dataset.spread);
+  }
+
+  /**
+   * Writes the records (in one request per broker) and says where each one went, in the order given.
+   * Records of one shard keep their order. Refuses, before writing anything, a dataset whose source
+   * is not Kafka or whose topic does not match it (`SOURCE_MISMATCH`), and a bad spread.
+   */
+  async send(dataset: DatasetConfig, records: readonly ShardedRecord[]): Promise<SentRecord[]> {
+    if (this.closed) throw new Error('the ShardedProducer is closed');
+    const topic = kafkaTopicOf(dataset, 'the ShardedProducer');
+    // Everything that can be refused is refused before anything is written.
+    const shards = records.map((r) => ShardedProducer.shardOf(dataset, r));
+    const messages = records.map((r, i) => ({ partition: shards[i]!, key: r.key ?? null, value: encodeValue(r.value, i) }));
+    await this.connect();
+    await this.checkTopic(dataset);
+    if (records.length === 0) return [];
+    const written = await this.producer.send({ topic, acks: -1, messages });
+    const base = new Map<number, number>();
+    for (const r of written) {
+      if (r.baseOffset === undefined) throw new Error(`Kafka did not return the offset of the records written to ${topic} partition ${r.partition}`);
+      base.set(r.partition, Number(r.baseOffset));
+    }
+    // kafkajs writes each partition's records as one batch in the order given: offsets follow on from the base.
+    const next = new Map<number, number>();
+    return shards.map((shard) => {
+      const k = next.get(shard) ?? 0;
+      next.set(shard, k + 1);
+      const b = base.get(shard);
+      if (b === undefined) throw new Error(`Kafka did not acknowledge the records written to ${topic} partition ${shard}`);
+      return { shard, partition: shard, offset: b + k };
+    });
+  }
+
+  /** Waits for nothing in flight; later sends fail. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const connecting = this.connecting;
+    this.connecting = undefined;
+    if (connecting === undefined) return;
+    await connecting.catch(() => {});
+    await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+  }
+
+  private connect(): Promise<void> {
+    if (this.connecting === undefined) {
+      const connecting = Promise.all([this.producer.connect(), this.admin.connect()]).then(() => undefined);
+      this.connecting = connecting;
+      connecting.catch(() => {
+        if (this.connecting === connecting) this.connecting = undefined;
+      });
+    }
+    return this.connecting;
+  }
+
+  private checkTopic(dataset: DatasetConfig): Promise<void> {
+    const key = `${dataset.ref}\u0000${kafkaTopicOf(dataset, 'the ShardedProducer')}\u0000${dataset.numShards}`;
+    let check = this.checked.get(key);
+    if (check === undefined) {
+      check = checkKafkaTopic(this.admin, dataset, 'the ShardedProducer');
+      this.checked.set(key, check);
+      // A failed check is not remembered: the topic may be created (or fixed) and the send retried.
+      check.catch(() => this.checked.delete(key));
+    }
+    return check;
+  }
+}
+
+function encodeValue(value: unknown, index: number): Buffer {
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  const json = JSON.stringify(value);
+  if (json === undefined) throw new TypeError(`record ${index}: value ${String(value)} cannot be written as JSON`);
+  return Buffer.from(json, 'utf8');
+}

@@ -1,0 +1,52 @@
+// One way to make a kafkajs client: its logs go through pino, topic auto-creation is never relied
+// on, and retries are bounded so an unreachable broker surfaces as an error instead of a hang.
+import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import type { Logger } from 'pino';
+
+export interface KafkaConnection {
+  /** `host:port` of one or more brokers. */
+  readonly brokers: readonly string[];
+  /** Names this process in the broker's logs and quotas. */
+  readonly clientId: string;
+  readonly log: Logger;
+  /** How long a connection attempt may take (default 3000 ms). */
+  readonly connectionTimeoutMs?: number;
+}
+
+// kafkajs's default partitioner warning is about key hashing, which shardherd never uses: every
+// record names its partition.
+process.env['KAFKAJS_NO_PARTITIONER_WARNING'] ??= '1';
+
+/**
+ * kafkajs's log levels, one step down on pino's: it logs every normal rebalance ("The group is
+ * rebalancing") as an error, and its INFO lines (joins, commits) are debug detail here. Failures
+ * that matter reach shardherd's code as exceptions and are logged there with their context.
+ */
+function pinoLevel(level: logLevel): 'warn' | 'info' | 'debug' | 'trace' {
+  switch (level) {
+    case logLevel.ERROR:
+      return 'warn';
+    case logLevel.WARN:
+      return 'info';
+    case logLevel.INFO:
+      return 'debug';
+    default:
+      return 'trace';
+  }
+}
+
+export function createKafka(connection: KafkaConnection): Kafka {
+  const log = connection.log.child({ component: 'kafkajs' });
+  return new Kafka({
+    clientId: connection.clientId,
+    brokers: [...connection.brokers],
+    connectionTimeout: connection.connectionTimeoutMs ?? 3_000,
+    retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: 8 },
+    logLevel: logLevel.INFO,
+    logCreator:
+      () =>
+      ({ namespace, level, log: { message, ...extra } }: LogEntry) => {
+        log[pinoLevel(level)]({ namespace, ...extra }, message);
+      },
+  });
+}

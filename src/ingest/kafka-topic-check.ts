@@ -1,0 +1,62 @@
+// The one check that a dataset's Kafka topic can carry the dataset, shared by the ingestion source
+// (before a shard is read) and the ShardedProducer (before a record is written): partition p is
+// shard p, so the topic must exist and have exactly numShards partitions. A topic with fewer
+// partitions would leave shards silently empty; one with more would hold records no shard reads.
+import type { Admin } from 'kafkajs';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import { ShardherdError } from '../core/errors.js';
+
+/**
+ * The topic of a dataset whose source is Kafka. Throws a `SOURCE_MISMATCH` `ShardherdError` for any
+ * other source type, naming `who` refuses it (e.g. "the Kafka ingestion source").
+ */
+export function kafkaTopicOf(dataset: DatasetConfig, who: string): string {
+  const source = dataset.source;
+  if (source.type !== 'kafka') {
+    throw new ShardherdError(
+      'SOURCE_MISMATCH',
+      `dataset ${dataset.ref}: ${who} needs a dataset whose source type is kafka, but its source type is ${source.type}`,
+      { dataset: dataset.ref },
+    );
+  }
+  return source.topic;
+}
+
+/**
+ * Resolves when the dataset's topic exists and has exactly `numShards` partitions; otherwise throws
+ * a `SOURCE_MISMATCH` `ShardherdError` saying what is wrong and what to do. Errors reaching Kafka
+ * (a broker down) are kafkajs's own, with their `retriable` flag.
+ *
+ * Gotchas: a topic is never created here (the admin client never asks the broker to auto-create
+ * one), so a typo in `source.topic` is reported instead of silently creating a 1-partition topic.
+ */
+export async function checkKafkaTopic(admin: Admin, dataset: DatasetConfig, who = 'shardherd'): Promise<void> {
+  const topic = kafkaTopicOf(dataset, who);
+  const partitions = await partitionCount(admin, topic);
+  if (partitions === undefined) {
+    throw new ShardherdError(
+      'SOURCE_MISMATCH',
+      `dataset ${dataset.ref}: Kafka topic "${topic}" does not exist; shardherd never creates topics, ` +
+        `create it with ${dataset.numShards} partitions (partition p is shard p)`,
+      { dataset: dataset.ref },
+    );
+  }
+  if (partitions !== dataset.numShards) {
+    throw new ShardherdError(
+      'SOURCE_MISMATCH',
+      `dataset ${dataset.ref}: Kafka topic "${topic}" has ${partitions} partitions but numShards is ${dataset.numShards} (partition p is shard p)`,
+      { dataset: dataset.ref },
+    );
+  }
+}
+
+/** The topic's partition count, or undefined when the topic does not exist. */
+async function partitionCount(admin: Admin, topic: string): Promise<number | undefined> {
+  try {
+    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+    return metadata.topics.find((t) => t.name === topic)?.partitions.length;
+  } catch (e) {
+    if ((e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return undefined;
+    throw e;
+  }
+}

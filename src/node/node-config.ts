@@ -1,0 +1,116 @@
+// The configuration file of one node process (`shardherd node --config <file>`): which node it is,
+// where Kafka and Cassandra are, the runtime settings, the datasets to set up, where ingested
+// records go, and the status endpoint. Every key is documented in config/README.md; a bad key is
+// refused with its dotted path, never defaulted silently.
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
+import { parseNodeId, type NodeId } from '../core/ids.js';
+import { runtimeSettings, type RuntimeSettings } from '../actors/settings.js';
+
+const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
+const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const schema = z.strictObject({
+  node: z.string().refine((s) => parseNodeId(s).ok, 'must be a node id: a letter or digit, then up to 127 letters, digits, ".", "_" or "-"'),
+  cluster: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,47}$/, 'must be a letter, then up to 47 letters, digits or "_"').default('shardherd'),
+  rack: z.string().min(1).max(100).optional(),
+  address: z.string().min(1).max(200).optional(),
+  kafka: z.strictObject({
+    brokers: z.array(hostPort).min(1, 'needs at least one broker'),
+    sessionTimeoutMs: ms.default(10_000),
+    heartbeatIntervalMs: ms.optional(),
+    topicReplicationFactor: z.number().int().min(1).default(1),
+  }),
+  cassandra: z.strictObject({
+    contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),
+    localDataCenter: z.string().min(1).default('datacenter1'),
+    keyspace: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd'),
+    replicationFactor: z.number().int().min(1).default(1),
+    connectTimeoutMs: ms.default(60_000),
+  }),
+  runtime: z.record(z.string(), z.unknown()).default({}),
+  datasets: z.array(z.unknown()).default([]),
+  sink: z
+    .discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('log') }),
+      z.strictObject({ type: z.literal('jsonl'), path: z.string().min(1) }),
+    ])
+    .default({ type: 'log' }),
+  status: z
+    .strictObject({
+      host: z.string().default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535),
+    })
+    .optional(),
+  logLevel: z.enum(LOG_LEVELS).default('info'),
+});
+
+type Parsed = z.output<typeof schema>;
+
+/** A validated node configuration. */
+export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets'> {
+  readonly node: NodeId;
+  /** The runtime settings, with the cluster name as the topic prefix. */
+  readonly runtime: RuntimeSettings;
+  readonly datasets: readonly DatasetConfig[];
+}
+
+/** A configuration that cannot be used, naming the key (`kafka.brokers.0`) and why. */
+export class NodeConfigError extends Error {
+  constructor(
+    readonly key: string,
+    reason: string,
+    readonly source = 'config',
+  ) {
+    super(`${source}: ${key === '' ? '' : `${key} `}${reason}`);
+    this.name = 'NodeConfigError';
+  }
+}
+
+/** Validates an untrusted configuration object. */
+export function parseNodeConfig(input: unknown, source = 'config'): NodeConfig {
+  const r = schema.safeParse(input, { reportInput: true });
+  if (!r.success) {
+    const issue = r.error.issues.find((i) => i.code === 'unrecognized_keys') ?? r.error.issues[0];
+    const path = issue?.path.map(String).join('.') ?? '';
+    if (issue?.code === 'unrecognized_keys') throw new NodeConfigError([path, issue.keys[0]].filter(Boolean).join('.'), 'is not a known key', source);
+    const missing = issue?.code === 'invalid_type' && issue.input === undefined;
+    throw new NodeConfigError(path, missing ? 'is required' : issue?.message ?? 'is invalid', source);
+  }
+  const c = r.data;
+  if ('topicPrefix' in c.runtime) throw new NodeConfigError('runtime.topicPrefix', 'is set by "cluster" in a node config', source);
+  let runtime: RuntimeSettings;
+  try {
+    runtime = runtimeSettings({ ...c.runtime, topicPrefix: c.cluster });
+  } catch (e) {
+    throw new NodeConfigError('runtime', e instanceof Error ? e.message : String(e), source);
+  }
+  const datasets = c.datasets.map((d, i) => {
+    const v = validateDatasetConfig(d);
+    if (!v.ok) throw new NodeConfigError(`datasets.${i}.${v.error.field}`, v.error.message.slice(v.error.field.length + 1), source);
+    return v.value;
+  });
+  const refs = datasets.map((d) => d.ref);
+  const duplicate = refs.find((r, i) => refs.indexOf(r) !== i);
+  if (duplicate !== undefined) throw new NodeConfigError('datasets', `name dataset ${duplicate} twice`, source);
+  return { ...c, node: c.node as NodeId, runtime, datasets };
+}
+
+/** Reads and validates a JSON configuration file. */
+export async function loadNodeConfig(path: string): Promise<NodeConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new NodeConfigError('', `cannot be read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, path);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new NodeConfigError('', `is not JSON: ${e instanceof Error ? e.message : String(e)}`, path);
+  }
+  return parseNodeConfig(json, path);
+}

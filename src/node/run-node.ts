@@ -1,0 +1,131 @@
+// One node of a real deployment (DESIGN.md §7): Kafka for membership, the bus and ingestion,
+// Cassandra for the MetaStore, the same ShardherdNode as embedded mode. `shardherd node` runs it;
+// an application that wants its own sink embeds it with `startNode`.
+import type { Logger } from 'pino';
+import { RealClock } from '../cluster/clock.js';
+import { KafkaBus } from '../cluster/kafka-bus.js';
+import { KafkaMembership } from '../cluster/kafka-membership.js';
+import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
+import { topicsFor, type Request } from '../actors/wire.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { RecordSink } from '../ingest/ingestion-source.js';
+import { KafkaIngestionSource } from '../ingest/kafka-source.js';
+import { sourceByType } from '../ingest/source-by-type.js';
+import { SyntheticSource } from '../ingest/synthetic-source.js';
+import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
+import type { NodeConfig } from './node-config.js';
+
+export interface StartNodeOptions {
+  /** Where ingested records go. */
+  readonly sink: RecordSink;
+  readonly log: Logger;
+}
+
+export interface StartedNode {
+  readonly node: ShardherdNode;
+  readonly config: NodeConfig;
+  /** Leaves the group (the singleton moves at once if it ran here), stops the actors, closes every connection. */
+  stop(): Promise<void>;
+}
+
+/** How long the node keeps asking for the datasets of its config to be set up (the singleton may still be starting). */
+const SETUP_DEADLINE_MS = 120_000;
+
+export async function startNode(config: NodeConfig, options: StartNodeOptions): Promise<StartedNode> {
+  const log = options.log;
+  const clientId = `shardherd-${config.cluster}-${config.node}`;
+  const brokers = config.kafka.brokers;
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close().catch((e: unknown) => log.warn({ err: e }, 'closing a connection failed'));
+  };
+  try {
+    const metaStore = await CassandraMetaStore.connect({
+      contactPoints: config.cassandra.contactPoints,
+      localDataCenter: config.cassandra.localDataCenter,
+      keyspace: config.cassandra.keyspace,
+      replication: { class: 'SimpleStrategy', replicationFactor: config.cassandra.replicationFactor },
+      cluster: config.cluster,
+      connectTimeoutMs: config.cassandra.connectTimeoutMs,
+      log: log.child({ component: 'metastore' }),
+    });
+    closers.push(() => metaStore.close());
+
+    const bus = new KafkaBus({
+      brokers,
+      clientId,
+      log: log.child({ component: 'bus' }),
+      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+      heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
+      replicationFactor: config.kafka.topicReplicationFactor,
+    });
+    closers.push(() => bus.close());
+    await bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix)));
+
+    const clock = new RealClock();
+    const kafkaSource = new KafkaIngestionSource({ brokers, clientId, groupPrefix: `${config.cluster}.ingest.${config.node}`, log: log.child({ component: 'ingest' }) });
+    closers.push(() => kafkaSource.close());
+    const services: ClusterServices = {
+      clock,
+      bus,
+      connectMembership: () =>
+        new KafkaMembership({
+          brokers,
+          clientId,
+          topicPrefix: config.runtime.topicPrefix,
+          sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+          heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
+          replicationFactor: config.kafka.topicReplicationFactor,
+          rack: config.rack,
+          address: config.address,
+          log: log.child({ component: 'membership' }),
+        }),
+      metaStore,
+      source: sourceByType({ kafka: kafkaSource, synthetic: new SyntheticSource(clock) }),
+      sink: options.sink,
+      settings: config.runtime,
+      log,
+      systemPrefix: `shardherd-${config.cluster}`,
+    };
+    const node = new ShardherdNode(services, config.node);
+    await node.start();
+    void setUpDatasets(node, config.datasets, log);
+    return {
+      node,
+      config,
+      stop: async () => {
+        await node.stop();
+        await closeAll();
+      },
+    };
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+}
+
+/**
+ * Asks the singleton to set up the datasets of the config, as many times as it takes to get an
+ * answer. Setting up an existing dataset with the same config is a no-op (`DatasetExists`); a
+ * different config is refused (`DatasetConflict`) and logged: the stored one stays.
+ */
+async function setUpDatasets(node: ShardherdNode, datasets: readonly DatasetConfig[], log: Logger): Promise<void> {
+  const deadline = Date.now() + SETUP_DEADLINE_MS;
+  for (const config of datasets) {
+    for (;;) {
+      if (node.state !== 'running') return;
+      try {
+        const reply = await node.request((replyTo) => ({ type: 'SetupDataset', config, replyTo }) as Request, 5_000);
+        const level = reply.type === 'DatasetVerified' || reply.type === 'DatasetExists' ? 'info' : 'error';
+        log[level]({ event: 'node.dataset-setup', dataset: config.ref, reply }, `dataset ${config.ref} from the config: ${reply.type}`);
+        break;
+      } catch (e) {
+        if (Date.now() > deadline) {
+          log.error({ event: 'node.dataset-setup', dataset: config.ref, err: e }, `dataset ${config.ref} from the config could not be set up: no singleton answered`);
+          break;
+        }
+        log.debug({ err: e, dataset: config.ref }, 'no answer to SetupDataset yet; asking again');
+      }
+    }
+  }
+}

@@ -1,0 +1,194 @@
+// Chaos on real processes (DESIGN.md §9): four `shardherd node` processes on the real Kafka and
+// Cassandra, an 8-shard dataset (at most 4 shards a node) fed by a producer of numbered records.
+// One fault after the other — SIGKILL the singleton, SIGKILL a shard owner, restart a killed node,
+// SIGSTOP the singleton past its session and SIGCONT it — and after each: every shard Active on exactly one live node, the
+// singleton recovered every dataset and subscription; at the end every produced record was
+// ingested at least once. The simulator gives breadth; these few give the real thing.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { converged, ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
+import { services, uniqueName } from './support.js';
+
+const SHARDS = 8;
+const SESSION_TIMEOUT_MS = 3_000;
+const DATASET = 'metrics';
+
+/** Writes numbered records round-robin over the partitions until stopped; remembers what was acknowledged. */
+class NumberedProducer {
+  readonly acked = new Set<number>();
+  private next = 0;
+  private running = true;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly producer: Producer, private readonly topic: string) {}
+
+  start(): void {
+    this.loop = (async () => {
+      while (this.running) {
+        const batch = Array.from({ length: SHARDS }, () => this.next++);
+        await this.producer.send({ topic: this.topic, acks: -1, messages: batch.map((n) => ({ partition: n % SHARDS, key: `r${n}`, value: JSON.stringify({ n }) })) });
+        for (const n of batch) this.acked.add(n);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+}
+
+describe('chaos: real node processes on real Kafka and Cassandra', () => {
+  let dir: string;
+  let cluster: ProcessCluster;
+  let kafka: Kafka;
+  let producer: Producer;
+  let numbered: NumberedProducer;
+  let last: Convergence;
+  const epochs: number[] = [];
+
+  const settle = async (what: string): Promise<Convergence> => {
+    const c = await waitConverged(cluster, DATASET, SHARDS, 90_000).catch((e: unknown) => {
+      throw new Error(`after ${what}: ${e instanceof Error ? e.message : String(e)}`);
+    });
+    epochs.push(c.singleton!.status.singleton!.epoch);
+    return c;
+  };
+
+  /** Every guardian still alive that was a watcher before is one after, and the dataset is still there. */
+  const expectRecovered = (before: Convergence, after: Convergence, dead: readonly string[]) => {
+    const was = before.singleton!.status.singleton!;
+    const now = after.singleton!.status.singleton!;
+    expect(now.epoch).toBeGreaterThan(was.epoch);
+    expect(now.maps.map((m) => m.dataset)).toEqual(was.maps.map((m) => m.dataset));
+    const survivors = was.watchers.filter((w) => !dead.some((d) => w.startsWith(`${d}@`)));
+    expect(now.watchers).toEqual(expect.arrayContaining(survivors));
+  };
+
+  beforeAll(async () => {
+    const s = services();
+    dir = await mkdtemp(join(tmpdir(), 'shardherd-chaos-'));
+    const name = uniqueName('chaos').replace(/-/g, '_');
+    const topic = `${name}.metrics`;
+    kafka = new Kafka({ clientId: 'chaos-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: SHARDS, replicationFactor: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    cluster = new ProcessCluster({
+      dir,
+      cluster: name,
+      kafkaBrokers: s.kafkaBrokers,
+      cassandraContactPoints: s.cassandraContactPoints,
+      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+      keyspace: 'shardherd_test',
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: 500,
+      runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
+      datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
+    });
+    // One after the other: join order makes node-1 the oldest member, hence the first singleton.
+    for (const n of ['node-1', 'node-2', 'node-3', 'node-4']) await cluster.start(n);
+    numbered = new NumberedProducer(producer, topic);
+    numbered.start();
+  }, 180_000);
+
+  afterAll(async () => {
+    await numbered?.stop().catch(() => undefined);
+    await producer?.disconnect().catch(() => undefined);
+    await cluster?.stopAll();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('converges: every shard Active on exactly one node, the oldest node is the singleton', async () => {
+    last = await settle('start');
+    expect(last.singleton!.name).toBe('node-1');
+  }, 120_000);
+
+  it('SIGKILL of the singleton: the next oldest recovers the dataset and the subscriptions under a new epoch', async () => {
+    const before = last;
+    await cluster.kill('node-1');
+    last = await settle('killing the singleton');
+    expect(last.singleton!.name).toBe('node-2');
+    expectRecovered(before, last, ['node-1']);
+  }, 120_000);
+
+  it('SIGKILL of a shard owner: its shards become Active elsewhere', async () => {
+    const owner = [...last.statuses.values()].find((s) => s.node !== last.singleton!.name && s.running.length > 0)!;
+    expect(owner).toBeDefined();
+    await cluster.kill(owner.node);
+    const after = await settle(`killing the owner ${owner.node}`);
+    expect(after.singleton!.status.singleton!.epoch).toBe(last.singleton!.status.singleton!.epoch);
+    expect([...after.statuses.keys()]).not.toContain(owner.node);
+    last = after;
+  }, 120_000);
+
+  it('restarting a killed node: it joins as a new incarnation and the cluster converges', async () => {
+    const killed = cluster.get('node-1');
+    expect(killed.alive).toBe(false);
+    await cluster.start('node-1');
+    last = await settle('restarting node-1');
+    expect(last.statuses.get('node-1')?.member).toBe(true);
+  }, 120_000);
+
+  it('SIGSTOP of the singleton past its session, then SIGCONT: another node takes over and the woken one never acts as singleton again', async () => {
+    const frozen = last.singleton!.name;
+    const before = last;
+    cluster.signal(frozen, 'SIGSTOP');
+    // Its membership ends after the session timeout; the survivor takes over meanwhile.
+    let taken: Convergence | undefined;
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const c = await converged(cluster, DATASET, SHARDS);
+      if (c.ok && c.singleton!.name !== frozen) {
+        taken = c;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(taken, 'no other node took over while the singleton was frozen').toBeDefined();
+    expectRecovered(before, taken!, [frozen]);
+    cluster.signal(frozen, 'SIGCONT');
+    const woken = await waitFor(async () => {
+      const s = await cluster.status(frozen);
+      // It fences itself: a new incarnation, a member again, and no singleton.
+      return s && s.incarnation !== before.statuses.get(frozen)!.incarnation && s.member ? s : undefined;
+    }, 60_000, `${frozen} did not come back as a new incarnation after SIGCONT`);
+    expect(woken.singleton).toBeUndefined();
+    last = await settle('waking the frozen singleton');
+    expect(last.singleton!.name).toBe(taken!.singleton!.name);
+    expect(last.singleton!.status.singleton!.epoch).toBe(taken!.singleton!.status.singleton!.epoch);
+  }, 180_000);
+
+  it('every record produced during the faults was ingested at least once, and epochs never went back', async () => {
+    await numbered.stop();
+    const produced = numbered.acked;
+    expect(produced.size).toBeGreaterThan(1_000);
+    let missing: number[] = [...produced];
+    const deadline = Date.now() + 60_000;
+    while (missing.length > 0 && Date.now() < deadline) {
+      const seen = new Set<number>();
+      for (const line of await cluster.ingested()) seen.add((line.value as { n: number }).n);
+      missing = missing.filter((n) => !seen.has(n));
+      if (missing.length > 0) await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(missing.slice(0, 20), `${missing.length} of ${produced.size} records never reached a sink`).toEqual([]);
+    expect(epochs).toEqual([...epochs].sort((a, b) => a - b));
+  }, 120_000);
+});
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, message: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(message);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

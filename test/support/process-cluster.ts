@@ -1,0 +1,226 @@
+// Real `shardherd node` processes on one machine, for the chaos tests and the failover benchmarks:
+// writes each node's config file, spawns `shardherd node --config`, learns its status URL from its
+// log, reads `/status`, sends signals, and reads back what the JSON-lines sinks ingested.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { NodeStatus } from '../../src/http/node-status.js';
+
+const REPO = resolve(import.meta.dirname, '../..');
+const MAIN = join(REPO, 'src/cli/main.ts');
+
+export interface ProcessClusterOptions {
+  /** Where configs, logs and sink files go. */
+  readonly dir: string;
+  readonly cluster: string;
+  readonly kafkaBrokers: readonly string[];
+  readonly cassandraContactPoints: readonly string[];
+  readonly cassandraLocalDataCenter: string;
+  readonly keyspace: string;
+  readonly sessionTimeoutMs: number;
+  readonly heartbeatIntervalMs?: number;
+  /** Runtime settings of every node (config key `runtime`). */
+  readonly runtime?: Record<string, unknown>;
+  /** Dataset configs every node sets up at start (idempotent). */
+  readonly datasets?: readonly unknown[];
+  readonly logLevel?: string;
+}
+
+export interface NodeProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  readonly exited: Promise<number | NodeJS.Signals | null>;
+  alive: boolean;
+}
+
+export interface SinkLine {
+  readonly dataset: string;
+  readonly shard: number;
+  readonly offset: number;
+  readonly key: string;
+  readonly value: unknown;
+}
+
+export class ProcessCluster {
+  private readonly procs = new Map<string, NodeProcess>();
+  private readonly logs: WriteStream[] = [];
+
+  constructor(readonly options: ProcessClusterOptions) {}
+
+  configPath(name: string): string {
+    return join(this.options.dir, `${name}.json`);
+  }
+
+  sinkPath(name: string): string {
+    return join(this.options.dir, `${name}.jsonl`);
+  }
+
+  private async writeConfig(name: string): Promise<void> {
+    const o = this.options;
+    const config = {
+      node: name,
+      cluster: o.cluster,
+      rack: `rack-${name}`,
+      kafka: { brokers: o.kafkaBrokers, sessionTimeoutMs: o.sessionTimeoutMs, ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}) },
+      cassandra: { contactPoints: o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
+      runtime: o.runtime ?? {},
+      datasets: o.datasets ?? [],
+      sink: { type: 'jsonl', path: this.sinkPath(name) },
+      status: { host: '127.0.0.1', port: 0 },
+      logLevel: o.logLevel ?? 'info',
+    };
+    await writeFile(this.configPath(name), JSON.stringify(config, null, 2));
+  }
+
+  /** Spawns a node (a new incarnation if the name ran before) and waits until its status endpoint is up. */
+  async start(name: string, readyTimeoutMs = 60_000): Promise<NodeProcess> {
+    const previous = this.procs.get(name);
+    if (previous?.alive) throw new Error(`${name} is already running`);
+    await mkdir(this.options.dir, { recursive: true });
+    await this.writeConfig(name);
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'node', '--config', this.configPath(name)], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, FORCE_COLOR: '0' },
+    });
+    const log = createWriteStream(join(this.options.dir, `${name}.log`), { flags: 'a' });
+    this.logs.push(log);
+    child.stderr?.pipe(log, { end: false });
+    const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
+    const url = await new Promise<string>((ok, fail) => {
+      const timer = setTimeout(() => fail(new Error(`${name} did not report its status URL within ${readyTimeoutMs} ms (see ${name}.log)`)), readyTimeoutMs);
+      void exited.then((how) => {
+        clearTimeout(timer);
+        fail(new Error(`${name} exited (${String(how)}) before it was ready (see ${name}.log)`));
+      });
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        log.write(`${line}\n`);
+        if (!line.includes('"node.status"')) return;
+        const parsed = JSON.parse(line) as { url?: string };
+        if (parsed.url) {
+          clearTimeout(timer);
+          ok(parsed.url);
+        }
+      });
+    });
+    const proc: NodeProcess = { name, child, url, exited, alive: true };
+    void exited.then(() => (proc.alive = false));
+    this.procs.set(name, proc);
+    return proc;
+  }
+
+  get(name: string): NodeProcess {
+    const p = this.procs.get(name);
+    if (!p) throw new Error(`no node ${name}`);
+    return p;
+  }
+
+  /** The processes still running (a SIGSTOPped one counts: it is alive, only frozen). */
+  live(): NodeProcess[] {
+    return [...this.procs.values()].filter((p) => p.alive);
+  }
+
+  signal(name: string, signal: NodeJS.Signals): void {
+    this.get(name).child.kill(signal);
+  }
+
+  /** SIGKILL, and waits until the OS reaped the process. */
+  async kill(name: string): Promise<void> {
+    const p = this.get(name);
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+
+  /** `/status` of a node, or undefined if it does not answer within `timeoutMs` (dead, frozen or busy). */
+  async status(name: string, timeoutMs = 2_000): Promise<NodeStatus | undefined> {
+    const p = this.procs.get(name);
+    if (!p?.alive) return undefined;
+    try {
+      const res = await fetch(`${p.url}/status`, { signal: AbortSignal.timeout(timeoutMs) });
+      return res.ok ? ((await res.json()) as NodeStatus) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Every ingested record of every node, from their JSON-lines sinks. */
+  async ingested(): Promise<SinkLine[]> {
+    const lines: SinkLine[] = [];
+    for (const name of this.procs.keys()) {
+      const text = await readFile(this.sinkPath(name), 'utf8').catch(() => '');
+      for (const line of text.split('\n')) if (line !== '') lines.push(JSON.parse(line) as SinkLine);
+    }
+    return lines;
+  }
+
+  /** SIGTERM to every live process (SIGCONT first, in case one is frozen), SIGKILL after `graceMs`. */
+  async stopAll(graceMs = 15_000): Promise<void> {
+    await Promise.all(
+      this.live().map(async (p) => {
+        p.child.kill('SIGCONT');
+        p.child.kill('SIGTERM');
+        const timer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
+        await p.exited;
+        clearTimeout(timer);
+      }),
+    );
+    for (const log of this.logs) log.end();
+  }
+}
+
+/** What `converged` found: the singleton's status and, if not converged, why not. */
+export interface Convergence {
+  readonly ok: boolean;
+  readonly why: string;
+  readonly singleton?: { readonly name: string; readonly status: NodeStatus };
+  readonly statuses: ReadonlyMap<string, NodeStatus>;
+}
+
+/**
+ * True when exactly one live member hosts the singleton, its map of `dataset` has every shard
+ * Active on a live member, and every shard runs Active on exactly one live node — the one the map
+ * names — and nowhere else.
+ */
+export async function converged(cluster: ProcessCluster, dataset: string, numShards: number): Promise<Convergence> {
+  const statuses = new Map<string, NodeStatus>();
+  for (const p of cluster.live()) {
+    const s = await cluster.status(p.name);
+    if (s) statuses.set(p.name, s);
+  }
+  const fail = (why: string): Convergence => ({ ok: false, why, statuses });
+  const members = [...statuses.entries()].filter(([, s]) => s.member && s.state === 'running');
+  const singletons = members.filter(([, s]) => s.singleton !== undefined);
+  if (singletons.length !== 1) return fail(`${singletons.length} singletons among ${members.map(([n]) => n).join(', ')}`);
+  const [name, status] = singletons[0]!;
+  const map = status.singleton!.maps.find((m) => m.dataset === dataset);
+  if (!map) return fail(`the singleton on ${name} has no map of ${dataset}`);
+  const live = new Set(members.map(([, s]) => s.node));
+  for (let shard = 0; shard < numShards; shard++) {
+    const owners = members.filter(([, s]) => s.running.some((r) => r.dataset === dataset && r.shard === shard));
+    if (owners.length !== 1) return fail(`shard ${shard} runs on ${owners.length} nodes (${owners.map(([n]) => n).join(', ')})`);
+    const [owner, ownerStatus] = owners[0]!;
+    const running = ownerStatus.running.find((r) => r.dataset === dataset && r.shard === shard)!;
+    if (running.status.type !== 'Active') return fail(`shard ${shard} is ${running.status.type} on ${owner}`);
+    const assigned = map.shards[shard]?.assignments ?? [];
+    if (assigned.length !== 1 || assigned[0]!.node !== owner || assigned[0]!.status.type !== 'Active' || !live.has(assigned[0]!.node)) {
+      return fail(`shard ${shard}: the map says ${JSON.stringify(assigned)}, it runs on ${owner}`);
+    }
+  }
+  return { ok: true, why: '', singleton: { name, status }, statuses };
+}
+
+/** Polls `converged` until it holds or `timeoutMs` passes; throws with the last reason. */
+export async function waitConverged(cluster: ProcessCluster, dataset: string, numShards: number, timeoutMs = 60_000): Promise<Convergence> {
+  const deadline = Date.now() + timeoutMs;
+  let last: Convergence | undefined;
+  while (Date.now() < deadline) {
+    last = await converged(cluster, dataset, numShards);
+    if (last.ok) return last;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`not converged within ${timeoutMs} ms: ${last?.why ?? 'no status'}`);
+}

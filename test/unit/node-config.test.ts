@@ -1,0 +1,80 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
+import { loadNodeConfig, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
+
+const minimal = { node: 'node-1', kafka: { brokers: ['127.0.0.1:9092'] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } };
+
+const refusal = (input: unknown): string => {
+  try {
+    parseNodeConfig(input, 'node.json');
+  } catch (e) {
+    expect(e).toBeInstanceOf(NodeConfigError);
+    return (e as Error).message;
+  }
+  throw new Error('the config was accepted');
+};
+
+describe('node config', () => {
+  it('accepts config/node.example.json with its datasets validated', async () => {
+    const c = await loadNodeConfig('config/node.example.json');
+    expect(c.node).toBe('node-1');
+    expect(c.runtime.topicPrefix).toBe(c.cluster);
+    expect(c.datasets.map((d) => [d.ref, d.numShards, d.source.type])).toEqual([['metrics', 16, 'kafka']]);
+  });
+
+  it('accepts the docker-compose node configs', async () => {
+    for (const n of [1, 2, 3]) {
+      const c = await loadNodeConfig(`config/docker/node-${n}.json`);
+      expect([c.node, c.kafka.brokers, c.status?.host]).toEqual([`node-${n}`, ['kafka:9092'], '0.0.0.0']);
+    }
+  });
+
+  it('fills in the documented defaults', () => {
+    const c = parseNodeConfig(minimal);
+    expect(c.cluster).toBe('shardherd');
+    expect(c.kafka.sessionTimeoutMs).toBe(10_000);
+    expect(c.cassandra).toMatchObject({ localDataCenter: 'datacenter1', keyspace: 'shardherd', replicationFactor: 1, connectTimeoutMs: 60_000 });
+    expect(c.sink).toEqual({ type: 'log' });
+    expect(c.status).toBeUndefined();
+    expect(c.runtime.publishIntervalMs).toBe(5_000);
+  });
+
+  it('names the key that is wrong, missing or unknown', () => {
+    expect(refusal({ ...minimal, kafka: { brokers: ['localhost'] } })).toBe('node.json: kafka.brokers.0 must be host:port');
+    expect(refusal({ kafka: minimal.kafka, cassandra: minimal.cassandra })).toBe('node.json: node is required');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, sesionTimeoutMs: 5 } })).toBe('node.json: kafka.sesionTimeoutMs is not a known key');
+    expect(refusal({ ...minimal, runtime: { publishIntervalMs: 'often' } })).toMatch(/^node\.json: runtime invalid runtime setting publishIntervalMs/);
+    expect(refusal({ ...minimal, runtime: { topicPrefix: 'x' } })).toBe('node.json: runtime.topicPrefix is set by "cluster" in a node config');
+  });
+
+  it('validates every dataset and refuses a dataset named twice', () => {
+    const ds = { ref: 'metrics', numShards: 6, minNumNodes: 1, source: { type: 'kafka', topic: 't' } };
+    expect(refusal({ ...minimal, datasets: [ds] })).toBe('node.json: datasets.0.numShards must be a power of two between 1 and 65536');
+    const good = { ...ds, numShards: 8 };
+    expect(refusal({ ...minimal, datasets: [good, good] })).toBe('node.json: datasets name dataset metrics twice');
+  });
+
+  it('says when the file is missing or not JSON', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'shardherd-config-'));
+    await expect(loadNodeConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot be read: ENOENT/);
+    await writeFile(join(dir, 'bad.json'), '{ node: 1 ');
+    await expect(loadNodeConfig(join(dir, 'bad.json'))).rejects.toThrow(/bad\.json: is not JSON/);
+  });
+});
+
+describe('shardherd node command line', () => {
+  it('runs a node with --config, with an optional log level', () => {
+    expect(parseCommandLine(['node', '--config', 'c.json'])).toEqual({ kind: 'node', configPath: 'c.json', logLevel: undefined });
+    expect(parseCommandLine(['node', '--config', 'c.json', '--log-level', 'debug'])).toMatchObject({ kind: 'node', logLevel: 'debug' });
+  });
+
+  it('refuses a node without --config, and demo flags on it', () => {
+    const missing = parseCommandLine(['node']);
+    expect(missing).toMatchObject({ kind: 'exit', code: EXIT_USAGE });
+    expect(missing.kind === 'exit' && missing.stderr).toMatch(/--config <file>/);
+    expect(parseCommandLine(['node', '--config', 'c.json', '--nodes', '3'])).toMatchObject({ kind: 'exit', code: EXIT_USAGE });
+  });
+});
