@@ -61,7 +61,6 @@ async function runCase(s: BenchServices, sessionTimeoutMs: number, samples: numb
     sessionTimeoutMs,
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50 },
     datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
-    logLevel: 'warn',
   });
   const result: CaseResult = { sessionTimeoutMs, singletonActive: [], singletonAllActive: [], ownerAllActive: [] };
   try {

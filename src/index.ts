@@ -124,6 +124,26 @@ export { EmbeddedCluster } from './embedded/embedded-cluster.js';
 export type { ShardMapListener } from './client/shard-event-subscriber.js';
 export { ShardEventSubscriber } from './client/shard-event-subscriber.js';
 
+// Real deployment: the Kafka and Cassandra adapters, the gateway producer, and a node process
+export type { KafkaConnection } from './cluster/kafka-client.js';
+export type { KafkaBusErrorCode, KafkaBusOptions } from './cluster/kafka-bus.js';
+export { KafkaBus, KafkaBusError } from './cluster/kafka-bus.js';
+export type { KafkaMembershipErrorCode, KafkaMembershipOptions } from './cluster/kafka-membership.js';
+export { KafkaMembership, KafkaMembershipError } from './cluster/kafka-membership.js';
+export type { CassandraMetaStoreOptions, KeyspaceReplication } from './store/cassandra-meta-store.js';
+export { CassandraMetaStore, MetaStoreRowError } from './store/cassandra-meta-store.js';
+export type { KafkaFetchOptions, KafkaIngestionSourceOptions, KafkaValueDecoder } from './ingest/kafka-source.js';
+export { decodeKafkaValue, KafkaIngestionSource } from './ingest/kafka-source.js';
+export type { SentRecord, ShardedProducerOptions, ShardedRecord } from './client/sharded-producer.js';
+export { ShardedProducer } from './client/sharded-producer.js';
+export { JsonLinesSink, LogSink } from './ingest/file-sinks.js';
+export type { NodeConfig } from './node/node-config.js';
+export { loadNodeConfig, NodeConfigError, parseNodeConfig } from './node/node-config.js';
+export type { StartedNode, StartNodeOptions } from './node/run-node.js';
+export { startNode } from './node/run-node.js';
+export type { NodeStatus, SingletonStatus } from './http/node-status.js';
+export { startStatusServer } from './http/status-server.js';
+
 // The whole-cluster simulator
 export type { Invariant, SimulationOptions, SimulationReport, Violation } from './sim/simulation.js';
 export { runSimulation } from './sim/simulation.js';

@@ -104,8 +104,9 @@ export function spawnIngestionActor(
           }
         }
       }
-      // A full batch means more is waiting: poll again at once.
-      schedulePoll(s, ctx.self, records.length >= env.settings.batchSize ? 0 : env.settings.pollIntervalMs);
+      // Records came: more may be waiting (a source that buffers, like Kafka's, hands out what it
+      // has fetched so far), so poll again at once; only an empty read waits for the interval.
+      schedulePoll(s, ctx.self, records.length > 0 ? 0 : env.settings.pollIntervalMs);
       return s;
     } catch (e) {
       // A poison record, a sink that refuses, a source that cannot be opened: the shard reports

@@ -42,7 +42,7 @@ export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'lo
       return await op();
     } catch (e) {
       if (!(e instanceof Error) || !(e as { retriable?: boolean }).retriable) throw e;
-      env.log.warn({ err: e, attempt, retryInMs: delay }, `${what} failed; retrying`);
+      env.log.warn({ event: 'retry', what, err: e, attempt, retryInMs: delay }, `${what} failed; retrying`);
       await sleep(env.clock, delay);
       delay = Math.min(delay * 2, env.settings.retryMaxMs);
     }

@@ -5,14 +5,10 @@ import { AssignerProtocol, type Admin, type Consumer, type Kafka, type Partition
 import type { Logger } from 'pino';
 import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from './bus.js';
 import { RealClock, type Clock } from './clock.js';
-import { createKafka } from './kafka-client.js';
+import { createKafka, type KafkaConnection } from './kafka-client.js';
 
-export interface KafkaBusOptions {
-  /** `host:port` of one or more brokers. */
-  readonly brokers: readonly string[];
-  /** Names this process in the broker's logs and quotas. */
-  readonly clientId: string;
-  readonly log: Logger;
+/** The connection (brokers, client id, log, connection timeout) and the group timings of the bus's consumers. */
+export interface KafkaBusOptions extends KafkaConnection {
   /**
    * How long the broker waits for a subscription's heartbeat before it drops it from its group and
    * gives the topic to another open subscription of that group (default 10000 ms; the broker
@@ -41,8 +37,6 @@ export interface KafkaBusOptions {
   readonly maxWaitTimeMs?: number | undefined;
   /** Replication factor of the topics `ensureTopics` creates (default 1). */
   readonly replicationFactor?: number | undefined;
-  /** How long connecting to a broker may take (default 3000 ms). */
-  readonly connectionTimeoutMs?: number | undefined;
   /** Where subscription open times come from (default: the wall clock). */
   readonly clock?: Clock | undefined;
 }

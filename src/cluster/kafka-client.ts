@@ -10,7 +10,7 @@ export interface KafkaConnection {
   readonly clientId: string;
   readonly log: Logger;
   /** How long a connection attempt may take (default 3000 ms). */
-  readonly connectionTimeoutMs?: number;
+  readonly connectionTimeoutMs?: number | undefined;
 }
 
 // kafkajs's default partitioner warning is about key hashing, which shardherd never uses: every

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { parseIncarnation, parseNodeId, type Incarnation, type NodeId } from '../core/ids.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { Member } from '../core/shard-manager/protocol.js';
-import { createKafka } from './kafka-client.js';
+import { createKafka, type KafkaConnection } from './kafka-client.js';
 import { isMember, type JoinRequest, type Membership, type MembershipView } from './membership.js';
 
 /** The group protocol (assigner) name every shardherd node of a cluster must share. */
@@ -17,12 +17,8 @@ export const MEMBERSHIP_PROTOCOL = 'shardherd-membership';
 /** The format of the JSON a member puts in its metadata `userData`. */
 export const MEMBER_METADATA_FORMAT = 1;
 
-export interface KafkaMembershipOptions {
-  /** `host:port` of one or more brokers. */
-  readonly brokers: readonly string[];
-  /** Names this process in the broker's logs. */
-  readonly clientId: string;
-  readonly log: Logger;
+/** The connection (brokers, client id, log) and the group timings of the membership's consumer. */
+export interface KafkaMembershipOptions extends KafkaConnection {
   /** The cluster name: the group and its one-partition topic are both `<topicPrefix>.members`. */
   readonly topicPrefix: string;
   /**

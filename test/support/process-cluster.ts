@@ -25,7 +25,8 @@ export interface ProcessClusterOptions {
   readonly runtime?: Record<string, unknown>;
   /** Dataset configs every node sets up at start (idempotent). */
   readonly datasets?: readonly unknown[];
-  readonly logLevel?: string;
+  /** At least info: the harness learns each node's status URL from its `node.status` log line. */
+  readonly logLevel?: 'info' | 'debug' | 'trace';
 }
 
 export interface NodeProcess {
@@ -49,7 +50,12 @@ export class ProcessCluster {
   private readonly procs = new Map<string, NodeProcess>();
   private readonly logs: WriteStream[] = [];
 
-  constructor(readonly options: ProcessClusterOptions) {}
+  constructor(readonly options: ProcessClusterOptions) {
+    // A test run that dies without its afterAll must not leave node processes behind.
+    process.once('exit', () => {
+      for (const p of this.live()) p.child.kill('SIGKILL');
+    });
+  }
 
   configPath(name: string): string {
     return join(this.options.dir, `${name}.json`);

@@ -1,0 +1,86 @@
+// `shardherd node` as an operator runs it, on the real Kafka and Cassandra: datasets set up over
+// the status endpoint (a topic that does not match is refused with the reason), and SIGTERM hands
+// the singleton over at once instead of after a session timeout.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
+import { services, uniqueName } from './support.js';
+
+const SESSION_TIMEOUT_MS = 8_000;
+
+describe('shardherd node processes', () => {
+  let dir: string;
+  let cluster: ProcessCluster;
+  let prefix: string;
+  let admin: ReturnType<Kafka['admin']>;
+
+  beforeAll(async () => {
+    const s = services();
+    dir = await mkdtemp(join(tmpdir(), 'shardherd-node-'));
+    prefix = uniqueName('nodes').replace(/-/g, '_');
+    admin = new Kafka({ clientId: 'node-process-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }).admin();
+    await admin.connect();
+    await admin.createTopics({
+      topics: [
+        { topic: `${prefix}.good`, numPartitions: 8, replicationFactor: 1 },
+        { topic: `${prefix}.six`, numPartitions: 6, replicationFactor: 1 },
+      ],
+      waitForLeaders: true,
+    });
+    cluster = new ProcessCluster({
+      dir,
+      cluster: prefix,
+      kafkaBrokers: s.kafkaBrokers,
+      cassandraContactPoints: s.cassandraContactPoints,
+      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+      keyspace: 'shardherd_test',
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      runtime: { publishIntervalMs: 1_000, pollIntervalMs: 50 },
+    });
+    await cluster.start('node-1');
+    await cluster.start('node-2');
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stopAll();
+    await admin?.disconnect();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  const setUp = async (config: unknown) => {
+    const res = await fetch(`${cluster.get('node-2').url}/datasets`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(config) });
+    return { status: res.status, reply: (await res.json()) as { type: string; message?: string } };
+  };
+
+  it('refuses a dataset whose topic does not have numShards partitions, or does not exist, and says why', async () => {
+    const six = await setUp({ ref: 'six', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.six` } });
+    expect(six.status).toBe(400);
+    expect(six.reply).toEqual({ type: 'BadData', message: `dataset six: Kafka topic "${prefix}.six" has 6 partitions but numShards is 8 (partition p is shard p)` });
+    const missing = await setUp({ ref: 'missing', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.none` } });
+    expect(missing.status).toBe(400);
+    expect(missing.reply.message).toMatch(/does not exist/);
+    const bad = await setUp({ ref: 'bad', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topik: 'x' } });
+    expect(bad).toMatchObject({ status: 400, reply: { type: 'BadSchema' } });
+  });
+
+  it('accepts a matching dataset and runs every shard', async () => {
+    const good = await setUp({ ref: 'good', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.good` } });
+    expect(good).toEqual({ status: 200, reply: { type: 'DatasetVerified', dataset: 'good' } });
+    const c = await waitConverged(cluster, 'good', 8, 60_000);
+    expect(c.singleton!.name).toBe('node-1');
+    expect(c.singleton!.status.singleton!.maps.map((m) => m.dataset)).toEqual(['good']);
+  });
+
+  it('SIGTERM leaves gracefully: exit code 0 and the singleton moves well before the session timeout', async () => {
+    const t0 = Date.now();
+    cluster.signal('node-1', 'SIGTERM');
+    expect(await cluster.get('node-1').exited).toBe(0);
+    const c = await waitConverged(cluster, 'good', 8, 60_000);
+    const took = Date.now() - t0;
+    expect(c.singleton!.name).toBe('node-2');
+    expect(took).toBeLessThan(SESSION_TIMEOUT_MS);
+  });
+});
