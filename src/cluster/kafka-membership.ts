@@ -27,7 +27,11 @@ export interface KafkaMembershipOptions extends KafkaConnection {
    * within the broker's `group.min.session.timeout.ms` (default 6000) .. `group.max.session.timeout.ms`.
    */
   readonly sessionTimeoutMs?: number | undefined;
-  /** How often the handle heartbeats. Default `sessionTimeoutMs / 5`; must be below `sessionTimeoutMs`. */
+  /**
+   * How often the handle heartbeats, and so how soon survivors notice a rebalance after a member
+   * died. Default `sessionTimeoutMs / 10` (a fifth made failover take 1.2 × the session timeout
+   * instead of 1.1 ×); must be below `sessionTimeoutMs`.
+   */
   readonly heartbeatIntervalMs?: number | undefined;
   /**
    * How long a rebalance waits for every member to rejoin before it drops the ones that did not (a
@@ -70,7 +74,7 @@ export function kafkaMembershipSettings(options: KafkaMembershipOptions): KafkaM
     throw new RangeError(`topicPrefix must be 1 to 200 letters, digits, ".", "_" or "-", got ${JSON.stringify(options.topicPrefix)}`);
   }
   const sessionTimeoutMs = positiveMs('sessionTimeoutMs', options.sessionTimeoutMs ?? 10_000);
-  const heartbeatIntervalMs = positiveMs('heartbeatIntervalMs', options.heartbeatIntervalMs ?? Math.max(1, Math.floor(sessionTimeoutMs / 5)));
+  const heartbeatIntervalMs = positiveMs('heartbeatIntervalMs', options.heartbeatIntervalMs ?? Math.max(1, Math.floor(sessionTimeoutMs / 10)));
   if (heartbeatIntervalMs >= sessionTimeoutMs) {
     throw new RangeError(`heartbeatIntervalMs (${heartbeatIntervalMs}) must be below sessionTimeoutMs (${sessionTimeoutMs})`);
   }
