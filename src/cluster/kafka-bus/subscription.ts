@@ -1,0 +1,219 @@
+// One bus subscription: one kafkajs consumer and group member, which positions itself whenever it
+// is given the topic and hands the records to the handler one at a time.
+import type { Consumer, Kafka } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { BusRecord, BusSubscription } from '../bus.js';
+import { newestSubscriptionOwns } from './assigner.js';
+import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
+import type { KafkaBusSettings } from './settings.js';
+
+/** What the bus hands a subscription: its topic, group and handler, and where it starts. */
+export interface SubscriptionParams {
+  readonly committedOffset: () => Promise<number | undefined>;
+  readonly onClosed: () => void;
+  readonly kafka: Kafka;
+  readonly settings: KafkaBusSettings;
+  readonly log: Logger;
+  readonly topic: string;
+  readonly group: string;
+  readonly handler: (record: BusRecord) => Promise<void> | void;
+  readonly onError: ((error: unknown, record: BusRecord) => void) | undefined;
+  readonly startIfUncommitted: number;
+  readonly openedAt: number;
+  readonly fromBeginning: boolean;
+}
+
+/** One subscription: one kafkajs consumer, one group member. */
+export class KafkaSubscription implements BusSubscription {
+  private readonly consumer: Consumer;
+  /** Whether this member was given partition 0 at its last join. */
+  private owns = false;
+  /** The next offset to deliver; unknown until the member first owns the topic. */
+  private position: number | undefined;
+  /** Counts joins, so that a positioning overtaken by a newer join does nothing. */
+  private joins = 0;
+  private ready = false;
+  private readonly opened: Deferred<void>;
+  /** Stops waiting for the handler in flight, if any. */
+  private abandonInFlight: (() => void) | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly p: SubscriptionParams) {
+    this.opened = deferred();
+    this.consumer = p.kafka.consumer({
+      groupId: p.group,
+      partitionAssigners: [newestSubscriptionOwns(p.openedAt)],
+      sessionTimeout: p.settings.sessionTimeoutMs,
+      heartbeatInterval: p.settings.heartbeatIntervalMs,
+      rebalanceTimeout: p.settings.rebalanceTimeoutMs,
+      maxWaitTimeInMs: p.settings.maxWaitTimeMs,
+      allowAutoTopicCreation: false,
+      retry: {
+        // A failure before the first join fails subscribe(); after it, kafkajs rejoins on its own.
+        restartOnFailure: async () => this.ready && this.closing === undefined,
+      },
+    });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => this.onJoin(event.payload.memberAssignment));
+    this.consumer.on(this.consumer.events.CRASH, (event) => {
+      const { error, restart } = event.payload;
+      if (!this.ready) {
+        this.opened.reject(kafkaError(`subscribing to ${p.topic} as group ${p.group}`, { topic: p.topic, group: p.group }, error));
+      } else if (this.closing === undefined) {
+        p.log.error({ event: 'bus.consumer.crashed', err: error, restart }, restart ? 'bus consumer failed: it restarts' : 'bus consumer failed for good: no more records on this subscription');
+      }
+    });
+  }
+
+  async open(): Promise<void> {
+    const { topic, group } = this.p;
+    try {
+      await kafkaCall('connecting a consumer', { topic, group }, () => this.consumer.connect());
+      await kafkaCall('subscribing a consumer', { topic, group }, () => this.consumer.subscribe({ topics: [topic], fromBeginning: this.p.fromBeginning }));
+      await kafkaCall('starting a consumer', { topic, group }, () => this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onMessage(message.offset, message.value) }));
+      await this.opened.promise;
+    } catch (e) {
+      await this.close();
+      throw e;
+    }
+  }
+
+  async commit(offset: number): Promise<void> {
+    const { topic, group } = this.p;
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`commit offset must be a non-negative integer, got ${offset}`);
+    if (this.closing !== undefined) throw new KafkaBusError('CLOSED', `cannot commit on ${topic} for group ${group}: the subscription is closed`, { topic, group });
+    if (!this.owns) {
+      throw new KafkaBusError('NOT_OWNER', `cannot commit on ${topic} for group ${group}: a newer subscription of the group owns the topic`, { topic, group });
+    }
+    await kafkaCall(`committing offset ${offset}`, { topic, group }, () => this.consumer.commitOffsets([{ topic, partition: 0, offset: String(offset) }]));
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.abandonInFlight?.();
+      if (!this.ready) this.opened.reject(new KafkaBusError('CLOSED', `subscription to ${this.p.topic} closed before it was open`, { topic: this.p.topic, group: this.p.group }));
+      try {
+        await this.consumer.disconnect();
+      } catch (e) {
+        this.p.log.warn({ err: e }, 'bus consumer disconnect failed');
+      } finally {
+        this.p.onClosed();
+      }
+    })();
+    return this.closing;
+  }
+
+  /**
+   * Called synchronously by kafkajs after each join, before it fetches anything: pause the
+   * partition until its position is fixed, then seek there and resume.
+   */
+  private onJoin(assignment: Record<string, number[] | undefined>): void {
+    const join = ++this.joins;
+    this.owns = (assignment[this.p.topic] ?? []).includes(0);
+    this.p.log.debug({ event: 'bus.subscription.joined', owns: this.owns }, this.owns ? 'bus subscription owns its topic' : 'bus subscription joined without the topic');
+    if (!this.owns) {
+      this.markReady();
+      return;
+    }
+    const partitions = [{ topic: this.p.topic, partitions: [0] }];
+    this.consumer.pause(partitions);
+    void this.fixPosition(join).then((offset) => {
+      if (join !== this.joins || this.closing !== undefined) return;
+      try {
+        this.consumer.seek({ topic: this.p.topic, partition: 0, offset: String(offset) });
+        this.consumer.resume(partitions);
+      } catch (e) {
+        // The consumer stopped in between (a crash); its restart joins again and repositions.
+        this.p.log.debug({ err: e }, 'bus subscription could not seek');
+      }
+      this.markReady();
+    });
+  }
+
+  /** The group's committed offset or the next unseen record, whichever is later. */
+  private async fixPosition(join: number): Promise<number> {
+    let committed: number | undefined;
+    try {
+      committed = await this.p.committedOffset();
+    } catch (e) {
+      this.p.log.error({ err: e, event: 'bus.position.unknown' }, 'cannot read the committed offset: going on from the position this subscription knows');
+    }
+    const next = this.position === undefined ? committed ?? this.p.startIfUncommitted : Math.max(this.position, committed ?? 0);
+    if (join === this.joins) {
+      this.position = next;
+      this.p.log.debug({ event: 'bus.subscription.positioned', offset: next, committed }, 'bus subscription positioned');
+    }
+    return next;
+  }
+
+  private markReady(): void {
+    if (this.ready) return;
+    this.ready = true;
+    this.opened.resolve();
+  }
+
+  private async onMessage(rawOffset: string, raw: Buffer | null): Promise<void> {
+    if (this.closing !== undefined) return;
+    const offset = Number(rawOffset);
+    // Already delivered to this subscription (kafkajs may fetch from before the seek once).
+    if (this.position !== undefined && offset < this.position) return;
+    this.position = offset + 1;
+    const { topic } = this.p;
+    const text = raw === null ? null : raw.toString('utf8');
+    let value: unknown;
+    try {
+      if (text === null) throw new Error('the record has no value');
+      value = JSON.parse(text);
+    } catch (e) {
+      const error = new KafkaBusError('MALFORMED_RECORD', `record ${offset} of ${topic} is not JSON: ${e instanceof Error ? e.message : String(e)}`, { topic, group: this.p.group, cause: e });
+      this.p.log.warn({ event: 'bus.malformed', offset, reason: error.message }, 'malformed bus record skipped');
+      this.report(error, { topic, offset, value: text });
+      return;
+    }
+    const record: BusRecord = { topic, offset, value };
+    // close() ends this wait: it must not wait for a handler that never returns (a paused or dead
+    // node's handler waits on its gate), and kafkajs leaves the group only after this returns.
+    await new Promise<void>((resolve) => {
+      this.abandonInFlight = resolve; // before the handler runs: it may call close() itself
+      void this.deliver(record).then(resolve);
+    });
+    this.abandonInFlight = undefined;
+  }
+
+  private async deliver(record: BusRecord): Promise<void> {
+    try {
+      await this.p.handler(record);
+    } catch (error) {
+      this.report(error, record);
+    }
+  }
+
+  private report(error: unknown, record: BusRecord): void {
+    if (!this.p.onError) {
+      this.p.log.warn({ event: 'bus.handler.failed', offset: record.offset, err: error }, 'bus record not handled (no onError)');
+      return;
+    }
+    try {
+      this.p.onError(error, record);
+    } catch (e) {
+      this.p.log.warn({ err: e, offset: record.offset }, 'onError threw');
+    }
+  }
+}
+
+interface Deferred<T> {
+  readonly promise: Promise<T>;
+  readonly resolve: (value: T) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // The subscription may fail before anyone awaits it; its awaiting caller still sees the error.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}

@@ -1,0 +1,244 @@
+// The shards of one dataset open here: their buffers, what reads take from them, and where the
+// dataset's consumer starts, pauses and resumes each partition.
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { DatasetConfig } from '../../core/dataset-config.js';
+import { SharedAttempt } from '../../cluster/shared-attempt.js';
+import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
+import { checkKafkaTopic } from '../kafka-topic-check.js';
+import { FeedConsumer, type JoinPlan } from './consumer.js';
+import { PartitionBuffer, RECORD_OVERHEAD_BYTES } from './partition-buffer.js';
+import type { KafkaShardReader } from './reader.js';
+import type { KafkaSourceSettings } from './settings.js';
+
+/** What the source is doing for one dataset, for operators and tests. */
+export interface KafkaFeedStats {
+  readonly dataset: string;
+  readonly topic: string;
+  /** The current consumer's group, if one runs. */
+  readonly groupId: string | undefined;
+  /** The partitions the current consumer was assigned at its last join (empty before it joined). */
+  readonly assigned: readonly number[];
+  /** Consumers created so far for this dataset. */
+  readonly generations: number;
+  /** From the first change of the open shards to the new consumer's join, for the last recreate. */
+  readonly lastRecreateMs: number | undefined;
+  /** Why the consumer stopped, when it stopped for good (reads then fail until a shard is opened again). */
+  readonly failure: string | undefined;
+  /** Records the consumers delivered per partition, including any dropped (after a seek or a close). */
+  readonly delivered: Readonly<Record<number, number>>;
+  readonly partitions: readonly {
+    readonly shard: number;
+    readonly bufferedRecords: number;
+    readonly bufferedBytes: number;
+    /** The offset the consumer fetches next (undefined before the first read). */
+    readonly position: number | undefined;
+    readonly paused: boolean;
+  }[];
+}
+
+/** What the source lends each of its feeds. */
+export interface FeedContext {
+  readonly kafka: Kafka;
+  readonly settings: KafkaSourceSettings;
+  readonly log: Logger;
+  admin(): Promise<Admin>;
+  retire(consumer: Consumer, groupId: string): void;
+}
+
+/** Everything for one dataset: the buffers of its open shards, and its consumer (`FeedConsumer`). */
+export class DatasetFeed {
+  private readonly buffers = new Map<number, PartitionBuffer>();
+  private readonly log: Logger;
+  private readonly consumer: FeedConsumer;
+  private readonly topicCheck: SharedAttempt<void>;
+  private failure: Error | undefined;
+  private closed = false;
+
+  constructor(
+    readonly dataset: DatasetConfig,
+    readonly topic: string,
+    private readonly ctx: FeedContext,
+  ) {
+    this.log = ctx.log.child({ dataset: dataset.ref, topic });
+    this.topicCheck = new SharedAttempt(() => this.ctx.admin().then((admin) => checkKafkaTopic(admin, this.dataset, 'the Kafka ingestion source')));
+    this.consumer = new FeedConsumer({
+      kafka: ctx.kafka,
+      settings: ctx.settings,
+      dataset: dataset.ref,
+      topic,
+      log: this.log,
+      retire: (consumer, groupId) => ctx.retire(consumer, groupId),
+      wanted: () => [...this.buffers.keys()],
+      onJoin: (assigned) => this.planJoin(assigned),
+      onBatch: (payload) => this.onBatch(payload),
+      onFail: (e) => this.fail(e),
+    });
+  }
+
+  /** The topic check, once per dataset (a failed check is asked again next time). */
+  checkTopic(): Promise<void> {
+    return this.topicCheck.get();
+  }
+
+  open(shard: number, reader: KafkaShardReader): void {
+    const existing = this.buffers.get(shard);
+    if (existing !== undefined) {
+      // The buffer stays consistent whoever reads it; the old reader must not read on.
+      existing.reader.supersede();
+      existing.reader = reader;
+      return;
+    }
+    this.buffers.set(shard, new PartitionBuffer(shard, reader));
+    // A consumer that stopped for good is replaced by the recreate this open asks for.
+    this.failure = undefined;
+    this.consumer.schedule(this.ctx.settings.recreateDelayMs);
+  }
+
+  close(shard: number, reader: KafkaShardReader): void {
+    const b = this.buffers.get(shard);
+    if (b === undefined || b.reader !== reader) return;
+    this.buffers.delete(shard);
+    // Stop fetching it at once; the recreate removes it from the assignment.
+    this.consumer.pause(shard);
+    this.consumer.schedule(this.ctx.settings.recreateDelayMs);
+  }
+
+  read(shard: number, offset: number, max: number): SourceRecord[] {
+    if (this.closed) throw new Error('the Kafka ingestion source is closed');
+    if (this.failure !== undefined) throw this.failure;
+    const b = this.buffers.get(shard);
+    if (b === undefined) throw new Error(`dataset ${this.dataset.ref} shard ${shard} is not open`);
+    if (!b.covers(offset)) {
+      this.seek(b, offset);
+      return [];
+    }
+    b.skipTo(offset);
+    const out: SourceRecord[] = [];
+    while (out.length < max) {
+      const r = b.peek();
+      if (r === undefined) break;
+      const key = r.key === null ? '' : r.key.toString('utf8');
+      let value: unknown;
+      try {
+        value = this.ctx.settings.decode(r.value, key, r.offset);
+      } catch (e) {
+        // A poison record: what comes before it is delivered; a read that starts at it fails, every time.
+        if (out.length > 0) break;
+        const reason = e instanceof Error ? e.message : String(e);
+        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${r.offset} cannot be decoded: ${reason}`, r.offset);
+      }
+      b.shift();
+      out.push({ offset: r.offset, key, value });
+    }
+    if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
+    return out;
+  }
+
+  /** The partition's low and high watermarks. */
+  async watermarks(shard: number): Promise<{ low: number; high: number }> {
+    const offsets = await (await this.ctx.admin()).fetchTopicOffsets(this.topic);
+    const p = offsets.find((o) => o.partition === shard);
+    if (p === undefined) throw new Error(`dataset ${this.dataset.ref}: Kafka topic "${this.topic}" has no partition ${shard}`);
+    return { low: Number(p.low), high: Number(p.high) };
+  }
+
+  stats(): KafkaFeedStats {
+    return {
+      dataset: this.dataset.ref,
+      topic: this.topic,
+      ...this.consumer.stats(),
+      failure: this.failure?.message,
+      partitions: [...this.buffers.values()]
+        .sort((a, b) => a.partition - b.partition)
+        .map((b) => ({ shard: b.partition, bufferedRecords: b.size, bufferedBytes: b.bytes, position: b.position, paused: b.paused })),
+    };
+  }
+
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    await this.consumer.shutdown();
+  }
+
+  /** Where each assigned partition starts at a join: where its buffer ends, unless that is unknown or the buffer is full. */
+  private planJoin(assigned: readonly number[]): JoinPlan {
+    const pause: number[] = [];
+    const start: { partition: number; offset: number }[] = [];
+    for (const p of assigned) {
+      const b = this.buffers.get(p);
+      if (b === undefined || b.position === undefined || b.isFull(this.ctx.settings)) {
+        if (b !== undefined) b.paused = true;
+        pause.push(p);
+        continue;
+      }
+      start.push({ partition: p, offset: b.position });
+      b.paused = false;
+    }
+    return { start, pause };
+  }
+
+  private fail(e: unknown): void {
+    const reason = e instanceof Error ? e.message : String(e);
+    this.failure = new Error(`dataset ${this.dataset.ref}: the Kafka consumer of topic "${this.topic}" stopped: ${reason}`, { cause: e });
+    this.log.error({ err: e }, 'Kafka ingestion consumer stopped for good; reads of this dataset fail until a shard is opened again');
+  }
+
+  /** Buffers a fetched batch, up to the buffer's bounds; pauses the partition when it is full. */
+  private onBatch(payload: EachBatchPayload): void {
+    const { batch } = payload;
+    const p = batch.partition;
+    const b = this.buffers.get(p);
+    if (b === undefined) {
+      payload.pause();
+      return;
+    }
+    // A seek is pending: these records come from before it.
+    if (payload.isStale()) return;
+    if (b.position === undefined) {
+      b.paused = true;
+      payload.pause();
+      return;
+    }
+    const fetchedOffset = Number((batch as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset());
+    if (fetchedOffset < b.position) {
+      // kafkajs started over from its default offset (it rejoined without our seek): back to the buffer's end.
+      this.consumer.seek(p, b.position);
+      return;
+    }
+    // Above the position: kafkajs skipped records no reader sees (aborted or control records).
+    const s = this.ctx.settings;
+    let last: string | undefined;
+    let accepted = 0;
+    for (const m of batch.messages) {
+      if (b.isFull(s)) break;
+      const offset = Number(m.offset);
+      // Copies: kafkajs's buffers are slices of the whole fetch response, which they would keep alive.
+      const key = m.key === null ? null : Buffer.from(m.key);
+      const value = m.value === null ? null : Buffer.from(m.value);
+      b.push({ offset, key, value, bytes: (key?.length ?? 0) + (value?.length ?? 0) + RECORD_OVERHEAD_BYTES });
+      last = m.offset;
+      accepted += 1;
+    }
+    if (last !== undefined) {
+      // Resolving the batch's last record moves kafkajs past any trailing control records too.
+      payload.resolveOffset(last);
+      b.position = accepted === batch.messages.length ? Number(batch.lastOffset()) + 1 : Number(last) + 1;
+    }
+    if (accepted < batch.messages.length || b.isFull(s)) {
+      // Backpressure: the rest is fetched again once reads drained the buffer to half.
+      b.paused = true;
+      payload.pause();
+    }
+  }
+
+  private seek(b: PartitionBuffer, offset: number): void {
+    b.reset(offset);
+    this.consumer.seek(b.partition, offset);
+    this.resume(b);
+  }
+
+  private resume(b: PartitionBuffer): void {
+    b.paused = false;
+    this.consumer.resume(b.partition);
+  }
+}
