@@ -77,6 +77,8 @@ interface Sample {
   readonly members: number;
   /** Recovery questions (`cluster-state-request`) the singleton sent. */
   readonly asks: number;
+  /** Shard maps in the guardians' answers to this singleton (only maps newer than the MetaStore's are sent). */
+  readonly answerMaps: number;
 }
 
 function configs(count: number): DatasetConfig[] {
@@ -175,6 +177,7 @@ async function failover(oc: ObservedCluster, datasetCount: number): Promise<Samp
   let all: number | undefined;
   let lastAnswer: number | undefined;
   let asks = 0;
+  let answerMaps = 0;
   let takeover: { answered: number; members: number } | undefined;
   const published = new Set<string>();
   oc.onLease = (t) => {
@@ -182,8 +185,11 @@ async function failover(oc: ObservedCluster, datasetCount: number): Promise<Samp
   };
   oc.onProduce = (p) => {
     if (!lease) return;
-    const v = p.value as { kind?: string; epoch?: number; requestId?: string; message?: { type?: string; snapshot?: ShardMapSnapshot } };
-    if (v.kind === 'cluster-state' && v.requestId === `recovery-${lease.lease.epoch}-${lease.lease.node}` && first === undefined) lastAnswer = p.at;
+    const v = p.value as { kind?: string; epoch?: number; requestId?: string; maps?: unknown[]; message?: { type?: string; snapshot?: ShardMapSnapshot } };
+    if (v.kind === 'cluster-state' && v.requestId === `recovery-${lease.lease.epoch}-${lease.lease.node}` && first === undefined) {
+      lastAnswer = p.at;
+      answerMaps += v.maps?.length ?? 0;
+    }
     if (v.epoch !== lease.lease.epoch) return;
     if (v.kind === 'cluster-state-request') asks += 1;
     const snapshot = v.kind === 'publish' && v.message?.type === 'CurrentShardSnapshot' ? v.message.snapshot : undefined;
@@ -212,6 +218,7 @@ async function failover(oc: ObservedCluster, datasetCount: number): Promise<Samp
     answered: takeover!.answered,
     members: takeover!.members,
     asks,
+    answerMaps,
   };
 }
 
@@ -240,9 +247,9 @@ async function measure(datasets: readonly DatasetConfig[]): Promise<{ samples: S
  * The first measured takeover's input, built without a cluster from the same layout: 22 members
  * joined in order, maps placed by the core's `SetupDataset` (`minNumNodes` 20, so the two oldest
  * get nothing), every shard Active; the singleton `n03` has crashed. The data: the MetaStore's
- * datasets and maps, and from each of the 19 other nodes the guardian's answer (every map, the
- * subscriptions with the 20 guardians as watchers, its node's running shards). Each copy is its
- * own object, as if read from the bus.
+ * datasets and maps, and from each of the 19 other nodes the guardian's answer (no map, since
+ * none is newer than the store's; the subscriptions with the 20 guardians as watchers; its node's
+ * running shards). Each copy is its own object, as if read from the bus.
  */
 function equivalentRecovery(datasets: readonly DatasetConfig[]): { recovery: RecoveryData; answers: unknown[] } {
   const all: Member[] = Array.from({ length: NODES + BOOT_NODES }, (_, i) => ({ node: nodeId(nodeName(i)), incarnation: incarnation(`bench-${i}`), joinedAt: i + 1 }));
@@ -262,13 +269,13 @@ function equivalentRecovery(datasets: readonly DatasetConfig[]): { recovery: Rec
   const runningOf = (m: Member) => maps.flatMap((snap) => snap.shards.flatMap((r, shard) => (r.assignments[0]?.node === m.node ? [{ dataset: snap.dataset, shard, status: r.status }] : [])));
   const answers = survivors.map((m) => structuredClone({
     format: WIRE_FORMAT, kind: 'cluster-state', requestId: `recovery-4-${survivors[0]!.node}`, epoch: 4,
-    node: m.node, incarnation: m.incarnation, maps, subscriptions, watchers, running: runningOf(m),
+    node: m.node, incarnation: m.incarnation, maps: [], subscriptions, watchers, running: runningOf(m),
   }));
   const copies = <T>(value: T): T[] => [value, ...survivors.map(() => value)].map((v) => structuredClone(v));
   const recovery: RecoveryData = {
     epoch: toEpoch(4),
     datasets: structuredClone(datasets),
-    maps: copies(maps).flat(),
+    maps: structuredClone(maps),
     subscriptions: copies(subscriptions).flat(),
     watchers: copies(watchers).flat(),
     cooldowns: [],
@@ -314,7 +321,7 @@ async function singletonRecovery(): Promise<Table> {
     ]);
     notes.push(
       `${count} datasets: cluster built in ${buildS.toFixed(1)} s; singleton nodes crashed: ${s.map((x) => `${x.victim} (${x.victimShards} shards)`).join(', ')}; ` +
-        `recovery questions per takeover: ${s.map((x) => x.asks).join(', ')}; core input: ${base.maps} maps.`,
+        `recovery questions per takeover: ${s.map((x) => x.asks).join(', ')}; maps in the guardians’ answers per takeover: ${s.map((x) => x.answerMaps).join(', ')}; core input: ${base.maps} maps.`,
     );
   }
   return {
@@ -329,7 +336,7 @@ async function singletonRecovery(): Promise<Table> {
       'recovery = from the new singleton’s `takeLease` resolving (MetaStore proxy) to its first `CurrentShardSnapshot` publish or desired state under the new epoch (bus produce hook), wall ms. Columns after `answered` are medians.',
       'lease → last answer = until the last guardian answer used was produced; last answer → first map = the singleton validating the answers, `Recover`, and persisting every map; lease → all maps = until the last dataset’s `CurrentShardSnapshot` was produced; crash → lease = failure detection (session timeout 500 ms, heartbeat 100 ms) and candidacy.',
       `answered = guardians whose answers the singleton used / members then (its own included), per sample, from its \`singleton.takeover\` log line; recoveryReplyTimeoutMs ${RECOVERY_REPLY_TIMEOUT_MS}. The cluster shrinks by one node per sample (the crashed one does not come back).`,
-      'core Recover = `new ShardManager().decide(initialState, { type: \'Recover\', recovery }, now)` alone (harness `sample`, median), timed before any cluster exists on the data of the first takeover rebuilt with the core and `ShardMapper`: the same 22-member layout, every shard Active, `n03` gone; the store’s map plus the 19 guardians’ copies of each, their subscriptions (20 watchers) and running shards. runtime / core = recovery median / core median.',
+      'core Recover = `new ShardManager().decide(initialState, { type: \'Recover\', recovery }, now)` alone (harness `sample`, median), timed before any cluster exists on the data of the first takeover rebuilt with the core and `ShardMapper`: the same 22-member layout, every shard Active, `n03` gone; the store’s maps (the guardians’ copies are no newer, so their answers carry none), the 19 guardians’ subscriptions (20 watchers) and running shards. runtime / core = recovery median / core median.',
       'parse answers = `parseInboxMessage` (the wire validation the singleton runs on each answer) over those 19 answers as plain data, median.',
       `Datasets: ${SHARDS} shards, minNumNodes ${NODES}, synthetic source at ${RATE} records/s per shard; pollIntervalMs ${SETTINGS.pollIntervalMs}, publishIntervalMs ${SETTINGS.publishIntervalMs}, reportResendMs ${SETTINGS.reportResendMs}.`,
       ...notes,

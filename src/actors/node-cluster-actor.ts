@@ -9,11 +9,11 @@ import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/i
 import type { Effect, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
-import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { FencedError, type StoredCooldown, type StoredSubscriptions } from '../store/meta-store.js';
 import { type NodeEnv, withRetry } from './node-env.js';
 import type { ActorRef } from './runtime.js';
-import { hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
+import { hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type MapStamp, type RepliesMessage } from './wire.js';
 
 export type ClusterMsg =
   | { readonly type: 'Begin'; readonly view: MembershipView }
@@ -38,6 +38,8 @@ interface State {
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
   stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions } | undefined;
+  /** The stored maps recovery can use, as stamps: guardians send only maps newer than these. */
+  storedStamps: MapStamp[];
   readonly answers: Map<NodeId, ClusterState>;
   takeoverAt: number;
   readonly timers: Set<Cancel>;
@@ -50,6 +52,22 @@ export interface SingletonCallbacks {
 }
 
 class Fenced extends Error {}
+
+/**
+ * The stamp of the newest stored map of each dataset whose config the store also holds with the
+ * same shard count: the maps recovery will use. A map it would ignore is not listed, so guardians
+ * send theirs and recovery sees every candidate it would have seen with full answers.
+ */
+function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMapSnapshot[]): MapStamp[] {
+  const numShards = new Map(datasets.map((c) => [c.ref, c.numShards] as const));
+  const newest = new Map<DatasetRef, ShardMapSnapshot>();
+  for (const m of maps) {
+    if (numShards.get(m.dataset) !== m.numShards) continue;
+    const seen = newest.get(m.dataset);
+    if (!seen || compareStamps(m, seen) > 0) newest.set(m.dataset, m);
+  }
+  return [...newest.values()].map((m) => ({ dataset: m.dataset, numShards: m.numShards, epoch: m.epoch, version: m.version }));
+}
 
 export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, epoch: Epoch, callbacks: SingletonCallbacks): ActorRef<ClusterMsg> {
   const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs });
@@ -184,7 +202,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     s.phase = 'active';
     await dropSubscribersOfDepartedNodes(s);
     await commit(s);
-    log.info({ event: 'singleton.takeover', epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length }, 'singleton active');
+    // guardianMaps: maps the guardians had newer than the MetaStore's (or of datasets it lacks); normally 0.
+    const guardianMaps = answers.reduce((n, a) => n + a.maps.length, 0);
+    log.info({ event: 'singleton.takeover', epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length, guardianMaps }, 'singleton active');
     later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
   }
 
@@ -253,6 +273,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     inbox: undefined,
     lastOffset: -1,
     stored: undefined,
+    storedStamps: [],
     answers: new Map(),
     takeoverAt: 0,
     timers: new Set(),
@@ -273,6 +294,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             cooldowns: await withRetry(env, 'reading cooldowns', () => env.metaStore.cooldowns()),
             subscriptions: await withRetry(env, 'reading subscriptions', () => env.metaStore.subscriptions()),
           };
+          s.storedStamps = usableStamps(s.stored.datasets, s.stored.maps);
           s.phase = 'recovering';
           s.inbox = await env.bus.subscribe(env.topics.inbox, `${env.topics.inbox}.singleton`, (record) => {
             env.runtime.send(ctx.self, { type: 'Inbox', record });
@@ -283,7 +305,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
         case 'AskGuardians':
           if (s.phase !== 'recovering') return s;
-          await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId });
+          await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps });
           later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
           return s;
         case 'RecoveryDeadline':

@@ -7,6 +7,7 @@ import type { BusRecord } from '../cluster/bus.js';
 import { isMember, oldestMember, type MembershipView } from '../cluster/membership.js';
 import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import { ShardMapFollower } from '../core/map-follower.js';
+import { compareStamps } from '../core/shard-map-snapshot.js';
 import type { RunningShard, SubscriberMessage } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
@@ -16,7 +17,7 @@ import type { NodeEnv } from './node-env.js';
 import type { NodeHub } from './node-hub.js';
 import { spawnReporter, type ReporterMsg } from './reporter.js';
 import type { ActorRef } from './runtime.js';
-import { hostPrefix, parseEventsMessage, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type Request } from './wire.js';
+import { hostPrefix, parseEventsMessage, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type MapStamp, type Request } from './wire.js';
 
 export type GuardianMsg =
   | { readonly type: 'Start' }
@@ -55,6 +56,15 @@ interface State {
 export interface GuardianCallbacks {
   /** The node learned it is no longer a member: it must rejoin as a new incarnation. */
   readonly onFenced: (reason: string) => void;
+}
+
+/**
+ * Whether the next singleton needs this guardian's copy of a map: yes unless the map it read from
+ * the MetaStore has the same shard count and a stamp at least as new. When in doubt, send it: the
+ * core keeps the newest candidate, so a map too many costs time, a map too few loses changes (I4).
+ */
+function newerThanStored(f: ShardMapFollower, stored: MapStamp | undefined): boolean {
+  return stored === undefined || stored.numShards !== f.mapper?.numShards || compareStamps(f, stored) > 0;
 }
 
 export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: GuardianCallbacks): ActorRef<GuardianMsg> {
@@ -134,6 +144,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
         return;
       case 'cluster-state-request': {
+        const stored = new Map((m.stored ?? []).map((x) => [x.dataset, x]));
         const running = await new Promise<RunningShard[]>((resolve) => {
           if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: resolve })) resolve([]);
         });
@@ -144,7 +155,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
           epoch: m.epoch,
           node: env.node,
           incarnation: env.incarnation,
-          maps: [...s.followers.values()].flatMap((f) => (f.mapper ? [f.mapper.toSnapshot(f.epoch)] : [])),
+          maps: [...s.followers.values()].flatMap((f) => (f.mapper && newerThanStored(f, stored.get(f.dataset)) ? [f.mapper.toSnapshot(f.epoch)] : [])),
           subscriptions: s.subscriptions?.subscriptions ?? [],
           watchers: s.subscriptions?.watchers ?? [],
           running,

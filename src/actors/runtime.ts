@@ -46,6 +46,8 @@ export class ActorRuntime {
   private handledCount = 0;
   private deadLetterCount = 0;
   private crashCount = 0;
+  /** Set by `shutdown`: mailboxes dropped then are expected (the process stops), not a warning. */
+  private shuttingDown = false;
 
   constructor(
     readonly name: string,
@@ -99,7 +101,7 @@ export class ActorRuntime {
           if (cell.pending > 0) {
             this.deadLetterCount += cell.pending;
             this.inFlightCount -= cell.pending;
-            this.log.warn({ actor: cell.path, dropped: cell.pending }, 'actor stopped with messages in its mailbox: dropped');
+            this.log[this.shuttingDown ? 'debug' : 'warn']({ actor: cell.path, dropped: cell.pending }, 'actor stopped with messages in its mailbox: dropped');
             cell.pending = 0;
           }
           this.cells.delete(cellRef.ref!);
@@ -172,6 +174,7 @@ export class ActorRuntime {
 
   /** Stops every actor of this system (each one's `afterStop` runs), then the system. */
   shutdown(): void {
+    this.shuttingDown = true;
     for (const [ref, cell] of [...this.cells]) if (!cell.parent) this.stop(ref);
     nact.stop(this.system);
   }

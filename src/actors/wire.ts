@@ -62,7 +62,26 @@ export type EventsMessage =
       readonly config: DatasetConfig;
     }
   | { readonly format: 1; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
-  | { readonly format: 1; readonly kind: 'cluster-state-request'; readonly epoch: Epoch; readonly requestId: string };
+  /**
+   * A new singleton asks every guardian for its cached maps, subscriptions and running shards.
+   * `stored` lists the maps it already read from the MetaStore: a guardian leaves out every map
+   * that is no newer than the one listed, so in the normal case (maps are persisted before they
+   * are published) an answer carries no map at all.
+   *
+   * Gotchas: `stored` is optional, not a format bump. A singleton that predates it sends no
+   * `stored` and gets every map (as before); a guardian that predates it ignores it and answers in
+   * full. Both are correct, only slower; a format bump would make an older guardian refuse the
+   * question, and the singleton would recover without that node's maps and running shards.
+   */
+  | { readonly format: 1; readonly kind: 'cluster-state-request'; readonly epoch: Epoch; readonly requestId: string; readonly stored?: readonly MapStamp[] };
+
+/** Which map of a dataset: its shard count and `(epoch, version)` stamp. */
+export interface MapStamp {
+  readonly dataset: DatasetRef;
+  readonly numShards: number;
+  readonly epoch: Epoch;
+  readonly version: number;
+}
 
 export type RepliesMessage =
   | { readonly format: 1; readonly kind: 'reply'; readonly epoch: Epoch; readonly to: ReplyTo; readonly reply: Reply }
@@ -108,6 +127,13 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS }),
   z.object({ type: z.literal('StopShards'), dataset: datasetRefS, shards: z.array(z.number()), replyTo: replyToS }),
 ]);
+
+const stampsS = z.array(z.object({
+  dataset: datasetRefS,
+  numShards: z.number().int().min(1),
+  epoch: z.number().int().min(0),
+  version: z.number().int().min(0),
+})).refine((stamps) => new Set(stamps.map((x) => x.dataset)).size === stamps.length, 'a dataset is listed twice');
 
 const inboxS = z.discriminatedUnion('kind', [
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('request'), request: requestS }),
@@ -192,8 +218,14 @@ export function parseEventsMessage(value: unknown): Result<EventsMessage, Malfor
     }
     case 'fence':
       return typeof m.node === 'string' && typeof m.incarnation === 'string' ? ok(m) : err({ reason: 'malformed fence' });
-    case 'cluster-state-request':
-      return typeof m.requestId === 'string' ? ok(m) : err({ reason: 'malformed cluster-state-request' });
+    case 'cluster-state-request': {
+      if (typeof m.requestId !== 'string') return err({ reason: 'malformed cluster-state-request' });
+      if (m.stored === undefined) return ok(m);
+      // A wrong stamp would make guardians leave out a map recovery needs: refuse it whole.
+      const stored = stampsS.safeParse(m.stored);
+      if (!stored.success) return err({ reason: `malformed cluster-state-request: stored.${firstIssue(stored.error)}` });
+      return ok({ ...m, stored: stored.data as MapStamp[] });
+    }
     default:
       return err({ reason: `unknown kind ${JSON.stringify((m as { kind?: unknown }).kind)}` });
   }

@@ -47,7 +47,14 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
   }
   let status: StatusServer | undefined;
   if (config.status) {
-    status = await startStatusServer(started.node, config.status.host, config.status.port);
+    try {
+      status = await startStatusServer(started.node, config.status.host, config.status.port);
+    } catch (e) {
+      // A port in use, say: leave the cluster rather than run without the endpoint the operator asked for.
+      log.error({ err: e }, `the status endpoint cannot listen on ${config.status.host}:${config.status.port}`);
+      await started.stop();
+      return 1;
+    }
     log.info({ event: 'node.status', url: status.url }, `status at ${status.url}/status`);
   }
   log.info({ event: 'node.ready', incarnation: started.node.incarnation, cluster: config.cluster }, `node ${config.node} is running`);

@@ -15,8 +15,13 @@ export class ShardSubscriptions {
 
   /** Builds subscriptions from plain lists (e.g. recovered from a guardian's cache). */
   static of(subscriptions: Iterable<{ dataset: DatasetRef; subscribers: Iterable<SubscriberId> }>, watchers: Iterable<SubscriberId> = []): ShardSubscriptions {
-    const map = new Map<DatasetRef, ReadonlySet<SubscriberId>>();
-    for (const s of subscriptions) map.set(s.dataset, new Set([...(map.get(s.dataset) ?? []), ...s.subscribers]));
+    // One set per dataset, filled in place: recovery merges a copy of every dataset's list from each guardian.
+    const map = new Map<DatasetRef, Set<SubscriberId>>();
+    for (const s of subscriptions) {
+      let set = map.get(s.dataset);
+      if (!set) map.set(s.dataset, (set = new Set()));
+      for (const id of s.subscribers) set.add(id);
+    }
     return new ShardSubscriptions(map, new Set(watchers));
   }
 

@@ -4,13 +4,14 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
-import type { DatasetRef } from '../../src/core/ids.js';
+import type { DatasetRef, NodeId, ReplyTo } from '../../src/core/ids.js';
 import type { Reply } from '../../src/core/shard-manager/protocol.js';
+import { compareStamps, type ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardEventSubscriber } from '../../src/client/shard-event-subscriber.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { ShardherdNode } from '../../src/actors/node-process.js';
 import { ActorRuntime } from '../../src/actors/runtime.js';
-import { topicsFor, WIRE_FORMAT } from '../../src/actors/wire.js';
+import { topicsFor, WIRE_FORMAT, type MapStamp, type Request } from '../../src/actors/wire.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { SimDriver } from '../../src/sim/driver.js';
@@ -31,10 +32,9 @@ afterEach(async () => {
   current = undefined;
 });
 
-async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000): Promise<World> {
+async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000, metaStore = new MemoryMetaStore()): Promise<World> {
   const logs: World['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const metaStore = new MemoryMetaStore();
   const cluster = new EmbeddedCluster({
     name: `actors-${Math.floor(performance.now() * 1000)}`,
     clock: new SimulatedClock(0),
@@ -257,6 +257,125 @@ describe('failover', () => {
     expect(s2.subscriptions.subscribersOf(metrics)).toContain(sub.id);
     expect(s2.subscriptions.watcherList().length).toBe(3);
     expect(sub.epoch).toBe(s2.epoch);
+  });
+});
+
+/** Acknowledges shard-map writes without keeping them while `losing` is set: a write the store lost. */
+class LossyMetaStore extends MemoryMetaStore {
+  losing = false;
+
+  override async putShardMap(snapshot: ShardMapSnapshot): Promise<void> {
+    if (!this.losing) await super.putShardMap(snapshot);
+  }
+}
+
+type Answer = { kind: string; requestId: string; node: string; maps: ShardMapSnapshot[] };
+type Question = { kind: string; epoch: number; requestId: string; stored?: MapStamp[] };
+
+const answersTo = (w: World, requestId: string): Answer[] =>
+  w.cluster.bus.topic(topics.inbox).map((r) => r.value as Answer).filter((v) => v.kind === 'cluster-state' && v.requestId === requestId);
+
+const questionsOf = (w: World, epoch: number): Question[] =>
+  w.cluster.bus.topic(topics.events).map((r) => r.value as Question).filter((v) => v.kind === 'cluster-state-request' && v.epoch === epoch);
+
+/** The singleton's `singleton.takeover` line logged when it became active at `epoch`. */
+const takeover = (w: World, epoch: number) => w.logs.find((l) => l.event === 'singleton.takeover' && l.epoch === epoch && 'recoveryMs' in l);
+
+describe('recovery answers carry only the maps the MetaStore lacks', () => {
+  it('normally no map at all: the question lists the stored maps and every guardian has nothing newer', async () => {
+    const w = await world(['n1', 'n2', 'n3', 'n4']);
+    await setup(w, metricsConfig);
+    await setup(w, { ...metricsConfig, ref: 'logs', numShards: 4 });
+    await w.driver.advance(1_500);
+    const stored = await w.metaStore.shardMaps();
+    (await singleton(w)).crash();
+    await w.driver.advance(3_000);
+    const s2 = await stateOf(w);
+
+    const [question] = questionsOf(w, s2.epoch);
+    expect(question!.stored!.map((x) => `${x.dataset}@${x.epoch}.${x.version}/${x.numShards}`).sort())
+      .toEqual(stored.map((m) => `${m.dataset}@${m.epoch}.${m.version}/${m.numShards}`).sort());
+    const answers = answersTo(w, question!.requestId);
+    expect(answers.map((a) => a.node).sort()).toEqual(['n2', 'n3', 'n4']);
+    for (const a of answers) expect(a.maps, a.node).toEqual([]);
+    expect(takeover(w, s2.epoch)).toMatchObject({ answered: 3, guardianMaps: 0 });
+    // Recovered from the store's maps alone, every assignment of a live node kept.
+    for (const m of stored) expect(s2.datasets.get(m.dataset)!.mapper.toSnapshot(m.epoch).shards).toEqual(m.shards);
+  });
+
+  it('a map newer than the MetaStore’s (its write was lost) still reaches recovery, and nothing of it is lost (I4)', async () => {
+    const metaStore = new LossyMetaStore();
+    const w = await world(['n1', 'n2', 'n3', 'n4'], 60_000, metaStore);
+    await setup(w, metricsConfig);
+    await setup(w, { ...metricsConfig, ref: 'logs', numShards: 4 });
+    await w.driver.advance(1_500);
+    // minNumNodes 2, newest first: n4 and n3 own the 8 shards of metrics; n2 has room, n1 is the singleton.
+    const before = (await stateOf(w)).datasets.get(metrics)!.mapper;
+    expect(before.numShardsForNode('n2' as NodeId)).toBe(0);
+    const shard = before.shardsForNode('n4' as NodeId)[0]!;
+
+    // An operator moves a shard from n4 to n2; the store acknowledges the map writes and keeps none.
+    metaStore.losing = true;
+    const request = (build: (replyTo: ReplyTo) => Request) => reply(w, w.cluster.request(build));
+    expect(await request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [shard], replyTo }))).toEqual({ type: 'Success' });
+    expect(await request((replyTo) => ({ type: 'StartShards', dataset: metrics, node: 'n2', shards: [shard], replyTo }))).toEqual({ type: 'Success' });
+    await w.driver.advance(1_000);
+    metaStore.losing = false;
+    const storedMap = (await metaStore.shardMaps()).find((m) => m.dataset === metrics)!;
+    expect(storedMap.shards[shard]!.assignments[0]!.node).toBe('n4');
+    const follower = (await w.cluster.node('n3').cache())!.maps.get(metrics)!;
+    const cached = { epoch: follower.epoch, version: follower.version }; // the follower moves on
+    expect(follower.mapper!.nodeForShard(shard)).toBe('n2');
+    expect(compareStamps(cached, storedMap)).toBeGreaterThan(0);
+
+    (await singleton(w)).crash();
+    await w.driver.advance(3_000);
+    const s2 = await stateOf(w);
+    // Each guardian sent the one map newer than the store's, and only that one.
+    const [question] = questionsOf(w, s2.epoch);
+    const answers = answersTo(w, question!.requestId);
+    expect(answers).toHaveLength(3);
+    for (const a of answers) expect(a.maps.map((m) => [m.dataset, m.epoch, m.version]), a.node).toEqual([[metrics, cached.epoch, cached.version]]);
+    expect(takeover(w, s2.epoch)).toMatchObject({ answered: 3, guardianMaps: 3 });
+    // The move survived the failover: the shard stays on n2, which still runs it; nothing was called stray.
+    expect(s2.datasets.get(metrics)!.mapper.nodeForShard(shard)).toBe('n2');
+    expect(s2.datasets.get(metrics)!.mapper.statusForShard(shard).type).toBe('Active');
+    expect((await w.cluster.node('n2').running()).some((r) => r.dataset === metrics && r.shard === shard)).toBe(true);
+    expect((await w.cluster.node('n4').running()).some((r) => r.dataset === metrics && r.shard === shard)).toBe(false);
+    expect(w.logs.filter((l) => l.event === 'recovery.stray-shard')).toEqual([]);
+  });
+
+  it('a guardian leaves out only maps no newer than the listed ones; an unlisted dataset, another shard count or an older singleton’s question without stamps gets the map', async () => {
+    const w = await world(['n1', 'n2', 'n3']);
+    await setup(w, metricsConfig);
+    await setup(w, { ...metricsConfig, ref: 'logs', numShards: 4 });
+    await w.driver.advance(1_500);
+    const epoch = (await stateOf(w)).epoch;
+    const cache = (await w.cluster.node('n2').cache())!;
+    const stamp = (ref: string) => {
+      const f = cache.maps.get(ref as DatasetRef)!;
+      return { dataset: ref, numShards: f.mapper!.numShards, epoch: f.epoch, version: f.version };
+    };
+    const ask = async (requestId: string, stored?: unknown): Promise<string[][]> => {
+      await w.cluster.bus.produce(topics.events, { format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, ...(stored === undefined ? {} : { stored }) });
+      await w.driver.advance(100);
+      return answersTo(w, requestId).sort((a, b) => a.node.localeCompare(b.node)).map((a) => a.maps.map((m) => m.dataset).sort());
+    };
+    const both = [stamp('metrics'), stamp('logs')];
+    expect(await ask('same', both)).toEqual([[], [], []]);
+    expect(await ask('store-behind', [{ ...stamp('metrics'), version: stamp('metrics').version - 1 }, stamp('logs')])).toEqual([['metrics'], ['metrics'], ['metrics']]);
+    expect(await ask('store-ahead', [{ ...stamp('metrics'), epoch: epoch + 1, version: 0 }, stamp('logs')])).toEqual([[], [], []]);
+    expect(await ask('unlisted', [stamp('metrics')])).toEqual([['logs'], ['logs'], ['logs']]);
+    expect(await ask('other-count', [{ ...stamp('metrics'), numShards: 16 }, stamp('logs')])).toEqual([['metrics'], ['metrics'], ['metrics']]);
+    expect(await ask('none-stored', [])).toEqual([['logs', 'metrics'], ['logs', 'metrics'], ['logs', 'metrics']]);
+    expect(await ask('older-singleton')).toEqual([['logs', 'metrics'], ['logs', 'metrics'], ['logs', 'metrics']]);
+    // A malformed list is refused whole, logged and counted: a wrong stamp could hide a map recovery needs.
+    expect(await ask('twice', [stamp('metrics'), stamp('metrics')])).toEqual([]);
+    expect(await ask('negative', [{ ...stamp('metrics'), version: -1 }])).toEqual([]);
+    const malformed = w.logs.filter((l) => l.event === 'bus.malformed').map((l) => l.reason);
+    expect(malformed).toHaveLength(6);
+    expect(malformed.slice(0, 3)).toEqual(Array(3).fill('malformed cluster-state-request: stored.(root): a dataset is listed twice'));
+    expect(malformed[3]).toMatch(/^malformed cluster-state-request: stored\.0\.version: /);
   });
 });
 

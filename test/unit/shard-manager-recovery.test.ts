@@ -120,6 +120,20 @@ describe('failover recovery', () => {
     expect(noticesNamed(next.effects, 'recovery.stray-shard')).toEqual(['c4 runs ds1/1 but the map gives it to c3: it will stop it']);
   });
 
+  it('starts again what the map shows running on a node that answered without that dataset’s shards', () => {
+    const h = busyCluster();
+    expect(h.shardsByNode(ds2).c3).toEqual([0, 1]);
+    h.report('c3', ShardEvents.ingestionStarted(ds2, s(0), n('c3')));
+    // c3 answered: it runs its ds1 shards, but none of ds2 any more.
+    const running: RecoveryData['running'] = [
+      { node: n('c3'), incarnation: incarnation('c3#1'), shards: [0, 1, 2].map((shard) => ({ dataset: ds1, shard, status: Status.active })) },
+    ];
+    const next = new Harness({}, recoveryFrom(h.state, { running }));
+    expect(next.mapper(ds2).statusForShard(0)).toEqual(Status.assigned);
+    expect(next.mapper(ds2).nodeForShard(0)).toBe('c3');
+    expect(next.mapper(ds1).statusForShard(0)).toEqual(Status.active);
+  });
+
   it('adopts a running shard the recovered map shows without owner, instead of restarting it elsewhere', () => {
     const h = busyCluster();
     h.stopShards(ds1, [6]);

@@ -16,20 +16,24 @@ import type { Step } from './step.js';
  */
 export function recover(step: Step, data: RecoveryData): void {
   const configs = uniqueConfigs(step, data.datasets);
-  for (const config of configs) restoreDataset(step, config, data);
+  // Grouped by dataset once: every guardian may send a copy of every map (datasets × nodes of them).
+  const maps = groupBy(data.maps, (m) => m.dataset);
+  for (const config of configs) restoreDataset(step, config, maps.get(config.ref) ?? [], data);
+  const known = new Set(configs.map((c) => c.ref));
   for (const m of data.maps) {
-    if (!configs.some((c) => c.ref === m.dataset)) {
+    if (!known.has(m.dataset)) {
       step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: m.dataset, message: `a map of ${m.dataset} was found but the MetaStore has no such dataset` });
     }
   }
 
-  const known = new Set(configs.map((c) => c.ref));
   let subs = ShardSubscriptions.of(data.subscriptions.filter((s) => known.has(s.dataset)), data.watchers);
   for (const c of configs) subs = subs.addDataset(c.ref);
   step.subscriptions = step.subscriptions.union(subs);
 
   const running = liveReports(step, data);
-  for (const ref of step.datasetRefs()) reconcile(step, ref, running);
+  const reporters = [...running.keys()];
+  const reports = byDataset(running);
+  for (const ref of step.datasetRefs()) reconcile(step, ref, reporters, reports.get(ref) ?? new Map());
   scheduleHeldShards(step);
   if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
   step.notice({
@@ -48,11 +52,21 @@ function uniqueConfigs(step: Step, configs: readonly DatasetConfig[]): DatasetCo
   return [...seen.values()];
 }
 
-function restoreDataset(step: Step, config: DatasetConfig, data: RecoveryData): void {
+function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
+function restoreDataset(step: Step, config: DatasetConfig, candidates: readonly ShardMapSnapshot[], data: RecoveryData): void {
   const ref = config.ref;
   let newest: ShardMapSnapshot | undefined;
-  for (const m of data.maps) {
-    if (m.dataset !== ref) continue;
+  for (const m of candidates) {
     if (m.numShards !== config.numShards) {
       step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: ref, message: `a map of ${ref} with ${m.numShards} shards was ignored: the dataset has ${config.numShards}` });
       continue;
@@ -68,7 +82,7 @@ function restoreDataset(step: Step, config: DatasetConfig, data: RecoveryData): 
     level: 'info',
     dataset: ref,
     message: newest
-      ? `${ref}: recovered the map at epoch ${newest.epoch} version ${newest.version}, the newest of ${data.maps.filter((m) => m.dataset === ref).length}`
+      ? `${ref}: recovered the map at epoch ${newest.epoch} version ${newest.version}, the newest of ${candidates.length}`
       : `${ref}: no map found; starting from an empty one`,
   });
 }
@@ -91,6 +105,24 @@ function liveReports(step: Step, data: RecoveryData): LiveReports {
   return new Map([...reports].sort(([a], [b]) => order.indexOf(a) - order.indexOf(b)));
 }
 
+/**
+ * The live reports split by dataset, each keeping its nodes' order (oldest first) and each node's
+ * order of shards: reconciling a dataset then reads only its own reports, not every node's whole list.
+ */
+function byDataset(running: LiveReports): Map<DatasetRef, LiveReports> {
+  const out = new Map<DatasetRef, Map<NodeId, RunningShard[]>>();
+  for (const [node, shards] of running) {
+    for (const r of shards) {
+      let nodes = out.get(r.dataset);
+      if (!nodes) out.set(r.dataset, (nodes = new Map()));
+      let list = nodes.get(node);
+      if (!list) nodes.set(node, (list = []));
+      list.push(r);
+    }
+  }
+  return out;
+}
+
 /** The event that makes a map say a node is running a shard in `status`, if it is a running status. */
 function runningEvent(ref: DatasetRef, shard: ShardNum, node: NodeId, status: ShardStatus): ShardEvent | undefined {
   switch (status.type) {
@@ -101,7 +133,11 @@ function runningEvent(ref: DatasetRef, shard: ShardNum, node: NodeId, status: Sh
   }
 }
 
-function reconcile(step: Step, ref: DatasetRef, running: LiveReports): void {
+/**
+ * `reporters`: every live node that answered, oldest first, whether it runs a shard of this
+ * dataset or not; `running`: what those nodes run of this dataset.
+ */
+function reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], running: LiveReports): void {
   const live = new Set(step.memberNodes());
   const numShards = step.dataset(ref)!.config.numShards;
   const mapper = () => step.dataset(ref)!.mapper;
@@ -114,9 +150,9 @@ function reconcile(step: Step, ref: DatasetRef, running: LiveReports): void {
 
   const held = step.held(ref);
   const reportedBy = new Map<number, NodeId>();
-  for (const [node, shards] of running) {
-    for (const r of shards) {
-      if (r.dataset !== ref || !isShardInRange(r.shard, numShards)) continue;
+  for (const node of reporters) {
+    for (const r of running.get(node) ?? []) {
+      if (!isShardInRange(r.shard, numShards)) continue;
       const shard = r.shard as ShardNum;
       const event = runningEvent(ref, shard, node, r.status);
       if (!event) continue;
@@ -136,8 +172,11 @@ function reconcile(step: Step, ref: DatasetRef, running: LiveReports): void {
   }
 
   // A shard the map shows running on a node that says it is not: it will be (re)started there.
-  for (const [node] of running) {
-    for (const s of mapper().shardsForNode(node)) {
+  // Owners listed in one pass over the map, not one pass per node (restarting a shard keeps its owner).
+  const owned = new Map<NodeId, ShardNum[]>(reporters.map((n) => [n, []]));
+  for (const s of mapper().assignedShards()) owned.get(mapper().nodeForShard(s)!)?.push(s);
+  for (const node of reporters) {
+    for (const s of owned.get(node)!) {
       const status = mapper().statusForShard(s).type;
       if ((status === 'Active' || status === 'Recovery') && reportedBy.get(s) !== node) {
         step.apply(ref, ShardEvents.assignmentStarted(ref, s, node));
