@@ -178,7 +178,8 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     console.info(`[kafka-membership] join: ${joinMs.join(', ')} ms; a graceful leave seen by the others after ${leaveMs} ms (session timeout ${sessionTimeoutMs} ms)`);
   });
 
-  it('a member killed with SIGKILL is removed from the others’ views after about the session timeout', async () => {
+  /** Members a and b in this process and c in a child process, all three in everyone's view. */
+  const twoMembersAndAChild = async () => {
     const prefix = uniqueName('members');
     const a = membership({ topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
     const b = membership({ topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
@@ -187,6 +188,11 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     const c = spawnMember({ topicPrefix: prefix, node: 'c', incarnation: 'c1' });
     await childJoined(c);
     await until('a and b see c', () => [a, b].every((h) => keys(h.view()).join() === 'a@a1,b@b1,c@c1'), 15_000);
+    return { prefix, a, b, c };
+  };
+
+  it('a member killed with SIGKILL is removed from the others’ views after about the session timeout', async () => {
+    const { a, b, c } = await twoMembersAndAChild();
     expect(a.view().members[2]).toMatchObject({ node: 'c', rack: 'rack-c' });
     const seen = [a, b].map(record);
 
@@ -204,14 +210,7 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
   });
 
   it('a member stopped (SIGSTOP) past its session timeout fences itself on SIGCONT and never comes back under the same incarnation', async () => {
-    const prefix = uniqueName('members');
-    const a = membership({ topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
-    const b = membership({ topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
-    await a.join({ node: nodeId('a'), incarnation: incarnation('a1') });
-    await b.join({ node: nodeId('b'), incarnation: incarnation('b1') });
-    const c = spawnMember({ topicPrefix: prefix, node: 'c', incarnation: 'c1' });
-    await childJoined(c);
-    await until('a and b see c', () => [a, b].every((h) => keys(h.view()).join() === 'a@a1,b@b1,c@c1'), 15_000);
+    const { a, b, c } = await twoMembersAndAChild();
     const seen = [a, b].map(record);
 
     const stopped = performance.now();
