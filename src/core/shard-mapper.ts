@@ -56,9 +56,13 @@ export class ShardMapper {
   private unassignedCount: number;
   private _version: number;
 
-  /** Throws `InvalidShardCountError` unless `numShards` is a power of two in 1..65536 (0 and 34 are refused). */
-  constructor(numShards: number, dataset?: DatasetRef) {
+  /**
+   * An empty map at `version` (0 unless a removed map of the same name must stay older than this one).
+   * Throws `InvalidShardCountError` unless `numShards` is a power of two in 1..65536 (0 and 34 are refused).
+   */
+  constructor(numShards: number, dataset?: DatasetRef, version = 0) {
     if (!spreadMath.isValidShardCount(numShards)) throw new InvalidShardCountError(numShards);
+    if (!Number.isSafeInteger(version) || version < 0) throw new RangeError(`a map version is a whole number >= 0, got ${version}`);
     this.numShards = numShards;
     this.dataset = dataset;
     this.records = new Array<ShardRecord>(numShards).fill(UNASSIGNED);
@@ -66,7 +70,7 @@ export class ShardMapper {
     for (let s = 0; s < numShards; s++) this.free[s >>> 5]! |= 1 << (s & 31);
     this.ownerCounts = new Map();
     this.unassignedCount = numShards;
-    this._version = 0;
+    this._version = version;
   }
 
   /** Grows by one on every applied change; equal maps may have different versions. */

@@ -1,6 +1,7 @@
 // Where shardherd is better than FiloDB (DESIGN.md §5, reference §7.7): each gap is a test.
 import { describe, expect, it } from 'vitest';
 import { incarnation, nodeId, replyTo, subscriberId, type ShardNum } from '../../src/core/ids.js';
+import { ShardMapFollower } from '../../src/core/map-follower.js';
 import { ShardEvents } from '../../src/core/status.js';
 import type { Effect } from '../../src/core/shard-manager/protocol.js';
 import {
@@ -306,6 +307,20 @@ describe('datasets', () => {
       message: 'dataset ds1 already exists with a different numShards, minNumNodes',
     });
     expect(h.mapper(ds1).numShards).toBe(8);
+  });
+
+  it('a dataset removed and set up again under one epoch continues its versions: a follower that missed the removal takes the new map', () => {
+    const h = threeNodes();
+    h.run({ type: 'SubscribeAll', subscriber: sub });
+    const follower = new ShardMapFollower(ds1);
+    const old = h.mapper(ds1).toSnapshot(h.state.epoch);
+    expect(follower.applySnapshot(old)).not.toBe('stale');
+    h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: replyTo('admin') }); // the follower never hears of it
+    const effects = h.run({ type: 'SetupDataset', config: config(ds1, 8, 3), replyTo: replyTo('admin') });
+    const fresh = messagesTo(effects, sub).find((m) => m.type === 'CurrentShardSnapshot');
+    expect(fresh?.type === 'CurrentShardSnapshot' && fresh.snapshot.version).toBeGreaterThan(old.version);
+    expect(fresh?.type === 'CurrentShardSnapshot' && follower.applySnapshot(fresh.snapshot)).not.toBe('stale');
+    expect(follower.version).toBe(h.mapper(ds1).version);
   });
 
   it('a new dataset is persisted before anyone hears of it, and the reply comes last', () => {

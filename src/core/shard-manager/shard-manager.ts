@@ -51,6 +51,7 @@ export class ShardManager {
       datasets: new Map(),
       subscriptions: ShardSubscriptions.empty,
       buffered: [],
+      retiredVersions: new Map(),
     };
   }
 
@@ -66,7 +67,7 @@ export class ShardManager {
   }
 
   private recover(state: ShardManagerState, data: RecoveryData, now: number): Decision {
-    const base: ShardManagerState = { ...state, epoch: data.epoch, members: sortMembers(uniqueMembers(data.members)), datasets: new Map() };
+    const base: ShardManagerState = { ...state, epoch: data.epoch, members: sortMembers(uniqueMembers(data.members)), datasets: new Map(), retiredVersions: new Map() };
     const step = new Step(base, this.settings, now);
     recover(step, data);
     let decision = step.finish();
@@ -190,7 +191,7 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
     });
   }
   step.persist({ type: 'PersistDataset', config });
-  step.createDataset(config, new ShardMapper(config.numShards, config.ref));
+  step.createDataset(config, new ShardMapper(config.numShards, config.ref, step.firstVersion(config.ref)));
   step.subscriptions = step.subscriptions.addDataset(config.ref);
   if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
   const placed = step.assignShards(config.ref);

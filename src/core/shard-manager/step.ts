@@ -24,6 +24,12 @@ export interface ShardManagerState {
   readonly datasets: ReadonlyMap<DatasetRef, DatasetState>;
   readonly subscriptions: ShardSubscriptions;
   readonly buffered: readonly ShardManagerInput[];
+  /**
+   * The last version of each dataset removed under this epoch. A dataset set up again under the
+   * same name continues after it, so a subscriber that missed the removal still takes the new map
+   * as newer instead of keeping the old one (a new epoch orders maps by itself).
+   */
+  readonly retiredVersions: ReadonlyMap<DatasetRef, number>;
 }
 
 /** What one `decide` call returns. */
@@ -59,6 +65,7 @@ export class Step {
   members: Member[];
   subscriptions: ShardSubscriptions;
   private readonly datasets: Map<DatasetRef, DatasetState>;
+  private readonly retiredVersions: Map<DatasetRef, number>;
   private readonly baseSubscriptions: ShardSubscriptions;
   private readonly working = new Map<DatasetRef, WorkingDataset>();
   private readonly persists: Effect[] = [];
@@ -77,6 +84,7 @@ export class Step {
     this.subscriptions = base.subscriptions;
     this.baseSubscriptions = base.subscriptions;
     this.datasets = new Map(base.datasets);
+    this.retiredVersions = new Map(base.retiredVersions);
   }
 
   // ---------------------------------------------------------------- reads
@@ -85,6 +93,12 @@ export class Step {
     const w = this.working.get(ref);
     if (w) return w.removed ? undefined : w;
     return this.datasets.get(ref);
+  }
+
+  /** The version a new map of `ref` starts at: after the last one removed under this epoch, else 0. */
+  firstVersion(ref: DatasetRef): number {
+    const retired = this.retiredVersions.get(ref);
+    return retired === undefined ? 0 : retired + 1;
   }
 
   datasetRefs(): DatasetRef[] {
@@ -243,7 +257,10 @@ export class Step {
     const datasets = new Map<DatasetRef, DatasetState>();
     for (const [ref, ds] of this.datasets) {
       const w = this.working.get(ref);
-      if (w?.removed) continue;
+      if (w?.removed) {
+        this.retiredVersions.set(ref, w.mapper.version);
+        continue;
+      }
       datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns } : ds);
     }
     const state: ShardManagerState = {
@@ -253,6 +270,7 @@ export class Step {
       datasets,
       subscriptions: this.subscriptions,
       buffered,
+      retiredVersions: this.retiredVersions,
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };
