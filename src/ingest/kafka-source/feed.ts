@@ -118,18 +118,13 @@ export class DatasetFeed {
     while (out.length < max) {
       const r = b.peek();
       if (r === undefined) break;
-      const key = r.key === null ? '' : r.key.toString('utf8');
-      let value: unknown;
-      try {
-        value = this.ctx.settings.decode(r.value, key, r.offset);
-      } catch (e) {
+      if (r.poison !== undefined) {
         // A poison record: what comes before it is delivered; a read that starts at it fails, every time.
         if (out.length > 0) break;
-        const reason = e instanceof Error ? e.message : String(e);
-        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${r.offset} cannot be decoded: ${reason}`, r.offset);
+        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${r.offset} cannot be decoded: ${r.poison}`, r.offset);
       }
       b.shift();
-      out.push({ offset: r.offset, key, value });
+      out.push({ offset: r.offset, key: r.key, value: r.value });
     }
     if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
     return out;
@@ -212,10 +207,15 @@ export class DatasetFeed {
     for (const m of batch.messages) {
       if (b.isFull(s)) break;
       const offset = Number(m.offset);
-      // Copies: kafkajs's buffers are slices of the whole fetch response, which they would keep alive.
-      const key = m.key === null ? null : Buffer.from(m.key);
-      const value = m.value === null ? null : Buffer.from(m.value);
-      b.push({ offset, key, value, bytes: (key?.length ?? 0) + (value?.length ?? 0) + RECORD_OVERHEAD_BYTES });
+      // Decoded now, not when read: kafkajs's buffers are slices of the whole fetch response, and a
+      // decoded record (strings, parsed JSON) keeps none of it alive, without copying the bytes first.
+      const bytes = (m.key?.length ?? 0) + (m.value?.length ?? 0) + RECORD_OVERHEAD_BYTES;
+      const key = m.key === null ? '' : m.key.toString('utf8');
+      try {
+        b.push({ offset, key, value: s.decode(m.value, key, offset), bytes });
+      } catch (e) {
+        b.push({ offset, key, poison: e instanceof Error ? e.message : String(e), bytes });
+      }
       last = m.offset;
       accepted += 1;
     }

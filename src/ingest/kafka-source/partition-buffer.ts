@@ -6,15 +6,15 @@ import type { KafkaSourceSettings } from './settings.js';
 /** The bounds of a buffer. */
 type Bounds = Pick<KafkaSourceSettings, 'bufferRecords' | 'bufferBytes'>;
 
-/** A record as fetched, with what it costs the buffer. */
-export interface Buffered {
-  readonly offset: number;
-  readonly key: Buffer | null;
-  readonly value: Buffer | null;
-  readonly bytes: number;
-}
+/**
+ * A record as fetched, already decoded (so it holds no slice of the fetch response), with what it
+ * costs the buffer; `poison` is why the decoder refused it.
+ */
+export type Buffered =
+  | { readonly offset: number; readonly key: string; readonly value: unknown; readonly bytes: number; readonly poison?: undefined }
+  | { readonly offset: number; readonly key: string; readonly poison: string; readonly bytes: number };
 
-/** A buffered record's objects (the record and two Buffers: about 260 bytes measured on Node 20), on top of its key and value bytes. */
+/** A buffered record's objects (the record, its key string and decoded value: about 260 bytes measured on Node 20), on top of its key and value bytes. */
 export const RECORD_OVERHEAD_BYTES = 256;
 
 /**

@@ -47,7 +47,13 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
    */
   readonly recreateDelayMs?: number;
   readonly fetch?: KafkaFetchOptions;
-  /** Default `decodeKafkaValue`: JSON when the value parses as JSON, else its UTF-8 text; null for a null value. */
+  /**
+   * Default `decodeKafkaValue`: JSON when the value parses as JSON, else its UTF-8 text; null for a
+   * null value. It runs as records are fetched into a shard's buffer; one that throws makes that
+   * record a poison record. Gotchas: the Buffer it gets is a slice of the whole fetch response;
+   * return something that does not keep it (copy the bytes if you need them), or the buffers'
+   * memory bounds no longer hold.
+   */
   readonly decode?: KafkaValueDecoder;
 }
 
