@@ -3,6 +3,7 @@
 // hash, the partition-key hash and the spread) and writes to that partition by number, never through
 // Kafka's key partitioner, which would scatter a shard key over partitions no router asks.
 import type { Admin, Producer } from 'kafkajs';
+import { SharedAttempt } from '../cluster/shared-attempt.js';
 import { createKafka, type KafkaConnection } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { partitionKeyHash, shardKeyHash } from '../core/hashing.js';
@@ -46,8 +47,9 @@ export type ShardedProducerOptions = KafkaConnection;
 export class ShardedProducer {
   private readonly producer: Producer;
   private readonly admin: Admin;
-  private connecting: Promise<void> | undefined;
-  private readonly checked = new Map<string, Promise<void>>();
+  private readonly connection = new SharedAttempt(() => Promise.all([this.producer.connect(), this.admin.connect()]).then(() => undefined));
+  /** Per dataset, topic and shard count; a failed check is not remembered: the topic may be created (or fixed) and the send retried. */
+  private readonly checked = new Map<string, SharedAttempt<void>>();
   private closed = false;
 
   constructor(options: ShardedProducerOptions) {
@@ -73,7 +75,7 @@ export class ShardedProducer {
     // Everything that can be refused is refused before anything is written.
     const shards = records.map((r) => ShardedProducer.shardOf(dataset, r));
     const messages = records.map((r, i) => ({ partition: shards[i]!, key: r.key ?? null, value: encodeValue(r.value, i) }));
-    await this.connect();
+    await this.connection.get();
     await this.checkTopic(dataset);
     if (records.length === 0) return [];
     const written = await this.producer.send({ topic, acks: -1, messages });
@@ -97,34 +99,20 @@ export class ShardedProducer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const connecting = this.connecting;
-    this.connecting = undefined;
+    const connecting = this.connection.take();
     if (connecting === undefined) return;
     await connecting.catch(() => {});
     await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
-  }
-
-  private connect(): Promise<void> {
-    if (this.connecting === undefined) {
-      const connecting = Promise.all([this.producer.connect(), this.admin.connect()]).then(() => undefined);
-      this.connecting = connecting;
-      connecting.catch(() => {
-        if (this.connecting === connecting) this.connecting = undefined;
-      });
-    }
-    return this.connecting;
   }
 
   private checkTopic(dataset: DatasetConfig): Promise<void> {
     const key = `${dataset.ref}\u0000${kafkaTopicOf(dataset, 'the ShardedProducer')}\u0000${dataset.numShards}`;
     let check = this.checked.get(key);
     if (check === undefined) {
-      check = checkKafkaTopic(this.admin, dataset, 'the ShardedProducer');
+      check = new SharedAttempt(() => checkKafkaTopic(this.admin, dataset, 'the ShardedProducer'));
       this.checked.set(key, check);
-      // A failed check is not remembered: the topic may be created (or fixed) and the send retried.
-      check.catch(() => this.checked.delete(key));
     }
-    return check;
+    return check.get();
   }
 }
 
