@@ -109,6 +109,8 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
   it('converges: every shard Active on exactly one node, the oldest node is the singleton', async () => {
     last = await settle('start');
     expect(last.singleton!.name).toBe('node-1');
+    // Each node's config names its rack: it travels in the membership metadata to the singleton's view.
+    expect(last.singleton!.status.singleton!.members.map((m) => [m.node, m.rack])).toEqual(['node-1', 'node-2', 'node-3', 'node-4'].map((n) => [n, `rack-${n}`]));
   }, 120_000);
 
   it('SIGKILL of the singleton: the next oldest recovers the dataset and the subscriptions under a new epoch', async () => {
