@@ -9,12 +9,14 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           include: ['test/unit/**/*.test.ts'],
         },
       },
       {
         test: {
           name: 'sim',
+          sequence: { groupOrder: 0 },
           include: ['test/sim/**/*.test.ts'],
           testTimeout: 120_000,
         },
@@ -22,6 +24,9 @@ export default defineConfig({
       {
         test: {
           // Real Kafka and Cassandra (scripts/services), started once per run by the global setup.
+          // After the unit and sim projects, not beside them: on 2 cores the simulation's CPU would
+          // starve the node processes past their 3 s sessions, and they would fence themselves.
+          sequence: { groupOrder: 1 },
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { converged, ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
@@ -99,11 +99,18 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     numbered.start();
   }, 180_000);
 
+  let failed = false;
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') failed = true;
+  });
+
   afterAll(async () => {
     await numbered?.stop().catch(() => undefined);
     await producer?.disconnect().catch(() => undefined);
     await cluster?.stopAll();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    // The nodes' logs explain a failure: keep them, and say where.
+    if (failed) process.stderr.write(`[chaos] node configs, logs and sinks kept in ${dir}\n`);
+    else if (dir) await rm(dir, { recursive: true, force: true });
   }, 120_000);
 
   it('converges: every shard Active on exactly one node, the oldest node is the singleton', async () => {

@@ -25,7 +25,7 @@ export interface SubscriptionParams {
 
 /** One subscription: one kafkajs consumer, one group member. */
 export class KafkaSubscription implements BusSubscription {
-  private readonly consumer: Consumer;
+  private consumer: Consumer;
   /** Whether this member was given partition 0 at its last join. */
   private owns = false;
   /** The next offset to deliver; unknown until the member first owns the topic. */
@@ -40,7 +40,12 @@ export class KafkaSubscription implements BusSubscription {
 
   constructor(private readonly p: SubscriptionParams) {
     this.opened = deferred();
-    this.consumer = p.kafka.consumer({
+    this.consumer = this.makeConsumer();
+  }
+
+  private makeConsumer(): Consumer {
+    const p = this.p;
+    const consumer = p.kafka.consumer({
       groupId: p.group,
       partitionAssigners: [newestSubscriptionOwns(p.openedAt)],
       sessionTimeout: p.settings.sessionTimeoutMs,
@@ -53,15 +58,40 @@ export class KafkaSubscription implements BusSubscription {
         restartOnFailure: async () => this.ready && this.closing === undefined,
       },
     });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => this.onJoin(event.payload.memberAssignment));
-    this.consumer.on(this.consumer.events.CRASH, (event) => {
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      if (consumer === this.consumer) this.onJoin(event.payload.memberAssignment);
+    });
+    consumer.on(consumer.events.CRASH, (event) => {
+      if (consumer !== this.consumer) return;
       const { error, restart } = event.payload;
       if (!this.ready) {
         this.opened.reject(kafkaError(`subscribing to ${p.topic} as group ${p.group}`, { topic: p.topic, group: p.group }, error));
       } else if (this.closing === undefined) {
-        p.log.error({ event: 'bus.consumer.crashed', err: error, restart }, restart ? 'bus consumer failed: it restarts' : 'bus consumer failed for good: no more records on this subscription');
+        p.log.error({ event: 'bus.consumer.crashed', err: error, restart }, restart ? 'bus consumer failed: it restarts' : 'bus consumer failed for good: a new one replaces it');
+        // kafkajs does not restart a consumer after an error it deems final; a subscription that
+        // silently stopped would leave its node a member that hears nothing. A new consumer joins
+        // the group again and goes on from this subscription's position (see onJoin).
+        if (!restart) setTimeout(() => void this.replaceConsumer(), p.settings.heartbeatIntervalMs);
       }
     });
+    return consumer;
+  }
+
+  private async replaceConsumer(): Promise<void> {
+    if (this.closing !== undefined) return;
+    const { topic, group } = this.p;
+    this.owns = false;
+    const consumer = this.makeConsumer();
+    this.consumer = consumer;
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [topic], fromBeginning: this.p.fromBeginning });
+      await consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onMessage(message.offset, message.value) });
+    } catch (e) {
+      if (consumer !== this.consumer || this.closing !== undefined) return;
+      this.p.log.error({ event: 'bus.consumer.crashed', err: e, topic, group }, 'a replacement bus consumer could not start: trying again');
+      setTimeout(() => void this.replaceConsumer(), this.p.settings.sessionTimeoutMs);
+    }
   }
 
   async open(): Promise<void> {
