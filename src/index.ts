@@ -98,7 +98,7 @@ export type { Cancel, Clock } from './cluster/clock.js';
 export { RealClock, SimulatedClock } from './cluster/clock.js';
 export type { JoinRequest, Membership, MembershipView } from './cluster/membership.js';
 export { MemoryMembership, MemoryMembershipService } from './cluster/memory-membership.js';
-export type { Bus, BusRecord, BusSubscription, SubscribeOptions } from './cluster/bus.js';
+export type { Bus, BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from './cluster/bus.js';
 export type { BusFault, MemoryBusOptions } from './cluster/memory-bus.js';
 export { MemoryBus } from './cluster/memory-bus.js';
 export type { SingletonLease } from './cluster/singleton-lease.js';
@@ -136,7 +136,7 @@ export type { KafkaFetchOptions, KafkaIngestionSourceOptions, KafkaValueDecoder 
 export { decodeKafkaValue, KafkaIngestionSource } from './ingest/kafka-source.js';
 export type { SentRecord, ShardedProducerOptions, ShardedRecord } from './client/sharded-producer.js';
 export { ShardedProducer } from './client/sharded-producer.js';
-export { JsonLinesSink, LogSink } from './ingest/file-sinks.js';
+export { JsonLinesSink, LogSink } from './ingest/node-sinks.js';
 export type { NodeConfig } from './node/node-config.js';
 export { loadNodeConfig, NodeConfigError, parseNodeConfig } from './node/node-config.js';
 export type { StartedNode, StartNodeOptions } from './node/run-node.js';

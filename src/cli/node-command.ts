@@ -2,7 +2,7 @@
 // Exit codes: 0 stopped on a signal, 1 could not start (Kafka or Cassandra unreachable, ...),
 // 2 a bad config, 130 a second signal while stopping.
 import { pino, type Logger } from 'pino';
-import { JsonLinesSink, LogSink } from '../ingest/file-sinks.js';
+import { JsonLinesSink, LogSink } from '../ingest/node-sinks.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
 import { startStatusServer, type StatusServer } from '../http/status-server.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';

@@ -2,7 +2,7 @@
 // record's shard exactly as query routers compute where to look (`ingestionShard` of the shard-key
 // hash, the partition-key hash and the spread) and writes to that partition by number, never through
 // Kafka's key partitioner, which would scatter a shard key over partitions no router asks.
-import type { Admin, Producer } from 'kafkajs';
+import { Partitioners, type Admin, type Producer } from 'kafkajs';
 import { SharedAttempt } from '../cluster/shared-attempt.js';
 import { createKafka, type KafkaConnection } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
@@ -55,7 +55,8 @@ export class ShardedProducer {
   constructor(options: ShardedProducerOptions) {
     const kafka = createKafka(options);
     // Topics are never auto-created: a typo in a topic name must fail, not create a 1-partition topic.
-    this.producer = kafka.producer({ allowAutoTopicCreation: false });
+    // The partitioner is never used (every record names its partition); naming one keeps kafkajs from warning about its default.
+    this.producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
     this.admin = kafka.admin();
   }
 

@@ -11,7 +11,12 @@ export interface BusRecord {
 export interface SubscribeOptions {
   /** Where a group with no committed position starts. Default `latest`. */
   readonly start?: 'earliest' | 'latest';
+  /** Hears what a handler threw (or a record that could not be read); delivery goes on with the next record. */
+  readonly onError?: (error: unknown, record: BusRecord) => void;
 }
+
+/** Handles one record; the next is delivered once its promise settles. */
+export type RecordHandler = (record: BusRecord) => Promise<void> | void;
 
 export interface BusSubscription {
   /**
@@ -35,7 +40,7 @@ export interface Bus {
   subscribe(
     topic: string,
     group: string,
-    handler: (record: BusRecord) => Promise<void> | void,
-    options?: SubscribeOptions & { onError?: (error: unknown, record: BusRecord) => void },
+    handler: RecordHandler,
+    options?: SubscribeOptions,
   ): Promise<BusSubscription>;
 }

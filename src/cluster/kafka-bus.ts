@@ -3,7 +3,7 @@
 // caller says so.
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from './bus.js';
+import type { Bus, BusSubscription, RecordHandler, SubscribeOptions } from './bus.js';
 import { RealClock, type Clock } from './clock.js';
 import { createKafka } from './kafka-client.js';
 import { KafkaBusError, kafkaCall } from './kafka-bus/errors.js';
@@ -124,8 +124,8 @@ export class KafkaBus implements Bus {
   async subscribe(
     topic: string,
     group: string,
-    handler: (record: BusRecord) => Promise<void> | void,
-    options: SubscribeOptions & { onError?: (error: unknown, record: BusRecord) => void } = {},
+    handler: RecordHandler,
+    options: SubscribeOptions = {},
   ): Promise<BusSubscription> {
     this.assertOpen();
     checkTopicName(topic);

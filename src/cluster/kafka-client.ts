@@ -13,10 +13,6 @@ export interface KafkaConnection {
   readonly connectionTimeoutMs?: number | undefined;
 }
 
-// kafkajs's default partitioner warning is about key hashing, which shardherd never uses: every
-// record names its partition.
-process.env['KAFKAJS_NO_PARTITIONER_WARNING'] ??= '1';
-
 /**
  * kafkajs's log levels, one step down on pino's: it logs every normal rebalance ("The group is
  * rebalancing") as an error, and its INFO lines (joins, commits) are debug detail here. Failures

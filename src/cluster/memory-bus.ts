@@ -1,4 +1,4 @@
-import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from './bus.js';
+import type { Bus, BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from './bus.js';
 import type { Clock } from './clock.js';
 
 /** What happens to one produced record: the simulator's fault injection. */
@@ -19,8 +19,8 @@ export interface MemoryBusOptions {
 interface Subscription {
   readonly topic: string;
   readonly group: string;
-  readonly handler: (record: BusRecord) => Promise<void> | void;
-  readonly onError: ((error: unknown, record: BusRecord) => void) | undefined;
+  readonly handler: RecordHandler;
+  readonly onError: SubscribeOptions['onError'];
   /** The next offset to deliver. */
   position: number;
   running: boolean;
@@ -85,8 +85,8 @@ export class MemoryBus implements Bus {
   async subscribe(
     topic: string,
     group: string,
-    handler: (record: BusRecord) => Promise<void> | void,
-    options: SubscribeOptions & { onError?: (error: unknown, record: BusRecord) => void } = {},
+    handler: RecordHandler,
+    options: SubscribeOptions = {},
   ): Promise<BusSubscription> {
     const committed = this.committed.get(key(topic, group));
     const start = committed ?? (options.start === 'earliest' ? 0 : this.log(topic).length);

@@ -1,5 +1,5 @@
 import type { ShardherdNode } from '../actors/node-process.js';
-import type { Member, RunningShard } from '../core/shard-manager/protocol.js';
+import type { Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 
 /** A node as JSON: its identity and membership, the shards it runs, and the singleton's state if it hosts it. */
@@ -19,8 +19,8 @@ export interface SingletonStatus {
   readonly epoch: number;
   readonly members: readonly Member[];
   readonly maps: readonly ShardMapSnapshot[];
-  readonly subscriptions: readonly { readonly dataset: string; readonly subscribers: readonly string[] }[];
-  readonly watchers: readonly string[];
+  readonly subscriptions: RecoveryData['subscriptions'];
+  readonly watchers: RecoveryData['watchers'];
 }
 
 export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {

@@ -1,7 +1,7 @@
 // The behaviour every Bus adapter must have (src/cluster/bus.ts), as a reusable suite: the memory
 // bus runs it in test/unit, the Kafka adapter runs the same suite against a broker (test/integration).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Bus, BusRecord, BusSubscription, SubscribeOptions } from '../../src/cluster/bus.js';
+import type { Bus, BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from '../../src/cluster/bus.js';
 
 export interface BusFixture {
   readonly bus: Bus;
@@ -65,8 +65,8 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     async function collect(
       topic: string,
       group: string,
-      options: SubscribeOptions & { onError?: (error: unknown, record: BusRecord) => void } = {},
-      handler: (record: BusRecord) => Promise<void> | void = () => {},
+      options: SubscribeOptions = {},
+      handler: RecordHandler = () => {},
     ): Promise<{ records: BusRecord[]; values: () => unknown[]; sub: BusSubscription }> {
       const records: BusRecord[] = [];
       const sub = await bus.subscribe(

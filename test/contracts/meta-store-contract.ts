@@ -13,12 +13,13 @@ export interface MetaStoreFixture {
   readonly cleanup?: () => Promise<void>;
 }
 
-const ds1 = datasetRef('ds1');
-const ds2 = datasetRef('ds2');
-const nodeA = nodeId('node-a');
-const nodeB = nodeId('node-b');
-const incA = incarnation('a#1');
-const incB = incarnation('b#1');
+/** The datasets, nodes and incarnations of the contract, for adapter-specific tests too. */
+export const ds1 = datasetRef('ds1');
+export const ds2 = datasetRef('ds2');
+export const nodeA = nodeId('node-a');
+export const nodeB = nodeId('node-b');
+export const incA = incarnation('a#1');
+export const incB = incarnation('b#1');
 
 export function datasetConfig(ref: DatasetRef, numShards = 4, recordsPerSecond = 100): DatasetConfig {
   const r = validateDatasetConfig({ ref, numShards, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond } });

@@ -5,20 +5,14 @@
 import { Client as CassandraClient, errors, types } from 'cassandra-driver';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { datasetRef, epoch, incarnation, nodeId, type SubscriberId } from '../../src/core/ids.js';
+import { epoch, type SubscriberId } from '../../src/core/ids.js';
 import { CassandraMetaStore, MetaStoreRowError, type CassandraMetaStoreOptions } from '../../src/store/cassandra-meta-store.js';
 import { FencedError, MetaStoreUnavailableError, type Lease } from '../../src/store/meta-store.js';
-import { datasetConfig, metaStoreContract, shardMap } from '../contracts/meta-store-contract.js';
+import { datasetConfig, ds1, ds2, incA, incB, metaStoreContract, nodeA, nodeB, shardMap } from '../contracts/meta-store-contract.js';
 import { services, uniqueName } from './support.js';
 
 const KEYSPACE = 'shardherd_test';
 const silent = pino({ level: 'silent' });
-const ds1 = datasetRef('ds1');
-const ds2 = datasetRef('ds2');
-const nodeA = nodeId('node-a');
-const nodeB = nodeId('node-b');
-const incA = incarnation('a#1');
-const incB = incarnation('b#1');
 
 function storeOptions(overrides: Partial<CassandraMetaStoreOptions> = {}): CassandraMetaStoreOptions {
   const { cassandraContactPoints, cassandraLocalDataCenter } = services();

@@ -5,22 +5,16 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { datasetRef, epoch, incarnation, nodeId } from '../../src/core/ids.js';
+import { epoch } from '../../src/core/ids.js';
 import { FileMetaStore, MetaStoreFileError } from '../../src/store/file-meta-store.js';
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
-import { datasetConfig, metaStoreContract, shardMap } from '../contracts/meta-store-contract.js';
+import { datasetConfig, ds1, ds2, incA, incB, metaStoreContract, nodeA as a, nodeB as b, shardMap } from '../contracts/meta-store-contract.js';
 
 metaStoreContract('FileMetaStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
   return { store: new FileMetaStore(join(dir, 'meta.json')), cleanup: () => rm(dir, { recursive: true, force: true }) };
 });
 
-const ds1 = datasetRef('ds1');
-const ds2 = datasetRef('ds2');
-const a = nodeId('node-a');
-const incA = incarnation('a#1');
-const b = nodeId('node-b');
-const incB = incarnation('b#1');
 
 describe('FileMetaStore', () => {
   let dir: string;

@@ -31,6 +31,16 @@ const req = (name: string, inc = 1, rack?: string) => ({
 const names = (v: MembershipView): string[] => v.members.map((m) => `${m.node}#${m.incarnation.split('#')[1]}`);
 const gens = (views: MembershipView[]): number[] => views.map((v) => v.generation);
 
+/** Nodes a and b, joined in that order (a is the oldest), each recording what it hears. */
+async function joinedPair() {
+  const { clock, service } = setup();
+  const a = node(service);
+  const b = node(service);
+  await a.handle.join(req('a'));
+  await b.handle.join(req('b'));
+  return { clock, service, a, b };
+}
+
 describe('MemoryMembershipService', () => {
   it('lists members oldest first with strictly increasing joinedAt, one generation per join, heard by every handle in order', async () => {
     const { clock, service } = setup(5000);
@@ -66,22 +76,14 @@ describe('MemoryMembershipService', () => {
   });
 
   it('members that keep heartbeating stay, however long it runs', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, service, a } = await joinedPair();
     clock.advance(60 * SESSION);
     expect(names(service.view())).toEqual(['a#1', 'b#1']);
     expect(gens(a.heard)).toEqual([1, 2]);
   });
 
   it('a crashed member is removed exactly one session timeout after its last heartbeat, not before', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, a, b } = await joinedPair();
     clock.advanceTo(1000); // b heartbeat at 300, 600, 900
     b.handle.crash();
 
@@ -96,11 +98,7 @@ describe('MemoryMembershipService', () => {
   });
 
   it('leave is immediate: the others hear the view without the member at once', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, a, b } = await joinedPair();
     const timersBefore = clock.pendingTimers;
     await a.handle.leave();
     expect(names(b.handle.view())).toEqual(['b#1']);
@@ -113,11 +111,7 @@ describe('MemoryMembershipService', () => {
   });
 
   it('a pause longer than the session timeout: the others see the member gone; on resume it hears a view without itself', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, service, a, b } = await joinedPair();
     clock.advanceTo(1000); // last heartbeat of b at 900
     b.handle.pause();
 
@@ -137,11 +131,7 @@ describe('MemoryMembershipService', () => {
   });
 
   it('a pause shorter than the session timeout goes unnoticed', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, a, b } = await joinedPair();
     clock.advanceTo(1000); // last heartbeat of b at 900
     b.handle.pause();
     clock.advanceTo(1850);
@@ -189,11 +179,7 @@ describe('MemoryMembershipService', () => {
   });
 
   it('a node dropped from the view can join again on the same handle with a new incarnation', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, a, b } = await joinedPair();
     b.handle.pause();
     clock.advance(2 * SESSION);
     b.handle.resume();
@@ -259,11 +245,7 @@ describe('MemoryMembershipService', () => {
   });
 
   it('close leaves at once and silences the handle: its listeners hear no later view', async () => {
-    const { clock, service } = setup();
-    const a = node(service);
-    const b = node(service);
-    await a.handle.join(req('a'));
-    await b.handle.join(req('b'));
+    const { clock, service, a, b } = await joinedPair();
     await a.handle.close();
     expect(names(b.handle.view())).toEqual(['b#1']);
     expect(gens(a.heard)).toEqual([1, 2, 3]); // heard its own departure

@@ -2,7 +2,7 @@
 // is given the topic and hands the records to the handler one at a time.
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { BusRecord, BusSubscription } from '../bus.js';
+import type { BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from '../bus.js';
 import { newestSubscriptionOwns } from './assigner.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 import type { KafkaBusSettings } from './settings.js';
@@ -16,8 +16,8 @@ export interface SubscriptionParams {
   readonly log: Logger;
   readonly topic: string;
   readonly group: string;
-  readonly handler: (record: BusRecord) => Promise<void> | void;
-  readonly onError: ((error: unknown, record: BusRecord) => void) | undefined;
+  readonly handler: RecordHandler;
+  readonly onError: SubscribeOptions['onError'];
   readonly startIfUncommitted: number;
   readonly openedAt: number;
   readonly fromBeginning: boolean;
