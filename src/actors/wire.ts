@@ -113,6 +113,10 @@ const eventS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('IngestionError'), error: z.string(), ...eventBase }),
   z.object({ type: z.literal('IngestionStopped'), ...eventBase }),
   z.object({ type: z.literal('ShardDown'), ...eventBase }),
+  z.object({ type: z.literal('ShardCopyAdded'), ...eventBase }),
+  z.object({ type: z.literal('ShardLeaving'), ...eventBase }),
+  z.object({ type: z.literal('ShardLeavingCancelled'), ...eventBase }),
+  z.object({ type: z.literal('ShardLeft'), ...eventBase }),
 ]);
 
 const requestS = z.discriminatedUnion('type', [

@@ -18,10 +18,27 @@ export interface DatasetConfig {
   readonly minNumNodes: number;
   /** Default spread: a shard key covers `2^spread` shards. 0..log2(numShards); default 1 (0 for 1 shard). */
   readonly spread: number;
-  /** Copies of each shard. Only 1 is supported until replicas land. */
+  /**
+   * Copies of each shard, in distinct isolation groups (racks) whenever the members span enough of
+   * them. 1 (the default) is FiloDB's single owner; above 1 needs the `balanced` strategy.
+   */
   readonly replicationFactor: number;
+  /** Who places the shards: FiloDB's strategy (the default, never moves a placed shard) or `balanced`. */
+  readonly strategy: PlacementStrategyName;
+  /**
+   * How many planned moves (rebalance, drain, replace) of this dataset may be in flight at once; the
+   * next ones start as these finish. Forced moves (a copy's node died) are never held back.
+   */
+  readonly maxConcurrentMoves: number;
   readonly source: IngestionSourceConfig;
 }
+
+/** The strategies a dataset can name. */
+export type PlacementStrategyName = 'filodb-default' | 'balanced';
+export const PLACEMENT_STRATEGIES: readonly PlacementStrategyName[] = ['filodb-default', 'balanced'];
+/** The most copies of a shard a dataset may ask for. */
+export const MAX_REPLICATION_FACTOR = 8;
+export const DEFAULT_MAX_CONCURRENT_MOVES = 16;
 
 /** Why a dataset config was refused, naming the first bad field (a dotted path such as `source.topic`). */
 export interface InvalidDatasetConfig {
@@ -53,7 +70,9 @@ const configSchema = z
       .refine(isValidShardCount, `must be a power of two between 1 and ${MAX_SHARDS}`),
     minNumNodes: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS),
     spread: z.number().int('must be an integer').optional(),
-    replicationFactor: z.number().int('must be an integer').min(1).default(1),
+    replicationFactor: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_REPLICATION_FACTOR, `must be at most ${MAX_REPLICATION_FACTOR}`).default(1),
+    strategy: z.enum(['filodb-default', 'balanced']).default('filodb-default'),
+    maxConcurrentMoves: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS).default(DEFAULT_MAX_CONCURRENT_MOVES),
     source: sourceSchema,
   })
   .superRefine((c, ctx) => {
@@ -62,8 +81,9 @@ const configSchema = z
     if (c.spread !== undefined && (c.spread < 0 || c.spread > maxSpread)) {
       ctx.addIssue({ code: 'custom', path: ['spread'], message: `must be between 0 and log2(numShards) = ${maxSpread}` });
     }
-    if (c.replicationFactor !== 1) {
-      ctx.addIssue({ code: 'custom', path: ['replicationFactor'], message: 'replicas are not supported yet: must be 1' });
+    // FiloDB's strategy places one owner per shard and never moves one: replicas need `balanced`.
+    if (c.replicationFactor > 1 && c.strategy !== 'balanced') {
+      ctx.addIssue({ code: 'custom', path: ['replicationFactor'], message: `above 1 needs "strategy": "balanced" (FiloDB's strategy places one owner per shard)` });
     }
   });
 
@@ -94,13 +114,15 @@ export function validateDatasetConfig(input: unknown): Result<DatasetConfig, Inv
     minNumNodes: c.minNumNodes,
     spread: c.spread ?? Math.min(1, log2Shards(c.numShards)),
     replicationFactor: c.replicationFactor,
+    strategy: c.strategy,
+    maxConcurrentMoves: c.maxConcurrentMoves,
     source: c.source,
   });
 }
 
 /** Field-by-field differences between two configs of the same dataset (empty when equal). */
 export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): string[] {
-  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'source'] as const;
+  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'source'] as const;
   return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));
 }
 

@@ -8,22 +8,20 @@ import {
 import type { DatasetRef, Epoch, NodeId, ShardNum } from './ids.js';
 import { isShardInRange } from './ids.js';
 import { assertNever, err, ok, type Result } from './result.js';
+import { SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
 import {
-  SHARD_MAP_FORMAT,
-  type ShardAssignment,
-  type ShardMapSnapshot,
-  type ShardRecord,
-} from './shard-map-snapshot.js';
+  applyToRecord,
+  copyOf,
+  isServingCopy,
+  noOwner,
+  primaryCopy,
+  recordEquals,
+  sameAssignment,
+  soleOwner,
+  UNASSIGNED_RECORD,
+} from './shard-record.js';
 import * as spreadMath from './spread.js';
-import {
-  type PlacementState,
-  type ShardEvent,
-  ShardEvents,
-  type ShardStatus,
-  Status,
-  statusEquals,
-  statusLetter,
-} from './status.js';
+import { type ShardEvent, ShardEvents, type ShardStatus, statusLetter } from './status.js';
 
 /** Why `updateFromEvent` refused an event. The mapper is unchanged. */
 export type MapperError = ShardOutOfRangeError | DatasetMismatchError | InvalidEventError;
@@ -33,12 +31,18 @@ export interface UpdateOutcome {
   readonly changed: boolean;
 }
 
-const UNASSIGNED: ShardRecord = Object.freeze({ status: Status.unassigned, assignments: Object.freeze([]) });
+/** One copy of a shard on a node, as `copiesForNode` lists them. */
+export interface NodeCopy {
+  readonly shard: ShardNum;
+  readonly copy: ShardAssignment;
+}
 
 /**
- * The shard map of one dataset: for each shard, its assignments (today at most one owner) and its
- * status. FiloDB's `ShardMapper` with the same transitions (FiloDB reference §2.5), plus a
- * `version` that grows by one on every change, and the shard arithmetic of the dataset.
+ * The shard map of one dataset: for each shard, its copies (assignments with M3DB placement states)
+ * and its status. FiloDB's `ShardMapper` with the same transitions (FiloDB reference §2.5), plus a
+ * `version` that grows by one on every change, and the shard arithmetic of the dataset. With one
+ * copy per shard (replication factor 1, no planned move) it is exactly FiloDB's single-owner map;
+ * the per-copy rules are in `shard-record.ts`.
  *
  * Records are immutable and shared, so `clone()` is a cheap copy of one array.
  *
@@ -50,10 +54,13 @@ export class ShardMapper {
   readonly numShards: number;
   readonly dataset: DatasetRef | undefined;
   private records: ShardRecord[];
-  /** Bit s set iff shard s has no owner: finding the lowest free shards costs numShards / 32 steps. */
+  /** Bit s set iff shard s has no copy: finding the lowest free shards costs numShards / 32 steps. */
   private free: Uint32Array;
+  /** Copies per node (Leaving and Initializing ones included): a node's load. */
   private ownerCounts: Map<NodeId, number>;
   private unassignedCount: number;
+  /** Per shard, the version at which its copies last changed (`ShardMapSnapshot.assignmentVersions`). */
+  private assignmentVersions: number[];
   private _version: number;
 
   /**
@@ -65,11 +72,12 @@ export class ShardMapper {
     if (!Number.isSafeInteger(version) || version < 0) throw new RangeError(`a map version is a whole number >= 0, got ${version}`);
     this.numShards = numShards;
     this.dataset = dataset;
-    this.records = new Array<ShardRecord>(numShards).fill(UNASSIGNED);
+    this.records = new Array<ShardRecord>(numShards).fill(UNASSIGNED_RECORD);
     this.free = new Uint32Array(Math.ceil(numShards / 32));
     for (let s = 0; s < numShards; s++) this.free[s >>> 5]! |= 1 << (s & 31);
     this.ownerCounts = new Map();
     this.unassignedCount = numShards;
+    this.assignmentVersions = new Array<number>(numShards).fill(0);
     this._version = version;
   }
 
@@ -85,22 +93,58 @@ export class ShardMapper {
     return this.record(shard).status;
   }
 
-  /** The owner of a shard, or undefined if it has none. */
+  /**
+   * The owner of a shard (its primary copy: a serving one first), or undefined if it has no copy.
+   * With one copy per shard this is FiloDB's `coordForShard`.
+   */
   nodeForShard(shard: number): NodeId | undefined {
-    return this.record(shard).assignments[0]?.node;
+    return primaryCopy(this.record(shard).assignments)?.node;
   }
 
-  /** The whole record of a shard: status, assignments with placement states, last owner. */
+  /** Every node holding a copy of the shard, in the record's order. */
+  nodesForShard(shard: number): NodeId[] {
+    return this.record(shard).assignments.map((a) => a.node);
+  }
+
+  /** Nodes whose copy serves queries now: Active and Available or Leaving (not still Initializing). */
+  servingNodes(shard: number): NodeId[] {
+    return this.record(shard).assignments.filter(isServingCopy).map((a) => a.node);
+  }
+
+  /** The copy `node` holds of a shard, if any. */
+  copyOnNode(shard: number, node: NodeId): ShardAssignment | undefined {
+    return copyOf(this.record(shard), node);
+  }
+
+  /** The whole record of a shard: status, copies with placement states, last owner, assignment version. */
   recordForShard(shard: number): ShardRecord {
     return this.record(shard);
   }
 
-  /** Shards owned by `node`, ascending. */
-  shardsForNode(node: NodeId): ShardNum[] {
-    return this.shardsWhere((r) => r.assignments[0]?.node === node);
+  /** The map version at which the shard's copies (nodes or placements) last changed; 0 if never. */
+  assignmentVersion(shard: number): number {
+    this.record(shard);
+    return this.assignmentVersions[shard]!;
   }
 
-  /** How many shards `node` owns, in constant time. */
+  /** Shards of which `node` holds a copy, ascending. */
+  shardsForNode(node: NodeId): ShardNum[] {
+    if (!this.ownerCounts.has(node)) return [];
+    return this.shardsWhere((r) => r.assignments.some((a) => a.node === node));
+  }
+
+  /** Every copy `node` holds, by ascending shard. */
+  copiesForNode(node: NodeId): NodeCopy[] {
+    const out: NodeCopy[] = [];
+    if (!this.ownerCounts.has(node)) return out;
+    for (let i = 0; i < this.records.length; i++) {
+      const copy = copyOf(this.records[i]!, node);
+      if (copy) out.push({ shard: i as ShardNum, copy });
+    }
+    return out;
+  }
+
+  /** How many copies `node` holds (its load), in constant time. */
   numShardsForNode(node: NodeId): number {
     return this.ownerCounts.get(node) ?? 0;
   }
@@ -135,7 +179,7 @@ export class ShardMapper {
     return this.unassignedCount;
   }
 
-  /** Distinct owners. */
+  /** Distinct nodes holding copies. */
   allNodes(): Set<NodeId> {
     return new Set(this.ownerCounts.keys());
   }
@@ -213,41 +257,17 @@ export class ShardMapper {
    * Applies one event with FiloDB's transitions: ShardAssignmentStarted → Assigned, RecoveryInProgress
    * → Recovery(pct), IngestionStarted → Active (each sets the owner); IngestionError → Error and
    * ShardDown → Down (each clears the owner and remembers the event's node as the last owner);
-   * IngestionStopped → Stopped (owner kept).
+   * IngestionStopped → Stopped (owner kept). An event from a node that holds a copy changes that
+   * copy only; the placement events (`ShardCopyAdded`, `ShardLeaving`, ...) change copies.
    * Refuses, unchanged, a shard out of range (including `shard == numShards`), an event for another
-   * dataset, and a progress outside 0..100.
+   * dataset, a progress outside 0..100 and a placement event that does not fit the shard's copies.
    */
   updateFromEvent(e: ShardEvent): Result<UpdateOutcome, MapperError> {
     if (this.dataset !== undefined && e.dataset !== this.dataset) return err(new DatasetMismatchError(this.dataset, e.dataset));
     if (!isShardInRange(e.shard, this.numShards)) return err(new ShardOutOfRangeError(e.shard, this.numShards, e.dataset));
-    const current = this.records[e.shard]!;
-    let next: ShardRecord;
-    switch (e.type) {
-      case 'ShardAssignmentStarted':
-        next = owned(e.node, 'Initializing', Status.assigned);
-        break;
-      case 'RecoveryInProgress':
-        if (!(e.progressPct >= 0 && e.progressPct <= 100)) {
-          return err(new InvalidEventError(`progressPct must be within 0..100, got ${e.progressPct}`, e.dataset, e.shard));
-        }
-        next = owned(e.node, 'Initializing', Status.recovery(e.progressPct));
-        break;
-      case 'IngestionStarted':
-        next = owned(e.node, 'Available', Status.active);
-        break;
-      case 'IngestionError':
-        next = unowned(Status.error(e.error), e.node);
-        break;
-      case 'IngestionStopped':
-        next = withStatus(current, Status.stopped, e.node);
-        break;
-      case 'ShardDown':
-        next = unowned(Status.down, e.node);
-        break;
-      default:
-        return assertNever(e);
-    }
-    return ok({ changed: this.replace(e.shard, next) });
+    const next = applyToRecord(this.records[e.shard]!, e);
+    if (!next.ok) return next;
+    return ok({ changed: this.replace(e.shard, next.value) });
   }
 
   /**
@@ -260,30 +280,34 @@ export class ShardMapper {
     let changed = false;
     for (const s of shards) {
       const r = this.records[s]!;
-      const placement = r.assignments[0]?.placement ?? 'Initializing';
-      changed = this.replace(s, owned(node, placement, r.status)) || changed;
+      const placement = primaryCopy(r.assignments)?.placement ?? 'Initializing';
+      changed = this.replace(s, soleOwner(node, placement, r.status)) || changed;
     }
     return ok({ changed });
   }
 
-  /** Clears a shard's owner, keeping its status. */
+  /** Clears a shard's copies, keeping its status. */
   unassignShard(shard: number): Result<UpdateOutcome, ShardOutOfRangeError> {
     if (!isShardInRange(shard, this.numShards)) return err(new ShardOutOfRangeError(shard, this.numShards, this.dataset));
     const r = this.records[shard]!;
-    const owner = r.assignments[0]?.node;
-    return ok({ changed: owner !== undefined && this.replace(shard, unowned(r.status, owner)) });
+    const owner = primaryCopy(r.assignments)?.node;
+    return ok({ changed: owner !== undefined && this.replace(shard, noOwner(r.status, owner)) });
   }
 
-  /** Clears the owner of every shard `node` owns (statuses kept); returns those shards, ascending. */
+  /** Removes every copy `node` holds (statuses kept); returns those shards, ascending. */
   removeNode(node: NodeId): ShardNum[] {
     const shards = this.shardsForNode(node);
-    for (const s of shards) this.replace(s, unowned(this.records[s]!.status, node));
+    for (const s of shards) {
+      const r = this.records[s]!;
+      const rest = r.assignments.filter((a) => a.node !== node);
+      this.replace(s, rest.length === 0 ? noOwner(r.status, node) : { ...r, assignments: rest, status: primaryCopy(rest)!.status });
+    }
     return shards;
   }
 
   /**
    * Applies `other`'s minimal events to this map: shards assigned or touched in `other` take its
-   * state; shards that are plainly Unassigned in `other` leave this map alone. A map of another
+   * state (all its copies); shards that are plainly Unassigned in `other` leave this map alone. A map of another
    * dataset, or with more shards, is refused and nothing changes.
    */
   mergeFrom(other: ShardMapper): Result<UpdateOutcome, MapperError> {
@@ -298,7 +322,14 @@ export class ShardMapper {
       if (!r.ok) return r;
       changed = r.value.changed || changed;
     }
-    Object.assign(this, { records: merged.records, free: merged.free, ownerCounts: merged.ownerCounts, unassignedCount: merged.unassignedCount, _version: merged._version });
+    Object.assign(this, {
+      records: merged.records,
+      free: merged.free,
+      ownerCounts: merged.ownerCounts,
+      unassignedCount: merged.unassignedCount,
+      assignmentVersions: merged.assignmentVersions,
+      _version: merged._version,
+    });
     return ok({ changed });
   }
 
@@ -308,7 +339,8 @@ export class ShardMapper {
    * The fewest events that rebuild this map from a fresh mapper, in shard order: Assigned →
    * ShardAssignmentStarted; Active → IngestionStarted; Recovery → RecoveryInProgress; Error →
    * IngestionError; Stopped → IngestionStarted (or ShardAssignmentStarted if it stopped before it
-   * was ever active, or ShardDown if it has no owner) + IngestionStopped; Down → ShardDown.
+   * was ever active, or ShardDown if it has no owner) + IngestionStopped; Down → ShardDown. A second
+   * copy starts with `ShardCopyAdded`, and a Leaving copy ends with `ShardLeaving`.
    *
    * Gotchas: FiloDB emits `IngestionStarted(owner = none)` before each `ShardDown`, because its
    * events need an owner slot; ours carry the last owner in `ShardDown` itself, so one event does.
@@ -321,35 +353,24 @@ export class ShardMapper {
     const events: ShardEvent[] = [];
     this.records.forEach((r, i) => {
       const shard = i as ShardNum;
-      const owner = r.assignments[0]?.node;
-      const node = owner ?? r.lastNode;
+      if (r.assignments.length > 0) {
+        r.assignments.forEach((copy, k) => events.push(...copyEvents(dataset, shard, copy, k === 0)));
+        return;
+      }
+      const node = r.lastNode;
       if (node === undefined) return; // never owned: nothing to replay
       const s = r.status;
       switch (s.type) {
         case 'Unassigned':
-          break;
         case 'Assigned':
-          events.push(ShardEvents.assignmentStarted(dataset, shard, node));
-          break;
         case 'Active':
-          events.push(ShardEvents.ingestionStarted(dataset, shard, node));
-          break;
         case 'Recovery':
-          events.push(ShardEvents.recoveryInProgress(dataset, shard, node, s.progressPct));
-          break;
+          break; // no owner with a running status: only `registerNode`/`unassignShard` make these
         case 'Error':
           events.push(ShardEvents.ingestionError(dataset, shard, node, s.message));
           break;
         case 'Stopped':
-          // An owned stopped shard keeps its owner; an unowned one is rebuilt as down, then stopped.
-          events.push(
-            !owner
-              ? ShardEvents.shardDown(dataset, shard, node)
-              : r.assignments[0]!.placement === 'Available'
-                ? ShardEvents.ingestionStarted(dataset, shard, node)
-                : ShardEvents.assignmentStarted(dataset, shard, node),
-            ShardEvents.ingestionStopped(dataset, shard, node),
-          );
+          events.push(ShardEvents.shardDown(dataset, shard, node), ShardEvents.ingestionStopped(dataset, shard, node));
           break;
         case 'Down':
           events.push(ShardEvents.shardDown(dataset, shard, node));
@@ -371,6 +392,7 @@ export class ShardMapper {
       free: this.free.slice(),
       ownerCounts: new Map(this.ownerCounts),
       unassignedCount: this.unassignedCount,
+      assignmentVersions: this.assignmentVersions.slice(),
       _version: this._version,
     });
     return c;
@@ -384,7 +406,15 @@ export class ShardMapper {
   /** Plain data for persistence, the bus and subscribers, stamped with the given epoch. */
   toSnapshot(epoch: Epoch, dataset: DatasetRef | undefined = this.dataset): ShardMapSnapshot {
     if (dataset === undefined) throw new InvalidSnapshotError('a snapshot needs a dataset: construct the mapper with one or pass it');
-    return { format: SHARD_MAP_FORMAT, dataset, numShards: this.numShards, epoch, version: this._version, shards: this.records.slice() };
+    return {
+      format: SHARD_MAP_FORMAT,
+      dataset,
+      numShards: this.numShards,
+      epoch,
+      version: this._version,
+      shards: this.records.slice(),
+      assignmentVersions: this.assignmentVersions.slice(),
+    };
   }
 
   /** Rebuilds a mapper from a snapshot (already parsed with `parseShardMapSnapshot` if untrusted). */
@@ -395,6 +425,7 @@ export class ShardMapper {
     }
     snapshot.shards.forEach((r, i) => m.replace(i, r));
     m._version = snapshot.version;
+    m.assignmentVersions = snapshot.assignmentVersions.slice();
     return m;
   }
 
@@ -437,52 +468,58 @@ export class ShardMapper {
       .sort((a, b) => a - b) as ShardNum[];
   }
 
-  /** Replaces a shard's record; keeps the counters right; bumps the version. Returns whether anything changed. */
+  /**
+   * Replaces a shard's record; keeps the counters right; bumps the version, and stamps the record
+   * with it when its copies changed. Returns whether anything changed.
+   */
   private replace(shard: number, next: ShardRecord): boolean {
     const prev = this.records[shard]!;
     if (recordEquals(prev, next)) return false;
-    const before = prev.assignments[0]?.node;
-    const after = next.assignments[0]?.node;
-    if (before !== undefined) {
-      const n = this.ownerCounts.get(before)! - 1;
-      if (n === 0) this.ownerCounts.delete(before);
-      else this.ownerCounts.set(before, n);
-    } else {
-      this.unassignedCount -= 1;
-      this.free[shard >>> 5]! &= ~(1 << (shard & 31));
-    }
-    if (after !== undefined) {
-      this.ownerCounts.set(after, (this.ownerCounts.get(after) ?? 0) + 1);
-    } else {
-      this.unassignedCount += 1;
-      this.free[shard >>> 5]! |= 1 << (shard & 31);
+    this._version += 1;
+    if (!sameAssignment(prev, next)) {
+      this.assignmentVersions[shard] = this._version;
+      for (const a of prev.assignments) this.count(a.node, -1);
+      for (const a of next.assignments) this.count(a.node, +1);
+      const wasFree = prev.assignments.length === 0;
+      const isFree = next.assignments.length === 0;
+      if (wasFree !== isFree) {
+        this.unassignedCount += isFree ? 1 : -1;
+        if (isFree) this.free[shard >>> 5]! |= 1 << (shard & 31);
+        else this.free[shard >>> 5]! &= ~(1 << (shard & 31));
+      }
     }
     this.records[shard] = next;
-    this._version += 1;
     return true;
+  }
+
+  private count(node: NodeId, delta: number): void {
+    const n = (this.ownerCounts.get(node) ?? 0) + delta;
+    if (n === 0) this.ownerCounts.delete(node);
+    else this.ownerCounts.set(node, n);
   }
 }
 
-function owned(node: NodeId, placement: PlacementState, status: ShardStatus): ShardRecord {
-  const assignment: ShardAssignment = { node, placement, status };
-  return { status, assignments: [assignment] };
-}
-
-function unowned(status: ShardStatus, lastNode: NodeId | undefined): ShardRecord {
-  return lastNode === undefined ? { status, assignments: [] } : { status, assignments: [], lastNode };
-}
-
-function withStatus(r: ShardRecord, status: ShardStatus, reporter: NodeId): ShardRecord {
-  const owner = r.assignments[0];
-  if (owner === undefined) return unowned(status, r.lastNode ?? reporter);
-  return owned(owner.node, owner.placement, status);
-}
-
-function recordEquals(a: ShardRecord, b: ShardRecord): boolean {
-  if (a === b) return true;
-  if (!statusEquals(a.status, b.status) || a.lastNode !== b.lastNode || a.assignments.length !== b.assignments.length) return false;
-  return a.assignments.every((x, i) => {
-    const y = b.assignments[i]!;
-    return x.node === y.node && x.placement === y.placement && statusEquals(x.status, y.status);
-  });
+/** The events that rebuild one copy: the first copy of a shard as its owner, later ones added beside it. */
+function copyEvents(dataset: DatasetRef, shard: ShardNum, copy: ShardAssignment, first: boolean): ShardEvent[] {
+  const node = copy.node;
+  const out: ShardEvent[] = first ? [] : [ShardEvents.copyAdded(dataset, shard, node)];
+  const s = copy.status;
+  switch (s.type) {
+    case 'Active':
+      out.push(ShardEvents.ingestionStarted(dataset, shard, node));
+      break;
+    case 'Recovery':
+      out.push(ShardEvents.recoveryInProgress(dataset, shard, node, s.progressPct));
+      break;
+    case 'Stopped':
+      if (copy.placement === 'Available') out.push(ShardEvents.ingestionStarted(dataset, shard, node));
+      else if (first) out.push(ShardEvents.assignmentStarted(dataset, shard, node));
+      out.push(ShardEvents.ingestionStopped(dataset, shard, node));
+      break;
+    default:
+      // Assigned; Unassigned/Error/Down copies exist only through `registerNode` and replay as Assigned.
+      if (first) out.push(ShardEvents.assignmentStarted(dataset, shard, node));
+  }
+  if (copy.placement === 'Leaving') out.push(ShardEvents.leaving(dataset, shard, node));
+  return out;
 }

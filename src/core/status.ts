@@ -64,8 +64,17 @@ interface EventBase {
 }
 
 /**
- * A change to one shard, FiloDB's names. `ShardAssignmentStarted` and `ShardDown` come only from
- * the singleton; nodes report the other four.
+ * A change to one shard, FiloDB's names for the first six. `ShardAssignmentStarted` and `ShardDown`
+ * come only from the singleton; nodes report the other four, each about their own copy.
+ *
+ * The last four are M3DB's placement changes, also the singleton's alone: `ShardCopyAdded` gives a
+ * node one more copy (a replica, or the new copy of a planned move) while the others stay;
+ * `ShardLeaving` marks a copy that a planned move will remove (it keeps serving until then);
+ * `ShardLeavingCancelled` takes that back; `ShardLeft` removes a copy once its successor serves.
+ *
+ * Gotchas: an event about a node that holds no copy keeps FiloDB's single-owner meaning:
+ * `ShardAssignmentStarted`, `RecoveryInProgress` and `IngestionStarted` make that node the only
+ * owner, `ShardDown` and `IngestionError` clear every copy. Only `ShardCopyAdded` adds a replica.
  */
 export type ShardEvent =
   | (EventBase & { readonly type: 'ShardAssignmentStarted' })
@@ -73,7 +82,11 @@ export type ShardEvent =
   | (EventBase & { readonly type: 'IngestionStarted' })
   | (EventBase & { readonly type: 'IngestionError'; readonly error: string })
   | (EventBase & { readonly type: 'IngestionStopped' })
-  | (EventBase & { readonly type: 'ShardDown' });
+  | (EventBase & { readonly type: 'ShardDown' })
+  | (EventBase & { readonly type: 'ShardCopyAdded' })
+  | (EventBase & { readonly type: 'ShardLeaving' })
+  | (EventBase & { readonly type: 'ShardLeavingCancelled' })
+  | (EventBase & { readonly type: 'ShardLeft' });
 
 export type ShardEventType = ShardEvent['type'];
 
@@ -99,4 +112,12 @@ export const ShardEvents = {
     ({ type: 'IngestionStopped', dataset, shard, node }),
   shardDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
     ({ type: 'ShardDown', dataset, shard, node }),
+  copyAdded: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardCopyAdded', dataset, shard, node }),
+  leaving: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardLeaving', dataset, shard, node }),
+  leavingCancelled: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardLeavingCancelled', dataset, shard, node }),
+  left: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardLeft', dataset, shard, node }),
 } as const;

@@ -25,15 +25,22 @@ function refusal(input: unknown): { type: string; field: string; message: string
 const fieldOf = (input: unknown): string => refusal(input).field;
 
 describe('validateDatasetConfig: defaults', () => {
-  it('a minimal config gets spread 1, replicationFactor 1 and 100 records per second', () => {
+  it('a minimal config gets spread 1, replicationFactor 1, FiloDB\'s strategy and 100 records per second', () => {
     expect(valid(minimal)).toEqual({
       ref: 'metrics',
       numShards: 8,
       minNumNodes: 2,
       spread: 1,
       replicationFactor: 1,
+      strategy: 'filodb-default',
+      maxConcurrentMoves: 16,
       source: { type: 'synthetic', recordsPerSecond: 100 },
     });
+  });
+
+  it('replicas with the balanced strategy are accepted', () => {
+    const c = valid({ ...minimal, replicationFactor: 3, strategy: 'balanced', maxConcurrentMoves: 4 });
+    expect(c).toMatchObject({ replicationFactor: 3, strategy: 'balanced', maxConcurrentMoves: 4 });
   });
 
   it('a single-shard dataset gets default spread 0', () => {
@@ -89,8 +96,18 @@ describe('validateDatasetConfig: refusals are values naming the field', () => {
     expect(fieldOf({ ...minimal, numShards: 1, spread: 1 })).toBe('spread');
   });
 
-  it('replicationFactor 2 → field replicationFactor (replicas are not supported yet)', () => {
-    expect(fieldOf({ ...minimal, replicationFactor: 2 })).toBe('replicationFactor');
+  it('replicationFactor 2 with FiloDB\'s strategy → field replicationFactor, naming the strategy it needs', () => {
+    const e = refusal({ ...minimal, replicationFactor: 2 });
+    expect(e.field).toBe('replicationFactor');
+    expect(e.message).toMatch(/balanced/);
+    expect(fieldOf({ ...minimal, replicationFactor: 0, strategy: 'balanced' })).toBe('replicationFactor');
+    expect(fieldOf({ ...minimal, replicationFactor: 9, strategy: 'balanced' })).toBe('replicationFactor');
+  });
+
+  it('an unknown strategy or a maxConcurrentMoves below 1 → that field', () => {
+    expect(fieldOf({ ...minimal, strategy: 'round-robin' })).toBe('strategy');
+    expect(fieldOf({ ...minimal, maxConcurrentMoves: 0 })).toBe('maxConcurrentMoves');
+    expect(fieldOf({ ...minimal, maxConcurrentMoves: 1.5 })).toBe('maxConcurrentMoves');
   });
 
   it('a missing source → field source, reported as required', () => {

@@ -35,6 +35,13 @@ function wire(): Json {
   return JSON.parse(JSON.stringify(m.toSnapshot(epoch(4)))) as Json;
 }
 
+/** The snapshot of an accepted parse; fails the test if it was refused. */
+function parsed(input: unknown) {
+  const r = parseShardMapSnapshot(input);
+  if (!r.ok) throw r.error;
+  return r.value;
+}
+
 /** The error of a refused parse; fails the test if it was accepted. */
 function refused(input: unknown): InvalidSnapshotError {
   const r = parseShardMapSnapshot(input);
@@ -61,8 +68,44 @@ describe('parseShardMapSnapshot', () => {
   });
 
   it('refuses an unknown format', () => {
-    expect(refused({ ...wire(), format: 2 }).message).toMatch(/format/i);
-    expect(refused({ ...wire(), format: '1' }).message).toMatch(/format/i);
+    expect(refused({ ...wire(), format: 3 }).message).toMatch(/format/i);
+    expect(refused({ ...wire(), format: '2' }).message).toMatch(/format/i);
+  });
+
+  it('reads a format 1 map (written before replicas) as the same map in format 2', () => {
+    // Exactly what a cluster upgraded in place finds in its MetaStore: no assignmentVersions.
+    const { assignmentVersions: _, ...rest } = wire() as Json & { assignmentVersions: number[] };
+    const old = { ...rest, format: 1 };
+    const r = parseShardMapSnapshot(old);
+    if (!r.ok) throw r.error;
+    expect(r.value.format).toBe(SHARD_MAP_FORMAT);
+    expect(r.value.assignmentVersions).toEqual(new Array(16).fill(0));
+    expect(ShardMapper.fromSnapshot(r.value).equals(ShardMapper.fromSnapshot(parsed(wire())))).toBe(true);
+  });
+
+  it('a format 1 map still has at most one assignment per shard', () => {
+    const input = { ...wire(), format: 1 } as Json & { assignmentVersions?: number[] };
+    delete input.assignmentVersions;
+    const shard = input.shards[2]!;
+    shard.assignments.push({ ...shard.assignments[0]!, node: 'r2' });
+    expect(refused(input).message).toMatch(/at most one assignment/);
+  });
+
+  it('keeps replicas: several copies of one shard on distinct nodes', () => {
+    const input = wire();
+    const shard = input.shards[2]!;
+    shard.assignments.push({ ...shard.assignments[0]!, node: 'r2', placement: 'Initializing', status: { type: 'Assigned' } });
+    const snap = parsed(input);
+    expect(snap.shards[2]!.assignments.map((a) => a.node)).toEqual(['r1', 'r2']);
+  });
+
+  it('refuses assignmentVersions of the wrong length or above the map version', () => {
+    const short = wire() as Json & { assignmentVersions: number[] };
+    short.assignmentVersions.pop();
+    expect(refused(short).message).toMatch(/assignmentVersions/);
+    const ahead = wire() as Json & { assignmentVersions: number[] };
+    ahead.assignmentVersions[0] = 99;
+    expect(refused(ahead).message).toMatch(/assignmentVersions/);
   });
 
   it('refuses a shard list whose length is not numShards', () => {
@@ -88,11 +131,11 @@ describe('parseShardMapSnapshot', () => {
     expect(refused(last).message).toMatch(/node/i);
   });
 
-  it('refuses two assignments on one shard (replicas are not supported yet)', () => {
+  it('refuses two copies of one shard on one node', () => {
     const input = wire();
     const shard = input.shards[2]!;
-    shard.assignments.push({ ...shard.assignments[0]!, node: 'r2' });
-    expect(refused(input).message).toMatch(/assignment|replica/i);
+    shard.assignments.push({ ...shard.assignments[0]! });
+    expect(refused(input).message).toMatch(/two copies on one node/i);
   });
 
   it('refuses a shard status that differs from its owner\'s', () => {

@@ -13,6 +13,7 @@ import {
 } from '../../src/core/errors.js';
 import { datasetRef, epoch, nodeId, shardNum, type NodeId, type ShardNum } from '../../src/core/ids.js';
 import type { Result } from '../../src/core/result.js';
+import { SHARD_MAP_FORMAT } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents, Status, type ShardEvent } from '../../src/core/status.js';
 
@@ -707,7 +708,7 @@ describe('snapshots', () => {
   it('toSnapshot then fromSnapshot gives an equal mapper with the same version and owners', () => {
     const m = varied();
     const snap = m.toSnapshot(epoch(3));
-    expect(snap).toMatchObject({ format: 1, dataset: ds, numShards: 16, epoch: 3, version: m.version });
+    expect(snap).toMatchObject({ format: SHARD_MAP_FORMAT, dataset: ds, numShards: 16, epoch: 3, version: m.version });
     expect(snap.shards).toHaveLength(16);
 
     const back = ShardMapper.fromSnapshot(snap);
