@@ -54,7 +54,8 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         s.followers.set(ref, follower);
         if (follower.applySnapshot(msg.snapshot) !== 'applied') return s;
         const mapper = follower.mapper!;
-        const wanted = new Set(mapper.shardsForNode(env.node).filter((sh) => isIngestionStatus(mapper.statusForShard(sh))));
+        // Every copy this node holds, Leaving ones included: a handoff's old copy ingests until it is removed.
+        const wanted = new Set(mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard));
         for (const [key, r] of [...s.running]) if (r.dataset === ref && !wanted.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
         for (const shard of wanted) {
           const key = `${ref}/${shard}`;

@@ -56,6 +56,8 @@ interface State {
 export interface GuardianCallbacks {
   /** The node learned it is no longer a member: it must rejoin as a new incarnation. */
   readonly onFenced: (reason: string) => void;
+  /** The singleton drained this node: it holds no copy and may stop. */
+  readonly onReleased: () => void;
 }
 
 /**
@@ -142,6 +144,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return;
       case 'fence':
         if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
+        return;
+      case 'release':
+        if (m.node === env.node && m.incarnation === env.incarnation) callbacks.onReleased();
         return;
       case 'cluster-state-request': {
         const stored = new Map((m.stored ?? []).map((x) => [x.dataset, x]));

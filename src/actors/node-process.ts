@@ -52,10 +52,14 @@ export class ShardherdNode {
   private lifecycle: NodeState = 'stopped';
   /** False as soon as the membership view lacks this incarnation: ingestion must not accept more records. */
   private member = false;
+  /** The singleton drained this incarnation: it holds no shard copy and may stop. */
+  private drained = false;
 
   constructor(
     readonly services: ClusterServices,
     readonly node: NodeId,
+    /** Where the node stands for placement: its rack (isolation group) and weight; from the membership's own settings when absent. */
+    readonly placement: { readonly rack?: string; readonly weight?: number } = {},
   ) {}
 
   get state(): NodeState {
@@ -75,6 +79,11 @@ export class ShardherdNode {
     return this.member;
   }
 
+  /** True once the singleton said this incarnation was drained (`RemoveNode`/`ReplaceNode`) and may stop. */
+  get isDrained(): boolean {
+    return this.drained;
+  }
+
   /** Starts a new incarnation: actors, bus subscriptions, then joins the membership. */
   async start(): Promise<void> {
     if (this.lifecycle === 'running' || this.lifecycle === 'paused') throw new Error(`${this.node} is already running`);
@@ -85,6 +94,7 @@ export class ShardherdNode {
     this.gate = new Gate();
     this.hub = new NodeHub();
     this.member = false;
+    this.drained = false;
     const log = s.log.child({ node: this.node, incarnation });
     this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
     const gate = this.gate;
@@ -109,6 +119,11 @@ export class ShardherdNode {
         log.warn({ event: 'node.fenced', reason }, 'this node is no longer a member: it restarts as a new incarnation');
         void this.restart();
       },
+      onReleased: () => {
+        if (this.current !== incarnation || this.drained) return;
+        this.drained = true;
+        log.info({ event: 'node.released' }, 'this node was drained: it holds no shard copy and may stop');
+      },
     });
     this.guardian = guardian;
     const runtime = this.runtime;
@@ -125,7 +140,7 @@ export class ShardherdNode {
       membership.close?.();
     };
     this.lifecycle = 'running';
-    const view = await membership.join({ node: this.node, incarnation });
+    const view = await membership.join({ node: this.node, incarnation, ...this.placement });
     this.onView(view);
     runtime.send(guardian, { type: 'Start' });
     log.info({ event: 'node.started' }, 'node started');

@@ -62,6 +62,8 @@ export type EventsMessage =
       readonly config: DatasetConfig;
     }
   | { readonly format: 1; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
+  /** A drained node holds no copy any more: it may stop (its operator or orchestrator decides when). */
+  | { readonly format: 1; readonly kind: 'release'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation }
   /**
    * A new singleton asks every guardian for its cached maps, subscriptions and running shards.
    * `stored` lists the maps it already read from the MetaStore: a guardian leaves out every map
@@ -130,6 +132,10 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ListRegisteredDatasets'), replyTo: replyToS }),
   z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS }),
   z.object({ type: z.literal('StopShards'), dataset: datasetRefS, shards: z.array(z.number()), replyTo: replyToS }),
+  z.object({ type: z.literal('RemoveNode'), node: z.string(), replyTo: replyToS }),
+  z.object({ type: z.literal('ReplaceNode'), old: z.string(), new: z.string(), replyTo: replyToS }),
+  z.object({ type: z.literal('AddNode'), node: z.string(), replyTo: replyToS }),
+  z.object({ type: z.literal('GetNodeOperations'), replyTo: replyToS }),
 ]);
 
 const stampsS = z.array(z.object({
@@ -222,6 +228,8 @@ export function parseEventsMessage(value: unknown): Result<EventsMessage, Malfor
     }
     case 'fence':
       return typeof m.node === 'string' && typeof m.incarnation === 'string' ? ok(m) : err({ reason: 'malformed fence' });
+    case 'release':
+      return typeof m.node === 'string' && typeof m.incarnation === 'string' ? ok(m) : err({ reason: 'malformed release' });
     case 'cluster-state-request': {
       if (typeof m.requestId !== 'string') return err({ reason: 'malformed cluster-state-request' });
       if (m.stored === undefined) return ok(m);

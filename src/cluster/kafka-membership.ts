@@ -111,12 +111,14 @@ export class KafkaMembership implements Membership {
     this.phase = 'joining';
     const rack = request.rack ?? this.settings.rack;
     const address = request.address ?? this.settings.address;
+    const weight = request.weight ?? this.settings.weight;
     this.self = Object.freeze({
       node: request.node,
       incarnation: request.incarnation,
       joinedAt: Date.now(),
       ...(rack === undefined ? {} : { rack }),
       ...(address === undefined ? {} : { address }),
+      ...(weight === undefined ? {} : { weight }),
     });
     this.log = this.log.child({ node: request.node, incarnation: request.incarnation });
     const joined = new Promise<MembershipView>((resolve, reject) => {

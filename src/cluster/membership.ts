@@ -13,6 +13,8 @@ export interface JoinRequest {
   readonly incarnation: Incarnation;
   readonly rack?: string;
   readonly address?: string;
+  /** Relative capacity for the `balanced` strategy (default 1). */
+  readonly weight?: number;
 }
 
 /**

@@ -98,6 +98,7 @@ export class MemoryMembershipService {
       joinedAt,
       ...(request.rack === undefined ? {} : { rack: request.rack }),
       ...(request.address === undefined ? {} : { address: request.address }),
+      ...(request.weight === undefined ? {} : { weight: request.weight }),
     });
     const entry: Entry = { member, lastHeartbeat: this.clock.now(), expiry: () => {} };
     this.entries.push(entry);

@@ -425,7 +425,8 @@ export class ShardMapper {
     }
     snapshot.shards.forEach((r, i) => m.replace(i, r));
     m._version = snapshot.version;
-    m.assignmentVersions = snapshot.assignmentVersions.slice();
+    // A format 1 map handed over in memory (not parsed) has none: its copies date from version 0.
+    m.assignmentVersions = snapshot.assignmentVersions?.slice() ?? new Array<number>(snapshot.numShards).fill(0);
     return m;
   }
 

@@ -17,8 +17,8 @@ import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
 import type { Request } from '../actors/wire.js';
 
 export interface EmbeddedClusterOptions {
-  /** Node names; default `node-1` … `node-5`. */
-  readonly nodes?: readonly string[];
+  /** Node names, or names with a rack and weight; default `node-1` … `node-5`, no racks. */
+  readonly nodes?: readonly (string | EmbeddedNodeSpec)[];
   readonly clock?: Clock;
   /** Failure detection: a node silent for this long is removed. Default 3000 ms. */
   readonly sessionTimeoutMs?: number;
@@ -33,6 +33,13 @@ export interface EmbeddedClusterOptions {
   readonly sink?: RecordSink;
   /** Unique per cluster in one process; default `embedded`. */
   readonly name?: string;
+}
+
+/** An embedded node with its rack (isolation group for replicas) and weight. */
+export interface EmbeddedNodeSpec {
+  readonly name: string;
+  readonly rack?: string;
+  readonly weight?: number;
 }
 
 export class EmbeddedCluster {
@@ -69,14 +76,17 @@ export class EmbeddedCluster {
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
     };
-    for (const name of options.nodes ?? ['node-1', 'node-2', 'node-3', 'node-4', 'node-5']) this.add(name);
+    for (const spec of options.nodes ?? ['node-1', 'node-2', 'node-3', 'node-4', 'node-5']) {
+      if (typeof spec === 'string') this.add(spec);
+      else this.add(spec.name, spec);
+    }
   }
 
-  /** Adds a node (not started). */
-  add(name: string): ShardherdNode {
+  /** Adds a node (not started), optionally in a rack and with a weight. */
+  add(name: string, placement: { readonly rack?: string; readonly weight?: number } = {}): ShardherdNode {
     const id = nodeId(name);
     if (this.nodeMap.has(id)) throw new Error(`node ${name} already exists`);
-    const node = new ShardherdNode(this.services, id);
+    const node = new ShardherdNode(this.services, id, { ...(placement.rack === undefined ? {} : { rack: placement.rack }), ...(placement.weight === undefined ? {} : { weight: placement.weight }) });
     this.nodeMap.set(id, node);
     return node;
   }

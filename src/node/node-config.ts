@@ -16,6 +16,7 @@ const schema = z.strictObject({
   node: z.string().refine((s) => parseNodeId(s).ok, 'must be a node id: a letter or digit, then up to 127 letters, digits, ".", "_" or "-"'),
   cluster: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,47}$/, 'must be a letter, then up to 47 letters, digits or "_"').default('shardherd'),
   rack: z.string().min(1).max(100).optional(),
+  weight: z.number().positive('must be positive').max(1_000_000).optional(),
   address: z.string().min(1).max(200).optional(),
   kafka: z.strictObject({
     brokers: z.array(hostPort).min(1, 'needs at least one broker'),

@@ -78,6 +78,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
           replicationFactor: config.kafka.topicReplicationFactor,
           rack: config.rack,
           address: config.address,
+          weight: config.weight,
           log: log.child({ component: 'membership' }),
         }),
       metaStore,

@@ -1,8 +1,10 @@
 // A deterministic whole-cluster simulation: the real nodes, actors and core over in-memory adapters,
 // a simulated clock, a seeded random fault schedule (crashes, restarts, singleton crashes, also in
-// the middle of a reassignment, pauses, lost/duplicated/delayed bus records, MetaStore write
-// failures, poison records, subscribers that come and go), and DESIGN.md §9's invariants checked
-// after every step. A violation names the seed and the step, so `npm run sim -- --seed N` replays it.
+// the middle of a reassignment or a handoff, pauses, lost/duplicated/delayed bus records, MetaStore
+// write failures, poison records, subscribers that come and go, drains, undrains, replacements, and
+// drained nodes that stop), nodes in racks, a replicated `balanced` dataset beside FiloDB's, and
+// DESIGN.md §9's invariants I1–I9 checked after every step. A violation names the seed and the step,
+// so `npm run sim -- --seed N` replays it.
 import { pino, type Logger } from 'pino';
 import { SimulatedClock } from '../cluster/clock.js';
 import type { BusFault } from '../cluster/memory-bus.js';
@@ -10,6 +12,9 @@ import { DefaultShardAssignmentStrategy } from '../core/assignment-strategy.js';
 import type { DatasetRef } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardMapper } from '../core/shard-mapper.js';
+import type { NodeOperations } from '../core/shard-manager/protocol.js';
+import { declaredCopies, isolationViolations, mayIngest, unservedByPlannedMoves } from './placement-checks.js';
+import { balanceViolation } from './balance-check.js';
 import type { ShardherdNode } from '../actors/node-process.js';
 import { ShardEventSubscriber } from '../client/shard-event-subscriber.js';
 import { EmbeddedCluster } from '../embedded/embedded-cluster.js';
@@ -18,7 +23,7 @@ import { MemoryMetaStore } from '../store/memory-meta-store.js';
 import { SimDriver } from './driver.js';
 import { SeededRandom } from './random.js';
 
-export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6';
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9';
 
 export interface Violation {
   readonly seed: number;
@@ -60,17 +65,25 @@ export interface SimulationReport {
     readonly restarts: number;
     readonly pauses: number;
     readonly poisoned: number;
+    readonly nodeOperations: number;
     readonly recordsIngested: number;
+    /** Records ingested twice in single-copy datasets (a replicated one ingests each record once per copy). */
     readonly duplicates: number;
     readonly finalEpoch: number;
   };
 }
 
-const DATASETS = [
+/** FiloDB's datasets (single owner, never rebalanced) and a replicated balanced one. */
+const FILODB_DATASETS = [
   { ref: 'alpha', numShards: 8, minNumNodes: 2 },
   { ref: 'beta', numShards: 4, minNumNodes: 2 },
 ] as const;
+const BALANCED_DATASETS = [{ ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2 }] as const;
+const DATASETS = [...FILODB_DATASETS, ...BALANCED_DATASETS] as const;
+const RACKS = ['rackA', 'rackB', 'rackC'] as const;
 const RATE = 20; // records per second per shard
+/** How long a removed copy may go on ingesting until it hears of it: two publish intervals and the longest bus delay. */
+const REMOVAL_GRACE_MS = 2_800;
 const SESSION_MS = 1_000;
 const COOLDOWN_MS = 5_000;
 
@@ -83,6 +96,8 @@ interface PreCrash {
   readonly members: ReadonlyMap<string, string>;
   /** The subscriptions the old singleton had: `subscriber dataset`. */
   readonly subscriptions: ReadonlySet<string>;
+  /** Nodes being drained then: their shards may move. */
+  readonly draining: ReadonlySet<string>;
 }
 
 interface TrackedSubscriber {
@@ -114,10 +129,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   };
   let lossy = false;
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
+  const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
   const cluster = new EmbeddedCluster({
     name: `sim-${seed}`,
     clock,
-    nodes: names,
+    nodes: names.map((name) => ({ name, rack: rackOf.get(name)! })),
     metaStore,
     sink: options.sinkDrops
       ? { accept: (ds, shard, records) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset))) }
@@ -138,10 +154,23 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     },
   });
   const driver = new SimDriver(cluster);
+  // Every copy the singleton declares, with when it last did (I1): seen on the way into the
+  // MetaStore (maps are persisted before anyone hears of them), so a handoff that starts and ends
+  // within one step counts too.
+  const declared = new Map<string, number>();
+  const putShardMap = metaStore.putShardMap.bind(metaStore);
+  metaStore.putShardMap = async (snapshot) => {
+    await putShardMap(snapshot);
+    for (const key of declaredCopies(ShardMapper.fromSnapshot(snapshot))) declared.set(`${snapshot.dataset}/${key}`, clock.now());
+  };
+  const declaredRecently = (dataset: string) => (shard: number, node: string) => clock.now() - (declared.get(`${dataset}/${shard}/${node}`) ?? -Infinity) <= REMOVAL_GRACE_MS;
   const history: string[] = [];
   const violations: Violation[] = [];
   const subscribers: TrackedSubscriber[] = [];
-  const stats = { failovers: 0, crashes: 0, restarts: 0, pauses: 0, poisoned: 0 };
+  const stats = { failovers: 0, crashes: 0, restarts: 0, pauses: 0, poisoned: 0, nodeOperations: 0 };
+  let spares = 0;
+  /** The maps and members at the previous check: I1 and I7 compare against them. */
+  let previous: { maps: Map<DatasetRef, ShardMapSnapshot>; members: Map<string, string> } | undefined;
   let step = 0;
   let lastEpoch = 0;
   let quietSince = 0;
@@ -154,6 +183,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const crashed = () => cluster.nodes.filter((n) => n.state === 'crashed');
   const paused = () => cluster.nodes.filter((n) => n.state === 'paused');
   const storedMaps = async () => new Map((await metaStore.shardMaps()).map((m) => [m.dataset, m] as const));
+  const operations = (): Promise<NodeOperations> => metaStore.nodeOperations();
+  const adminRequest = (build: Parameters<EmbeddedCluster['request']>[0]) => ask(cluster.request(build, 5_000).catch((e: unknown) => ({ type: 'Failed', message: String(e) }) as const));
   /** Waits for an answer from the cluster, letting simulated time pass if an actor is waiting on it (a delayed record). */
   const ask = async <T>(p: Promise<T>): Promise<T> => {
     let done = false;
@@ -210,7 +241,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     simulatedMs: clock.now(),
     history,
     violations,
-    stats: { ...stats, recordsIngested: totals.accepted, duplicates: totals.duplicates, finalEpoch: epochNow },
+    // Replicas ingest every record once per copy: only single-copy datasets count as duplicates.
+    stats: { ...stats, recordsIngested: totals.accepted, duplicates: FILODB_DATASETS.reduce((n, d) => n + sink.total(d.ref).duplicates, 0), finalEpoch: epochNow },
   };
 
   // ---------------------------------------------------------------- faults
@@ -225,15 +257,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       victim.crash();
       stats.crashes++;
     } else if (r < 18 && singleton && live().length > 2) {
-      const maps = await storedMaps();
-      const epoch = (await metaStore.readLease())?.epoch ?? 0;
-      const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
-      const state = await ask(singleton.singletonState());
-      const subscriptions = new Set((state?.subscriptions.toList() ?? []).flatMap((x) => x.subscribers.map((id) => `${id} ${x.dataset}`)));
-      note(`crash the singleton ${singleton.node}`);
-      singleton.crash();
-      stats.crashes++;
-      return { maps, node: singleton.node, epoch, members, subscriptions };
+      return crashSingleton(singleton, '');
     } else if (r < 22 && singleton && others.length > 1 && live().length > 3) {
       // The singleton dies while it is moving a departed node's shards.
       const victim = rng.pick(others);
@@ -260,7 +284,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       note(`the next ${n} MetaStore writes fail`);
       metaStore.failWrites(n);
     } else if (r < 56) {
-      const d = rng.pick(DATASETS);
+      const d = rng.pick(FILODB_DATASETS);
       const shard = rng.int(0, d.numShards - 1);
       if (!poison.has(`${d.ref}/${shard}`)) {
         const offset = Math.floor((clock.now() * RATE) / 1000) + 5;
@@ -278,6 +302,57 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       t.sub.close();
       subscribers.splice(subscribers.indexOf(t), 1);
       note(`subscriber ${t.sub.id} leaves`);
+    } else if (r < 78 && live().length > 2) {
+      return nodeOperation(singleton, others);
+    }
+    return undefined;
+  }
+
+  async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash> {
+    const maps = await storedMaps();
+    const epoch = (await metaStore.readLease())?.epoch ?? 0;
+    const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
+    const state = await ask(singleton.singletonState());
+    const subscriptions = new Set((state?.subscriptions.toList() ?? []).flatMap((x) => x.subscribers.map((id) => `${id} ${x.dataset}`)));
+    note(`crash the singleton ${singleton.node}${when ? ` ${when}` : ''}`);
+    singleton.crash();
+    stats.crashes++;
+    return { maps, node: singleton.node, epoch, members, subscriptions, draining: new Set((await operations()).draining) };
+  }
+
+  /** An operator's drain, undrain or replacement, or a drained node stopping; sometimes the singleton dies right after. */
+  async function nodeOperation(singleton: ShardherdNode | undefined, others: ShardherdNode[]): Promise<PreCrash | undefined> {
+    const draining = new Set<string>((await operations()).draining);
+    const candidates = others.filter((n) => !draining.has(n.node));
+    const kind = rng.int(0, 3);
+    stats.nodeOperations++;
+    if (kind === 0 && candidates.length > 0) {
+      const node = rng.pick(candidates);
+      const reply = await adminRequest((replyTo) => ({ type: 'RemoveNode', node: node.node, replyTo }));
+      note(`drain ${node.node}: ${reply.type}`);
+    } else if (kind === 1 && draining.size > 0) {
+      const node = rng.pick([...draining].sort());
+      const reply = await adminRequest((replyTo) => ({ type: 'AddNode', node, replyTo }));
+      note(`undrain ${node}: ${reply.type}`);
+    } else if (kind === 2 && candidates.length > 0) {
+      const old = rng.pick(candidates);
+      const name = `m${++spares}`;
+      const rack = rackOf.get(old.node)!;
+      rackOf.set(name, rack);
+      const reply = await adminRequest((replyTo) => ({ type: 'ReplaceNode', old: old.node, new: name, replyTo }));
+      note(`replace ${old.node} by ${name} (${rack}): ${reply.type}`);
+      await cluster.add(name, { rack }).start();
+    } else {
+      const released = live().filter((n) => n.isDrained && n !== singleton);
+      if (released.length === 0) return undefined;
+      const node = rng.pick(released);
+      note(`drained ${node.node} stops`);
+      await node.stop();
+      return undefined;
+    }
+    if (singleton && singleton.state === 'running' && live().length > 2 && rng.int(0, 2) === 0) {
+      await driver.advance(rng.int(20, 300));
+      if (singleton.state === 'running') return crashSingleton(singleton, 'in the middle of the handoffs');
     }
     return undefined;
   }
@@ -290,15 +365,45 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       if (t.node.state !== 'running' || t.node.incarnation !== t.incarnation) subscribers.splice(subscribers.indexOf(t), 1);
     }
 
-    // I1: no shard ingested by two live members at once.
-    const owners = new Map<string, string[]>();
+    // I1: a live member ingests a shard only where the singleton's map declares a copy (replicas,
+    // and both copies of a handoff), or a Leaving copy it held a step ago (its removal is on the way).
+    const maps = await storedMaps();
+    const mapsNow = new Map([...maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
+    const mapsBefore = previous && new Map([...previous.maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
     for (const n of live()) {
       for (const r of await ask(n.running())) {
         const key = `${r.dataset}/${r.shard}`;
-        owners.set(key, [...(owners.get(key) ?? []), n.node]);
+        const map = mapsNow.get(r.dataset);
+        if (map && !mayIngest(map, r.shard, n.node, declaredRecently(r.dataset))) {
+          violate('I1', `${key} is ingested by ${n.node}, which holds no copy of it (holders: ${map.nodesForShard(r.shard).join(', ') || 'none'})`);
+        }
       }
     }
-    for (const [key, nodes] of owners) if (nodes.length > 1) violate('I1', `${key} is ingested by ${nodes.join(' and ')}`);
+
+    // I7: no planned move leaves a shard without a serving copy while the nodes that served it live on.
+    const membersNow = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
+    if (previous && mapsBefore) {
+      for (const [ref, before] of mapsBefore) {
+        const now = mapsNow.get(ref);
+        if (!now) continue;
+        const moving = (shard: number) => [before, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
+        const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
+        const same = (node: string) => membersNow.get(node) !== undefined && membersNow.get(node) === previous!.members.get(node);
+        const lost = unservedByPlannedMoves(before, now, same, exempt);
+        if (lost.length > 0) violate('I7', `${ref}: shards ${lost.join(',')} lost their last serving copy in a planned move`);
+      }
+    }
+
+    // I8: replicas of a shard in distinct racks (as far as the live racks allow), never two on one node.
+    const ops = await operations();
+    const placeable = [...membersNow.keys()].filter((node) => !(ops.draining as readonly string[]).includes(node));
+    const racksLive = new Set(placeable.map((node) => rackOf.get(node)!)).size;
+    for (const d of BALANCED_DATASETS) {
+      const map = mapsNow.get(d.ref as DatasetRef);
+      if (!map) continue;
+      for (const v of isolationViolations(map, (node) => rackOf.get(node) ?? node, racksLive)) violate('I8', `${d.ref}: ${v}`);
+    }
+    previous = { maps, members: membersNow };
 
     // I6: a subscriber's map never goes back; nothing older than the lease's epoch is persisted.
     for (const t of subscribers) {
@@ -338,13 +443,17 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         violate('I4', `dataset ${ref} lost in the failover`);
         continue;
       }
+      // A balanced dataset may rebalance after a failover (members changed meanwhile): its
+      // placement is checked by I7–I9; FiloDB's datasets never move a shard off a live owner.
+      if (!FILODB_DATASETS.some((d) => d.ref === ref)) continue;
       const b = ShardMapper.fromSnapshot(before);
       const a = ShardMapper.fromSnapshot(now);
       // Owners that are still the same live member (same incarnation) must keep their shards.
       const alive = new Set(cluster.membership.view().members.filter((m) => pre.members.get(m.node) === m.incarnation).map((m) => m.node as string));
       for (let s = 0; s < b.numShards; s++) {
         const owner = b.nodeForShard(s);
-        if (owner && owner !== pre.node && alive.has(owner) && !poison.has(`${ref}/${s}`) && a.nodeForShard(s) !== owner) {
+        const planned = pre.draining.has(owner ?? '') || b.recordForShard(s).assignments.length > 1;
+        if (owner && owner !== pre.node && alive.has(owner) && !planned && !poison.has(`${ref}/${s}`) && a.nodeForShard(s) !== owner) {
           violate('I4', `${ref}/${s} was on ${owner}, which is still alive, and is now on ${a.nodeForShard(s) ?? 'nobody'}`);
         }
       }
@@ -356,6 +465,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const view = cluster.membership.view();
     const members = new Set(view.members.map((m) => m.node as string));
     const strategy = new DefaultShardAssignmentStrategy();
+    const draining = new Set<string>((await operations()).draining);
+    const placeable = view.members.filter((m) => !draining.has(m.node)).map((m) => ({ node: m.node as string, rack: rackOf.get(m.node) ?? m.node }));
     for (const d of DATASETS) {
       const snap = maps.get(d.ref as DatasetRef);
       if (!snap) {
@@ -365,7 +476,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       const m = ShardMapper.fromSnapshot(snap);
       // I2: owners are live members, and no live member has room for a free shard (errored ones wait by design).
       for (const owner of m.allNodes()) if (!members.has(owner)) violate('I2', `${d.ref}: ${owner} owns shards but is not a member`);
-      const free = m.unassignedShards().filter((s) => m.statusForShard(s).type !== 'Error');
+      if ('strategy' in d) {
+        // I2 and I9 for a balanced dataset: every shard has its copies, spread at its lower bound.
+        const problem = balanceViolation(m, placeable, d.replicationFactor);
+        if (problem) violate(problem.invariant, `${d.ref}: ${problem.message}`);
+      }
+      const free = 'strategy' in d ? [] : m.unassignedShards().filter((s) => m.statusForShard(s).type !== 'Error');
       if (free.length > 0) {
         const errored = new Set(m.unassignedShards().filter((s) => m.statusForShard(s).type === 'Error'));
         for (const member of view.members) {

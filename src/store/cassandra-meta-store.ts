@@ -45,6 +45,8 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
 import { compareStamps, parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { NO_NODE_OPERATIONS, type NodeOperations } from '../core/shard-manager/protocol.js';
+import { nodeOperationsSchema } from './node-operations-schema.js';
 import {
   CASSANDRA_META_FORMAT,
   CQL_KEYSPACE_NAME,
@@ -242,6 +244,7 @@ const parseValue = {
   },
   reassignedAt: (raw: unknown): Parsed<number> => fromZod(z.number().finite().safeParse(raw)),
   subscriptions: (raw: unknown): Parsed<StoredSubscriptions> => fromZod(subscriptionsSchema.safeParse(raw)),
+  node_operations: (raw: unknown): Parsed<NodeOperations> => fromZod(nodeOperationsSchema.safeParse(raw)),
 };
 
 function leaseFrom(row: types.Row | undefined, location: string): Lease | undefined {
@@ -427,6 +430,15 @@ export class CassandraMetaStore implements MetaStore {
 
   async putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void> {
     await this.putRecord('putSubscriptions', 'subscriptions', NO_DATASET, NO_SHARD, subscriptions, epoch);
+  }
+
+  async putNodeOperations(operations: NodeOperations, epoch: Epoch): Promise<void> {
+    await this.putRecord('putNodeOperations', 'node_operations', NO_DATASET, NO_SHARD, operations, epoch);
+  }
+
+  async nodeOperations(): Promise<NodeOperations> {
+    const [row] = await this.records('nodeOperations', 'node_operations');
+    return row ? this.decode(row, 'node_operations', parseValue.node_operations) : NO_NODE_OPERATIONS;
   }
 
   async subscriptions(): Promise<StoredSubscriptions> {

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
 import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { NodeOperations } from '../core/shard-manager/protocol.js';
+import { nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
@@ -84,6 +86,14 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.subscriptions(s));
   }
 
+  putNodeOperations(operations: NodeOperations, epoch: Epoch): Promise<void> {
+    return this.write('putNodeOperations', (s) => ops.putNodeOperations(s, operations, epoch));
+  }
+
+  nodeOperations(): Promise<NodeOperations> {
+    return this.read((s) => ops.nodeOperations(s));
+  }
+
   writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
     return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, group, offset));
   }
@@ -142,6 +152,7 @@ interface MetaDocument {
   readonly datasets: readonly DatasetConfig[];
   readonly shardMaps: readonly ShardMapSnapshot[];
   readonly subscriptions: StoredSubscriptions;
+  readonly nodeOperations: NodeOperations;
   readonly cooldowns: readonly StoredCooldown[];
   readonly checkpoints: readonly { dataset: string; shard: number; group: string; offset: number }[];
 }
@@ -158,6 +169,7 @@ function toDocument(state: ops.MetaState): MetaDocument {
     datasets: [...state.datasets.values()],
     shardMaps: [...state.shardMaps.values()],
     subscriptions: state.subscriptions,
+    nodeOperations: state.nodeOperations,
     cooldowns: [...state.cooldowns.values()],
     checkpoints,
   };
@@ -183,6 +195,8 @@ const documentSchema = z.strictObject({
   datasets: z.array(z.unknown()),
   shardMaps: z.array(z.unknown()),
   subscriptions: z.unknown().optional(),
+  // Absent in files written before node operations existed: none in flight.
+  nodeOperations: z.unknown().optional(),
   cooldowns: z.array(z.unknown()),
   checkpoints: z.array(z.unknown()),
 });
@@ -244,6 +258,11 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     const r = subscriptionsSchema.safeParse(d.subscriptions);
     if (!r.success) throw new MetaStoreFileError(path, `invalid entry subscriptions: ${issueText(r.error)}`);
     state.subscriptions = r.data as unknown as StoredSubscriptions;
+  }
+  if (d.nodeOperations !== undefined) {
+    const r = nodeOperationsSchema.safeParse(d.nodeOperations);
+    if (!r.success) throw new MetaStoreFileError(path, `invalid entry nodeOperations: ${issueText(r.error)}`);
+    state.nodeOperations = r.data;
   }
   d.cooldowns.forEach((entry, i) => {
     const r = cooldownSchema.safeParse(entry);

@@ -1,6 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { NodeOperations } from '../core/shard-manager/protocol.js';
 import * as ops from './meta-state.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
@@ -75,6 +76,16 @@ export class MemoryMetaStore implements MetaStore {
   async putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void> {
     this.gate('putSubscriptions', true);
     ops.putSubscriptions(this.state, subscriptions, epoch);
+  }
+
+  async putNodeOperations(operations: NodeOperations, epoch: Epoch): Promise<void> {
+    this.gate('putNodeOperations', true);
+    ops.putNodeOperations(this.state, operations, epoch);
+  }
+
+  async nodeOperations(): Promise<NodeOperations> {
+    this.gate('nodeOperations', false);
+    return ops.nodeOperations(this.state);
   }
 
   async subscriptions(): Promise<StoredSubscriptions> {

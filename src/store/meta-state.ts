@@ -1,6 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { NO_NODE_OPERATIONS, type NodeOperations } from '../core/shard-manager/protocol.js';
 import { FencedError, type Lease, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
@@ -13,6 +14,7 @@ export interface MetaState {
   readonly datasets: Map<string, DatasetConfig>;
   readonly shardMaps: Map<string, ShardMapSnapshot>;
   subscriptions: StoredSubscriptions;
+  nodeOperations: NodeOperations;
   /** Keyed by `cellKey(dataset, shard)`. */
   readonly cooldowns: Map<string, StoredCooldown>;
   /** Keyed by `cellKey(dataset, shard)`, then by group. */
@@ -20,7 +22,7 @@ export interface MetaState {
 }
 
 export function emptyMetaState(): MetaState {
-  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, cooldowns: new Map(), checkpoints: new Map() };
+  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, nodeOperations: NO_NODE_OPERATIONS, cooldowns: new Map(), checkpoints: new Map() };
 }
 
 export function cloneMetaState(state: MetaState): MetaState {
@@ -104,6 +106,15 @@ export function putSubscriptions(state: MetaState, subscriptions: StoredSubscrip
 
 export function subscriptions(state: MetaState): StoredSubscriptions {
   return structuredClone(state.subscriptions);
+}
+
+export function putNodeOperations(state: MetaState, operations: NodeOperations, epoch: Epoch): void {
+  checkEpoch(state, epoch);
+  state.nodeOperations = structuredClone(operations);
+}
+
+export function nodeOperations(state: MetaState): NodeOperations {
+  return structuredClone(state.nodeOperations);
 }
 
 /** One cooldown per (dataset, shard): the latest write wins. */

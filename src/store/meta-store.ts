@@ -1,5 +1,6 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, SubscriberId } from '../core/ids.js';
+import type { NodeOperations } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardherdError } from '../core/errors.js';
 
@@ -50,6 +51,11 @@ export interface MetaStore {
   /** Replaces the stored subscriptions (a subscriber acknowledged with a snapshot survives any failover). */
   putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void>;
   subscriptions(): Promise<StoredSubscriptions>;
+
+  /** Replaces the stored node operations (drains and replacements in flight). */
+  putNodeOperations(operations: NodeOperations, epoch: Epoch): Promise<void>;
+  /** The node operations in flight; none when never written (a store from before they existed). */
+  nodeOperations(): Promise<NodeOperations>;
 
   putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void>;
   cooldowns(): Promise<StoredCooldown[]>;

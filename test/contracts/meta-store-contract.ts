@@ -34,6 +34,15 @@ export function shardMap(dataset: DatasetRef, e: number, version: number): Shard
   return { ...m.toSnapshot(epoch(e)), version };
 }
 
+/**
+ * The same map as `shardMap` in the format written before replicas (format 1: no
+ * assignmentVersions): what a cluster upgraded in place finds in its MetaStore.
+ */
+export function formatOneMap(dataset: DatasetRef, e: number, version: number): Record<string, unknown> {
+  const { assignmentVersions: _, ...rest } = shardMap(dataset, e, version);
+  return JSON.parse(JSON.stringify({ ...rest, format: 1 })) as Record<string, unknown>;
+}
+
 const byRef = (a: { ref: string }, b: { ref: string }): number => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0);
 const byDataset = (a: { dataset: string; shard?: number }, b: { dataset: string; shard?: number }): number =>
   a.dataset !== b.dataset ? (a.dataset < b.dataset ? -1 : 1) : (a.shard ?? 0) - (b.shard ?? 0);
@@ -98,6 +107,22 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         expect(await store.subscriptions()).toEqual(subs);
         await store.putSubscriptions({ subscriptions: [], watchers: ['n2@i/guardian' as SubscriberId] }, epoch(1));
         expect(await store.subscriptions()).toEqual({ subscriptions: [], watchers: ['n2@i/guardian'] });
+      });
+    });
+
+    describe('node operations', () => {
+      it('start as none, round trip whole, and a stale epoch cannot change them', async () => {
+        expect(await store.nodeOperations()).toEqual({ draining: [], replacements: [] });
+        await leaseForA();
+        const ops = { draining: [nodeA], replacements: [{ old: nodeA, new: nodeB }] };
+        await store.putNodeOperations(ops, epoch(1));
+        expect(await store.nodeOperations()).toEqual(ops);
+        await store.putNodeOperations({ draining: [], replacements: [] }, epoch(1));
+        expect(await store.nodeOperations()).toEqual({ draining: [], replacements: [] });
+        await store.putNodeOperations(ops, epoch(1));
+        expect(await store.takeLease(nodeB, incB, 1)).toBeDefined();
+        await expect(store.putNodeOperations({ draining: [], replacements: [] }, epoch(1))).rejects.toBeInstanceOf(FencedError);
+        expect(await store.nodeOperations()).toEqual(ops);
       });
     });
 

@@ -8,7 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { epoch, type SubscriberId } from '../../src/core/ids.js';
 import { CassandraMetaStore, MetaStoreRowError, type CassandraMetaStoreOptions } from '../../src/store/cassandra-meta-store.js';
 import { FencedError, MetaStoreUnavailableError, type Lease } from '../../src/store/meta-store.js';
-import { datasetConfig, ds1, ds2, incA, incB, metaStoreContract, nodeA, nodeB, shardMap } from '../contracts/meta-store-contract.js';
+import { ShardMapper } from '../../src/core/shard-mapper.js';
+import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, nodeA, nodeB, shardMap } from '../contracts/meta-store-contract.js';
 import { services, uniqueName } from './support.js';
 
 const KEYSPACE = 'shardherd_test';
@@ -247,6 +248,17 @@ describe('CassandraMetaStore', () => {
   });
 
   describe('stored rows', () => {
+    it('a format 1 shard map (written before replicas) is read as the same map in format 2', async () => {
+      const cluster = uniqueName('upgrade');
+      const store = await open({ cluster });
+      const put = `UPDATE ${KEYSPACE}.singleton_state SET format = ?, value = ? WHERE cluster = ? AND kind = ? AND dataset = ? AND shard = -1`;
+      await raw.execute(put, [1, JSON.stringify(formatOneMap(ds1, 1, 3)), cluster, 'shard_map', 'ds1'], { prepare: true });
+      const [map] = await store.shardMaps();
+      expect(map).toMatchObject({ format: 2, dataset: ds1, epoch: 1, version: 3, assignmentVersions: [0, 0, 0, 0] });
+      expect(ShardMapper.fromSnapshot(map!).equals(ShardMapper.fromSnapshot(shardMap(ds1, 1, 3)))).toBe(true);
+      expect(await store.nodeOperations()).toEqual({ draining: [], replacements: [] });
+    });
+
     it('a row this version cannot read is refused with an error naming it, not trusted', async () => {
       const cluster = uniqueName('rows');
       const store = await open({ cluster });

@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { epoch } from '../../src/core/ids.js';
 import { FileMetaStore, MetaStoreFileError } from '../../src/store/file-meta-store.js';
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
-import { datasetConfig, ds1, ds2, incA, incB, metaStoreContract, nodeA as a, nodeB as b, shardMap } from '../contracts/meta-store-contract.js';
+import { ShardMapper } from '../../src/core/shard-mapper.js';
+import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, nodeA as a, nodeB as b, shardMap } from '../contracts/meta-store-contract.js';
 
 metaStoreContract('FileMetaStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
@@ -65,7 +66,7 @@ describe('FileMetaStore', () => {
   it('writes the documented format and leaves no temporary file behind', async () => {
     await populated();
     const doc = await readJson();
-    expect(Object.keys(doc).sort()).toEqual(['checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'shardMaps', 'subscriptions']);
+    expect(Object.keys(doc).sort()).toEqual(['checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
     expect(doc.format).toBe(1);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
     expect(doc.checkpoints).toEqual([
@@ -73,6 +74,17 @@ describe('FileMetaStore', () => {
       { dataset: ds1, shard: 2, group: 'archive', offset: 7 },
     ]);
     expect(await readdir(join(dir, 'state'))).toEqual(['meta.json']);
+  });
+
+  it('reads a file written before replicas: format 1 shard maps, no node operations', async () => {
+    await mkdir(join(dir, 'state'));
+    const lease = { epoch: 1, node: a, incarnation: incA };
+    await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [datasetConfig(ds1)], shardMaps: [formatOneMap(ds1, 1, 3)], subscriptions: { subscriptions: [], watchers: [] }, cooldowns: [], checkpoints: [] }));
+    const store = new FileMetaStore(path);
+    const [map] = await store.shardMaps();
+    expect(map).toMatchObject({ format: 2, dataset: ds1, epoch: 1, version: 3, assignmentVersions: [0, 0, 0, 0] });
+    expect(ShardMapper.fromSnapshot(map!).equals(ShardMapper.fromSnapshot(shardMap(ds1, 1, 3)))).toBe(true);
+    expect(await store.nodeOperations()).toEqual({ draining: [], replacements: [] });
   });
 
   it('a missing file is an empty store, and reading it creates no file', async () => {

@@ -9,7 +9,9 @@ import { datasetRef, epoch, incarnation, nodeId } from '../../src/core/ids.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
 import { busContract } from '../contracts/bus-contract.js';
-import { datasetConfig, metaStoreContract, shardMap } from '../contracts/meta-store-contract.js';
+import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
+import { ShardMapper } from '../../src/core/shard-mapper.js';
+import { datasetConfig, ds1, formatOneMap, metaStoreContract, nodeA, shardMap } from '../contracts/meta-store-contract.js';
 
 busContract('MemoryBus', async () => ({ bus: new MemoryBus(new SimulatedClock()) }));
 metaStoreContract('MemoryMetaStore', async () => ({ store: new MemoryMetaStore() }));
@@ -24,6 +26,18 @@ function byValue(topic: string, value: unknown): BusFault {
   void topic;
   return (value as { fault?: BusFault }).fault ?? { kind: 'deliver' };
 }
+
+describe('MemoryMetaStore and maps written before replicas', () => {
+  it('hands a format 1 map back so that a recovering singleton rebuilds the same map', async () => {
+    // An embedded cluster upgraded in place: its store still holds the map an older version wrote.
+    const store = new MemoryMetaStore();
+    await store.takeLease(nodeA, incarnation('a#1'), 0);
+    await store.putShardMap(formatOneMap(ds1, 1, 3) as unknown as ShardMapSnapshot);
+    const [map] = await store.shardMaps();
+    expect(ShardMapper.fromSnapshot(map!).equals(ShardMapper.fromSnapshot(shardMap(ds1, 1, 3)))).toBe(true);
+    expect(ShardMapper.fromSnapshot(map!).assignmentVersion(0)).toBe(0);
+  });
+});
 
 describe('MemoryBus fault injection', () => {
   it('drop: produce resolves with -1 and no subscriber ever sees the record', async () => {

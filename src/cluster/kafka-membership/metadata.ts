@@ -19,6 +19,7 @@ const memberMetadataSchema = z.object({
   joinedAt: z.number().int().nonnegative(),
   rack: z.string().min(1).max(200).optional(),
   address: z.string().min(1).max(500).optional(),
+  weight: z.number().positive().max(1_000_000).optional(),
 });
 
 /** What a member says about itself in its JoinGroup metadata (`userData`, JSON). */
@@ -31,6 +32,7 @@ export function encodeMemberMetadata(member: Member, topics: readonly string[]):
       joinedAt: member.joinedAt,
       ...(member.rack === undefined ? {} : { rack: member.rack }),
       ...(member.address === undefined ? {} : { address: member.address }),
+      ...(member.weight === undefined ? {} : { weight: member.weight }),
     }),
   );
   return AssignerProtocol.MemberMetadata.encode({ version: MEMBER_METADATA_FORMAT, topics: [...topics], userData });
@@ -52,8 +54,8 @@ export function decodeMemberMetadata(metadata: Buffer): Result<Member, string> {
   }
   const parsed = memberMetadataSchema.safeParse(json);
   if (!parsed.success) return err(`userData is not shardherd member metadata format ${MEMBER_METADATA_FORMAT}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-  const { node, incarnation, joinedAt, rack, address } = parsed.data;
-  return ok(Object.freeze({ node, incarnation, joinedAt, ...(rack === undefined ? {} : { rack }), ...(address === undefined ? {} : { address }) }));
+  const { node, incarnation, joinedAt, rack, address, weight } = parsed.data;
+  return ok(Object.freeze({ node, incarnation, joinedAt, ...(rack === undefined ? {} : { rack }), ...(address === undefined ? {} : { address }), ...(weight === undefined ? {} : { weight }) }));
 }
 
 /** The group members whose metadata is ours, decoded, in the group's order; `onForeign` hears of the others. */

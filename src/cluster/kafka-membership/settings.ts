@@ -33,6 +33,8 @@ export interface KafkaMembershipOptions extends KafkaConnection {
   readonly rack?: string | undefined;
   /** This node's address, unless the join request names one. */
   readonly address?: string | undefined;
+  /** This node's weight for the `balanced` strategy, unless the join request names one. */
+  readonly weight?: number | undefined;
 }
 
 /** The options with their defaults, checked. */
@@ -47,6 +49,7 @@ export interface KafkaMembershipSettings {
   readonly replicationFactor: number;
   readonly rack: string | undefined;
   readonly address: string | undefined;
+  readonly weight: number | undefined;
 }
 
 /** Absent (undefined or null) means the default. */
@@ -84,5 +87,6 @@ export function kafkaMembershipSettings(options: KafkaMembershipOptions): KafkaM
     replicationFactor: o.replicationFactor ?? 1,
     rack: options.rack,
     address: options.address,
+    weight: options.weight,
   };
 }

@@ -26,7 +26,11 @@ export function stopShards(step: Step, dataset: DatasetRef, shards: readonly num
   if (shards.some((s) => ds.mapper.nodeForShard(s) === undefined)) {
     return step.reply(replyTo, { type: 'BadSchema', message: `Can not stop shards ${list(shards)} not assigned to any node` });
   }
-  for (const s of shards) step.apply(dataset, ShardEvents.shardDown(dataset, s as ShardNum, ds.mapper.nodeForShard(s)!));
+  for (const s of shards) {
+    for (const node of ds.mapper.nodesForShard(s)) step.apply(dataset, ShardEvents.shardDown(dataset, s as ShardNum, node));
+    // A balanced dataset re-places any shard without a copy: Stopped marks one an operator holds back.
+    if (ds.config.strategy === 'balanced') step.apply(dataset, ShardEvents.ingestionStopped(dataset, s as ShardNum, step.dataset(dataset)!.mapper.recordForShard(s).lastNode!));
+  }
   step.reply(replyTo, { type: 'Success' });
 }
 
@@ -54,7 +58,8 @@ export function startShards(step: Step, dataset: DatasetRef, rawNode: string, sh
   const held = step.held(dataset);
   for (const s of shards) held.delete(s);
   const spec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
-  const remaining = step.settings.strategy.remainingCapacity(node, spec, ds.mapper);
+  // FiloDB's capacity rule is its strategy's; a balanced dataset rebalances whatever an operator starts.
+  const remaining = ds.config.strategy === 'balanced' ? Infinity : step.settings.strategy.remainingCapacity(node, spec, ds.mapper);
   if (shards.length > remaining) {
     return step.reply(replyTo, {
       type: 'BadSchema',
@@ -62,5 +67,6 @@ export function startShards(step: Step, dataset: DatasetRef, rawNode: string, sh
     });
   }
   for (const s of shards) step.apply(dataset, ShardEvents.assignmentStarted(dataset, s as ShardNum, node));
+  if (ds.config.strategy === 'balanced') step.assignShards(dataset);
   step.reply(replyTo, { type: 'Success' });
 }

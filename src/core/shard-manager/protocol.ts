@@ -9,9 +9,24 @@ export interface Member {
   readonly incarnation: Incarnation;
   /** When the member joined (ms); the oldest member hosts the singleton, the newest is asked first. */
   readonly joinedAt: number;
+  /** Isolation group: replicas of a shard go to distinct racks. A member without one is its own group. */
   readonly rack?: string;
   readonly address?: string;
+  /** Relative capacity for the `balanced` strategy (default 1). */
+  readonly weight?: number;
 }
+
+/**
+ * Planned node operations in flight, persisted so a new singleton carries them on: nodes being
+ * drained (they get no new copies and hand theirs off), and replacements waiting for the new node
+ * to join (`old` is drained into `new` when it does).
+ */
+export interface NodeOperations {
+  readonly draining: readonly NodeId[];
+  readonly replacements: readonly { readonly old: NodeId; readonly new: NodeId }[];
+}
+
+export const NO_NODE_OPERATIONS: NodeOperations = { draining: [], replacements: [] };
 
 /** One node's own account of a shard it is running, gathered during recovery. */
 export interface RunningShard {
@@ -33,6 +48,8 @@ export interface RecoveryData {
   readonly watchers: readonly SubscriberId[];
   /** Reassignment cooldowns from the MetaStore: when each shard was last moved after an error. */
   readonly cooldowns: readonly { readonly dataset: DatasetRef; readonly shard: number; readonly reassignedAt: number }[];
+  /** Drains and replacements in flight, from the MetaStore (absent: none). */
+  readonly operations?: NodeOperations;
   /** The membership view now. */
   readonly members: readonly Member[];
   /** What each node that answered says it runs. */
@@ -61,7 +78,21 @@ export type ShardManagerInput =
   /** The periodic full snapshot that bounds how stale a subscriber or node can be. */
   | { readonly type: 'PublishSnapshots' }
   /** Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended. */
-  | { readonly type: 'CheckCooldowns' };
+  | { readonly type: 'CheckCooldowns' }
+  /**
+   * Drain: every copy on `node` is handed off (new copy first, old one removed once the new one
+   * serves), then the node is released (told it may stop). `node` is raw operator input.
+   */
+  | { readonly type: 'RemoveNode'; readonly node: string; readonly replyTo: ReplyTo }
+  /**
+   * Each copy of `old` is handed to `new` (moves = old's copies, not twice that). If `new` is not a
+   * member yet the replacement waits for it to join. Raw operator input.
+   */
+  | { readonly type: 'ReplaceNode'; readonly old: string; readonly new: string; readonly replyTo: ReplyTo }
+  /** Undoes a drain or a pending replacement of `node`, so it takes copies again. Raw operator input. */
+  | { readonly type: 'AddNode'; readonly node: string; readonly replyTo: ReplyTo }
+  /** The planned operations in flight and what each node still holds. */
+  | { readonly type: 'GetNodeOperations'; readonly replyTo: ReplyTo };
 
 export type ShardManagerInputType = ShardManagerInput['type'];
 
@@ -75,7 +106,18 @@ export type Reply =
   | { readonly type: 'BadSchema'; readonly message: string }
   | { readonly type: 'BadData'; readonly message: string }
   | { readonly type: 'CurrentShardSnapshot'; readonly snapshot: ShardMapSnapshot }
-  | { readonly type: 'RegisteredDatasets'; readonly datasets: readonly DatasetRef[] };
+  | { readonly type: 'RegisteredDatasets'; readonly datasets: readonly DatasetRef[] }
+  /** A dataset's replicas cannot go to distinct isolation groups with the members there are. */
+  | { readonly type: 'IsolationImpossible'; readonly dataset: DatasetRef; readonly replicationFactor: number; readonly groups: readonly string[]; readonly message: string }
+  /** A node operation started (or, for a replacement whose new node has not joined, was recorded). */
+  | { readonly type: 'NodeOperationAccepted'; readonly operation: NodeOperationName; readonly node: NodeId; readonly moves: number; readonly pending: boolean; readonly message: string }
+  /** A node operation refused; nothing changed. */
+  | { readonly type: 'NodeOperationRefused'; readonly operation: NodeOperationName; readonly reason: NodeOperationRefusal; readonly message: string }
+  | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] };
+
+export type NodeOperationName = 'remove' | 'replace' | 'add';
+/** Why a node operation was refused: a malformed or unknown node, isolation, a busy target, or capacity. */
+export type NodeOperationRefusal = 'bad-node' | 'unknown-node' | 'isolation' | 'serving' | 'capacity' | 'conflict';
 
 /** A shard event as published: `(epoch, version)` is the map's stamp right after the event applied. */
 export interface StampedShardEvent {
@@ -109,6 +151,14 @@ export type NoticeName =
   | 'member.up'
   | 'member.down'
   | 'member.ignored'
+  | 'node.draining'
+  | 'node.drained'
+  | 'node.replacement-pending'
+  | 'node.operation-cancelled'
+  | 'shard.handoff-started'
+  | 'shard.handoff-completed'
+  | 'shard.handoff-cancelled'
+  | 'shard.replica-added'
   | 'dataset.created'
   | 'dataset.removed'
   | 'shard.reassigned'
@@ -136,6 +186,8 @@ export type Effect =
   | { readonly type: 'DeleteDataset'; readonly dataset: DatasetRef }
   | { readonly type: 'PersistShardMap'; readonly snapshot: ShardMapSnapshot }
   | { readonly type: 'PersistCooldown'; readonly dataset: DatasetRef; readonly shard: ShardNum; readonly reassignedAt: number }
+  /** The planned node operations, whenever they changed: a drain outlives the singleton that began it. */
+  | { readonly type: 'PersistNodeOperations'; readonly operations: NodeOperations }
   /** The whole subscription list, whenever it changed: a subscriber told it is subscribed stays so across failovers. */
   | {
       readonly type: 'PersistSubscriptions';
@@ -145,6 +197,8 @@ export type Effect =
   | { readonly type: 'Publish'; readonly to: readonly SubscriberId[]; readonly message: SubscriberMessage }
   /** The whole map of a dataset to nodes, which run exactly the shards it gives them. */
   | { readonly type: 'SendDesiredState'; readonly to: readonly NodeId[]; readonly snapshot: ShardMapSnapshot }
+  /** Tells a drained node that it holds nothing any more and may stop. */
+  | { readonly type: 'ReleaseNode'; readonly node: NodeId; readonly incarnation: Incarnation }
   /** Tells a node that is not a member to stop every shard it runs. */
   | { readonly type: 'FenceNode'; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
   | { readonly type: 'Reply'; readonly to: ReplyTo; readonly reply: Reply }

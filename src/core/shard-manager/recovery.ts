@@ -142,44 +142,44 @@ function reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], ru
   const numShards = step.dataset(ref)!.config.numShards;
   const mapper = () => step.dataset(ref)!.mapper;
 
-  // Owners that are gone: their shards are down (then placed again below).
+  // Copies on nodes that are gone: those copies are down (then placed again below).
   for (const s of mapper().assignedShards()) {
-    const owner = mapper().nodeForShard(s)!;
-    if (!live.has(owner)) step.apply(ref, ShardEvents.shardDown(ref, s, owner));
+    for (const node of mapper().nodesForShard(s)) if (!live.has(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));
   }
 
   const held = step.held(ref);
-  const reportedBy = new Map<number, NodeId>();
+  const config = step.dataset(ref)!.config;
+  const reportedBy = new Set<string>();
   for (const node of reporters) {
     for (const r of running.get(node) ?? []) {
       if (!isShardInRange(r.shard, numShards)) continue;
       const shard = r.shard as ShardNum;
       const event = runningEvent(ref, shard, node, r.status);
       if (!event) continue;
-      const owner = mapper().nodeForShard(shard);
-      const spec = { numShards, minNumNodes: step.dataset(ref)!.config.minNumNodes, held };
-      if (owner === node) {
-        reportedBy.set(shard, node);
-        step.apply(ref, event); // the node's own account of its status wins over a stale map
-      } else if (owner === undefined && !held.has(shard) && step.settings.strategy.remainingCapacity(node, spec, mapper()) > 0) {
-        reportedBy.set(shard, node);
+      const holders = mapper().nodesForShard(shard);
+      const spec = { numShards, minNumNodes: config.minNumNodes, held };
+      const room = config.strategy === 'balanced' || step.settings.strategy.remainingCapacity(node, spec, mapper()) > 0;
+      if (holders.includes(node)) {
+        reportedBy.add(`${shard}/${node}`);
+        step.apply(ref, event); // the node's own account of its copy wins over a stale map
+      } else if (holders.length === 0 && !held.has(shard) && room) {
+        reportedBy.add(`${shard}/${node}`);
         step.apply(ref, event);
         step.notice({ name: 'recovery.shard-adopted', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} had no owner in the recovered map but ${node} runs it: it keeps it` });
       } else {
-        step.notice({ name: 'recovery.stray-shard', level: 'warn', dataset: ref, shard, node, message: `${node} runs ${ref}/${shard} but the map gives it to ${owner ?? 'nobody'}: it will stop it` });
+        step.notice({ name: 'recovery.stray-shard', level: 'warn', dataset: ref, shard, node, message: `${node} runs ${ref}/${shard} but the map gives it to ${holders.join(', ') || 'nobody'}: it will stop it` });
       }
     }
   }
 
-  // A shard the map shows running on a node that says it is not: it will be (re)started there.
-  // Owners listed in one pass over the map, not one pass per node (restarting a shard keeps its owner).
-  const owned = new Map<NodeId, ShardNum[]>(reporters.map((n) => [n, []]));
-  for (const s of mapper().assignedShards()) owned.get(mapper().nodeForShard(s)!)?.push(s);
-  for (const node of reporters) {
-    for (const s of owned.get(node)!) {
-      const status = mapper().statusForShard(s).type;
-      if ((status === 'Active' || status === 'Recovery') && reportedBy.get(s) !== node) {
-        step.apply(ref, ShardEvents.assignmentStarted(ref, s, node));
+  // A copy the map shows running on a node that says it is not: it will be (re)started there.
+  // Copies listed in one pass over the map, not one pass per node (restarting keeps the copy's placement).
+  const answered = new Set(reporters);
+  for (const s of mapper().assignedShards()) {
+    for (const copy of mapper().recordForShard(s).assignments) {
+      const status = copy.status.type;
+      if (answered.has(copy.node) && (status === 'Active' || status === 'Recovery') && !reportedBy.has(`${s}/${copy.node}`)) {
+        step.apply(ref, ShardEvents.assignmentStarted(ref, s, copy.node));
       }
     }
   }

@@ -27,9 +27,9 @@ function refusal(step: Step, node: NodeId, e: ShardEvent): string | undefined {
   if (!ds) return `dataset ${e.dataset} is unknown`;
   if (!isShardInRange(e.shard, ds.config.numShards)) return `shard ${e.shard} is out of range 0..${ds.config.numShards - 1}`;
   if (e.type === 'RecoveryInProgress' && !(e.progressPct >= 0 && e.progressPct <= 100)) return `progress ${e.progressPct} is not within 0..100`;
-  const owner = ds.mapper.nodeForShard(e.shard);
-  if (owner !== node) return owner === undefined ? 'the shard has no owner' : `the shard is owned by ${owner}`;
-  return undefined;
+  if (ds.mapper.copyOnNode(e.shard, node)) return undefined;
+  const holders = ds.mapper.nodesForShard(e.shard);
+  return holders.length === 0 ? 'the shard has no owner' : `the shard is owned by ${holders.join(', ')}`;
 }
 
 function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
@@ -47,6 +47,10 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
   }
   const changed = step.apply(e.dataset, e);
   if (changed && e.type === 'IngestionError') reassignAfterError(step, e.dataset, e.shard, node, e.error);
+  // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
+  if (changed && e.type === 'IngestionStarted' && step.dataset(e.dataset)!.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving')) {
+    step.assignShards(e.dataset);
+  }
 }
 
 /**

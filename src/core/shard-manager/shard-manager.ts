@@ -4,9 +4,13 @@ import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } fr
 import { assertNever } from '../result.js';
 import { ShardMapper } from '../shard-mapper.js';
 import { ShardEvents } from '../status.js';
+import { InterimBalancedStrategy as BalancedPlacementStrategy } from '../placement/interim-balanced.js';
+import type { PlacementStrategy } from '../placement/placement-types.js';
 import { ShardSubscriptions } from '../subscriptions.js';
 import { startShards, stopShards } from './admin.js';
-import type { Effect, Member, RecoveryData, ShardManagerInput } from './protocol.js';
+import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNode, replaceNode, startPendingReplacement } from './node-operations.js';
+import { groupsOf } from './planned-moves.js';
+import { type Effect, type Member, NO_NODE_OPERATIONS, type RecoveryData, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReport } from './reports.js';
 import { type Decision, type ShardManagerState, Step } from './step.js';
@@ -15,8 +19,10 @@ import { type Decision, type ShardManagerState, Step } from './step.js';
 export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
 
 export interface ShardManagerOptions {
-  /** Which node takes which shards. Default: `DefaultShardAssignmentStrategy` (FiloDB's). */
+  /** Which node takes which shards of `filodb-default` datasets. Default: `DefaultShardAssignmentStrategy` (FiloDB's). */
   readonly strategy?: ShardAssignmentStrategy;
+  /** The whole-map strategy of `balanced` datasets. Default: `BalancedPlacementStrategy`. */
+  readonly placement?: PlacementStrategy;
   /** How long after an error-triggered move a shard may not move again (ms). Default 2 hours. */
   readonly reassignmentCooldownMs?: number;
 }
@@ -32,14 +38,18 @@ export interface ShardManagerOptions {
  * Gotchas: state objects are shared between calls; never mutate one (mappers included).
  */
 export class ShardManager {
-  private readonly settings: { strategy: ShardAssignmentStrategy; reassignmentCooldownMs: number };
+  private readonly settings: { strategy: ShardAssignmentStrategy; placement: PlacementStrategy; reassignmentCooldownMs: number };
 
   constructor(options: ShardManagerOptions = {}) {
     const cooldown = options.reassignmentCooldownMs ?? DEFAULT_REASSIGNMENT_COOLDOWN_MS;
     if (!Number.isSafeInteger(cooldown) || cooldown < 0) {
       throw new RangeError(`reassignmentCooldownMs must be a non-negative integer (ms), got ${cooldown}`);
     }
-    this.settings = { strategy: options.strategy ?? new DefaultShardAssignmentStrategy(), reassignmentCooldownMs: cooldown };
+    this.settings = {
+      strategy: options.strategy ?? new DefaultShardAssignmentStrategy(),
+      placement: options.placement ?? new BalancedPlacementStrategy(),
+      reassignmentCooldownMs: cooldown,
+    };
   }
 
   /** A singleton before recovery, at epoch 0. */
@@ -52,6 +62,8 @@ export class ShardManager {
       subscriptions: ShardSubscriptions.empty,
       buffered: [],
       retiredVersions: new Map(),
+      operations: NO_NODE_OPERATIONS,
+      released: [],
     };
   }
 
@@ -63,13 +75,23 @@ export class ShardManager {
     }
     const step = new Step(state, this.settings, now);
     this.handle(step, input);
+    releaseDrainedNodes(step);
     return step.finish();
   }
 
   private recover(state: ShardManagerState, data: RecoveryData, now: number): Decision {
-    const base: ShardManagerState = { ...state, epoch: data.epoch, members: sortMembers(uniqueMembers(data.members)), datasets: new Map(), retiredVersions: new Map() };
+    const base: ShardManagerState = {
+      ...state,
+      epoch: data.epoch,
+      members: sortMembers(uniqueMembers(data.members)),
+      datasets: new Map(),
+      retiredVersions: new Map(),
+      operations: data.operations ?? NO_NODE_OPERATIONS,
+      released: [],
+    };
     const step = new Step(base, this.settings, now);
     recover(step, data);
+    releaseDrainedNodes(step);
     let decision = step.finish();
     const effects = [...decision.effects];
     for (const input of state.buffered) {
@@ -117,6 +139,14 @@ export class ShardManager {
         return publishSnapshots(step);
       case 'CheckCooldowns':
         return checkCooldowns(step);
+      case 'RemoveNode':
+        return removeNode(step, input.node, input.replyTo);
+      case 'ReplaceNode':
+        return replaceNode(step, input.old, input.new, input.replyTo);
+      case 'AddNode':
+        return addNode(step, input.node, input.replyTo);
+      case 'GetNodeOperations':
+        return nodeOperationsState(step, input.replyTo);
       default:
         return assertNever(input);
     }
@@ -149,6 +179,7 @@ function memberUp(step: Step, member: Member): void {
   if (existing) memberDown(step, existing.node, existing.incarnation);
   step.members = sortMembers([...step.members, member]);
   step.notice({ name: 'member.up', level: 'info', node: member.node, message: `${member.node} (incarnation ${member.incarnation}) joined` });
+  startPendingReplacement(step, member);
   for (const ref of step.datasetRefs()) step.assignShards(ref);
 }
 
@@ -160,6 +191,7 @@ function memberDown(step: Step, node: NodeId, incarnation: Incarnation): void {
     return step.notice({ name: 'member.ignored', level: 'info', node, message: `departure of ${node} (incarnation ${incarnation}) ignored: ${why}` });
   }
   step.members = step.members.filter((m) => m.node !== node);
+  forgetNode(step, node);
   step.notice({ name: 'member.down', level: 'warn', node, message: `${node} (incarnation ${incarnation}) left` });
   for (const ref of step.datasetRefs()) {
     const mapper = step.dataset(ref)!.mapper;
@@ -190,6 +222,17 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
       message: `dataset ${config.ref} already exists with a different ${fields.join(', ')}`,
     });
   }
+  // Never a silent placement that breaks isolation: replicas need as many racks as copies.
+  const groups = groupsOf(step.placeableMembers());
+  if (config.replicationFactor > groups.length) {
+    return step.reply(replyTo, {
+      type: 'IsolationImpossible',
+      dataset: config.ref,
+      replicationFactor: config.replicationFactor,
+      groups,
+      message: `dataset ${config.ref}: replicationFactor ${config.replicationFactor} needs ${config.replicationFactor} isolation groups (racks); the members span ${groups.length}${groups.length > 0 ? `: ${groups.join(', ')}` : ''}`,
+    });
+  }
   step.persist({ type: 'PersistDataset', config });
   step.createDataset(config, new ShardMapper(config.numShards, config.ref, step.firstVersion(config.ref)));
   step.subscriptions = step.subscriptions.addDataset(config.ref);
@@ -199,7 +242,7 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
     name: 'dataset.created',
     level: 'info',
     dataset: config.ref,
-    message: `dataset ${config.ref} set up: ${config.numShards} shards, minNumNodes ${config.minNumNodes}, ${placed.length} assigned over ${step.members.length} members`,
+    message: `dataset ${config.ref} set up: ${config.numShards} shards × ${config.replicationFactor} (${config.strategy}), minNumNodes ${config.minNumNodes}, ${placed.length} copies placed over ${step.members.length} members`,
   });
   step.reply(replyTo, { type: 'DatasetVerified', dataset: config.ref });
 }
@@ -208,7 +251,9 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
 function removeDataset(step: Step, dataset: DatasetRef, replyTo: ReplyTo): void {
   const ds = step.dataset(dataset);
   if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset });
-  for (const s of ds.mapper.assignedShards()) step.apply(dataset, ShardEvents.shardDown(dataset, s, ds.mapper.nodeForShard(s)!));
+  for (const s of ds.mapper.assignedShards()) {
+    for (const node of ds.mapper.nodesForShard(s)) step.apply(dataset, ShardEvents.shardDown(dataset, s, node));
+  }
   step.removeDataset(dataset);
   step.flush(dataset);
   step.publish(step.subscriptions.subscribersOf(dataset), { type: 'DatasetRemoved', epoch: step.epoch, dataset });

@@ -1,10 +1,12 @@
-import type { AssignmentSpec, ShardAssignmentStrategy } from '../assignment-strategy.js';
+import { freeShards, type AssignmentSpec, type ShardAssignmentStrategy } from '../assignment-strategy.js';
+import type { PlacementStrategy } from '../placement/placement-types.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import type { DatasetRef, Epoch, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
 import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
-import type { Effect, Member, Notice, Reply, ShardManagerInput, StampedShardEvent, SubscriberMessage } from './protocol.js';
+import { balancedRound, completeHandoffs, startDrainMoves } from './planned-moves.js';
+import type { Effect, Member, NodeOperations, Notice, Reply, ShardManagerInput, StampedShardEvent, SubscriberMessage } from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
 export interface DatasetState {
@@ -30,6 +32,10 @@ export interface ShardManagerState {
    * as newer instead of keeping the old one (a new epoch orders maps by itself).
    */
   readonly retiredVersions: ReadonlyMap<DatasetRef, number>;
+  /** Drains and replacements in flight (persisted). */
+  readonly operations: NodeOperations;
+  /** Drained nodes already told they may stop (not persisted: a new singleton tells them again). */
+  readonly released: readonly NodeId[];
 }
 
 /** What one `decide` call returns. */
@@ -52,7 +58,10 @@ interface WorkingDataset {
 }
 
 export interface StepSettings {
+  /** FiloDB's kind of strategy, for `filodb-default` datasets. */
   readonly strategy: ShardAssignmentStrategy;
+  /** The whole-map strategy of `balanced` datasets. */
+  readonly placement: PlacementStrategy;
   readonly reassignmentCooldownMs: number;
 }
 
@@ -64,6 +73,12 @@ export class Step {
   readonly epoch: Epoch;
   members: Member[];
   subscriptions: ShardSubscriptions;
+  /** Nodes being drained → the node that replaces each, if any. */
+  readonly draining: Map<NodeId, NodeId | undefined>;
+  /** Replacements waiting for their new node to join: new → old. */
+  readonly pendingReplacements: Map<NodeId, NodeId>;
+  released: Set<NodeId>;
+  private readonly baseOperations: NodeOperations;
   private readonly datasets: Map<DatasetRef, DatasetState>;
   private readonly retiredVersions: Map<DatasetRef, number>;
   private readonly baseSubscriptions: ShardSubscriptions;
@@ -85,6 +100,10 @@ export class Step {
     this.baseSubscriptions = base.subscriptions;
     this.datasets = new Map(base.datasets);
     this.retiredVersions = new Map(base.retiredVersions);
+    this.baseOperations = base.operations;
+    this.draining = new Map(base.operations.draining.map((n) => [n, base.operations.replacements.find((r) => r.old === n)?.new]));
+    this.pendingReplacements = new Map(base.operations.replacements.filter((r) => !this.draining.has(r.old)).map((r) => [r.new, r.old]));
+    this.released = new Set(base.released);
   }
 
   // ---------------------------------------------------------------- reads
@@ -111,6 +130,20 @@ export class Step {
 
   memberNodes(): NodeId[] {
     return this.members.map((m) => m.node);
+  }
+
+  /** Members that may take copies: not being drained. Oldest first. */
+  placeableMembers(): Member[] {
+    return this.members.filter((m) => !this.draining.has(m.node));
+  }
+
+  /** The node operations as they now stand, in a canonical order. */
+  operations(): NodeOperations {
+    const replacements = [
+      ...[...this.draining].flatMap(([old, to]) => (to === undefined ? [] : [{ old, new: to }])),
+      ...[...this.pendingReplacements].map(([to, old]) => ({ old, new: to })),
+    ].sort((a, b) => (a.old < b.old ? -1 : a.old > b.old ? 1 : 0));
+    return { draining: [...this.draining.keys()].sort(), replacements };
   }
 
   /** Shards of a dataset the strategy must not hand out now: errored shards inside their cooldown. */
@@ -172,13 +205,36 @@ export class Step {
    * node, as FiloDB does; then asks again until a round places nothing, so a strategy whose answers
    * depend on what later nodes took still leaves no room unused (for the default strategy one round
    * is already a fixpoint, and the extra round costs one count per member). Returns the shards placed.
+   * Drained nodes get nothing, and the planned moves off them start (see `planned-moves.ts`).
+   * A `balanced` dataset is placed whole by its strategy instead.
    */
   assignShards(ref: DatasetRef, opts: { exclude?: NodeId; hold?: ReadonlySet<number> } = {}): ShardNum[] {
     const ds = this.dataset(ref);
     if (!ds) return [];
     const held = opts.hold ?? this.held(ref);
+    if (ds.config.strategy === 'balanced') return balancedRound(this, ref, held);
+    // Finished handoffs first: a Leaving copy still counts against its node's room.
+    completeHandoffs(this, ref, 1);
+    const placed = this.assignFree(ref, held, this.placeableMembers(), opts.exclude);
+    // Nothing lost over an operator's intent: when no other member has room, a drained one takes
+    // the shards that would otherwise stay unassigned (they move off again once there is room).
+    const drained = this.members.filter((m) => this.draining.has(m.node));
+    if (drained.length > 0 && freeShards(this.dataset(ref)!.mapper, held, 1).length > 0) {
+      const fallback = this.assignFree(ref, held, drained, opts.exclude);
+      for (const shard of fallback) {
+        this.notice({ name: 'shard.reassigned', level: 'warn', dataset: ref, shard, node: this.dataset(ref)!.mapper.nodeForShard(shard)!, message: `${ref}/${shard} went to drained ${this.dataset(ref)!.mapper.nodeForShard(shard)}: no other member has room` });
+      }
+      placed.push(...fallback);
+    }
+    startDrainMoves(this, ref);
+    return placed;
+  }
+
+  /** FiloDB's placement of free shards on `among`, newest first (see `assignShards`). */
+  private assignFree(ref: DatasetRef, held: ReadonlySet<number>, among: readonly Member[], exclude: NodeId | undefined): ShardNum[] {
+    const ds = this.dataset(ref)!;
     const spec: AssignmentSpec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
-    const nodes = this.memberNodes().reverse().filter((n) => n !== opts.exclude);
+    const nodes = among.map((m) => m.node).reverse().filter((n) => n !== exclude);
     const placed: ShardNum[] = [];
     for (let round = placed.length - 1; round < placed.length; ) {
       round = placed.length;
@@ -254,6 +310,8 @@ export class Step {
     if (this.subscriptions !== this.baseSubscriptions) {
       this.persist({ type: 'PersistSubscriptions', subscriptions: this.subscriptions.toList(), watchers: this.subscriptions.watcherList() });
     }
+    const operations = this.operations();
+    if (JSON.stringify(operations) !== JSON.stringify(this.baseOperations)) this.persist({ type: 'PersistNodeOperations', operations });
     const datasets = new Map<DatasetRef, DatasetState>();
     for (const [ref, ds] of this.datasets) {
       const w = this.working.get(ref);
@@ -271,6 +329,8 @@ export class Step {
       subscriptions: this.subscriptions,
       buffered,
       retiredVersions: this.retiredVersions,
+      operations,
+      released: [...this.released].filter((n) => this.draining.has(n)).sort(),
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };

@@ -1,0 +1,189 @@
+// Planned moves: the `balanced` strategy's rounds, drains and replacements, and the handoff that
+// makes them safe. A planned move never leaves a shard without a serving copy: the new copy is added
+// (Initializing) and the old one marked Leaving; the old copy keeps ingesting and serving until the
+// new one reports IngestionStarted, and only then is it removed (`ShardLeft`). A forced move (the
+// copy's node died) is not planned: that copy is already gone.
+import type { DatasetRef, NodeId, ShardNum } from '../ids.js';
+import type { PlacementNode } from '../placement/placement-types.js';
+import { isServingCopy } from '../shard-record.js';
+import { ShardEvents } from '../status.js';
+import type { Member } from './protocol.js';
+import type { Step } from './step.js';
+
+/** How the strategy sees a member: its rack as isolation group (its own id when it has none). */
+export function placementNode(m: Member): PlacementNode {
+  return { id: m.node, group: m.rack ?? `node:${m.node}`, weight: m.weight ?? 1 };
+}
+
+/** Distinct isolation groups among members. */
+export function groupsOf(members: readonly Member[]): string[] {
+  return [...new Set(members.map((m) => placementNode(m).group))].sort();
+}
+
+/** Shards of a dataset with a planned move in flight (a Leaving copy). */
+function movesInFlight(step: Step, ref: DatasetRef): number {
+  const mapper = step.dataset(ref)!.mapper;
+  let n = 0;
+  for (let s = 0; s < mapper.numShards; s++) if (mapper.recordForShard(s).assignments.some((a) => a.placement === 'Leaving')) n++;
+  return n;
+}
+
+/**
+ * Removes Leaving copies whose successors serve: while a shard has more serving Available copies
+ * plus Leaving copies than it should have copies, its oldest Leaving copy goes (`ShardLeft`).
+ * A Leaving copy is never removed while no Available copy serves.
+ */
+export function completeHandoffs(step: Step, ref: DatasetRef, desired: number): void {
+  const mapper = () => step.dataset(ref)!.mapper;
+  for (let s = 0; s < mapper().numShards; s++) {
+    const copies = mapper().recordForShard(s).assignments;
+    const leaving = copies.filter((a) => a.placement === 'Leaving');
+    if (leaving.length === 0) continue;
+    const available = copies.filter((a) => a.placement === 'Available' && isServingCopy(a)).length;
+    if (available === 0) continue;
+    let excess = available + leaving.length - desired;
+    for (const copy of leaving) {
+      if (excess <= 0) break;
+      step.apply(ref, ShardEvents.left(ref, s as ShardNum, copy.node));
+      step.notice({ name: 'shard.handoff-completed', level: 'info', dataset: ref, shard: s, node: copy.node, message: `${ref}/${s} handed off: ${copy.node}'s copy removed, ${mapper().servingNodes(s).join(', ')} serve it` });
+      excess--;
+    }
+  }
+}
+
+/**
+ * Moves one copy from `from` to `to` as a handoff: `to` gets a new copy (or takes back its own
+ * Leaving one: a rollback), and `from` is marked Leaving; a copy of `from` that does not serve yet
+ * is simply dropped (nothing is lost by dropping a copy that is still catching up).
+ */
+function handOff(step: Step, ref: DatasetRef, shard: ShardNum, from: NodeId, to: NodeId): void {
+  addCopy(step, ref, shard, to);
+  const copy = step.dataset(ref)!.mapper.copyOnNode(shard, from);
+  if (!copy) return;
+  if (copy.placement === 'Initializing' && !isServingCopy(copy)) {
+    step.apply(ref, ShardEvents.left(ref, shard, from));
+    step.notice({ name: 'shard.handoff-cancelled', level: 'info', dataset: ref, shard, node: from, message: `${ref}/${shard}: ${from}'s copy, still catching up, was dropped for ${to}` });
+    return;
+  }
+  if (copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, from));
+  step.notice({ name: 'shard.handoff-started', level: 'info', dataset: ref, shard, node: from, message: `${ref}/${shard} moves from ${from} to ${to}; ${from} serves it until ${to} has caught up` });
+}
+
+/** Gives `node` a copy: its Leaving copy back, the first copy of an empty shard, or one more copy. */
+function addCopy(step: Step, ref: DatasetRef, shard: ShardNum, node: NodeId): void {
+  const mapper = step.dataset(ref)!.mapper;
+  const mine = mapper.copyOnNode(shard, node);
+  if (mine?.placement === 'Leaving') {
+    step.apply(ref, ShardEvents.leavingCancelled(ref, shard, node));
+    step.notice({ name: 'shard.handoff-cancelled', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} stays on ${node}: its planned move was rolled back` });
+  } else if (mapper.recordForShard(shard).assignments.length === 0) {
+    step.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
+  } else {
+    step.apply(ref, ShardEvents.copyAdded(ref, shard, node));
+    step.notice({ name: 'shard.replica-added', level: 'debug', dataset: ref, shard, node, message: `${ref}/${shard}: a copy was added on ${node}` });
+  }
+}
+
+/**
+ * Rolls back the handoffs off `node` whose new copy has not caught up: its Leaving copies stay,
+ * and those new copies are dropped (an operator took back a drain). Moves already caught up finish.
+ */
+export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId): void {
+  const mapper = () => step.dataset(ref)!.mapper;
+  for (const { shard, copy } of mapper().copiesForNode(node)) {
+    if (copy.placement !== 'Leaving') continue;
+    const successor = mapper().recordForShard(shard).assignments.find((a) => a.placement === 'Initializing' && !isServingCopy(a));
+    if (!successor) continue;
+    step.apply(ref, ShardEvents.left(ref, shard, successor.node));
+    addCopy(step, ref, shard, node);
+  }
+}
+
+/**
+ * One round of a `balanced` dataset: finish handoffs, ask the strategy for the whole target map from
+ * the copies that stay (Leaving ones are on their way out), then start what differs. Copies that
+ * replace lost ones start at once; planned moves start at most `maxConcurrentMoves` at a time
+ * (lowest shards first) and the rest wait for a later round (each finished handoff runs one).
+ * Returns the shards that got a new copy.
+ */
+export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): ShardNum[] {
+  const ds = step.dataset(ref)!;
+  const { config } = ds;
+  // Drained members hold copies only when nobody else can (nothing is lost over an operator's intent).
+  const placeable = step.placeableMembers();
+  const members = placeable.length > 0 ? placeable : step.members;
+  const desired = Math.min(config.replicationFactor, groupsOf(members).length);
+  completeHandoffs(step, ref, desired);
+  if (members.length === 0) return [];
+  const mapper = () => step.dataset(ref)!.mapper;
+  const current = Array.from({ length: config.numShards }, (_, s) => mapper().recordForShard(s).assignments.filter((a) => a.placement !== 'Leaving').map((a) => a.node));
+  // Shards an operator stopped (no copy, Stopped) stay so until StartShards, as in FiloDB.
+  const hold = new Set(held);
+  for (let s = 0; s < config.numShards; s++) if (current[s]!.length === 0 && mapper().statusForShard(s).type === 'Stopped') hold.add(s);
+  const target = step.settings.placement.place({ numShards: config.numShards, replicationFactor: config.replicationFactor, nodes: members.map(placementNode), current, held: hold });
+  if (!target.ok) {
+    step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy refused: ${target.error.message}` });
+    return [];
+  }
+  let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
+  const placed: ShardNum[] = [];
+  for (let s = 0; s < config.numShards; s++) {
+    const shard = s as ShardNum;
+    const want = target.value[s]!;
+    const have = current[s]!;
+    const adds = want.filter((n) => !have.includes(n));
+    const drops = have.filter((n) => !want.includes(n));
+    if (adds.length === 0 && drops.length === 0) continue;
+    const pairs = Math.min(adds.length, drops.length);
+    // Planned moves wait for room in the budget, except where the shard has no serving copy to lose.
+    for (let i = 0; i < pairs; i++) {
+      if (budget <= 0) break;
+      handOff(step, ref, shard, drops[i]!, adds[i]!);
+      placed.push(shard);
+      budget--;
+    }
+    // More copies wanted than held: a lost copy is re-created at once (not a planned move).
+    for (const node of adds.slice(pairs)) {
+      addCopy(step, ref, shard, node);
+      placed.push(shard);
+    }
+    // Fewer wanted (the members span fewer racks than the replication factor): extra copies leave.
+    for (const node of drops.slice(pairs)) {
+      const copy = mapper().copyOnNode(shard, node);
+      if (copy && copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, node));
+    }
+  }
+  completeHandoffs(step, ref, desired);
+  return placed;
+}
+
+/**
+ * The planned moves of a `filodb-default` dataset: each copy on a drained node is handed to its
+ * replacement, or else to the newest member with room under FiloDB's cap `ceil(numShards /
+ * minNumNodes)`, at most `maxConcurrentMoves` at a time.
+ */
+export function startDrainMoves(step: Step, ref: DatasetRef): void {
+  if (step.draining.size === 0) return;
+  const { config } = step.dataset(ref)!;
+  const mapper = () => step.dataset(ref)!.mapper;
+  const cap = Math.ceil(config.numShards / config.minNumNodes);
+  let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
+  const newestFirst = step.placeableMembers().map((m) => m.node).reverse();
+  for (const [node, replacement] of [...step.draining].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const candidates = replacement !== undefined && step.member(replacement) ? [replacement] : newestFirst;
+    for (const { shard, copy } of mapper().copiesForNode(node)) {
+      // A Leaving copy whose successor died is already a move in flight: it gets a new successor
+      // whatever the budget, or it would wait forever.
+      const orphan = copy.placement === 'Leaving' && mapper().recordForShard(shard).assignments.every((a) => a.placement === 'Leaving');
+      if (copy.placement === 'Leaving' && !orphan) continue;
+      if (!orphan && budget <= 0) continue;
+      const to = candidates.find((n) => mapper().numShardsForNode(n) < cap && !mapper().copyOnNode(shard, n));
+      if (to === undefined) {
+        step.notice({ name: 'shard.reassignment-skipped', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} cannot leave drained ${node} yet: no other member has room under the cap of ${cap} shards` });
+        break;
+      }
+      handOff(step, ref, shard, node, to);
+      if (!orphan) budget--;
+    }
+  }
+}

@@ -1,0 +1,43 @@
+// I2 and I9 for a balanced dataset at rest: every shard holds as many copies as the racks allow
+// (min(RF, racks)), and the copies per node are spread no wider than the lower bound of
+// placement-peers §3 (with racks: T* − t*).
+import type { ShardMapper } from '../core/shard-mapper.js';
+
+export interface BalanceProblem {
+  readonly invariant: 'I2' | 'I9';
+  readonly message: string;
+}
+
+/**
+ * `nodes`: the members that may hold copies (not drained), with their racks. Skipped (undefined)
+ * while a planned move is in flight: balance is judged once the dataset is quiet.
+ */
+export function balanceViolation(map: ShardMapper, nodes: readonly { node: string; rack: string }[], replicationFactor: number): BalanceProblem | undefined {
+  if (nodes.length === 0) return undefined;
+  const racks = new Set(nodes.map((n) => n.rack)).size;
+  const copies = Math.min(replicationFactor, racks);
+  const short: number[] = [];
+  for (let s = 0; s < map.numShards; s++) {
+    const assignments = map.recordForShard(s).assignments;
+    if (assignments.some((a) => a.placement === 'Leaving')) return undefined;
+    if (assignments.length !== copies) short.push(s);
+  }
+  if (short.length > 0) return { invariant: 'I2', message: `shards ${short.join(',')} do not hold ${copies} copies` };
+  const loads = nodes.map((n) => map.numShardsForNode(n.node as never));
+  const spread = Math.max(...loads) - Math.min(...loads);
+  const bound = spreadLowerBound(map.numShards, copies, nodes);
+  if (spread > bound) {
+    return { invariant: 'I9', message: `spread ${spread} (loads ${loads.join(',')} on ${nodes.map((n) => n.node).join(',')}) is above its lower bound ${bound}` };
+  }
+  return undefined;
+}
+
+/** placement-peers §3.2: T* − t*, the spread no placement can beat with these racks. */
+function spreadLowerBound(shards: number, copies: number, nodes: readonly { rack: string }[]): number {
+  const sizes = [...nodes.reduce((m, n) => m.set(n.rack, (m.get(n.rack) ?? 0) + 1), new Map<string, number>()).values()];
+  const total = shards * copies;
+  let top = 0;
+  while (sizes.reduce((sum, k) => sum + Math.min(shards, k * top), 0) < total) top++;
+  const bottom = Math.min(Math.floor(total / nodes.length), ...sizes.map((k) => Math.floor(shards / k)));
+  return top - bottom;
+}

@@ -1,0 +1,56 @@
+// The simulator's checks of replicas and planned moves, as pure functions over stored maps:
+// I1 (who may ingest a shard), I7 (no planned move leaves a shard unserved), I8 (isolation and
+// no duplicates) and I9 (balanced datasets reach the spread lower bound once quiet).
+import type { ShardMapper } from '../core/shard-mapper.js';
+import { isServingCopy } from '../core/shard-record.js';
+
+/**
+ * I1: whether a live node may be ingesting a shard: it holds a copy in the singleton's map now, or
+ * the singleton declared one on it recently (a handoff's old copy, or a new copy the move dropped
+ * again, ingests until it hears of its removal, which a lost or delayed message can put off until
+ * the next periodic snapshot). Anything else is a second, undeclared ingestion.
+ */
+export function mayIngest(now: ShardMapper, shard: number, node: string, declaredRecently: (shard: number, node: string) => boolean): boolean {
+  return now.nodesForShard(shard).includes(node as never) || declaredRecently(shard, node);
+}
+
+/** Every copy a map declares, as `shard/node` keys. */
+export function declaredCopies(map: ShardMapper): string[] {
+  const out: string[] = [];
+  for (let s = 0; s < map.numShards; s++) for (const a of map.recordForShard(s).assignments) out.push(`${s}/${a.node}`);
+  return out;
+}
+
+/**
+ * I7: shards that had a serving copy at the previous check and have none now although every node
+ * that served them is still the same live member: only a planned move could have done that.
+ * `sameMember(node)` says whether the node is still a member with the incarnation it had then.
+ */
+export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, sameMember: (node: string) => boolean, exempt: (shard: number) => boolean): string[] {
+  const out: string[] = [];
+  const show = (m: ShardMapper, s: number) => m.recordForShard(s).assignments.map((a) => `${a.node}:${a.placement}/${a.status.type}`).join(' ') || 'none';
+  for (let s = 0; s < Math.min(previous.numShards, now.numShards); s++) {
+    const before = previous.recordForShard(s).assignments.filter(isServingCopy).map((a) => a.node);
+    if (before.length === 0 || exempt(s)) continue;
+    if (now.recordForShard(s).assignments.some(isServingCopy)) continue;
+    if (before.every(sameMember)) out.push(`${s} (was ${show(previous, s)}, now ${show(now, s)})`);
+  }
+  return out;
+}
+
+/**
+ * I8: shards whose staying copies (not Leaving) share a rack while the members span enough racks
+ * for them all, and shards with two copies on one node. `rackOf` gives a member's isolation group.
+ */
+export function isolationViolations(map: ShardMapper, rackOf: (node: string) => string, racksAvailable: number): string[] {
+  const out: string[] = [];
+  for (let s = 0; s < map.numShards; s++) {
+    const copies = map.recordForShard(s).assignments;
+    const nodes = copies.map((a) => a.node);
+    if (new Set(nodes).size !== nodes.length) out.push(`shard ${s} has two copies on one node: ${nodes.join(', ')}`);
+    const staying = copies.filter((a) => a.placement !== 'Leaving').map((a) => rackOf(a.node));
+    const distinct = new Set(staying).size;
+    if (distinct < Math.min(staying.length, racksAvailable)) out.push(`shard ${s} has copies in racks ${staying.join(', ')}`);
+  }
+  return out;
+}

@@ -1,0 +1,242 @@
+// Replicas, the balanced strategy, planned handoffs and the node operations (drain, replace, add)
+// through ShardManager.decide on hand-built states: what an operator and the nodes would see.
+import { describe, expect, it } from 'vitest';
+import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
+import { epoch, incarnation, nodeId, replyTo, type DatasetRef, type ShardNum } from '../../src/core/ids.js';
+import type { Member, Reply } from '../../src/core/shard-manager/protocol.js';
+import type { ShardMapper } from '../../src/core/shard-mapper.js';
+import { isServingCopy } from '../../src/core/shard-record.js';
+import { ShardEvents } from '../../src/core/status.js';
+import { ds1, emptyRecovery, Harness, noticesNamed, replyOf } from '../support/manager-harness.js';
+
+const s = (x: number) => x as ShardNum;
+
+function balanced(ref: DatasetRef, numShards: number, replicationFactor: number, extra: Record<string, unknown> = {}): DatasetConfig {
+  const r = validateDatasetConfig({ ref, numShards, minNumNodes: 1, replicationFactor, strategy: 'balanced', source: { type: 'synthetic' }, ...extra });
+  if (!r.ok) throw new Error(r.error.message);
+  return r.value;
+}
+
+function filodb(ref: DatasetRef, numShards: number, minNumNodes: number, extra: Record<string, unknown> = {}): DatasetConfig {
+  const r = validateDatasetConfig({ ref, numShards, minNumNodes, source: { type: 'synthetic' }, ...extra });
+  if (!r.ok) throw new Error(r.error.message);
+  return r.value;
+}
+
+let joined = 0;
+const member = (name: string, rack?: string): Member => ({ node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++joined, ...(rack === undefined ? {} : { rack }) });
+
+function cluster(nodes: readonly [string, string?][]): Harness {
+  const h = new Harness();
+  for (const [name, rack] of nodes) h.run({ type: 'MemberUp', member: member(name, rack) });
+  return h;
+}
+
+const setup = (h: Harness, config: DatasetConfig): Reply | undefined => replyOf(h.run({ type: 'SetupDataset', config, replyTo: replyTo('admin') }));
+const op = (h: Harness, input: { type: 'RemoveNode'; node: string } | { type: 'ReplaceNode'; old: string; new: string } | { type: 'AddNode'; node: string }): Reply | undefined =>
+  replyOf(h.run({ ...input, replyTo: replyTo('admin') } as Parameters<Harness['run']>[0]));
+
+/** The Initializing copies report IngestionStarted (they caught up): once, or until none is left. */
+function catchUp(h: Harness, ref: DatasetRef, once = false): void {
+  for (;;) {
+    const m = h.mapper(ref);
+    const pending = m.assignedShards().flatMap((shard) => m.recordForShard(shard).assignments.filter((a) => a.placement === 'Initializing').map((a) => ({ shard, node: a.node })));
+    if (pending.length === 0) return;
+    for (const p of pending) h.report(p.node, ShardEvents.ingestionStarted(ref, p.shard, p.node));
+    if (once) return;
+  }
+}
+
+const loads = (m: ShardMapper, nodes: readonly string[]) => nodes.map((x) => m.numShardsForNode(nodeId(x)));
+const spread = (xs: number[]) => Math.max(...xs) - Math.min(...xs);
+const rackOf = (h: Harness, node: string) => h.state.members.find((m) => m.node === node)?.rack;
+
+/** Shards without a serving copy. */
+const unserved = (m: ShardMapper) => m.assignedShards().filter((shard) => !m.recordForShard(shard).assignments.some(isServingCopy)).length + m.numUnassignedShards;
+
+describe('balanced datasets', () => {
+  it('place every replica in a distinct rack, evenly', () => {
+    const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B'], ['c1', 'C'], ['c2', 'C']]);
+    expect(setup(h, balanced(ds1, 16, 3))?.type).toBe('DatasetVerified');
+    const m = h.mapper(ds1);
+    for (let shard = 0; shard < 16; shard++) {
+      const nodes = m.nodesForShard(shard);
+      expect(nodes).toHaveLength(3);
+      expect(new Set(nodes.map((x) => rackOf(h, x))).size).toBe(3);
+    }
+    expect(loads(m, ['a1', 'a2', 'b1', 'b2', 'c1', 'c2'])).toEqual([8, 8, 8, 8, 8, 8]);
+  });
+
+  it('refuse a replication factor above the racks the members span, creating nothing', () => {
+    const h = cluster([['a1', 'A'], ['b1', 'B']]);
+    const reply = setup(h, balanced(ds1, 8, 3));
+    expect(reply).toMatchObject({ type: 'IsolationImpossible', replicationFactor: 3, groups: ['A', 'B'] });
+    expect(h.state.datasets.size).toBe(0);
+  });
+
+  it('a node that joins gets its share through handoffs: the old copy serves until the new one caught up', () => {
+    const h = cluster([['n1'], ['n2'], ['n3'], ['n4']]);
+    setup(h, balanced(ds1, 8, 1));
+    catchUp(h, ds1);
+    h.run({ type: 'MemberUp', member: member('n5') });
+    const m = h.mapper(ds1);
+    const leaving = m.assignedShards().filter((shard) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
+    // ⌊8/5⌋ = 1 move is the lower bound: 8 = 2+2+2+1+1, so n5 takes one shard and the rest stay put.
+    expect(leaving).toHaveLength(1);
+    expect(unserved(m)).toBe(0);
+    const shard = leaving[0]!;
+    expect(m.copyOnNode(shard, nodeId('n5'))?.placement).toBe('Initializing');
+    // The new copy catches up: only then is the Leaving one removed.
+    h.report('n5', ShardEvents.ingestionStarted(ds1, s(shard), nodeId('n5')));
+    expect(h.mapper(ds1).nodesForShard(shard)).toEqual(['n5']);
+    expect(noticesNamed(h.effects, 'shard.handoff-completed')).toHaveLength(1);
+    expect(spread(loads(h.mapper(ds1), ['n1', 'n2', 'n3', 'n4', 'n5']))).toBe(1);
+  });
+
+  it('start at most maxConcurrentMoves planned moves at a time, the next ones as handoffs finish', () => {
+    const h = cluster([['n1'], ['n2']]);
+    setup(h, balanced(ds1, 16, 1, { maxConcurrentMoves: 2 }));
+    catchUp(h, ds1);
+    h.run({ type: 'MemberUp', member: member('n3') });
+    h.run({ type: 'MemberUp', member: member('n4') });
+    const inFlight = () => h.mapper(ds1).assignedShards().filter((shard) => h.mapper(ds1).recordForShard(shard).assignments.some((a) => a.placement === 'Leaving')).length;
+    let rounds = 0;
+    while (inFlight() > 0) {
+      expect(inFlight()).toBeLessThanOrEqual(2);
+      expect(unserved(h.mapper(ds1))).toBe(0);
+      catchUp(h, ds1, true);
+      rounds++;
+    }
+    expect(loads(h.mapper(ds1), ['n1', 'n2', 'n3', 'n4'])).toEqual([4, 4, 4, 4]);
+    expect(rounds).toBe(4); // 8 moves, two at a time
+  });
+});
+
+describe('drain (RemoveNode)', () => {
+  it('hands every copy off, never leaves a shard unserved, then releases the node', () => {
+    const h = cluster([['n1'], ['n2'], ['n3']]);
+    setup(h, filodb(ds1, 8, 2));
+    catchUp(h, ds1);
+    const victim = h.mapper(ds1).shardsForNode(nodeId('n3'));
+    expect(victim.length).toBeGreaterThan(0);
+    const reply = op(h, { type: 'RemoveNode', node: 'n3' });
+    expect(reply).toMatchObject({ type: 'NodeOperationAccepted', operation: 'remove', moves: victim.length, pending: false });
+    const m = h.mapper(ds1);
+    for (const shard of victim) expect(m.copyOnNode(shard, nodeId('n3'))?.placement).toBe('Leaving');
+    expect(unserved(m)).toBe(0);
+    expect(h.effects.some((e) => e.type === 'PersistNodeOperations')).toBe(true);
+    catchUp(h, ds1);
+    expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
+    expect(h.mapper(ds1).numAssignedShards).toBe(8);
+    expect(h.effects.filter((e) => e.type === 'ReleaseNode').map((e) => e.type === 'ReleaseNode' && e.node)).toEqual(['n3']);
+    // A drained member gets nothing new, even when shards free up.
+    h.run({ type: 'MemberUp', member: member('n4') });
+    expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
+  });
+
+  it('is refused, changing nothing, when the others have no room under FiloDB\'s cap', () => {
+    const h = cluster([['n1'], ['n2']]);
+    setup(h, filodb(ds1, 8, 2)); // cap 4 each: both full
+    const before = h.mapper(ds1);
+    expect(op(h, { type: 'RemoveNode', node: 'n1' })).toMatchObject({ type: 'NodeOperationRefused', reason: 'capacity' });
+    expect(h.mapper(ds1)).toBe(before);
+    expect(h.state.operations.draining).toEqual([]);
+  });
+
+  it('refuses a malformed or unknown node with a typed reason', () => {
+    const h = cluster([['n1']]);
+    expect(op(h, { type: 'RemoveNode', node: 'bad node!' })).toMatchObject({ type: 'NodeOperationRefused', reason: 'bad-node' });
+    expect(op(h, { type: 'RemoveNode', node: 'ghost' })).toMatchObject({ type: 'NodeOperationRefused', reason: 'unknown-node' });
+  });
+
+  it('AddNode undoes a drain: the planned moves roll back where the strategy keeps the copies', () => {
+    const h = cluster([['n1'], ['n2'], ['n3'], ['n4']]);
+    setup(h, balanced(ds1, 8, 1));
+    catchUp(h, ds1);
+    const held = h.mapper(ds1).shardsForNode(nodeId('n2'));
+    op(h, { type: 'RemoveNode', node: 'n2' });
+    expect(h.mapper(ds1).copiesForNode(nodeId('n2')).every((c) => c.copy.placement === 'Leaving')).toBe(true);
+    expect(op(h, { type: 'AddNode', node: 'n2' })).toMatchObject({ type: 'NodeOperationAccepted', operation: 'add' });
+    const m = h.mapper(ds1);
+    expect(m.shardsForNode(nodeId('n2'))).toEqual(held);
+    expect(m.copiesForNode(nodeId('n2')).every((c) => c.copy.placement === 'Available')).toBe(true);
+    // The copies that had started elsewhere were dropped: one copy per shard again.
+    for (const shard of held) expect(m.nodesForShard(shard)).toEqual(['n2']);
+    expect(h.state.operations.draining).toEqual([]);
+  });
+});
+
+describe('replace (ReplaceNode)', () => {
+  it('waits for the new node, then moves exactly the old node\'s copies into it', () => {
+    const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B']]);
+    setup(h, balanced(ds1, 16, 2));
+    catchUp(h, ds1);
+    const before = h.mapper(ds1);
+    const old = before.shardsForNode(nodeId('a2'));
+    expect(op(h, { type: 'ReplaceNode', old: 'a2', new: 'a3' })).toMatchObject({ type: 'NodeOperationAccepted', pending: true, moves: 0 });
+    expect(h.state.operations.replacements).toEqual([{ old: 'a2', new: 'a3' }]);
+    h.run({ type: 'MemberUp', member: member('a3', 'A') });
+    const during = h.mapper(ds1);
+    // The lower bound a_x: the new node takes exactly the old node's copies, nobody else moves.
+    expect(during.shardsForNode(nodeId('a3'))).toEqual(old);
+    let moved = 0;
+    for (let shard = 0; shard < 16; shard++) moved += during.nodesForShard(shard).filter((x) => !before.nodesForShard(shard).includes(x)).length;
+    expect(moved).toBe(old.length);
+    expect(unserved(during)).toBe(0);
+    catchUp(h, ds1);
+    expect(h.mapper(ds1).shardsForNode(nodeId('a2'))).toEqual([]);
+    expect(h.effects.some((e) => e.type === 'ReleaseNode' && e.node === 'a2')).toBe(true);
+  });
+
+  it('is refused when the new node already serves, or sits in another rack than the old one', () => {
+    // One shard × RF 2 over racks A and B: a1 and one B node hold it, the other B node is idle.
+    const h = cluster([['a1', 'A'], ['b1', 'B'], ['b2', 'B']]);
+    setup(h, balanced(ds1, 1, 2));
+    const holders = h.mapper(ds1).nodesForShard(0);
+    const idle = ['b1', 'b2'].find((x) => !holders.includes(nodeId(x)))!;
+    const busy = ['b1', 'b2'].find((x) => holders.includes(nodeId(x)))!;
+    expect(op(h, { type: 'ReplaceNode', old: 'a1', new: busy })).toMatchObject({ type: 'NodeOperationRefused', reason: 'serving' });
+    expect(op(h, { type: 'ReplaceNode', old: 'a1', new: idle })).toMatchObject({ type: 'NodeOperationRefused', reason: 'isolation' });
+    expect(op(h, { type: 'ReplaceNode', old: 'a1', new: 'a1' })).toMatchObject({ type: 'NodeOperationRefused', reason: 'bad-node' });
+    expect(h.state.operations).toEqual({ draining: [], replacements: [] });
+  });
+});
+
+describe('failover in the middle of a handoff', () => {
+  it('the new singleton finishes it: the map and the drain survive, the new copy\'s report completes it', () => {
+    const h = cluster([['n1'], ['n2'], ['n3']]);
+    setup(h, filodb(ds1, 8, 2));
+    catchUp(h, ds1);
+    op(h, { type: 'RemoveNode', node: 'n3' });
+    const mid = h.mapper(ds1).toSnapshot(h.state.epoch);
+    const ops = h.state.operations;
+    const members = h.state.members;
+    // A new singleton at epoch 2 recovers from what was persisted.
+    const h2 = new Harness({}, { ...emptyRecovery(2, members), datasets: [filodb(ds1, 8, 2)], maps: [mid], operations: ops });
+    const m = h2.mapper(ds1);
+    expect(m.copiesForNode(nodeId('n3')).every((c) => c.copy.placement === 'Leaving')).toBe(true);
+    expect(unserved(m)).toBe(0);
+    catchUp(h2, ds1);
+    expect(h2.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
+    expect(h2.effects.some((e) => e.type === 'ReleaseNode' && e.node === 'n3')).toBe(true);
+    expect(h2.state.epoch).toBe(epoch(2));
+  });
+
+  it('when the new copy\'s node dies, the Leaving copy keeps serving and the move starts again elsewhere', () => {
+    // FiloDB's strategy: n3 = [0..3], n2 = [4..7], n1 idle; n4 joins idle (FiloDB never rebalances).
+    const h = cluster([['n1'], ['n2'], ['n3']]);
+    setup(h, filodb(ds1, 8, 2));
+    catchUp(h, ds1);
+    h.run({ type: 'MemberUp', member: member('n4') });
+    expect(op(h, { type: 'ReplaceNode', old: 'n3', new: 'n4' })).toMatchObject({ type: 'NodeOperationAccepted', moves: 4, pending: false });
+    expect(h.mapper(ds1).shardsForNode(nodeId('n4'))).toEqual([0, 1, 2, 3]);
+    h.removeMember('n4');
+    expect(unserved(h.mapper(ds1))).toBe(0);
+    // n3 stays drained, now into whichever member has room (n1; n2 is at FiloDB's cap of 4).
+    expect(h.state.operations).toEqual({ draining: ['n3'], replacements: [] });
+    expect(h.mapper(ds1).shardsForNode(nodeId('n1'))).toEqual([0, 1, 2, 3]);
+    catchUp(h, ds1);
+    expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
+    expect(h.effects.some((e) => e.type === 'ReleaseNode' && e.node === 'n3')).toBe(true);
+  });
+});
