@@ -30,6 +30,8 @@ export interface StartedNode {
 
 /** How long the node keeps asking for the datasets of its config to be set up (the singleton may still be starting). */
 const SETUP_DEADLINE_MS = 120_000;
+/** How long a config dataset whose replicas need racks that have not joined yet waits before asking again. */
+const ISOLATION_RETRY_MS = 2_000;
 
 export async function startNode(config: NodeConfig, options: StartNodeOptions): Promise<StartedNode> {
   const log = options.log;
@@ -108,7 +110,9 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
 /**
  * Asks the singleton to set up the datasets of the config, as many times as it takes to get an
  * answer. Setting up an existing dataset with the same config is a no-op (`DatasetExists`); a
- * different config is refused (`DatasetConflict`) and logged: the stored one stays.
+ * different config is refused (`DatasetConflict`) and logged: the stored one stays. A replicated
+ * dataset refused because the members span too few racks (`IsolationImpossible`) is asked for
+ * again until the deadline: the other racks' nodes may still be starting.
  */
 async function setUpDatasets(node: ShardherdNode, datasets: readonly DatasetConfig[], log: Logger): Promise<void> {
   const deadline = Date.now() + SETUP_DEADLINE_MS;
@@ -117,6 +121,12 @@ async function setUpDatasets(node: ShardherdNode, datasets: readonly DatasetConf
       if (node.state !== 'running') return;
       try {
         const reply = await node.request((replyTo) => ({ type: 'SetupDataset', config, replyTo }) as Request, 5_000);
+        // A cluster starting node by node spans its racks only once they all joined: ask again.
+        if (reply.type === 'IsolationImpossible' && Date.now() < deadline) {
+          log.info({ event: 'node.dataset-setup', dataset: config.ref, reply }, `dataset ${config.ref} from the config waits for more racks: ${reply.message}`);
+          await new Promise((resolve) => setTimeout(resolve, ISOLATION_RETRY_MS));
+          continue;
+        }
         const level = reply.type === 'DatasetVerified' || reply.type === 'DatasetExists' ? 'info' : 'error';
         log[level]({ event: 'node.dataset-setup', dataset: config.ref, reply }, `dataset ${config.ref} from the config: ${reply.type}`);
         break;

@@ -224,7 +224,7 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
   }
   // Never a silent placement that breaks isolation: replicas need as many racks as copies.
   const groups = groupsOf(step.placeableMembers());
-  if (config.replicationFactor > groups.length) {
+  if (config.replicationFactor > 1 && config.replicationFactor > groups.length) {
     return step.reply(replyTo, {
       type: 'IsolationImpossible',
       dataset: config.ref,
