@@ -11,7 +11,7 @@ export class InterimBalancedStrategy implements PlacementStrategy {
     const groupOf = new Map(nodes.map((n) => [n.id, n.group]));
     const copies = Math.min(input.replicationFactor, new Set(nodes.map((n) => n.group)).size);
     const load = new Map<NodeId, number>(nodes.map((n) => [n.id, 0]));
-    const out: NodeId[][] = input.current.map((c, s) => {
+    const out: NodeId[][] = input.current.map((c) => {
       const kept: NodeId[] = [];
       for (const id of [...c].sort()) {
         if (!groupOf.has(id) || kept.length >= copies || kept.some((k) => groupOf.get(k) === groupOf.get(id))) continue;
