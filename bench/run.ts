@@ -18,6 +18,7 @@ import './node-crash.bench.js';
 import './fanout.bench.js';
 import './deploy-failover.bench.js';
 import './deploy-throughput.bench.js';
+import './placement.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

@@ -39,6 +39,14 @@ export {
 export type { PlacementState, ShardEvent, ShardEventType, ShardStatus, ShardStatusType } from './core/status.js';
 export { isIngestionStatus, NODE_REPORTED_EVENTS, ShardEvents, Status, statusEquals, statusLetter } from './core/status.js';
 
+// Whole-map placement (the `balanced` strategy), its metrics and lower bounds, and scenarios
+export type { Placement, PlacementError, PlacementInput, PlacementNode, PlacementStrategy } from './core/placement/placement-types.js';
+export { BalancedPlacementStrategy, checkIsolationFeasible } from './core/placement/balanced-strategy.js';
+export type { PlacementMetrics } from './core/placement/placement-metrics.js';
+export { copiesPerShard, movesLowerBound, placementMetrics, spreadLowerBound, spreadOf } from './core/placement/placement-metrics.js';
+export type { PlacementScenario, ScenarioOperation } from './core/placement/scenario.js';
+export { applyOperation, describeOperation, parseScenario, toNode, withNodeGroups } from './core/placement/scenario.js';
+
 // Dataset configuration
 export type { DatasetConfig, IngestionSourceConfig, InvalidDatasetConfig } from './core/dataset-config.js';
 export { datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';

@@ -1,6 +1,8 @@
 // I2 and I9 for a balanced dataset at rest: every shard holds as many copies as the racks allow
 // (min(RF, racks)), and the copies per node are spread no wider than the lower bound of
 // placement-peers §3 (with racks: T* − t*).
+import type { NodeId } from '../core/ids.js';
+import { spreadLowerBound } from '../core/placement/placement-metrics.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 
 export interface BalanceProblem {
@@ -25,19 +27,9 @@ export function balanceViolation(map: ShardMapper, nodes: readonly { node: strin
   if (short.length > 0) return { invariant: 'I2', message: `shards ${short.join(',')} do not hold ${copies} copies` };
   const loads = nodes.map((n) => map.numShardsForNode(n.node as never));
   const spread = Math.max(...loads) - Math.min(...loads);
-  const bound = spreadLowerBound(map.numShards, copies, nodes);
+  const bound = spreadLowerBound(map.numShards, copies, nodes.map((n) => ({ id: n.node as NodeId, group: n.rack, weight: 1 })));
   if (spread > bound) {
     return { invariant: 'I9', message: `spread ${spread} (loads ${loads.join(',')} on ${nodes.map((n) => n.node).join(',')}) is above its lower bound ${bound}` };
   }
   return undefined;
-}
-
-/** placement-peers §3.2: T* − t*, the spread no placement can beat with these racks. */
-function spreadLowerBound(shards: number, copies: number, nodes: readonly { rack: string }[]): number {
-  const sizes = [...nodes.reduce((m, n) => m.set(n.rack, (m.get(n.rack) ?? 0) + 1), new Map<string, number>()).values()];
-  const total = shards * copies;
-  let top = 0;
-  while (sizes.reduce((sum, k) => sum + Math.min(shards, k * top), 0) < total) top++;
-  const bottom = Math.min(Math.floor(total / nodes.length), ...sizes.map((k) => Math.floor(shards / k)));
-  return top - bottom;
 }

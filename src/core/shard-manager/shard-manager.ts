@@ -1,10 +1,10 @@
 import { DefaultShardAssignmentStrategy, type ShardAssignmentStrategy } from '../assignment-strategy.js';
 import { datasetConfigDifferences, type DatasetConfig } from '../dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../ids.js';
-import { assertNever } from '../result.js';
+import { assertNever, ok } from '../result.js';
 import { ShardMapper } from '../shard-mapper.js';
 import { ShardEvents } from '../status.js';
-import { InterimBalancedStrategy as BalancedPlacementStrategy } from '../placement/interim-balanced.js';
+import { BalancedPlacementStrategy, checkIsolationFeasible } from '../placement/balanced-strategy.js';
 import type { PlacementStrategy } from '../placement/placement-types.js';
 import { ShardSubscriptions } from '../subscriptions.js';
 import { startShards, stopShards } from './admin.js';
@@ -223,15 +223,10 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
     });
   }
   // Never a silent placement that breaks isolation: replicas need as many racks as copies.
-  const groups = groupsOf(step.placeableMembers());
-  if (config.replicationFactor > 1 && config.replicationFactor > groups.length) {
-    return step.reply(replyTo, {
-      type: 'IsolationImpossible',
-      dataset: config.ref,
-      replicationFactor: config.replicationFactor,
-      groups,
-      message: `dataset ${config.ref}: replicationFactor ${config.replicationFactor} needs ${config.replicationFactor} isolation groups (racks); the members span ${groups.length}${groups.length > 0 ? `: ${groups.join(', ')}` : ''}`,
-    });
+  const feasible = config.replicationFactor > 1 ? checkIsolationFeasible(config.replicationFactor, groupsOf(step.placeableMembers())) : ok(undefined);
+  if (!feasible.ok && feasible.error.type === 'IsolationImpossible') {
+    const { replicationFactor, groups } = feasible.error;
+    return step.reply(replyTo, { type: 'IsolationImpossible', dataset: config.ref, replicationFactor, groups, message: `dataset ${config.ref}: ${feasible.error.message}` });
   }
   step.persist({ type: 'PersistDataset', config });
   step.createDataset(config, new ShardMapper(config.numShards, config.ref, step.firstVersion(config.ref)));
