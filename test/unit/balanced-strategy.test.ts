@@ -1,9 +1,10 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BalancedPlacementStrategy, checkIsolationFeasible } from '../../src/core/placement/balanced-strategy.js';
 import { placementMetrics } from '../../src/core/placement/placement-metrics.js';
 import type { Placement, PlacementInput, PlacementNode } from '../../src/core/placement/placement-types.js';
-import { applyOperation, type ScenarioOperation } from '../../src/core/placement/scenario.js';
+import { applyOperation, parseScenario, toNode, type ScenarioOperation } from '../../src/core/placement/scenario.js';
 import type { NodeId } from '../../src/core/ids.js';
 
 const strategy = new BalancedPlacementStrategy();
@@ -71,6 +72,23 @@ describe('BalancedPlacementStrategy on the standard scenarios (worked values of 
       current = next;
     }
     expect(moves).toBe(256);
+  });
+});
+
+describe("BalancedPlacementStrategy on the project's own scenarios (bench/scenarios/placement)", () => {
+  const dir = new URL('../../bench/scenarios/placement/', import.meta.url);
+  const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  it.each(files)('%s: every step at moves = LB_moves and spread = spread_LB', (file) => {
+    const scenario = parseScenario(JSON.parse(readFileSync(new URL(file, dir), 'utf8')), file);
+    let nodes = scenario.nodes.map(toNode);
+    let current = place({ numShards: scenario.shards, replicationFactor: scenario.rf, nodes, current: empty(scenario.shards) });
+    for (const op of scenario.ops) {
+      nodes = applyOperation(nodes, op);
+      const next = place({ numShards: scenario.shards, replicationFactor: scenario.rf, nodes, current });
+      const m = placementMetrics(current, next, scenario.rf, nodes);
+      expect({ op, moves: m.moves, spread: m.spread, iso: m.isoViolations, dup: m.duplicates, uncovered: m.uncovered }).toEqual({ op, moves: m.lbMoves, spread: m.lbSpread, iso: 0, dup: 0, uncovered: 0 });
+      current = next;
+    }
   });
 });
 

@@ -126,35 +126,60 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     return [];
   }
   let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
+  const groupOf = new Map(members.map((m) => [m.node as string, placementNode(m).group]));
   const placed: ShardNum[] = [];
   for (let s = 0; s < config.numShards; s++) {
     const shard = s as ShardNum;
     const want = target.value[s]!;
     const have = current[s]!;
-    const adds = want.filter((n) => !have.includes(n));
-    const drops = have.filter((n) => !want.includes(n));
-    if (adds.length === 0 && drops.length === 0) continue;
-    const pairs = Math.min(adds.length, drops.length);
+    const { moves, added, dropped } = pairByGroup(
+      have.filter((n) => !want.includes(n)),
+      want.filter((n) => !have.includes(n)),
+      groupOf,
+    );
+    if (moves.length === 0 && added.length === 0 && dropped.length === 0) continue;
     // Planned moves wait for room in the budget, except where the shard has no serving copy to lose.
-    for (let i = 0; i < pairs; i++) {
+    for (const [from, to] of moves) {
       if (budget <= 0) break;
-      handOff(step, ref, shard, drops[i]!, adds[i]!);
+      handOff(step, ref, shard, from, to);
       placed.push(shard);
       budget--;
     }
-    // More copies wanted than held: a lost copy is re-created at once (not a planned move).
-    for (const node of adds.slice(pairs)) {
+    // More copies wanted than held: a lost copy is re-created at once (not a planned move). Moves
+    // are paired within a rack first, so this copy's rack is none that a waiting move still holds.
+    for (const node of added) {
       addCopy(step, ref, shard, node);
       placed.push(shard);
     }
     // Fewer wanted (the members span fewer racks than the replication factor): extra copies leave.
-    for (const node of drops.slice(pairs)) {
+    for (const node of dropped) {
       const copy = mapper().copyOnNode(shard, node);
       if (copy && copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, node));
     }
   }
   completeHandoffs(step, ref, desired);
   return placed;
+}
+
+/**
+ * Pairs each copy that leaves with a new copy in the same rack where there is one, then with any;
+ * the new copies left over replace lost ones, the leaving copies left over just leave.
+ */
+function pairByGroup(drops: readonly NodeId[], adds: readonly NodeId[], groupOf: ReadonlyMap<string, string>): { moves: [NodeId, NodeId][]; added: NodeId[]; dropped: NodeId[] } {
+  const free = [...adds];
+  const moves: [NodeId, NodeId][] = [];
+  const unpaired: NodeId[] = [];
+  for (const from of drops) {
+    const k = free.findIndex((to) => groupOf.get(to) === groupOf.get(from));
+    if (k >= 0) moves.push([from, free.splice(k, 1)[0]!]);
+    else unpaired.push(from);
+  }
+  const dropped: NodeId[] = [];
+  for (const from of unpaired) {
+    if (free.length > 0) moves.push([from, free.shift()!]);
+    else dropped.push(from);
+  }
+  return { moves, added: free, dropped };
 }
 
 /**
