@@ -22,8 +22,9 @@ export function declaredCopies(map: ShardMapper): string[] {
 }
 
 /**
- * I7: shards that had a serving copy at the previous check and have none now although every node
- * that served them is still the same live member: only a planned move could have done that.
+ * I7: shards that had a serving copy in the previous persisted map and have none now, a serving copy
+ * dropped although every node that served them is still the same live member: only a planned move
+ * could have done that.
  * `sameMember(node)` says whether the node is still a member with the incarnation it had then.
  */
 export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, sameMember: (node: string) => boolean, exempt: (shard: number) => boolean): string[] {
@@ -32,8 +33,12 @@ export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, 
   for (let s = 0; s < Math.min(previous.numShards, now.numShards); s++) {
     const before = previous.recordForShard(s).assignments.filter(isServingCopy).map((a) => a.node);
     if (before.length === 0 || exempt(s)) continue;
-    if (now.recordForShard(s).assignments.some(isServingCopy)) continue;
-    if (before.every(sameMember)) out.push(`${s} (was ${show(previous, s)}, now ${show(now, s)})`);
+    const copies = now.recordForShard(s).assignments;
+    if (copies.some(isServingCopy)) continue;
+    // The singleton dropped a copy that served, its holder alive: the move took the last server.
+    // (A copy still held whose node reports it recovering is the node's doing, not the move's.)
+    const dropped = before.some((node) => !copies.some((a) => a.node === node));
+    if (dropped && before.every(sameMember)) out.push(`${s} (was ${show(previous, s)}, now ${show(now, s)})`);
   }
   return out;
 }

@@ -161,7 +161,23 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const putShardMap = metaStore.putShardMap.bind(metaStore);
   metaStore.putShardMap = async (snapshot) => {
     await putShardMap(snapshot);
-    for (const key of declaredCopies(ShardMapper.fromSnapshot(snapshot))) declared.set(`${snapshot.dataset}/${key}`, clock.now());
+    const map = ShardMapper.fromSnapshot(snapshot);
+    for (const key of declaredCopies(map)) declared.set(`${snapshot.dataset}/${key}`, clock.now());
+    checkPlannedMoves(snapshot.dataset, map);
+  };
+  // I7 on every persisted map, not once a step: a handoff that completes and whose new copy then
+  // dies within one step is a forced loss, which only the maps in between can tell apart.
+  const persisted = new Map<DatasetRef, { map: ShardMapper; members: Map<string, string> }>();
+  const checkPlannedMoves = (ref: DatasetRef, now: ShardMapper) => {
+    const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
+    const last = persisted.get(ref);
+    persisted.set(ref, { map: now, members });
+    if (!last) return;
+    const moving = (shard: number) => [last.map, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
+    const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
+    const same = (node: string) => members.get(node) !== undefined && members.get(node) === last.members.get(node);
+    const lost = unservedByPlannedMoves(last.map, now, same, exempt);
+    if (lost.length > 0) violate('I7', `${ref}: shards ${lost.join(',')} lost their last serving copy in a planned move`);
   };
   const declaredRecently = (dataset: string) => (shard: number, node: string) => clock.now() - (declared.get(`${dataset}/${shard}/${node}`) ?? -Infinity) <= REMOVAL_GRACE_MS;
   const history: string[] = [];
@@ -169,8 +185,6 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const subscribers: TrackedSubscriber[] = [];
   const stats = { failovers: 0, crashes: 0, restarts: 0, pauses: 0, poisoned: 0, nodeOperations: 0 };
   let spares = 0;
-  /** The maps and members at the previous check: I1 and I7 compare against them. */
-  let previous: { maps: Map<DatasetRef, ShardMapSnapshot>; members: Map<string, string> } | undefined;
   let step = 0;
   let lastEpoch = 0;
   let quietSince = 0;
@@ -369,7 +383,6 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     // and both copies of a handoff), or a Leaving copy it held a step ago (its removal is on the way).
     const maps = await storedMaps();
     const mapsNow = new Map([...maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
-    const mapsBefore = previous && new Map([...previous.maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
     for (const n of live()) {
       for (const r of await ask(n.running())) {
         const key = `${r.dataset}/${r.shard}`;
@@ -380,30 +393,15 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       }
     }
 
-    // I7: no planned move leaves a shard without a serving copy while the nodes that served it live on.
-    const membersNow = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
-    if (previous && mapsBefore) {
-      for (const [ref, before] of mapsBefore) {
-        const now = mapsNow.get(ref);
-        if (!now) continue;
-        const moving = (shard: number) => [before, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
-        const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
-        const same = (node: string) => membersNow.get(node) !== undefined && membersNow.get(node) === previous!.members.get(node);
-        const lost = unservedByPlannedMoves(before, now, same, exempt);
-        if (lost.length > 0) violate('I7', `${ref}: shards ${lost.join(',')} lost their last serving copy in a planned move`);
-      }
-    }
-
     // I8: replicas of a shard in distinct racks (as far as the live racks allow), never two on one node.
     const ops = await operations();
-    const placeable = [...membersNow.keys()].filter((node) => !(ops.draining as readonly string[]).includes(node));
+    const placeable = cluster.membership.view().members.map((m) => m.node as string).filter((node) => !(ops.draining as readonly string[]).includes(node));
     const racksLive = new Set(placeable.map((node) => rackOf.get(node)!)).size;
     for (const d of BALANCED_DATASETS) {
       const map = mapsNow.get(d.ref as DatasetRef);
       if (!map) continue;
       for (const v of isolationViolations(map, (node) => rackOf.get(node) ?? node, racksLive)) violate('I8', `${d.ref}: ${v}`);
     }
-    previous = { maps, members: membersNow };
 
     // I6: a subscriber's map never goes back; nothing older than the lease's epoch is persisted.
     for (const t of subscribers) {

@@ -10,7 +10,7 @@ const describeFailure = (r: SimulationReport) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
 
 describe('whole-cluster simulation', () => {
-  it(`keeps I1–I6 under faults for ${SEEDS} seeds`, async () => {
+  it(`keeps I1–I9 under faults for ${SEEDS} seeds`, async () => {
     const failed: string[] = [];
     let failovers = 0;
     let crashes = 0;
