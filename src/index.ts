@@ -131,6 +131,10 @@ export type { EmbeddedClusterOptions } from './embedded/embedded-cluster.js';
 export { EmbeddedCluster } from './embedded/embedded-cluster.js';
 export type { ShardMapListener } from './client/shard-event-subscriber.js';
 export { ShardEventSubscriber } from './client/shard-event-subscriber.js';
+export type { RoutedAnswer, ShardRouterOptions } from './client/shard-router.js';
+export { RoutingError, ShardRouter } from './client/shard-router.js';
+export type { ShardCheck } from './core/shard-check.js';
+export { checkShard } from './core/shard-check.js';
 
 // Real deployment: the Kafka and Cassandra adapters, the gateway producer, and a node process
 export type { KafkaConnection } from './cluster/kafka-client.js';

@@ -1,12 +1,13 @@
 // One shardherd node: its actor system, its membership, its bus subscriptions and its ports, with
 // the lifecycle of a process (start, graceful stop, crash, pause and resume, restart as a new
 // incarnation). The same class runs a node in embedded mode, in the simulator and in a real process.
+import { checkShard, type ShardCheck } from '../core/shard-check.js';
 import type { Logger } from 'pino';
 import type { Bus, BusSubscription } from '../cluster/bus.js';
 import type { Clock } from '../cluster/clock.js';
 import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
-import type { Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
+import type { DatasetRef, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
@@ -263,6 +264,15 @@ export class ShardherdNode {
     return new Promise((resolve) => {
       if (!runtime.send(guardian, { type: 'GetSingletonState', reply: resolve })) resolve(undefined);
     });
+  }
+
+  /**
+   * What this node answers a query router about a shard (`ok`, `ask`, `moved`, `tryagain`,
+   * `unknown`), from the map its guardian follows; `routerVersion` is the router's map version.
+   */
+  async checkShard(dataset: DatasetRef, shard: number, routerVersion: number): Promise<ShardCheck> {
+    const cache = await this.cache();
+    return checkShard(cache?.maps.get(dataset)?.mapper, this.node, shard, routerVersion);
   }
 
   /** The guardian's cached maps and subscriptions. */

@@ -1,0 +1,146 @@
+// Routing with redirection: a node's checkShard answers (ok, ASK during a handoff, MOVED to a stale
+// router, TRYAGAIN, unknown), and a ShardRouter whose map is several versions behind reaching the
+// serving node through MOVED answers, without a new snapshot.
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../src/cluster/clock.js';
+import type { DatasetRef, NodeId, ShardNum } from '../../src/core/ids.js';
+import { checkShard } from '../../src/core/shard-check.js';
+import { ShardMapper } from '../../src/core/shard-mapper.js';
+import { ShardEvents } from '../../src/core/status.js';
+import { RoutingError, ShardRouter } from '../../src/client/shard-router.js';
+import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { CountingSink } from '../../src/ingest/counting-sink.js';
+import { SimDriver } from '../../src/sim/driver.js';
+
+const ds = 'replicated' as DatasetRef;
+const n = (id: string) => id as NodeId;
+const s0 = 0 as ShardNum;
+
+/** Shard 0 served by a and b, then a handing its copy to c (c catching up). */
+function handoffMap(): ShardMapper {
+  const map = new ShardMapper(4, ds);
+  for (const e of [
+    ShardEvents.assignmentStarted(ds, s0, n('a')),
+    ShardEvents.ingestionStarted(ds, s0, n('a')),
+    ShardEvents.copyAdded(ds, s0, n('b')),
+    ShardEvents.ingestionStarted(ds, s0, n('b')),
+  ]) {
+    const r = map.updateFromEvent(e);
+    if (!r.ok) throw new Error(JSON.stringify(r.error));
+  }
+  return map;
+}
+
+function apply(map: ShardMapper, ...events: ReturnType<typeof ShardEvents.copyAdded>[]) {
+  for (const e of events) {
+    const r = map.updateFromEvent(e);
+    if (!r.ok) throw new Error(JSON.stringify(r.error));
+  }
+}
+
+describe('checkShard', () => {
+  it('answers ok where the node serves, ASK from a copy still catching up, MOVED to an older router', () => {
+    const map = handoffMap();
+    const before = map.version;
+    apply(map, ShardEvents.copyAdded(ds, s0, n('c')), ShardEvents.leaving(ds, s0, n('a')));
+    const version = map.assignmentVersion(0);
+    expect(version).toBeGreaterThan(before);
+    // The leaving copy serves until it is removed.
+    expect(checkShard(map, n('a'), 0, before)).toEqual({ type: 'ok', version });
+    expect(checkShard(map, n('c'), 0, before)).toEqual({ type: 'ask', node: 'a', version });
+    // The handoff completes: a's copy goes, c serves.
+    apply(map, ShardEvents.ingestionStarted(ds, s0, n('c')), ShardEvents.left(ds, s0, n('a')));
+    const after = map.assignmentVersion(0);
+    expect(checkShard(map, n('a'), 0, before)).toEqual({ type: 'moved', nodes: ['b', 'c'], version: after });
+    // A router already at that version is not sent elsewhere by this node: it may be this node that is stale.
+    expect(checkShard(map, n('a'), 0, after)).toEqual({ type: 'tryagain', version: after });
+    expect(checkShard(map, n('a'), 9, 0)).toMatchObject({ type: 'unknown' });
+    expect(checkShard(undefined, n('a'), 0, 0)).toMatchObject({ type: 'unknown' });
+  });
+});
+
+let cluster: EmbeddedCluster | undefined;
+afterEach(async () => {
+  await cluster?.stop();
+  cluster = undefined;
+});
+
+describe('ShardRouter', () => {
+  it('a router several map versions behind reaches the serving nodes through MOVED, without a new snapshot', async () => {
+    cluster = new EmbeddedCluster({
+      name: `router-${Math.floor(performance.now() * 1000)}`,
+      clock: new SimulatedClock(0),
+      nodes: [
+        { name: 'n1', rack: 'rackA' },
+        { name: 'n2', rack: 'rackB' },
+        { name: 'n3', rack: 'rackA' },
+        { name: 'n4', rack: 'rackB' },
+      ],
+      sink: new CountingSink(),
+      log: pino({ level: 'silent' }),
+      sessionTimeoutMs: 1_000,
+      heartbeatIntervalMs: 250,
+      settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500 },
+    });
+    const driver = new SimDriver(cluster);
+    await cluster.start();
+    await driver.advance(500);
+    const setup = cluster.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
+    await driver.advance(100);
+    expect((await setup).type).toBe('DatasetVerified');
+    await driver.advance(3_000);
+
+    const stale = new ShardRouter(cluster.node('n2'), ds);
+    const fresh = new ShardRouter(cluster.node('n4'), ds);
+    await driver.advance(2_000);
+    const staleVersion = stale.version;
+    expect(staleVersion).toBeGreaterThan(0);
+    // The stale router stops hearing the singleton; its map stays as it was.
+    stale.close();
+
+    const drained = stale.nodesFor(0)[0]!;
+    const drain = cluster.request((replyTo) => ({ type: 'RemoveNode', node: drained, replyTo }) as never, 5_000);
+    await driver.advance(100);
+    expect((await drain).type).toBe('NodeOperationAccepted');
+    await driver.advance(5_000);
+    expect(fresh.version).toBeGreaterThan(staleVersion + 2);
+    expect(fresh.nodesFor(0)).not.toContain(drained);
+    expect(stale.nodesFor(0)).toContain(drained);
+
+    // Each request asks a node with the router's version, as a real router would over its own RPC.
+    const visited: string[] = [];
+    const send = async (node: NodeId, routerVersion: number) => {
+      visited.push(node);
+      const check = cluster!.node(node).checkShard(ds, 0, routerVersion);
+      await driver.advance(10);
+      const answer = await check;
+      return { check: answer, value: answer.type === 'ok' ? node : undefined };
+    };
+    const servedBy = await stale.request(0, send);
+    expect(fresh.nodesFor(0)).toContain(servedBy);
+    expect(visited[0]).toBe(drained);
+    // Learned from the MOVED answer: the next request goes straight to a serving node.
+    expect(stale.nodesFor(0)).toEqual([...fresh.nodesFor(0)].sort());
+    visited.length = 0;
+    await stale.request(0, send);
+    expect(visited).toHaveLength(1);
+    expect(visited[0]).not.toBe(drained);
+    fresh.close();
+  });
+
+  it('gives up with a typed error instead of looping', async () => {
+    const map = handoffMap();
+    const router = Object.create(ShardRouter.prototype) as ShardRouter;
+    Object.assign(router, { dataset: ds, maxHops: 2, moved: new Map(), subscriber: { map, version: map.version, close() {} } });
+    let asked = 0;
+    await expect(
+      router.request(0, async () => {
+        asked++;
+        return { check: { type: 'tryagain', version: map.version } };
+      }),
+    ).rejects.toMatchObject({ reason: 'too-many-redirects' });
+    expect(asked).toBe(2);
+    await expect(router.request(3, async () => ({ check: { type: 'ok', version: 0 } }))).rejects.toBeInstanceOf(RoutingError);
+  });
+});
