@@ -1,15 +1,14 @@
 // Drain and replace in a running embedded cluster (real nodes, actors and core, simulated clock):
 // at every instant each shard is ingested somewhere and has a serving copy in the singleton's map
 // (no ownerless window), the drained nodes are released, and no record is lost.
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { Request } from '../../src/actors/wire.js';
 import type { Reply } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { ShardEventSubscriber } from '../../src/client/shard-event-subscriber.js';
-import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { rackedCluster } from '../support/racked-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { SimDriver } from '../../src/sim/driver.js';
 
@@ -27,21 +26,7 @@ afterEach(async () => {
 
 async function start() {
   const sink = new CountingSink();
-  cluster = new EmbeddedCluster({
-    name: `moves-${Math.floor(performance.now() * 1000)}`,
-    clock: new SimulatedClock(0),
-    nodes: [
-      { name: 'n1', rack: 'rackA' },
-      { name: 'n2', rack: 'rackB' },
-      { name: 'n3', rack: 'rackA' },
-      { name: 'n4', rack: 'rackB' },
-    ],
-    sink,
-    log: pino({ level: 'silent' }),
-    sessionTimeoutMs: 1_000,
-    heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500 },
-  });
+  cluster = rackedCluster('moves', sink);
   const driver = new SimDriver(cluster);
   await cluster.start();
   await driver.advance(500);

@@ -1,15 +1,14 @@
 // Routing with redirection: a node's checkShard answers (ok, ASK during a handoff, MOVED to a stale
 // router, TRYAGAIN, unknown), and a ShardRouter whose map is several versions behind reaching the
 // serving node through MOVED answers, without a new snapshot.
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetRef, NodeId, ShardNum } from '../../src/core/ids.js';
 import { checkShard } from '../../src/core/shard-check.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
 import { RoutingError, ShardRouter } from '../../src/client/shard-router.js';
-import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { rackedCluster } from '../support/racked-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { SimDriver } from '../../src/sim/driver.js';
 
@@ -68,21 +67,7 @@ afterEach(async () => {
 
 describe('ShardRouter', () => {
   it('a router several map versions behind reaches the serving nodes through MOVED, without a new snapshot', async () => {
-    cluster = new EmbeddedCluster({
-      name: `router-${Math.floor(performance.now() * 1000)}`,
-      clock: new SimulatedClock(0),
-      nodes: [
-        { name: 'n1', rack: 'rackA' },
-        { name: 'n2', rack: 'rackB' },
-        { name: 'n3', rack: 'rackA' },
-        { name: 'n4', rack: 'rackB' },
-      ],
-      sink: new CountingSink(),
-      log: pino({ level: 'silent' }),
-      sessionTimeoutMs: 1_000,
-      heartbeatIntervalMs: 250,
-      settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500 },
-    });
+    cluster = rackedCluster('router', new CountingSink());
     const driver = new SimDriver(cluster);
     await cluster.start();
     await driver.advance(500);
