@@ -154,7 +154,8 @@ export { loadNodeConfig, NodeConfigError, parseNodeConfig } from './node/node-co
 export type { StartedNode, StartNodeOptions } from './node/run-node.js';
 export { startNode } from './node/run-node.js';
 export type { NodeStatus, SingletonStatus } from './http/node-status.js';
-export { startStatusServer } from './http/status-server.js';
+export { startNodeApi, type NodeApi, type NodeApiOptions } from './http/node-api.js';
+export { NodeMetrics } from './metrics/node-metrics.js';
 
 // The whole-cluster simulator
 export type { Invariant, SimulationOptions, SimulationReport, Violation } from './sim/simulation.js';

@@ -24,6 +24,8 @@ interface State {
   lastPct: number;
   timer: Cancel | undefined;
   failed: boolean;
+  /** Stops the node's metrics from following this shard. */
+  untrack: () => void;
 }
 
 export function spawnIngestionActor(
@@ -54,7 +56,7 @@ export function spawnIngestionActor(
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, untrack: () => {} };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
@@ -73,6 +75,8 @@ export function spawnIngestionActor(
           s.start = earliest;
         }
         s.offset = s.start;
+        const reader = s.reader;
+        s.untrack = env.telemetry.trackIngestion(config.ref, shard, { position: () => s.offset, endOffset: () => reader.endOffset() });
         s.recovering = s.offset < s.endAtStart;
         if (s.recovering) report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
         else report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
@@ -83,6 +87,7 @@ export function spawnIngestionActor(
       const records = await s.reader!.read(s.offset, env.settings.batchSize);
       if (records.length > 0) {
         await env.sink.accept(config, shard, records);
+        env.telemetry.ingested(config.ref, shard, records.length);
         const last = records[records.length - 1]!.offset;
         s.offset = last + 1;
         try {
@@ -119,6 +124,7 @@ export function spawnIngestionActor(
     onCrash: 'stop',
     afterStop: async (s) => {
       s.timer?.();
+      s.untrack();
       await s.reader?.close().catch((e: unknown) => log.warn({ err: e }, 'closing the shard reader failed'));
     },
   });

@@ -154,6 +154,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'Notice': {
           // The notice's node is who it is about; the logger's own `node` field is who logs it.
           const { name, level, message, node, ...fields } = e.notice;
+          env.telemetry.notice(name, e.notice.dataset);
           log[level]({ event: name, ...fields, ...(node === undefined ? {} : { member: node }) }, message);
           break;
         }
@@ -211,7 +212,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     await commit(s);
     // guardianMaps: maps the guardians had newer than the MetaStore's (or of datasets it lacks); normally 0.
     const guardianMaps = answers.reduce((n, a) => n + a.maps.length, 0);
-    log.info({ event: 'singleton.takeover', epoch, recoveryMs: env.clock.now() - s.takeoverAt, answered: answers.length, members: s.view.members.length, guardianMaps }, 'singleton active');
+    const recoveryMs = env.clock.now() - s.takeoverAt;
+    env.telemetry.singletonRecovered(recoveryMs);
+    log.info({ event: 'singleton.takeover', epoch, recoveryMs, answered: answers.length, members: s.view.members.length, guardianMaps }, 'singleton active');
     later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
   }
 

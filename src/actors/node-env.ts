@@ -7,6 +7,7 @@ import type { SingletonLease } from '../cluster/singleton-lease.js';
 import type { MetaStore } from '../store/meta-store.js';
 import type { ActorRuntime } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
+import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
 
 /** Everything a node's actors use: its identity, its ports, its settings. */
@@ -24,6 +25,8 @@ export interface NodeEnv {
   readonly sink: RecordSink;
   readonly settings: RuntimeSettings;
   readonly log: Logger;
+  /** Counters for the node's metrics (`NO_TELEMETRY` where nobody reads them). */
+  readonly telemetry: Telemetry;
 }
 
 /** Waits `ms` on the node's clock. */
@@ -35,7 +38,7 @@ export function sleep(clock: Clock, ms: number): Promise<void> {
  * Retries a retriable failure with exponential backoff on the clock (never a retriable error
  * escapes; anything else is rethrown at once). Each failure is logged once with its attempt.
  */
-export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'log'>, what: string, op: () => Promise<T>): Promise<T> {
+export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'log'> & Partial<Pick<NodeEnv, 'telemetry'>>, what: string, op: () => Promise<T>): Promise<T> {
   let delay = env.settings.retryInitialMs;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -43,6 +46,7 @@ export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'lo
     } catch (e) {
       if (!(e instanceof Error) || !(e as { retriable?: boolean }).retriable) throw e;
       env.log.warn({ event: 'retry', what, err: e, attempt, retryInMs: delay }, `${what} failed; retrying`);
+      env.telemetry?.retry(what);
       await sleep(env.clock, delay);
       delay = Math.min(delay * 2, env.settings.retryMaxMs);
     }

@@ -12,12 +12,15 @@ import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
 import type { MetaStore } from '../store/meta-store.js';
+import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
 import { spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
+import { NO_TELEMETRY } from './telemetry.js';
+import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, topicsFor, type Request } from './wire.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
@@ -55,13 +58,33 @@ export class ShardherdNode {
   private member = false;
   /** The singleton drained this incarnation: it holds no shard copy and may stop. */
   private drained = false;
+  private lastView: MembershipView | undefined;
+  /** This node's Prometheus metrics, when it was given a registry (real processes and embedded clusters are). */
+  readonly metrics: NodeMetrics | undefined;
 
   constructor(
     readonly services: ClusterServices,
     readonly node: NodeId,
     /** Where the node stands for placement: its rack (isolation group) and weight; from the membership's own settings when absent. */
     readonly placement: { readonly rack?: string; readonly weight?: number } = {},
-  ) {}
+    options: { readonly metrics?: NodeMetrics } = {},
+  ) {
+    this.metrics = options.metrics;
+    this.metrics?.observe({
+      maps: async () => {
+        const cache = await this.cache();
+        return cache ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [f.mapper.toSnapshot(f.epoch)] : [])) : [];
+      },
+      isSingleton: async () => (await this.singletonState()) !== undefined,
+      knownEpoch: async () => (await this.cache())?.maxEpoch,
+      membershipSize: () => (this.member ? this.lastView?.members.length ?? 0 : 0),
+    });
+  }
+
+  /** The membership view this incarnation last heard (undefined before it joined). */
+  get view(): MembershipView | undefined {
+    return this.lastView;
+  }
 
   get state(): NodeState {
     return this.lifecycle;
@@ -96,16 +119,18 @@ export class ShardherdNode {
     this.hub = new NodeHub();
     this.member = false;
     this.drained = false;
+    this.lastView = undefined;
     const log = s.log.child({ node: this.node, incarnation });
     this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
     const gate = this.gate;
-    const metaStore = gatedMetaStore(s.metaStore, gate);
+    const telemetry = this.metrics ?? NO_TELEMETRY;
+    const metaStore = countedMetaStore(gatedMetaStore(s.metaStore, gate), telemetry);
     const env: NodeEnv = {
       node: this.node,
       incarnation,
       runtime: this.runtime,
       clock: gatedClock(s.clock, gate),
-      bus: gatedBus(s.bus, gate),
+      bus: countedBus(gatedBus(s.bus, gate), telemetry),
       topics: topicsFor(s.settings.topicPrefix),
       metaStore,
       lease: metaStore,
@@ -113,6 +138,7 @@ export class ShardherdNode {
       sink: gatedSink({ accept: (ds, shard, records) => (this.member ? s.sink.accept(ds, shard, records) : Promise.reject(new Error('not a member: records refused'))) }, gate),
       settings: s.settings,
       log,
+      telemetry,
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => {
@@ -151,6 +177,7 @@ export class ShardherdNode {
     if (!this.runtime || !this.guardian || !this.current) return;
     // Synchronously, before any actor runs: a node out of the group accepts no more records.
     this.member = isMember(view, this.node, this.current);
+    this.lastView = view;
     this.runtime.send(this.guardian, { type: 'View', view });
   }
 

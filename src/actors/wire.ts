@@ -136,6 +136,7 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ReplaceNode'), old: z.string(), new: z.string(), replyTo: replyToS }),
   z.object({ type: z.literal('AddNode'), node: z.string(), replyTo: replyToS }),
   z.object({ type: z.literal('GetNodeOperations'), replyTo: replyToS }),
+  z.object({ type: z.literal('DescribeCluster'), replyTo: replyToS, dataset: datasetRefS.optional() }),
 ]);
 
 const stampsS = z.array(z.object({

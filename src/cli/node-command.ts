@@ -4,7 +4,6 @@
 import { pino, type Logger } from 'pino';
 import { JsonLinesSink, LogSink } from '../ingest/node-sinks.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
-import { startStatusServer, type StatusServer } from '../http/status-server.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
 import { startNode } from '../node/run-node.js';
 import type { LogLevel } from './options.js';
@@ -45,21 +44,9 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
     log.error({ err: e }, 'node could not start');
     return 1;
   }
-  let status: StatusServer | undefined;
-  if (config.status) {
-    try {
-      status = await startStatusServer(started.node, config.status.host, config.status.port);
-    } catch (e) {
-      // A port in use, say: leave the cluster rather than run without the endpoint the operator asked for.
-      log.error({ err: e }, `the status endpoint cannot listen on ${config.status.host}:${config.status.port}`);
-      await started.stop();
-      return 1;
-    }
-    log.info({ event: 'node.status', url: status.url }, `status at ${status.url}/status`);
-  }
+  if (started.api) log.info({ event: 'node.status', url: started.api.url }, `status page at ${started.api.url}/, API at ${started.api.url}/api/v1`);
   log.info({ event: 'node.ready', incarnation: started.node.incarnation, cluster: config.cluster }, `node ${config.node} is running`);
   await stopSignal;
-  await status?.close();
   await started.stop();
   log.info({ event: 'node.stopped' }, 'node stopped');
   return 0;

@@ -15,6 +15,7 @@ import type { MetaStore } from '../store/meta-store.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
 import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
 import type { Request } from '../actors/wire.js';
+import { NodeMetrics } from '../metrics/node-metrics.js';
 
 export interface EmbeddedClusterOptions {
   /** Node names, or names with a rack and weight; default `node-1` … `node-5`, no racks. */
@@ -33,6 +34,8 @@ export interface EmbeddedClusterOptions {
   readonly sink?: RecordSink;
   /** Unique per cluster in one process; default `embedded`. */
   readonly name?: string;
+  /** Gives every node a Prometheus registry (`node.metrics`); default true. The simulator turns it off. */
+  readonly metrics?: boolean;
 }
 
 /** An embedded node with its rack (isolation group for replicas) and weight. */
@@ -52,9 +55,11 @@ export class EmbeddedCluster {
   readonly log: Logger;
   readonly services: ClusterServices;
   private readonly nodeMap = new Map<NodeId, ShardherdNode>();
+  private readonly withMetrics: boolean;
 
   constructor(options: EmbeddedClusterOptions = {}) {
     this.clock = options.clock ?? new RealClock();
+    this.withMetrics = options.metrics ?? true;
     this.log = options.log ?? pino({ level: 'silent' });
     this.bus = new MemoryBus(this.clock, options.bus);
     this.membership = new MemoryMembershipService(this.clock, {
@@ -86,7 +91,8 @@ export class EmbeddedCluster {
   add(name: string, placement: { readonly rack?: string; readonly weight?: number } = {}): ShardherdNode {
     const id = nodeId(name);
     if (this.nodeMap.has(id)) throw new Error(`node ${name} already exists`);
-    const node = new ShardherdNode(this.services, id, { ...(placement.rack === undefined ? {} : { rack: placement.rack }), ...(placement.weight === undefined ? {} : { weight: placement.weight }) });
+    const rackAndWeight = { ...(placement.rack === undefined ? {} : { rack: placement.rack }), ...(placement.weight === undefined ? {} : { weight: placement.weight }) };
+    const node = new ShardherdNode(this.services, id, rackAndWeight, this.withMetrics ? { metrics: new NodeMetrics() } : {});
     this.nodeMap.set(id, node);
     return node;
   }

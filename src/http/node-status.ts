@@ -12,6 +12,11 @@ export interface NodeStatus {
   readonly running: readonly RunningShard[];
   /** The newest singleton epoch this node has heard of. */
   readonly knownEpoch: number | undefined;
+  /** Where the singleton is (from its lease), whether or not this node hosts it. */
+  readonly singletonAt: { readonly node: string; readonly incarnation: string; readonly epoch: number; readonly address?: string } | undefined;
+  /** The maps this node follows (its guardian's copies), as stamps and shard counts per status. */
+  readonly maps: readonly { readonly dataset: string; readonly epoch: number; readonly version: number; readonly numShards: number; readonly statuses: Record<string, number> }[];
+  /** The state of the singleton, on the node that hosts it only. */
   readonly singleton: SingletonStatus | undefined;
 }
 
@@ -24,7 +29,8 @@ export interface SingletonStatus {
 }
 
 export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
-  const [running, state, cache] = await Promise.all([node.running(), node.singletonState(), node.cache()]);
+  const [running, state, cache, lease] = await Promise.all([node.running(), node.singletonState(), node.cache(), node.services.metaStore.readLease().catch(() => undefined)]);
+  const address = node.view?.members.find((m) => m.node === lease?.node)?.address;
   return {
     node: node.node,
     incarnation: node.incarnation,
@@ -33,6 +39,16 @@ export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
     member: node.isMember,
     running,
     knownEpoch: cache?.maxEpoch,
+    singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
+    maps: [...(cache?.maps.values() ?? [])].flatMap((f) => {
+      if (!f.mapper) return [];
+      const statuses: Record<string, number> = {};
+      for (let s = 0; s < f.mapper.numShards; s++) {
+        const t = f.mapper.statusForShard(s).type;
+        statuses[t] = (statuses[t] ?? 0) + 1;
+      }
+      return [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, statuses }];
+    }),
     singleton:
       state === undefined
         ? undefined

@@ -28,6 +28,12 @@ export interface IngestionSource {
    * calls it before accepting SetupDataset. A source without it accepts every dataset.
    */
   validate?(dataset: DatasetConfig): Promise<void>;
+  /**
+   * Creates the dataset's topic with `numShards` partitions if it does not exist ('exists' when it
+   * does, with that count); throws an error a user understands when it exists with another count.
+   * Sources without topics leave it out.
+   */
+  createTopic?(dataset: DatasetConfig): Promise<'created' | 'exists'>;
 }
 
 /**

@@ -15,5 +15,10 @@ export function sourceByType(sources: SourcesByType): IngestionSource {
     validate: async (dataset) => {
       await pick(dataset).validate?.(dataset);
     },
+    createTopic: async (dataset) => {
+      const source = pick(dataset);
+      if (!source.createTopic) throw new Error(`dataset ${dataset.ref}: its ${dataset.source.type} source has no topic to create`);
+      return source.createTopic(dataset);
+    },
   };
 }

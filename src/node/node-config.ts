@@ -43,6 +43,8 @@ const schema = z.strictObject({
     .strictObject({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65535),
+      /** The bearer token of mutating routes (else SHARDHERD_TOKEN, else generated). At least 16 characters. */
+      token: z.string().min(16).max(512).optional(),
     })
     .optional(),
   logLevel: z.enum(LOG_LEVELS).default('info'),

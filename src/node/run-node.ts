@@ -13,18 +13,23 @@ import { KafkaIngestionSource } from '../ingest/kafka-source.js';
 import { sourceByType } from '../ingest/source-by-type.js';
 import { SyntheticSource } from '../ingest/synthetic-source.js';
 import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
+import { startNodeApi, type NodeApi } from '../http/node-api.js';
+import { NodeMetrics } from '../metrics/node-metrics.js';
 import type { NodeConfig } from './node-config.js';
 
 export interface StartNodeOptions {
   /** Where ingested records go. */
   readonly sink: RecordSink;
+  /** The node's logger (pino); every component logs through a child of it. */
   readonly log: Logger;
 }
 
 export interface StartedNode {
   readonly node: ShardherdNode;
   readonly config: NodeConfig;
-  /** Leaves the group (the singleton moves at once if it ran here), stops the actors, closes every connection. */
+  /** The HTTP API, status page and metrics, when the config has a `status` section. */
+  readonly api: NodeApi | undefined;
+  /** Closes the HTTP API, leaves the group (the singleton moves at once if it ran here), stops the actors, closes every connection. */
   stop(): Promise<void>;
 }
 
@@ -90,17 +95,16 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       log,
       systemPrefix: `shardherd-${config.cluster}`,
     };
-    const node = new ShardherdNode(services, config.node);
+    const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
     await node.start();
+    closers.push(() => node.stop());
+    // A port in use, say: the caller gets the error rather than a node without the endpoint its config asks for.
+    const api = config.status
+      ? await startNodeApi(node, { host: config.status.host, port: config.status.port, token: config.status.token, log: log.child({ component: 'http' }) })
+      : undefined;
+    if (api) closers.push(() => api.close());
     void setUpDatasets(node, config.datasets, log);
-    return {
-      node,
-      config,
-      stop: async () => {
-        await node.stop();
-        await closeAll();
-      },
-    };
+    return { node, config, api, stop: closeAll };
   } catch (e) {
     await closeAll();
     throw e;

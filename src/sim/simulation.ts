@@ -131,6 +131,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
   const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
   const cluster = new EmbeddedCluster({
+    metrics: false,
     name: `sim-${seed}`,
     clock,
     nodes: names.map((name) => ({ name, rack: rackOf.get(name)! })),

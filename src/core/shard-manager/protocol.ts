@@ -92,7 +92,9 @@ export type ShardManagerInput =
   /** Undoes a drain or a pending replacement of `node`, so it takes copies again. Raw operator input. */
   | { readonly type: 'AddNode'; readonly node: string; readonly replyTo: ReplyTo }
   /** The planned operations in flight and what each node still holds. */
-  | { readonly type: 'GetNodeOperations'; readonly replyTo: ReplyTo };
+  | { readonly type: 'GetNodeOperations'; readonly replyTo: ReplyTo }
+  /** Everything an operator looks at: members, datasets with maps, cooldowns and missing copies, operations; one dataset's only if `dataset` is given. */
+  | { readonly type: 'DescribeCluster'; readonly replyTo: ReplyTo; readonly dataset?: DatasetRef };
 
 export type ShardManagerInputType = ShardManagerInput['type'];
 
@@ -113,7 +115,25 @@ export type Reply =
   | { readonly type: 'NodeOperationAccepted'; readonly operation: NodeOperationName; readonly node: NodeId; readonly moves: number; readonly pending: boolean; readonly message: string }
   /** A node operation refused; nothing changed. */
   | { readonly type: 'NodeOperationRefused'; readonly operation: NodeOperationName; readonly reason: NodeOperationRefusal; readonly message: string }
-  | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] };
+  | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] }
+  | { readonly type: 'ClusterDescription'; readonly epoch: Epoch; readonly members: readonly Member[]; readonly datasets: readonly DatasetDescription[]; readonly operations: NodeOperations };
+
+/** One dataset as `DescribeCluster` tells it. */
+export interface DatasetDescription {
+  readonly config: DatasetConfig;
+  readonly snapshot: ShardMapSnapshot;
+  /** Shards inside their reassignment cooldown; `endsAt` is when they may move again (ms). */
+  readonly cooldowns: readonly { readonly shard: number; readonly reassignedAt: number; readonly endsAt: number }[];
+  /** Shards with fewer copies than the replication factor, and why. */
+  readonly missingCopies: readonly ShardWithoutCopy[];
+}
+
+export interface ShardWithoutCopy {
+  readonly shard: number;
+  /** Copies it has (0: unassigned). */
+  readonly copies: number;
+  readonly reason: string;
+}
 
 export type NodeOperationName = 'remove' | 'replace' | 'add';
 /** Why a node operation was refused: a malformed or unknown node, isolation, a busy target, or capacity. */

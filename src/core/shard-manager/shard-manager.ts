@@ -1,3 +1,4 @@
+import { describeCluster } from './describe.js';
 import { DefaultShardAssignmentStrategy, type ShardAssignmentStrategy } from '../assignment-strategy.js';
 import { datasetConfigDifferences, type DatasetConfig } from '../dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../ids.js';
@@ -147,6 +148,8 @@ export class ShardManager {
         return addNode(step, input.node, input.replyTo);
       case 'GetNodeOperations':
         return nodeOperationsState(step, input.replyTo);
+      case 'DescribeCluster':
+        return describeCluster(step, input.replyTo, input.dataset);
       default:
         return assertNever(input);
     }
@@ -192,7 +195,7 @@ function memberDown(step: Step, node: NodeId, incarnation: Incarnation): void {
   }
   step.members = step.members.filter((m) => m.node !== node);
   forgetNode(step, node);
-  step.notice({ name: 'member.down', level: 'warn', node, message: `${node} (incarnation ${incarnation}) left` });
+  step.notice({ name: 'member.down', level: 'warn', node, message: `${node} (incarnation ${incarnation}) is no longer a member: it left or stopped answering` });
   for (const ref of step.datasetRefs()) {
     const mapper = step.dataset(ref)!.mapper;
     for (const s of mapper.shardsForNode(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));

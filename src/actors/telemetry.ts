@@ -1,0 +1,38 @@
+// What a node's actors tell its metrics. An interface, so the actor layer does not depend on a
+// metrics library and the simulator pays nothing (`NO_TELEMETRY`).
+import type { DatasetRef } from '../core/ids.js';
+import type { NoticeName } from '../core/shard-manager/protocol.js';
+
+/** A shard this node ingests, looked at when metrics are read (lag = end offset − position). */
+export interface IngestionProbe {
+  /** The offset of the next record to ingest. */
+  position(): number;
+  endOffset(): Promise<number>;
+}
+
+export interface Telemetry {
+  /** A singleton notice (reassignments, cooldown refusals, recoveries are counted from these). */
+  notice(name: NoticeName, dataset: DatasetRef | undefined): void;
+  /** This node's singleton finished recovering `ms` after it took the lease. */
+  singletonRecovered(ms: number): void;
+  /** A bus produce failed, or a received record could not be handled. */
+  busError(operation: 'produce' | 'handle'): void;
+  /** A MetaStore call failed (retried or not). */
+  metaStoreError(operation: string): void;
+  /** A retriable failure is retried after a backoff. */
+  retry(what: string): void;
+  /** The sink accepted `records` records of a shard. */
+  ingested(dataset: DatasetRef, shard: number, records: number): void;
+  /** Follows a shard's ingestion until the returned function is called. */
+  trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void;
+}
+
+export const NO_TELEMETRY: Telemetry = {
+  notice: () => {},
+  singletonRecovered: () => {},
+  busError: () => {},
+  metaStoreError: () => {},
+  retry: () => {},
+  ingested: () => {},
+  trackIngestion: () => () => {},
+};

@@ -1,0 +1,57 @@
+// `DescribeCluster`: the singleton's whole picture for operators (HTTP routes, the status page, the
+// CLI), including why each shard that lacks a copy has none — the question FiloDB leaves operators
+// to answer by reading its strategy.
+import type { DatasetRef, ReplyTo } from '../ids.js';
+import { checkIsolationFeasible } from '../placement/balanced-strategy.js';
+import type { DatasetDescription, ShardWithoutCopy } from './protocol.js';
+import type { Step } from './step.js';
+
+export function describeCluster(step: Step, replyTo: ReplyTo, only?: DatasetRef): void {
+  const refs = step.datasetRefs().filter((ref) => only === undefined || ref === only);
+  const datasets = refs.sort().map((ref) => describeDataset(step, ref));
+  step.reply(replyTo, { type: 'ClusterDescription', epoch: step.epoch, members: step.members, datasets, operations: step.operations() });
+}
+
+function describeDataset(step: Step, ref: DatasetRef): DatasetDescription {
+  const ds = step.dataset(ref)!;
+  const cooldowns = [...ds.cooldowns]
+    .filter(([, at]) => step.inCooldown(at))
+    .map(([shard, reassignedAt]) => ({ shard, reassignedAt, endsAt: step.cooldownEnd(reassignedAt) }))
+    .sort((a, b) => a.shard - b.shard);
+  return { config: ds.config, snapshot: ds.mapper.toSnapshot(step.epoch), cooldowns, missingCopies: shardsWithoutFullCopies(step, ref) };
+}
+
+/** Every shard with fewer copies than its replication factor, with the reason a user can act on. */
+export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWithoutCopy[] {
+  const ds = step.dataset(ref)!;
+  const { config, mapper } = ds;
+  const placeable = step.placeableMembers();
+  const held = step.held(ref);
+  const isolation = config.replicationFactor > 1 ? checkIsolationFeasible(config.replicationFactor, placeable.map((m) => m.rack ?? `node:${m.node}`)) : undefined;
+  const spec = { numShards: config.numShards, minNumNodes: config.minNumNodes, held };
+  const roomLeft = config.strategy === 'filodb-default' && placeable.some((m) => step.settings.strategy.remainingCapacity(m.node, spec, mapper) > 0);
+  const out: ShardWithoutCopy[] = [];
+  for (let shard = 0; shard < config.numShards; shard++) {
+    const copies = mapper.nodesForShard(shard).length;
+    if (copies >= config.replicationFactor) continue;
+    out.push({ shard, copies, reason: reasonFor(shard) });
+  }
+  return out;
+
+  function reasonFor(shard: number): string {
+    const status = mapper.statusForShard(shard);
+    if (placeable.length === 0) return step.members.length === 0 ? 'no node is a member' : 'every member is being drained';
+    if (held.has(shard)) {
+      const at = ds.cooldowns.get(shard)!;
+      return `in its reassignment cooldown after an ingestion error: it may move again ${Math.ceil((step.cooldownEnd(at) - step.now) / 1000)} s from now`;
+    }
+    if (status.type === 'Stopped' && config.strategy === 'balanced') return 'stopped by an operator (stopshards); startshards places it again';
+    if (isolation && !isolation.ok) return isolation.error.message;
+    if (config.strategy === 'balanced') return `a ${config.replicationFactor}-copy placement needs more members than the ${placeable.length} that take copies`;
+    if (!roomLeft) {
+      const cap = Math.ceil(config.numShards / config.minNumNodes);
+      return `no node has room: each takes at most ceil(numShards / minNumNodes) = ${cap} shards and ${placeable.length} of minNumNodes ${config.minNumNodes} are members`;
+    }
+    return 'freed by stopshards or a skipped reassignment: placed at the next membership change, or now by startshards';
+  }
+}

@@ -1,0 +1,131 @@
+// shardherd's own routes under /api/v1: the cluster at a glance, datasets, members, the singleton,
+// cooldowns and the planned node operations (drain, replace, undrain). Every reply of the singleton
+// maps to one status code; a refusal changed nothing.
+import type { FastifyInstance } from 'fastify';
+import type { ShardherdNode } from '../actors/node-process.js';
+import type { Request } from '../actors/wire.js';
+import { validateDatasetConfig } from '../core/dataset-config.js';
+import type { ReplyTo } from '../core/ids.js';
+import type { NodeOperationRefusal, Reply } from '../core/shard-manager/protocol.js';
+import { ApiError } from './api-error.js';
+import { clusterView, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
+import { expectReply, type SingletonClient } from './singleton-client.js';
+
+const REFUSAL_STATUS: Record<NodeOperationRefusal, number> = { 'bad-node': 400, 'unknown-node': 404, isolation: 409, serving: 409, capacity: 409, conflict: 409 };
+
+function setupAnswer(reply: Reply): { code: number; body: unknown } {
+  switch (reply.type) {
+    case 'DatasetVerified':
+      return { code: 201, body: { dataset: reply.dataset, created: true } };
+    case 'DatasetExists':
+      return { code: 200, body: { dataset: reply.dataset, created: false } };
+    case 'DatasetConflict':
+      throw new ApiError(409, 'DatasetConflict', reply.message);
+    case 'BadSchema':
+      throw new ApiError(400, 'BadSchema', reply.message);
+    case 'BadData':
+      throw new ApiError(422, 'BadData', reply.message);
+    case 'IsolationImpossible':
+      throw new ApiError(409, 'IsolationImpossible', reply.message);
+    default:
+      throw new ApiError(500, 'UnexpectedReply', `the singleton answered ${reply.type}`);
+  }
+}
+
+function nodeOperationAnswer(reply: Reply): { code: number; body: unknown } {
+  if (reply.type === 'NodeOperationAccepted') {
+    const { type: _, ...body } = reply;
+    return { code: 202, body };
+  }
+  if (reply.type === 'NodeOperationRefused') throw new ApiError(REFUSAL_STATUS[reply.reason], `NodeOperationRefused:${reply.reason}`, reply.message);
+  throw new ApiError(500, 'UnexpectedReply', `the singleton answered ${reply.type}`);
+}
+
+const nodeParam = { type: 'object', properties: { node: { type: 'string', maxLength: 256 } }, required: ['node'] } as const;
+
+export function registerClusterRoutes(app: FastifyInstance, singleton: SingletonClient): void {
+  const ask = (build: (replyTo: ReplyTo) => Request) => singleton.ask(build);
+  const { node } = singleton;
+
+  app.get('/api/v1/overview', { schema: { tags: ['cluster'], summary: 'Members, the singleton, every dataset\'s shards with owners and reasons, node operations' } }, () => clusterView(singleton));
+
+  app.get('/api/v1/datasets', { schema: { tags: ['datasets'], summary: 'Every dataset with its map stamp and shard counts per status' } }, async () => {
+    const view = await clusterView(singleton);
+    return { datasets: view.datasets.map(({ shards: _, ...summary }) => summary) };
+  });
+
+  app.get<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', { schema: { tags: ['datasets'], summary: 'One dataset: config, shards with owners and reasons, cooldowns' } }, async (req) =>
+    datasetView(await describeDataset(singleton, parseDatasetParam(req.params.dataset))));
+
+  app.post<{ Body: unknown; Querystring: { createTopic?: boolean } }>('/api/v1/datasets', {
+    config: { mutates: true },
+    schema: {
+      tags: ['datasets'],
+      summary: 'Set up a dataset (idempotent for the same config); createTopic=true first creates its Kafka topic with numShards partitions',
+      querystring: { type: 'object', properties: { createTopic: { type: 'boolean', default: false } } },
+      body: { type: 'object' },
+    },
+  }, async (req, res) => {
+    if (req.query.createTopic) await createTopic(node, req.body);
+    const answer = setupAnswer(await ask((replyTo) => ({ type: 'SetupDataset', config: req.body, replyTo }) as unknown as Request));
+    return res.code(answer.code).send(answer.body);
+  });
+
+  app.delete<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', { config: { mutates: true }, schema: { tags: ['datasets'], summary: 'Remove a dataset: its shards stop everywhere' } }, async (req) => {
+    const dataset = parseDatasetParam(req.params.dataset);
+    const reply = await ask((replyTo) => ({ type: 'RemoveDataset', dataset, replyTo }));
+    if (reply.type === 'DatasetUnknown') throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
+    expectReply(reply, 'Success');
+    return { dataset, removed: true };
+  });
+
+  app.get('/api/v1/members', { schema: { tags: ['cluster'], summary: 'Members oldest first, with rack, weight, incarnation, copies and the singleton\'s host' } }, async () => ({ members: (await clusterView(singleton)).members }));
+
+  app.get('/api/v1/singleton', { schema: { tags: ['cluster'], summary: 'Which node hosts the singleton, its epoch and address' } }, async () => {
+    const view = await clusterView(singleton);
+    if (!view.singleton) throw new ApiError(503, 'NoSingleton', 'no singleton holds the lease yet');
+    return view.singleton;
+  });
+
+  app.get('/api/v1/cooldowns', { schema: { tags: ['cluster'], summary: 'Shards inside their reassignment cooldown, per dataset' } }, async () => {
+    const view = await clusterView(singleton);
+    return { cooldowns: view.datasets.flatMap((d) => d.cooldowns.map((c) => ({ dataset: d.name, ...c }))) };
+  });
+
+  app.get('/api/v1/node-operations', { schema: { tags: ['node operations'], summary: 'Drains and replacements in flight, and the copies each member still holds' } }, async () => {
+    const { type: _, ...state } = expectReply(await ask((replyTo) => ({ type: 'GetNodeOperations', replyTo })), 'NodeOperationsState');
+    return state;
+  });
+
+  const nodeOperation = (path: string, summary: string, build: (node: string, body: { with?: string }, replyTo: ReplyTo) => Request, body?: object) => {
+    app.post<{ Params: { node: string }; Body: { with?: string } }>(path, {
+      config: { mutates: true },
+      schema: { tags: ['node operations'], summary, params: nodeParam, ...(body ? { body } : {}) },
+    }, async (req, res) => {
+      const answer = nodeOperationAnswer(await ask((replyTo) => build(req.params.node, req.body ?? {}, replyTo)));
+      return res.code(answer.code).send(answer.body);
+    });
+  };
+  nodeOperation('/api/v1/nodes/:node/drain', 'Hand every copy of the node to others (new copy first), then release it', (n, _b, replyTo) => ({ type: 'RemoveNode', node: n, replyTo }));
+  nodeOperation('/api/v1/nodes/:node/undrain', 'Cancel a drain or a pending replacement: the node takes copies again', (n, _b, replyTo) => ({ type: 'AddNode', node: n, replyTo }));
+  nodeOperation(
+    '/api/v1/nodes/:node/replace',
+    'Hand each copy of the node to the node named in `with` (which may join later)',
+    (n, b, replyTo) => ({ type: 'ReplaceNode', old: n, new: b.with ?? '', replyTo }),
+    { type: 'object', required: ['with'], properties: { with: { type: 'string', maxLength: 256 } } },
+  );
+}
+
+/** `createTopic=true`: the dataset's Kafka topic is created (or found right) before the singleton checks it. */
+async function createTopic(node: ShardherdNode, body: unknown): Promise<void> {
+  const config = validateDatasetConfig(body);
+  if (!config.ok) throw new ApiError(400, 'BadSchema', config.error.message);
+  const source = node.services.source;
+  if (config.value.source.type !== 'kafka') throw new ApiError(400, 'NoTopic', `dataset ${config.value.ref} reads a ${config.value.source.type} source: it has no topic to create`);
+  if (!source.createTopic) throw new ApiError(400, 'TopicCreationUnsupported', 'this node\'s ingestion source cannot create topics');
+  try {
+    await source.createTopic(config.value);
+  } catch (e) {
+    throw new ApiError(422, 'TopicNotCreated', e instanceof Error ? e.message : String(e));
+  }
+}

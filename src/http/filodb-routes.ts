@@ -1,0 +1,103 @@
+// FiloDB's cluster routes, same paths and JSON shapes, so its scripts keep working:
+//   GET  /api/v1/cluster                       {"status":"success","data":["<dataset>", ...]}
+//   GET  /api/v1/cluster/:dataset/status       {"status":"success","data":[{"shard":0,"status":"ShardStatusActive","address":"<node>"}, ...]}
+//   POST /api/v1/cluster/:dataset/startshards  body {"address":"<node>","shardList":[...]}  → {"status":"success","data":[]}
+//   POST /api/v1/cluster/:dataset/stopshards   body {"shardList":[...]}                    → {"status":"success","data":[]}
+// Errors are FiloDB's `{"status":"error","errorType":..., "error":...}` plus `reason`.
+// Fixed on the way (FiloDB's known bugs): an unknown dataset is a 404 on every route, not a 400;
+// `errorType` is the error's name (`BadSchema`), not its whole `toString`; a malformed address is
+// a 400 instead of crashing the singleton; the capacity check is exact. `address` is the node id
+// (shardherd has no Akka addresses), and each status entry also lists every copy (`owners`) and,
+// for a shard without all its copies, `reason`.
+import type { FastifyInstance } from 'fastify';
+import type { DatasetRef } from '../core/ids.js';
+import type { Reply } from '../core/shard-manager/protocol.js';
+import { assertNever } from '../core/result.js';
+import type { ShardStatus } from '../core/status.js';
+import { ApiError } from './api-error.js';
+import { describeDataset, parseDatasetParam } from './cluster-view.js';
+import { expectReply, type SingletonClient } from './singleton-client.js';
+
+/** A status as FiloDB's `ShardStatus.toString` spells it. */
+export function filodbStatusName(status: ShardStatus): string {
+  switch (status.type) {
+    case 'Recovery':
+      return `ShardStatusRecovery(${status.progressPct})`;
+    case 'Unassigned':
+    case 'Assigned':
+    case 'Active':
+    case 'Error':
+    case 'Stopped':
+    case 'Down':
+      return `ShardStatus${status.type}`;
+    default:
+      return assertNever(status);
+  }
+}
+
+const success = (data: readonly unknown[]) => ({ status: 'success', data });
+
+const shardList = { type: 'array', items: { type: 'integer' }, maxItems: 65536 } as const;
+
+/** A start/stop reply as HTTP: Success → 200, an unknown dataset → 404, FiloDB's refusals → 400. */
+function answerShardCommand(reply: Reply, dataset: DatasetRef): ReturnType<typeof success> {
+  switch (reply.type) {
+    case 'Success':
+      return success([]);
+    case 'DatasetUnknown':
+      throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
+    case 'BadSchema':
+    case 'BadData':
+      throw new ApiError(400, reply.type, reply.message);
+    default:
+      throw new ApiError(500, 'UnexpectedReply', `the singleton answered ${reply.type}`);
+  }
+}
+
+export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonClient): void {
+  app.get('/api/v1/cluster', {
+    schema: { tags: ['FiloDB'], summary: 'The registered datasets (FiloDB shape)' },
+  }, async () => {
+    const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 'RegisteredDatasets');
+    return success(reply.datasets);
+  });
+
+  app.get<{ Params: { dataset: string } }>('/api/v1/cluster/:dataset/status', {
+    schema: { tags: ['FiloDB'], summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)' },
+  }, async (req) => {
+    const d = await describeDataset(singleton, parseDatasetParam(req.params.dataset));
+    const missing = new Map(d.missingCopies.map((m) => [m.shard, m.reason]));
+    return success(d.snapshot.shards.map((record, shard) => ({
+      shard,
+      status: filodbStatusName(record.status),
+      address: record.assignments[0]?.node ?? '',
+      owners: record.assignments.map((a) => ({ node: a.node, placement: a.placement, status: filodbStatusName(a.status) })),
+      ...(missing.has(shard) ? { reason: missing.get(shard) } : {}),
+    })));
+  });
+
+  app.post<{ Params: { dataset: string }; Body: { address: string; shardList: number[] } }>('/api/v1/cluster/:dataset/startshards', {
+    config: { mutates: true },
+    schema: {
+      tags: ['FiloDB'],
+      summary: 'Start stopped or unassigned shards on a node (FiloDB body)',
+      body: { type: 'object', required: ['address', 'shardList'], properties: { address: { type: 'string', maxLength: 256 }, shardList } },
+    },
+  }, async (req) => {
+    const dataset = parseDatasetParam(req.params.dataset);
+    const { address, shardList: shards } = req.body;
+    return answerShardCommand(await singleton.ask((replyTo) => ({ type: 'StartShards', dataset, node: address, shards, replyTo })), dataset);
+  });
+
+  app.post<{ Params: { dataset: string }; Body: { shardList: number[] } }>('/api/v1/cluster/:dataset/stopshards', {
+    config: { mutates: true },
+    schema: {
+      tags: ['FiloDB'],
+      summary: 'Stop shards (FiloDB body); they stay unassigned until started or a membership change',
+      body: { type: 'object', required: ['shardList'], properties: { shardList } },
+    },
+  }, async (req) => {
+    const dataset = parseDatasetParam(req.params.dataset);
+    return answerShardCommand(await singleton.ask((replyTo) => ({ type: 'StopShards', dataset, shards: req.body.shardList, replyTo })), dataset);
+  });
+}

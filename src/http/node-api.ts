@@ -1,0 +1,132 @@
+// The HTTP API every node serves: FiloDB's cluster routes, shardherd's own under /api/v1, the live
+// web page at `/`, server-sent events, Prometheus metrics, health and the node's own status, and an
+// OpenAPI description at /api/v1/openapi.json. Any node answers; what needs the singleton goes to
+// it over the bus. Reads are open; every route that changes the cluster needs the bearer token.
+import { readFile } from 'node:fs/promises';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { ShardherdNode } from '../actors/node-process.js';
+import { resolveAccessToken, bearerMatches, type AccessToken } from './access-token.js';
+import { errorBody, sendError } from './api-error.js';
+import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
+import { registerClusterRoutes } from './cluster-routes.js';
+import { registerFiloDbRoutes } from './filodb-routes.js';
+import { nodeStatus } from './node-status.js';
+import { SingletonClient } from './singleton-client.js';
+
+export interface NodeApiOptions {
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+  /** The bearer token for mutating routes; else `SHARDHERD_TOKEN`, else a generated one (see `resolveAccessToken`). */
+  readonly token?: string | undefined;
+  readonly log?: Logger;
+  readonly feed?: ClusterFeedOptions;
+  /** How long a route waits for the singleton's answer before it answers 503 (default 5000 ms). */
+  readonly singletonTimeoutMs?: number;
+  /** Where `SHARDHERD_TOKEN` and `SHARDHERD_TOKEN_DIR` are read (default `process.env`). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export interface NodeApi {
+  /** `http://host:port`. */
+  readonly url: string;
+  readonly token: AccessToken;
+  close(): Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route changes the cluster: it needs the bearer token. */
+    mutates?: boolean;
+  }
+}
+
+const PAGE = new URL('./status-page.html', import.meta.url);
+
+export async function startNodeApi(node: ShardherdNode, options: NodeApiOptions): Promise<NodeApi> {
+  // forceCloseConnections: an open event stream must not keep `close()` waiting.
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
+  const singleton = new SingletonClient(node, options.singletonTimeoutMs);
+  const feed = new ClusterFeed(singleton, options.feed);
+  // Known once the port is: a generated token's file is named after it.
+  const access: { token?: AccessToken } = {};
+  app.setErrorHandler(sendError);
+  app.setNotFoundHandler((req, res) => res.code(404).send(errorBody(req.url, 'NotFound', `no route ${req.method} ${req.url.split('?')[0]}`)));
+  app.addHook('onRequest', async (req, res) => {
+    if (!req.routeOptions.config.mutates) return;
+    const refusal = authorize(req, access.token);
+    if (refusal) {
+      options.log?.warn({ event: 'http.refused', method: req.method, url: req.url, reason: refusal.error }, 'a request that changes the cluster was refused');
+      return res.code(refusal.code).header('WWW-Authenticate', 'Bearer realm="shardherd"').send(errorBody(req.url, refusal.error, refusal.reason));
+    }
+    return undefined;
+  });
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'shardherd node API', version: '1', description: 'FiloDB-compatible cluster routes and shardherd\'s own. Mutating routes need `Authorization: Bearer <token>`.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  });
+  registerRoutes(app, singleton, feed);
+  const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port });
+  const token = resolveAccessToken(options.token, (app.server.address() as { port: number }).port, options.env);
+  access.token = token;
+  if (token.origin === 'generated') {
+    options.log?.info({ event: 'http.token', file: token.file }, `mutating routes need the bearer token ${token.token} (also written to ${token.file}, readable by this user only)`);
+  }
+  options.log?.info({ event: 'http.listening', url, tokenFrom: token.origin }, `HTTP API and status page at ${url}`);
+  return {
+    url,
+    token,
+    close: async () => {
+      feed.close();
+      await app.close();
+    },
+  };
+}
+
+function authorize(req: FastifyRequest, token: AccessToken | undefined): { code: number; error: string; reason: string } | undefined {
+  if (!token) return { code: 503, error: 'Starting', reason: 'the node is still starting: try again' };
+  const header = req.headers.authorization;
+  if (!header) return { code: 401, error: 'Unauthorized', reason: 'this route changes the cluster: send the header "Authorization: Bearer <token>" (the node logs where its token is)' };
+  if (!bearerMatches(header, token.token)) return { code: 403, error: 'Forbidden', reason: 'the bearer token is not this node\'s' };
+  return undefined;
+}
+
+function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: ClusterFeed): void {
+  const { node } = singleton;
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  app.get('/healthz', { schema: { tags: ['node'], summary: '200 when this node runs and is a member, else 503' } }, async (_req, res) => {
+    const ok = node.state === 'running' && node.isMember;
+    return res.code(ok ? 200 : 503).send({ ok, state: node.state, member: node.isMember });
+  });
+  const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows' } };
+  app.get('/status', status, () => nodeStatus(node));
+  app.get('/api/v1/node', status, () => nodeStatus(node));
+  app.get('/metrics', { schema: { tags: ['node'], summary: 'Prometheus metrics of this node' } }, async (_req, res) => {
+    if (!node.metrics) return res.code(404).send({ error: 'NoMetrics', reason: 'this node was started without a metrics registry' });
+    return res.header('Content-Type', node.metrics.contentType).send(await node.metrics.scrape());
+  });
+  app.get('/api/v1/events', { schema: { tags: ['cluster'], summary: 'Server-sent events: a `view` (as /api/v1/overview) on every change, `unavailable` when the singleton does not answer' } }, (req, res) => streamFeed(req, res, feed));
+  app.get('/', { schema: { hide: true } }, async (_req, res) => res.type('text/html; charset=utf-8').send(await readFile(PAGE)));
+  registerFiloDbRoutes(app, singleton);
+  registerClusterRoutes(app, singleton);
+}
+
+function streamFeed(req: FastifyRequest, res: FastifyReply, feed: ClusterFeed): void {
+  res.hijack();
+  const raw = res.raw;
+  raw.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  raw.write('retry: 2000\n\n');
+  const send = (m: FeedMessage) => raw.write(`event: ${m.type}\ndata: ${JSON.stringify(m.type === 'view' ? m.view : { error: m.error, reason: m.reason })}\n\n`);
+  const stop = feed.listen(send);
+  // A comment now and then keeps proxies from closing an idle stream.
+  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
+  req.raw.on('close', () => {
+    clearInterval(keepAlive);
+    stop();
+  });
+}

@@ -1,0 +1,175 @@
+// One node's Prometheus metrics (prom-client, a registry per node so several embedded nodes in one
+// process never mix their series). Counters are fed by the actors through `Telemetry`; gauges of
+// the cluster's state are read from the node when Prometheus scrapes, so they cost nothing between
+// scrapes and are never stale.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { IngestionProbe, Telemetry } from '../actors/telemetry.js';
+import type { DatasetRef } from '../core/ids.js';
+import type { NoticeName } from '../core/shard-manager/protocol.js';
+import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { ShardStatusType } from '../core/status.js';
+
+/** What the gauges read off the node at scrape time. */
+export interface MetricsSubject {
+  /** The maps this node follows (every dataset's, via its guardian). */
+  maps(): Promise<readonly ShardMapSnapshot[]>;
+  isSingleton(): Promise<boolean>;
+  /** The newest singleton epoch this node heard of. */
+  knownEpoch(): Promise<number | undefined>;
+  membershipSize(): number;
+}
+
+const STATUSES: readonly ShardStatusType[] = ['Unassigned', 'Assigned', 'Recovery', 'Active', 'Error', 'Stopped', 'Down'];
+/** How long a scrape waits for one shard's end offset before it leaves its lag out. */
+const END_OFFSET_TIMEOUT_MS = 2_000;
+
+export class NodeMetrics implements Telemetry {
+  readonly registry = new Registry();
+  private subject: MetricsSubject | undefined;
+  private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe }>();
+  private readonly failovers: Counter;
+  private readonly recoveryDuration: Histogram;
+  private readonly reassignments: Counter<'dataset'>;
+  private readonly cooldownRefusals: Counter<'dataset'>;
+  private readonly busErrors: Counter<'operation'>;
+  private readonly metaStoreErrors: Counter<'operation'>;
+  private readonly retries: Counter<'what'>;
+  private readonly records: Counter<'dataset' | 'shard'>;
+
+  constructor(options: { readonly defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'shardherd_process_' });
+    this.failovers = new Counter({ name: 'shardherd_singleton_failovers_total', help: 'Times a singleton on this node took over and recovered the cluster state', registers });
+    this.recoveryDuration = new Histogram({
+      name: 'shardherd_singleton_recovery_duration_seconds',
+      help: 'From taking the singleton lease to acting on the recovered state',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.reassignments = new Counter({ name: 'shardherd_shard_reassignments_total', help: 'Shards moved to another node after an ingestion error (by this node\'s singleton)', labelNames: ['dataset'], registers });
+    this.cooldownRefusals = new Counter({ name: 'shardherd_shard_cooldown_refusals_total', help: 'Reassignments skipped because the shard was inside its cooldown', labelNames: ['dataset'], registers });
+    this.busErrors = new Counter({ name: 'shardherd_bus_errors_total', help: 'Bus produce failures and received records that could not be handled', labelNames: ['operation'], registers });
+    this.metaStoreErrors = new Counter({ name: 'shardherd_metastore_errors_total', help: 'MetaStore calls that failed (retried or not)', labelNames: ['operation'], registers });
+    this.retries = new Counter({ name: 'shardherd_retries_total', help: 'Retriable failures retried after a backoff', labelNames: ['what'], registers });
+    this.records = new Counter({ name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard', labelNames: ['dataset', 'shard'], registers });
+    this.defineStateGauges();
+  }
+
+  /** Connects the gauges to the node they describe. */
+  observe(subject: MetricsSubject): void {
+    this.subject = subject;
+  }
+
+  /** The exposition in Prometheus's text format. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  // ------------------------------------------------------------ Telemetry
+
+  notice(name: NoticeName, dataset: DatasetRef | undefined): void {
+    const labels = { dataset: dataset ?? '' };
+    if (name === 'shard.reassigned') this.reassignments.inc(labels);
+    else if (name === 'shard.reassignment-skipped') this.cooldownRefusals.inc(labels);
+  }
+
+  singletonRecovered(ms: number): void {
+    this.failovers.inc();
+    this.recoveryDuration.observe(ms / 1000);
+  }
+
+  busError(operation: 'produce' | 'handle'): void {
+    this.busErrors.inc({ operation });
+  }
+
+  metaStoreError(operation: string): void {
+    this.metaStoreErrors.inc({ operation });
+  }
+
+  retry(what: string): void {
+    this.retries.inc({ what });
+  }
+
+  ingested(dataset: DatasetRef, shard: number, records: number): void {
+    this.records.inc({ dataset, shard: String(shard) }, records);
+  }
+
+  trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void {
+    const key = `${dataset}/${shard}`;
+    const entry = { dataset, shard, probe };
+    this.probes.set(key, entry);
+    return () => {
+      if (this.probes.get(key) === entry) this.probes.delete(key);
+    };
+  }
+
+  // ------------------------------------------------------------ gauges read at scrape time
+
+  private defineStateGauges(): void {
+    this.gauge('shardherd_shards', 'Shards per dataset and status, from the map this node follows', ['dataset', 'status'], async (g) => {
+      for (const map of await this.maps()) {
+        const counts = new Map<ShardStatusType, number>(STATUSES.map((s) => [s, 0]));
+        for (const r of map.shards) counts.set(r.status.type, counts.get(r.status.type)! + 1);
+        for (const [status, n] of counts) g.set({ dataset: map.dataset, status }, n);
+      }
+    });
+    this.gauge('shardherd_shard_assignments', 'Shard copies per dataset and node, from the map this node follows', ['dataset', 'node'], async (g) => {
+      for (const map of await this.maps()) {
+        const perNode = new Map<string, number>();
+        for (const r of map.shards) for (const a of r.assignments) perNode.set(a.node, (perNode.get(a.node) ?? 0) + 1);
+        for (const [node, n] of perNode) g.set({ dataset: map.dataset, node }, n);
+      }
+    });
+    this.gauge('shardherd_map_epoch', 'Epoch of the map this node follows, per dataset', ['dataset'], async (g) => {
+      for (const map of await this.maps()) g.set({ dataset: map.dataset }, map.epoch);
+    });
+    this.gauge('shardherd_map_version', 'Version of the map this node follows, per dataset', ['dataset'], async (g) => {
+      for (const map of await this.maps()) g.set({ dataset: map.dataset }, map.version);
+    });
+    this.gauge('shardherd_is_singleton', '1 when this node hosts the active singleton', [], async (g) => {
+      g.set((await this.subject?.isSingleton()) ? 1 : 0);
+    });
+    this.gauge('shardherd_singleton_epoch', 'The newest singleton epoch this node heard of', [], async (g) => {
+      g.set((await this.subject?.knownEpoch()) ?? 0);
+    });
+    this.gauge('shardherd_membership_size', 'Members in this node\'s membership view', [], async (g) => {
+      g.set(this.subject?.membershipSize() ?? 0);
+    });
+    this.gauge('shardherd_ingestion_lag_records', 'Per shard this node ingests: end offset of its stream minus the next offset to ingest', ['dataset', 'shard'], async (g) => {
+      const lags = await Promise.all([...this.probes.values()].map(async ({ dataset, shard, probe }) => {
+        const end = await withTimeout(probe.endOffset(), END_OFFSET_TIMEOUT_MS).catch(() => undefined);
+        return { dataset, shard, lag: end === undefined ? undefined : Math.max(0, end - probe.position()) };
+      }));
+      for (const { dataset, shard, lag } of lags) if (lag !== undefined) g.set({ dataset, shard: String(shard) }, lag);
+    });
+  }
+
+  /** A gauge whose values `fill` sets afresh at every scrape (series that vanished vanish from it too). */
+  private gauge<L extends string>(name: string, help: string, labelNames: readonly L[], fill: (g: Gauge<L>) => Promise<void>): void {
+    const gauge: Gauge<L> = new Gauge<L>({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect: async () => {
+        gauge.reset();
+        await fill(gauge);
+      },
+    });
+  }
+
+  private async maps(): Promise<readonly ShardMapSnapshot[]> {
+    return (await this.subject?.maps()) ?? [];
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    p.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
