@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The `shardherd` command: the embedded cluster demo, or `shardherd node` (see `shardherd --help`).
 // Exit codes of the demo: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
-// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts.
+// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts;
+// the admin commands (status, shards, dataset, ...): see admin/run-admin.ts.
 import { pino } from 'pino';
 import { runDemo } from './demo/run.js';
+import { runAdmin } from './admin/run-admin.js';
 import { runNodeCommand } from './node-command.js';
 import { parseCommandLine } from './options.js';
 
@@ -15,6 +17,18 @@ async function main(): Promise<number> {
     return parsed.code;
   }
   if (parsed.kind === 'node') return runNodeCommand(parsed.configPath, parsed.logLevel);
+  if (parsed.kind === 'admin') {
+    return runAdmin(parsed.command, {
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      env: process.env,
+      stdin: async () => {
+        let text = '';
+        for await (const chunk of process.stdin) text += String(chunk);
+        return text;
+      },
+    });
+  }
   const { options } = parsed;
   // Logs go to stderr, so they never tear the live view on stdout.
   const log = pino({ level: options.logLevel, base: null }, pino.destination({ dest: 2, sync: true }));

@@ -3,6 +3,7 @@
 // Parsing is a pure function of argv, so the tests can check good and bad flags without running
 // anything; main.ts does the I/O.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { addAdminCommands, type AdminCommand } from './admin/admin-command.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -22,12 +23,15 @@ export interface DemoOptions {
   readonly story: boolean;
   /** pino level of the cluster's logs (on stderr). */
   readonly logLevel: LogLevel;
+  /** Port of the status page and HTTP API (0: any free port); undefined: none. */
+  readonly port: number | undefined;
 }
 
 /** What the command line asks for: run the demo, or print something and exit with `code`. */
 export type ParsedCommandLine =
   | { readonly kind: 'run'; readonly options: DemoOptions }
   | { readonly kind: 'node'; readonly configPath: string; readonly logLevel: LogLevel | undefined }
+  | { readonly kind: 'admin'; readonly command: AdminCommand }
   | { readonly kind: 'exit'; readonly code: number; readonly stdout: string; readonly stderr: string };
 
 /** Exit code for a bad command line (as most CLIs: 2 = usage error). */
@@ -63,6 +67,8 @@ function program(): Command {
     .addOption(new Option('--shards <n>', `shards per dataset, a power of two (1..${MAX_SHARDS})`).default(16).argParser(shardCount))
     .addOption(new Option('--no-story', 'skip the scripted story: run the cluster with the live view until Ctrl-C'))
     .addOption(new Option('--log-level <level>', 'level of the cluster logs, written to stderr').choices(LOG_LEVELS).default('warn'))
+    .addOption(new Option('--port <port>', 'port of the status page and HTTP API (0: any free port)').default(8080).argParser(integer('--port', 0, 65535)))
+    .addOption(new Option('--no-http', 'serve no status page or HTTP API'))
     .enablePositionalOptions()
     .showHelpAfterError('(run shardherd --help for the options)')
     .allowExcessArguments(false)
@@ -101,13 +107,20 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     .action((opts: { config: string; logLevel?: LogLevel }) => {
       parsed = { kind: 'node', configPath: opts.config, logLevel: opts.logLevel };
     });
+  const configure = (c: Command) => c.exitOverride().configureOutput(output).showHelpAfterError(`(run shardherd ${c.name()} --help for the options)`);
   const cmd = program()
     .exitOverride()
     .configureOutput(output)
     .addCommand(node)
-    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel }) => {
-      parsed = { kind: 'run', options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel } };
+    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel; port: number; http: boolean }) => {
+      parsed = {
+        kind: 'run',
+        options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port: opts.http ? opts.port : undefined },
+      };
     });
+  addAdminCommands(cmd, configure, (command) => {
+    parsed = { kind: 'admin', command };
+  });
   try {
     cmd.parse([...argv], { from: 'user' });
   } catch (e) {

@@ -45,7 +45,6 @@ const nodeParam = { type: 'object', properties: { node: { type: 'string', maxLen
 
 export function registerClusterRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   const ask = (build: (replyTo: ReplyTo) => Request) => singleton.ask(build);
-  const { node } = singleton;
 
   app.get('/api/v1/overview', { schema: { tags: ['cluster'], summary: 'Members, the singleton, every dataset\'s shards with owners and reasons, node operations' } }, () => clusterView(singleton));
 
@@ -66,7 +65,7 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
       body: { type: 'object' },
     },
   }, async (req, res) => {
-    if (req.query.createTopic) await createTopic(node, req.body);
+    if (req.query.createTopic) await createTopic(singleton.node, req.body);
     const answer = setupAnswer(await ask((replyTo) => ({ type: 'SetupDataset', config: req.body, replyTo }) as unknown as Request));
     return res.code(answer.code).send(answer.body);
   });

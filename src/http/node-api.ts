@@ -46,10 +46,14 @@ declare module 'fastify' {
 
 const PAGE = new URL('./status-page.html', import.meta.url);
 
-export async function startNodeApi(node: ShardherdNode, options: NodeApiOptions): Promise<NodeApi> {
+/**
+ * Serves the API of `node`. The embedded demo passes a function instead, so the page keeps working
+ * while the story kills and restarts nodes: each request is answered by the node it returns then.
+ */
+export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), options: NodeApiOptions): Promise<NodeApi> {
   // forceCloseConnections: an open event stream must not keep `close()` waiting.
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
-  const singleton = new SingletonClient(node, options.singletonTimeoutMs);
+  const singleton = new SingletonClient(typeof node === 'function' ? node : () => node, options.singletonTimeoutMs);
   const feed = new ClusterFeed(singleton, options.feed);
   // Known once the port is: a generated token's file is named after it.
   const access: { token?: AccessToken } = {};
@@ -97,16 +101,17 @@ function authorize(req: FastifyRequest, token: AccessToken | undefined): { code:
 }
 
 function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: ClusterFeed): void {
-  const { node } = singleton;
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
   app.get('/healthz', { schema: { tags: ['node'], summary: '200 when this node runs and is a member, else 503' } }, async (_req, res) => {
+    const node = singleton.node;
     const ok = node.state === 'running' && node.isMember;
     return res.code(ok ? 200 : 503).send({ ok, state: node.state, member: node.isMember });
   });
   const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows' } };
-  app.get('/status', status, () => nodeStatus(node));
-  app.get('/api/v1/node', status, () => nodeStatus(node));
+  app.get('/status', status, () => nodeStatus(singleton.node));
+  app.get('/api/v1/node', status, () => nodeStatus(singleton.node));
   app.get('/metrics', { schema: { tags: ['node'], summary: 'Prometheus metrics of this node' } }, async (_req, res) => {
+    const { node } = singleton;
     if (!node.metrics) return res.code(404).send({ error: 'NoMetrics', reason: 'this node was started without a metrics registry' });
     return res.header('Content-Type', node.metrics.contentType).send(await node.metrics.scrape());
   });

@@ -12,10 +12,14 @@ export const SINGLETON_TIMEOUT_MS = 5_000;
 
 export class SingletonClient {
   constructor(
-    /** The node the HTTP request arrived at. */
-    readonly node: ShardherdNode,
+    /** The node that answers HTTP requests (a function for the embedded demo, whose nodes die and restart). */
+    private readonly nodeOf: () => ShardherdNode,
     readonly timeoutMs = SINGLETON_TIMEOUT_MS,
   ) {}
+
+  get node(): ShardherdNode {
+    return this.nodeOf();
+  }
 
   async ask(build: (replyTo: ReplyTo) => Request): Promise<Reply> {
     const { node, timeoutMs } = this;

@@ -29,11 +29,11 @@ describe('shardherd command line', () => {
   };
 
   it('defaults to the story with 5 nodes, 2 datasets, 16 shards and warn logs', () => {
-    expect(run([])).toEqual({ nodes: 5, datasets: 2, shards: 16, story: true, logLevel: 'warn' });
+    expect(run([])).toEqual({ nodes: 5, datasets: 2, shards: 16, story: true, logLevel: 'warn', port: 8080 });
   });
 
   it('takes every flag', () => {
-    expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({ nodes: 3, datasets: 1, shards: 8, story: true, logLevel: 'warn' });
+    expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({ nodes: 3, datasets: 1, shards: 8, story: true, logLevel: 'warn', port: 8080 });
     expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64'])).toEqual({ nodes: 5, datasets: 4, shards: 64, story: false, logLevel: 'debug' });
   });
 

@@ -2,6 +2,7 @@
 // --no-story, the cluster until Ctrl-C), and a graceful stop whatever happened.
 import type { Logger } from 'pino';
 import { RealClock } from '../../cluster/clock.js';
+import { startNodeApi, type NodeApi } from '../../http/node-api.js';
 import type { DemoOptions } from '../options.js';
 import { createDemoCluster, DEMO_TIMINGS, type DemoCluster } from './demo-cluster.js';
 import { Screen, type ScreenOutput } from './screen.js';
@@ -65,7 +66,11 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
   const shape = { nodes: options.nodes, datasets: options.datasets, shards: options.shards };
   const demo = createDemoCluster(shape, { clock, log: io.log });
   const watch = new ShardWatch(demo.cluster, demo.datasets.map((d) => d.ref), () => clock.now());
-  const title = `shardherd embedded cluster: ${shape.nodes} nodes, ${shape.datasets} dataset${shape.datasets > 1 ? 's' : ''} x ${shape.shards} shards`;
+  const api = await startDemoApi(demo, watch, options.port, io.log);
+  const title = [
+    `shardherd embedded cluster: ${shape.nodes} nodes, ${shape.datasets} dataset${shape.datasets > 1 ? 's' : ''} x ${shape.shards} shards`,
+    ...(api ? [`status page ${api.url}/  API ${api.url}/api/v1  metrics ${api.url}/metrics  token ${api.token.token}`] : []),
+  ].join('\n');
   const screen = new Screen(io.stdout, title, async () => {
     const elapsedMs = clock.now() - startedAt;
     return { elapsedMs, lines: renderView(await gatherView(demo, watch, elapsedMs)) };
@@ -109,7 +114,25 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
   } finally {
     screen.restoreTerminal();
     watch.close();
+    await api?.close();
     await stopCluster(demo, screen);
   }
   return code;
+}
+
+/**
+ * The status page and API of the demo, answered by a live node (the story kills and restarts
+ * nodes; the subscribers' host survives the node kill). A busy port falls back to a free one.
+ */
+async function startDemoApi(demo: DemoCluster, watch: ShardWatch, port: number | undefined, log: Logger): Promise<NodeApi | undefined> {
+  if (port === undefined) return undefined;
+  const nodeOf = () => watch.host ?? demo.cluster.anyRunning() ?? demo.cluster.nodes[0]!;
+  const apiLog = log.child({ component: 'http' });
+  try {
+    return await startNodeApi(nodeOf, { port, log: apiLog });
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'EADDRINUSE' || port === 0) throw e;
+    log.warn({ port }, `port ${port} is in use: the status page takes a free port`);
+    return startNodeApi(nodeOf, { port: 0, log: apiLog });
+  }
 }

@@ -110,7 +110,8 @@ export class Screen implements Narrator {
       const v = await this.view();
       const width = Math.max(40, this.out.columns ?? 100);
       const fit = (lines: readonly string[]) => lines.flatMap((l) => wrap(l, width));
-      const head = fit([`${this.title}   t+${(v.elapsedMs / 1000).toFixed(1)} s`, '', ...v.lines, '']);
+      const [first, ...more] = this.title.split('\n');
+      const head = fit([`${first}   t+${(v.elapsedMs / 1000).toFixed(1)} s`, ...more, '', ...v.lines, '']);
       // Never taller than the terminal (it would scroll on every frame): the story's latest lines
       // fill what the view leaves, and a view taller than the terminal is cut.
       const rows = Math.max(10, (this.out.rows ?? 50) - 1);
