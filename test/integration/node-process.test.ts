@@ -51,24 +51,28 @@ describe('shardherd node processes', () => {
   }, 60_000);
 
   const setUp = async (config: unknown) => {
-    const res = await fetch(`${cluster.get('node-2').url}/datasets`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(config) });
-    return { status: res.status, reply: (await res.json()) as { type: string; message?: string } };
+    const res = await fetch(`${cluster.get('node-2').url}/api/v1/datasets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token('node-2')}` },
+      body: JSON.stringify(config),
+    });
+    return { status: res.status, reply: (await res.json()) as { error?: string; reason?: string; dataset?: string; created?: boolean } };
   };
 
   it('refuses a dataset whose topic does not have numShards partitions, or does not exist, and says why', async () => {
     const six = await setUp({ ref: 'six', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.six` } });
-    expect(six.status).toBe(400);
-    expect(six.reply).toEqual({ type: 'BadData', message: `dataset six: Kafka topic "${prefix}.six" has 6 partitions but numShards is 8 (partition p is shard p)` });
+    expect(six.status).toBe(422);
+    expect(six.reply).toEqual({ error: 'BadData', reason: `dataset six: Kafka topic "${prefix}.six" has 6 partitions but numShards is 8 (partition p is shard p)` });
     const missing = await setUp({ ref: 'missing', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.none` } });
-    expect(missing.status).toBe(400);
-    expect(missing.reply.message).toMatch(/does not exist/);
+    expect(missing.status).toBe(422);
+    expect(missing.reply.reason).toMatch(/does not exist/);
     const bad = await setUp({ ref: 'bad', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topik: 'x' } });
-    expect(bad).toMatchObject({ status: 400, reply: { type: 'BadSchema' } });
+    expect(bad).toMatchObject({ status: 400, reply: { error: 'BadSchema' } });
   });
 
   it('accepts a matching dataset and runs every shard', async () => {
     const good = await setUp({ ref: 'good', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.good` } });
-    expect(good).toEqual({ status: 200, reply: { type: 'DatasetVerified', dataset: 'good' } });
+    expect(good).toEqual({ status: 201, reply: { dataset: 'good', created: true } });
     const c = await waitConverged(cluster, 'good', 8, 60_000);
     expect(c.singleton!.name).toBe('node-1');
     expect(c.singleton!.status.singleton!.maps.map((m) => m.dataset)).toEqual(['good']);

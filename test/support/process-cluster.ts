@@ -7,6 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { NodeStatus } from '../../src/http/node-status.js';
+import { readTokenFile } from '../../src/http/access-token.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');
@@ -91,7 +92,8 @@ export class ProcessCluster {
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'node', '--config', this.configPath(name)], {
       cwd: REPO,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FORCE_COLOR: '0' },
+      // Generated API tokens go to the test's folder, not the user's home.
+      env: { ...process.env, FORCE_COLOR: '0', SHARDHERD_TOKEN_DIR: this.options.dir, SHARDHERD_TOKEN: '' },
     });
     const log = createWriteStream(join(this.options.dir, `${name}.log`), { flags: 'a' });
     this.logs.push(log);
@@ -139,6 +141,13 @@ export class ProcessCluster {
     const p = this.get(name);
     p.child.kill('SIGKILL');
     await p.exited;
+  }
+
+  /** The bearer token a node generated for its mutating routes (read from its token file). */
+  token(name: string): string {
+    const token = readTokenFile(Number(new URL(this.get(name).url).port), { SHARDHERD_TOKEN_DIR: this.options.dir });
+    if (!token) throw new Error(`${name} wrote no token file in ${this.options.dir}`);
+    return token;
   }
 
   /** `/status` of a node, or undefined if it does not answer within `timeoutMs` (dead, frozen or busy). */

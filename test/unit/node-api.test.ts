@@ -1,0 +1,216 @@
+// The HTTP API of a node, over an embedded cluster on real time: FiloDB's routes in FiloDB's
+// shapes, shardherd's own routes, the bearer token on every route that changes something (and a
+// refused request changes nothing), errors as JSON, 503 when the singleton does not answer.
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { resolveAccessToken, tokenFile } from '../../src/http/access-token.js';
+import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
+
+const TOKEN = 'test-token-0123456789';
+const synthetic = { type: 'synthetic', recordsPerSecond: 200 };
+
+let cluster: EmbeddedCluster;
+let api: NodeApi;
+let dir: string;
+
+// The answers have many shapes, each checked by the assertions that read it.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function call(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = {};
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const token = init.token === undefined ? TOKEN : init.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${api.url}${path}`, { method: init.method ?? 'GET', headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
+  const text = await res.text();
+  return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
+}
+
+async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const statusOf = async (dataset: string) => (await call(`/api/v1/cluster/${dataset}/status`)).body.data as { shard: number; status: string; address: string; reason?: string }[];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'shardherd-api-'));
+  cluster = new EmbeddedCluster({
+    name: `api-${Date.now()}`,
+    nodes: ['n1', 'n2', 'n3'],
+    log: pino({ level: 'silent' }),
+    sessionTimeoutMs: 1_500,
+    heartbeatIntervalMs: 250,
+    settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 100, reportResendMs: 500 },
+  });
+  await cluster.start();
+  expect(await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, source: synthetic })).toMatchObject({ type: 'DatasetVerified' });
+  api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });
+  await eventually(() => statusOf('metrics'), (s) => s.every((x) => x.status === 'ShardStatusActive'));
+}, 30_000);
+
+afterAll(async () => {
+  await api?.close();
+  await cluster?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("FiloDB's cluster routes", () => {
+  it('list the datasets and each shard with its status and address, in FiloDB\'s envelope', async () => {
+    expect(await call('/api/v1/cluster')).toEqual({ status: 200, body: { status: 'success', data: ['metrics'] } });
+    const shards = await statusOf('metrics');
+    expect(shards.map((s) => s.shard)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    for (const s of shards) {
+      expect(s.status).toMatch(/^ShardStatus(Active|Assigned|Unassigned|Error|Stopped|Down|Recovery\(\d+\))$/);
+      expect(['n1', 'n2', 'n3']).toContain(s.address);
+    }
+  });
+
+  it('answer an unknown dataset with 404 and FiloDB\'s error shape', async () => {
+    const res = await call('/api/v1/cluster/nope/status');
+    expect(res).toEqual({ status: 404, body: { status: 'error', errorType: 'DatasetUnknown', error: 'Dataset nope is not registered', reason: 'Dataset nope is not registered' } });
+    expect((await call('/api/v1/cluster/nope/stopshards', { method: 'POST', body: { shardList: [0] } })).status).toBe(404);
+  });
+
+  it('stop a shard, say why it is unassigned, and start it again on a chosen node', async () => {
+    const owner = (await statusOf('metrics'))[5]!.address; // the only node with room for it (FiloDB's capacity rule)
+    expect(await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [5] } })).toEqual({ status: 200, body: { status: 'success', data: [] } });
+    const stopped = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusDown');
+    expect(stopped[5]).toMatchObject({ status: 'ShardStatusDown', address: '' });
+    expect(stopped[5]!.reason).toMatch(/stopshards/);
+    const started = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: owner, shardList: [5] } });
+    expect(started).toEqual({ status: 200, body: { status: 'success', data: [] } });
+    const after = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusActive');
+    expect(after[5]).toMatchObject({ status: 'ShardStatusActive', address: owner });
+    expect(after[5]!.reason).toBeUndefined();
+  });
+
+  it("refuse FiloDB's invalid requests with 400 and the error's name (malformed addresses included), changing nothing", async () => {
+    const before = await statusOf('metrics');
+    const dup = await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [1, 1] } });
+    expect(dup).toMatchObject({ status: 400, body: { status: 'error', errorType: 'BadSchema', error: 'Invalid shards found [1, 1]. Valid shards are [1]' } });
+    const range = await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [8] } });
+    expect(range).toMatchObject({ status: 400, body: { errorType: 'BadSchema' } });
+    const malformed = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: 'akka.tcp://x@h:1 /bad', shardList: [0] } });
+    expect(malformed).toMatchObject({ status: 400, body: { errorType: 'BadData' } });
+    const owned = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: 'n1', shardList: [0] } });
+    expect(owned).toMatchObject({ status: 400, body: { errorType: 'BadSchema' } });
+    const noList = await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shards: [0] } });
+    expect(noList).toMatchObject({ status: 400, body: { status: 'error', errorType: 'BadRequest' } });
+    expect(await statusOf('metrics')).toEqual(before);
+  });
+});
+
+describe('access control', () => {
+  it('refuses a mutating request without the token (401) or with a wrong one (403), and the refusal changes nothing', async () => {
+    const before = await statusOf('metrics');
+    const none = await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [2] }, token: null });
+    expect(none.status).toBe(401);
+    expect(none.body).toMatchObject({ status: 'error', errorType: 'Unauthorized' });
+    const wrong = await call('/api/v1/datasets/metrics', { method: 'DELETE', token: 'not-the-token-at-all' });
+    expect(wrong).toMatchObject({ status: 403, body: { error: 'Forbidden' } });
+    const setup = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'sneaky', numShards: 2, minNumNodes: 1, source: synthetic }, token: null });
+    expect(setup.status).toBe(401);
+    await new Promise((r) => setTimeout(r, 600)); // a publish interval: a change would show by now
+    expect(await statusOf('metrics')).toEqual(before);
+    expect((await call('/api/v1/cluster')).body.data).toEqual(['metrics']);
+  });
+
+  it('leaves read routes open', async () => {
+    for (const path of ['/api/v1/cluster', '/api/v1/overview', '/api/v1/members', '/status', '/healthz', '/metrics', '/api/v1/openapi.json']) {
+      expect((await call(path, { token: null })).status, path).toBe(200);
+    }
+  });
+
+  it('generates a token when none is configured, readable by its user only, and prefers the config, then the environment', () => {
+    const env = { SHARDHERD_TOKEN_DIR: join(dir, 'tokens') };
+    const generated = resolveAccessToken(undefined, 4321, env);
+    expect(generated.origin).toBe('generated');
+    expect(generated.file).toBe(tokenFile(4321, env));
+    expect(readFileSync(generated.file!, 'utf8').trim()).toBe(generated.token);
+    expect(statSync(generated.file!).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'tokens')).mode & 0o777).toBe(0o700);
+    expect(generated.token.length).toBeGreaterThanOrEqual(32);
+    expect(resolveAccessToken(undefined, 4321, { ...env, SHARDHERD_TOKEN: 'from-env-0123456789' })).toEqual({ token: 'from-env-0123456789', origin: 'environment' });
+    expect(resolveAccessToken('from-config-0123456789', 4321, { ...env, SHARDHERD_TOKEN: 'x' })).toEqual({ token: 'from-config-0123456789', origin: 'config' });
+  });
+});
+
+describe("shardherd's own routes", () => {
+  it('set up a dataset once (201), again with the same config (200), refuse another config (409) and a bad one (400)', async () => {
+    const config = { ref: 'logs', numShards: 4, minNumNodes: 1, source: synthetic };
+    expect(await call('/api/v1/datasets', { method: 'POST', body: config })).toEqual({ status: 201, body: { dataset: 'logs', created: true } });
+    expect(await call('/api/v1/datasets', { method: 'POST', body: config })).toEqual({ status: 200, body: { dataset: 'logs', created: false } });
+    expect(await call('/api/v1/datasets', { method: 'POST', body: { ...config, numShards: 8 } })).toMatchObject({ status: 409, body: { error: 'DatasetConflict' } });
+    const bad = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'x', numShards: 3, minNumNodes: 1, source: synthetic } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('BadSchema');
+    expect(bad.body.reason).toMatch(/numShards/);
+    const listed = await call('/api/v1/datasets');
+    expect(listed.body.datasets.map((d: { name: string }) => d.name)).toEqual(['logs', 'metrics']);
+    expect(await call('/api/v1/datasets/logs', { method: 'DELETE' })).toEqual({ status: 200, body: { dataset: 'logs', removed: true } });
+    expect(await call('/api/v1/datasets/logs', { method: 'DELETE' })).toMatchObject({ status: 404, body: { error: 'DatasetUnknown' } });
+    expect(await call('/api/v1/datasets/Bad%20Name')).toMatchObject({ status: 400, body: { error: 'BadDatasetName' } });
+  });
+
+  it('say why shards are unassigned when no node has room (FiloDB\'s capacity rule)', async () => {
+    await call('/api/v1/datasets', { method: 'POST', body: { ref: 'tight', numShards: 8, minNumNodes: 8, source: synthetic } });
+    const view = await eventually(() => call('/api/v1/datasets/tight'), (r) => r.status === 200 && r.body.shards.filter((s: { owners: unknown[] }) => s.owners.length > 0).length === 3);
+    const unassigned = view.body.shards.filter((s: { owners: unknown[] }) => s.owners.length === 0);
+    expect(unassigned).toHaveLength(5);
+    for (const s of unassigned) expect(s.reason).toMatch(/no node has room: each takes at most ceil\(numShards \/ minNumNodes\) = 1 shards/);
+    await call('/api/v1/datasets/tight', { method: 'DELETE' });
+  });
+
+  it('list members with the singleton marked, and where the singleton is', async () => {
+    const members = (await call('/api/v1/members')).body.members as { node: string; singleton: boolean; copies: number }[];
+    expect(members.map((m) => m.node)).toEqual(['n1', 'n2', 'n3']);
+    expect(members.filter((m) => m.singleton).map((m) => m.node)).toEqual(['n1']);
+    expect(members.reduce((n, m) => n + m.copies, 0)).toBe(8);
+    expect((await call('/api/v1/singleton')).body).toMatchObject({ node: 'n1', epoch: 1 });
+    const status = (await call('/status')).body;
+    expect(status).toMatchObject({ node: 'n2', singletonAt: { node: 'n1', epoch: 1 } });
+    expect(status.singleton).toBeUndefined(); // the singleton's own state is on its node only
+    expect(status.maps).toEqual([expect.objectContaining({ dataset: 'metrics', numShards: 8 })]);
+  });
+
+  it('refuse a drain the others have no room for (409, with the reason) and an unknown node (404)', async () => {
+    const drain = await call('/api/v1/nodes/n3/drain', { method: 'POST' });
+    expect(drain).toMatchObject({ status: 409, body: { error: 'NodeOperationRefused:capacity' } });
+    expect(drain.body.reason).toMatch(/n3 holds 3 shards but the other members have room for [0-2] \(at most 3 each\)/);
+    expect((await call('/api/v1/node-operations')).body.operations).toEqual({ draining: [], replacements: [] });
+    expect(await call('/api/v1/nodes/ghost/drain', { method: 'POST' })).toMatchObject({ status: 404, body: { error: 'NodeOperationRefused:unknown-node' } });
+    expect(await call('/api/v1/nodes/n1/replace', { method: 'POST', body: {} })).toMatchObject({ status: 400, body: { error: 'BadRequest' } });
+  });
+
+  it('answer an unknown route with a JSON 404, and describe every route in OpenAPI', async () => {
+    expect(await call('/api/v1/nothing')).toMatchObject({ status: 404, body: { error: 'NotFound' } });
+    const spec = (await call('/api/v1/openapi.json')).body;
+    expect(spec.openapi).toMatch(/^3\./);
+    for (const path of ['/api/v1/cluster/{dataset}/startshards', '/api/v1/datasets', '/api/v1/nodes/{node}/drain', '/metrics']) expect(Object.keys(spec.paths)).toContain(path);
+  });
+
+  it('answers 503 with a reason when the singleton does not answer', async () => {
+    // A wait shorter than the session timeout, so no new singleton takes over meanwhile.
+    const impatient = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 300 });
+    const singleton = cluster.node('n1');
+    singleton.pause();
+    try {
+      const res = await fetch(`${impatient.url}/api/v1/overview`);
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: string; reason: string };
+      expect(body.error).toBe('SingletonUnavailable');
+      expect(body.reason).toMatch(/no singleton answered n2 within 300 ms/);
+    } finally {
+      singleton.resume();
+      await impatient.close();
+    }
+  }, 15_000);
+});

@@ -1,0 +1,94 @@
+// `/metrics` of a running node, parsed with a real Prometheus text-format parser: the names follow
+// Prometheus's conventions and the values say what the cluster is doing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
+import { pino } from 'pino';
+import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
+
+let cluster: EmbeddedCluster;
+const apis: NodeApi[] = [];
+
+async function scrape(api: NodeApi): Promise<Map<string, ParsedFamily>> {
+  const res = await fetch(`${api.url}/metrics`);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return new Map(parsePrometheusTextFormat(await res.text()).map((f) => [f.name, f]));
+}
+
+const value = (families: Map<string, ParsedFamily>, name: string, labels: Record<string, string> = {}): number | undefined => {
+  const sample = families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
+  return sample?.value === undefined ? undefined : Number(sample.value);
+};
+const sum = (families: Map<string, ParsedFamily>, name: string) => (families.get(name)?.metrics ?? []).reduce((n, m) => n + Number(m.value), 0);
+
+beforeAll(async () => {
+  cluster = new EmbeddedCluster({
+    name: `metrics-${Date.now()}`,
+    nodes: ['n1', 'n2', 'n3'],
+    log: pino({ level: 'silent' }),
+    sessionTimeoutMs: 1_500,
+    heartbeatIntervalMs: 250,
+    settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, reportResendMs: 500 },
+    // Shard 3's record 20 cannot be read: the shard errors and the singleton moves it once.
+    source: { failAt: (_ds, shard, offset) => (shard === 3 && offset === 20 ? 'poison record' : undefined) },
+  });
+  await cluster.start();
+  await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 500 } });
+  for (const n of ['n1', 'n2']) apis.push(await startNodeApi(cluster.node(n), { port: 0, token: 'metrics-test-token-1234' }));
+  await new Promise((r) => setTimeout(r, 2_500));
+}, 30_000);
+
+afterAll(async () => {
+  for (const api of apis) await api.close();
+  await cluster?.stop();
+});
+
+describe('GET /metrics', () => {
+  it('uses Prometheus naming: the shardherd_ prefix, _total on counters, units in the name', async () => {
+    const families = await scrape(apis[0]!);
+    const ours = [...families.values()].filter((f) => !f.name.startsWith('shardherd_process_'));
+    expect(ours.length).toBeGreaterThanOrEqual(15);
+    for (const f of ours) {
+      expect(f.name).toMatch(/^shardherd_[a-z_]+$/);
+      expect(f.help.length).toBeGreaterThan(10);
+      if (f.type === 'COUNTER') expect(f.name).toMatch(/_total$/);
+      else expect(f.name).not.toMatch(/_total$/);
+    }
+    expect(families.get('shardherd_singleton_recovery_duration_seconds')?.type).toBe('HISTOGRAM');
+  });
+
+  it('tells the map, the singleton, the membership and the failovers as the cluster sees them', async () => {
+    const singleton = await scrape(apis[0]!);
+    const other = await scrape(apis[1]!);
+    for (const f of [singleton, other]) {
+      expect(value(f, 'shardherd_map_epoch', { dataset: 'metrics' })).toBe(1);
+      expect(value(f, 'shardherd_membership_size')).toBe(3);
+      const shards = f.get('shardherd_shards')!.metrics.filter((m) => m.labels?.dataset === 'metrics');
+      expect(shards.reduce((n, m) => n + Number(m.value), 0)).toBe(8);
+      // The poisoned shard ends without an owner (Error, in its cooldown); every other shard has one copy.
+      const ownerless = ['Error', 'Down', 'Stopped', 'Unassigned'].reduce((n, status) => n + value(f, 'shardherd_shards', { dataset: 'metrics', status })!, 0);
+      expect(sum(f, 'shardherd_shard_assignments')).toBe(8 - ownerless);
+    }
+    expect(value(singleton, 'shardherd_is_singleton')).toBe(1);
+    expect(value(other, 'shardherd_is_singleton')).toBe(0);
+    expect(value(singleton, 'shardherd_singleton_failovers_total')).toBe(1);
+    expect(Number(singleton.get('shardherd_singleton_recovery_duration_seconds')!.metrics[0]!.count)).toBe(1);
+    expect(value(other, 'shardherd_singleton_failovers_total')).toBe(0);
+  });
+
+  it('counts the reassignment of an errored shard on the singleton', async () => {
+    const singleton = await scrape(apis[0]!);
+    expect(value(singleton, 'shardherd_shard_reassignments_total', { dataset: 'metrics' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts ingested records and reports a lag per shard the node runs', async () => {
+    const running = await cluster.node('n2').running();
+    expect(running.length).toBeGreaterThan(0);
+    const f = await scrape(apis[1]!);
+    const records = f.get('shardherd_ingested_records_total')!.metrics;
+    expect(records.reduce((n, m) => n + Number(m.value), 0)).toBeGreaterThan(0);
+    const lagged = new Set(f.get('shardherd_ingestion_lag_records')!.metrics.map((m) => Number(m.labels!.shard)));
+    for (const r of running.filter((x) => x.status.type !== 'Error')) expect(lagged.has(r.shard), `lag of shard ${r.shard}`).toBe(true);
+    for (const m of f.get('shardherd_ingestion_lag_records')!.metrics) expect(Number(m.value)).toBeGreaterThanOrEqual(0);
+  });
+});
