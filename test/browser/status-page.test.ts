@@ -56,7 +56,7 @@ beforeAll(async () => {
   try {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   } catch (e) {
-    throw new Error(`could not start headless Chromium at ${CHROMIUM}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new Error(`could not start headless Chromium at ${CHROMIUM}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
 }, 60_000);
