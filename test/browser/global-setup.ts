@@ -10,10 +10,13 @@ export default function setup(): void {
   if (existsSync(CHROMIUM)) return;
   process.stderr.write(`browser tests: ${CHROMIUM} is missing; installing Debian's chromium package\n`);
   try {
-    const asRoot = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
-    const run = (args: string[]) => execFileSync(asRoot[0] ?? args[0]!, [...asRoot.slice(1), ...(asRoot.length ? args : args.slice(1))], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-    run(['apt-get', 'update', '-qq']);
-    run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'chromium']);
+    // As root directly, else through a sudo that asks no password (CI has no one to type it).
+    const aptGet = (...args: string[]) => {
+      const [cmd, ...rest] = process.getuid?.() === 0 ? ['apt-get', ...args] : ['sudo', '-n', 'apt-get', ...args];
+      execFileSync(cmd!, rest, { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    };
+    aptGet('update', '-qq');
+    aptGet('install', '-y', '-qq', '--no-install-recommends', 'chromium');
   } catch (e) {
     throw new Error(`the browser tests need Chromium at ${CHROMIUM} and installing Debian's chromium package failed: ${e instanceof Error ? e.message : String(e)}. Install it (apt-get install chromium) or set SHARDHERD_CHROMIUM to a Chromium binary.`, { cause: e });
   }
