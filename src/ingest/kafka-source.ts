@@ -18,7 +18,7 @@ import type { IngestionSource, ShardReader } from './ingestion-source.js';
 import { DatasetFeed, type FeedContext, type KafkaFeedStats } from './kafka-source/feed.js';
 import { KafkaShardReader } from './kafka-source/reader.js';
 import { kafkaSourceSettings, type KafkaIngestionSourceOptions, type KafkaSourceSettings } from './kafka-source/settings.js';
-import { checkKafkaTopic, kafkaTopicOf } from './kafka-topic-check.js';
+import { checkKafkaTopic, createKafkaTopic, kafkaTopicOf } from './kafka-topic-check.js';
 
 export { decodeKafkaValue, type KafkaValueDecoder } from './kafka-source/decode.js';
 export type { KafkaFeedStats } from './kafka-source/feed.js';
@@ -72,6 +72,12 @@ export class KafkaIngestionSource implements IngestionSource {
     this.assertOpen();
     kafkaTopicOf(dataset, 'the Kafka ingestion source');
     await checkKafkaTopic(await this.admin(), dataset, 'the Kafka ingestion source');
+  }
+
+  /** Creates the dataset's topic with `numShards` partitions unless it exists with that count; see `createKafkaTopic`. */
+  async createTopic(dataset: DatasetConfig): Promise<'created' | 'exists'> {
+    this.assertOpen();
+    return createKafkaTopic(await this.admin(), dataset, this.settings.topicReplicationFactor, 'the Kafka ingestion source');
   }
 
   /**

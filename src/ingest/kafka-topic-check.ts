@@ -28,7 +28,8 @@ export function kafkaTopicOf(dataset: DatasetConfig, who: string): string {
  * (a broker down) are kafkajs's own, with their `retriable` flag.
  *
  * Gotchas: a topic is never created here (the admin client never asks the broker to auto-create
- * one), so a typo in `source.topic` is reported instead of silently creating a 1-partition topic.
+ * one), so a typo in `source.topic` is reported instead of silently creating a 1-partition topic;
+ * only an explicit `createKafkaTopic` creates one.
  */
 export async function checkKafkaTopic(admin: Admin, dataset: DatasetConfig, who = 'shardherd'): Promise<void> {
   const topic = kafkaTopicOf(dataset, who);
@@ -36,8 +37,8 @@ export async function checkKafkaTopic(admin: Admin, dataset: DatasetConfig, who 
   if (partitions === undefined) {
     throw new ShardherdError(
       'SOURCE_MISMATCH',
-      `dataset ${dataset.ref}: Kafka topic "${topic}" does not exist; shardherd never creates topics, ` +
-        `create it with ${dataset.numShards} partitions (partition p is shard p)`,
+      `dataset ${dataset.ref}: Kafka topic "${topic}" does not exist; create it with ${dataset.numShards} partitions ` +
+        '(partition p is shard p), or set the dataset up with createTopic (`shardherd dataset setup --create-topic`)',
       { dataset: dataset.ref },
     );
   }
@@ -59,4 +60,19 @@ async function partitionCount(admin: Admin, topic: string): Promise<number | und
     if ((e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return undefined;
     throw e;
   }
+}
+
+/**
+ * Creates the dataset's topic with exactly `numShards` partitions, or finds it already right
+ * ('exists'); a topic with another partition count is refused as `checkKafkaTopic` refuses it.
+ */
+export async function createKafkaTopic(admin: Admin, dataset: DatasetConfig, replicationFactor: number, who = 'shardherd'): Promise<'created' | 'exists'> {
+  const topic = kafkaTopicOf(dataset, who);
+  if ((await partitionCount(admin, topic)) === undefined) {
+    // false: another node created it meanwhile. Either way the check below has the last word.
+    const created = await admin.createTopics({ topics: [{ topic, numPartitions: dataset.numShards, replicationFactor }], waitForLeaders: true });
+    if (created) return 'created';
+  }
+  await checkKafkaTopic(admin, dataset, who);
+  return 'exists';
 }

@@ -70,7 +70,13 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     await bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix)));
 
     const clock = new RealClock();
-    const kafkaSource = new KafkaIngestionSource({ brokers, clientId, groupPrefix: `${config.cluster}.ingest.${config.node}`, log: log.child({ component: 'ingest' }) });
+    const kafkaSource = new KafkaIngestionSource({
+      brokers,
+      clientId,
+      groupPrefix: `${config.cluster}.ingest.${config.node}`,
+      topicReplicationFactor: config.kafka.topicReplicationFactor,
+      log: log.child({ component: 'ingest' }),
+    });
     closers.push(() => kafkaSource.close());
     const services: ClusterServices = {
       clock,

@@ -121,10 +121,16 @@ describe('KafkaIngestionSource', () => {
     const missingTopic = uniqueName('missing');
     const missing = dataset(missingTopic, 8);
     await expect(source.validate(missing)).rejects.toThrow(
-      `dataset ${missing.ref}: Kafka topic "${missingTopic}" does not exist; shardherd never creates topics, create it with 8 partitions (partition p is shard p)`,
+      `dataset ${missing.ref}: Kafka topic "${missingTopic}" does not exist; create it with 8 partitions (partition p is shard p), or set the dataset up with createTopic`,
     );
     const { admin } = await kafkaClient();
     expect(await admin.listTopics()).not.toContain(missingTopic);
+    // Only an explicit createTopic creates it, with numShards partitions; then it exists; another count is refused.
+    expect(await source.createTopic(missing)).toBe('created');
+    expect((await admin.fetchTopicMetadata({ topics: [missingTopic] })).topics[0]!.partitions).toHaveLength(8);
+    await expect(source.validate(missing)).resolves.toBeUndefined();
+    expect(await source.createTopic(missing)).toBe('exists');
+    await expect(source.createTopic(dataset(missingTopic, 16))).rejects.toThrow(`has 8 partitions but numShards is 16`);
 
     await expect(source.validate(dataset(await createTopic(8), 8))).resolves.toBeUndefined();
 

@@ -129,7 +129,7 @@ describe('ShardedProducer', () => {
     // A missing topic is refused (never created); once it exists, the same producer writes to it.
     const later = uniqueName('sp-later');
     const missing = dataset({ numShards: 4, source: { type: 'kafka', topic: later } });
-    await expect(producer.send(missing, [record])).rejects.toThrow(`Kafka topic "${later}" does not exist; shardherd never creates topics`);
+    await expect(producer.send(missing, [record])).rejects.toThrow(`Kafka topic "${later}" does not exist; create it with 4 partitions`);
     expect(await admin.listTopics()).not.toContain(later);
     await createTopic(4, later);
     const [ok] = await producer.send(missing, [record]);

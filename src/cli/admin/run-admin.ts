@@ -45,7 +45,8 @@ async function resolveTarget(c: AdminConnection, env: NodeJS.ProcessEnv): Promis
   }
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   const local = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
-  const token = c.token ?? env[TOKEN_ENV] ?? status?.token ?? (local ? readTokenFile(port, env) : undefined);
+  // An empty variable counts as unset (as a shell's `SHARDHERD_TOKEN=` means).
+  const token = c.token ?? (env[TOKEN_ENV] || undefined) ?? status?.token ?? (local ? readTokenFile(port, env) : undefined);
   return { url: url.origin, token };
 }
 
@@ -118,8 +119,9 @@ export async function runAdmin(command: AdminCommand, io: AdminIo): Promise<numb
       io.stderr(`shardherd: ${e.message}\n`);
       return EXIT_USAGE;
     }
-    const cause = (e as { cause?: { code?: string } }).cause?.code;
-    io.stderr(`shardherd: no answer from the node${cause ? ` (${cause})` : ''}: ${e instanceof Error ? e.message : String(e)}\n`);
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    const why = cause?.code ?? cause?.message;
+    io.stderr(`shardherd: no answer from the node${why ? ` (${why})` : ''}: ${e instanceof Error ? e.message : String(e)}\n`);
     return EXIT_REFUSED;
   }
   if (answer.status >= 400) {

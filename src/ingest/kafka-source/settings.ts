@@ -47,6 +47,8 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
    */
   readonly recreateDelayMs?: number;
   readonly fetch?: KafkaFetchOptions;
+  /** Replication factor of the topics `createTopic` creates (default 1). */
+  readonly topicReplicationFactor?: number;
   /**
    * Default `decodeKafkaValue`: JSON when the value parses as JSON, else its UTF-8 text; null for a
    * null value. It runs as records are fetched into a shard's buffer; one that throws makes that
@@ -69,6 +71,7 @@ export interface KafkaSourceSettings {
   readonly minBytes: number;
   readonly maxWaitTimeMs: number;
   readonly decode: KafkaValueDecoder;
+  readonly topicReplicationFactor: number;
 }
 
 const MiB = 1024 * 1024;
@@ -88,6 +91,7 @@ const schema = z.object({
   bufferRecords: atLeast(2),
   bufferBytes: atLeast(1024),
   recreateDelayMs: atLeast(0),
+  topicReplicationFactor: atLeast(1),
   fetch: z
     .object({
       maxBytesPerPartition: atLeast(1024),
@@ -119,5 +123,6 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
     minBytes: f.minBytes ?? 1,
     maxWaitTimeMs: f.maxWaitTimeMs ?? 100,
     decode: options.decode ?? decodeKafkaValue,
+    topicReplicationFactor: o.topicReplicationFactor ?? 1,
   };
 }
