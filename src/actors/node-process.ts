@@ -120,7 +120,8 @@ export class ShardherdNode {
     this.member = false;
     this.drained = false;
     this.lastView = undefined;
-    const log = s.log.child({ node: this.node, incarnation });
+    // A process's own logger may carry `node` already (`shardherd node` does): never twice on a line.
+    const log = s.log.child(s.log.bindings().node === this.node ? { incarnation } : { node: this.node, incarnation });
     this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
     const gate = this.gate;
     const telemetry = this.metrics ?? NO_TELEMETRY;

@@ -31,6 +31,20 @@ function pinoLevel(level: logLevel): 'warn' | 'info' | 'debug' | 'trace' {
   }
 }
 
+/**
+ * What kafkajs says while a group rebalances or a heartbeat meets a rebalance: normal on every join,
+ * leave and session timeout, so at debug (shardherd logs the membership change itself). With three
+ * nodes and short sessions these were most of a node's log.
+ */
+const ROUTINE_GROUP_CHATTER = /rebalanc|heartbeat|re-?join|restarting the consumer|not the correct coordinator|unknown member|illegal generation|member id required/i;
+
+/** The pino level of one kafkajs log entry. */
+export function kafkaLogLevel(level: logLevel, message: string, extra: Record<string, unknown> = {}): 'warn' | 'info' | 'debug' | 'trace' {
+  const text = `${message} ${typeof extra.error === 'string' ? extra.error : ''} ${typeof extra.type === 'string' ? extra.type : ''}`;
+  if (level <= logLevel.WARN && ROUTINE_GROUP_CHATTER.test(text)) return 'debug';
+  return pinoLevel(level);
+}
+
 export function createKafka(connection: KafkaConnection): Kafka {
   const log = connection.log.child({ component: 'kafkajs' });
   return new Kafka({
@@ -42,7 +56,7 @@ export function createKafka(connection: KafkaConnection): Kafka {
     logCreator:
       () =>
       ({ namespace, level, log: { message, ...extra } }: LogEntry) => {
-        log[pinoLevel(level)]({ namespace, ...extra }, message);
+        log[kafkaLogLevel(level, message, extra)]({ namespace, ...extra }, message);
       },
   });
 }

@@ -120,7 +120,7 @@ export class KafkaMembership implements Membership {
       ...(address === undefined ? {} : { address }),
       ...(weight === undefined ? {} : { weight }),
     });
-    this.log = this.log.child({ node: request.node, incarnation: request.incarnation });
+    this.log = this.log.child(this.log.bindings().node === request.node ? { incarnation: request.incarnation } : { node: request.node, incarnation: request.incarnation });
     const joined = new Promise<MembershipView>((resolve, reject) => {
       this.pendingJoin = { resolve, reject };
     });
