@@ -42,6 +42,8 @@ export const KAFKA_ARTIFACTS: ServiceArtifacts = {
   dirName: `kafka-${KAFKA_VERSION}`,
   dependencies: [
     { groupId: 'org.apache.kafka', artifactId: 'kafka_2.13', version: KAFKA_VERSION },
+    // Kafka's own command-line clients (kafka-topics, kafka-consumer-groups): see kafka-tool.ts.
+    { groupId: 'org.apache.kafka', artifactId: 'kafka-tools', version: KAFKA_VERSION },
     { groupId: 'org.slf4j', artifactId: 'slf4j-reload4j', version: SLF4J_VERSION },
     { groupId: 'ch.qos.reload4j', artifactId: 'reload4j', version: RELOAD4J_VERSION },
   ],

@@ -87,6 +87,10 @@ function gatedReader(reader: ShardReader, gate: Gate): ShardReader {
     earliestOffset: () => g(() => reader.earliestOffset()),
     endOffset: () => g(() => reader.endOffset()),
     read: (offset, max) => g(() => reader.read(offset, max)),
+    // Never blocks: a paused or dead node's note is simply lost (the next one carries it).
+    consumed: (next) => {
+      if (gate.state === 'running') reader.consumed?.(next);
+    },
     close: () => g(() => reader.close()),
   };
 }

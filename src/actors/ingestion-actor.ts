@@ -92,6 +92,7 @@ export function spawnIngestionActor(
         s.offset = last + 1;
         try {
           await env.metaStore.writeCheckpoint(config.ref, shard, env.settings.checkpointGroup, last);
+          s.reader!.consumed?.(s.offset);
         } catch (e) {
           // Ingestion goes on; a restart replays a little more (at least once, never lost).
           log.warn({ err: e, offset: last }, 'checkpoint not written; the next batch will write a later one');

@@ -16,6 +16,11 @@ export interface ShardReader {
   endOffset(): Promise<number>;
   /** Up to `max` records from `offset` on, in order; fewer or none if they do not exist yet. */
   read(offset: number, max: number): Promise<SourceRecord[]>;
+  /**
+   * Tells the source that records before `nextOffset` are ingested and checkpointed, for sources
+   * whose own tools track consumption (Kafka: consumer group offsets). Never blocks; best effort.
+   */
+  consumed?(nextOffset: number): void;
   close(): Promise<void>;
 }
 

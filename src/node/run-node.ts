@@ -74,6 +74,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       brokers,
       clientId,
       groupPrefix: `${config.cluster}.ingest.${config.node}`,
+      offsetsGroupPrefix: `${config.cluster}.offsets`,
       topicReplicationFactor: config.kafka.topicReplicationFactor,
       log: log.child({ component: 'ingest' }),
     });

@@ -1,6 +1,8 @@
 // The Kafka ingestion source against a real broker: shard p reads exactly partition p, from any
 // offset, across consumer recreates, with bounded buffers; and one node ingests a Kafka dataset end
 // to end through its IngestionActors.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,6 +21,8 @@ import { IngestionFailure, type ShardReader, type SourceRecord } from '../../src
 import { decodeKafkaValue, KafkaIngestionSource, type KafkaIngestionSourceOptions } from '../../src/ingest/kafka-source.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { services, uniqueName } from './support.js';
+
+const KAFKA_TOOL = join(import.meta.dirname, '../../scripts/services/kafka-tool.ts');
 
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -335,11 +339,12 @@ describe('KafkaIngestionSource', () => {
 });
 
 describe('a node ingesting a Kafka dataset', () => {
-  it('ingests every record of every shard through its IngestionActors, the backlog and what comes later', async () => {
+  it('ingests every record of every shard through its IngestionActors, the backlog and what comes later, and shows the consumed offsets to Kafka', async () => {
     const numShards = 4;
     const topic = await createTopic(numShards);
     const ds = dataset(topic, numShards);
-    const source = newSource();
+    const offsetsGroupPrefix = uniqueName('it.offsets');
+    const source = newSource({ offsetsGroupPrefix, offsetsIntervalMs: 200 });
     const producer = new ShardedProducer({ brokers: services().kafkaBrokers, clientId: 'shardherd-it-e2e', log });
     toClose.push(producer);
     const send = async (from: number, count: number) => {
@@ -382,6 +387,24 @@ describe('a node ingesting a Kafka dataset', () => {
       await expect.poll(ingestedAll, { timeout: 30_000, interval: 200 }).toBe(true);
       expect(sink.total(ds.ref)).toMatchObject({ accepted: 600, duplicates: 0 });
       expect(source.stats(ds.ref)?.assigned).toEqual([0, 1, 2, 3]);
+      // Kafka's own view of the consumption: the member-less group of the dataset, at each partition's end.
+      const committed = async () => {
+        const [offsets] = await admin.fetchOffsets({ groupId: `${offsetsGroupPrefix}.${ds.ref}`, topics: [topic] });
+        const ends = await admin.fetchTopicOffsets(topic);
+        return offsets!.partitions.every((p) => p.offset === ends.find((e) => e.partition === p.partition)!.high);
+      };
+      await expect.poll(committed, { timeout: 10_000, interval: 200 }).toBe(true);
+      // And Kafka's own tool shows it, lag 0 on every partition (`npm run kafka -- consumer-groups ...`).
+      const described = spawnSync(process.execPath, ['--import', 'tsx', KAFKA_TOOL, 'consumer-groups', '--describe', '--group', `${offsetsGroupPrefix}.${ds.ref}`], {
+        encoding: 'utf8',
+        env: { ...process.env, SHARDHERD_KAFKA_BROKERS: services().kafkaBrokers.join(',') },
+        timeout: 60_000,
+      });
+      expect(described.status, described.stderr).toBe(0);
+      const rows = described.stdout.split('\n').filter((l) => l.includes(topic));
+      expect(rows).toHaveLength(numShards);
+      expect(described.stdout).toMatch(/CURRENT-OFFSET\s+LOG-END-OFFSET\s+LAG/);
+      for (const row of rows) expect(row.trim().split(/\s+/)[5]).toBe('0');
     } finally {
       await node.stop();
     }

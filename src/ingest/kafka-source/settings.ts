@@ -47,6 +47,12 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
    */
   readonly recreateDelayMs?: number;
   readonly fetch?: KafkaFetchOptions;
+  /**
+   * Consumed offsets are also written to Kafka, to group `<offsetsGroupPrefix>.<dataset>`, at most
+   * once per `offsetsIntervalMs` (default 1000), so Kafka's lag tools see each shard. Absent: not written.
+   */
+  readonly offsetsGroupPrefix?: string;
+  readonly offsetsIntervalMs?: number;
   /** Replication factor of the topics `createTopic` creates (default 1). */
   readonly topicReplicationFactor?: number;
   /**
@@ -72,6 +78,8 @@ export interface KafkaSourceSettings {
   readonly maxWaitTimeMs: number;
   readonly decode: KafkaValueDecoder;
   readonly topicReplicationFactor: number;
+  readonly offsetsGroupPrefix: string | undefined;
+  readonly offsetsIntervalMs: number;
 }
 
 const MiB = 1024 * 1024;
@@ -92,6 +100,8 @@ const schema = z.object({
   bufferBytes: atLeast(1024),
   recreateDelayMs: atLeast(0),
   topicReplicationFactor: atLeast(1),
+  offsetsGroupPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,1000}$/, { error: (issue) => `must be 1 to 1000 of letters, digits, ".", "_", "-", got ${JSON.stringify(issue.input)}` }).nullish(),
+  offsetsIntervalMs: atLeast(1),
   fetch: z
     .object({
       maxBytesPerPartition: atLeast(1024),
@@ -124,5 +134,7 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
     maxWaitTimeMs: f.maxWaitTimeMs ?? 100,
     decode: options.decode ?? decodeKafkaValue,
     topicReplicationFactor: o.topicReplicationFactor ?? 1,
+    offsetsGroupPrefix: o.offsetsGroupPrefix ?? undefined,
+    offsetsIntervalMs: o.offsetsIntervalMs ?? 1_000,
   };
 }
