@@ -21,7 +21,7 @@ import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
-import { hostPrefix, topicsFor, type Request } from './wire.js';
+import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
 export interface ClusterServices {
@@ -156,9 +156,10 @@ export class ShardherdNode {
     this.guardian = guardian;
     const runtime = this.runtime;
     const onError = (e: unknown, record: { topic: string; offset: number }) => log.error({ err: e, topic: record.topic, offset: record.offset }, 'bus record not handled');
+    const group = nodeGroup(s.settings.topicPrefix, this.node, incarnation);
     this.subscriptions = [
-      await env.bus.subscribe(env.topics.events, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Events', record }), { onError }),
-      await env.bus.subscribe(env.topics.replies, `${this.node}@${incarnation}`, (record) => void runtime.send(guardian, { type: 'Replies', record }), { onError }),
+      await env.bus.subscribe(env.topics.events, group, (record) => void runtime.send(guardian, { type: 'Events', record }), { onError }),
+      await env.bus.subscribe(env.topics.replies, group, (record) => void runtime.send(guardian, { type: 'Replies', record }), { onError }),
     ];
     const membership = s.connectMembership();
     this.membership = membership;

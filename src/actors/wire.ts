@@ -24,6 +24,11 @@ export interface Topics {
   readonly replies: string;
 }
 
+/** The consumer group of one node incarnation's subscriptions to the events and replies topics. */
+export const nodeGroup = (prefix: string, node: NodeId, incarnation: Incarnation): string => `${nodeGroupPrefix(prefix, node)}${incarnation}`;
+/** What every incarnation's `nodeGroup` of a node starts with. */
+export const nodeGroupPrefix = (prefix: string, node: NodeId): string => `${prefix}.node.${node}@`;
+
 export const topicsFor = (prefix: string): Topics => ({ inbox: `${prefix}.inbox`, events: `${prefix}.events`, replies: `${prefix}.replies` });
 
 /** Requests anyone may send to the singleton (admin commands, subscriptions, queries). */

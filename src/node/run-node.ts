@@ -6,7 +6,9 @@ import { RealClock } from '../cluster/clock.js';
 import { KafkaBus } from '../cluster/kafka-bus.js';
 import { KafkaMembership } from '../cluster/kafka-membership.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
-import { topicsFor, type Request } from '../actors/wire.js';
+import { nodeGroup, nodeGroupPrefix, topicsFor, type Request } from '../actors/wire.js';
+import { createKafka } from '../cluster/kafka-client.js';
+import { deleteStaleGroups } from '../cluster/kafka-group-janitor.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
 import { KafkaIngestionSource } from '../ingest/kafka-source.js';
@@ -73,7 +75,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     const kafkaSource = new KafkaIngestionSource({
       brokers,
       clientId,
-      groupPrefix: `${config.cluster}.ingest.${config.node}`,
+      groupPrefix: ingestGroupPrefix(config),
       offsetsGroupPrefix: `${config.cluster}.offsets`,
       topicReplicationFactor: config.kafka.topicReplicationFactor,
       log: log.child({ component: 'ingest' }),
@@ -110,6 +112,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       ? await startNodeApi(node, { host: config.status.host, port: config.status.port, token: config.status.token, log: log.child({ component: 'http' }) })
       : undefined;
     if (api) closers.push(() => api.close());
+    void deleteGroupsOfEarlierIncarnations(config, node, kafkaSource.instanceId, log);
     void setUpDatasets(node, config.datasets, log);
     return { node, config, api, stop: closeAll };
   } catch (e) {
@@ -117,6 +120,28 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     throw e;
   }
 }
+
+/**
+ * Deletes the empty consumer groups this node's earlier incarnations left (bus subscriptions and
+ * ingestion consumers). Best effort: a failure is logged and changes nothing.
+ */
+async function deleteGroupsOfEarlierIncarnations(config: NodeConfig, node: ShardherdNode, ingestInstance: string, log: Logger): Promise<void> {
+  const admin = createKafka({ brokers: config.kafka.brokers, clientId: `shardherd-${config.cluster}-${config.node}-janitor`, log }).admin();
+  try {
+    await admin.connect();
+    const current = nodeGroup(config.runtime.topicPrefix, config.node, node.incarnation!);
+    await deleteStaleGroups(admin, {
+      prefixes: [nodeGroupPrefix(config.runtime.topicPrefix, config.node), `${ingestGroupPrefix(config)}.`],
+      current: (id) => id === current || id.includes(`.${ingestInstance}.`),
+    }, log);
+  } catch (e) {
+    log.warn({ err: e }, 'the consumer groups of earlier incarnations were not deleted');
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+const ingestGroupPrefix = (config: NodeConfig) => `${config.cluster}.ingest.${config.node}`;
 
 /**
  * Asks the singleton to set up the datasets of the config, as many times as it takes to get an
