@@ -16,7 +16,11 @@ async function main(): Promise<number> {
     process.stderr.write(parsed.stderr);
     return parsed.code;
   }
-  if (parsed.kind === 'node') return runNodeCommand(parsed.configPath, parsed.logLevel);
+  if (parsed.kind === 'node') {
+    // Everything is stopped and closed by now; a client library's leftover timer (kafkajs leaves
+    // some behind) must not keep a stopped node alive until its supervisor SIGKILLs it.
+    process.exit(await runNodeCommand(parsed.configPath, parsed.logLevel));
+  }
   if (parsed.kind === 'admin') {
     return runAdmin(parsed.command, {
       stdout: (s) => process.stdout.write(s),

@@ -4,10 +4,10 @@
 // its own, whose assigner hands it exactly the partitions of the shards open here (it is the
 // group's only member, hence its leader). kafkajs cannot change an assignment while it runs, so
 // opening or closing a shard recreates the consumer, once per burst of changes. Records go into a
-// bounded buffer per partition that `read` drains; a full buffer pauses its partition. The consumers
-// commit nothing: the checkpoints in the MetaStore are the source of truth, and every consumer
-// starts where the buffers end (`seek`), so a recreate loses and repeats nothing. Consumed offsets
-// are copied to a member-less group per dataset for Kafka's own lag tools (`OffsetCommitter`).
+// bounded buffer per partition that `read` drains; a full buffer pauses its partition. The
+// checkpoints in the MetaStore are the source of truth: every consumer starts where the buffers end
+// (`seek`), so a recreate loses and repeats nothing. Checkpointed offsets are also committed in the
+// consumer's group, only so that Kafka's own lag tools see each shard.
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { createKafka } from '../cluster/kafka-client.js';
@@ -17,7 +17,6 @@ import { ShardOutOfRangeError } from '../core/errors.js';
 import { isShardInRange, type ShardNum } from '../core/ids.js';
 import type { IngestionSource, ShardReader } from './ingestion-source.js';
 import { DatasetFeed, type FeedContext, type KafkaFeedStats } from './kafka-source/feed.js';
-import { OffsetCommitter } from './kafka-source/offset-committer.js';
 import { KafkaShardReader } from './kafka-source/reader.js';
 import { kafkaSourceSettings, type KafkaIngestionSourceOptions, type KafkaSourceSettings } from './kafka-source/settings.js';
 import { checkKafkaTopic, createKafkaTopic, kafkaTopicOf } from './kafka-topic-check.js';
@@ -39,8 +38,8 @@ export type { KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-sou
  * - A full buffer (`bufferRecords` or `bufferBytes`) pauses its partition until reads drain it to
  *   half, so memory stays bounded however far behind the reader is.
  * - `earliestOffset`/`endOffset` are the partition's low and high watermarks (admin `fetchTopicOffsets`).
- * - The MetaStore checkpoints are the source of truth; with `offsetsGroupPrefix`, consumed offsets
- *   are also written to a member-less group per dataset so Kafka's lag tools see each shard.
+ * - The MetaStore checkpoints are the source of truth; checkpointed offsets are also committed in
+ *   the consumer's group (`commitOffsets`) so that `kafka-consumer-groups --describe` shows the lag.
  *
  * Gotchas: a new consumer group waits the broker's `group.initial.rebalance.delay.ms` (3 s by
  * default; set it to 0 on brokers that only serve shardherd) before its first join, so a shard
@@ -57,7 +56,6 @@ export class KafkaIngestionSource implements IngestionSource {
   private readonly feeds = new Map<string, DatasetFeed>();
   private readonly retiring = new Set<Promise<void>>();
   private readonly adminConnection: SharedAttempt<Admin>;
-  private readonly committer: OffsetCommitter;
   private closed = false;
 
   constructor(options: KafkaIngestionSourceOptions) {
@@ -69,7 +67,6 @@ export class KafkaIngestionSource implements IngestionSource {
       const admin = this.kafka.admin();
       return admin.connect().then(() => admin);
     });
-    this.committer = new OffsetCommitter(() => this.admin(), this.settings.offsetsIntervalMs, this.log);
   }
 
   /** Resolves when the dataset's topic exists with exactly `numShards` partitions; see `checkKafkaTopic`. */
@@ -102,8 +99,7 @@ export class KafkaIngestionSource implements IngestionSource {
     }
     await feed.checkTopic();
     this.assertOpen();
-    const group = this.settings.offsetsGroupPrefix === undefined ? undefined : `${this.settings.offsetsGroupPrefix}.${dataset.ref}`;
-    const reader = new KafkaShardReader(feed, dataset.ref, shard, group === undefined ? undefined : (partition, next) => this.committer.record(group, topic, partition, next));
+    const reader = new KafkaShardReader(feed, dataset.ref, shard);
     feed.open(shard, reader);
     return reader;
   }
@@ -121,7 +117,6 @@ export class KafkaIngestionSource implements IngestionSource {
     this.closed = true;
     await Promise.all([...this.feeds.values()].map((feed) => feed.shutdown()));
     await Promise.all([...this.retiring]);
-    await this.committer.close();
     const admin = this.adminConnection.take();
     if (admin !== undefined) await admin.then((a) => a.disconnect()).catch((e: unknown) => this.log.warn({ err: e }, 'disconnecting the Kafka admin client failed'));
   }

@@ -76,7 +76,6 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       brokers,
       clientId,
       groupPrefix: ingestGroupPrefix(config),
-      offsetsGroupPrefix: `${config.cluster}.offsets`,
       topicReplicationFactor: config.kafka.topicReplicationFactor,
       log: log.child({ component: 'ingest' }),
     });

@@ -343,8 +343,7 @@ describe('a node ingesting a Kafka dataset', () => {
     const numShards = 4;
     const topic = await createTopic(numShards);
     const ds = dataset(topic, numShards);
-    const offsetsGroupPrefix = uniqueName('it.offsets');
-    const source = newSource({ offsetsGroupPrefix, offsetsIntervalMs: 200 });
+    const source = newSource({ offsetsIntervalMs: 200 });
     const producer = new ShardedProducer({ brokers: services().kafkaBrokers, clientId: 'shardherd-it-e2e', log });
     toClose.push(producer);
     const send = async (from: number, count: number) => {
@@ -387,15 +386,16 @@ describe('a node ingesting a Kafka dataset', () => {
       await expect.poll(ingestedAll, { timeout: 30_000, interval: 200 }).toBe(true);
       expect(sink.total(ds.ref)).toMatchObject({ accepted: 600, duplicates: 0 });
       expect(source.stats(ds.ref)?.assigned).toEqual([0, 1, 2, 3]);
-      // Kafka's own view of the consumption: the member-less group of the dataset, at each partition's end.
+      // Kafka's own view of the consumption: the offsets committed in the dataset's consumer group, at each partition's end.
+      const groupId = source.stats(ds.ref)!.groupId!;
       const committed = async () => {
-        const [offsets] = await admin.fetchOffsets({ groupId: `${offsetsGroupPrefix}.${ds.ref}`, topics: [topic] });
+        const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
         const ends = await admin.fetchTopicOffsets(topic);
         return offsets!.partitions.every((p) => p.offset === ends.find((e) => e.partition === p.partition)!.high);
       };
       await expect.poll(committed, { timeout: 10_000, interval: 200 }).toBe(true);
       // And Kafka's own tool shows it, lag 0 on every partition (`npm run kafka -- consumer-groups ...`).
-      const described = spawnSync(process.execPath, ['--import', 'tsx', KAFKA_TOOL, 'consumer-groups', '--describe', '--group', `${offsetsGroupPrefix}.${ds.ref}`], {
+      const described = spawnSync(process.execPath, ['--import', 'tsx', KAFKA_TOOL, 'consumer-groups', '--describe', '--group', groupId], {
         encoding: 'utf8',
         env: { ...process.env, SHARDHERD_KAFKA_BROKERS: services().kafkaBrokers.join(',') },
         timeout: 60_000,

@@ -90,6 +90,22 @@ export class FeedConsumer {
     if (live !== undefined) tryConsumer(() => live.consumer.pause([{ topic: this.p.topic, partitions: [partition] }]));
   }
 
+  /**
+   * Commits consumed offsets in the current consumer's group (it is the group's only member), for
+   * Kafka's own lag tools; partitions it is not assigned are left out. Never throws.
+   */
+  async commit(offsets: readonly { readonly partition: number; readonly offset: number }[]): Promise<void> {
+    const live = this.current;
+    if (live === undefined || !live.joined) return;
+    const mine = offsets.filter((o) => live.assigned.includes(o.partition));
+    if (mine.length === 0) return;
+    try {
+      await live.consumer.commitOffsets(mine.map((o) => ({ topic: this.p.topic, partition: o.partition, offset: String(o.offset) })));
+    } catch (e) {
+      this.p.log.debug({ err: e, groupId: live.groupId }, 'consumed offsets not committed to Kafka; the next interval commits later ones');
+    }
+  }
+
   stats(): FeedConsumerStats {
     return {
       groupId: this.current?.groupId,

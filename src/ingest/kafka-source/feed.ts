@@ -54,6 +54,9 @@ export class DatasetFeed {
   private readonly topicCheck: SharedAttempt<void>;
   private failure: Error | undefined;
   private closed = false;
+  /** Consumed offsets (partition → next offset) waiting for the next commit. */
+  private readonly consumed = new Map<number, number>();
+  private commitTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly dataset: DatasetConfig,
@@ -130,6 +133,25 @@ export class DatasetFeed {
     return out;
   }
 
+  /**
+   * Notes that a shard's records before `nextOffset` are ingested and checkpointed; committed to
+   * the consumer's group at most once per `offsetsIntervalMs`, so Kafka's lag tools see each shard.
+   */
+  noteConsumed(shard: number, nextOffset: number): void {
+    if (!this.ctx.settings.commitOffsets || this.closed) return;
+    this.consumed.set(shard, Math.max(nextOffset, this.consumed.get(shard) ?? 0));
+    this.commitTimer ??= setTimeout(() => {
+      this.commitTimer = undefined;
+      void this.commitConsumed();
+    }, this.ctx.settings.offsetsIntervalMs);
+  }
+
+  private commitConsumed(): Promise<void> {
+    const offsets = [...this.consumed].map(([partition, offset]) => ({ partition, offset }));
+    this.consumed.clear();
+    return this.consumer.commit(offsets);
+  }
+
   /** The partition's low and high watermarks. */
   async watermarks(shard: number): Promise<{ low: number; high: number }> {
     const offsets = await (await this.ctx.admin()).fetchTopicOffsets(this.topic);
@@ -151,6 +173,9 @@ export class DatasetFeed {
   }
 
   async shutdown(): Promise<void> {
+    clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+    await this.commitConsumed();
     this.closed = true;
     await this.consumer.shutdown();
   }

@@ -10,12 +10,10 @@ export class KafkaShardReader implements ShardReader {
     private readonly feed: DatasetFeed,
     private readonly dataset: string,
     private readonly shard: number,
-    /** Where consumed offsets go (see `OffsetCommitter`); absent: nowhere. */
-    private readonly onConsumed?: (shard: number, nextOffset: number) => void,
   ) {}
 
   consumed(nextOffset: number): void {
-    if (this.state === 'open') this.onConsumed?.(this.shard, nextOffset);
+    if (this.state === 'open') this.feed.noteConsumed(this.shard, nextOffset);
   }
 
   async earliestOffset(): Promise<number> {

@@ -48,10 +48,11 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   readonly recreateDelayMs?: number;
   readonly fetch?: KafkaFetchOptions;
   /**
-   * Consumed offsets are also written to Kafka, to group `<offsetsGroupPrefix>.<dataset>`, at most
-   * once per `offsetsIntervalMs` (default 1000), so Kafka's lag tools see each shard. Absent: not written.
+   * Commit consumed offsets (those checkpointed) in each dataset's consumer group, at most once per
+   * `offsetsIntervalMs` (default 1000), so `kafka-consumer-groups --describe` shows each shard's
+   * lag (default true). The checkpoints stay the source of truth: a consumer never starts from them.
    */
-  readonly offsetsGroupPrefix?: string;
+  readonly commitOffsets?: boolean;
   readonly offsetsIntervalMs?: number;
   /** Replication factor of the topics `createTopic` creates (default 1). */
   readonly topicReplicationFactor?: number;
@@ -78,7 +79,7 @@ export interface KafkaSourceSettings {
   readonly maxWaitTimeMs: number;
   readonly decode: KafkaValueDecoder;
   readonly topicReplicationFactor: number;
-  readonly offsetsGroupPrefix: string | undefined;
+  readonly commitOffsets: boolean;
   readonly offsetsIntervalMs: number;
 }
 
@@ -100,7 +101,7 @@ const schema = z.object({
   bufferBytes: atLeast(1024),
   recreateDelayMs: atLeast(0),
   topicReplicationFactor: atLeast(1),
-  offsetsGroupPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,1000}$/, { error: (issue) => `must be 1 to 1000 of letters, digits, ".", "_", "-", got ${JSON.stringify(issue.input)}` }).nullish(),
+  commitOffsets: z.boolean().nullish(),
   offsetsIntervalMs: atLeast(1),
   fetch: z
     .object({
@@ -134,7 +135,7 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
     maxWaitTimeMs: f.maxWaitTimeMs ?? 100,
     decode: options.decode ?? decodeKafkaValue,
     topicReplicationFactor: o.topicReplicationFactor ?? 1,
-    offsetsGroupPrefix: o.offsetsGroupPrefix ?? undefined,
+    commitOffsets: o.commitOffsets ?? true,
     offsetsIntervalMs: o.offsetsIntervalMs ?? 1_000,
   };
 }
