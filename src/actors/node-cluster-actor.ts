@@ -1,6 +1,6 @@
 // The singleton: wraps ShardManager.decide, feeds it the inbox, membership and timers, and carries
 // out its effects in order (persist, then publish and send, then reply and acknowledge). It
-// recovers before it acts (DESIGN.md §6) and stops at once when a newer epoch fences it.
+// recovers before it acts (docs/ARCHITECTURE.md §6) and stops at once when a newer epoch fences it.
 import type { BusRecord, BusSubscription } from '../cluster/bus.js';
 import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';

@@ -1,4 +1,4 @@
-// What a gateway embeds to write records into a Kafka dataset (DESIGN.md §7): it computes each
+// What a gateway embeds to write records into a Kafka dataset (docs/ARCHITECTURE.md §7): it computes each
 // record's shard exactly as query routers compute where to look (`ingestionShard` of the shard-key
 // hash, the partition-key hash and the spread) and writes to that partition by number, never through
 // Kafka's key partitioner, which would scatter a shard key over partitions no router asks.

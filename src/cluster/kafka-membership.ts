@@ -1,4 +1,4 @@
-// The Membership port on Kafka's consumer-group protocol (DESIGN.md §7), as Kafka Connect's workers
+// The Membership port on Kafka's consumer-group protocol (docs/ARCHITECTURE.md §7), as Kafka Connect's workers
 // use it: every node joins one group, puts who it is in its member metadata, and learns who else is
 // in the group after each rebalance. Failure detection is the broker's session timeout; a member
 // that may have been dropped fences itself.

@@ -1,4 +1,4 @@
-// N shardherd nodes in one process over in-memory adapters (DESIGN.md §8): the same nodes, actors
+// N shardherd nodes in one process over in-memory adapters (docs/ARCHITECTURE.md §8): the same nodes, actors
 // and core as a real deployment, with a memory bus and membership, a memory or file MetaStore and a
 // synthetic source. It serves the demo, the simulator and users who want one machine.
 import { pino, type Logger } from 'pino';

@@ -47,7 +47,7 @@ export interface IngestionSource {
  * Gotchas: delivery is at least once, and one shard's records can reach `accept` on two nodes at
  * the same time: on every copy of a replicated dataset (`replicationFactor` > 1), and during a
  * planned move (rebalance, drain, replace) on both the Leaving copy and the Initializing one that
- * replays from the shard's checkpoint until it has caught up (DESIGN.md I1's declared handoff).
+ * replays from the shard's checkpoint until it has caught up (docs/ARCHITECTURE.md I1's declared handoff).
  * Make `accept` idempotent by (dataset, shard, offset). The copies of a shard share its checkpoint.
  */
 export interface RecordSink {

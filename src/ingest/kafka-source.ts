@@ -1,4 +1,4 @@
-// Kafka behind the IngestionSource port (DESIGN.md §7): partition p of a dataset's topic is shard p.
+// Kafka behind the IngestionSource port (docs/ARCHITECTURE.md §7): partition p of a dataset's topic is shard p.
 //
 // kafkajs has no assign(). So per dataset this process runs ONE consumer, in a consumer group of
 // its own, whose assigner hands it exactly the partitions of the shards open here (it is the

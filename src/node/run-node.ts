@@ -1,4 +1,4 @@
-// One node of a real deployment (DESIGN.md §7): Kafka for membership, the bus and ingestion,
+// One node of a real deployment (docs/ARCHITECTURE.md §7): Kafka for membership, the bus and ingestion,
 // Cassandra for the MetaStore, the same ShardherdNode as embedded mode. `shardherd node` runs it;
 // an application that wants its own sink embeds it with `startNode`.
 import type { Logger } from 'pino';

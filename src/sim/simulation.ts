@@ -3,7 +3,7 @@
 // the middle of a reassignment or a handoff, pauses, lost/duplicated/delayed bus records, MetaStore
 // write failures, poison records, subscribers that come and go, drains, undrains, replacements, and
 // drained nodes that stop), nodes in racks, a replicated `balanced` dataset beside FiloDB's, and
-// DESIGN.md §9's invariants I1–I9 checked after every step. A violation names the seed and the step,
+// docs/ARCHITECTURE.md §9's invariants I1–I9 checked after every step. A violation names the seed and the step,
 // so `npm run sim -- --seed N` replays it.
 import { pino, type Logger } from 'pino';
 import { SimulatedClock } from '../cluster/clock.js';

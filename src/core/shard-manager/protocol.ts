@@ -35,7 +35,7 @@ export interface RunningShard {
   readonly status: ShardStatus;
 }
 
-/** Everything a new singleton gathered before it acts (DESIGN.md §6). */
+/** Everything a new singleton gathered before it acts (docs/ARCHITECTURE.md §6). */
 export interface RecoveryData {
   /** The epoch this singleton won by compare-and-set. */
   readonly epoch: Epoch;

@@ -9,7 +9,7 @@ import { scheduleHeldShards } from './reports.js';
 import type { Step } from './step.js';
 
 /**
- * A new singleton's first step (DESIGN.md §6): datasets and cooldowns from the MetaStore; per
+ * A new singleton's first step (docs/ARCHITECTURE.md §6): datasets and cooldowns from the MetaStore; per
  * dataset the newest map among the MetaStore's and the guardians'; subscriptions merged; then
  * reconciled with membership and with what live nodes say they run; then one snapshot per dataset
  * under the new epoch. Never starts from nothing while any copy of a map exists.
