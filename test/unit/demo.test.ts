@@ -34,7 +34,9 @@ describe('shardherd command line', () => {
 
   it('takes every flag', () => {
     expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({ nodes: 3, datasets: 1, shards: 8, story: true, logLevel: 'warn', port: 8080 });
-    expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64'])).toEqual({ nodes: 5, datasets: 4, shards: 64, story: false, logLevel: 'debug' });
+    expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64', '--port', '0'])).toEqual({ nodes: 5, datasets: 4, shards: 64, story: false, logLevel: 'debug', port: 0 });
+    expect(run(['--no-http'])).toMatchObject({ port: undefined });
+    expect(fails(['--port', '70000'])).toContain('--port must be between 0 and 65535');
   });
 
   it('refuses a shard count that is not a power of two, saying so', () => {
