@@ -4,9 +4,9 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { liveCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 import { CHROMIUM } from './global-setup.js';
 
@@ -42,14 +42,7 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boo
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'shardherd-page-'));
-  cluster = new EmbeddedCluster({
-    name: `page-${Date.now()}`,
-    nodes: [{ name: 'n1', rack: 'rack-a' }, { name: 'n2', rack: 'rack-b' }, { name: 'n3', rack: 'rack-a' }, { name: 'n4', rack: 'rack-b' }],
-    log: pino({ level: 'silent' }),
-    sessionTimeoutMs: 1_500,
-    heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 100, reportResendMs: 500 },
-  });
+  cluster = liveCluster('page', [{ name: 'n1', rack: 'rack-a' }, { name: 'n2', rack: 'rack-b' }, { name: 'n3', rack: 'rack-a' }, { name: 'n4', rack: 'rack-b' }]);
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 16, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: 'page-test-token-0123456789', feed: { refreshMs: 1_000 } });

@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
-import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { liveCluster } from '../support/live-cluster.js';
 import { resolveAccessToken, tokenFile } from '../../src/http/access-token.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 
@@ -42,14 +42,7 @@ const statusOf = async (dataset: string) => (await call(`/api/v1/cluster/${datas
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'shardherd-api-'));
-  cluster = new EmbeddedCluster({
-    name: `api-${Date.now()}`,
-    nodes: ['n1', 'n2', 'n3'],
-    log: pino({ level: 'silent' }),
-    sessionTimeoutMs: 1_500,
-    heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 100, reportResendMs: 500 },
-  });
+  cluster = liveCluster('api', ['n1', 'n2', 'n3']);
   await cluster.start();
   expect(await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, source: synthetic })).toMatchObject({ type: 'DatasetVerified' });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });

@@ -2,8 +2,8 @@
 // Prometheus's conventions and the values say what the cluster is doing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
-import { pino } from 'pino';
-import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { liveCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 
 let cluster: EmbeddedCluster;
@@ -22,16 +22,8 @@ const value = (families: Map<string, ParsedFamily>, name: string, labels: Record
 const sum = (families: Map<string, ParsedFamily>, name: string) => (families.get(name)?.metrics ?? []).reduce((n, m) => n + Number(m.value), 0);
 
 beforeAll(async () => {
-  cluster = new EmbeddedCluster({
-    name: `metrics-${Date.now()}`,
-    nodes: ['n1', 'n2', 'n3'],
-    log: pino({ level: 'silent' }),
-    sessionTimeoutMs: 1_500,
-    heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, reportResendMs: 500 },
-    // Shard 3's record 20 cannot be read: the shard errors and the singleton moves it once.
-    source: { failAt: (_ds, shard, offset) => (shard === 3 && offset === 20 ? 'poison record' : undefined) },
-  });
+  // Shard 3's record 20 cannot be read: the shard errors and the singleton moves it once.
+  cluster = liveCluster('metrics', ['n1', 'n2', 'n3'], { source: { failAt: (_ds, shard, offset) => (shard === 3 && offset === 20 ? 'poison record' : undefined) } });
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 500 } });
   for (const n of ['n1', 'n2']) apis.push(await startNodeApi(cluster.node(n), { port: 0, token: 'metrics-test-token-1234' }));
