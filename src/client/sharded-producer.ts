@@ -4,7 +4,7 @@
 // Kafka's key partitioner, which would scatter a shard key over partitions no router asks.
 import { Partitioners, type Admin, type Producer } from 'kafkajs';
 import { SharedAttempt } from '../cluster/shared-attempt.js';
-import { createKafka, type KafkaConnection } from '../cluster/kafka-client.js';
+import { createKafka, IDEMPOTENT_PRODUCER, type KafkaConnection } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { partitionKeyHash, shardKeyHash } from '../core/hashing.js';
 import type { ShardNum } from '../core/ids.js';
@@ -41,8 +41,9 @@ export type ShardedProducerOptions = KafkaConnection;
  *
  * Gotchas: the first `send` for a dataset checks its topic (it must exist with exactly `numShards`
  * partitions, the same check as the ingestion source's); a passed check is remembered for the
- * producer's lifetime, a failed one is asked again. A retried write may be written twice (Kafka's
- * at-least-once); readers see it twice and sinks must tolerate that.
+ * producer's lifetime, a failed one is asked again. The producer is idempotent: a write kafkajs
+ * retries after its answer was lost is written once. A `send` that fails and is called again by the
+ * application is a new write and may be written twice.
  */
 export class ShardedProducer {
   private readonly producer: Producer;
@@ -56,7 +57,8 @@ export class ShardedProducer {
     const kafka = createKafka(options);
     // Topics are never auto-created: a typo in a topic name must fail, not create a 1-partition topic.
     // The partitioner is never used (every record names its partition); naming one keeps kafkajs from warning about its default.
-    this.producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+    // Idempotent: a write retried after its answer was lost is written once.
+    this.producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner, ...IDEMPOTENT_PRODUCER });
     this.admin = kafka.admin();
   }
 

@@ -60,3 +60,11 @@ export function createKafka(connection: KafkaConnection): Kafka {
       },
   });
 }
+
+/**
+ * What every shardherd producer sets: Kafka's idempotent producer, so a produce retried after its
+ * answer was lost (a timeout, a dropped connection) is written once: the broker drops the retry by
+ * its producer id and sequence number. kafkajs needs one request in flight for that; every send
+ * uses `acks: -1`, as idempotence requires.
+ */
+export const IDEMPOTENT_PRODUCER = { idempotent: true, maxInFlightRequests: 1 } as const;

@@ -2,6 +2,7 @@
 // the order `produce` was called, batching consecutive records of the same topic.
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
+import { IDEMPOTENT_PRODUCER } from '../kafka-client.js';
 import { SharedAttempt } from '../shared-attempt.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 
@@ -40,9 +41,8 @@ export class BusProducer {
       allowAutoTopicCreation: false,
       // Never used (every record names partition 0); naming one keeps kafkajs from warning about its default.
       createPartitioner: Partitioners.DefaultPartitioner,
-      // The pump sends one request at a time anyway; this keeps kafkajs from reordering retries.
-      maxInFlightRequests: 1,
-      idempotent: false,
+      // A retried produce is written once (the pump sends one request at a time anyway).
+      ...IDEMPOTENT_PRODUCER,
       // A topic deleted under a running bus, or a broker gone: fail within a few seconds, not 10+.
       retry: { retries: 4, initialRetryTime: 100, maxRetryTime: 1_000 },
     });
