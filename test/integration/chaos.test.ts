@@ -1,4 +1,4 @@
-// Chaos on real processes (DESIGN.md §9): four `shardherd node` processes on the real Kafka and
+// Chaos on real processes (docs/ARCHITECTURE.md §9): four `shardherd node` processes on the real Kafka and
 // Cassandra, an 8-shard dataset (at most 4 shards a node) fed by a producer of numbered records.
 // One fault after the other — SIGKILL the singleton, SIGKILL a shard owner, restart a killed node,
 // SIGSTOP the singleton past its session and SIGCONT it — and after each: every shard Active on exactly one live node, the

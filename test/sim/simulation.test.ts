@@ -1,5 +1,5 @@
 // The whole cluster — real nodes, actors and core over in-memory adapters — under a seeded fault
-// schedule, with DESIGN.md §9's invariants checked after every step. A failure names the seed:
+// schedule, with docs/ARCHITECTURE.md §9's invariants checked after every step. A failure names the seed:
 // `npm run sim -- --seed <n> --verbose` replays it step by step.
 import { describe, expect, it } from 'vitest';
 import { runSimulation, type SimulationReport } from '../../src/sim/simulation.js';

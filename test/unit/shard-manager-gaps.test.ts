@@ -1,4 +1,4 @@
-// Where shardherd is better than FiloDB (DESIGN.md §5, reference §7.7): each gap is a test.
+// Where shardherd is better than FiloDB (docs/ARCHITECTURE.md §5, reference §7.7): each gap is a test.
 import { describe, expect, it } from 'vitest';
 import { incarnation, nodeId, replyTo, subscriberId, type ShardNum } from '../../src/core/ids.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';

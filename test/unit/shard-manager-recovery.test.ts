@@ -1,4 +1,4 @@
-// A new singleton's recovery (DESIGN.md §6; FiloDB reference §5.3 for what goes wrong there).
+// A new singleton's recovery (docs/ARCHITECTURE.md §6; FiloDB reference §5.3 for what goes wrong there).
 import { describe, expect, it } from 'vitest';
 import { epoch, incarnation, subscriberId, type ShardNum } from '../../src/core/ids.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
