@@ -1,39 +1,66 @@
 #!/usr/bin/env node
-// `npm run sim -- [--from 1] [--seeds 100] [--seed N] [--verbose]`: runs the whole-cluster simulation
-// for any number of seeds; prints each violation with its seed and step, and the history of a seed.
+// `npm run sim -- [--from 1] [--seeds 100] [--workers N] [--seed N] [--verbose]`: runs the
+// whole-cluster simulation for any range of seeds on worker threads; prints each violation with its
+// seed and step and the history of that seed, and the seeds per second.
 import { Command, InvalidArgumentError } from 'commander';
+import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
+import { runSeedsInParallel, type SeedResult } from '../sim/parallel-seeds.js';
 import { runSimulation } from '../sim/simulation.js';
 
-const int = (name: string) => (v: string) => {
+const int = (name: string, min = 0) => (v: string) => {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer of at least ${min}`);
   return n;
 };
 
 const program = new Command('shardherd-sim')
   .description('deterministic whole-cluster simulation with fault injection and invariant checks')
   .option('--from <seed>', 'first seed', int('--from'), 1)
-  .option('--seeds <count>', 'how many seeds', int('--seeds'), 100)
+  .option('--seeds <count>', 'how many seeds', int('--seeds', 1), 100)
+  .option('--workers <count>', 'worker threads (default: the available cores)', int('--workers', 1), availableParallelism())
   .option('--seed <seed>', 'run this one seed (and print its history)', int('--seed'))
   .option('--steps <count>', 'fault steps per seed', int('--steps'), 25)
-  .option('--verbose', 'print every seed’s history and the cluster logs of a single seed', false)
+  .option('--verbose', 'print every seed’s history, and the cluster logs of a single seed', false)
   .showHelpAfterError();
 
-const o = program.parse().opts<{ from: number; seeds: number; seed?: number; steps: number; verbose: boolean }>();
-const seeds = o.seed !== undefined ? [o.seed] : Array.from({ length: o.seeds }, (_, i) => o.from + i);
-const log = o.seed !== undefined && o.verbose ? pino({ level: 'info' }, pino.destination(2)) : undefined;
-const started = performance.now();
-let failed = 0;
-for (const seed of seeds) {
-  const r = await runSimulation({ seed, steps: o.steps, ...(log ? { log } : {}) });
-  if (r.violations.length > 0 || o.verbose || o.seed !== undefined) {
-    process.stdout.write(`\nseed ${seed}: ${r.violations.length} violations; ${JSON.stringify(r.stats)}\n`);
-    for (const v of r.violations) process.stdout.write(`  ${v.invariant} at step ${v.step} (${v.time} ms): ${v.message}\n`);
-    for (const h of r.history) process.stdout.write(`    ${h}\n`);
-  }
-  if (r.violations.length > 0) failed += 1;
+const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; verbose: boolean }>();
+
+function print(r: SeedResult): void {
+  process.stdout.write(`\nseed ${r.seed}: ${r.violations.length} violations; ${JSON.stringify(r.stats)}\n`);
+  for (const v of r.violations) process.stdout.write(`  ${v.invariant} at step ${v.step} (${v.time} ms): ${v.message}\n`);
+  for (const h of r.history) process.stdout.write(`    ${h}\n`);
 }
-const secs = ((performance.now() - started) / 1000).toFixed(1);
-process.stdout.write(`\n${seeds.length - failed} of ${seeds.length} seeds kept every invariant (${secs} s)\n`);
+
+const started = performance.now();
+let results: SeedResult[];
+if (o.seed !== undefined) {
+  const log = o.verbose ? pino({ level: 'info' }, pino.destination(2)) : undefined;
+  const r = await runSimulation({ seed: o.seed, steps: o.steps, ...(log ? { log } : {}) });
+  results = [r];
+  print(r);
+} else {
+  let done = 0;
+  let lastReport = started;
+  results = await runSeedsInParallel({
+    from: o.from,
+    count: o.seeds,
+    steps: o.steps,
+    workers: o.workers,
+    onResult: (r) => {
+      done += 1;
+      if (r.violations.length > 0 || o.verbose) print(r);
+      const now = performance.now();
+      if (process.stderr.isTTY && now - lastReport > 1_000) {
+        lastReport = now;
+        process.stderr.write(`\r${done} of ${o.seeds} seeds, ${((done * 1000) / (now - started)).toFixed(1)} seeds/s   `);
+      }
+    },
+  });
+  if (process.stderr.isTTY) process.stderr.write('\n');
+}
+const failed = results.filter((r) => r.violations.length > 0).length;
+const secs = (performance.now() - started) / 1000;
+const range = o.seed !== undefined ? `seed ${o.seed}` : `seeds ${o.from}..${o.from + o.seeds - 1} on ${Math.min(o.workers, o.seeds)} workers`;
+process.stdout.write(`\n${results.length - failed} of ${results.length} seeds kept every invariant (${range}; ${secs.toFixed(1)} s, ${(results.length / secs).toFixed(1)} seeds/s)\n`);
 process.exitCode = failed > 0 ? 1 : 0;
