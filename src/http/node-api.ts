@@ -74,6 +74,10 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
   });
+  // The OpenAPI description says which routes need the token.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.mutates) route.schema = { ...route.schema, security: [{ bearer: [] }] };
+  });
   registerRoutes(app, singleton, feed);
   const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port });
   const token = resolveAccessToken(options.token, (app.server.address() as { port: number }).port, options.env);

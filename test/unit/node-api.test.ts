@@ -188,6 +188,8 @@ describe("shardherd's own routes", () => {
     const spec = (await call('/api/v1/openapi.json')).body;
     expect(spec.openapi).toMatch(/^3\./);
     for (const path of ['/api/v1/cluster/{dataset}/startshards', '/api/v1/datasets', '/api/v1/nodes/{node}/drain', '/metrics']) expect(Object.keys(spec.paths)).toContain(path);
+    expect(spec.paths['/api/v1/cluster/{dataset}/stopshards'].post.security).toEqual([{ bearer: [] }]);
+    expect(spec.paths['/api/v1/cluster/{dataset}/status'].get.security).toBeUndefined();
   });
 
   it('answers 503 with a reason when the singleton does not answer', async () => {
