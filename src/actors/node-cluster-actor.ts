@@ -6,7 +6,7 @@ import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
-import type { Effect, NodeOperations, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import type { AppliedRequest, Effect, NodeOperations, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -37,7 +37,7 @@ interface State {
   inbox: BusSubscription | undefined;
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
-  stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions; operations: NodeOperations } | undefined;
+  stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions; operations: NodeOperations; applied: AppliedRequest[] } | undefined;
   /** The stored maps recovery can use, as stamps: guardians send only maps newer than these. */
   storedStamps: MapStamp[];
   readonly answers: Map<NodeId, ClusterState>;
@@ -112,6 +112,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           break;
         case 'PersistNodeOperations':
           await persist('writing the node operations', () => env.metaStore.putNodeOperations(e.operations, epoch));
+          break;
+        case 'PersistAppliedRequests':
+          await persist('writing the applied requests', () => env.metaStore.putAppliedRequests(e.applied, epoch));
           break;
         case 'ReleaseNode':
           await produceEvents({ format: WIRE_FORMAT, kind: 'release', epoch, node: e.node, incarnation: e.incarnation });
@@ -203,6 +206,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       watchers: [...s.stored!.subscriptions.watchers, ...answers.flatMap((a) => a.watchers)],
       cooldowns: s.stored!.cooldowns,
       operations: s.stored!.operations,
+      applied: s.stored!.applied,
       members: s.view.members,
       running: answers.map((a) => ({ node: a.node, incarnation: a.incarnation, shards: a.running })),
     };
@@ -304,6 +308,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             cooldowns: await withRetry(env, 'reading cooldowns', () => env.metaStore.cooldowns()),
             subscriptions: await withRetry(env, 'reading subscriptions', () => env.metaStore.subscriptions()),
             operations: await withRetry(env, 'reading node operations', () => env.metaStore.nodeOperations()),
+            applied: await withRetry(env, 'reading the applied requests', () => env.metaStore.appliedRequests()),
           };
           s.storedStamps = usableStamps(s.stored.datasets, s.stored.maps);
           s.phase = 'recovering';

@@ -34,8 +34,10 @@ interface Subscription {
  * clock.
  *
  * - `produce` copies the value with `structuredClone`, so a value that is not data (a function,
- *   say) is refused at once, and later changes to the caller's object do not reach consumers. Each
- *   delivery gets its own copy too.
+ *   say) is refused at once, and later changes to the caller's object do not reach consumers. The
+ *   copy is frozen, deeply, and every delivery shares it: a consumer that would change a record
+ *   fails at once (as it could not change a Kafka record's bytes), and nothing is copied per
+ *   delivery (the simulator's hottest path).
  * - Delivery starts in a microtask after `subscribe` or `produce`, never inside those calls.
  * - Committed positions are kept per (topic, group) for the life of the bus. Unlike Kafka, two
  *   open subscriptions of one group do not split the topic: each receives every record.
@@ -58,7 +60,7 @@ export class MemoryBus implements Bus {
 
   async produce(topic: string, value: unknown): Promise<number> {
     if (topic.length === 0) throw new Error('topic name must not be empty');
-    const copy: unknown = structuredClone(value);
+    const copy: unknown = deepFreeze(structuredClone(value));
     const fault = this.faults?.(topic, copy) ?? { kind: 'deliver' };
     switch (fault.kind) {
       case 'deliver':
@@ -67,7 +69,7 @@ export class MemoryBus implements Bus {
         return -1;
       case 'duplicate': {
         const offset = this.append(topic, copy);
-        this.append(topic, structuredClone(copy));
+        this.append(topic, copy);
         return offset;
       }
       case 'delay': {
@@ -149,7 +151,7 @@ export class MemoryBus implements Bus {
   private append(topic: string, value: unknown): number {
     const log = this.log(topic);
     const offset = log.length;
-    log.push({ topic, offset, value });
+    log.push(Object.freeze({ topic, offset, value }));
     for (const sub of this.subscriptions) if (sub.topic === topic) this.kick(sub);
     return offset;
   }
@@ -169,12 +171,11 @@ export class MemoryBus implements Bus {
         if (!record) return;
         sub.position += 1;
         sub.inFlight = true;
-        const copy: BusRecord = { topic: record.topic, offset: record.offset, value: structuredClone(record.value) };
         try {
-          await sub.handler(copy);
+          await sub.handler(record);
         } catch (error) {
           try {
-            sub.onError?.(error, copy);
+            sub.onError?.(error, record);
           } catch {
             // An error handler that throws must not stop delivery either.
           }
@@ -186,6 +187,21 @@ export class MemoryBus implements Bus {
       sub.running = false;
     }
   }
+}
+
+/** Freezes a value made by `structuredClone` (plain data, Maps, Sets, arrays) and all it holds. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  if (value instanceof Map) {
+    for (const [k, v] of value) {
+      deepFreeze(k);
+      deepFreeze(v);
+    }
+  }
+  else if (value instanceof Set) for (const v of value) deepFreeze(v);
+  else if (!ArrayBuffer.isView(value)) for (const v of Object.values(value)) deepFreeze(v);
+  return value;
 }
 
 function key(topic: string, group: string): string {

@@ -53,9 +53,11 @@ export function isolationViolations(map: ShardMapper, rackOf: (node: string) => 
     const copies = map.recordForShard(s).assignments;
     const nodes = copies.map((a) => a.node);
     if (new Set(nodes).size !== nodes.length) out.push(`shard ${s} has two copies on one node: ${nodes.join(', ')}`);
-    const staying = copies.filter((a) => a.placement !== 'Leaving').map((a) => rackOf(a.node));
-    const distinct = new Set(staying).size;
-    if (distinct < Math.min(staying.length, racksAvailable)) out.push(`shard ${s} has copies in racks ${staying.join(', ')}`);
+    const staying = copies.filter((a) => a.placement !== 'Leaving');
+    const distinct = new Set(staying.map((a) => rackOf(a.node))).size;
+    if (distinct < Math.min(staying.length, racksAvailable)) {
+      out.push(`shard ${s} has copies in racks ${staying.map((a) => `${rackOf(a.node)} (${a.node}, ${a.placement})`).join(', ')}`);
+    }
   }
   return out;
 }

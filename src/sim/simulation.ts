@@ -155,15 +155,19 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     },
   });
   const driver = new SimDriver(cluster);
-  // Every copy the singleton declares, with when it last did (I1): seen on the way into the
+  // Every copy the singleton declares, with until when it did (I1): seen on the way into the
   // MetaStore (maps are persisted before anyone hears of them), so a handoff that starts and ends
-  // within one step counts too.
+  // within one step counts too. A copy counts as declared until the first map without it: its
+  // node's grace to hear of the removal starts then, not at the last map that still had it.
   const declared = new Map<string, number>();
+  const declaredNow = new Map<DatasetRef, string[]>();
   const putShardMap = metaStore.putShardMap.bind(metaStore);
   metaStore.putShardMap = async (snapshot) => {
     await putShardMap(snapshot);
     const map = ShardMapper.fromSnapshot(snapshot);
-    for (const key of declaredCopies(map)) declared.set(`${snapshot.dataset}/${key}`, clock.now());
+    const keys = declaredCopies(map).map((key) => `${snapshot.dataset}/${key}`);
+    for (const key of [...(declaredNow.get(snapshot.dataset) ?? []), ...keys]) declared.set(key, clock.now());
+    declaredNow.set(snapshot.dataset, keys);
     checkPlannedMoves(snapshot.dataset, map);
   };
   // I7 on every persisted map, not once a step: a handoff that completes and whose new copy then
@@ -190,7 +194,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   let lastEpoch = 0;
   let quietSince = 0;
   const violate = (invariant: Invariant, message: string) => violations.push({ seed, step, time: clock.now(), invariant, message });
-  const note = (what: string) => history.push(`step ${step} @${clock.now()}ms: ${what}`);
+  const simLog = options.log?.child({ sim: seed });
+  // Each step goes into the log too (with its simulated time), so a replay's logs read in order with it.
+  const note = (what: string) => {
+    history.push(`step ${step} @${clock.now()}ms: ${what}`);
+    simLog?.info({ step, at: clock.now() }, `sim: ${what}`);
+  };
 
   // ---------------------------------------------------------------- helpers
 
@@ -242,6 +251,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const preCrash = faultStep ? await injectFault() : undefined;
     if (history.length > noted) quietSince = step;
     await driver.advance(stepMs);
+    simLog?.info({ step, at: clock.now() }, 'sim: checks');
     await checkEveryStep(preCrash);
     const quiet = step - quietSince >= 3 && paused().length === 0;
     if (quiet) await checkAtRest();

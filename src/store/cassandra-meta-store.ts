@@ -45,8 +45,8 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
 import { compareStamps, parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import { NO_NODE_OPERATIONS, type NodeOperations } from '../core/shard-manager/protocol.js';
-import { nodeOperationsSchema } from './node-operations-schema.js';
+import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
+import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import {
   CASSANDRA_META_FORMAT,
   CQL_KEYSPACE_NAME,
@@ -245,6 +245,7 @@ const parseValue = {
   reassignedAt: (raw: unknown): Parsed<number> => fromZod(z.number().finite().safeParse(raw)),
   subscriptions: (raw: unknown): Parsed<StoredSubscriptions> => fromZod(subscriptionsSchema.safeParse(raw)),
   node_operations: (raw: unknown): Parsed<NodeOperations> => fromZod(nodeOperationsSchema.safeParse(raw)),
+  applied_requests: (raw: unknown): Parsed<AppliedRequest[]> => fromZod(appliedRequestsSchema.safeParse(raw)),
 };
 
 function leaseFrom(row: types.Row | undefined, location: string): Lease | undefined {
@@ -439,6 +440,15 @@ export class CassandraMetaStore implements MetaStore {
   async nodeOperations(): Promise<NodeOperations> {
     const [row] = await this.records('nodeOperations', 'node_operations');
     return row ? this.decode(row, 'node_operations', parseValue.node_operations) : NO_NODE_OPERATIONS;
+  }
+
+  async putAppliedRequests(applied: readonly AppliedRequest[], epoch: Epoch): Promise<void> {
+    await this.putRecord('putAppliedRequests', 'applied_requests', NO_DATASET, NO_SHARD, applied, epoch);
+  }
+
+  async appliedRequests(): Promise<AppliedRequest[]> {
+    const [row] = await this.records('appliedRequests', 'applied_requests');
+    return row ? this.decode(row, 'applied_requests', parseValue.applied_requests) : [];
   }
 
   async subscriptions(): Promise<StoredSubscriptions> {

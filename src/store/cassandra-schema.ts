@@ -15,7 +15,7 @@ export const DEFAULT_REPLICATION: KeyspaceReplication = { class: 'SimpleStrategy
 export const CQL_KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 
 /** What a row of `singleton_state` holds; its `value` is JSON of the matching shape. */
-export type RecordKind = 'dataset' | 'shard_map' | 'cooldown' | 'subscriptions' | 'node_operations';
+export type RecordKind = 'dataset' | 'shard_map' | 'cooldown' | 'subscriptions' | 'node_operations' | 'applied_requests';
 
 /** The `shard` of rows that are not per shard (all but cooldowns): clustering columns cannot be null. */
 export const NO_SHARD = -1;

@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
 import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import type { NodeOperations } from '../core/shard-manager/protocol.js';
-import { nodeOperationsSchema } from './node-operations-schema.js';
+import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
+import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
@@ -94,6 +94,14 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.nodeOperations(s));
   }
 
+  putAppliedRequests(applied: readonly AppliedRequest[], epoch: Epoch): Promise<void> {
+    return this.write('putAppliedRequests', (s) => ops.putAppliedRequests(s, applied, epoch));
+  }
+
+  appliedRequests(): Promise<AppliedRequest[]> {
+    return this.read((s) => ops.appliedRequests(s));
+  }
+
   writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
     return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, group, offset));
   }
@@ -153,6 +161,7 @@ interface MetaDocument {
   readonly shardMaps: readonly ShardMapSnapshot[];
   readonly subscriptions: StoredSubscriptions;
   readonly nodeOperations: NodeOperations;
+  readonly appliedRequests: readonly AppliedRequest[];
   readonly cooldowns: readonly StoredCooldown[];
   readonly checkpoints: readonly { dataset: string; shard: number; group: string; offset: number }[];
 }
@@ -170,6 +179,7 @@ function toDocument(state: ops.MetaState): MetaDocument {
     shardMaps: [...state.shardMaps.values()],
     subscriptions: state.subscriptions,
     nodeOperations: state.nodeOperations,
+    appliedRequests: state.appliedRequests,
     cooldowns: [...state.cooldowns.values()],
     checkpoints,
   };
@@ -197,6 +207,8 @@ const documentSchema = z.strictObject({
   subscriptions: z.unknown().optional(),
   // Absent in files written before node operations existed: none in flight.
   nodeOperations: z.unknown().optional(),
+  // Absent in files written before request dedupe existed: none applied.
+  appliedRequests: z.unknown().optional(),
   cooldowns: z.array(z.unknown()),
   checkpoints: z.array(z.unknown()),
 });
@@ -263,6 +275,11 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     const r = nodeOperationsSchema.safeParse(d.nodeOperations);
     if (!r.success) throw new MetaStoreFileError(path, `invalid entry nodeOperations: ${issueText(r.error)}`);
     state.nodeOperations = r.data;
+  }
+  if (d.appliedRequests !== undefined) {
+    const r = appliedRequestsSchema.safeParse(d.appliedRequests);
+    if (!r.success) throw new MetaStoreFileError(path, `invalid entry appliedRequests: ${issueText(r.error)}`);
+    state.appliedRequests = r.data;
   }
   d.cooldowns.forEach((entry, i) => {
     const r = cooldownSchema.safeParse(entry);

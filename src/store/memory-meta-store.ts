@@ -1,7 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import type { NodeOperations } from '../core/shard-manager/protocol.js';
+import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import * as ops from './meta-state.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
@@ -86,6 +86,16 @@ export class MemoryMetaStore implements MetaStore {
   async nodeOperations(): Promise<NodeOperations> {
     this.gate('nodeOperations', false);
     return ops.nodeOperations(this.state);
+  }
+
+  async putAppliedRequests(applied: readonly AppliedRequest[], epoch: Epoch): Promise<void> {
+    this.gate('putAppliedRequests', true);
+    ops.putAppliedRequests(this.state, applied, epoch);
+  }
+
+  async appliedRequests(): Promise<AppliedRequest[]> {
+    this.gate('appliedRequests', false);
+    return ops.appliedRequests(this.state);
   }
 
   async subscriptions(): Promise<StoredSubscriptions> {

@@ -1,7 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import { NO_NODE_OPERATIONS, type NodeOperations } from '../core/shard-manager/protocol.js';
+import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
 import { FencedError, type Lease, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
@@ -15,6 +15,7 @@ export interface MetaState {
   readonly shardMaps: Map<string, ShardMapSnapshot>;
   subscriptions: StoredSubscriptions;
   nodeOperations: NodeOperations;
+  appliedRequests: AppliedRequest[];
   /** Keyed by `cellKey(dataset, shard)`. */
   readonly cooldowns: Map<string, StoredCooldown>;
   /** Keyed by `cellKey(dataset, shard)`, then by group. */
@@ -22,7 +23,7 @@ export interface MetaState {
 }
 
 export function emptyMetaState(): MetaState {
-  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, nodeOperations: NO_NODE_OPERATIONS, cooldowns: new Map(), checkpoints: new Map() };
+  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, nodeOperations: NO_NODE_OPERATIONS, appliedRequests: [], cooldowns: new Map(), checkpoints: new Map() };
 }
 
 export function cloneMetaState(state: MetaState): MetaState {
@@ -115,6 +116,15 @@ export function putNodeOperations(state: MetaState, operations: NodeOperations, 
 
 export function nodeOperations(state: MetaState): NodeOperations {
   return structuredClone(state.nodeOperations);
+}
+
+export function putAppliedRequests(state: MetaState, applied: readonly AppliedRequest[], epoch: Epoch): void {
+  checkEpoch(state, epoch);
+  state.appliedRequests = structuredClone([...applied]);
+}
+
+export function appliedRequests(state: MetaState): AppliedRequest[] {
+  return structuredClone(state.appliedRequests);
 }
 
 /** One cooldown per (dataset, shard): the latest write wins. */

@@ -1,6 +1,6 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, SubscriberId } from '../core/ids.js';
-import type { NodeOperations } from '../core/shard-manager/protocol.js';
+import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardherdError } from '../core/errors.js';
 
@@ -56,6 +56,11 @@ export interface MetaStore {
   putNodeOperations(operations: NodeOperations, epoch: Epoch): Promise<void>;
   /** The node operations in flight; none when never written (a store from before they existed). */
   nodeOperations(): Promise<NodeOperations>;
+
+  /** Replaces the stored list of the last requests applied, with their answers. */
+  putAppliedRequests(applied: readonly AppliedRequest[], epoch: Epoch): Promise<void>;
+  /** The last requests applied; none when never written. */
+  appliedRequests(): Promise<AppliedRequest[]>;
 
   putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void>;
   cooldowns(): Promise<StoredCooldown[]>;

@@ -2,7 +2,8 @@
 // the memory and file stores run it in test/unit, the Cassandra adapter will run the same suite.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
-import { datasetRef, epoch, incarnation, nodeId, shardNum, type DatasetRef, type SubscriberId } from '../../src/core/ids.js';
+import { datasetRef, epoch, incarnation, nodeId, replyTo, shardNum, type DatasetRef, type SubscriberId } from '../../src/core/ids.js';
+import type { AppliedRequest } from '../../src/core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
@@ -123,6 +124,22 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         expect(await store.takeLease(nodeB, incB, 1)).toBeDefined();
         await expect(store.putNodeOperations({ draining: [], replacements: [] }, epoch(1))).rejects.toBeInstanceOf(FencedError);
         expect(await store.nodeOperations()).toEqual(ops);
+      });
+    });
+
+    describe('applied requests', () => {
+      it('start as none, round trip whole with their answers, and a stale epoch cannot change them', async () => {
+        expect(await store.appliedRequests()).toEqual([]);
+        await leaseForA();
+        const applied = [
+          { request: replyTo('n1@i/req-1'), reply: { type: 'DatasetVerified', dataset: 'metrics' } },
+          { request: replyTo('n1@i/req-2'), reply: { type: 'NodeOperationRefused', operation: 'remove', reason: 'capacity', message: 'no room' } },
+        ] as AppliedRequest[];
+        await store.putAppliedRequests(applied, epoch(1));
+        expect(await store.appliedRequests()).toEqual(applied);
+        expect(await store.takeLease(nodeB, incB, 1)).toBeDefined();
+        await expect(store.putAppliedRequests([], epoch(1))).rejects.toBeInstanceOf(FencedError);
+        expect(await store.appliedRequests()).toEqual(applied);
       });
     });
 

@@ -153,7 +153,7 @@ class World {
         return this.step({ type: 'MemberUp', member: this.member(name) });
       }
       case 'setup':
-        return this.step({ type: 'SetupDataset', config: datasetConfig(ds, op.log2Shards, op.minNumNodes), replyTo: replyTo('admin') });
+        return this.step({ type: 'SetupDataset', config: datasetConfig(ds, op.log2Shards, op.minNumNodes), replyTo: adminReplyTo() });
       case 'report': {
         if (!mapper) return;
         const shard = (op.shard % mapper.numShards) as ShardNum;
@@ -169,10 +169,10 @@ class World {
         return this.step({ type: 'NodeReport', node: owner, incarnation: m.incarnation, seq: 1, events: [event] });
       }
       case 'stop':
-        if (mapper) this.step({ type: 'StopShards', dataset: ds, shards: [op.shard % mapper.numShards], replyTo: replyTo('admin') }, true);
+        if (mapper) this.step({ type: 'StopShards', dataset: ds, shards: [op.shard % mapper.numShards], replyTo: adminReplyTo() }, true);
         return;
       case 'start':
-        if (mapper) this.step({ type: 'StartShards', dataset: ds, node: NODES[op.node]!, shards: [op.shard % mapper.numShards], replyTo: replyTo('admin') }, true);
+        if (mapper) this.step({ type: 'StartShards', dataset: ds, node: NODES[op.node]!, shards: [op.shard % mapper.numShards], replyTo: adminReplyTo() }, true);
         return;
       case 'tick':
         this.now += op.ms;
@@ -276,6 +276,10 @@ class World {
     }
   }
 }
+
+let asked = 0;
+/** A new reply address per request, as a real asker has (the singleton applies each address's request once). */
+const adminReplyTo = () => replyTo(`admin-${++asked}`);
 
 describe('core properties over random histories', () => {
   it('no two owners, no node over capacity, no early reassignment, guardians in sync, nothing lost on failover', () => {

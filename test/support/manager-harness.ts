@@ -13,6 +13,10 @@ export const ds2 = datasetRef('ds2');
 export const sub = subscriberId('sub');
 export const HOUR = 60 * 60 * 1000;
 
+let asked = 0;
+/** A new reply address per request, as a real asker has: the singleton applies a request once per address. */
+export const adminReplyTo = () => replyTo(`admin-${++asked}`);
+
 export function config(ref: DatasetRef, numShards: number, minNumNodes: number): DatasetConfig {
   const r = validateDatasetConfig({ ref, numShards, minNumNodes, source: { type: 'synthetic' } });
   if (!r.ok) throw new Error(r.error.message);
@@ -75,7 +79,7 @@ export class Harness {
   }
 
   setup(ref: DatasetRef, numShards: number, minNumNodes: number): Reply | undefined {
-    return replyOf(this.run({ type: 'SetupDataset', config: config(ref, numShards, minNumNodes), replyTo: replyTo('admin') }));
+    return replyOf(this.run({ type: 'SetupDataset', config: config(ref, numShards, minNumNodes), replyTo: adminReplyTo() }));
   }
 
   report(name: string, ...events: ShardEvent[]): readonly Effect[] {
@@ -85,11 +89,11 @@ export class Harness {
   }
 
   startShards(ref: DatasetRef, node: string, shards: number[]): Reply | undefined {
-    return replyOf(this.run({ type: 'StartShards', dataset: ref, node, shards, replyTo: replyTo('admin') }));
+    return replyOf(this.run({ type: 'StartShards', dataset: ref, node, shards, replyTo: adminReplyTo() }));
   }
 
   stopShards(ref: DatasetRef, shards: number[]): Reply | undefined {
-    return replyOf(this.run({ type: 'StopShards', dataset: ref, shards, replyTo: replyTo('admin') }));
+    return replyOf(this.run({ type: 'StopShards', dataset: ref, shards, replyTo: adminReplyTo() }));
   }
 
   mapper(ref: DatasetRef): ShardMapper {

@@ -66,7 +66,7 @@ describe('FileMetaStore', () => {
   it('writes the documented format and leaves no temporary file behind', async () => {
     await populated();
     const doc = await readJson();
-    expect(Object.keys(doc).sort()).toEqual(['checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
+    expect(Object.keys(doc).sort()).toEqual(['appliedRequests', 'checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
     expect(doc.format).toBe(1);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
     expect(doc.checkpoints).toEqual([

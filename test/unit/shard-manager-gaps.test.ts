@@ -4,19 +4,7 @@ import { incarnation, nodeId, replyTo, subscriberId, type ShardNum } from '../..
 import { ShardMapFollower } from '../../src/core/map-follower.js';
 import { ShardEvents } from '../../src/core/status.js';
 import type { Effect } from '../../src/core/shard-manager/protocol.js';
-import {
-  config,
-  desiredStatesByNode,
-  ds1,
-  Harness,
-  HOUR,
-  messagesTo,
-  n,
-  noticesNamed,
-  replyOf,
-  sub,
-  visible,
-} from '../support/manager-harness.js';
+import { adminReplyTo, config, desiredStatesByNode, ds1, Harness, HOUR, messagesTo, n, noticesNamed, replyOf, sub, visible } from '../support/manager-harness.js';
 
 const s = (x: number) => x as ShardNum;
 
@@ -315,8 +303,8 @@ describe('datasets', () => {
     const follower = new ShardMapFollower(ds1);
     const old = h.mapper(ds1).toSnapshot(h.state.epoch);
     expect(follower.applySnapshot(old)).not.toBe('stale');
-    h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: replyTo('admin') }); // the follower never hears of it
-    const effects = h.run({ type: 'SetupDataset', config: config(ds1, 8, 3), replyTo: replyTo('admin') });
+    h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: adminReplyTo() }); // the follower never hears of it
+    const effects = h.run({ type: 'SetupDataset', config: config(ds1, 8, 3), replyTo: adminReplyTo() });
     const fresh = messagesTo(effects, sub).find((m) => m.type === 'CurrentShardSnapshot');
     expect(fresh?.type === 'CurrentShardSnapshot' && fresh.snapshot.version).toBeGreaterThan(old.version);
     expect(fresh?.type === 'CurrentShardSnapshot' && follower.applySnapshot(fresh.snapshot)).not.toBe('stale');
@@ -327,11 +315,12 @@ describe('datasets', () => {
     const h = new Harness();
     h.addMember('c1');
     h.run({ type: 'SubscribeAll', subscriber: sub });
-    const effects = h.run({ type: 'SetupDataset', config: config(ds1, 4, 1), replyTo: replyTo('admin') });
+    const effects = h.run({ type: 'SetupDataset', config: config(ds1, 4, 1), replyTo: adminReplyTo() });
     expect(effects.filter((e) => e.type !== 'Notice').map((e) => e.type)).toEqual([
       'PersistDataset',
       'PersistShardMap',
       'PersistSubscriptions', // the watcher is now subscribed to the new dataset
+      'PersistAppliedRequests', // after what the request changed, before anyone hears of it
       'Publish', // subscriptions to the watchers
       'Publish', // the new map to its subscribers
       'SendDesiredState',

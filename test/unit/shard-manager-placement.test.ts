@@ -7,7 +7,7 @@ import type { Member, Reply } from '../../src/core/shard-manager/protocol.js';
 import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { ShardEvents } from '../../src/core/status.js';
-import { ds1, emptyRecovery, Harness, noticesNamed, replyOf } from '../support/manager-harness.js';
+import { adminReplyTo, ds1, emptyRecovery, Harness, noticesNamed, replyOf } from '../support/manager-harness.js';
 
 const s = (x: number) => x as ShardNum;
 
@@ -32,9 +32,9 @@ function cluster(nodes: readonly [string, string?][]): Harness {
   return h;
 }
 
-const setup = (h: Harness, config: DatasetConfig): Reply | undefined => replyOf(h.run({ type: 'SetupDataset', config, replyTo: replyTo('admin') }));
+const setup = (h: Harness, config: DatasetConfig): Reply | undefined => replyOf(h.run({ type: 'SetupDataset', config, replyTo: adminReplyTo() }));
 const op = (h: Harness, input: { type: 'RemoveNode'; node: string } | { type: 'ReplaceNode'; old: string; new: string } | { type: 'AddNode'; node: string }): Reply | undefined =>
-  replyOf(h.run({ ...input, replyTo: replyTo('admin') } as Parameters<Harness['run']>[0]));
+  replyOf(h.run({ ...input, replyTo: adminReplyTo() } as Parameters<Harness['run']>[0]));
 
 /** The Initializing copies report IngestionStarted (they caught up): once, or until none is left. */
 function catchUp(h: Harness, ref: DatasetRef, once = false): void {
@@ -238,5 +238,84 @@ describe('failover in the middle of a handoff', () => {
     catchUp(h, ds1);
     expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
     expect(h.effects.some((e) => e.type === 'ReleaseNode' && e.node === 'n3')).toBe(true);
+  });
+});
+
+describe('planned moves that wait for the move budget', () => {
+  it('go on as new copies catch up, even when the moves only replaced copies still catching up', () => {
+    // Two racks, then a third: every copy is still catching up when c1 joins, so each move just drops
+    // one of them (no Leaving copy, no handoff to finish); one move at a time.
+    const h = cluster([['a1', 'A'], ['b1', 'B']]);
+    setup(h, balanced(ds1, 8, 2, { maxConcurrentMoves: 1 }));
+    h.run({ type: 'MemberUp', member: member('c1', 'C') });
+    expect(h.state.datasets.get(ds1)!.movesWaiting).toBe(true);
+    // Every new copy that catches up lets the next move start, until the spread is at its bound.
+    catchUp(h, ds1);
+    const m = h.mapper(ds1);
+    expect(loads(m, ['a1', 'b1', 'c1']).sort()).toEqual([5, 5, 6]);
+    expect(h.state.datasets.get(ds1)!.movesWaiting).toBe(false);
+    for (let shard = 0; shard < 8; shard++) expect(new Set(m.nodesForShard(shard).map((x) => rackOf(h, x))).size).toBe(2);
+  });
+
+  it('pair a copy leaving a drained node with a new copy in its own rack, so a half-done swap keeps replicas apart', () => {
+    // a2 is drained while its copies still catch up; the moves off it go to a3 (its rack), never
+    // leaving two staying copies of a shard in one rack, whatever the budget lets through.
+    const h = cluster([['a1', 'A'], ['b1', 'B'], ['a2', 'A']]);
+    setup(h, balanced(ds1, 8, 2, { maxConcurrentMoves: 1 }));
+    expect(op(h, { type: 'RemoveNode', node: 'a2' })?.type).toBe('NodeOperationAccepted');
+    h.run({ type: 'MemberUp', member: member('a3', 'A') });
+    for (let round = 0; round < 40; round++) {
+      const m = h.mapper(ds1);
+      for (let shard = 0; shard < 8; shard++) {
+        const staying = m.recordForShard(shard).assignments.filter((a) => a.placement !== 'Leaving').map((a) => rackOf(h, a.node));
+        expect(new Set(staying).size, `shard ${shard}: ${staying.join(', ')}`).toBe(staying.length);
+      }
+      if (m.shardsForNode(nodeId('a2')).length === 0) break;
+      catchUp(h, ds1, true);
+    }
+    expect(h.mapper(ds1).shardsForNode(nodeId('a2'))).toEqual([]);
+  });
+});
+
+describe('requests replayed from the inbox after a failover', () => {
+  const changed = (effects: readonly { type: string }[]) => effects.filter((e) => e.type !== 'Reply' && e.type !== 'Notice');
+
+  it('are answered as the first time and change nothing, even when the cluster has changed since', () => {
+    // The drain is refused (no other member has room under FiloDB's cap); a new singleton then
+    // replays the request from the inbox after a member joined, which would make it acceptable.
+    const h = cluster([['n1'], ['n2']]);
+    setup(h, filodb(ds1, 8, 2));
+    catchUp(h, ds1);
+    const request = { type: 'RemoveNode', node: 'n2', replyTo: replyTo('n9@x/req-7') } as const;
+    const first = replyOf(h.run(request));
+    expect(first).toMatchObject({ type: 'NodeOperationRefused' });
+    const stored = h.effects.find((e) => e.type === 'PersistAppliedRequests');
+    expect(stored?.type === 'PersistAppliedRequests' && stored.applied.at(-1)).toEqual({ request: 'n9@x/req-7', reply: first });
+
+    const next = new Harness({}, { ...emptyRecovery(2, h.state.members), datasets: [...h.state.datasets.values()].map((d) => d.config), maps: [h.mapper(ds1).toSnapshot(epoch(1), ds1)], applied: stored?.type === 'PersistAppliedRequests' ? stored.applied : [] });
+    next.run({ type: 'MemberUp', member: member('n3') });
+    const again = next.run(request);
+    expect(replyOf(again)).toEqual(first);
+    expect(changed(again)).toEqual([]);
+    expect(noticesNamed(again, 'request.replayed')).toHaveLength(1);
+    expect(next.state.operations).toEqual({ draining: [], replacements: [] });
+    // The same drain asked anew (a new reply address) is a new request: now it is accepted.
+    expect(replyOf(next.run({ ...request, replyTo: replyTo('n9@x/req-8') }))).toMatchObject({ type: 'NodeOperationAccepted' });
+  });
+
+  it('a dataset set up once is not set up again: the replay gets DatasetVerified and nothing is written', () => {
+    const h = cluster([['n1']]);
+    const request = { type: 'SetupDataset', config: filodb(ds1, 4, 1), replyTo: replyTo('n1@x/req-1') } as const;
+    expect(replyOf(h.run(request))).toEqual({ type: 'DatasetVerified', dataset: ds1 });
+    const again = h.run(request);
+    expect(replyOf(again)).toEqual({ type: 'DatasetVerified', dataset: ds1 });
+    expect(changed(again)).toEqual([]);
+  });
+
+  it('remembers the last 100 requests only', () => {
+    const h = cluster([['n1']]);
+    for (let i = 0; i < 120; i++) h.run({ type: 'StopShards', dataset: ds1, shards: [0], replyTo: replyTo(`n1@x/req-${i}`) });
+    expect(h.state.applied).toHaveLength(100);
+    expect(h.state.applied[0]!.request).toBe('n1@x/req-20');
   });
 });

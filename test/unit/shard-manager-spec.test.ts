@@ -3,24 +3,13 @@
 // "Msgs: X each" becomes: each listed node receives exactly one desired state and no one else does.
 // Subscribers get a snapshot, then each change as a stamped event (FiloDB sends only snapshots).
 import { describe, expect, it } from 'vitest';
-import { epoch, replyTo } from '../../src/core/ids.js';
+import { epoch } from '../../src/core/ids.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardEvents } from '../../src/core/status.js';
 import { ShardManager } from '../../src/core/shard-manager/shard-manager.js';
 import type { SubscriberMessage } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
-import {
-  desiredStatesByNode,
-  ds1,
-  ds2,
-  Harness,
-  HOUR,
-  messagesTo,
-  n,
-  replyOf,
-  sub,
-  visible,
-} from '../support/manager-harness.js';
+import { adminReplyTo, desiredStatesByNode, ds1, ds2, Harness, HOUR, messagesTo, n, replyOf, sub, visible } from '../support/manager-harness.js';
 
 describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   const h = new Harness();
@@ -128,7 +117,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   });
 
   it('15. RemoveDataset(ds1): every node gets a map with nothing assigned; no subscription is left', () => {
-    const effects = h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: replyTo('admin') });
+    const effects = h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: adminReplyTo() });
     expect(replyOf(effects)).toEqual({ type: 'Success' });
     const states = effects.filter((e) => e.type === 'SendDesiredState');
     expect(states).toHaveLength(1);

@@ -103,7 +103,9 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId): voi
  * One round of a `balanced` dataset: finish handoffs, ask the strategy for the whole target map from
  * the copies that stay (Leaving ones are on their way out), then start what differs. Copies that
  * replace lost ones start at once; planned moves start at most `maxConcurrentMoves` at a time
- * (lowest shards first) and the rest wait for a later round (each finished handoff runs one).
+ * (lowest shards first) and the rest wait for a later round: each finished handoff runs one, and
+ * so does each new copy catching up while moves wait (a move that only replaced a copy still
+ * catching up leaves no handoff to finish).
  * Returns the shards that got a new copy.
  */
 export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): ShardNum[] {
@@ -126,8 +128,11 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     return [];
   }
   let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
-  const groupOf = new Map(members.map((m) => [m.node as string, placementNode(m).group]));
+  // Racks of every member, drained ones too: a copy leaving a drained node pairs with a new copy
+  // in its own rack, so the moves a budget lets through never put two staying copies in one rack.
+  const groupOf = new Map(step.members.map((m) => [m.node as string, placementNode(m).group]));
   const placed: ShardNum[] = [];
+  let waiting = false;
   for (let s = 0; s < config.numShards; s++) {
     const shard = s as ShardNum;
     const want = target.value[s]!;
@@ -140,7 +145,10 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     if (moves.length === 0 && added.length === 0 && dropped.length === 0) continue;
     // Planned moves wait for room in the budget, except where the shard has no serving copy to lose.
     for (const [from, to] of moves) {
-      if (budget <= 0) break;
+      if (budget <= 0) {
+        waiting = true;
+        break;
+      }
       handOff(step, ref, shard, from, to);
       placed.push(shard);
       budget--;
@@ -158,6 +166,7 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     }
   }
   completeHandoffs(step, ref, desired);
+  step.setMovesWaiting(ref, waiting);
   return placed;
 }
 

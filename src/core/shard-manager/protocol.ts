@@ -28,6 +28,19 @@ export interface NodeOperations {
 
 export const NO_NODE_OPERATIONS: NodeOperations = { draining: [], replacements: [] };
 
+/**
+ * A request that changed (or may have changed) the cluster, by its reply address (unique per
+ * request), with the answer it got. A request replayed from the inbox after a failover is found
+ * here and answered the same again instead of being applied twice.
+ */
+export interface AppliedRequest {
+  readonly request: ReplyTo;
+  readonly reply: Reply;
+}
+
+/** How many applied requests the singleton remembers (persisted; the newest kept). */
+export const APPLIED_REQUESTS_KEPT = 100;
+
 /** One node's own account of a shard it is running, gathered during recovery. */
 export interface RunningShard {
   readonly dataset: DatasetRef;
@@ -50,6 +63,8 @@ export interface RecoveryData {
   readonly cooldowns: readonly { readonly dataset: DatasetRef; readonly shard: number; readonly reassignedAt: number }[];
   /** Drains and replacements in flight, from the MetaStore (absent: none). */
   readonly operations?: NodeOperations;
+  /** The last requests applied, from the MetaStore (absent: none). */
+  readonly applied?: readonly AppliedRequest[];
   /** The membership view now. */
   readonly members: readonly Member[];
   /** What each node that answered says it runs. */
@@ -97,6 +112,13 @@ export type ShardManagerInput =
   | { readonly type: 'DescribeCluster'; readonly replyTo: ReplyTo; readonly dataset?: DatasetRef };
 
 export type ShardManagerInputType = ShardManagerInput['type'];
+
+/** Requests that change the cluster: each is applied once, however often the inbox replays it. */
+export type ChangingRequest = Extract<ShardManagerInput, { type: 'SetupDataset' | 'RemoveDataset' | 'StartShards' | 'StopShards' | 'RemoveNode' | 'ReplaceNode' | 'AddNode' }>;
+
+const CHANGING_REQUESTS: ReadonlySet<ShardManagerInputType> = new Set<ChangingRequest['type']>(['SetupDataset', 'RemoveDataset', 'StartShards', 'StopShards', 'RemoveNode', 'ReplaceNode', 'AddNode']);
+
+export const isChangingRequest = (input: ShardManagerInput): input is ChangingRequest => CHANGING_REQUESTS.has(input.type);
 
 /** Answers to requests, FiloDB's names. Expected failures are replies, not exceptions. */
 export type Reply =
@@ -186,7 +208,8 @@ export type NoticeName =
   | 'shard.cooldown-ended'
   | 'report.rejected'
   | 'input.buffered'
-  | 'input.ignored';
+  | 'input.ignored'
+  | 'request.replayed';
 
 export interface Notice {
   readonly name: NoticeName;
@@ -206,6 +229,8 @@ export type Effect =
   | { readonly type: 'DeleteDataset'; readonly dataset: DatasetRef }
   | { readonly type: 'PersistShardMap'; readonly snapshot: ShardMapSnapshot }
   | { readonly type: 'PersistCooldown'; readonly dataset: DatasetRef; readonly shard: ShardNum; readonly reassignedAt: number }
+  /** The requests applied lately, whenever one was: a replay after a failover is answered, not applied again. */
+  | { readonly type: 'PersistAppliedRequests'; readonly applied: readonly AppliedRequest[] }
   /** The planned node operations, whenever they changed: a drain outlives the singleton that began it. */
   | { readonly type: 'PersistNodeOperations'; readonly operations: NodeOperations }
   /** The whole subscription list, whenever it changed: a subscriber told it is subscribed stays so across failovers. */

@@ -48,7 +48,8 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
   const changed = step.apply(e.dataset, e);
   if (changed && e.type === 'IngestionError') reassignAfterError(step, e.dataset, e.shard, node, e.error);
   // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
-  if (changed && e.type === 'IngestionStarted' && step.dataset(e.dataset)!.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving')) {
+  const ds = step.dataset(e.dataset)!;
+  if (changed && e.type === 'IngestionStarted' && (ds.movesWaiting || ds.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'))) {
     step.assignShards(e.dataset);
   }
 }

@@ -11,7 +11,7 @@ import { ShardSubscriptions } from '../subscriptions.js';
 import { startShards, stopShards } from './admin.js';
 import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNode, replaceNode, startPendingReplacement } from './node-operations.js';
 import { groupsOf } from './planned-moves.js';
-import { type Effect, type Member, NO_NODE_OPERATIONS, type RecoveryData, type ShardManagerInput } from './protocol.js';
+import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReport } from './reports.js';
 import { type Decision, type ShardManagerState, Step } from './step.js';
@@ -65,6 +65,7 @@ export class ShardManager {
       retiredVersions: new Map(),
       operations: NO_NODE_OPERATIONS,
       released: [],
+      applied: [],
     };
   }
 
@@ -74,9 +75,14 @@ export class ShardManager {
       const notice: Effect = { type: 'Notice', notice: { name: 'input.buffered', level: 'debug', message: `${input.type} buffered until recovery completes` } };
       return { state: { ...state, buffered: [...state.buffered, input] }, effects: [notice] };
     }
+    if (isChangingRequest(input)) {
+      const earlier = state.applied.find((a) => a.request === input.replyTo);
+      if (earlier) return replayed(state, input.type, earlier.request, earlier.reply);
+    }
     const step = new Step(state, this.settings, now);
     this.handle(step, input);
     releaseDrainedNodes(step);
+    if (isChangingRequest(input)) step.recordApplied(input.replyTo);
     return step.finish();
   }
 
@@ -89,6 +95,7 @@ export class ShardManager {
       retiredVersions: new Map(),
       operations: data.operations ?? NO_NODE_OPERATIONS,
       released: [],
+      applied: data.applied ?? [],
     };
     const step = new Step(base, this.settings, now);
     recover(step, data);
@@ -158,6 +165,18 @@ export class ShardManager {
 
 function compareMembers(a: Member, b: Member): number {
   return a.joinedAt !== b.joinedAt ? a.joinedAt - b.joinedAt : a.node < b.node ? -1 : a.node > b.node ? 1 : 0;
+}
+
+/**
+ * A changing request applied before, seen again: the inbox replays what a crashed singleton read
+ * but had not committed. Answered as it was then; nothing changes twice.
+ */
+function replayed(state: ShardManagerState, type: string, to: ReplyTo, reply: Reply): Decision {
+  const notice: Effect = {
+    type: 'Notice',
+    notice: { name: 'request.replayed', level: 'info', message: `${type} ${to} was applied before (the inbox replayed it after a failover): answered as then, nothing changed` },
+  };
+  return { state, effects: [{ type: 'Reply', to, reply }, notice] };
 }
 
 const sortMembers = (members: readonly Member[]): Member[] => [...members].sort(compareMembers);

@@ -6,7 +6,7 @@ import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
 import { balancedRound, completeHandoffs, startDrainMoves } from './planned-moves.js';
-import type { Effect, Member, NodeOperations, Notice, Reply, ShardManagerInput, StampedShardEvent, SubscriberMessage } from './protocol.js';
+import { APPLIED_REQUESTS_KEPT, type AppliedRequest, type Effect, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type StampedShardEvent, type SubscriberMessage } from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
 export interface DatasetState {
@@ -14,6 +14,11 @@ export interface DatasetState {
   readonly mapper: ShardMapper;
   /** Shard → when it was last reassigned after an IngestionError (ms). */
   readonly cooldowns: ReadonlyMap<number, number>;
+  /**
+   * A `balanced` round left planned moves for later (the move budget was spent): the next copy
+   * that catches up runs another round. Not persisted: a new singleton runs a round on recovery.
+   */
+  readonly movesWaiting?: boolean;
 }
 
 /** The singleton's whole state. Treat it as immutable: `decide` returns a new one. */
@@ -36,6 +41,8 @@ export interface ShardManagerState {
   readonly operations: NodeOperations;
   /** Drained nodes already told they may stop (not persisted: a new singleton tells them again). */
   readonly released: readonly NodeId[];
+  /** The last changing requests applied, oldest first (persisted): a replay is answered, not applied. */
+  readonly applied: readonly AppliedRequest[];
 }
 
 /** What one `decide` call returns. */
@@ -50,6 +57,7 @@ interface WorkingDataset {
   readonly config: DatasetConfig;
   readonly mapper: ShardMapper;
   readonly cooldowns: Map<number, number>;
+  movesWaiting: boolean;
   readonly events: StampedShardEvent[];
   created: boolean;
   removed: boolean;
@@ -78,6 +86,8 @@ export class Step {
   /** Replacements waiting for their new node to join: new → old. */
   readonly pendingReplacements: Map<NodeId, NodeId>;
   released: Set<NodeId>;
+  private applied: readonly AppliedRequest[];
+  private appliedNow: ReplyTo | undefined;
   private readonly baseOperations: NodeOperations;
   private readonly datasets: Map<DatasetRef, DatasetState>;
   private readonly retiredVersions: Map<DatasetRef, number>;
@@ -104,6 +114,7 @@ export class Step {
     this.draining = new Map(base.operations.draining.map((n) => [n, base.operations.replacements.find((r) => r.old === n)?.new]));
     this.pendingReplacements = new Map(base.operations.replacements.filter((r) => !this.draining.has(r.old)).map((r) => [r.new, r.old]));
     this.released = new Set(base.released);
+    this.applied = base.applied;
   }
 
   // ---------------------------------------------------------------- reads
@@ -174,6 +185,28 @@ export class Step {
     const w = this.edit(config.ref);
     w.created = true;
     w.snapshotInstead = true;
+  }
+
+  /**
+   * Remembers that the request answered at `replyTo` was applied (or refused), with its answer,
+   * persisted after everything it changed and before the answer goes out: a replay of it after a
+   * failover is answered the same and changes nothing.
+   */
+  recordApplied(replyTo: ReplyTo): void {
+    this.appliedNow = replyTo;
+  }
+
+  private persistApplied(): void {
+    const to = this.appliedNow;
+    const answer = to === undefined ? undefined : this.replies.find((e) => e.type === 'Reply' && e.to === to);
+    if (to === undefined || answer?.type !== 'Reply') return;
+    this.applied = [...this.applied, { request: to, reply: answer.reply }].slice(-APPLIED_REQUESTS_KEPT);
+    this.persist({ type: 'PersistAppliedRequests', applied: this.applied });
+  }
+
+  /** Records whether a `balanced` round left planned moves waiting for the budget. */
+  setMovesWaiting(ref: DatasetRef, waiting: boolean): void {
+    if ((this.dataset(ref)?.movesWaiting ?? false) !== waiting) this.edit(ref).movesWaiting = waiting;
   }
 
   /** Marks a dataset removed: no map is persisted for it, and it leaves the state. */
@@ -312,6 +345,7 @@ export class Step {
     }
     const operations = this.operations();
     if (JSON.stringify(operations) !== JSON.stringify(this.baseOperations)) this.persist({ type: 'PersistNodeOperations', operations });
+    this.persistApplied();
     const datasets = new Map<DatasetRef, DatasetState>();
     for (const [ref, ds] of this.datasets) {
       const w = this.working.get(ref);
@@ -319,7 +353,7 @@ export class Step {
         this.retiredVersions.set(ref, w.mapper.version);
         continue;
       }
-      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns } : ds);
+      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, movesWaiting: w.movesWaiting } : ds);
     }
     const state: ShardManagerState = {
       phase: 'active',
@@ -331,6 +365,7 @@ export class Step {
       retiredVersions: this.retiredVersions,
       operations,
       released: [...this.released].filter((n) => this.draining.has(n)).sort(),
+      applied: this.applied,
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };
@@ -346,6 +381,7 @@ export class Step {
         config: ds.config,
         mapper: ds.mapper.clone(),
         cooldowns: new Map(ds.cooldowns),
+        movesWaiting: ds.movesWaiting ?? false,
         events: [],
         created: false,
         removed: false,
