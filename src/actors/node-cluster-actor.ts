@@ -11,7 +11,7 @@ import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { FencedError, type StoredCooldown, type StoredSubscriptions } from '../store/meta-store.js';
-import { type NodeEnv, withRetry } from './node-env.js';
+import { type NodeEnv, skipMalformed, withRetry } from './node-env.js';
 import type { ActorRef } from './runtime.js';
 import { hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type MapStamp, type RepliesMessage } from './wire.js';
 
@@ -230,7 +230,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     s.lastOffset = record.offset;
     const parsed = parseInboxMessage(record.value);
     if (!parsed.ok) {
-      log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed inbox record skipped');
+      skipMalformed({ log, telemetry: env.telemetry }, record, parsed.error.reason);
       return;
     }
     const m = parsed.value;

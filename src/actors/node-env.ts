@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Incarnation, NodeId } from '../core/ids.js';
-import type { Bus } from '../cluster/bus.js';
+import type { Bus, BusRecord } from '../cluster/bus.js';
 import type { Clock } from '../cluster/clock.js';
 import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
 import type { SingletonLease } from '../cluster/singleton-lease.js';
@@ -27,6 +27,12 @@ export interface NodeEnv {
   readonly log: Logger;
   /** Counters for the node's metrics (`NO_TELEMETRY` where nobody reads them). */
   readonly telemetry: Telemetry;
+}
+
+/** A bus record that did not parse: skipped, changing nothing, but logged and counted. */
+export function skipMalformed(env: Pick<NodeEnv, 'log' | 'telemetry'>, record: BusRecord, reason: string): void {
+  env.log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason }, 'malformed record skipped');
+  env.telemetry.malformedRecord(record.topic);
 }
 
 /** Waits `ms` on the node's clock. */

@@ -13,7 +13,7 @@ import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
 import type { CoordinatorMsg } from './node-coordinator.js';
 import { spawnNodeCoordinator } from './node-coordinator.js';
-import type { NodeEnv } from './node-env.js';
+import { skipMalformed, type NodeEnv } from './node-env.js';
 import type { NodeHub } from './node-hub.js';
 import { spawnReporter, type ReporterMsg } from './reporter.js';
 import type { ActorRef } from './runtime.js';
@@ -111,7 +111,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   async function onEvents(s: State, record: BusRecord): Promise<void> {
     const parsed = parseEventsMessage(record.value);
     if (!parsed.ok) {
-      env.log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed record skipped');
+      skipMalformed(env, record, parsed.error.reason);
       return;
     }
     const m = parsed.value;
@@ -173,7 +173,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   function onReplies(s: State, record: BusRecord): void {
     const parsed = parseRepliesMessage(record.value);
     if (!parsed.ok) {
-      env.log.warn({ event: 'bus.malformed', topic: record.topic, offset: record.offset, reason: parsed.error.reason }, 'malformed record skipped');
+      skipMalformed(env, record, parsed.error.reason);
       return;
     }
     const m = parsed.value;

@@ -15,6 +15,8 @@ export interface Telemetry {
   notice(name: NoticeName, dataset: DatasetRef | undefined): void;
   /** This node's singleton finished recovering `ms` after it took the lease. */
   singletonRecovered(ms: number): void;
+  /** A bus record that did not parse was skipped (it changed nothing). */
+  malformedRecord(topic: string): void;
   /** A bus produce failed, or a received record could not be handled. */
   busError(operation: 'produce' | 'handle'): void;
   /** A MetaStore call failed (retried or not). */
@@ -30,6 +32,7 @@ export interface Telemetry {
 export const NO_TELEMETRY: Telemetry = {
   notice: () => {},
   singletonRecovered: () => {},
+  malformedRecord: () => {},
   busError: () => {},
   metaStoreError: () => {},
   retry: () => {},

@@ -32,6 +32,7 @@ export class NodeMetrics implements Telemetry {
   private readonly reassignments: Counter<'dataset'>;
   private readonly cooldownRefusals: Counter<'dataset'>;
   private readonly busErrors: Counter<'operation'>;
+  private readonly malformed: Counter<'topic'>;
   private readonly metaStoreErrors: Counter<'operation'>;
   private readonly retries: Counter<'what'>;
   private readonly records: Counter<'dataset' | 'shard'>;
@@ -49,6 +50,7 @@ export class NodeMetrics implements Telemetry {
     this.reassignments = new Counter({ name: 'shardherd_shard_reassignments_total', help: 'Shards moved to another node after an ingestion error (by this node\'s singleton)', labelNames: ['dataset'], registers });
     this.cooldownRefusals = new Counter({ name: 'shardherd_shard_cooldown_refusals_total', help: 'Reassignments skipped because the shard was inside its cooldown', labelNames: ['dataset'], registers });
     this.busErrors = new Counter({ name: 'shardherd_bus_errors_total', help: 'Bus produce failures and received records that could not be handled', labelNames: ['operation'], registers });
+    this.malformed = new Counter({ name: 'shardherd_bus_malformed_records_total', help: 'Bus records that did not parse and were skipped, changing nothing', labelNames: ['topic'], registers });
     this.metaStoreErrors = new Counter({ name: 'shardherd_metastore_errors_total', help: 'MetaStore calls that failed (retried or not)', labelNames: ['operation'], registers });
     this.retries = new Counter({ name: 'shardherd_retries_total', help: 'Retriable failures retried after a backoff', labelNames: ['what'], registers });
     this.records = new Counter({ name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard', labelNames: ['dataset', 'shard'], registers });
@@ -80,6 +82,10 @@ export class NodeMetrics implements Telemetry {
   singletonRecovered(ms: number): void {
     this.failovers.inc();
     this.recoveryDuration.observe(ms / 1000);
+  }
+
+  malformedRecord(topic: string): void {
+    this.malformed.inc({ topic });
   }
 
   busError(operation: 'produce' | 'handle'): void {
