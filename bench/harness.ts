@@ -16,6 +16,8 @@ export interface Table {
 export interface Benchmark {
   /** Short and filterable: `npm run bench -- <part of a name>`. */
   readonly name: string;
+  /** Long (the soak): runs only when a filter names it, never in a plain `npm run bench`. */
+  readonly onDemand?: boolean;
   run(): Table | Promise<Table>;
 }
 
@@ -34,6 +36,9 @@ export function registered(): readonly Benchmark[] {
 // the previous one's garbage. `--expose-gc` set at run time; `vm` hands back the function.
 setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;
+
+/** A full garbage collection now (for heap figures that mean live memory). */
+export const collectGarbage = (): void => collect();
 
 export interface SampleOptions {
   /** Untimed runs first (JIT warm-up): at most this many, and none once `warmupMs` is spent. */

@@ -6,6 +6,8 @@
  * code depends on what ran before, and that alone moved some figures by 2×. A benchmark's figures
  * are thus the same whether it runs alone (filtered) or with the others.
  *
+ * The soak (`npm run bench -- soak`, SHARDHERD_SOAK_MINUTES, default 10) runs only when named.
+ *
  * To add a benchmark: write bench/<topic>.bench.ts calling `register(...)`, and import it below.
  */
 import { spawnSync } from 'node:child_process';
@@ -19,6 +21,7 @@ import './fanout.bench.js';
 import './deploy-failover.bench.js';
 import './deploy-throughput.bench.js';
 import './placement.bench.js';
+import './soak.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];
@@ -31,7 +34,7 @@ if (only !== undefined) {
   console.log(`\n_${b.name}: ${((performance.now() - t0) / 1000).toFixed(1)} s_\n`);
 } else {
   const filter = (process.argv[2] ?? '').toLowerCase();
-  const selected = registered().filter((b) => b.name.toLowerCase().includes(filter));
+  const selected = registered().filter((b) => b.name.toLowerCase().includes(filter) && (filter !== '' || !b.onDemand));
   const cpus = os.cpus();
   const gib = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   console.log('## Machine\n');

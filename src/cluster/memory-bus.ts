@@ -14,7 +14,21 @@ export type BusFault =
 export interface MemoryBusOptions {
   /** Decides the fate of each produced record (called once per `produce`, with the copied value). */
   readonly faults?: (topic: string, value: unknown) => BusFault;
+  /**
+   * Records kept per topic, the newest (default 10 000): like Kafka's retention, older ones are
+   * dropped and a subscription behind them goes on from the oldest kept. Without a bound a
+   * long-running embedded cluster would keep every record it ever sent.
+   */
+  readonly retainRecords?: number;
 }
+
+/** A topic's retained records: `records[i]` has offset `base + i`. */
+interface TopicLog {
+  base: number;
+  records: BusRecord[];
+}
+
+const DEFAULT_RETAIN_RECORDS = 10_000;
 
 interface Subscription {
   readonly topic: string;
@@ -39,23 +53,27 @@ interface Subscription {
  *   fails at once (as it could not change a Kafka record's bytes), and nothing is copied per
  *   delivery (the simulator's hottest path).
  * - Delivery starts in a microtask after `subscribe` or `produce`, never inside those calls.
+ * - Each topic keeps its newest `retainRecords` records (see the option); offsets never change.
  * - Committed positions are kept per (topic, group) for the life of the bus. Unlike Kafka, two
  *   open subscriptions of one group do not split the topic: each receives every record.
  * - `close()` stops delivery after the record in flight; it does not wait for that record.
  * - A handler error with no `onError` is dropped (the record is skipped either way).
  */
 export class MemoryBus implements Bus {
-  private readonly logs = new Map<string, BusRecord[]>();
+  private readonly logs = new Map<string, TopicLog>();
   private readonly committed = new Map<string, number>();
   private readonly subscriptions: Subscription[] = [];
   private delayed = 0;
   private readonly faults: ((topic: string, value: unknown) => BusFault) | undefined;
+  private readonly retain: number;
 
   constructor(
     private readonly clock: Clock,
     options: MemoryBusOptions = {},
   ) {
     this.faults = options.faults;
+    this.retain = options.retainRecords ?? DEFAULT_RETAIN_RECORDS;
+    if (!Number.isSafeInteger(this.retain) || this.retain < 1) throw new RangeError(`retainRecords must be a positive integer, got ${this.retain}`);
   }
 
   async produce(topic: string, value: unknown): Promise<number> {
@@ -91,7 +109,8 @@ export class MemoryBus implements Bus {
     options: SubscribeOptions = {},
   ): Promise<BusSubscription> {
     const committed = this.committed.get(key(topic, group));
-    const start = committed ?? (options.start === 'earliest' ? 0 : this.log(topic).length);
+    const log = this.log(topic);
+    const start = committed ?? (options.start === 'earliest' ? log.base : end(log));
     const sub: Subscription = {
       topic,
       group,
@@ -124,14 +143,15 @@ export class MemoryBus implements Bus {
   pending(): number {
     let n = this.delayed;
     for (const sub of this.subscriptions) {
-      n += Math.max(0, this.log(sub.topic).length - sub.position) + (sub.inFlight ? 1 : 0);
+      const log = this.log(sub.topic);
+      n += Math.max(0, end(log) - Math.max(sub.position, log.base)) + (sub.inFlight ? 1 : 0);
     }
     return n;
   }
 
-  /** A copy of every record of `topic` so far (for tests and the simulator). */
+  /** A copy of every record of `topic` still retained (for tests and the simulator). */
   topic(name: string): readonly BusRecord[] {
-    return structuredClone(this.log(name));
+    return structuredClone(this.log(name).records);
   }
 
   /** The committed position of `group` on `topic`, if it committed one. */
@@ -139,10 +159,10 @@ export class MemoryBus implements Bus {
     return this.committed.get(key(topic, group));
   }
 
-  private log(topic: string): BusRecord[] {
+  private log(topic: string): TopicLog {
     let log = this.logs.get(topic);
     if (!log) {
-      log = [];
+      log = { base: 0, records: [] };
       this.logs.set(topic, log);
     }
     return log;
@@ -150,8 +170,14 @@ export class MemoryBus implements Bus {
 
   private append(topic: string, value: unknown): number {
     const log = this.log(topic);
-    const offset = log.length;
-    log.push(Object.freeze({ topic, offset, value }));
+    const offset = end(log);
+    log.records.push(Object.freeze({ topic, offset, value }));
+    // Dropped in chunks (twice the bound, then back to it), so appending stays O(1) amortised.
+    if (log.records.length >= 2 * this.retain) {
+      const drop = log.records.length - this.retain;
+      log.records.splice(0, drop);
+      log.base += drop;
+    }
     for (const sub of this.subscriptions) if (sub.topic === topic) this.kick(sub);
     return offset;
   }
@@ -167,7 +193,9 @@ export class MemoryBus implements Bus {
     try {
       for (;;) {
         if (sub.closed) return;
-        const record = this.log(sub.topic)[sub.position];
+        const log = this.log(sub.topic);
+        if (sub.position < log.base) sub.position = log.base; // behind retention: the oldest kept
+        const record = log.records[sub.position - log.base];
         if (!record) return;
         sub.position += 1;
         sub.inFlight = true;
@@ -202,6 +230,10 @@ function deepFreeze<T>(value: T): T {
   else if (value instanceof Set) for (const v of value) deepFreeze(v);
   else if (!ArrayBuffer.isView(value)) for (const v of Object.values(value)) deepFreeze(v);
   return value;
+}
+
+function end(log: TopicLog): number {
+  return log.base + log.records.length;
 }
 
 function key(topic: string, group: string): string {

@@ -193,6 +193,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   let step = 0;
   let lastEpoch = 0;
   let quietSince = 0;
+  let lastMembers = '';
   const violate = (invariant: Invariant, message: string) => violations.push({ seed, step, time: clock.now(), invariant, message });
   const simLog = options.log?.child({ sim: seed });
   // Each step goes into the log too (with its simulated time), so a replay's logs read in order with it.
@@ -251,6 +252,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const preCrash = faultStep ? await injectFault() : undefined;
     if (history.length > noted) quietSince = step;
     await driver.advance(stepMs);
+    // A member coming or going is not quiet either (a fenced node rejoining long after its fault).
+    const membersNow = cluster.membership.view().members.map((m) => `${m.node}@${m.incarnation}`).join(' ');
+    if (membersNow !== lastMembers) quietSince = step;
+    lastMembers = membersNow;
     simLog?.info({ step, at: clock.now() }, 'sim: checks');
     await checkEveryStep(preCrash);
     const quiet = step - quietSince >= 3 && paused().length === 0;
@@ -334,15 +339,18 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   }
 
   async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash> {
+    // Asking the singleton lets simulated time pass: everything else is read after, with no time
+    // passing before the crash, so it is what the MetaStore and the membership held at the crash.
+    const state = await ask(singleton.singletonState());
+    const subscriptions = new Set((state?.subscriptions.toList() ?? []).flatMap((x) => x.subscribers.map((id) => `${id} ${x.dataset}`)));
     const maps = await storedMaps();
     const epoch = (await metaStore.readLease())?.epoch ?? 0;
     const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
-    const state = await ask(singleton.singletonState());
-    const subscriptions = new Set((state?.subscriptions.toList() ?? []).flatMap((x) => x.subscribers.map((id) => `${id} ${x.dataset}`)));
+    const draining = new Set((await operations()).draining);
     note(`crash the singleton ${singleton.node}${when ? ` ${when}` : ''}`);
     singleton.crash();
     stats.crashes++;
-    return { maps, node: singleton.node, epoch, members, subscriptions, draining: new Set((await operations()).draining) };
+    return { maps, node: singleton.node, epoch, members, subscriptions, draining };
   }
 
   /** An operator's drain, undrain or replacement, or a drained node stopping; sometimes the singleton dies right after. */

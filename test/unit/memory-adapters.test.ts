@@ -39,6 +39,24 @@ describe('MemoryMetaStore and maps written before replicas', () => {
   });
 });
 
+describe('MemoryBus retention', () => {
+  it('keeps the newest records of a topic, offsets unchanged; a subscription behind goes on from the oldest kept', async () => {
+    const bus = new MemoryBus(new SimulatedClock(), { retainRecords: 3 });
+    for (let n = 0; n < 10; n += 1) await bus.produce('t', n);
+    // Trimmed in chunks: at most twice the bound is ever held.
+    expect(bus.topic('t').length).toBeLessThanOrEqual(6);
+    expect(bus.topic('t').at(-1)).toEqual({ topic: 't', offset: 9, value: 9 });
+    const seen: number[] = [];
+    const sub = await bus.subscribe('t', 'late', (r) => void seen.push(r.offset), { start: 'earliest' });
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual(bus.topic('t').map((r) => r.offset));
+    expect(seen.at(-1)).toBe(9);
+    expect(bus.pending()).toBe(0);
+    await sub.close();
+    expect(() => new MemoryBus(new SimulatedClock(), { retainRecords: 0 })).toThrow(RangeError);
+  });
+});
+
 describe('MemoryBus fault injection', () => {
   it('drop: produce resolves with -1 and no subscriber ever sees the record', async () => {
     const bus = new MemoryBus(new SimulatedClock(), { faults: byValue });
