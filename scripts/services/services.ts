@@ -20,7 +20,7 @@ import {
   runRoot,
 } from './config.js';
 import { fetchAll, findJar, type Log } from './fetch.js';
-import { isAlive, readPidFile, runJava, sleep, spawnJvm, stopByPidFile, tail } from './processes.js';
+import { isAlive, readPidFile, runJava, sleep, spawnJvm, stopByPidFile, tail, type SpawnedJvm } from './processes.js';
 
 export const READY_TIMEOUT_MS = 120_000;
 
@@ -206,12 +206,36 @@ async function launchKafka(
     logFile,
     60_000,
   );
-  const jvm = await spawnJvm(
-    java,
-    ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:+ExitOnOutOfMemoryError', ...common, 'kafka.Kafka', props],
-    { logFile, pidFile: join(dir, 'kafka.pid'), cwd: home, dieWithThisProcess: owned },
-  );
+  const jvm = await spawnKafkaJvm(java, dir, root, owned);
   return { endpoint: { brokers: [`127.0.0.1:${port}`], pid: jvm.pid, logFile }, exited: jvm.exited };
+}
+
+/** The broker JVM of an instance whose `kafka/` folder holds its configuration and (formatted) data. */
+function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean): Promise<SpawnedJvm> {
+  const home = join(dir, 'kafka');
+  const common = [`-Dlog4j.configuration=file:${join(home, 'log4j.properties')}`, '-Djava.awt.headless=true', '-cp', `${libDir(KAFKA_ARTIFACTS, root)}/*`];
+  return spawnJvm(
+    java,
+    ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:+ExitOnOutOfMemoryError', ...common, 'kafka.Kafka', join(home, 'server.properties')],
+    { logFile: join(dir, 'kafka.log'), pidFile: join(dir, 'kafka.pid'), cwd: home, dieWithThisProcess: owned },
+  );
+}
+
+/**
+ * Starts the broker of a started instance again, on its port and data directory (nothing is
+ * formatted): what an operator does after the broker was killed. Resolves once it answers.
+ */
+export async function restartKafka(instance: string, opts: { owned: boolean; root?: string; readyTimeoutMs?: number }): Promise<KafkaEndpoint> {
+  const root = opts.root ?? cacheRoot();
+  const dir = instanceDir(instance, root);
+  const running = JSON.parse(await readFile(join(dir, SERVICES_FILE), 'utf8')) as RunningServices;
+  if (!running.kafka) throw new Error(`instance ${instance} runs no Kafka`);
+  if (running.kafka.pid !== undefined && isAlive(running.kafka.pid)) throw new Error(`the broker of ${instance} (PID ${running.kafka.pid}) is still running`);
+  const jvm = await spawnKafkaJvm(javaBinary(), dir, root, opts.owned);
+  const kafka: KafkaEndpoint = { ...running.kafka, pid: jvm.pid };
+  await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, kafka }, null, 2)}\n`);
+  await waitForKafka(kafka, jvm.exited, opts.readyTimeoutMs ?? READY_TIMEOUT_MS);
+  return kafka;
 }
 
 function kafkaServerProperties(port: number, controllerPort: number, dataDir: string): string {

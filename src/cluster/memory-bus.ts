@@ -15,7 +15,7 @@ export interface MemoryBusOptions {
   /** Decides the fate of each produced record (called once per `produce`, with the copied value). */
   readonly faults?: (topic: string, value: unknown) => BusFault;
   /**
-   * Records kept per topic, the newest (default 10 000): like Kafka's retention, older ones are
+   * Records kept per topic, the newest (default 2 000): like Kafka's retention, older ones are
    * dropped and a subscription behind them goes on from the oldest kept. Without a bound a
    * long-running embedded cluster would keep every record it ever sent.
    */
@@ -28,7 +28,7 @@ interface TopicLog {
   records: BusRecord[];
 }
 
-const DEFAULT_RETAIN_RECORDS = 10_000;
+const DEFAULT_RETAIN_RECORDS = 2_000;
 
 interface Subscription {
   readonly topic: string;

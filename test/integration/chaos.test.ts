@@ -9,38 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { converged, ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 8;
 const SESSION_TIMEOUT_MS = 3_000;
 const DATASET = 'metrics';
-
-/** Writes numbered records round-robin over the partitions until stopped; remembers what was acknowledged. */
-class NumberedProducer {
-  readonly acked = new Set<number>();
-  private next = 0;
-  private running = true;
-  private loop: Promise<void> | undefined;
-
-  constructor(private readonly producer: Producer, private readonly topic: string) {}
-
-  start(): void {
-    this.loop = (async () => {
-      while (this.running) {
-        const batch = Array.from({ length: SHARDS }, () => this.next++);
-        await this.producer.send({ topic: this.topic, acks: -1, messages: batch.map((n) => ({ partition: n % SHARDS, key: `r${n}`, value: JSON.stringify({ n }) })) });
-        for (const n of batch) this.acked.add(n);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    })();
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    await this.loop;
-  }
-}
 
 describe('chaos: real node processes on real Kafka and Cassandra', () => {
   let dir: string;
@@ -95,7 +70,7 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     });
     // One after the other: join order makes node-1 the oldest member, hence the first singleton.
     for (const n of ['node-1', 'node-2', 'node-3', 'node-4']) await cluster.start(n);
-    numbered = new NumberedProducer(producer, topic);
+    numbered = new NumberedProducer(producer, topic, SHARDS);
     numbered.start();
   }, 180_000);
 
@@ -179,14 +154,7 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     await numbered.stop();
     const produced = numbered.acked;
     expect(produced.size).toBeGreaterThan(1_000);
-    let missing: number[] = [...produced];
-    const deadline = Date.now() + 60_000;
-    while (missing.length > 0 && Date.now() < deadline) {
-      const seen = new Set<number>();
-      for (const line of await cluster.ingested()) seen.add((line.value as { n: number }).n);
-      missing = missing.filter((n) => !seen.has(n));
-      if (missing.length > 0) await new Promise((r) => setTimeout(r, 500));
-    }
+    const missing = await missingRecords(produced, () => cluster.ingested(), 60_000);
     expect(missing.slice(0, 20), `${missing.length} of ${produced.size} records never reached a sink`).toEqual([]);
     expect(epochs).toEqual([...epochs].sort((a, b) => a - b));
   }, 120_000);

@@ -314,6 +314,9 @@ function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef |
  * singleton. Nothing is persisted.
  */
 function publishSnapshots(step: Step): void {
+  // Planned moves waiting for the budget get a round at least once per interval: a report that
+  // would have run one may have come before the budget freed up (or never, its node having died).
+  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.movesWaiting) step.assignShards(ref);
   if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
   for (const ref of step.datasetRefs()) {
     const snapshot = step.dataset(ref)!.mapper.toSnapshot(step.epoch);

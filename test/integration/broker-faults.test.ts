@@ -1,0 +1,127 @@
+// Faults of the Kafka broker itself, on real node processes: three `shardherd node` processes on a
+// broker of their own (a second single-node KRaft instance, so the other tests' broker is never
+// touched) and the shared Cassandra, an 8-shard dataset fed by a producer of numbered records that
+// retries whatever the broker refuses. The broker is frozen past the membership session (SIGSTOP,
+// SIGCONT), then killed and started again on its port and data directory. After each: the cluster
+// converges (every shard Active on exactly one live node), no node process exits (each retries with
+// backoff and logs it), and in the end every acknowledged record was ingested at least once.
+// Convergence times are printed (`[broker-faults]`) for docs/BENCHMARKS.md.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { restartKafka, startServices, stopInstance } from '../../scripts/services/services.js';
+import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
+import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
+import { services, uniqueName } from './support.js';
+
+const SHARDS = 8;
+const SESSION_TIMEOUT_MS = 3_000;
+const DATASET = 'metrics';
+const NODES = ['node-1', 'node-2', 'node-3'];
+
+const report = (line: string) => process.stderr.write(`[broker-faults] ${line}\n`);
+
+describe('broker faults: real node processes while their Kafka broker is frozen or killed', () => {
+  const instance = `broker-faults-${process.pid}`;
+  let brokerPid: number;
+  let dir: string;
+  let cluster: ProcessCluster;
+  let producer: Producer;
+  let numbered: NumberedProducer;
+  let failed = false;
+
+  /** Waits for convergence and says how long it took from `since`. */
+  const convergedAfter = async (what: string, since: number): Promise<number> => {
+    await waitConverged(cluster, DATASET, SHARDS, 120_000).catch((e: unknown) => {
+      throw new Error(`after ${what}: ${e instanceof Error ? e.message : String(e)}`);
+    });
+    const ms = Date.now() - since;
+    report(`${what}: converged ${(ms / 1000).toFixed(1)} s after the broker was back`);
+    return ms;
+  };
+
+  const noProcessExited = () => expect(NODES.filter((n) => !cluster.get(n).alive), 'node processes that exited').toEqual([]);
+
+  beforeAll(async () => {
+    const s = services();
+    const started = await startServices({ instance, kafka: true, cassandra: false, owned: true, log: report });
+    const brokers = started.kafka!.brokers;
+    brokerPid = started.kafka!.pid!;
+    dir = await mkdtemp(join(tmpdir(), 'shardherd-broker-faults-'));
+    const name = uniqueName('brokerfaults').replace(/-/g, '_');
+    const topic = `${name}.metrics`;
+    const kafka = new Kafka({ clientId: 'broker-faults-test', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: SHARDS, replicationFactor: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    cluster = new ProcessCluster({
+      dir,
+      cluster: name,
+      kafkaBrokers: brokers,
+      cassandraContactPoints: s.cassandraContactPoints,
+      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+      keyspace: 'shardherd_test',
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: 500,
+      runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, retryInitialMs: 200, retryMaxMs: 2_000 },
+      datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
+    });
+    for (const n of NODES) await cluster.start(n);
+    numbered = new NumberedProducer(producer, topic, SHARDS);
+    numbered.start();
+  }, 240_000);
+
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') failed = true;
+  });
+
+  afterAll(async () => {
+    await numbered?.stop().catch(() => undefined);
+    await producer?.disconnect().catch(() => undefined);
+    await cluster?.stopAll();
+    await stopInstance(instance, report);
+    if (failed) report(`node configs, logs and sinks kept in ${dir}`);
+    else if (dir) await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('converges on the broker of its own', async () => {
+    await convergedAfter('start', Date.now());
+  }, 180_000);
+
+  it('SIGSTOP of the broker for twice the session timeout, then SIGCONT: the cluster converges and no node exits', async () => {
+    process.kill(brokerPid, 'SIGSTOP');
+    await new Promise((r) => setTimeout(r, 2 * SESSION_TIMEOUT_MS));
+    process.kill(brokerPid, 'SIGCONT');
+    await convergedAfter(`SIGSTOP ${(2 * SESSION_TIMEOUT_MS) / 1000} s, SIGCONT`, Date.now());
+    noProcessExited();
+  }, 180_000);
+
+  it('SIGKILL of the broker, restarted on its port and data directory: the cluster converges, the nodes said they retried', async () => {
+    process.kill(brokerPid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 2 * SESSION_TIMEOUT_MS));
+    const down = Date.now();
+    const kafka = await restartKafka(instance, { owned: true });
+    brokerPid = kafka.pid!;
+    report(`broker restarted in ${((Date.now() - down) / 1000).toFixed(1)} s`);
+    await convergedAfter('SIGKILL and restart', Date.now());
+    noProcessExited();
+    // Each node says what failed and that it goes on (kafkajs's reconnects, the bus's retries).
+    for (const n of NODES) {
+      const log = await readFile(join(dir, `${n}.log`), 'utf8');
+      expect(log, `${n}.log`).toMatch(/"level":(40|50)[^\n]*(retry|reconnect|connection|broker)/i);
+    }
+  }, 240_000);
+
+  it('every acknowledged record was ingested at least once', async () => {
+    await numbered.stop();
+    expect(numbered.acked.size).toBeGreaterThan(500);
+    const missing = await missingRecords(numbered.acked, () => cluster.ingested(), 90_000);
+    expect(missing.slice(0, 20), `${missing.length} of ${numbered.acked.size} records never reached a sink`).toEqual([]);
+    report(`${numbered.acked.size} records acknowledged, all ingested; ${numbered.failedSends} producer sends retried while the broker was away`);
+  }, 120_000);
+});

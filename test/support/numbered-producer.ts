@@ -1,0 +1,61 @@
+// A producer of numbered records for the chaos tests: writes batches round-robin over a topic's
+// partitions until stopped and remembers which numbers the broker acknowledged, so a test can check
+// that each of them reached a sink. A send that fails (the broker is down, frozen or electing a
+// leader) is retried, same batch, until it is acknowledged: nothing is counted that was not written.
+import type { Producer } from 'kafkajs';
+
+export class NumberedProducer {
+  readonly acked = new Set<number>();
+  /** Sends that failed and were retried (the broker was away). */
+  failedSends = 0;
+  private next = 0;
+  private running = true;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly producer: Producer,
+    private readonly topic: string,
+    private readonly partitions: number,
+  ) {}
+
+  start(): void {
+    this.loop = (async () => {
+      while (this.running) {
+        const batch = Array.from({ length: this.partitions }, () => this.next++);
+        while (this.running) {
+          try {
+            await this.producer.send({ topic: this.topic, acks: -1, messages: batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) })) });
+            for (const n of batch) this.acked.add(n);
+            break;
+          } catch {
+            this.failedSends += 1;
+            await new Promise((r) => setTimeout(r, 500));
+          }
+        }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+}
+
+/**
+ * Waits until every acknowledged number shows up in `ingested()` (the sinks' records, read again
+ * each round) or `timeoutMs` passed; returns the numbers still missing.
+ */
+export async function missingRecords(acked: ReadonlySet<number>, ingested: () => Promise<readonly { readonly value: unknown }[]>, timeoutMs: number): Promise<number[]> {
+  let missing = [...acked];
+  const deadline = Date.now() + timeoutMs;
+  while (missing.length > 0) {
+    const seen = new Set<number>();
+    for (const line of await ingested()) seen.add((line.value as { n: number }).n);
+    missing = missing.filter((n) => !seen.has(n));
+    if (missing.length === 0 || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return missing;
+}
