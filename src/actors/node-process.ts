@@ -40,6 +40,13 @@ export interface ClusterServices {
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
 
+/** Why a new incarnation could not start yet (the bus or the store is away), and the next attempt. */
+export interface RestartTrouble {
+  readonly attempt: number;
+  readonly error: string;
+  readonly retryInMs: number;
+}
+
 export class ShardherdNode {
   private incarnationCount = 0;
   private current: Incarnation | undefined;
@@ -59,6 +66,11 @@ export class ShardherdNode {
   /** The singleton drained this incarnation: it holds no shard copy and may stop. */
   private drained = false;
   private lastView: MembershipView | undefined;
+  /** A restart after a fence that has not succeeded yet: why, and when it tries again. */
+  private restartTrouble: RestartTrouble | undefined;
+  /** Set by `stop()` while a restart is retrying: it gives up instead of starting again. */
+  private restartAbandoned = false;
+  private restarting: Promise<void> | undefined;
   /** This node's Prometheus metrics, when it was given a registry (real processes and embedded clusters are). */
   readonly metrics: NodeMetrics | undefined;
 
@@ -88,6 +100,11 @@ export class ShardherdNode {
 
   get state(): NodeState {
     return this.lifecycle;
+  }
+
+  /** Set while a restart after a fence keeps failing (it retries with backoff): what `/status` shows. */
+  get restartProblem(): RestartTrouble | undefined {
+    return this.restartTrouble;
   }
 
   get incarnation(): Incarnation | undefined {
@@ -145,7 +162,7 @@ export class ShardherdNode {
       onFenced: (reason) => {
         if (this.lifecycle !== 'running' || this.current !== incarnation) return; // leaving on purpose
         log.warn({ event: 'node.fenced', reason }, 'this node is no longer a member: it restarts as a new incarnation');
-        void this.restart();
+        this.restarting = this.restart().finally(() => (this.restarting = undefined));
       },
       onReleased: () => {
         if (this.current !== incarnation || this.drained) return;
@@ -185,6 +202,10 @@ export class ShardherdNode {
 
   /** Graceful: leaves the membership (the others react at once), then stops its actors. */
   async stop(): Promise<void> {
+    if (this.restarting && this.lifecycle !== 'running') {
+      this.restartAbandoned = true;
+      await this.restarting;
+    }
     if (this.lifecycle !== 'running') return;
     this.lifecycle = 'stopping';
     this.member = false;
@@ -219,7 +240,12 @@ export class ShardherdNode {
     this.gate.resume();
   }
 
-  /** Stops this incarnation (without leaving politely if it is already out) and starts a new one. */
+  /**
+   * Stops this incarnation (without leaving politely if it is already out) and starts a new one.
+   * A start that fails (the broker or the database is away: a fence often comes with an outage)
+   * is undone and tried again with backoff, logged each time and shown by `restartProblem`, until
+   * it succeeds or `stop()` is called: a node never exits over an outage it can outlast.
+   */
   async restart(): Promise<void> {
     if (this.lifecycle === 'running') {
       this.lifecycle = 'stopping';
@@ -228,7 +254,27 @@ export class ShardherdNode {
       await this.teardown();
     }
     this.lifecycle = 'stopped';
-    await this.start();
+    this.restartAbandoned = false;
+    const { settings, clock, log } = this.services;
+    let delay = settings.retryInitialMs;
+    for (let attempt = 1; !this.restartAbandoned; attempt++) {
+      try {
+        await this.start();
+        if (this.restartTrouble) log.info({ event: 'node.restarted', node: this.node, attempts: attempt }, 'a new incarnation started after the outage');
+        this.restartTrouble = undefined;
+        return;
+      } catch (e) {
+        await this.teardown().catch(() => undefined);
+        this.lifecycle = 'stopped';
+        const error = e instanceof Error ? e.message : String(e);
+        this.restartTrouble = { attempt, error, retryInMs: delay };
+        const retriable = e instanceof Error && (e as { retriable?: boolean }).retriable === true;
+        log[retriable ? 'warn' : 'error']({ event: 'node.restart-failed', node: this.node, attempt, retryInMs: delay, err: e }, 'starting a new incarnation failed; retrying');
+        await new Promise<void>((resolve) => clock.schedule(delay, resolve));
+        delay = Math.min(delay * 2, settings.retryMaxMs);
+      }
+    }
+    this.restartTrouble = undefined;
   }
 
   private async teardown(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ShardherdNode } from '../actors/node-process.js';
+import type { RestartTrouble, ShardherdNode } from '../actors/node-process.js';
 import type { Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 
@@ -8,6 +8,8 @@ export interface NodeStatus {
   readonly incarnation: string | undefined;
   readonly pid: number;
   readonly state: ShardherdNode['state'];
+  /** Present while a new incarnation cannot start yet (the broker or the database is away): it retries. */
+  readonly restarting?: RestartTrouble;
   readonly member: boolean;
   readonly running: readonly RunningShard[];
   /** The newest singleton epoch this node has heard of. */
@@ -36,6 +38,7 @@ export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
     incarnation: node.incarnation,
     pid: process.pid,
     state: node.state,
+    ...(node.restartProblem ? { restarting: node.restartProblem } : {}),
     member: node.isMember,
     running,
     knownEpoch: cache?.maxEpoch,
