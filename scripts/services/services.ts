@@ -59,6 +59,12 @@ export interface StartOptions {
   readonly log?: Log;
   readonly readyTimeoutMs?: number;
   readonly root?: string;
+  /**
+   * Cassandra writes its schema through the commit log, so a SIGKILLed Cassandra restarted by
+   * `restartService` still has its keyspaces (slower schema changes; off for the shared test
+   * instance, where nothing is restarted).
+   */
+  readonly durableSchema?: boolean;
 }
 
 const OWNER_FILE = 'owner.pid';
@@ -109,7 +115,7 @@ async function launchAndWait(
   try {
     // Cassandra first: it takes longest, and Kafka's storage format runs meanwhile.
     if (opts.cassandra ?? true) {
-      const c = await launchCassandra(java, dir, root, nativePort!, storagePort!, opts.owned);
+      const c = await launchCassandra(java, dir, root, nativePort!, storagePort!, opts.owned, opts.durableSchema ?? false);
       endpoints.cassandra = c.endpoint;
       pending.push(waitForCassandra(c.endpoint, c.exited, timeout));
     }
@@ -222,20 +228,36 @@ function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean):
 }
 
 /**
- * Starts the broker of a started instance again, on its port and data directory (nothing is
- * formatted): what an operator does after the broker was killed. Resolves once it answers.
+ * Starts a service of a started instance again, on its ports and data directory (nothing is
+ * formatted): what an operator does after the broker or the database was killed. Resolves with its
+ * endpoint once it answers real client requests.
  */
-export async function restartKafka(instance: string, opts: { owned: boolean; root?: string; readyTimeoutMs?: number }): Promise<KafkaEndpoint> {
+export async function restartService<S extends 'kafka' | 'cassandra'>(
+  instance: string,
+  service: S,
+  opts: { owned: boolean; root?: string; readyTimeoutMs?: number },
+): Promise<S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint> {
   const root = opts.root ?? cacheRoot();
   const dir = instanceDir(instance, root);
   const running = JSON.parse(await readFile(join(dir, SERVICES_FILE), 'utf8')) as RunningServices;
-  if (!running.kafka) throw new Error(`instance ${instance} runs no Kafka`);
-  if (running.kafka.pid !== undefined && isAlive(running.kafka.pid)) throw new Error(`the broker of ${instance} (PID ${running.kafka.pid}) is still running`);
-  const jvm = await spawnKafkaJvm(javaBinary(), dir, root, opts.owned);
-  const kafka: KafkaEndpoint = { ...running.kafka, pid: jvm.pid };
-  await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, kafka }, null, 2)}\n`);
-  await waitForKafka(kafka, jvm.exited, opts.readyTimeoutMs ?? READY_TIMEOUT_MS);
-  return kafka;
+  const was = running[service];
+  if (!was) throw new Error(`instance ${instance} runs no ${service}`);
+  if (was.pid !== undefined && isAlive(was.pid)) throw new Error(`the ${service} of ${instance} (PID ${was.pid}) is still running`);
+  const timeout = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
+  const java = javaBinary();
+  if (service === 'kafka') {
+    const jvm = await spawnKafkaJvm(java, dir, root, opts.owned);
+    const kafka: KafkaEndpoint = { ...(was as KafkaEndpoint), pid: jvm.pid };
+    await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, kafka }, null, 2)}\n`);
+    await waitForKafka(kafka, jvm.exited, timeout);
+    return kafka as S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint;
+  }
+  // A restarted database must find what it had: only an instance started with durableSchema can be.
+  const jvm = await spawnCassandraJvm(java, dir, root, opts.owned, true);
+  const cassandra: CassandraEndpoint = { ...(was as CassandraEndpoint), pid: jvm.pid };
+  await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, cassandra }, null, 2)}\n`);
+  await waitForCassandra(cassandra, jvm.exited, timeout);
+  return cassandra as S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint;
 }
 
 function kafkaServerProperties(port: number, controllerPort: number, dataDir: string): string {
@@ -334,6 +356,7 @@ async function launchCassandra(
   nativePort: number,
   storagePort: number,
   owned: boolean,
+  durableSchema: boolean,
 ): Promise<{ endpoint: CassandraEndpoint; exited: Promise<string> }> {
   const home = join(dir, 'cassandra');
   await mkdir(join(home, 'data'), { recursive: true });
@@ -341,9 +364,18 @@ async function launchCassandra(
   const logback = join(home, 'logback.xml');
   await writeFile(yaml, cassandraYaml(home, nativePort, storagePort));
   await writeFile(logback, CASSANDRA_LOGBACK);
+  const jvm = await spawnCassandraJvm(java, dir, root, owned, durableSchema);
+  return {
+    endpoint: { contactPoints: [`127.0.0.1:${nativePort}`], localDataCenter: CASSANDRA_LOCAL_DC, pid: jvm.pid, logFile: join(dir, 'cassandra.log') },
+    exited: jvm.exited,
+  };
+}
+
+/** The Cassandra JVM of an instance whose `cassandra/` folder holds its configuration and data. */
+async function spawnCassandraJvm(java: string, dir: string, root: string, owned: boolean, durableSchema: boolean): Promise<SpawnedJvm> {
+  const home = join(dir, 'cassandra');
   const lib = libDir(CASSANDRA_ARTIFACTS, root);
   const jamm = await findJar(lib, 'jamm-');
-  const logFile = join(dir, 'cassandra.log');
   const args = [
     '-Xms1G',
     '-Xmx1G',
@@ -361,23 +393,20 @@ async function launchCassandra(
     '-Djava.awt.headless=true',
     `-javaagent:${jamm}`,
     ...JDK17_FLAGS,
-    `-Dcassandra.config=file://${yaml}`,
+    `-Dcassandra.config=file://${join(home, 'cassandra.yaml')}`,
     `-Dcassandra.storagedir=${home}`,
     `-Dcassandra.logdir=${home}`,
-    `-Dlogback.configurationFile=${logback}`,
+    `-Dlogback.configurationFile=${join(home, 'logback.xml')}`,
     '-Dcassandra-foreground=yes',
     '-Dcassandra.skip_wait_for_gossip_to_settle=0',
     '-Dcassandra.initial_token=0',
-    '-Dcassandra.unsafesystem=true',
+    // Unsafe: the system keyspaces (the schema) skip the commit log. Fast, but lost to a SIGKILL.
+    ...(durableSchema ? [] : ['-Dcassandra.unsafesystem=true']),
     '-cp',
     `${lib}/*`,
     'org.apache.cassandra.service.CassandraDaemon',
   ];
-  const jvm = await spawnJvm(java, args, { logFile, pidFile: join(dir, 'cassandra.pid'), cwd: home, dieWithThisProcess: owned });
-  return {
-    endpoint: { contactPoints: [`127.0.0.1:${nativePort}`], localDataCenter: CASSANDRA_LOCAL_DC, pid: jvm.pid, logFile },
-    exited: jvm.exited,
-  };
+  return spawnJvm(java, args, { logFile: join(dir, 'cassandra.log'), pidFile: join(dir, 'cassandra.pid'), cwd: home, dieWithThisProcess: owned });
 }
 
 /** conf/jvm17-server.options of Cassandra 5.0 (plus the two extra ones cassandra-unit 5 passes). */

@@ -24,6 +24,8 @@ interface State {
   lastPct: number;
   timer: Cancel | undefined;
   failed: boolean;
+  /** Checkpoints failing since this many batches (0: they are written): one warning per outage, not per batch. */
+  checkpointFailures: number;
   /** Stops the node's metrics from following this shard. */
   untrack: () => void;
 }
@@ -56,7 +58,7 @@ export function spawnIngestionActor(
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, untrack: () => {} };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointFailures: 0, untrack: () => {} };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
@@ -93,9 +95,13 @@ export function spawnIngestionActor(
         try {
           await env.metaStore.writeCheckpoint(config.ref, shard, env.settings.checkpointGroup, last);
           s.reader!.consumed?.(s.offset);
+          if (s.checkpointFailures > 0) log.info({ event: 'checkpoint.written-again', offset: last, failedBatches: s.checkpointFailures }, 'checkpoints are written again');
+          s.checkpointFailures = 0;
         } catch (e) {
-          // Ingestion goes on; a restart replays a little more (at least once, never lost).
-          log.warn({ err: e, offset: last }, 'checkpoint not written; the next batch will write a later one');
+          // Ingestion goes on; a restart replays a little more (at least once, never lost). Said
+          // once per outage: every batch of every shard would repeat it.
+          if (s.checkpointFailures++ === 0) log.warn({ event: 'checkpoint.failed', err: e, offset: last }, 'checkpoint not written; ingestion goes on and later batches try again');
+          else log.debug({ err: e, offset: last }, 'checkpoint not written');
         }
       }
       if (s.recovering) {

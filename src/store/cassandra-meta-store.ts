@@ -157,7 +157,10 @@ function isUnavailable(e: unknown): boolean {
     e instanceof errors.NoHostAvailableError ||
     e instanceof errors.OperationTimedOutError ||
     e instanceof errors.BusyConnectionError ||
-    (e instanceof errors.ResponseError && UNAVAILABLE_RESPONSES.has(e.code))
+    (e instanceof errors.ResponseError && UNAVAILABLE_RESPONSES.has(e.code)) ||
+    // The connection died under a request the driver would not retry itself (a lightweight
+    // transaction is not idempotent): Cassandra went away (killed, restarting), try again later.
+    (e instanceof errors.DriverError && (e as { isSocketError?: boolean }).isSocketError === true)
   );
 }
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { restartKafka, startServices, stopInstance } from '../../scripts/services/services.js';
+import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
@@ -105,7 +105,7 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
     process.kill(brokerPid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 2 * SESSION_TIMEOUT_MS));
     const down = Date.now();
-    const kafka = await restartKafka(instance, { owned: true });
+    const kafka = await restartService(instance, 'kafka', { owned: true });
     brokerPid = kafka.pid!;
     report(`broker restarted in ${((Date.now() - down) / 1000).toFixed(1)} s`);
     await convergedAfter('SIGKILL and restart', Date.now());
