@@ -24,6 +24,9 @@ interface State {
   lastPct: number;
   timer: Cancel | undefined;
   failed: boolean;
+  /** When the last checkpoint was written (clock ms), and the offset it covers. */
+  checkpointedAt: number;
+  checkpointed: number;
   /** Checkpoints failing since this many batches (0: they are written): one warning per outage, not per batch. */
   checkpointFailures: number;
   /** Stops the node's metrics from following this shard. */
@@ -49,6 +52,29 @@ export function spawnIngestionActor(
       env.runtime.send(self, { type: 'Poll' });
     });
   };
+  const pollNow = (s: State, self: ActorRef<IngestionMsg>) => {
+    if (s.timer === undefined) return; // a poll is already on its way
+    s.timer();
+    schedulePoll(s, self, 0);
+  };
+  /** Writes the checkpoint of what the sink accepted; a failure is logged once per outage and ingestion goes on. */
+  const checkpoint = async (s: State) => {
+    const last = s.offset - 1;
+    if (last <= s.checkpointed) return;
+    try {
+      await env.metaStore.writeCheckpoint(config.ref, shard, env.settings.checkpointGroup, last);
+      s.checkpointedAt = env.clock.now();
+      s.checkpointed = last;
+      s.reader!.consumed?.(s.offset);
+      if (s.checkpointFailures > 0) log.info({ event: 'checkpoint.written-again', offset: last, failedBatches: s.checkpointFailures }, 'checkpoints are written again');
+      s.checkpointFailures = 0;
+    } catch (e) {
+      // Ingestion goes on; a restart replays a little more (at least once, never lost). Said
+      // once per outage: every batch of every shard would repeat it.
+      if (s.checkpointFailures++ === 0) log.warn({ event: 'checkpoint.failed', err: e, offset: last }, 'checkpoint not written; ingestion goes on and later batches try again');
+      else log.debug({ err: e, offset: last }, 'checkpoint not written');
+    }
+  };
   const fail = (s: State, e: unknown) => {
     s.failed = true;
     const message = e instanceof Error ? e.message : String(e);
@@ -58,7 +84,7 @@ export function spawnIngestionActor(
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointFailures: 0, untrack: () => {} };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {} };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
@@ -92,17 +118,7 @@ export function spawnIngestionActor(
         env.telemetry.ingested(config.ref, shard, records.length);
         const last = records[records.length - 1]!.offset;
         s.offset = last + 1;
-        try {
-          await env.metaStore.writeCheckpoint(config.ref, shard, env.settings.checkpointGroup, last);
-          s.reader!.consumed?.(s.offset);
-          if (s.checkpointFailures > 0) log.info({ event: 'checkpoint.written-again', offset: last, failedBatches: s.checkpointFailures }, 'checkpoints are written again');
-          s.checkpointFailures = 0;
-        } catch (e) {
-          // Ingestion goes on; a restart replays a little more (at least once, never lost). Said
-          // once per outage: every batch of every shard would repeat it.
-          if (s.checkpointFailures++ === 0) log.warn({ event: 'checkpoint.failed', err: e, offset: last }, 'checkpoint not written; ingestion goes on and later batches try again');
-          else log.debug({ err: e, offset: last }, 'checkpoint not written');
-        }
+        if (env.clock.now() - s.checkpointedAt >= env.settings.checkpointIntervalMs) await checkpoint(s);
       }
       if (s.recovering) {
         if (s.offset >= s.endAtStart) {
@@ -117,8 +133,10 @@ export function spawnIngestionActor(
         }
       }
       // Records came: more may be waiting (a source that buffers, like Kafka's, hands out what it
-      // has fetched so far), so poll again at once; only an empty read waits for the interval.
+      // has fetched so far), so poll again at once; an empty read waits for the interval, or less
+      // if the source says records arrived.
       schedulePoll(s, ctx.self, records.length > 0 ? 0 : env.settings.pollIntervalMs);
+      if (records.length === 0) s.reader!.whenReadable?.(() => pollNow(s, ctx.self));
       return s;
     } catch (e) {
       // A poison record, a sink that refuses, a source that cannot be opened: the shard reports
@@ -132,6 +150,9 @@ export function spawnIngestionActor(
     afterStop: async (s) => {
       s.timer?.();
       s.untrack();
+      // The last checkpoint, so the next owner replays little (best effort: a crashed node's
+      // MetaStore calls never complete, and nothing waits for them).
+      if (s.reader) void checkpoint(s);
       await s.reader?.close().catch((e: unknown) => log.warn({ err: e }, 'closing the shard reader failed'));
     },
   });

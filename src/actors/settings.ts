@@ -14,10 +14,18 @@ const schema = z.strictObject({
   recoveryReplyTimeoutMs: ms('recoveryReplyTimeoutMs').min(1).default(2_000),
   /** Reassignment cooldown after an ingestion error (FiloDB: 2 hours). */
   reassignmentCooldownMs: ms('reassignmentCooldownMs').default(DEFAULT_REASSIGNMENT_COOLDOWN_MS),
-  /** How often a shard's ingestion polls its source. */
+  /**
+   * How often a shard's ingestion polls its source when the last read was empty (a source that
+   * says when records arrive, like Kafka's, wakes it at once instead).
+   */
   pollIntervalMs: ms('pollIntervalMs').min(1).default(100),
-  /** Most records read per poll. */
-  batchSize: z.number().int().min(1).max(100_000).default(500),
+  /**
+   * Least time between two checkpoints of a shard (0: after every batch). A crash replays at most
+   * this much more; a shard that stops writes its last checkpoint first.
+   */
+  checkpointIntervalMs: ms('checkpointIntervalMs').default(1_000),
+  /** Most records read per poll (one sink call). */
+  batchSize: z.number().int().min(1).max(100_000).default(2_000),
   /** Recovery progress is reported when it has grown by this many percent (coalescing). */
   progressStepPct: z.number().int().min(1).max(100).default(10),
   /** First and largest delay between retries of a failed MetaStore write. */

@@ -21,6 +21,11 @@ export interface ShardReader {
    * whose own tools track consumption (Kafka: consumer group offsets). Never blocks; best effort.
    */
   consumed?(nextOffset: number): void;
+  /**
+   * Calls `listener` once, when records may be read (after a read that found none): a source that
+   * buffers what it fetched wakes its reader instead of making it wait for the next poll.
+   */
+  whenReadable?(listener: () => void): void;
   close(): Promise<void>;
 }
 

@@ -133,6 +133,14 @@ export class DatasetFeed {
     return out;
   }
 
+  /** Calls `listener` once when the shard's buffer has records (at once if it has some now). */
+  whenReadable(shard: number, listener: () => void): void {
+    const b = this.buffers.get(shard);
+    if (b === undefined) return;
+    b.waiter = listener;
+    if (b.size > 0 || this.failure !== undefined) b.wake();
+  }
+
   /**
    * Notes that a shard's records before `nextOffset` are ingested and checkpointed; committed to
    * the consumer's group at most once per `offsetsIntervalMs`, so Kafka's lag tools see each shard.
@@ -248,6 +256,7 @@ export class DatasetFeed {
       // Resolving the batch's last record moves kafkajs past any trailing control records too.
       payload.resolveOffset(last);
       b.position = accepted === batch.messages.length ? Number(batch.lastOffset()) + 1 : Number(last) + 1;
+      b.wake();
     }
     if (accepted < batch.messages.length || b.isFull(s)) {
       // Backpressure: the rest is fetched again once reads drained the buffer to half.

@@ -32,6 +32,8 @@ export class PartitionBuffer {
   position: number | undefined = undefined;
   /** Paused by us: the buffer is full or the start is not known yet. */
   paused = false;
+  /** The reader waiting for records, called once when some arrive. */
+  waiter: (() => void) | undefined;
 
   constructor(
     readonly partition: number,
@@ -57,6 +59,13 @@ export class PartitionBuffer {
   push(record: Buffered): void {
     this.records.push(record);
     this.bytes += record.bytes;
+  }
+
+  /** Wakes the waiting reader, if any (once). */
+  wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
   }
 
   peek(): Buffered | undefined {

@@ -16,6 +16,10 @@ export class KafkaShardReader implements ShardReader {
     if (this.state === 'open') this.feed.noteConsumed(this.shard, nextOffset);
   }
 
+  whenReadable(listener: () => void): void {
+    if (this.state === 'open') this.feed.whenReadable(this.shard, listener);
+  }
+
   async earliestOffset(): Promise<number> {
     this.assertOpen();
     return (await this.feed.watermarks(this.shard)).low;
