@@ -21,6 +21,9 @@ import { withRealServices, type BenchServices } from './real-services.js';
 const PARTITIONS = 16;
 const RECORDS = 400_000;
 const SAMPLES = 5;
+/** The smaller deployments, one sample each per shard count (records/s only). */
+const SHARD_COUNTS = [1, 4, 16] as const;
+const SMALL_RECORDS = 200_000;
 
 /** From the consumer's join to the delivery of the last of `total` records. */
 class Stopwatch {
@@ -59,15 +62,15 @@ async function timeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   }
 }
 
-async function fillTopic(kafka: Kafka, topic: string): Promise<void> {
+async function fillTopic(kafka: Kafka, topic: string, partitions = PARTITIONS, records = RECORDS): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
   await admin.disconnect();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
-  for (let n = 0; n < RECORDS; n += 2_000) {
-    const messages = Array.from({ length: Math.min(2_000, RECORDS - n) }, (_, i) => ({ partition: (n + i) % PARTITIONS, key: `k${n + i}`, value: JSON.stringify({ n: n + i, at: 1_700_000_000_000 + n + i }) }));
+  for (let n = 0; n < records; n += 2_000) {
+    const messages = Array.from({ length: Math.min(2_000, records - n) }, (_, i) => ({ partition: (n + i) % partitions, key: `k${n + i}`, value: JSON.stringify({ n: n + i, at: 1_700_000_000_000 + n + i }) }));
     await producer.send({ topic, acks: -1, messages });
   }
   await producer.disconnect();
@@ -92,8 +95,8 @@ async function bare(kafka: Kafka, topic: string, sample: number): Promise<number
   return watch.rate();
 }
 
-async function throughShardherd(s: BenchServices, topic: string, sample: number): Promise<number> {
-  const watch = new Stopwatch(RECORDS);
+async function throughShardherd(s: BenchServices, topic: string, sample: number, partitions = PARTITIONS, records = RECORDS): Promise<number> {
+  const watch = new Stopwatch(records);
   const sink: RecordSink = {
     accept: (_d: DatasetConfig, _s: ShardNum, records: readonly SourceRecord[]) => {
       watch.add(records.length);
@@ -105,7 +108,7 @@ async function throughShardherd(s: BenchServices, topic: string, sample: number)
     cluster: `tp_${Date.now().toString(36)}_${sample}`,
     kafka: { brokers: s.kafkaBrokers, sessionTimeoutMs: 6_000 },
     cassandra: { contactPoints: s.cassandraContactPoints, localDataCenter: s.cassandraLocalDataCenter, keyspace: 'shardherd_bench' },
-    datasets: [{ ref: 'metrics', numShards: PARTITIONS, minNumNodes: 1, source: { type: 'kafka', topic } }],
+    datasets: [{ ref: 'metrics', numShards: partitions, minNumNodes: 1, source: { type: 'kafka', topic } }],
   });
   // The source logs `ingest.consumer-joined` when its consumer holds the partitions: the start.
   const log = pino({ level: 'info' }, { write: (line: string) => (line.includes('"ingest.consumer-joined"') ? watch.join() : undefined) });
@@ -134,12 +137,19 @@ register({
       const b = quantile(bareRates, 0.5);
       const o = quantile(ourRates, 0.5);
       const k = (x: number) => `${(x / 1000).toFixed(1)} k/s`;
+      const small: (string | number)[][] = [];
+      for (const n of SHARD_COUNTS) {
+        const t = `tp_${Date.now().toString(36)}_${n}.metrics`;
+        await fillTopic(kafka, t, n, SMALL_RECORDS);
+        small.push([`shardherd node owning ${n} shard${n === 1 ? '' : 's'} (${SMALL_RECORDS.toLocaleString('en')} records, one sample)`, k(await throughShardherd(s, t, 100 + n, n, SMALL_RECORDS)), '', '', 1, '']);
+      }
       return {
         title: `Ingestion throughput, one node reading ${PARTITIONS} partitions (${RECORDS.toLocaleString('en')} records of ~40 bytes)`,
         columns: ['reader', 'median', 'min', 'max', 'samples', 'ratio to bare kafkajs'],
         rows: [
           ['bare kafkajs consumer (eachBatch, JSON.parse of every value)', k(b), k(Math.min(...bareRates)), k(Math.max(...bareRates)), SAMPLES, '1.00'],
           ['shardherd node (source → actor → sink, checkpoint each second)', k(o), k(Math.min(...ourRates)), k(Math.max(...ourRates)), SAMPLES, (o / b).toFixed(2)],
+          ...small,
         ],
         notes: [
           'From the consumer\'s group join to the last record delivered to the sink / handler; runs alternate, fresh groups and a fresh cluster each time.',

@@ -20,6 +20,7 @@ import './node-crash.bench.js';
 import './fanout.bench.js';
 import './deploy-failover.bench.js';
 import './deploy-throughput.bench.js';
+import './deploy-latency.bench.js';
 import './placement.bench.js';
 import './soak.bench.js';
 

@@ -6,18 +6,19 @@
 // converges (every shard Active on exactly one live node), no node process exits (each retries with
 // backoff and logs it), and in the end every acknowledged record was ingested at least once.
 // Convergence times are printed (`[broker-faults]`) for docs/BENCHMARKS.md.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CHAOS_RUNTIME, CHAOS_SESSION_TIMEOUT_MS, chaosTeardown } from '../support/chaos-run.js';
 import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 8;
-const SESSION_TIMEOUT_MS = 3_000;
+const SESSION_TIMEOUT_MS = CHAOS_SESSION_TIMEOUT_MS;
 const DATASET = 'metrics';
 const NODES = ['node-1', 'node-2', 'node-3'];
 
@@ -30,7 +31,6 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
   let cluster: ProcessCluster;
   let producer: Producer;
   let numbered: NumberedProducer;
-  let failed = false;
 
   /** Waits for convergence and says how long it took from `since`. */
   const convergedAfter = async (what: string, since: number): Promise<number> => {
@@ -68,7 +68,7 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
       keyspace: 'shardherd_test',
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
       heartbeatIntervalMs: 500,
-      runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, retryInitialMs: 200, retryMaxMs: 2_000 },
+      runtime: CHAOS_RUNTIME,
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
     });
     for (const n of NODES) await cluster.start(n);
@@ -76,18 +76,7 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
     numbered.start();
   }, 240_000);
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === 'fail') failed = true;
-  });
-
-  afterAll(async () => {
-    await numbered?.stop().catch(() => undefined);
-    await producer?.disconnect().catch(() => undefined);
-    await cluster?.stopAll();
-    await stopInstance(instance, report);
-    if (failed) report(`node configs, logs and sinks kept in ${dir}`);
-    else if (dir) await rm(dir, { recursive: true, force: true });
-  }, 120_000);
+  chaosTeardown('broker-faults', () => ({ numbered, producer, cluster, dir, stopServices: () => stopInstance(instance, report) }));
 
   it('converges on the broker of its own', async () => {
     await convergedAfter('start', Date.now());

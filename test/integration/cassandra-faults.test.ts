@@ -5,18 +5,19 @@
 // singleton fails over. After each: the cluster converges, no node process exits (MetaStore calls
 // are retried with backoff and logged), and in the end every acknowledged record was ingested at
 // least once. Convergence times are printed (`[cassandra-faults]`) for docs/BENCHMARKS.md.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CHAOS_RUNTIME, CHAOS_SESSION_TIMEOUT_MS, chaosTeardown } from '../support/chaos-run.js';
 import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 4;
-const SESSION_TIMEOUT_MS = 3_000;
+const SESSION_TIMEOUT_MS = CHAOS_SESSION_TIMEOUT_MS;
 const NODES = ['node-1', 'node-2', 'node-3'];
 
 const report = (line: string) => process.stderr.write(`[cassandra-faults] ${line}\n`);
@@ -29,7 +30,6 @@ describe('Cassandra faults: real node processes while their database is killed a
   let producer: Producer;
   let numbered: NumberedProducer;
   let topics: { first: string; second: string };
-  let failed = false;
 
   const converge = async (dataset: string, what: string, since: number): Promise<Convergence> => {
     const c = await waitConverged(cluster, dataset, SHARDS, 180_000).catch((e: unknown) => {
@@ -71,7 +71,7 @@ describe('Cassandra faults: real node processes while their database is killed a
       keyspace: 'shardherd_faults',
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
       heartbeatIntervalMs: 500,
-      runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, retryInitialMs: 200, retryMaxMs: 2_000 },
+      runtime: CHAOS_RUNTIME,
       datasets: [{ ref: 'first', numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic: topics.first } }],
     });
     for (const n of NODES) await cluster.start(n);
@@ -80,18 +80,7 @@ describe('Cassandra faults: real node processes while their database is killed a
     await converge('first', 'start', Date.now());
   }, 300_000);
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === 'fail') failed = true;
-  });
-
-  afterAll(async () => {
-    await numbered?.stop().catch(() => undefined);
-    await producer?.disconnect().catch(() => undefined);
-    await cluster?.stopAll();
-    await stopInstance(instance, report);
-    if (failed) report(`node configs, logs and sinks kept in ${dir}`);
-    else if (dir) await rm(dir, { recursive: true, force: true });
-  }, 120_000);
+  chaosTeardown('cassandra-faults', () => ({ numbered, producer, cluster, dir, stopServices: () => stopInstance(instance, report) }));
 
   it('SIGKILL of Cassandra while a dataset is being set up: the setup completes once it is back, and no node exits', async () => {
     killCassandra();

@@ -4,17 +4,18 @@
 // SIGSTOP the singleton past its session and SIGCONT it — and after each: every shard Active on exactly one live node, the
 // singleton recovered every dataset and subscription; at the end every produced record was
 // ingested at least once. The simulator gives breadth; these few give the real thing.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CHAOS_RUNTIME, CHAOS_SESSION_TIMEOUT_MS, chaosTeardown } from '../support/chaos-run.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { converged, ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 8;
-const SESSION_TIMEOUT_MS = 3_000;
+const SESSION_TIMEOUT_MS = CHAOS_SESSION_TIMEOUT_MS;
 const DATASET = 'metrics';
 
 describe('chaos: real node processes on real Kafka and Cassandra', () => {
@@ -65,7 +66,7 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
       keyspace: 'shardherd_test',
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
       heartbeatIntervalMs: 500,
-      runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
+      runtime: CHAOS_RUNTIME,
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
     });
     // One after the other: join order makes node-1 the oldest member, hence the first singleton.
@@ -74,19 +75,7 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     numbered.start();
   }, 180_000);
 
-  let failed = false;
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === 'fail') failed = true;
-  });
-
-  afterAll(async () => {
-    await numbered?.stop().catch(() => undefined);
-    await producer?.disconnect().catch(() => undefined);
-    await cluster?.stopAll();
-    // The nodes' logs explain a failure: keep them, and say where.
-    if (failed) process.stderr.write(`[chaos] node configs, logs and sinks kept in ${dir}\n`);
-    else if (dir) await rm(dir, { recursive: true, force: true });
-  }, 120_000);
+  chaosTeardown('chaos', () => ({ numbered, producer, cluster, dir }));
 
   it('converges: every shard Active on exactly one node, the oldest node is the singleton', async () => {
     last = await settle('start');
