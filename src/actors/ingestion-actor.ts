@@ -119,6 +119,9 @@ export function spawnIngestionActor(
         const last = records[records.length - 1]!.offset;
         s.offset = last + 1;
         if (env.clock.now() - s.checkpointedAt >= env.settings.checkpointIntervalMs) await checkpoint(s);
+      } else if (s.offset - 1 > s.checkpointed) {
+        // Caught up: what is left unwritten goes now, or it would wait for the next record.
+        await checkpoint(s);
       }
       if (s.recovering) {
         if (s.offset >= s.endAtStart) {

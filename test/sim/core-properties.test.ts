@@ -77,6 +77,7 @@ class World {
   persistedMaps = new Map<DatasetRef, ShardMapSnapshot>();
   persistedCooldowns = new Map<string, number>();
   readonly log: Effect[][] = [];
+  private asked = 0;
 
   constructor() {
     this.state = this.manager.initialState();
@@ -98,6 +99,11 @@ class World {
       members,
       running: [],
     };
+  }
+
+  /** A new reply address per request, as a real asker has (the singleton applies each address's request once). */
+  adminReplyTo() {
+    return replyTo(`admin-${++this.asked}`);
   }
 
   step(input: ShardManagerInput, admin = false): void {
@@ -153,7 +159,7 @@ class World {
         return this.step({ type: 'MemberUp', member: this.member(name) });
       }
       case 'setup':
-        return this.step({ type: 'SetupDataset', config: datasetConfig(ds, op.log2Shards, op.minNumNodes), replyTo: adminReplyTo() });
+        return this.step({ type: 'SetupDataset', config: datasetConfig(ds, op.log2Shards, op.minNumNodes), replyTo: this.adminReplyTo() });
       case 'report': {
         if (!mapper) return;
         const shard = (op.shard % mapper.numShards) as ShardNum;
@@ -169,10 +175,10 @@ class World {
         return this.step({ type: 'NodeReport', node: owner, incarnation: m.incarnation, seq: 1, events: [event] });
       }
       case 'stop':
-        if (mapper) this.step({ type: 'StopShards', dataset: ds, shards: [op.shard % mapper.numShards], replyTo: adminReplyTo() }, true);
+        if (mapper) this.step({ type: 'StopShards', dataset: ds, shards: [op.shard % mapper.numShards], replyTo: this.adminReplyTo() }, true);
         return;
       case 'start':
-        if (mapper) this.step({ type: 'StartShards', dataset: ds, node: NODES[op.node]!, shards: [op.shard % mapper.numShards], replyTo: adminReplyTo() }, true);
+        if (mapper) this.step({ type: 'StartShards', dataset: ds, node: NODES[op.node]!, shards: [op.shard % mapper.numShards], replyTo: this.adminReplyTo() }, true);
         return;
       case 'tick':
         this.now += op.ms;
@@ -276,10 +282,6 @@ class World {
     }
   }
 }
-
-let asked = 0;
-/** A new reply address per request, as a real asker has (the singleton applies each address's request once). */
-const adminReplyTo = () => replyTo(`admin-${++asked}`);
 
 describe('core properties over random histories', () => {
   it('no two owners, no node over capacity, no early reassignment, guardians in sync, nothing lost on failover', () => {
