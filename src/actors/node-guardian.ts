@@ -49,6 +49,8 @@ interface State {
   resyncing: boolean;
   singleton: { ref: ActorRef<ClusterMsg>; epoch: Epoch } | undefined;
   candidacy: boolean;
+  /** Failed attempts to take the lease in a row (the MetaStore is away): they back off. */
+  candidacyFailures: number;
   readonly coordinator: ActorRef<CoordinatorMsg>;
   readonly reporter: ActorRef<ReporterMsg>;
 }
@@ -219,6 +221,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
         return;
       }
+      s.candidacyFailures = 0;
       const epoch = lease.epoch;
       const ref = spawnNodeClusterActor(env, self, epoch, {
         onStopped: (reason) => env.runtime.send(self, { type: 'SingletonStopped', epoch, reason }),
@@ -226,8 +229,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       s.singleton = { ref, epoch };
       env.runtime.send(ref, { type: 'Begin', view: s.view! });
     } catch (e) {
-      env.log.warn({ err: e }, 'could not take the singleton lease; trying again');
-      env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
+      // Backs off like every MetaStore retry (withRetry): the store may be away for a while.
+      const attempt = ++s.candidacyFailures;
+      const retryInMs = Math.min(env.settings.retryInitialMs * 2 ** (attempt - 1), env.settings.retryMaxMs);
+      env.log.warn({ event: 'retry', what: 'taking the singleton lease', err: e, attempt, retryInMs }, 'could not take the singleton lease; trying again');
+      env.telemetry.retry('taking the singleton lease');
+      env.clock.schedule(retryInMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
     } finally {
       s.candidacy = false;
     }
@@ -249,6 +256,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       resyncing: false,
       singleton: undefined,
       candidacy: false,
+      candidacyFailures: 0,
       ...reporterAndCoordinator(self),
   });
   return env.runtime.spawn<State | undefined, GuardianMsg>(env.runtime.system, 'guardian', async (s0, msg, ctx) => {
