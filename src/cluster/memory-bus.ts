@@ -217,18 +217,11 @@ export class MemoryBus implements Bus {
   }
 }
 
-/** Freezes a value made by `structuredClone` (plain data, Maps, Sets, arrays) and all it holds. */
+/** Freezes a record's value and everything in it (bus values are JSON data: objects and arrays). */
 function deepFreeze<T>(value: T): T {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
   Object.freeze(value);
-  if (value instanceof Map) {
-    for (const [k, v] of value) {
-      deepFreeze(k);
-      deepFreeze(v);
-    }
-  }
-  else if (value instanceof Set) for (const v of value) deepFreeze(v);
-  else if (!ArrayBuffer.isView(value)) for (const v of Object.values(value)) deepFreeze(v);
+  for (const v of Object.values(value)) deepFreeze(v);
   return value;
 }
 

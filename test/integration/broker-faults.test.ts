@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHAOS_RUNTIME, CHAOS_SESSION_TIMEOUT_MS, chaosTeardown } from '../support/chaos-run.js';
+import { CHAOS_SESSION_TIMEOUT_MS, chaosCluster, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
-import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
+import { waitConverged, type ProcessCluster } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 8;
@@ -53,22 +53,16 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
     const name = uniqueName('brokerfaults').replace(/-/g, '_');
     const topic = `${name}.metrics`;
     const kafka = new Kafka({ clientId: 'broker-faults-test', brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: SHARDS, replicationFactor: 1 }], waitForLeaders: true });
-    await admin.disconnect();
+    await createTopics(kafka, [topic], SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
-    cluster = new ProcessCluster({
+    cluster = chaosCluster({
       dir,
       cluster: name,
       kafkaBrokers: brokers,
       cassandraContactPoints: s.cassandraContactPoints,
       cassandraLocalDataCenter: s.cassandraLocalDataCenter,
       keyspace: 'shardherd_test',
-      sessionTimeoutMs: SESSION_TIMEOUT_MS,
-      heartbeatIntervalMs: 500,
-      runtime: CHAOS_RUNTIME,
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
     });
     for (const n of NODES) await cluster.start(n);

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHAOS_RUNTIME, CHAOS_SESSION_TIMEOUT_MS, chaosTeardown } from '../support/chaos-run.js';
+import { CHAOS_SESSION_TIMEOUT_MS, chaosCluster, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
-import { ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
+import { waitConverged, type Convergence, type ProcessCluster } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 4;
@@ -56,22 +56,16 @@ describe('Cassandra faults: real node processes while their database is killed a
     const name = uniqueName('cassfaults').replace(/-/g, '_');
     topics = { first: `${name}.first`, second: `${name}.second` };
     const kafka = new Kafka({ clientId: 'cassandra-faults-test', brokers: s.kafkaBrokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: Object.values(topics).map((topic) => ({ topic, numPartitions: SHARDS, replicationFactor: 1 })), waitForLeaders: true });
-    await admin.disconnect();
+    await createTopics(kafka, Object.values(topics), SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
-    cluster = new ProcessCluster({
+    cluster = chaosCluster({
       dir,
       cluster: name,
       kafkaBrokers: s.kafkaBrokers,
       cassandraContactPoints: started.cassandra!.contactPoints,
       cassandraLocalDataCenter: started.cassandra!.localDataCenter,
       keyspace: 'shardherd_faults',
-      sessionTimeoutMs: SESSION_TIMEOUT_MS,
-      heartbeatIntervalMs: 500,
-      runtime: CHAOS_RUNTIME,
       datasets: [{ ref: 'first', numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic: topics.first } }],
     });
     for (const n of NODES) await cluster.start(n);

@@ -9,13 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHAOS_RUNTIME, CHAOS_SESSION_TIMEOUT_MS, chaosTeardown } from '../support/chaos-run.js';
+import { chaosCluster, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
-import { converged, ProcessCluster, waitConverged, type Convergence } from '../support/process-cluster.js';
+import { converged, waitConverged, type Convergence, type ProcessCluster } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SHARDS = 8;
-const SESSION_TIMEOUT_MS = CHAOS_SESSION_TIMEOUT_MS;
 const DATASET = 'metrics';
 
 describe('chaos: real node processes on real Kafka and Cassandra', () => {
@@ -51,22 +50,16 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     const name = uniqueName('chaos').replace(/-/g, '_');
     const topic = `${name}.metrics`;
     kafka = new Kafka({ clientId: 'chaos-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: SHARDS, replicationFactor: 1 }], waitForLeaders: true });
-    await admin.disconnect();
+    await createTopics(kafka, [topic], SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
-    cluster = new ProcessCluster({
+    cluster = chaosCluster({
       dir,
       cluster: name,
       kafkaBrokers: s.kafkaBrokers,
       cassandraContactPoints: s.cassandraContactPoints,
       cassandraLocalDataCenter: s.cassandraLocalDataCenter,
       keyspace: 'shardherd_test',
-      sessionTimeoutMs: SESSION_TIMEOUT_MS,
-      heartbeatIntervalMs: 500,
-      runtime: CHAOS_RUNTIME,
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
     });
     // One after the other: join order makes node-1 the oldest member, hence the first singleton.

@@ -2,15 +2,31 @@
 // faults show within seconds) and the hooks that stop everything at the end, keeping the nodes'
 // configs, logs and sinks when a test failed.
 import { rm } from 'node:fs/promises';
-import type { Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import { afterAll, afterEach } from 'vitest';
 import type { NumberedProducer } from './numbered-producer.js';
-import type { ProcessCluster } from './process-cluster.js';
+import { ProcessCluster, type ProcessClusterOptions } from './process-cluster.js';
 
 export const CHAOS_SESSION_TIMEOUT_MS = 3_000;
 
 /** Runtime settings of the chaos tests' nodes: fast publishing, resends and retries, no cooldown. */
 export const CHAOS_RUNTIME = { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, retryInitialMs: 200, retryMaxMs: 2_000 } as const;
+
+/** Creates the topics, `partitions` partitions each, and waits for their leaders. */
+export async function createTopics(kafka: Kafka, topics: readonly string[], partitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })), waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** A cluster of node processes with the chaos settings: short sessions, fast heartbeats and `CHAOS_RUNTIME`. */
+export function chaosCluster(options: Omit<ProcessClusterOptions, 'sessionTimeoutMs' | 'heartbeatIntervalMs' | 'runtime'>): ProcessCluster {
+  return new ProcessCluster({ ...options, sessionTimeoutMs: CHAOS_SESSION_TIMEOUT_MS, heartbeatIntervalMs: 500, runtime: CHAOS_RUNTIME });
+}
 
 /** What a chaos test file started, as far as it got (anything may be undefined after a failed setup). */
 export interface ChaosParts {
