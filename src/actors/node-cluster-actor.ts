@@ -81,8 +81,11 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     s.timers.add(cancel);
   };
 
+  const produceEvents = (m: EventsMessage) => env.bus.produce(env.topics.events, m);
+  const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, m);
+
   /** Runs one store write; a fencing error means another singleton took over. */
-  const persist = async (what: string, op: () => Promise<void>) => {
+  const persistNow = async (what: string, op: () => Promise<void>) => {
     try {
       await withRetry(env, what, op);
     } catch (e) {
@@ -91,11 +94,27 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     }
   };
 
-  const produceEvents = (m: EventsMessage) => env.bus.produce(env.topics.events, m);
-  const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, m);
-
+  /**
+   * Carries out one decision's effects. Its records (events, desired states, replies) are handed to
+   * the bus together and awaited once: the bus appends them in call order (the Kafka bus in as few
+   * requests as it can), and a slow append no longer holds back the ones after it — a node must
+   * hear that its copy was removed within moments, not after every publish before it was acked.
+   * A store write waits for the records before it, so the order persist → send still holds.
+   */
   async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
+    const sending: Promise<unknown>[] = [];
+    const sent = async () => {
+      const results = await Promise.allSettled(sending.splice(0));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    };
+    const persist = async (what: string, op: () => Promise<void>) => {
+      await sent();
+      await persistNow(what, op);
+    };
+    const queueEvent = (m: EventsMessage) => void sending.push(produceEvents(m));
+    const queueReply = (m: RepliesMessage) => void sending.push(produceReplies(m));
     for (const e of effects) {
       switch (e.type) {
         case 'PersistDataset':
@@ -117,16 +136,16 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           await persist('writing the applied requests', () => env.metaStore.putAppliedRequests(e.applied, epoch));
           break;
         case 'ReleaseNode':
-          await produceEvents({ format: WIRE_FORMAT, kind: 'release', epoch, node: e.node, incarnation: e.incarnation });
+          queueEvent({ format: WIRE_FORMAT, kind: 'release', epoch, node: e.node, incarnation: e.incarnation });
           break;
         case 'PersistCooldown':
           await persist('writing a cooldown', () => env.metaStore.putCooldown({ dataset: e.dataset, shard: e.shard, reassignedAt: e.reassignedAt }, epoch));
           break;
         case 'Publish':
-          await produceEvents({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
+          queueEvent({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
           break;
         case 'SendDesiredState':
-          await produceEvents({
+          queueEvent({
             format: WIRE_FORMAT,
             kind: 'desired-state',
             epoch,
@@ -137,13 +156,13 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           });
           break;
         case 'FenceNode':
-          await produceEvents({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
+          queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
           break;
         case 'Reply':
-          await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply: e.reply });
+          queueReply({ format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply: e.reply });
           break;
         case 'AckReport':
-          await produceReplies({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq });
+          queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq });
           break;
         case 'ScheduleCheck':
           if (!s.checks.has(e.at)) {
@@ -163,6 +182,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
       }
     }
+    await sent();
   }
 
   async function decide(s: State, input: ShardManagerInput): Promise<void> {
