@@ -264,17 +264,44 @@ export class ShardherdNode {
         this.restartTrouble = undefined;
         return;
       } catch (e) {
-        await this.teardown().catch(() => undefined);
-        this.lifecycle = 'stopped';
+        await this.undoStart();
         const error = e instanceof Error ? e.message : String(e);
         this.restartTrouble = { attempt, error, retryInMs: delay };
-        const retriable = e instanceof Error && (e as { retriable?: boolean }).retriable === true;
-        log[retriable ? 'warn' : 'error']({ event: 'node.restart-failed', node: this.node, attempt, retryInMs: delay, err: e }, 'starting a new incarnation failed; retrying');
+        log[isRetriable(e) ? 'warn' : 'error']({ event: 'node.restart-failed', node: this.node, attempt, retryInMs: delay, err: e }, 'starting a new incarnation failed; retrying');
         await new Promise<void>((resolve) => clock.schedule(delay, resolve));
         delay = Math.min(delay * 2, settings.retryMaxMs);
       }
     }
     this.restartTrouble = undefined;
+  }
+
+  /**
+   * The first start of a process: tried again with backoff while it fails on an error that says
+   * retrying can help (a broker still settling the leader of a topic just created, say), for up to
+   * `patienceMs`, each failure logged (`node.start-failed`). Any other error, or one past the
+   * patience, is thrown: services that are not there at all are the operator's to fix.
+   */
+  async startPatiently(patienceMs: number): Promise<void> {
+    const { settings, clock, log } = this.services;
+    const deadline = clock.now() + patienceMs;
+    let delay = settings.retryInitialMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.start();
+      } catch (e) {
+        await this.undoStart();
+        if (!isRetriable(e) || clock.now() + delay > deadline) throw e;
+        log.warn({ event: 'node.start-failed', node: this.node, attempt, retryInMs: delay, err: e }, 'starting the node failed; retrying');
+        await new Promise<void>((resolve) => clock.schedule(delay, resolve));
+        delay = Math.min(delay * 2, settings.retryMaxMs);
+      }
+    }
+  }
+
+  /** What a failed start leaves behind (subscriptions, actors, a half-joined membership) goes. */
+  private async undoStart(): Promise<void> {
+    await this.teardown().catch(() => undefined);
+    this.lifecycle = 'stopped';
   }
 
   private async teardown(): Promise<void> {
@@ -358,4 +385,9 @@ export class ShardherdNode {
       if (!runtime.send(guardian, { type: 'GetCache', reply: resolve })) resolve(undefined);
     });
   }
+}
+
+/** Whether an error says that trying again can help (Kafka's and the stores' errors carry `retriable`). */
+function isRetriable(e: unknown): boolean {
+  return e instanceof Error && (e as { retriable?: boolean }).retriable === true;
 }

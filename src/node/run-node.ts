@@ -37,6 +37,8 @@ export interface StartedNode {
 
 /** How long the node keeps asking for the datasets of its config to be set up (the singleton may still be starting). */
 const SETUP_DEADLINE_MS = 120_000;
+/** How long a first start tries again after errors that may pass (see `ShardherdNode.startPatiently`). */
+const FIRST_START_PATIENCE_MS = 30_000;
 /** How long a config dataset whose replicas need racks that have not joined yet waits before asking again. */
 const ISOLATION_RETRY_MS = 2_000;
 
@@ -104,7 +106,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       systemPrefix: `shardherd-${config.cluster}`,
     };
     const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
-    await node.start();
+    await node.startPatiently(FIRST_START_PATIENCE_MS);
     closers.push(() => node.stop());
     // A port in use, say: the caller gets the error rather than a node without the endpoint its config asks for.
     const api = config.status
