@@ -25,9 +25,10 @@ export function declaredCopies(map: ShardMapper): string[] {
  * I7: shards that had a serving copy in the previous persisted map and have none now, a serving copy
  * dropped although every node that served them is still the same live member: only a planned move
  * could have done that.
- * `sameMember(node)` says whether the node is still a member with the incarnation it had then.
+ * `sameMember(node, shard)` says whether the node is still a member with the incarnation that held
+ * its copy of the shard.
  */
-export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, sameMember: (node: string) => boolean, exempt: (shard: number) => boolean): string[] {
+export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, sameMember: (node: string, shard: number) => boolean, exempt: (shard: number) => boolean): string[] {
   const out: string[] = [];
   const show = (m: ShardMapper, s: number) => m.recordForShard(s).assignments.map((a) => `${a.node}:${a.placement}/${a.status.type}`).join(' ') || 'none';
   for (let s = 0; s < Math.min(previous.numShards, now.numShards); s++) {
@@ -38,7 +39,7 @@ export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, 
     // The singleton dropped a copy that served, its holder alive: the move took the last server.
     // (A copy still held whose node reports it recovering is the node's doing, not the move's.)
     const dropped = before.some((node) => !copies.some((a) => a.node === node));
-    if (dropped && before.every(sameMember)) out.push(`${s} (was ${show(previous, s)}, now ${show(now, s)})`);
+    if (dropped && before.every((node) => sameMember(node, s))) out.push(`${s} (was ${show(previous, s)}, now ${show(now, s)})`);
   }
   return out;
 }

@@ -161,26 +161,45 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   // node's grace to hear of the removal starts then, not at the last map that still had it.
   const declared = new Map<string, number>();
   const declaredNow = new Map<DatasetRef, string[]>();
+  // When each copy was placed (it has been in every map of its dataset since), for I7.
+  const placedAt = new Map<string, number>();
   const putShardMap = metaStore.putShardMap.bind(metaStore);
   metaStore.putShardMap = async (snapshot) => {
     await putShardMap(snapshot);
     const map = ShardMapper.fromSnapshot(snapshot);
     const keys = declaredCopies(map).map((key) => `${snapshot.dataset}/${key}`);
-    for (const key of [...(declaredNow.get(snapshot.dataset) ?? []), ...keys]) declared.set(key, clock.now());
+    const before = declaredNow.get(snapshot.dataset) ?? [];
+    for (const key of [...before, ...keys]) declared.set(key, clock.now());
     declaredNow.set(snapshot.dataset, keys);
+    for (const key of keys) if (!placedAt.has(key)) placedAt.set(key, clock.now());
     checkPlannedMoves(snapshot.dataset, map);
+    const kept = new Set(keys);
+    for (const key of before) if (!kept.has(key)) placedAt.delete(key);
+  };
+  // When each node was first seen (at a persisted map) with an incarnation other than its earlier
+  // one. A copy placed before that may belong to the earlier incarnation: the singleton can still
+  // show it in a map written after the restart (it has not heard of it yet), and dropping it then
+  // is the crash's doing, not a planned move's.
+  const incarnations = new Map<string, { incarnation: string; since: number }>();
+  const noteIncarnations = (members: ReadonlyMap<string, string>) => {
+    for (const [node, incarnation] of members) {
+      const seen = incarnations.get(node);
+      if (seen?.incarnation !== incarnation) incarnations.set(node, { incarnation, since: seen ? clock.now() : -Infinity });
+    }
   };
   // I7 on every persisted map, not once a step: a handoff that completes and whose new copy then
   // dies within one step is a forced loss, which only the maps in between can tell apart.
   const persisted = new Map<DatasetRef, { map: ShardMapper; members: Map<string, string> }>();
   const checkPlannedMoves = (ref: DatasetRef, now: ShardMapper) => {
     const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
+    noteIncarnations(members);
     const last = persisted.get(ref);
     persisted.set(ref, { map: now, members });
     if (!last) return;
     const moving = (shard: number) => [last.map, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
     const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
-    const same = (node: string) => members.get(node) !== undefined && members.get(node) === last.members.get(node);
+    const same = (node: string, shard: number) =>
+      members.get(node) !== undefined && members.get(node) === last.members.get(node) && incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)!;
     const lost = unservedByPlannedMoves(last.map, now, same, exempt);
     if (lost.length > 0) violate('I7', `${ref}: shards ${lost.join(',')} lost their last serving copy in a planned move`);
   };
