@@ -51,6 +51,8 @@ interface State {
   candidacy: boolean;
   /** Failed attempts to take the lease in a row (the MetaStore is away): they back off. */
   candidacyFailures: number;
+  /** Singletons of this node that crashed: standing again after each backs off, up to retryMaxMs. */
+  singletonCrashes: number;
   readonly coordinator: ActorRef<CoordinatorMsg>;
   readonly reporter: ActorRef<ReporterMsg>;
 }
@@ -257,6 +259,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       singleton: undefined,
       candidacy: false,
       candidacyFailures: 0,
+      singletonCrashes: 0,
       ...reporterAndCoordinator(self),
   });
   return env.runtime.spawn<State | undefined, GuardianMsg>(env.runtime.system, 'guardian', async (s0, msg, ctx) => {
@@ -275,7 +278,18 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         onReplies(s, msg.record);
         return s;
       case 'SingletonStopped':
-        if (s.singleton?.epoch === msg.epoch) s.singleton = undefined;
+        if (s.singleton?.epoch !== msg.epoch) return s;
+        s.singleton = undefined;
+        // A singleton that crashed (Kafka or the MetaStore failed it past its retries: a commit
+        // refused while a broker was away) is replaced at once by a new epoch if this node is still
+        // the oldest member; nothing else would start one before the next membership change.
+        // ('crashed' is what the singleton reports from its crash, see spawnNodeClusterActor.)
+        if (msg.reason === 'crashed') {
+          const attempt = ++s.singletonCrashes;
+          const retryInMs = Math.min(env.settings.retryInitialMs * 2 ** (attempt - 1), env.settings.retryMaxMs);
+          env.log.warn({ event: 'singleton.stopped', reason: 'crashed', epoch: msg.epoch, retryInMs }, 'the singleton crashed; standing again');
+          env.clock.schedule(retryInMs, () => env.runtime.send(ctx.self, { type: 'RetryCandidacy' }));
+        }
         return s;
       case 'RetryCandidacy': {
         const oldest = s.view && oldestMember(s.view);

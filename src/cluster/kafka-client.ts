@@ -1,6 +1,7 @@
 // One way to make a kafkajs client: its logs go through pino, topic auto-creation is never relied
-// on, and retries are bounded so an unreachable broker surfaces as an error instead of a hang.
-import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+// on, and retries are bounded so an unreachable broker surfaces as an error instead of a hang. Also
+// creating topics and waiting for their leaders, which works on a cluster of several brokers.
+import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 
 export interface KafkaConnection {
@@ -68,3 +69,49 @@ export function createKafka(connection: KafkaConnection): Kafka {
  * uses `acks: -1`, as idempotence requires.
  */
 export const IDEMPOTENT_PRODUCER = { idempotent: true, maxInFlightRequests: 1 } as const;
+
+/** How long `createTopicsWithLeaders` waits for the new topics' leaders by default. */
+const TOPIC_LEADERS_MS = 10_000;
+
+/**
+ * `admin.createTopics` that resolves once every partition of the topics has a leader. kafkajs's own
+ * `waitForLeaders` asks the broker that took the request, which on a cluster of several brokers may
+ * not know the new topic yet: it answers UNKNOWN_TOPIC_OR_PARTITION and kafkajs fails the call,
+ * although the topics were created. Here that answer means "not yet". Resolves with what
+ * `createTopics` says: false when every topic existed already.
+ */
+export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig[], timeoutMs = TOPIC_LEADERS_MS): Promise<boolean> {
+  const created = await admin.createTopics({ topics, waitForLeaders: false });
+  await waitForTopicLeaders(admin, topics.map((t) => t.topic), timeoutMs);
+  return created;
+}
+
+/** Polls the topics' metadata until each has partitions that all have a leader; throws after `timeoutMs`. */
+async function waitForTopicLeaders(admin: Admin, topics: readonly string[], timeoutMs = TOPIC_LEADERS_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await topicsHaveLeaders(admin, topics)) return;
+    if (Date.now() > deadline) throw new Error(`topics ${topics.join(', ')} have no leader after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** True when every partition of every topic has a leader; false while a broker does not know them yet. */
+async function topicsHaveLeaders(admin: Admin, topics: readonly string[]): Promise<boolean> {
+  try {
+    const metadata = await admin.fetchTopicMetadata({ topics: [...topics] });
+    return topics.every((topic) => {
+      const partitions = metadata.topics.find((t) => t.name === topic)?.partitions ?? [];
+      return partitions.length > 0 && partitions.every((p) => p.leader >= 0);
+    });
+  } catch (e) {
+    if (topicNotKnownYet(e)) return false;
+    throw e;
+  }
+}
+
+/** What a broker answers about a topic that was just created, before it heard of it or of its leaders. */
+export function topicNotKnownYet(e: unknown): boolean {
+  const type = (e as { type?: unknown } | undefined)?.type;
+  return type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE';
+}

@@ -5,7 +5,7 @@
 import type { Admin, Consumer, GroupDescription } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Member } from '../core/shard-manager/protocol.js';
-import { createKafka } from './kafka-client.js';
+import { createKafka, createTopicsWithLeaders } from './kafka-client.js';
 import { membershipAssigner } from './kafka-membership/assigner.js';
 import { KafkaMembershipError } from './kafka-membership/errors.js';
 import { GroupDescriber } from './kafka-membership/group-describer.js';
@@ -196,10 +196,7 @@ export class KafkaMembership implements Membership {
       // creation as an error.
       const exists = (await admin.listTopics()).includes(this.groupId);
       if (!exists && this.isActive()) {
-        const created = await admin.createTopics({
-          topics: [{ topic: this.groupId, numPartitions: 1, replicationFactor: s.replicationFactor }],
-          waitForLeaders: true,
-        });
+        const created = await createTopicsWithLeaders(admin, [{ topic: this.groupId, numPartitions: 1, replicationFactor: s.replicationFactor }]);
         if (created) this.log.info({ event: 'membership.topic-created', topic: this.groupId }, `created the members topic ${this.groupId}`);
       }
     } finally {

@@ -3,6 +3,7 @@
 // shard p, so the topic must exist and have exactly numShards partitions. A topic with fewer
 // partitions would leave shards silently empty; one with more would hold records no shard reads.
 import type { Admin } from 'kafkajs';
+import { createTopicsWithLeaders } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { ShardherdError } from '../core/errors.js';
 
@@ -70,7 +71,7 @@ export async function createKafkaTopic(admin: Admin, dataset: DatasetConfig, rep
   const topic = kafkaTopicOf(dataset, who);
   if ((await partitionCount(admin, topic)) === undefined) {
     // false: another node created it meanwhile. Either way the check below has the last word.
-    const created = await admin.createTopics({ topics: [{ topic, numPartitions: dataset.numShards, replicationFactor }], waitForLeaders: true });
+    const created = await createTopicsWithLeaders(admin, [{ topic, numPartitions: dataset.numShards, replicationFactor }]);
     if (created) return 'created';
   }
   await checkKafkaTopic(admin, dataset, who);

@@ -260,6 +260,41 @@ describe('failover', () => {
   });
 });
 
+/** Fails the next lease read with an error no retry can help (as a refused Kafka commit fails a Tick). */
+class FailingLeaseStore extends MemoryMetaStore {
+  failNext = false;
+
+  override async readLease(): ReturnType<MemoryMetaStore['readLease']> {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('refused');
+    }
+    return super.readLease();
+  }
+}
+
+describe('a singleton that crashes', () => {
+  it('is replaced on its node by a new epoch, which recovers the datasets and the map', async () => {
+    const store = new FailingLeaseStore();
+    const w = await world(['n1', 'n2', 'n3'], 60_000, store);
+    await setup(w, metricsConfig);
+    await w.driver.advance(1_000);
+    const host = await singleton(w);
+    const before = await stateOf(w);
+    store.failNext = true;
+    // The next Tick reads the lease and crashes the singleton; its node stays the oldest member.
+    await w.driver.advance(1_500);
+    expect(w.logs.some((l) => l.msg === 'actor crashed')).toBe(true);
+    expect(w.logs.some((l) => l.event === 'singleton.stopped' && l.reason === 'crashed')).toBe(true);
+    await w.driver.advance(3_000);
+    expect((await singleton(w)).node).toBe(host.node);
+    const after = await stateOf(w);
+    expect(after.epoch).toBe(before.epoch + 1);
+    expect(after.datasets.get(metrics)!.mapper.activeShards()).toHaveLength(8);
+    for (let s = 0; s < 8; s++) expect(after.datasets.get(metrics)!.mapper.nodeForShard(s)).toBe(before.datasets.get(metrics)!.mapper.nodeForShard(s));
+  });
+});
+
 /** Acknowledges shard-map writes without keeping them while `losing` is set: a write the store lost. */
 class LossyMetaStore extends MemoryMetaStore {
   losing = false;

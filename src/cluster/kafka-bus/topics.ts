@@ -3,6 +3,7 @@
 import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { topicNotKnownYet } from '../kafka-client.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 
 /** How long `ensure` waits for new topics to have a leader. */
@@ -36,7 +37,8 @@ export class BusTopics {
       await kafkaCall('creating topics', {}, () =>
         admin.createTopics({
           topics: missing.map((topic) => ({ topic, numPartitions: 1, replicationFactor: this.p.replicationFactor })),
-          waitForLeaders: true,
+          // Waited for below: kafkajs's own wait fails on a broker that has not heard of them yet.
+          waitForLeaders: false,
         }),
       );
       created.push(...missing);
@@ -72,7 +74,15 @@ export class BusTopics {
     const admin = await this.p.admin();
     const deadline = this.p.clock.now() + TOPIC_READY_MS;
     for (;;) {
-      const metadata = await kafkaCall('reading topic metadata', {}, () => admin.fetchTopicMetadata({ topics: [...topics] }));
+      const metadata = await kafkaCall('reading topic metadata', {}, async () => {
+        try {
+          return await admin.fetchTopicMetadata({ topics: [...topics] });
+        } catch (e) {
+          // A broker of a cluster may not know a topic the controller has just created.
+          if (topicNotKnownYet(e)) return { topics: [] };
+          throw e;
+        }
+      });
       let ready = true;
       for (const topic of topics) {
         const partitions = metadata.topics.find((t) => t.name === topic)?.partitions ?? [];
