@@ -7,7 +7,7 @@ import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
 import { checkKafkaTopic } from '../kafka-topic-check.js';
 import { FeedConsumer, type JoinPlan } from './consumer.js';
-import { PartitionBuffer, RECORD_OVERHEAD_BYTES } from './partition-buffer.js';
+import { PartitionBuffer, PoisonRecord, RECORD_OVERHEAD_BYTES } from './partition-buffer.js';
 import type { KafkaShardReader } from './reader.js';
 import type { KafkaSourceSettings } from './settings.js';
 
@@ -121,13 +121,13 @@ export class DatasetFeed {
     while (out.length < max) {
       const r = b.peek();
       if (r === undefined) break;
-      if (r.poison !== undefined) {
+      if (r instanceof PoisonRecord) {
         // A poison record: what comes before it is delivered; a read that starts at it fails, every time.
         if (out.length > 0) break;
-        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${r.offset} cannot be decoded: ${r.poison}`, r.offset);
+        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${r.offset} cannot be decoded: ${r.reason}`, r.offset);
       }
       b.shift();
-      out.push({ offset: r.offset, key: r.key, value: r.value });
+      out.push(r);
     }
     if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
     return out;
@@ -245,9 +245,9 @@ export class DatasetFeed {
       const bytes = (m.key?.length ?? 0) + (m.value?.length ?? 0) + RECORD_OVERHEAD_BYTES;
       const key = m.key === null ? '' : m.key.toString('utf8');
       try {
-        b.push({ offset, key, value: s.decode(m.value, key, offset), bytes });
+        b.push({ offset, key, value: s.decode(m.value, key, offset) }, bytes);
       } catch (e) {
-        b.push({ offset, key, poison: e instanceof Error ? e.message : String(e), bytes });
+        b.push(new PoisonRecord(offset, key, e instanceof Error ? e.message : String(e)), bytes);
       }
       last = m.offset;
       accepted += 1;

@@ -1,5 +1,6 @@
 // One open shard's records between the consumer and the reader: a bounded queue whose fullness
 // decides when its partition is paused and resumed.
+import type { SourceRecord } from '../ingestion-source.js';
 import type { KafkaShardReader } from './reader.js';
 import type { KafkaSourceSettings } from './settings.js';
 
@@ -7,12 +8,19 @@ import type { KafkaSourceSettings } from './settings.js';
 type Bounds = Pick<KafkaSourceSettings, 'bufferRecords' | 'bufferBytes'>;
 
 /**
- * A record as fetched, already decoded (so it holds no slice of the fetch response), with what it
- * costs the buffer; `poison` is why the decoder refused it.
+ * A record as fetched, already decoded (so it holds no slice of the fetch response): the very
+ * object a read hands to the sink (no copy per record), or a `PoisonRecord` the decoder refused.
  */
-export type Buffered =
-  | { readonly offset: number; readonly key: string; readonly value: unknown; readonly bytes: number; readonly poison?: undefined }
-  | { readonly offset: number; readonly key: string; readonly poison: string; readonly bytes: number };
+export type Buffered = SourceRecord | PoisonRecord;
+
+/** A record the decoder refused, and why. */
+export class PoisonRecord {
+  constructor(
+    readonly offset: number,
+    readonly key: string,
+    readonly reason: string,
+  ) {}
+}
 
 /** A buffered record's objects (the record, its key string and decoded value: about 260 bytes measured on Node 20), on top of its key and value bytes. */
 export const RECORD_OVERHEAD_BYTES = 256;
@@ -24,6 +32,8 @@ export const RECORD_OVERHEAD_BYTES = 256;
  */
 export class PartitionBuffer {
   private records: (Buffered | undefined)[] = [];
+  /** What each record costs the buffer, beside it in `records`. */
+  private sizes: number[] = [];
   private head = 0;
   bytes = 0;
   /** Everything before it was handed out (or skipped by a read further on). */
@@ -50,15 +60,18 @@ export class PartitionBuffer {
 
   reset(offset: number): void {
     this.records = [];
+    this.sizes = [];
     this.head = 0;
     this.bytes = 0;
     this.cursor = offset;
     this.position = offset;
   }
 
-  push(record: Buffered): void {
+  /** Appends a record that costs `bytes` of the buffer. */
+  push(record: Buffered, bytes: number): void {
     this.records.push(record);
-    this.bytes += record.bytes;
+    this.sizes.push(bytes);
+    this.bytes += bytes;
   }
 
   /** Wakes the waiting reader, if any (once). */
@@ -76,12 +89,13 @@ export class PartitionBuffer {
     const r = this.records[this.head];
     if (r === undefined) return;
     this.records[this.head] = undefined;
+    this.bytes -= this.sizes[this.head]!;
     this.head += 1;
-    this.bytes -= r.bytes;
     this.cursor = r.offset + 1;
     // Compact now and then instead of Array.shift on every record.
     if (this.head >= 1024 && this.head * 2 >= this.records.length) {
       this.records = this.records.slice(this.head);
+      this.sizes = this.sizes.slice(this.head);
       this.head = 0;
     }
   }
