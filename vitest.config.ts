@@ -1,4 +1,27 @@
-import { defineConfig } from 'vitest/config';
+import { defineConfig, type TestProjectConfiguration } from 'vitest/config';
+
+/**
+ * Chaos tests of minutes, on a three-broker Kafka cluster (test/chaos): only with SHARDHERD_CHAOS=1,
+ * which `npm run chaos` sets. Three more JVMs do not fit `npm test`'s time on 2 cores.
+ */
+const chaos: TestProjectConfiguration[] =
+  process.env.SHARDHERD_CHAOS === '1'
+    ? [
+        {
+          test: {
+            // Last, alone: the brokers, Cassandra and three node processes need both cores.
+            sequence: { groupOrder: 3 },
+            name: 'chaos',
+            include: ['test/chaos/**/*.test.ts'],
+            // The shared Cassandra (and Kafka) of the integration tests, started the same way.
+            globalSetup: ['test/integration/global-setup.ts'],
+            testTimeout: 60_000,
+            hookTimeout: 240_000,
+            fileParallelism: false,
+          },
+        },
+      ]
+    : [];
 
 export default defineConfig({
   test: {
@@ -47,6 +70,7 @@ export default defineConfig({
           hookTimeout: 120_000,
         },
       },
+      ...chaos,
     ],
   },
 });

@@ -1,6 +1,7 @@
-// Starts and stops a real single-node Kafka (KRaft) and a real single-node Cassandra as detached
-// JVMs on 127.0.0.1, on free ports, each from its own cached classpath (see fetch.ts). One started
-// pair is an "instance": <cache>/run/<instance>/ holds its PID files, logs, configuration and data.
+// Starts and stops a real Kafka (KRaft: one node, or a cluster of brokers that are also its
+// controllers) and a real single-node Cassandra as detached JVMs on 127.0.0.1, on free ports, each
+// from its own cached classpath (see fetch.ts). What one call starts is an "instance":
+// <cache>/run/<instance>/ holds its PID files, logs, configuration and data.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -26,8 +27,20 @@ export const READY_TIMEOUT_MS = 120_000;
 
 export interface KafkaEndpoint {
   readonly brokers: string[];
+  /** The broker's JVM and log when there is one broker (a cluster's are in `nodes`). */
   readonly pid?: number;
   readonly logFile?: string;
+  /** Each broker JVM, by KRaft node id (1, 2, ...); absent for a Kafka we did not start. */
+  readonly nodes?: readonly KafkaNode[];
+}
+
+/** One Kafka JVM: a KRaft broker and controller in one process. */
+export interface KafkaNode {
+  readonly nodeId: number;
+  /** Its client listener, host:port. */
+  readonly broker: string;
+  readonly pid: number;
+  readonly logFile: string;
 }
 
 export interface CassandraEndpoint {
@@ -49,6 +62,12 @@ export interface RunningServices {
 export interface StartOptions {
   readonly instance: string;
   readonly kafka?: boolean;
+  /**
+   * How many Kafka nodes (default 1). More than one make a KRaft cluster whose every node is broker
+   * and controller, with replication factor 3 (at most the node count) and min ISR 2 for the
+   * internal topics and as the topics' default.
+   */
+  readonly kafkaNodes?: number;
   readonly cassandra?: boolean;
   /**
    * The instance belongs to this process: its folder records this PID as owner, a later run's
@@ -69,7 +88,13 @@ export interface StartOptions {
 
 const OWNER_FILE = 'owner.pid';
 const SERVICES_FILE = 'services.json';
-const SERVICES = ['kafka', 'cassandra'] as const;
+/** The name of a JVM in its instance folder: `<name>.pid`, `<name>.log` and the folder `<name>/`. */
+const JVM_NAME = /^(kafka(-\d+)?|cassandra)$/;
+
+/** A single broker is `kafka`; a cluster's nodes are `kafka-1`, `kafka-2`, ... */
+function kafkaJvmName(nodeId: number, nodes: number): string {
+  return nodes === 1 ? 'kafka' : `kafka-${nodeId}`;
+}
 
 /** Fetches what is missing, (re)starts the instance, waits until both answer real client requests. */
 export async function startServices(opts: StartOptions): Promise<RunningServices> {
@@ -108,7 +133,12 @@ async function launchAndWait(
   await mkdir(dir, { recursive: true });
   if (opts.owned) await writeFile(join(dir, OWNER_FILE), `${process.pid}\n`);
 
-  const [kafkaPort, controllerPort, nativePort, storagePort] = await freePorts(4);
+  const kafkaNodes = opts.kafkaNodes ?? 1;
+  if (!Number.isInteger(kafkaNodes) || kafkaNodes < 1) throw new Error(`kafkaNodes must be a whole number >= 1, not ${kafkaNodes}`);
+  // Per Kafka node its client and controller ports, then Cassandra's two.
+  const ports = await freePorts(2 * kafkaNodes + 2);
+  const [nativePort, storagePort] = ports.slice(-2);
+  const kafkaPorts = Array.from({ length: kafkaNodes }, (_, i) => ({ port: ports[2 * i]!, controllerPort: ports[2 * i + 1]! }));
   const java = javaBinary();
   const pending: Array<Promise<void>> = [];
   const endpoints: { kafka?: KafkaEndpoint; cassandra?: CassandraEndpoint } = {};
@@ -120,9 +150,9 @@ async function launchAndWait(
       pending.push(waitForCassandra(c.endpoint, c.exited, timeout));
     }
     if (opts.kafka ?? true) {
-      const k = await launchKafka(java, dir, root, kafkaPort!, controllerPort!, opts.owned);
+      const k = await launchKafka(java, dir, root, kafkaPorts, opts.owned);
       endpoints.kafka = k.endpoint;
-      pending.push(waitForKafka(k.endpoint, k.exited, timeout));
+      pending.push(waitForKafka(k.endpoint.brokers, kafkaNodes, k.jvms, timeout));
     }
     const results = await Promise.allSettled(pending);
     const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason.message : String(r.reason)] : []));
@@ -138,7 +168,8 @@ async function launchAndWait(
 export async function readRunning(instance: string, root = cacheRoot()): Promise<RunningServices | undefined> {
   try {
     const running = JSON.parse(await readFile(join(instanceDir(instance, root), SERVICES_FILE), 'utf8')) as RunningServices;
-    const pids = [running.kafka?.pid, running.cassandra?.pid].filter((p): p is number => p !== undefined);
+    const kafkaPids = running.kafka?.nodes?.map((n) => n.pid) ?? [running.kafka?.pid];
+    const pids = [...kafkaPids, running.cassandra?.pid].filter((p): p is number => p !== undefined);
     return pids.every(isAlive) ? running : undefined;
   } catch {
     return undefined;
@@ -146,20 +177,26 @@ export async function readRunning(instance: string, root = cacheRoot()): Promise
 }
 
 /**
- * Stops the JVMs named by the instance's PID files (SIGTERM, SIGKILL after 20 s), both at once,
+ * Stops the JVMs named by the instance's PID files (SIGTERM, SIGKILL after 20 s), all at once,
  * and deletes their data; the logs stay until the instance is started again or cleaned up.
  */
 export async function stopInstance(instance: string, log: Log = () => {}, root = cacheRoot()): Promise<void> {
   const dir = instanceDir(instance, root);
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  // Kafka's first, as the log has always named them.
+  const names = entries
+    .filter((e) => e.endsWith('.pid') && JVM_NAME.test(e.slice(0, -'.pid'.length)))
+    .map((e) => e.slice(0, -'.pid'.length))
+    .sort((a, b) => Number(a === 'cassandra') - Number(b === 'cassandra') || a.localeCompare(b));
   const outcomes = await Promise.all(
-    SERVICES.map(async (s) => {
+    names.map(async (s) => {
       const outcome = await stopByPidFile(join(dir, `${s}.pid`), dir);
       return `${s}: ${outcome}`;
     }),
   );
   const acted = outcomes.filter((o) => !o.endsWith('no PID file'));
   if (acted.length > 0) log(`stopped instance ${instance}: ${acted.join('; ')}`);
-  await Promise.all(SERVICES.map((s) => rm(join(dir, s), { recursive: true, force: true })));
+  await Promise.all(entries.filter((e) => JVM_NAME.test(e)).map((e) => rm(join(dir, e), { recursive: true, force: true })));
   await rm(join(dir, SERVICES_FILE), { force: true });
 }
 
@@ -186,99 +223,161 @@ export async function cleanupLeftovers(log: Log = () => {}, root = cacheRoot()):
 
 // --- Kafka -----------------------------------------------------------------------------------
 
+/** Where a Kafka node listens: clients on `port`, the KRaft quorum on `controllerPort`. */
+interface KafkaNodePorts {
+  readonly port: number;
+  readonly controllerPort: number;
+}
+
+/** The cluster-wide settings of a Kafka of `nodes` nodes: replication of the internal topics and the topics' default. */
+function kafkaReplication(nodes: number): { readonly factor: number; readonly minInsync: number } {
+  const factor = Math.min(nodes, 3);
+  return { factor, minInsync: Math.min(factor, 2) };
+}
+
+/**
+ * A random cluster id as `kafka-storage.sh random-uuid` makes it (16 bytes, base64url), and like it
+ * never one that starts with "-", which the storage tool would take for an option.
+ */
+function kafkaClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+/** Formats each node's data directory with one cluster id and starts its JVM; one node is a single broker. */
 async function launchKafka(
   java: string,
   dir: string,
   root: string,
-  port: number,
-  controllerPort: number,
+  ports: readonly KafkaNodePorts[],
   owned: boolean,
-): Promise<{ endpoint: KafkaEndpoint; exited: Promise<string> }> {
-  const home = join(dir, 'kafka');
-  const dataDir = join(home, 'data');
-  await mkdir(dataDir, { recursive: true });
-  const props = join(home, 'server.properties');
-  const log4j = join(home, 'log4j.properties');
-  await writeFile(props, kafkaServerProperties(port, controllerPort, dataDir));
-  await writeFile(log4j, KAFKA_LOG4J);
-  const logFile = join(dir, 'kafka.log');
+): Promise<{ endpoint: KafkaEndpoint; jvms: RunningJvm[] }> {
+  const count = ports.length;
+  const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(',');
+  const clusterId = kafkaClusterId();
   const classpath = `${libDir(KAFKA_ARTIFACTS, root)}/*`;
-  const common = [`-Dlog4j.configuration=file:${log4j}`, '-Djava.awt.headless=true', '-cp', classpath];
-  // The same random cluster id format as `kafka-storage.sh random-uuid` (16 bytes, base64url).
-  const clusterId = randomBytes(16).toString('base64url');
-  await runJava(
-    java,
-    ['-Xmx256m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', ...common, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props],
-    logFile,
-    60_000,
+  // Formatted side by side: each is a short JVM of its own.
+  await Promise.all(
+    ports.map(async (p, i) => {
+      const name = kafkaJvmName(i + 1, count);
+      const home = join(dir, name);
+      const dataDir = join(home, 'data');
+      await mkdir(dataDir, { recursive: true });
+      const props = join(home, 'server.properties');
+      const log4j = join(home, 'log4j.properties');
+      await writeFile(props, kafkaServerProperties({ nodeId: i + 1, ...p }, voters, count, dataDir));
+      await writeFile(log4j, KAFKA_LOG4J);
+      const common = [`-Dlog4j.configuration=file:${log4j}`, '-Djava.awt.headless=true', '-cp', classpath];
+      await runJava(
+        java,
+        ['-Xmx256m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', ...common, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props],
+        join(dir, `${name}.log`),
+        60_000,
+      );
+    }),
   );
-  const jvm = await spawnKafkaJvm(java, dir, root, owned);
-  return { endpoint: { brokers: [`127.0.0.1:${port}`], pid: jvm.pid, logFile }, exited: jvm.exited };
+  const jvms: RunningJvm[] = [];
+  const nodes: KafkaNode[] = [];
+  for (const [i, p] of ports.entries()) {
+    const name = kafkaJvmName(i + 1, count);
+    const jvm = await spawnKafkaJvm(java, dir, root, owned, name, count);
+    const logFile = join(dir, `${name}.log`);
+    nodes.push({ nodeId: i + 1, broker: `127.0.0.1:${p.port}`, pid: jvm.pid, logFile });
+    jvms.push({ pid: jvm.pid, logFile, exited: jvm.exited });
+  }
+  const brokers = nodes.map((n) => n.broker);
+  const single = count === 1 ? { pid: nodes[0]!.pid, logFile: nodes[0]!.logFile } : {};
+  return { endpoint: { brokers, ...single, nodes }, jvms };
 }
 
-/** The broker JVM of an instance whose `kafka/` folder holds its configuration and (formatted) data. */
-function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean): Promise<SpawnedJvm> {
-  const home = join(dir, 'kafka');
+/** The JVM of Kafka node `name` of an instance, whose folder `<name>/` holds its configuration and (formatted) data. */
+function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean, name: string, nodes: number): Promise<SpawnedJvm> {
+  const home = join(dir, name);
   const common = [`-Dlog4j.configuration=file:${join(home, 'log4j.properties')}`, '-Djava.awt.headless=true', '-cp', `${libDir(KAFKA_ARTIFACTS, root)}/*`];
+  // A cluster's JVMs share 2 cores with Cassandra and the tests: smaller heaps, and the C1 compiler
+  // and serial collector, which start faster and take less CPU than C2 and G1.
+  const heap = nodes === 1
+    ? ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20']
+    : ['-Xms128m', '-Xmx384m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
   return spawnJvm(
     java,
-    ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:+ExitOnOutOfMemoryError', ...common, 'kafka.Kafka', join(home, 'server.properties')],
-    { logFile: join(dir, 'kafka.log'), pidFile: join(dir, 'kafka.pid'), cwd: home, dieWithThisProcess: owned },
+    [...heap, '-XX:+ExitOnOutOfMemoryError', ...common, 'kafka.Kafka', join(home, 'server.properties')],
+    { logFile: join(dir, `${name}.log`), pidFile: join(dir, `${name}.pid`), cwd: home, dieWithThisProcess: owned },
   );
 }
 
 /**
  * Starts a service of a started instance again, on its ports and data directory (nothing is
- * formatted): what an operator does after the broker or the database was killed. Resolves with its
- * endpoint once it answers real client requests.
+ * formatted): what an operator does after the broker or the database was killed. For Kafka,
+ * `kafkaNode` is the KRaft node id of the broker to start (default 1, the only one of a single
+ * broker). Resolves with the service's endpoint once it answers real client requests (a broker of
+ * a cluster: once it is back in the cluster).
  */
 export async function restartService<S extends 'kafka' | 'cassandra'>(
   instance: string,
   service: S,
-  opts: { owned: boolean; root?: string; readyTimeoutMs?: number },
+  opts: { owned: boolean; root?: string; readyTimeoutMs?: number; kafkaNode?: number },
 ): Promise<S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint> {
   const root = opts.root ?? cacheRoot();
   const dir = instanceDir(instance, root);
   const running = JSON.parse(await readFile(join(dir, SERVICES_FILE), 'utf8')) as RunningServices;
   const was = running[service];
   if (!was) throw new Error(`instance ${instance} runs no ${service}`);
-  if (was.pid !== undefined && isAlive(was.pid)) throw new Error(`the ${service} of ${instance} (PID ${was.pid}) is still running`);
   const timeout = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const java = javaBinary();
   if (service === 'kafka') {
-    const jvm = await spawnKafkaJvm(java, dir, root, opts.owned);
-    const kafka: KafkaEndpoint = { ...(was as KafkaEndpoint), pid: jvm.pid };
+    const endpoint = was as KafkaEndpoint;
+    const nodes = endpoint.nodes ?? [];
+    const node = nodes.find((n) => n.nodeId === (opts.kafkaNode ?? 1));
+    if (!node) throw new Error(`instance ${instance} has no Kafka node ${opts.kafkaNode ?? 1} (it has ${nodes.map((n) => n.nodeId).join(', ')})`);
+    if (isAlive(node.pid)) {
+      throw new Error(`the kafka of ${instance}${nodes.length > 1 ? ` (node ${node.nodeId})` : ''} (PID ${node.pid}) is still running`);
+    }
+    const jvm = await spawnKafkaJvm(java, dir, root, opts.owned, kafkaJvmName(node.nodeId, nodes.length), nodes.length);
+    const restarted: KafkaNode = { ...node, pid: jvm.pid };
+    const kafka: KafkaEndpoint = {
+      ...endpoint,
+      ...(nodes.length === 1 ? { pid: jvm.pid } : {}),
+      nodes: nodes.map((n) => (n.nodeId === node.nodeId ? restarted : n)),
+    };
     await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, kafka }, null, 2)}\n`);
-    await waitForKafka(kafka, jvm.exited, timeout);
+    // Through the restarted broker itself: it answers once it has caught up and sees every broker.
+    await waitForKafka([restarted.broker], nodes.length, [{ pid: jvm.pid, logFile: restarted.logFile, exited: jvm.exited }], timeout);
     return kafka as S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint;
   }
+  const endpoint = was as CassandraEndpoint;
+  if (endpoint.pid !== undefined && isAlive(endpoint.pid)) throw new Error(`the cassandra of ${instance} (PID ${endpoint.pid}) is still running`);
   // A restarted database must find what it had: only an instance started with durableSchema can be.
   const jvm = await spawnCassandraJvm(java, dir, root, opts.owned, true);
-  const cassandra: CassandraEndpoint = { ...(was as CassandraEndpoint), pid: jvm.pid };
+  const cassandra: CassandraEndpoint = { ...endpoint, pid: jvm.pid };
   await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, cassandra }, null, 2)}\n`);
   await waitForCassandra(cassandra, jvm.exited, timeout);
   return cassandra as S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint;
 }
 
-function kafkaServerProperties(port: number, controllerPort: number, dataDir: string): string {
-  return `# Generated by shardherd scripts/services: a single-node KRaft broker+controller for tests.
+function kafkaServerProperties(node: KafkaNodePorts & { readonly nodeId: number }, voters: string, nodes: number, dataDir: string): string {
+  const { factor, minInsync } = kafkaReplication(nodes);
+  const what = nodes === 1 ? 'a single-node KRaft broker+controller' : `node ${node.nodeId} of a ${nodes}-node KRaft cluster, each broker+controller,`;
+  return `# Generated by shardherd scripts/services: ${what} for tests.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:${controllerPort}
-listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}
-advertised.listeners=PLAINTEXT://127.0.0.1:${port}
+node.id=${node.nodeId}
+controller.quorum.voters=${voters}
+listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}
+advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=${dataDir}
 num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
+default.replication.factor=${factor}
+min.insync.replicas=${minInsync}
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=${factor}
 offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=${factor}
+transaction.state.log.min.isr=${minInsync}
 transaction.state.log.num.partitions=1
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=1000
@@ -301,13 +400,14 @@ log4j.logger.org.apache.kafka.common.config=WARN
 log4j.logger.kafka.server.KafkaConfig=WARN
 `;
 
-async function waitForKafka(endpoint: KafkaEndpoint, exited: Promise<string>, timeoutMs: number): Promise<void> {
+/** Waits until `brokers` answer and see `nodes` brokers, and a group coordinator answers. */
+async function waitForKafka(brokers: string[], nodes: number, jvms: readonly RunningJvm[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const what = `Kafka ${KAFKA_VERSION} on ${endpoint.brokers.join(',')} (${timeoutMs / 1000} s deadline)`;
-  await waitUntil(what, endpoint, exited, deadline, () => kafkaAnswers(endpoint.brokers));
+  const what = `Kafka ${KAFKA_VERSION} on ${brokers.join(',')} (${timeoutMs / 1000} s deadline)`;
+  await waitUntil(what, jvms, deadline, () => kafkaAnswers(brokers, nodes));
   // The first consumer group makes the broker create __consumer_offsets; do it now, so a test's
   // first group does not wait for it (kafkajs logs "group coordinator is not available" meanwhile).
-  await waitUntil(`${what} (group coordinator)`, endpoint, exited, deadline, () => groupCoordinatorAnswers(endpoint.brokers));
+  await waitUntil(`${what} (group coordinator)`, jvms, deadline, () => groupCoordinatorAnswers(brokers));
 }
 
 async function groupCoordinatorAnswers(brokers: string[]): Promise<boolean> {
@@ -325,8 +425,8 @@ async function groupCoordinatorAnswers(brokers: string[]): Promise<boolean> {
   }
 }
 
-/** True when kafkajs's admin can describe the cluster and sees a broker. */
-export async function kafkaAnswers(brokers: string[]): Promise<boolean> {
+/** True when kafkajs's admin can describe the cluster and sees at least `nodes` brokers. */
+export async function kafkaAnswers(brokers: string[], nodes = 1): Promise<boolean> {
   const kafka = new Kafka({
     clientId: 'shardherd-services-readiness',
     brokers,
@@ -339,7 +439,7 @@ export async function kafkaAnswers(brokers: string[]): Promise<boolean> {
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0 && cluster.controller !== null;
+    return cluster.brokers.length >= nodes && cluster.controller !== null;
   } catch {
     return false;
   } finally {
@@ -482,7 +582,7 @@ const CASSANDRA_LOGBACK = `<configuration scan="false">
 
 async function waitForCassandra(endpoint: CassandraEndpoint, exited: Promise<string>, timeoutMs: number): Promise<void> {
   const what = `Cassandra ${CASSANDRA_VERSION} on ${endpoint.contactPoints.join(',')} (${timeoutMs / 1000} s deadline)`;
-  await waitUntil(what, endpoint, exited, Date.now() + timeoutMs, () =>
+  await waitUntil(what, [{ pid: endpoint.pid, logFile: endpoint.logFile, exited }], Date.now() + timeoutMs, () =>
     cassandraAnswers(endpoint.contactPoints, endpoint.localDataCenter),
   );
 }
@@ -506,23 +606,25 @@ export async function cassandraAnswers(contactPoints: string[], localDataCenter:
 
 // --- shared ----------------------------------------------------------------------------------
 
-async function waitUntil(
-  what: string,
-  endpoint: { pid?: number; logFile?: string },
-  exited: Promise<string>,
-  deadline: number,
-  probe: () => Promise<boolean>,
-): Promise<void> {
-  let exit: string | undefined;
-  void exited.then((e) => (exit = e));
+/** A JVM being waited for: its PID and log, and its exit if this process spawned it. */
+interface RunningJvm {
+  readonly pid?: number | undefined;
+  readonly logFile?: string | undefined;
+  readonly exited: Promise<string>;
+}
+
+/** Polls `probe` until it holds; fails as soon as one of `jvms` exits, or at the deadline. */
+async function waitUntil(what: string, jvms: readonly RunningJvm[], deadline: number, probe: () => Promise<boolean>): Promise<void> {
+  const exits = new Map<RunningJvm, string>();
+  for (const jvm of jvms) void jvm.exited.then((e) => exits.set(jvm, e));
+  const logHint = async (jvm: RunningJvm): Promise<string> => (jvm.logFile ? `; last lines of ${jvm.logFile}:\n${await tail(jvm.logFile)}` : '');
   for (;;) {
     if (await probe()) return;
-    const logHint = async (): Promise<string> =>
-      endpoint.logFile ? `; last lines of ${endpoint.logFile}:\n${await tail(endpoint.logFile)}` : '';
-    if (exit !== undefined || (endpoint.pid !== undefined && !isAlive(endpoint.pid))) {
-      throw new Error(`${what}: the JVM (PID ${String(endpoint.pid)}) ${EXITED_DURING_START} (${exit ?? 'gone'})${await logHint()}`);
+    const gone = jvms.find((jvm) => exits.has(jvm) || (jvm.pid !== undefined && !isAlive(jvm.pid)));
+    if (gone !== undefined) {
+      throw new Error(`${what}: the JVM (PID ${String(gone.pid)}) ${EXITED_DURING_START} (${exits.get(gone) ?? 'gone'})${await logHint(gone)}`);
     }
-    if (Date.now() > deadline) throw new Error(`${what}: not ready before its start-up deadline${await logHint()}`);
+    if (Date.now() > deadline) throw new Error(`${what}: not ready before its start-up deadline${(await Promise.all(jvms.map(logHint))).join('')}`);
     await sleep(500);
   }
 }

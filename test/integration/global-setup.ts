@@ -1,6 +1,6 @@
-// Starts a real Kafka and a real Cassandra once per vitest run for the `integration` project
-// (scripts/services: jars from Maven Central, JVMs on 127.0.0.1), hands their addresses to the
-// tests through `project.provide('services', ...)`, and stops what it started at the end.
+// Starts a real Kafka and a real Cassandra once per vitest run for the `integration` and `chaos`
+// projects (scripts/services: jars from Maven Central, JVMs on 127.0.0.1), hands their addresses to
+// the tests through `project.provide('services', ...)`, and stops what it started at the end.
 //
 // SHARDHERD_KAFKA_BROKERS / SHARDHERD_CASSANDRA_CONTACT_POINTS (comma-separated host:port) point the
 // tests at services you run yourself; then nothing is started for that service.
@@ -56,7 +56,8 @@ async function waitForExternal(what: string, probe: () => Promise<boolean>): Pro
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const instance = `test-${process.pid}`;
+  // Per project: the chaos project uses this setup too, and both may run in one vitest process.
+  const instance = `${project.name}-${process.pid}`;
   let started: RunningServices | undefined;
   try {
     const givenBrokers = fromEnv(ENV_KAFKA_BROKERS);
@@ -65,7 +66,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       // A run that died without its teardown left JVMs behind: stop them by their PID files.
       await cleanupLeftovers(log);
       const what = [givenBrokers ? undefined : 'Kafka', givenContactPoints ? undefined : 'Cassandra'].filter(Boolean).join(' and ');
-      log(`starting ${what} for the integration tests ...`);
+      log(`starting ${what} for the ${project.name} tests ...`);
       started = await startServices({
         instance,
         kafka: givenBrokers === undefined,

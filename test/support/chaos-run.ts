@@ -4,6 +4,7 @@
 import { rm } from 'node:fs/promises';
 import type { Kafka, Producer } from 'kafkajs';
 import { afterAll, afterEach } from 'vitest';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 import type { NumberedProducer } from './numbered-producer.js';
 import { ProcessCluster, type ProcessClusterOptions } from './process-cluster.js';
 
@@ -12,12 +13,12 @@ export const CHAOS_SESSION_TIMEOUT_MS = 3_000;
 /** Runtime settings of the chaos tests' nodes: fast publishing, resends and retries, no cooldown. */
 export const CHAOS_RUNTIME = { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, retryInitialMs: 200, retryMaxMs: 2_000 } as const;
 
-/** Creates the topics, `partitions` partitions each, and waits for their leaders. */
-export async function createTopics(kafka: Kafka, topics: readonly string[], partitions: number): Promise<void> {
+/** Creates the topics, `partitions` partitions of `replicationFactor` copies each, and waits for their leaders. */
+export async function createTopics(kafka: Kafka, topics: readonly string[], partitions: number, replicationFactor = 1): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })), waitForLeaders: true });
+    await createTopicsWithLeaders(admin, topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor })));
   } finally {
     await admin.disconnect();
   }

@@ -2,6 +2,10 @@
 // partitions until stopped and remembers which numbers the broker acknowledged, so a test can check
 // that each of them reached a sink. A send that fails (the broker is down, frozen or electing a
 // leader) is retried, same batch, until it is acknowledged: nothing is counted that was not written.
+// So is a send that kafkajs resolves without an answer for every partition of the batch: when a
+// partition's leader moves while a send is retried, kafkajs sends again only to the brokers that
+// have not answered yet, and a partition that moved to a broker that already answered is never
+// written; such a send is retried like a failed one (the ShardedProducer refuses it too).
 import type { Producer } from 'kafkajs';
 
 export class NumberedProducer {
@@ -24,7 +28,10 @@ export class NumberedProducer {
         const batch = Array.from({ length: this.partitions }, () => this.next++);
         while (this.running) {
           try {
-            await this.producer.send({ topic: this.topic, acks: -1, messages: batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) })) });
+            const written = await this.producer.send({ topic: this.topic, acks: -1, messages: batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) })) });
+            const answered = new Set(written.map((r) => r.partition));
+            const unwritten = batch.filter((n) => !answered.has(n % this.partitions));
+            if (unwritten.length > 0) throw new Error(`no answer for the partitions of ${unwritten.join(', ')}`);
             for (const n of batch) this.acked.add(n);
             break;
           } catch {

@@ -22,6 +22,8 @@ export interface ProcessClusterOptions {
   readonly keyspace: string;
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs?: number;
+  /** Replication factor of the topics the nodes create (config key `kafka.topicReplicationFactor`). */
+  readonly topicReplicationFactor?: number;
   /** Runtime settings of every node (config key `runtime`). */
   readonly runtime?: Record<string, unknown>;
   /** Dataset configs every node sets up at start (idempotent). */
@@ -72,7 +74,12 @@ export class ProcessCluster {
       node: name,
       cluster: o.cluster,
       rack: `rack-${name}`,
-      kafka: { brokers: o.kafkaBrokers, sessionTimeoutMs: o.sessionTimeoutMs, ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}) },
+      kafka: {
+        brokers: o.kafkaBrokers,
+        sessionTimeoutMs: o.sessionTimeoutMs,
+        ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
+        ...(o.topicReplicationFactor ? { topicReplicationFactor: o.topicReplicationFactor } : {}),
+      },
       cassandra: { contactPoints: o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
       runtime: o.runtime ?? {},
       datasets: o.datasets ?? [],
