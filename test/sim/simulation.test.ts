@@ -20,11 +20,11 @@ const SEEDS = Number(process.env.SHARDHERD_SIM_SEEDS ?? 1000);
  * Bugs of the checker: 1092, 1102 (I1: a removed copy's grace was timed from the last
  * map that had it, not the first without it); 1788, 2420, 3098 (I9 checked while a fenced node was
  * rejoining: a membership change is not quiet); 2318 (I4 compared the crash with maps read before
- * simulated time passed while the singleton was asked for its state); 23083 (I7 took a copy of a
+ * simulated time passed while the singleton was asked for its state); 23083, 29220 (I7 took a copy of a
  * node's crashed incarnation, which a map written just after the restart still showed, for a
  * serving copy of its new one).
  */
-const REGRESSION_SEEDS = [1092, 1102, 1109, 1788, 2318, 2420, 3098, 4502, 7010, 9594, 23083];
+const REGRESSION_SEEDS = [1092, 1102, 1109, 1788, 2318, 2420, 3098, 4502, 7010, 9594, 23083, 29220];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
