@@ -85,7 +85,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, m);
 
   /** Runs one store write; a fencing error means another singleton took over. */
-  const persistNow = async (what: string, op: () => Promise<void>) => {
+  const persist = async (what: string, op: () => Promise<void>) => {
     try {
       await withRetry(env, what, op);
     } catch (e) {
@@ -95,26 +95,21 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   };
 
   /**
-   * Carries out one decision's effects. Its records (events, desired states, replies) are handed to
-   * the bus together and awaited once: the bus appends them in call order (the Kafka bus in as few
-   * requests as it can), and a slow append no longer holds back the ones after it — a node must
-   * hear that its copy was removed within moments, not after every publish before it was acked.
-   * A store write waits for the records before it, so the order persist → send still holds.
+   * Carries out one decision's effects. Its store writes are awaited, in order, before anything is
+   * sent (a map is persisted before anyone hears of it). Its records (events, desired states,
+   * replies, acks) are handed to the bus, which appends them in call order, and not awaited: the
+   * next message is handled while they are on their way, so slow appends (a broker that answers
+   * late) never hold back the next decision or the periodic publish. A record that fails is logged;
+   * nothing is lost for good by it, as every one is repaired by design (the periodic publish sends
+   * every map and desired state again, a node resends an unacknowledged report, a requester asks
+   * again and a replayed request is answered as the first time).
    */
   async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
-    const sending: Promise<unknown>[] = [];
-    const sent = async () => {
-      const results = await Promise.allSettled(sending.splice(0));
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) throw failed.reason;
-    };
-    const persist = async (what: string, op: () => Promise<void>) => {
-      await sent();
-      await persistNow(what, op);
-    };
-    const queueEvent = (m: EventsMessage) => void sending.push(produceEvents(m));
-    const queueReply = (m: RepliesMessage) => void sending.push(produceReplies(m));
+    const sendLater = (what: string, sending: Promise<unknown>) =>
+      void sending.catch((e: unknown) => log.warn({ event: 'bus.send-failed', err: e, what }, 'a record of the singleton was not sent; the periodic publish or a resend repairs it'));
+    const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
+    const queueReply = (m: RepliesMessage) => sendLater(m.kind, produceReplies(m));
     for (const e of effects) {
       switch (e.type) {
         case 'PersistDataset':
@@ -182,7 +177,6 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
       }
     }
-    await sent();
   }
 
   async function decide(s: State, input: ShardManagerInput): Promise<void> {
