@@ -255,23 +255,13 @@ export class ShardherdNode {
     }
     this.lifecycle = 'stopped';
     this.restartAbandoned = false;
-    const { settings, clock, log } = this.services;
-    let delay = settings.retryInitialMs;
-    for (let attempt = 1; !this.restartAbandoned; attempt++) {
-      try {
-        await this.start();
-        if (this.restartTrouble) log.info({ event: 'node.restarted', node: this.node, attempts: attempt }, 'a new incarnation started after the outage');
-        this.restartTrouble = undefined;
-        return;
-      } catch (e) {
-        await this.undoStart();
-        const error = e instanceof Error ? e.message : String(e);
-        this.restartTrouble = { attempt, error, retryInMs: delay };
-        log[isRetriable(e) ? 'warn' : 'error']({ event: 'node.restart-failed', node: this.node, attempt, retryInMs: delay, err: e }, 'starting a new incarnation failed; retrying');
-        await new Promise<void>((resolve) => clock.schedule(delay, resolve));
-        delay = Math.min(delay * 2, settings.retryMaxMs);
-      }
-    }
+    const { log } = this.services;
+    const attempts = await this.startWithBackoff((e, attempt, retryInMs) => {
+      this.restartTrouble = { attempt, error: e instanceof Error ? e.message : String(e), retryInMs };
+      log[isRetriable(e) ? 'warn' : 'error']({ event: 'node.restart-failed', node: this.node, attempt, retryInMs, err: e }, 'starting a new incarnation failed; retrying');
+      return true;
+    }, () => this.restartAbandoned);
+    if (attempts !== undefined && this.restartTrouble) log.info({ event: 'node.restarted', node: this.node, attempts }, 'a new incarnation started after the outage');
     this.restartTrouble = undefined;
   }
 
@@ -282,20 +272,36 @@ export class ShardherdNode {
    * patience, is thrown: services that are not there at all are the operator's to fix.
    */
   async startPatiently(patienceMs: number): Promise<void> {
-    const { settings, clock, log } = this.services;
+    const { clock, log } = this.services;
     const deadline = clock.now() + patienceMs;
+    await this.startWithBackoff((e, attempt, retryInMs) => {
+      if (!isRetriable(e) || clock.now() + retryInMs > deadline) return false;
+      log.warn({ event: 'node.start-failed', node: this.node, attempt, retryInMs, err: e }, 'starting the node failed; retrying');
+      return true;
+    });
+  }
+
+  /**
+   * Starts, undoing each failed attempt and trying again after a backoff (`retryInitialMs`,
+   * doubling up to `retryMaxMs`). `failed` hears of each failure, with the delay before the next
+   * attempt, and returns false to give up (the error is thrown); `abandoned` ends the attempts
+   * quietly. Resolves with the attempts it took, or undefined if abandoned.
+   */
+  private async startWithBackoff(failed: (e: unknown, attempt: number, retryInMs: number) => boolean, abandoned = () => false): Promise<number | undefined> {
+    const { settings, clock } = this.services;
     let delay = settings.retryInitialMs;
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1; !abandoned(); attempt++) {
       try {
-        return await this.start();
+        await this.start();
+        return attempt;
       } catch (e) {
         await this.undoStart();
-        if (!isRetriable(e) || clock.now() + delay > deadline) throw e;
-        log.warn({ event: 'node.start-failed', node: this.node, attempt, retryInMs: delay, err: e }, 'starting the node failed; retrying');
+        if (!failed(e, attempt, delay)) throw e;
         await new Promise<void>((resolve) => clock.schedule(delay, resolve));
         delay = Math.min(delay * 2, settings.retryMaxMs);
       }
     }
+    return undefined;
   }
 
   /** What a failed start leaves behind (subscriptions, actors, a half-joined membership) goes. */
