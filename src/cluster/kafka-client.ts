@@ -96,14 +96,30 @@ async function waitForTopicLeaders(admin: Admin, topics: readonly string[], time
   }
 }
 
-/** True when every partition of every topic has a leader; false while a broker does not know them yet. */
+/** True when every partition of every topic has a leader that answers; false while a broker does not know them yet. */
 async function topicsHaveLeaders(admin: Admin, topics: readonly string[]): Promise<boolean> {
   try {
     const metadata = await admin.fetchTopicMetadata({ topics: [...topics] });
-    return topics.every((topic) => {
+    const led = topics.every((topic) => {
       const partitions = metadata.topics.find((t) => t.name === topic)?.partitions ?? [];
       return partitions.length > 0 && partitions.every((p) => p.leader >= 0);
     });
+    return led && (await leadersAnswer(admin, topics));
+  } catch (e) {
+    if (topicNotKnownYet(e)) return false;
+    throw e;
+  }
+}
+
+/**
+ * True when the leaders of the topics answer an offsets request. The metadata can name a leader
+ * before that broker serves the new partition (it then answers "not the leader"), and a consumer
+ * or a bus subscription reads offsets first thing.
+ */
+export async function leadersAnswer(admin: Admin, topics: readonly string[]): Promise<boolean> {
+  try {
+    for (const topic of topics) await admin.fetchTopicOffsets(topic);
+    return true;
   } catch (e) {
     if (topicNotKnownYet(e)) return false;
     throw e;
@@ -113,5 +129,5 @@ async function topicsHaveLeaders(admin: Admin, topics: readonly string[]): Promi
 /** What a broker answers about a topic that was just created, before it heard of it or of its leaders. */
 export function topicNotKnownYet(e: unknown): boolean {
   const type = (e as { type?: unknown } | undefined)?.type;
-  return type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE';
+  return type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE' || type === 'NOT_LEADER_FOR_PARTITION';
 }

@@ -3,7 +3,7 @@
 import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { topicNotKnownYet } from '../kafka-client.js';
+import { leadersAnswer, topicNotKnownYet } from '../kafka-client.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 
 /** How long `ensure` waits for new topics to have a leader. */
@@ -69,7 +69,7 @@ export class BusTopics {
     this.knownTopics.add(topic);
   }
 
-  /** Waits until each topic has its one partition with a leader; refuses topics with more partitions. */
+  /** Waits until each topic has its one partition with a leader that answers; refuses topics with more partitions. */
   private async waitForTopics(topics: readonly string[]): Promise<void> {
     const admin = await this.p.admin();
     const deadline = this.p.clock.now() + TOPIC_READY_MS;
@@ -91,7 +91,7 @@ export class BusTopics {
         }
         if (partitions.length === 0 || (partitions[0]?.leader ?? -1) < 0) ready = false;
       }
-      if (ready) break;
+      if (ready && (await kafkaCall('reading topic offsets', {}, () => leadersAnswer(admin, topics)))) break;
       if (this.p.clock.now() > deadline) throw new KafkaBusError('KAFKA_FAILED', `topics ${topics.join(', ')} have no leader after ${TOPIC_READY_MS} ms`, {}, true);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
