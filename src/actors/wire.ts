@@ -216,8 +216,35 @@ export interface InvalidSetup {
 /**
  * Reads a record of the events topic. Only the singleton writes there, so the envelope is checked
  * and snapshots are validated; the subscriber message bodies are trusted.
+ *
+ * Every node reads every record of this topic, and desired states carry a whole map and config.
+ * The embedded bus hands all its subscribers one frozen copy of a record, so a frozen value is
+ * checked once and its (frozen) result shared: the nodes of an embedded cluster, or of a simulated
+ * one, no longer each check the same desired state, which was the simulator's costliest work.
+ * Values from Kafka are decoded per reader, never frozen, and checked each time.
  */
 export function parseEventsMessage(value: unknown): Result<EventsMessage, MalformedRecord> {
+  if (typeof value !== 'object' || value === null || !Object.isFrozen(value)) return checkEventsMessage(value);
+  let parsed = parsedFrozenEvents.get(value);
+  if (!parsed) {
+    parsed = freezeAll(checkEventsMessage(value));
+    parsedFrozenEvents.set(value, parsed);
+  }
+  return parsed;
+}
+
+const parsedFrozenEvents = new WeakMap<object, Result<EventsMessage, MalformedRecord>>();
+
+/** Freezes a parse result all through, so that a reader that shares it cannot change it for the others. */
+function freezeAll<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) freezeAll(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+function checkEventsMessage(value: unknown): Result<EventsMessage, MalformedRecord> {
   const bad = checkFormat(value);
   if (bad) return err({ reason: bad });
   const m = value as EventsMessage;

@@ -1,4 +1,5 @@
 import type { Bus, BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from './bus.js';
+import { frozenJsonCopy } from '../core/json-data.js';
 import type { Clock } from './clock.js';
 
 /** What happens to one produced record: the simulator's fault injection. */
@@ -47,11 +48,12 @@ interface Subscription {
  * Deterministic: records are delivered from microtasks only, and delayed records by the injected
  * clock.
  *
- * - `produce` copies the value with `structuredClone`, so a value that is not data (a function,
- *   say) is refused at once, and later changes to the caller's object do not reach consumers. The
- *   copy is frozen, deeply, and every delivery shares it: a consumer that would change a record
- *   fails at once (as it could not change a Kafka record's bytes), and nothing is copied per
- *   delivery (the simulator's hottest path).
+ * - `produce` copies the value as the Kafka bus's JSON would (`frozenJsonCopy`), so a value that
+ *   is not JSON data (a function, a Map, NaN) is refused at once, as the Kafka bus refuses it, and
+ *   later changes to the caller's object do not reach consumers. The copy is frozen, deeply, and
+ *   every delivery shares it: a consumer that would change a record fails at once (as it could
+ *   not change a Kafka record's bytes), and nothing is copied per delivery (the simulator's
+ *   hottest path).
  * - Delivery starts in a microtask after `subscribe` or `produce`, never inside those calls.
  * - Each topic keeps its newest `retainRecords` records (see the option); offsets never change.
  * - Committed positions are kept per (topic, group) for the life of the bus. Unlike Kafka, two
@@ -78,7 +80,7 @@ export class MemoryBus implements Bus {
 
   async produce(topic: string, value: unknown): Promise<number> {
     if (topic.length === 0) throw new Error('topic name must not be empty');
-    const copy: unknown = deepFreeze(structuredClone(value));
+    const copy = frozenJsonCopy(value);
     const fault = this.faults?.(topic, copy) ?? { kind: 'deliver' };
     switch (fault.kind) {
       case 'deliver':
@@ -149,9 +151,9 @@ export class MemoryBus implements Bus {
     return n;
   }
 
-  /** A copy of every record of `topic` still retained (for tests and the simulator). */
+  /** Every record of `topic` still retained (for tests and the simulator); records are frozen. */
   topic(name: string): readonly BusRecord[] {
-    return structuredClone(this.log(name).records);
+    return [...this.log(name).records];
   }
 
   /** The committed position of `group` on `topic`, if it committed one. */
@@ -215,14 +217,6 @@ export class MemoryBus implements Bus {
       sub.running = false;
     }
   }
-}
-
-/** Freezes a record's value and everything in it (bus values are JSON data: objects and arrays). */
-function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
-  Object.freeze(value);
-  for (const v of Object.values(value)) deepFreeze(v);
-  return value;
 }
 
 function end(log: TopicLog): number {

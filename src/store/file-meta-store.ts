@@ -292,7 +292,7 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     const { dataset, shard, group, offset } = r.data;
     ops.writeCheckpoint(state, dataset as DatasetRef, shard, group, offset);
   });
-  return state;
+  return ops.freezeStoredValues(state);
 }
 
 function describeRef(entry: unknown, field: string): string {

@@ -1,4 +1,5 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
+import { frozenJsonCopy } from '../core/json-data.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
@@ -7,7 +8,9 @@ import { FencedError, type Lease, type StoredCooldown, type StoredSubscriptions 
 /**
  * The whole content of a MetaStore as plain data, and the operations on it: the semantics shared
  * by `MemoryMetaStore` and `FileMetaStore`. Every operation either changes the state completely or
- * throws before changing anything, and returns copies, never references into the state.
+ * throws before changing anything. A write stores a deep frozen copy (`frozenJsonCopy`: what is
+ * stored is JSON data, as in Cassandra), and reads hand out those frozen values: no caller can
+ * change the state through a value it wrote or read, and a read copies nothing.
  */
 export interface MetaState {
   lease: Lease | undefined;
@@ -26,8 +29,26 @@ export function emptyMetaState(): MetaState {
   return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, nodeOperations: NO_NODE_OPERATIONS, appliedRequests: [], cooldowns: new Map(), checkpoints: new Map() };
 }
 
+/** A state that changes apart from `state`: the stored values are frozen, so they are shared, not copied. */
 export function cloneMetaState(state: MetaState): MetaState {
-  return structuredClone(state);
+  return {
+    ...state,
+    lease: state.lease && { ...state.lease },
+    datasets: new Map(state.datasets),
+    shardMaps: new Map(state.shardMaps),
+    cooldowns: new Map(state.cooldowns),
+    checkpoints: new Map([...state.checkpoints].map(([k, groups]) => [k, new Map(groups)])),
+  };
+}
+
+/** Freezes the values of a state built from elsewhere (a file), as writes store them. */
+export function freezeStoredValues(state: MetaState): MetaState {
+  for (const [k, v] of state.datasets) state.datasets.set(k, frozenJsonCopy(v));
+  for (const [k, v] of state.shardMaps) state.shardMaps.set(k, frozenJsonCopy(v));
+  state.subscriptions = frozenJsonCopy(state.subscriptions);
+  state.nodeOperations = frozenJsonCopy(state.nodeOperations);
+  state.appliedRequests = frozenJsonCopy(state.appliedRequests);
+  return state;
 }
 
 export function cellKey(dataset: string, shard: number): string {
@@ -69,7 +90,7 @@ export function takeLease(state: MetaState, node: NodeId, incarnation: Incarnati
 
 export function putDataset(state: MetaState, config: DatasetConfig, epoch: Epoch): void {
   checkEpoch(state, epoch);
-  state.datasets.set(config.ref, structuredClone(config));
+  state.datasets.set(config.ref, frozenJsonCopy(config));
 }
 
 /**
@@ -85,7 +106,7 @@ export function deleteDataset(state: MetaState, dataset: DatasetRef, epoch: Epoc
 }
 
 export function datasets(state: MetaState): DatasetConfig[] {
-  return [...state.datasets.values()].map((c) => structuredClone(c));
+  return [...state.datasets.values()];
 }
 
 /** Fenced by the snapshot's epoch; keeps the newest `(epoch, version)` per dataset. */
@@ -93,38 +114,38 @@ export function putShardMap(state: MetaState, snapshot: ShardMapSnapshot): void 
   checkEpoch(state, snapshot.epoch);
   const stored = state.shardMaps.get(snapshot.dataset);
   if (stored && compareStamps(snapshot, stored) <= 0) return;
-  state.shardMaps.set(snapshot.dataset, structuredClone(snapshot));
+  state.shardMaps.set(snapshot.dataset, frozenJsonCopy(snapshot));
 }
 
 export function shardMaps(state: MetaState): ShardMapSnapshot[] {
-  return [...state.shardMaps.values()].map((s) => structuredClone(s));
+  return [...state.shardMaps.values()];
 }
 
 export function putSubscriptions(state: MetaState, subscriptions: StoredSubscriptions, epoch: Epoch): void {
   checkEpoch(state, epoch);
-  state.subscriptions = structuredClone(subscriptions);
+  state.subscriptions = frozenJsonCopy(subscriptions);
 }
 
 export function subscriptions(state: MetaState): StoredSubscriptions {
-  return structuredClone(state.subscriptions);
+  return state.subscriptions;
 }
 
 export function putNodeOperations(state: MetaState, operations: NodeOperations, epoch: Epoch): void {
   checkEpoch(state, epoch);
-  state.nodeOperations = structuredClone(operations);
+  state.nodeOperations = frozenJsonCopy(operations);
 }
 
 export function nodeOperations(state: MetaState): NodeOperations {
-  return structuredClone(state.nodeOperations);
+  return state.nodeOperations;
 }
 
 export function putAppliedRequests(state: MetaState, applied: readonly AppliedRequest[], epoch: Epoch): void {
   checkEpoch(state, epoch);
-  state.appliedRequests = structuredClone([...applied]);
+  state.appliedRequests = frozenJsonCopy([...applied]);
 }
 
 export function appliedRequests(state: MetaState): AppliedRequest[] {
-  return structuredClone(state.appliedRequests);
+  return state.appliedRequests;
 }
 
 /** One cooldown per (dataset, shard): the latest write wins. */

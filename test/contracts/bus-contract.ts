@@ -225,7 +225,12 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     it('values are copies: changing the produced object or a delivered value changes no other delivery', async () => {
       const topic = await newTopic('copies');
       const a = await collect(topic, fresh('a'), {}, (record) => {
-        (record.value as { items: string[] }).items.push('changed by a');
+        // A bus may deliver frozen values (the memory bus shares one frozen copy): then the change throws.
+        try {
+          (record.value as { items: string[] }).items.push('changed by a');
+        } catch (e) {
+          if (!(e instanceof TypeError)) throw e;
+        }
       });
       const b = await collect(topic, fresh('b'));
       const value = { items: ['original'] };
@@ -238,9 +243,11 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
       await eventually(() => expect(late.values()).toEqual([{ items: ['original'] }]));
     });
 
-    it('a value that is not data (a function) is refused by produce', async () => {
+    it('a value that is not JSON data is refused by produce, saying what and where', async () => {
       const topic = await newTopic('not-data');
-      await expect(bus.produce(topic, { f: () => 1 })).rejects.toThrow();
+      await expect(bus.produce(topic, { f: () => 1 })).rejects.toThrow('value is not JSON data: a function at $.f');
+      await expect(bus.produce(topic, [1, Number.NaN])).rejects.toThrow('value is not JSON data: NaN at $[1]');
+      await expect(bus.produce(topic, { at: new Date(0) })).rejects.toThrow('value is not JSON data: a Date object at $.at');
       const { values } = await collect(topic, fresh('g'), { start: 'earliest' });
       await bus.produce(topic, 'data');
       await eventually(() => expect(values()).toEqual(['data']));
