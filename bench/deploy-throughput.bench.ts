@@ -113,6 +113,8 @@ async function throughShardherd(s: BenchServices, topic: string, sample: number,
   const watch = new Stopwatch(records);
   const sink: RecordSink = {
     accept: (_d: DatasetConfig, _s: ShardNum, records: readonly SourceRecord[]) => {
+      // The same work as the bare consumer's: every value is looked at.
+      for (const r of records) if (r.value === undefined) throw new Error(`record ${r.offset} has no value`);
       watch.add(records.length);
       return Promise.resolve();
     },

@@ -13,13 +13,30 @@ export type KafkaValueDecoder = (value: Buffer | null, key: string, offset: numb
  * value as JSON, so what it sends is read back unchanged.
  */
 export function decodeKafkaValue(value: Buffer | null): unknown {
-  if (value === null) return null;
-  const text = value.toString('utf8');
+  return value === null ? null : decodeKafkaValueAt(value, 0, value.length);
+}
+
+/**
+ * `decodeKafkaValue` of the bytes `[start, end)` of `bytes`: what the source's buffers call for
+ * the default decoder, sparing a Buffer object per record.
+ */
+export function decodeKafkaValueAt(bytes: Buffer, start: number, end: number): unknown {
+  const text = bytes.toString('utf8', start, end);
   // Only text that can start a JSON value pays for a parse attempt (and a thrown SyntaxError).
-  if (!/^\s*[{["\-0-9tfn]/.test(text)) return text;
+  // The first byte is looked at, not the text: a regular expression per record cost a tenth of ingestion.
+  if (!mayStartJson(bytes, start, end)) return text;
   try {
     return JSON.parse(text) as unknown;
   } catch {
     return text;
   }
+}
+
+/** Whether the first byte after JSON's whitespace can start a JSON value: `{ [ " - 0-9 t f n`. */
+function mayStartJson(bytes: Buffer, start: number, end: number): boolean {
+  let i = start;
+  while (i < end && (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09)) i++;
+  if (i === end) return false;
+  const c = bytes[i]!;
+  return c === 0x7b || c === 0x5b || c === 0x22 || c === 0x2d || (c >= 0x30 && c <= 0x39) || c === 0x74 || c === 0x66 || c === 0x6e;
 }

@@ -7,7 +7,8 @@ import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
 import { checkKafkaTopic } from '../kafka-topic-check.js';
 import { FeedConsumer, type JoinPlan } from './consumer.js';
-import { PartitionBuffer, PoisonRecord, RECORD_OVERHEAD_BYTES } from './partition-buffer.js';
+import { FetchedRun, UndecodableRecord } from './fetched-run.js';
+import { PartitionBuffer } from './partition-buffer.js';
 import type { KafkaShardReader } from './reader.js';
 import type { KafkaSourceSettings } from './settings.js';
 
@@ -118,16 +119,17 @@ export class DatasetFeed {
     }
     b.skipTo(offset);
     const out: SourceRecord[] = [];
-    while (out.length < max) {
-      const r = b.peek();
-      if (r === undefined) break;
-      if (r instanceof PoisonRecord) {
+    const decode = this.ctx.settings.decode;
+    for (let run = b.nextRun(); run !== undefined && out.length < max; run = b.nextRun()) {
+      try {
+        out.push(run.record(b.nextIndex, decode));
+      } catch (e) {
+        if (!(e instanceof UndecodableRecord)) throw e;
         // A poison record: what comes before it is delivered; a read that starts at it fails, every time.
         if (out.length > 0) break;
-        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${r.offset} cannot be decoded: ${r.reason}`, r.offset);
+        throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${e.offset} cannot be decoded: ${e.message}`, e.offset);
       }
       b.shift();
-      out.push(r);
     }
     if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
     return out;
@@ -235,30 +237,16 @@ export class DatasetFeed {
     }
     // Above the position: kafkajs skipped records no reader sees (aborted or control records).
     const s = this.ctx.settings;
-    let last: string | undefined;
-    let accepted = 0;
-    for (const m of batch.messages) {
-      if (b.isFull(s)) break;
-      const offset = Number(m.offset);
-      // Decoded now, not when read: kafkajs's buffers are slices of the whole fetch response, and a
-      // decoded record (strings, parsed JSON) keeps none of it alive, without copying the bytes first.
-      const bytes = (m.key?.length ?? 0) + (m.value?.length ?? 0) + RECORD_OVERHEAD_BYTES;
-      const key = m.key === null ? '' : m.key.toString('utf8');
-      try {
-        b.push({ offset, key, value: s.decode(m.value, key, offset) }, bytes);
-      } catch (e) {
-        b.push(new PoisonRecord(offset, key, e instanceof Error ? e.message : String(e)), bytes);
-      }
-      last = m.offset;
-      accepted += 1;
-    }
-    if (last !== undefined) {
+    const messages = batch.messages;
+    const run = b.isFull(s) ? undefined : FetchedRun.pack(messages, s.bufferRecords - b.size, s.bufferBytes - b.bytes);
+    if (run !== undefined) {
+      b.push(run);
       // Resolving the batch's last record moves kafkajs past any trailing control records too.
-      payload.resolveOffset(last);
-      b.position = accepted === batch.messages.length ? Number(batch.lastOffset()) + 1 : Number(last) + 1;
+      payload.resolveOffset(messages[run.count - 1]!.offset);
+      b.position = run.count === messages.length ? Number(batch.lastOffset()) + 1 : run.lastOffset() + 1;
       b.wake();
     }
-    if (accepted < batch.messages.length || b.isFull(s)) {
+    if ((run?.count ?? 0) < messages.length || b.isFull(s)) {
       // Backpressure: the rest is fetched again once reads drained the buffer to half.
       b.paused = true;
       payload.pause();

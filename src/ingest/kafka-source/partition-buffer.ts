@@ -1,6 +1,6 @@
-// One open shard's records between the consumer and the reader: a bounded queue whose fullness
-// decides when its partition is paused and resumed.
-import type { SourceRecord } from '../ingestion-source.js';
+// One open shard's records between the consumer and the reader: a bounded queue of fetched runs
+// whose fullness decides when its partition is paused and resumed.
+import type { FetchedRun } from './fetched-run.js';
 import type { KafkaShardReader } from './reader.js';
 import type { KafkaSourceSettings } from './settings.js';
 
@@ -8,33 +8,18 @@ import type { KafkaSourceSettings } from './settings.js';
 type Bounds = Pick<KafkaSourceSettings, 'bufferRecords' | 'bufferBytes'>;
 
 /**
- * A record as fetched, already decoded (so it holds no slice of the fetch response): the very
- * object a read hands to the sink (no copy per record), or a `PoisonRecord` the decoder refused.
- */
-export type Buffered = SourceRecord | PoisonRecord;
-
-/** A record the decoder refused, and why. */
-export class PoisonRecord {
-  constructor(
-    readonly offset: number,
-    readonly key: string,
-    readonly reason: string,
-  ) {}
-}
-
-/** A buffered record's objects (the record, its key string and decoded value: about 260 bytes measured on Node 20), on top of its key and value bytes. */
-export const RECORD_OVERHEAD_BYTES = 256;
-
-/**
  * One open shard's records between the consumer and the reader. Invariant: every record of the
- * partition in `[cursor, position)` is in `records` (in order), so a read at an offset in that
- * range is answered from here; any other offset needs a seek.
+ * partition in `[cursor, position)` is in `runs` (in order), so a read at an offset in that range
+ * is answered from here; any other offset needs a seek. A run's memory counts until its last
+ * record is read.
  */
 export class PartitionBuffer {
-  private records: (Buffered | undefined)[] = [];
-  /** What each record costs the buffer, beside it in `records`. */
-  private sizes: number[] = [];
+  private runs: (FetchedRun | undefined)[] = [];
   private head = 0;
+  /** The next record's index in `runs[head]`. */
+  private index = 0;
+  /** Records not read yet. */
+  size = 0;
   bytes = 0;
   /** Everything before it was handed out (or skipped by a read further on). */
   cursor = 0;
@@ -50,28 +35,24 @@ export class PartitionBuffer {
     public reader: KafkaShardReader,
   ) {}
 
-  get size(): number {
-    return this.records.length - this.head;
-  }
-
   covers(offset: number): boolean {
     return this.position !== undefined && offset >= this.cursor && offset <= this.position;
   }
 
   reset(offset: number): void {
-    this.records = [];
-    this.sizes = [];
+    this.runs = [];
     this.head = 0;
+    this.index = 0;
+    this.size = 0;
     this.bytes = 0;
     this.cursor = offset;
     this.position = offset;
   }
 
-  /** Appends a record that costs `bytes` of the buffer. */
-  push(record: Buffered, bytes: number): void {
-    this.records.push(record);
-    this.sizes.push(bytes);
-    this.bytes += bytes;
+  push(run: FetchedRun): void {
+    this.runs.push(run);
+    this.size += run.count;
+    this.bytes += run.bytes;
   }
 
   /** Wakes the waiting reader, if any (once). */
@@ -81,28 +62,37 @@ export class PartitionBuffer {
     w?.();
   }
 
-  peek(): Buffered | undefined {
-    return this.records[this.head];
+  /** The run of the next record (at `nextIndex` in it), or undefined when the buffer is empty. */
+  nextRun(): FetchedRun | undefined {
+    return this.runs[this.head];
   }
 
+  get nextIndex(): number {
+    return this.index;
+  }
+
+  /** Moves past the next record. */
   shift(): void {
-    const r = this.records[this.head];
-    if (r === undefined) return;
-    this.records[this.head] = undefined;
-    this.bytes -= this.sizes[this.head]!;
+    const run = this.runs[this.head];
+    if (run === undefined) return;
+    this.cursor = run.offset(this.index) + 1;
+    this.size -= 1;
+    this.index += 1;
+    if (this.index < run.count) return;
+    this.bytes -= run.bytes;
+    this.runs[this.head] = undefined;
     this.head += 1;
-    this.cursor = r.offset + 1;
-    // Compact now and then instead of Array.shift on every record.
-    if (this.head >= 1024 && this.head * 2 >= this.records.length) {
-      this.records = this.records.slice(this.head);
-      this.sizes = this.sizes.slice(this.head);
+    this.index = 0;
+    // Compact now and then instead of Array.shift on every run.
+    if (this.head >= 64 && this.head * 2 >= this.runs.length) {
+      this.runs = this.runs.slice(this.head);
       this.head = 0;
     }
   }
 
   /** Drops the records before `offset` (a read that starts further on). */
   skipTo(offset: number): void {
-    for (let r = this.peek(); r !== undefined && r.offset < offset; r = this.peek()) this.shift();
+    for (let run = this.nextRun(); run !== undefined && run.offset(this.index) < offset; run = this.nextRun()) this.shift();
     this.cursor = Math.max(this.cursor, offset);
   }
 

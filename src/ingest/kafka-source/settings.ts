@@ -37,8 +37,9 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   /** Most records buffered per open shard before its partition is paused (default 30 000; `bufferBytes` bounds the memory). */
   readonly bufferRecords?: number;
   /**
-   * Most bytes buffered per open shard before its partition is paused (default 8 MiB), counting
-   * each record's key and value plus 256 bytes for its objects: about the memory it takes.
+   * Most bytes buffered per open shard before its partition is paused (default 8 MiB): the records'
+   * bytes as fetched (keys, values and the framing between them) plus 24 bytes per record for its
+   * offset and positions, about the memory they take (records are decoded only when read).
    */
   readonly bufferBytes?: number;
   /**
@@ -58,10 +59,10 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   readonly topicReplicationFactor?: number;
   /**
    * Default `decodeKafkaValue`: JSON when the value parses as JSON, else its UTF-8 text; null for a
-   * null value. It runs as records are fetched into a shard's buffer; one that throws makes that
-   * record a poison record. Gotchas: the Buffer it gets is a slice of the whole fetch response;
-   * return something that does not keep it (copy the bytes if you need them), or the buffers'
-   * memory bounds no longer hold.
+   * null value. It runs as a shard's reader reads the record; one that throws makes that record a
+   * poison record. Gotchas: the Buffer it gets is a slice of the buffered bytes of a whole fetched
+   * batch; return something that does not keep it (copy the bytes if you need them), or the
+   * buffers' memory bounds no longer hold.
    */
   readonly decode?: KafkaValueDecoder;
 }

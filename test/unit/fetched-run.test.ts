@@ -1,0 +1,118 @@
+// How the Kafka source buffers a fetched batch: its keys and values copied out of the fetch
+// response into one buffer, decoded only when read. Messages here are built the way kafkajs hands
+// them over: slices of one response buffer, framing bytes between them.
+import type { KafkaMessage } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { decodeKafkaValue } from '../../src/ingest/kafka-source/decode.js';
+import { FetchedRun, UndecodableRecord } from '../../src/ingest/kafka-source/fetched-run.js';
+
+interface Part {
+  readonly key: string | null;
+  readonly value: string | null;
+}
+
+/** Messages whose keys and values are slices of one response buffer, `gap` framing bytes apart. */
+function fetched(parts: readonly Part[], firstOffset = 100, gap = 7): { messages: KafkaMessage[]; response: Buffer } {
+  const response = Buffer.alloc(parts.reduce((n, p) => n + 2 * gap + Buffer.byteLength(p.key ?? '') + Buffer.byteLength(p.value ?? ''), 0), 0xee);
+  let at = 0;
+  const slice = (text: string | null): Buffer | null => {
+    at += gap;
+    if (text === null) return null;
+    const n = response.write(text, at);
+    const b = response.subarray(at, at + n);
+    at += n;
+    return b;
+  };
+  const messages = parts.map((p, i) => ({ offset: String(firstOffset + i), key: slice(p.key), value: slice(p.value), timestamp: '0', attributes: 0, headers: {}, size: 0 }) as unknown as KafkaMessage);
+  return { messages, response };
+}
+
+const all = (run: FetchedRun) => Array.from({ length: run.count }, (_, i) => run.record(i, decodeKafkaValue));
+
+describe('FetchedRun', () => {
+  it('reads back every record as the default decoder sees it: JSON parsed, text as text, null key as ""', () => {
+    const { messages } = fetched([
+      { key: 'k1', value: '{"n":1}' },
+      { key: null, value: 'plain text' },
+      { key: '', value: null },
+      { key: 'clé ü', value: '"☃"' },
+    ]);
+    const run = FetchedRun.pack(messages, 100, 1 << 20)!;
+    expect(run.count).toBe(4);
+    expect(all(run)).toEqual([
+      { offset: 100, key: 'k1', value: { n: 1 } },
+      { offset: 101, key: '', value: 'plain text' },
+      { offset: 102, key: '', value: null },
+      { offset: 103, key: 'clé ü', value: '☃' },
+    ]);
+    expect(run.lastOffset()).toBe(103);
+  });
+
+  it('keeps nothing of the fetch response: overwriting it changes no record', () => {
+    const { messages, response } = fetched([{ key: 'a', value: '[1,2]' }, { key: 'b', value: 'x' }]);
+    const run = FetchedRun.pack(messages, 100, 1 << 20)!;
+    response.fill(0x20);
+    expect(all(run).map((r) => [r.key, r.value])).toEqual([['a', [1, 2]], ['b', 'x']]);
+  });
+
+  it('copies the records and the small framing between them, not what lies far apart or in other buffers', () => {
+    const near = fetched(Array.from({ length: 100 }, (_, i) => ({ key: `k${i}`, value: `{"n":${i}}` })), 0, 10);
+    const run = FetchedRun.pack(near.messages, 1000, 1 << 20)!;
+    expect(run.bytes).toBeLessThan(near.response.length + 24 * 100 + 300);
+    const far = fetched([{ key: 'a', value: '1' }, { key: 'b', value: '2' }], 0, 100_000);
+    const other = fetched([{ key: 'c', value: '3' }], 2);
+    const mixed = FetchedRun.pack([...far.messages, ...other.messages], 10, 1 << 20)!;
+    expect(mixed.bytes).toBeLessThan(1000);
+    expect(all(mixed).map((r) => [r.offset, r.key, r.value])).toEqual([[0, 'a', 1], [1, 'b', 2], [2, 'c', 3]]);
+  });
+
+  it('takes at most maxRecords, and stops at the record that reaches the byte budget', () => {
+    const { messages } = fetched(Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, value: 'v'.repeat(100) })));
+    expect(FetchedRun.pack(messages, 10, 1 << 20)!.count).toBe(10);
+    const run = FetchedRun.pack(messages, 50, 1_000)!;
+    expect(run.count).toBeGreaterThan(1);
+    expect(run.count).toBeLessThan(10);
+    expect(FetchedRun.pack(messages, 50, 1)!.count).toBe(1);
+    expect(FetchedRun.pack([], 50, 1 << 20)).toBeUndefined();
+    expect(FetchedRun.pack(messages, 0, 1 << 20)).toBeUndefined();
+  });
+
+  it('hands a custom decoder the value bytes, the key and the offset; what it throws names the record', () => {
+    const { messages } = fetched([{ key: 'k', value: 'ok' }, { key: 'bad', value: 'nope' }]);
+    const run = FetchedRun.pack(messages, 10, 1 << 20)!;
+    const decode = (value: Buffer | null, key: string, offset: number) => {
+      if (key === 'bad') throw new Error(`refused ${value?.toString()}`);
+      return { text: value?.toString(), key, offset };
+    };
+    expect(run.record(0, decode)).toEqual({ offset: 100, key: 'k', value: { text: 'ok', key: 'k', offset: 100 } });
+    const failure = (() => {
+      try {
+        run.record(1, decode);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(failure).toBeInstanceOf(UndecodableRecord);
+    expect(failure).toMatchObject({ offset: 101, message: 'refused nope' });
+  });
+});
+
+describe('decodeKafkaValue', () => {
+  it.each([
+    ['{"a":1}', { a: 1 }],
+    [' \n\t[1]', [1]],
+    ['-2.5', -2.5],
+    ['true', true],
+    ['null', null],
+    ['tomato', 'tomato'],
+    ['{not json', '{not json'],
+    ['', ''],
+    ['   ', '   '],
+  ])('%j reads as %j', (text, expected) => {
+    expect(decodeKafkaValue(Buffer.from(text))).toEqual(expected);
+  });
+
+  it('reads a null value (a tombstone) as null', () => {
+    expect(decodeKafkaValue(null)).toBeNull();
+  });
+});
