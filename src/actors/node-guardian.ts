@@ -47,11 +47,16 @@ interface State {
   subscriptions: Extract<SubscriberMessage, { type: 'ShardSubscriptions' }> | undefined;
   /** A SubscribeAll is on its way: do not send another before something arrives. */
   resyncing: boolean;
-  singleton: { ref: ActorRef<ClusterMsg>; epoch: Epoch } | undefined;
+  /** This node's singleton, if it hosts one, and when it started (for the crash backoff). */
+  singleton: { ref: ActorRef<ClusterMsg>; epoch: Epoch; startedAt: number } | undefined;
   candidacy: boolean;
   /** Failed attempts to take the lease in a row (the MetaStore is away): they back off. */
   candidacyFailures: number;
-  /** Singletons of this node that crashed: standing again after each backs off, up to retryMaxMs. */
+  /**
+   * Singletons of this node that crashed in a row: standing again after each backs off, up to
+   * retryMaxMs. A singleton that ran retryMaxMs before it crashed starts the count over, so a
+   * crash next week is not delayed by the crashes of today.
+   */
   singletonCrashes: number;
   readonly coordinator: ActorRef<CoordinatorMsg>;
   readonly reporter: ActorRef<ReporterMsg>;
@@ -106,6 +111,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return undefined;
       case 'DatasetRemoved':
         s.followers.delete(message.dataset);
+        env.telemetry.datasetRemoved(message.dataset);
         return undefined;
       case 'DatasetUnknown':
         return undefined;
@@ -228,7 +234,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       const ref = spawnNodeClusterActor(env, self, epoch, {
         onStopped: (reason) => env.runtime.send(self, { type: 'SingletonStopped', epoch, reason }),
       });
-      s.singleton = { ref, epoch };
+      s.singleton = { ref, epoch, startedAt: env.clock.now() };
       env.runtime.send(ref, { type: 'Begin', view: s.view! });
     } catch (e) {
       // Backs off like every MetaStore retry (withRetry): the store may be away for a while.
@@ -279,15 +285,17 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return s;
       case 'SingletonStopped':
         if (s.singleton?.epoch !== msg.epoch) return s;
+        const ranMs = env.clock.now() - s.singleton.startedAt;
         s.singleton = undefined;
         // A singleton that crashed (Kafka or the MetaStore failed it past its retries: a commit
         // refused while a broker was away) is replaced at once by a new epoch if this node is still
         // the oldest member; nothing else would start one before the next membership change.
         // ('crashed' is what the singleton reports from its crash, see spawnNodeClusterActor.)
         if (msg.reason === 'crashed') {
+          if (ranMs >= env.settings.retryMaxMs) s.singletonCrashes = 0;
           const attempt = ++s.singletonCrashes;
           const retryInMs = Math.min(env.settings.retryInitialMs * 2 ** (attempt - 1), env.settings.retryMaxMs);
-          env.log.warn({ event: 'singleton.stopped', reason: 'crashed', epoch: msg.epoch, retryInMs }, 'the singleton crashed; standing again');
+          env.log.warn({ event: 'singleton.stopped', reason: 'crashed', epoch: msg.epoch, ranMs, retryInMs }, 'the singleton crashed; standing again');
           env.clock.schedule(retryInMs, () => env.runtime.send(ctx.self, { type: 'RetryCandidacy' }));
         }
         return s;

@@ -27,6 +27,8 @@ export interface Telemetry {
   ingested(dataset: DatasetRef, shard: number, records: number): void;
   /** Follows a shard's ingestion until the returned function is called. */
   trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void;
+  /** The dataset was removed: its series go, so a removed dataset does not stay on dashboards for ever. */
+  datasetRemoved(dataset: DatasetRef): void;
 }
 
 export const NO_TELEMETRY: Telemetry = {
@@ -38,4 +40,5 @@ export const NO_TELEMETRY: Telemetry = {
   retry: () => {},
   ingested: () => {},
   trackIngestion: () => () => {},
+  datasetRemoved: () => {},
 };

@@ -27,6 +27,10 @@ export class NodeMetrics implements Telemetry {
   readonly registry = new Registry();
   private subject: MetricsSubject | undefined;
   private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe }>();
+  /** The shards of each dataset with an ingested-records series, to remove them with the dataset. */
+  private readonly countedShards = new Map<DatasetRef, Set<string>>();
+  /** Datasets removed and not started again here since. */
+  private readonly removed = new Set<DatasetRef>();
   private readonly failovers: Counter;
   private readonly recoveryDuration: Histogram;
   private readonly reassignments: Counter<'dataset'>;
@@ -101,10 +105,25 @@ export class NodeMetrics implements Telemetry {
   }
 
   ingested(dataset: DatasetRef, shard: number, records: number): void {
+    // A shard of a removed dataset that was still stopping: its series is gone and stays gone.
+    if (this.removed.has(dataset)) return;
+    let shards = this.countedShards.get(dataset);
+    if (!shards) this.countedShards.set(dataset, (shards = new Set()));
+    shards.add(String(shard));
     this.records.inc({ dataset, shard: String(shard) }, records);
   }
 
+  datasetRemoved(dataset: DatasetRef): void {
+    this.removed.add(dataset);
+    for (const shard of this.countedShards.get(dataset) ?? []) this.records.remove({ dataset, shard });
+    this.countedShards.delete(dataset);
+    this.reassignments.remove({ dataset });
+    this.cooldownRefusals.remove({ dataset });
+  }
+
   trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void {
+    // A dataset set up again under the same name: counted afresh.
+    this.removed.delete(dataset);
     const key = `${dataset}/${shard}`;
     const entry = { dataset, shard, probe };
     this.probes.set(key, entry);

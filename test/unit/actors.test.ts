@@ -295,6 +295,30 @@ describe('a singleton that crashes', () => {
   });
 });
 
+describe('a singleton that crashes again and again', () => {
+  it('stands again after a backoff that doubles per crash in a row, and starts over once a singleton ran retryMaxMs', async () => {
+    const store = new FailingLeaseStore();
+    const w = await world(['n1', 'n2', 'n3'], 60_000, store);
+    await setup(w, metricsConfig);
+    await w.driver.advance(1_000);
+    const crashOnce = async () => {
+      store.failNext = true;
+      await w.driver.advance(1_500);
+    };
+    await crashOnce();
+    await crashOnce();
+    await crashOnce();
+    // The default retryMaxMs is 5 s: this singleton outlives it before it crashes.
+    await w.driver.advance(6_000);
+    await crashOnce();
+    const crashes = w.logs.filter((l) => l.event === 'singleton.stopped' && l.reason === 'crashed');
+    expect(crashes.map((l) => l.retryInMs)).toEqual([100, 200, 400, 100]);
+    expect(crashes[3]!.ranMs).toBeGreaterThanOrEqual(5_000);
+    await w.driver.advance(1_000);
+    expect((await stateOf(w)).datasets.get(metrics)!.mapper.activeShards()).toHaveLength(8);
+  });
+});
+
 /** Acknowledges shard-map writes without keeping them while `losing` is set: a write the store lost. */
 class LossyMetaStore extends MemoryMetaStore {
   losing = false;

@@ -84,3 +84,17 @@ describe('GET /metrics', () => {
     for (const m of f.get('shardherd_ingestion_lag_records')!.metrics) expect(Number(m.value)).toBeGreaterThanOrEqual(0);
   });
 });
+
+describe('GET /metrics after a dataset is removed', () => {
+  it('no longer has any series of the dataset, counters included, on any node', async () => {
+    const res = await fetch(`${apis[0]!.url}/api/v1/datasets/metrics`, { method: 'DELETE', headers: { authorization: 'Bearer metrics-test-token-1234' } });
+    expect(res.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1_500));
+    for (const api of apis) {
+      const families = await scrape(api);
+      const left = [...families.values()].flatMap((f) => f.metrics.filter((m) => m.labels?.dataset === 'metrics').map(() => f.name));
+      expect(left).toEqual([]);
+      expect(value(families, 'shardherd_membership_size')).toBe(3);
+    }
+  });
+});
