@@ -283,7 +283,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'Replies':
         onReplies(s, msg.record);
         return s;
-      case 'SingletonStopped':
+      case 'SingletonStopped': {
         if (s.singleton?.epoch !== msg.epoch) return s;
         const ranMs = env.clock.now() - s.singleton.startedAt;
         s.singleton = undefined;
@@ -299,6 +299,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
           env.clock.schedule(retryInMs, () => env.runtime.send(ctx.self, { type: 'RetryCandidacy' }));
         }
         return s;
+      }
       case 'RetryCandidacy': {
         const oldest = s.view && oldestMember(s.view);
         if (!s.singleton && oldest?.node === env.node && oldest.incarnation === env.incarnation) await stand(s, ctx.self);
