@@ -3,7 +3,7 @@
 // them over: slices of one response buffer, framing bytes between them.
 import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { decodeKafkaValue } from '../../src/ingest/kafka-source/decode.js';
+import { decodeKafkaValue, utf8Text } from '../../src/ingest/kafka-source/decode.js';
 import { FetchedRun, UndecodableRecord } from '../../src/ingest/kafka-source/fetched-run.js';
 
 interface Part {
@@ -94,6 +94,35 @@ describe('FetchedRun', () => {
     })();
     expect(failure).toBeInstanceOf(UndecodableRecord);
     expect(failure).toMatchObject({ offset: 101, message: 'refused nope' });
+  });
+
+  it('reads records in bulk up to a maximum, stopping before a poison record and failing a read that starts at it', () => {
+    const { messages } = fetched(['a', 'b', 'poison', 'c'].map((value, i) => ({ key: `k${i}`, value })));
+    const run = FetchedRun.pack(messages, 10, 1 << 20)!;
+    const decode = (value: Buffer | null) => {
+      if (value?.toString() === 'poison') throw new Error('not ours');
+      return value?.toString();
+    };
+    const out: unknown[] = [{ already: 'there' }];
+    expect(run.readInto(out as never[], 0, 2, decode)).toBe(1);
+    expect(out).toEqual([{ already: 'there' }, { offset: 100, key: 'k0', value: 'a' }]);
+    const more: unknown[] = [];
+    expect(run.readInto(more as never[], 1, 10, decode)).toBe(1);
+    expect(more).toEqual([{ offset: 101, key: 'k1', value: 'b' }]);
+    expect(() => run.readInto([], 2, 10, decode)).toThrow(UndecodableRecord);
+    const tail: unknown[] = [];
+    expect(run.readInto(tail as never[], 3, 10, decode)).toBe(1);
+    expect(tail).toEqual([{ offset: 103, key: 'k3', value: 'c' }]);
+  });
+});
+
+describe('utf8Text', () => {
+  it('decodes exactly the byte range asked for, multi-byte characters included, as toString does', () => {
+    const bytes = Buffer.from('ab☃cdé€z');
+    for (let start = 0; start <= bytes.length; start++) {
+      for (let end = start; end <= bytes.length; end++) expect(utf8Text(bytes, start, end)).toBe(bytes.toString('utf8', start, end));
+    }
+    expect(utf8Text(bytes, 2, 5)).toBe('☃');
   });
 });
 

@@ -121,15 +121,18 @@ export class DatasetFeed {
     const out: SourceRecord[] = [];
     const decode = this.ctx.settings.decode;
     for (let run = b.nextRun(); run !== undefined && out.length < max; run = b.nextRun()) {
+      const from = b.nextIndex;
+      let n: number;
       try {
-        out.push(run.record(b.nextIndex, decode));
+        n = run.readInto(out, from, max, decode);
       } catch (e) {
         if (!(e instanceof UndecodableRecord)) throw e;
         // A poison record: what comes before it is delivered; a read that starts at it fails, every time.
-        if (out.length > 0) break;
         throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${e.offset} cannot be decoded: ${e.message}`, e.offset);
       }
-      b.shift();
+      b.advance(n);
+      // Stopped before the run's end with room left: at a poison record, which the next read meets first.
+      if (from + n < run.count && out.length < max) break;
     }
     if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
     return out;

@@ -9,7 +9,7 @@
 // response alive (the response is many times the size of one partition's records).
 import type { KafkaMessage } from 'kafkajs';
 import type { SourceRecord } from '../ingestion-source.js';
-import { decodeKafkaValue, decodeKafkaValueAt, type KafkaValueDecoder } from './decode.js';
+import { decodeKafkaValue, decodeKafkaValueAt, utf8Text, type KafkaValueDecoder } from './decode.js';
 
 /** What a run costs beyond its bytes: its three objects, and per record its offset and four positions. */
 const RUN_OVERHEAD_BYTES = 256;
@@ -111,12 +111,30 @@ export class FetchedRun {
     return this.offsets[this.count - 1]!;
   }
 
+  /**
+   * Decodes the records from index `from` on into `out`, until `out` holds `max` or the run ends;
+   * returns how many it added. At a record the decoder refuses it stops, and throws
+   * `UndecodableRecord` if that record would have been the first in `out`.
+   */
+  readInto(out: SourceRecord[], from: number, max: number, decode: KafkaValueDecoder): number {
+    let i = from;
+    for (; i < this.count && out.length < max; i++) {
+      try {
+        out.push(this.record(i, decode));
+      } catch (e) {
+        if (!(e instanceof UndecodableRecord) || out.length === 0) throw e;
+        break;
+      }
+    }
+    return i - from;
+  }
+
   /** The record at `i`, decoded; throws `UndecodableRecord` when the decoder refuses its value. */
   record(i: number, decode: KafkaValueDecoder): SourceRecord {
     const s = this.spans;
     const at = 4 * i;
     const offset = this.offsets[i]!;
-    const key = s[at]! === NULL ? '' : this.data.toString('utf8', s[at], s[at + 1]);
+    const key = s[at]! === NULL ? '' : utf8Text(this.data, s[at]!, s[at + 1]!);
     const start = s[at + 2]!;
     try {
       if (start === NULL) return { offset, key, value: decode(null, key, offset) };

@@ -73,11 +73,16 @@ export class PartitionBuffer {
 
   /** Moves past the next record. */
   shift(): void {
+    this.advance(1);
+  }
+
+  /** Moves past the next `n` records, all in the next run. */
+  advance(n: number): void {
     const run = this.runs[this.head];
-    if (run === undefined) return;
-    this.cursor = run.offset(this.index) + 1;
-    this.size -= 1;
-    this.index += 1;
+    if (run === undefined || n <= 0) return;
+    this.index += n;
+    this.size -= n;
+    this.cursor = run.offset(this.index - 1) + 1;
     if (this.index < run.count) return;
     this.bytes -= run.bytes;
     this.runs[this.head] = undefined;
