@@ -2,7 +2,9 @@
 //
 // `start` runs the "dev" instance for development: the JVMs outlive the command and run until
 // `services:stop`. It prints shell exports on stdout, so `eval "$(npm run -s services:start)"`
-// points `npm test` (and anything else) at them; everything else goes to stderr.
+// points `npm test` (and anything else) at them; everything else goes to stderr. A `start` while
+// the instance runs keeps it (its ports, topics and tables) and prints its exports again;
+// `start --restart` replaces it with a fresh pair.
 import { ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS, cacheRoot } from './config.js';
 import { fetchAll } from './fetch.js';
 import { readRunning, startServices, stopInstance } from './services.js';
@@ -13,7 +15,15 @@ function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-async function main(command: string | undefined): Promise<number> {
+const USAGE = 'usage: tsx scripts/services/cli.ts fetch | start [--restart] | stop | status';
+const FLAGS: Record<string, readonly string[]> = { start: ['--restart'] };
+
+async function main(command: string | undefined, flags: readonly string[]): Promise<number> {
+  const unknown = flags.filter((f) => !(FLAGS[command ?? ''] ?? []).includes(f));
+  if (unknown.length > 0) {
+    say(`unknown option ${unknown.join(' ')} for ${String(command)}; ${USAGE}`);
+    return 2;
+  }
   switch (command) {
     case 'fetch': {
       const t = Date.now();
@@ -23,6 +33,12 @@ async function main(command: string | undefined): Promise<number> {
       return 0;
     }
     case 'start': {
+      const current = flags.includes('--restart') ? undefined : await readRunning(DEV_INSTANCE);
+      if (current !== undefined) {
+        say(`already running: Kafka PID ${String(current.kafka?.pid)}, Cassandra PID ${String(current.cassandra?.pid)}; kept (npm run services:start -- --restart for a fresh pair)`);
+        printExports(current.kafka?.brokers ?? [], current.cassandra?.contactPoints ?? []);
+        return 0;
+      }
       say(`starting Kafka and Cassandra (instance "${DEV_INSTANCE}", cache ${cacheRoot()}) ...`);
       const running = await startServices({ instance: DEV_INSTANCE, owned: false, log: say });
       say(`ready in ${(running.startMs / 1000).toFixed(1)} s; logs and PID files in ${running.dir}`);
@@ -46,7 +62,7 @@ async function main(command: string | undefined): Promise<number> {
       return 0;
     }
     default:
-      say('usage: tsx scripts/services/cli.ts fetch|start|stop|status');
+      say(USAGE);
       return 2;
   }
 }
@@ -56,7 +72,7 @@ function printExports(brokers: string[], contactPoints: string[]): void {
   process.stdout.write(`export ${ENV_CASSANDRA_CONTACT_POINTS}=${contactPoints.join(',')}\n`);
 }
 
-main(process.argv[2]).then(
+main(process.argv[2], process.argv.slice(3)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     say(err instanceof Error ? err.message : String(err));
