@@ -5,6 +5,7 @@ import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { decodeKafkaValue, utf8Text } from '../../src/ingest/kafka-source/decode.js';
 import { FetchedRun, UndecodableRecord } from '../../src/ingest/kafka-source/fetched-run.js';
+import type { SourceRecord } from '../../src/ingest/ingestion-source.js';
 
 interface Part {
   readonly key: string | null;
@@ -103,15 +104,16 @@ describe('FetchedRun', () => {
       if (value?.toString() === 'poison') throw new Error('not ours');
       return value?.toString();
     };
-    const out: unknown[] = [{ already: 'there' }];
-    expect(run.readInto(out as never[], 0, 2, decode)).toBe(1);
-    expect(out).toEqual([{ already: 'there' }, { offset: 100, key: 'k0', value: 'a' }]);
-    const more: unknown[] = [];
-    expect(run.readInto(more as never[], 1, 10, decode)).toBe(1);
+    const earlier: SourceRecord = { offset: 99, key: 'k', value: 'earlier' };
+    const out = [earlier];
+    expect(run.readInto(out, 0, 2, decode)).toBe(1);
+    expect(out).toEqual([earlier, { offset: 100, key: 'k0', value: 'a' }]);
+    const more: SourceRecord[] = [];
+    expect(run.readInto(more, 1, 10, decode)).toBe(1);
     expect(more).toEqual([{ offset: 101, key: 'k1', value: 'b' }]);
     expect(() => run.readInto([], 2, 10, decode)).toThrow(UndecodableRecord);
-    const tail: unknown[] = [];
-    expect(run.readInto(tail as never[], 3, 10, decode)).toBe(1);
+    const tail: SourceRecord[] = [];
+    expect(run.readInto(tail, 3, 10, decode)).toBe(1);
     expect(tail).toEqual([{ offset: 103, key: 'k3', value: 'c' }]);
   });
 });
