@@ -17,6 +17,7 @@ import { ShardOutOfRangeError } from '../core/errors.js';
 import { isShardInRange, type ShardNum } from '../core/ids.js';
 import type { IngestionSource, ShardReader } from './ingestion-source.js';
 import { DatasetFeed, type FeedContext, type KafkaFeedStats } from './kafka-source/feed.js';
+import { installFetchDecoder } from './kafka-source/fetch-decoding.js';
 import { KafkaShardReader } from './kafka-source/reader.js';
 import { kafkaSourceSettings, type KafkaIngestionSourceOptions, type KafkaSourceSettings } from './kafka-source/settings.js';
 import { checkKafkaTopic, createKafkaTopic, kafkaTopicOf } from './kafka-topic-check.js';
@@ -62,6 +63,7 @@ export class KafkaIngestionSource implements IngestionSource {
     this.settings = kafkaSourceSettings(options);
     this.instanceId = this.settings.instanceId;
     this.log = options.log;
+    if (this.settings.fetchDecoder === 'shardherd') installFetchDecoder(this.log);
     this.kafka = createKafka(options);
     this.adminConnection = new SharedAttempt(() => {
       const admin = this.kafka.admin();

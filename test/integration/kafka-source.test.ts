@@ -19,6 +19,7 @@ import { nodeId, shardNum } from '../../src/core/ids.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { IngestionFailure, type ShardReader, type SourceRecord } from '../../src/ingest/ingestion-source.js';
 import { decodeKafkaValue, KafkaIngestionSource, type KafkaIngestionSourceOptions } from '../../src/ingest/kafka-source.js';
+import { fetchDecoding } from '../../src/ingest/kafka-source/fetch-decoding.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { services, uniqueName } from './support.js';
 
@@ -150,6 +151,7 @@ describe('KafkaIngestionSource', () => {
     const ds = dataset(topic, 4);
     const counts = [50, 80, 0, 120];
     for (const [p, n] of counts.entries()) await produceNumbered(topic, p, 0, n);
+    const decodedBefore = fetchDecoding().batches.own;
     const source = newSource();
     const readers = await Promise.all([0, 1, 2, 3].map((s) => source.open(ds, shardNum(s))));
     for (const [p, n] of counts.entries()) {
@@ -166,7 +168,9 @@ describe('KafkaIngestionSource', () => {
     await produceNumbered(topic, 2, 0, 5);
     expect(await readRecords(readers[2]!, 0, 5)).toEqual(numbered(2, 0, 5));
     expect(await readers[2]!.endOffset()).toBe(5);
-
+    // The broker's batches came through shardherd's decoder, which the source installs by default.
+    expect(fetchDecoding().decoder).toBe('shardherd');
+    expect(fetchDecoding().batches.own).toBeGreaterThan(decodedBefore);
   });
 
   it('reading from a checkpoint in the middle returns the rest, and a read that goes back starts over there', async () => {

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
 import { parseOptions, wholeNumber } from '../../cluster/kafka-options.js';
 import { decodeKafkaValue, type KafkaValueDecoder } from './decode.js';
+import type { FetchDecoder } from './fetch-decoding.js';
 
 /** Fetch tuning of the per-dataset consumers (kafkajs's consumer options of the same names). */
 export interface KafkaFetchOptions {
@@ -23,6 +24,14 @@ export interface KafkaFetchOptions {
    * partition is paused), so it caps the throughput of a reader whose buffer keeps filling up.
    */
   readonly maxWaitTimeMs?: number;
+  /**
+   * Who decodes the fetched record batches (default `shardherd`): shardherd's decoder makes the same
+   * message objects as kafkajs's at a third of its cost, which was most of ingestion's time. It
+   * replaces kafkajs's for every kafkajs consumer of the process (kafkajs has no per-consumer
+   * option), and only with the kafkajs release it was compared against. `kafkajs` leaves kafkajs
+   * as it is, unless another source of the process installed shardherd's.
+   */
+  readonly decoder?: FetchDecoder;
 }
 
 /** The connection, the consumer groups, the buffers and the fetch tuning of a `KafkaIngestionSource`. */
@@ -78,6 +87,7 @@ export interface KafkaSourceSettings {
   readonly maxBytes: number;
   readonly minBytes: number;
   readonly maxWaitTimeMs: number;
+  readonly fetchDecoder: FetchDecoder;
   readonly decode: KafkaValueDecoder;
   readonly topicReplicationFactor: number;
   readonly commitOffsets: boolean;
@@ -110,6 +120,7 @@ const schema = z.object({
       maxBytes: atLeast(1024),
       minBytes: atLeast(1),
       maxWaitTimeMs: atLeast(1),
+      decoder: z.enum(['shardherd', 'kafkajs'], { error: (issue) => `must be "shardherd" or "kafkajs", got ${JSON.stringify(issue.input)}` }).nullish(),
     })
     .nullish(),
 });
@@ -136,6 +147,7 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
     maxBytes: f.maxBytes ?? 8 * MiB,
     minBytes: f.minBytes ?? 1,
     maxWaitTimeMs: f.maxWaitTimeMs ?? 100,
+    fetchDecoder: f.decoder ?? 'shardherd',
     decode: options.decode ?? decodeKafkaValue,
     topicReplicationFactor: o.topicReplicationFactor ?? 1,
     commitOffsets: o.commitOffsets ?? true,
