@@ -37,21 +37,31 @@ export function fetchDecoding(): { readonly decoder: FetchDecoder; readonly batc
 /**
  * Makes this project's decoder kafkajs's, once per process; returns the decoder in use after the
  * call. Fetch responses kafkajs loaded before (they hold its decoder) are loaded again at their
- * next use. With another kafkajs release than the one compared, nothing changes and `log` says why.
+ * next use. With another kafkajs release than the one compared, or a kafkajs whose modules are not
+ * where Node loads them from (bundled into an application), nothing changes and `log` says why.
  */
 export function installFetchDecoder(log: Logger): FetchDecoder {
   if (kafkajsOwn !== undefined) return 'shardherd';
-  const version = (require('kafkajs/package.json') as { version: string }).version;
-  if (version !== COMPARED_KAFKAJS_VERSION) {
-    log.warn({ event: 'ingest.fetch-decoder', kafkajs: version, compared: COMPARED_KAFKAJS_VERSION }, "kafkajs's own decoder of fetched records is kept: shardherd's was compared against another kafkajs release");
-    return 'kafkajs';
+  const kept = (why: string, fields: object) => {
+    log.warn({ event: 'ingest.fetch-decoder', compared: COMPARED_KAFKAJS_VERSION, ...fields }, `kafkajs's own decoder of fetched records is kept: ${why}`);
+    return 'kafkajs' as const;
+  };
+  let version: string;
+  let cached: NodeJS.Module | undefined;
+  let ours: DecodeMessages;
+  try {
+    version = (require('kafkajs/package.json') as { version: string }).version;
+    if (version !== COMPARED_KAFKAJS_VERSION) return kept("shardherd's was compared against another kafkajs release", { kafkajs: version });
+    const path = require.resolve(DECODE_MESSAGES);
+    require(path);
+    cached = require.cache[path];
+    ours = recordBatchesDecoder(kafkajsDecoding(), counts);
+  } catch (e) {
+    return kept("kafkajs's modules could not be loaded (is kafkajs bundled into the application?)", { err: e });
   }
-  const path = require.resolve(DECODE_MESSAGES);
-  require(path);
-  const cached = require.cache[path];
-  if (cached === undefined) throw new Error(`kafkajs's ${DECODE_MESSAGES} is not in the module cache after loading it`);
+  if (cached === undefined) return kept(`kafkajs's ${DECODE_MESSAGES} is not in Node's module cache`, { kafkajs: version });
   kafkajsOwn = cached.exports as DecodeMessages;
-  cached.exports = recordBatchesDecoder(kafkajsDecoding(), counts);
+  cached.exports = ours;
   for (const loaded of Object.keys(require.cache)) if (FETCH_RESPONSE.test(loaded)) delete require.cache[loaded];
   log.info({ event: 'ingest.fetch-decoder', kafkajs: version }, "fetched Kafka records are decoded by shardherd's decoder of record batches (kafkajs's consumers see the same messages)");
   return 'shardherd';
