@@ -23,6 +23,7 @@ const schema = z.strictObject({
     sessionTimeoutMs: ms.default(10_000),
     heartbeatIntervalMs: ms.optional(),
     topicReplicationFactor: z.number().int().min(1).default(1),
+    fetchDecoder: z.enum(['shardherd', 'kafkajs'], 'must be "shardherd" or "kafkajs"').default('shardherd'),
   }),
   cassandra: z.strictObject({
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),

@@ -79,6 +79,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       clientId,
       groupPrefix: ingestGroupPrefix(config),
       topicReplicationFactor: config.kafka.topicReplicationFactor,
+      fetch: { decoder: config.kafka.fetchDecoder },
       log: log.child({ component: 'ingest' }),
     });
     closers.push(() => kafkaSource.close());

@@ -36,6 +36,7 @@ describe('node config', () => {
     const c = parseNodeConfig(minimal);
     expect(c.cluster).toBe('shardherd');
     expect(c.kafka.sessionTimeoutMs).toBe(10_000);
+    expect(c.kafka.fetchDecoder).toBe('shardherd');
     expect(c.cassandra).toMatchObject({ localDataCenter: 'datacenter1', keyspace: 'shardherd', replicationFactor: 1, connectTimeoutMs: 60_000 });
     expect(c.sink).toEqual({ type: 'log' });
     expect(c.status).toBeUndefined();
@@ -46,6 +47,7 @@ describe('node config', () => {
     expect(refusal({ ...minimal, kafka: { brokers: ['localhost'] } })).toBe('node.json: kafka.brokers.0 must be host:port');
     expect(refusal({ kafka: minimal.kafka, cassandra: minimal.cassandra })).toBe('node.json: node is required');
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, sesionTimeoutMs: 5 } })).toBe('node.json: kafka.sesionTimeoutMs is not a known key');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe('node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs"');
     expect(refusal({ ...minimal, runtime: { publishIntervalMs: 'often' } })).toMatch(/^node\.json: runtime invalid runtime setting publishIntervalMs/);
     expect(refusal({ ...minimal, runtime: { topicPrefix: 'x' } })).toBe('node.json: runtime.topicPrefix is set by "cluster" in a node config');
   });
