@@ -21,6 +21,7 @@ import './fanout.bench.js';
 import './deploy-failover.bench.js';
 import './deploy-throughput.bench.js';
 import './deploy-latency.bench.js';
+import './fetch-decoding.bench.js';
 import './placement.bench.js';
 import './soak.bench.js';
 
