@@ -3,7 +3,7 @@
 // to end through its IngestionActors.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ShardherdNode, type ClusterServices } from '../../src/actors/node-process.js';
@@ -171,6 +171,43 @@ describe('KafkaIngestionSource', () => {
     // The broker's batches came through shardherd's decoder, which the source installs by default.
     expect(fetchDecoding().decoder).toBe('shardherd');
     expect(fetchDecoding().batches.own).toBeGreaterThan(decodedBefore);
+  });
+
+  it('reads what real producers write around the plain batches: gzip batches, headers, committed transactions, and not aborted ones', async () => {
+    const topic = await createTopic(1);
+    const { kafka, producer } = await kafkaClient();
+    const record = (n: number, extra: object = {}) => ({ partition: 0, key: `0/${n}`, value: JSON.stringify({ p: 0, n }), ...extra });
+    const transactional = kafka.producer({ transactionalId: uniqueName('it.tx'), idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    await transactional.connect();
+    try {
+      await producer.send({ topic, acks: -1, messages: [record(0), record(1)] });
+      await producer.send({ topic, acks: -1, compression: CompressionTypes.GZIP, messages: [record(2), record(3), record(4)] });
+      await producer.send({ topic, acks: -1, messages: [record(5, { headers: { trace: 'a', hop: ['x', 'y'] } })] });
+      const committed = await transactional.transaction();
+      await committed.send({ topic, messages: [record(6), record(7)] });
+      await committed.commit();
+      const aborted = await transactional.transaction();
+      await aborted.send({ topic, messages: [record(-1), record(-2)] });
+      await aborted.abort();
+      await producer.send({ topic, acks: -1, messages: [record(8)] });
+    } finally {
+      await transactional.disconnect();
+    }
+    const decodedBefore = fetchDecoding().batches;
+    const reader = await newSource().open(dataset(topic, 1), shardNum(0));
+    const end = await reader.endOffset();
+    // Nine records, a commit and an abort marker, two aborted records: 13 offsets.
+    expect(end).toBe(13);
+    const records = await readRecords(reader, 0, 9);
+    expect(records.map((r) => r.value)).toEqual(Array.from({ length: 9 }, (_, n) => ({ p: 0, n })));
+    expect(records.map((r) => r.key)).toEqual(Array.from({ length: 9 }, (_, n) => `0/${n}`));
+    // The abort marker is written after abort() returns, so the last plain record may come before it (11) or after (12).
+    expect(records.slice(0, 8).map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect([11, 12]).toContain(records[8]!.offset);
+    // The gzip batch went to kafkajs's decoder, the others through shardherd's.
+    const decoded = fetchDecoding().batches;
+    expect(decoded.kafkajs).toBeGreaterThan(decodedBefore.kafkajs);
+    expect(decoded.own).toBeGreaterThan(decodedBefore.own);
   });
 
   it('reading from a checkpoint in the middle returns the rest, and a read that goes back starts over there', async () => {

@@ -56,7 +56,7 @@ interface BatchContext {
 }
 
 /** kafkajs's message: the fields and their order as its record decoder makes them. */
-export interface DecodedMessage {
+interface DecodedMessage {
   readonly magicByte: number;
   readonly attributes: number;
   readonly timestamp: string;
