@@ -14,7 +14,7 @@ import { recordBatchesDecoder, type DecodedBatchCounts, type KafkaDecoder, type 
 export type FetchDecoder = 'shardherd' | 'kafkajs';
 
 /** The kafkajs release the decoder's objects were compared against (see the lockfile). */
-export const COMPARED_KAFKAJS_VERSION = '2.2.4';
+const COMPARED_KAFKAJS_VERSION = '2.2.4';
 
 const require = createRequire(import.meta.url);
 const KAFKAJS_SRC = 'kafkajs/src/';
@@ -82,7 +82,7 @@ export function kafkajsDecoding(): KafkajsDecoding {
   };
 }
 
-/** kafkajs's own `decodeMessages`, whether or not it was replaced: what the tests compare with. */
+/** kafkajs's own `decodeMessages`, whether or not it was replaced: what the tests and the benchmark compare with. */
 export function kafkajsDecodeMessages(): DecodeMessages {
   return kafkajsOwn ?? (require(DECODE_MESSAGES) as DecodeMessages);
 }

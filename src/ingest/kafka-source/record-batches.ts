@@ -4,10 +4,12 @@
 // unchanged. Why a decoder of our own: kafkajs's computes each record's offset and timestamp
 // through BigInt-backed longs and their decimal strings, reads each record through a decoder
 // object of its own and builds each header object by spreading the previous one; on 16 partitions
-// of small JSON records that was two thirds of a bare consumer's time (docs/BENCHMARKS.md). This
-// one reads the bytes in place and does the arithmetic in doubles wherever they are exact (offsets
-// and timestamps below 2^53, all of them in practice), taking kafkajs's own long arithmetic for the
-// rest. Compressed batches go to kafkajs's decoder whole: decompression dwarfs the decoding there.
+// of small JSON records that and the collection of its garbage were two thirds of a bare
+// consumer's time (docs/BENCHMARKS.md). This one reads the bytes in place and does the arithmetic
+// in doubles wherever they are exact (offsets and timestamps below 2^53, all of them in practice),
+// taking kafkajs's own long arithmetic for the rest. Compressed batches, and the message sets of
+// the formats before v2, go to kafkajs's decoder whole: their decompression is kafkajs's, and this
+// module does not repeat it.
 
 /** kafkajs's decoder of the fetch response (`src/protocol/decoder.js`): what this module uses of it. */
 export interface KafkaDecoder {
