@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseNodeId, type NodeId } from '../core/ids.js';
 import { runtimeSettings, type RuntimeSettings } from '../actors/settings.js';
+import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
 
 const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
@@ -23,7 +24,7 @@ const schema = z.strictObject({
     sessionTimeoutMs: ms.default(10_000),
     heartbeatIntervalMs: ms.optional(),
     topicReplicationFactor: z.number().int().min(1).default(1),
-    fetchDecoder: z.enum(['shardherd', 'kafkajs'], 'must be "shardherd" or "kafkajs"').default('shardherd'),
+    fetchDecoder: z.enum(FETCH_DECODERS, 'must be "shardherd" or "kafkajs"').default('shardherd'),
   }),
   cassandra: z.strictObject({
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),

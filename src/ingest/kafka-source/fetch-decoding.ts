@@ -10,8 +10,9 @@ import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import { recordBatchesDecoder, type DecodedBatchCounts, type KafkaDecoder, type KafkajsDecoding } from './record-batches.js';
 
-/** Who decodes fetched record batches: this project's decoder, or kafkajs's own. */
-export type FetchDecoder = 'shardherd' | 'kafkajs';
+/** Who can decode fetched record batches: this project's decoder, or kafkajs's own. */
+export const FETCH_DECODERS = ['shardherd', 'kafkajs'] as const;
+export type FetchDecoder = (typeof FETCH_DECODERS)[number];
 
 /** The kafkajs release the decoder's objects were compared against (see the lockfile). */
 const COMPARED_KAFKAJS_VERSION = '2.2.4';
@@ -70,13 +71,11 @@ export function installFetchDecoder(log: Logger): FetchDecoder {
 /** The parts of kafkajs the decoder hands work to. */
 export function kafkajsDecoding(): KafkajsDecoding {
   const load = <T>(module: string) => require(`${KAFKAJS_SRC}${module}`) as T;
-  const decodeRecordBatch = load<KafkajsDecoding['decodeRecordBatch']>('protocol/recordBatch/v0/decoder.js');
-  const decodeMessageSet = load<KafkajsDecoding['decodeMessageSet']>('protocol/messageSet/decoder.js');
   return {
     Decoder: load<new (buffer: Buffer) => KafkaDecoder>('protocol/decoder.js'),
     Long: load<KafkajsDecoding['Long']>('utils/long.js'),
-    decodeRecordBatch,
-    decodeMessageSet,
+    decodeRecordBatch: load<KafkajsDecoding['decodeRecordBatch']>('protocol/recordBatch/v0/decoder.js'),
+    decodeMessageSet: load<KafkajsDecoding['decodeMessageSet']>('protocol/messageSet/decoder.js'),
     isPartialMessageError: (e) => e instanceof Error && e.name === 'KafkaJSPartialMessageError',
     timestampTypes: load<KafkajsDecoding['timestampTypes']>('protocol/timestampTypes.js'),
   };

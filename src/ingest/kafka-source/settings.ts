@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
 import { parseOptions, wholeNumber } from '../../cluster/kafka-options.js';
 import { decodeKafkaValue, type KafkaValueDecoder } from './decode.js';
-import type { FetchDecoder } from './fetch-decoding.js';
+import { FETCH_DECODERS, type FetchDecoder } from './fetch-decoding.js';
 
 /** Fetch tuning of the per-dataset consumers (kafkajs's consumer options of the same names). */
 export interface KafkaFetchOptions {
@@ -120,7 +120,7 @@ const schema = z.object({
       maxBytes: atLeast(1024),
       minBytes: atLeast(1),
       maxWaitTimeMs: atLeast(1),
-      decoder: z.enum(['shardherd', 'kafkajs'], { error: (issue) => `must be "shardherd" or "kafkajs", got ${JSON.stringify(issue.input)}` }).nullish(),
+      decoder: z.enum(FETCH_DECODERS, { error: (issue) => `must be "shardherd" or "kafkajs", got ${JSON.stringify(issue.input)}` }).nullish(),
     })
     .nullish(),
 });
