@@ -6,14 +6,16 @@ import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
-import type { AppliedRequest, Effect, NodeOperations, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import { encodeEvents, encodeSnapshot } from '../core/map-codec.js';
+import type { AppliedRequest, Effect, MapStamp, NodeOperations, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { FencedError, type StoredCooldown, type StoredSubscriptions } from '../store/meta-store.js';
 import { type NodeEnv, skipMalformed, withRetry } from './node-env.js';
 import type { ActorRef } from './runtime.js';
-import { hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type MapStamp, type RepliesMessage } from './wire.js';
+import { isPermanentBusFailure } from '../cluster/bus-failures.js';
+import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
 
 export type ClusterMsg =
   | { readonly type: 'Begin'; readonly view: MembershipView }
@@ -70,7 +72,7 @@ function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMa
 }
 
 export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, epoch: Epoch, callbacks: SingletonCallbacks): ActorRef<ClusterMsg> {
-  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs });
+  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs, maxMapBytes: env.settings.maxMapBytes });
   const log = env.log.child({ singleton: epoch });
   const requestId = `recovery-${epoch}-${env.node}`;
   const later = (s: State, ms: number, fn: () => void) => {
@@ -82,7 +84,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   };
 
   const produceEvents = (m: EventsMessage) => env.bus.produce(env.topics.events, m);
-  const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, m);
+  const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, encodeRepliesMessage(m));
 
   /** Runs one store write; a fencing error means another singleton took over. */
   const persist = async (what: string, op: () => Promise<void>) => {
@@ -96,18 +98,27 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
 
   /**
    * Carries out one decision's effects. Its store writes are awaited, in order, before anything is
-   * sent (a map is persisted before anyone hears of it). Its records (events, desired states,
-   * replies, acks) are handed to the bus, which appends them in call order, and not awaited: the
-   * next message is handled while they are on their way, so slow appends (a broker that answers
-   * late) never hold back the next decision or the periodic publish. A record that fails is logged;
-   * nothing is lost for good by it, as every one is repaired by design (the periodic publish sends
-   * every map and desired state again, a node resends an unacknowledged report, a requester asks
-   * again and a replayed request is answered as the first time).
+   * sent (a map is persisted before anyone hears of it). Its records (changes, snapshots, members,
+   * digests, replies, acks) are handed to the bus, which appends them in call order, and not
+   * awaited: the next message is handled while they are on their way, so slow appends (a broker
+   * that answers late) never hold back the next decision or the digest. A record that fails for a
+   * while is logged; nothing is lost for good by it, as every one is repaired by design (a node
+   * that misses changes sees a gap or the next digest and asks, a node resends an unacknowledged
+   * report, a requester asks again and a replayed request is answered as the first time). A record
+   * the bus can never carry (too large for its limits) is an error, said once per kind of record
+   * and counted, and shown on the node's /status: retrying it would never help.
    */
   async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
     const sendLater = (what: string, sending: Promise<unknown>) =>
-      void sending.catch((e: unknown) => log.warn({ event: 'bus.send-failed', err: e, what }, 'a record of the singleton was not sent; the periodic publish or a resend repairs it'));
+      void sending.catch((e: unknown) => {
+        if (!isPermanentBusFailure(e)) {
+          log.warn({ event: 'bus.send-failed', err: e, what }, 'a record of the singleton was not sent; a resend, a sync or the digest repairs it');
+        } else if (env.problems.note('bus.record-refused', what, `a ${what} record of the singleton cannot be sent: ${(e as Error).message}`)) {
+          log.error({ event: 'bus.record-refused', err: e, what }, 'a record of the singleton can never be sent (too large for the bus): it is dropped, and this is said once per kind of record');
+        }
+        env.telemetry.busError('produce');
+      });
     const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
     const queueReply = (m: RepliesMessage) => sendLater(m.kind, produceReplies(m));
     for (const e of effects) {
@@ -139,16 +150,19 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'Publish':
           queueEvent({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
           break;
-        case 'SendDesiredState':
-          queueEvent({
-            format: WIRE_FORMAT,
-            kind: 'desired-state',
-            epoch,
-            to: e.to,
-            members: s.core.members.map((m) => ({ node: m.node, incarnation: m.incarnation })),
-            snapshot: e.snapshot,
-            config: configOf(e.snapshot.dataset),
-          });
+        case 'PublishChanges':
+          queueEvent({ format: WIRE_FORMAT, kind: 'map-changes', epoch, dataset: e.dataset, numShards: e.numShards, base: e.base, changes: encodeEvents(e.events) });
+          break;
+        case 'PublishSnapshot': {
+          const { dataset, numShards, version } = e.snapshot;
+          queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot: encodeSnapshot(e.snapshot) });
+          break;
+        }
+        case 'PublishMembers':
+          queueEvent({ format: WIRE_FORMAT, kind: 'members', epoch, version: e.version, members: e.members });
+          break;
+        case 'PublishDigest':
+          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, subscriptions: e.subscriptions, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })) });
           break;
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
@@ -367,7 +381,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             return s;
           }
           await commit(s);
-          await decide(s, { type: 'PublishSnapshots' });
+          await decide(s, { type: 'PublishDigest' });
           later(s, env.settings.publishIntervalMs, () => env.runtime.send(ctx.self, { type: 'Tick' }));
           return s;
         }

@@ -1,11 +1,12 @@
-// Level-triggered: runs exactly the shards the latest desired state gives this node (in a status
-// that ingests) and stops the rest. A lost or late message heals at the next desired state; a
-// desired state from an older epoch (a replaced singleton) or an older version changes nothing.
+// Level-triggered: runs exactly the shards the node's copy of each map gives this node (in a status
+// that ingests) and stops the rest — but only while the singleton counts this very incarnation as
+// a member under the map's epoch: a restarted node never runs what its previous incarnation was
+// given. A lost change heals when the guardian catches up (a gap, or the next digest).
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
-import { ShardMapFollower } from '../core/map-follower.js';
-import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { ShardMapper } from '../core/shard-mapper.js';
 import type { RunningShard } from '../core/shard-manager/protocol.js';
+import type { MembersRecord } from './followed-maps.js';
 import { isIngestionStatus, type ShardStatus, Status } from '../core/status.js';
 import { spawnIngestionActor, type IngestionMsg, type ShardStatusUpdate } from './ingestion-actor.js';
 import type { NodeEnv } from './node-env.js';
@@ -13,7 +14,10 @@ import type { ReporterMsg } from './reporter.js';
 import type { ActorRef } from './runtime.js';
 
 export type CoordinatorMsg =
-  | { readonly type: 'DesiredState'; readonly epoch: Epoch; readonly snapshot: ShardMapSnapshot; readonly config: DatasetConfig }
+  /** The node's copy of a dataset's map changed (the mapper is never changed afterwards). */
+  | { readonly type: 'MapState'; readonly dataset: DatasetRef; readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig }
+  | { readonly type: 'Members'; readonly members: MembersRecord }
+  | { readonly type: 'DatasetGone'; readonly dataset: DatasetRef }
   | { readonly type: 'StopAll'; readonly reason: string }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
   | ShardStatusUpdate;
@@ -26,8 +30,8 @@ interface Running {
 }
 
 interface State {
-  maxEpoch: number;
-  readonly followers: Map<DatasetRef, ShardMapFollower>;
+  readonly maps: Map<DatasetRef, { readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig }>;
+  members: MembersRecord | undefined;
   /** `dataset/shard` → the ingestion running it. */
   readonly running: Map<string, Running>;
 }
@@ -40,31 +44,39 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     env.log.info({ dataset: r.dataset, shard: r.shard, why }, 'shard stopped');
   };
 
-  const initialState: State = { maxEpoch: -1, followers: new Map(), running: new Map() };
+  /** Whether the singleton counts this incarnation as a member under the epoch the map is of. */
+  const acting = (s: State, epoch: Epoch): boolean =>
+    s.members !== undefined && s.members.epoch === epoch && s.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation);
+
+  /** Runs exactly the copies this node holds in the map (Leaving ones too: they ingest until removed), stops the others. */
+  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>) => {
+    const map = s.maps.get(dataset);
+    if (!map || !acting(s, map.epoch)) return;
+    const wanted = new Set(map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard));
+    for (const [key, r] of [...s.running]) if (r.dataset === dataset && !wanted.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
+    for (const shard of wanted) {
+      const key = `${dataset}/${shard}`;
+      if (s.running.has(key)) continue;
+      const actor = spawnIngestionActor(env, self, map.config, shard, reporter, (u) => env.runtime.send(self, u));
+      s.running.set(key, { ref: actor, dataset, shard, status: Status.assigned });
+    }
+  };
+
+  const initialState: State = { maps: new Map(), members: undefined, running: new Map() };
   return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
     switch (msg.type) {
-      case 'DesiredState': {
-        if (msg.epoch < s.maxEpoch) {
-          env.log.debug({ epoch: msg.epoch, current: s.maxEpoch }, 'desired state from a replaced singleton ignored');
-          return s;
-        }
-        s.maxEpoch = msg.epoch;
-        const ref = msg.snapshot.dataset;
-        const follower = s.followers.get(ref) ?? new ShardMapFollower(ref);
-        s.followers.set(ref, follower);
-        if (follower.applySnapshot(msg.snapshot) !== 'applied') return s;
-        const mapper = follower.mapper!;
-        // Every copy this node holds, Leaving ones included: a handoff's old copy ingests until it is removed.
-        const wanted = new Set(mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard));
-        for (const [key, r] of [...s.running]) if (r.dataset === ref && !wanted.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
-        for (const shard of wanted) {
-          const key = `${ref}/${shard}`;
-          if (s.running.has(key)) continue;
-          const actor = spawnIngestionActor(env, ctx.self, msg.config, shard, reporter, (u) => env.runtime.send(ctx.self, u));
-          s.running.set(key, { ref: actor, dataset: ref, shard, status: Status.assigned });
-        }
+      case 'MapState':
+        s.maps.set(msg.dataset, { epoch: msg.epoch, mapper: msg.mapper, config: msg.config });
+        reconcile(s, msg.dataset, ctx.self);
         return s;
-      }
+      case 'Members':
+        s.members = msg.members;
+        for (const dataset of s.maps.keys()) reconcile(s, dataset, ctx.self);
+        return s;
+      case 'DatasetGone':
+        s.maps.delete(msg.dataset);
+        for (const [key, r] of [...s.running]) if (r.dataset === msg.dataset) stopShard(s, key, 'the dataset was removed');
+        return s;
       case 'StopAll':
         for (const key of [...s.running.keys()]) stopShard(s, key, msg.reason);
         return s;

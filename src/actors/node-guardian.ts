@@ -1,14 +1,18 @@
-// A node's top actor. It supervises the node's coordinator and reporter, routes what arrives from
-// the singleton (events to local subscribers and to its own cache, desired states to the
-// coordinator, acknowledgements to the reporter, replies to waiting requests), keeps a copy of
-// every map and of the subscriptions for the next singleton's recovery, and hosts the singleton
+// A node's top actor. It supervises the node's coordinator and reporter, follows every dataset's
+// map from the events topic (changes applied, whole maps only when behind: `FollowedMaps`), hands
+// its maps and the members to the coordinator, which runs what they give this node, relays them to
+// local subscribers, routes acknowledgements to the reporter and replies to waiting requests,
+// keeps the maps and the subscriptions for the next singleton's recovery, and hosts the singleton
 // when its node is the oldest member.
 import type { BusRecord } from '../cluster/bus.js';
+import type { Cancel } from '../cluster/clock.js';
 import { isMember, oldestMember, type MembershipView } from '../cluster/membership.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
-import { ShardMapFollower } from '../core/map-follower.js';
+import type { ShardMapFollower } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
-import type { RunningShard, SubscriberMessage } from '../core/shard-manager/protocol.js';
+import type { MapStamp, RunningShard } from '../core/shard-manager/protocol.js';
+import { FollowedMaps, type MembersRecord, type SubscriptionsMessage } from './followed-maps.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
 import type { CoordinatorMsg } from './node-coordinator.js';
@@ -16,8 +20,10 @@ import { spawnNodeCoordinator } from './node-coordinator.js';
 import { skipMalformed, type NodeEnv } from './node-env.js';
 import type { NodeHub } from './node-hub.js';
 import { spawnReporter, type ReporterMsg } from './reporter.js';
+import type { EventsRecord } from './wire-events.js';
 import type { ActorRef } from './runtime.js';
-import { hostPrefix, parseEventsMessage, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type MapStamp, type Request } from './wire.js';
+import { parseEventsMessage } from './wire-events.js';
+import { encodeInboxMessage, hostPrefix, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type Request } from './wire.js';
 
 export type GuardianMsg =
   | { readonly type: 'Start' }
@@ -26,16 +32,20 @@ export type GuardianMsg =
   | { readonly type: 'Replies'; readonly record: BusRecord }
   | { readonly type: 'SingletonStopped'; readonly epoch: Epoch; readonly reason: string }
   | { readonly type: 'RetryCandidacy' }
+  /** A `SyncMaps` got no complete answer in time: what is still lacking is asked again. */
+  | { readonly type: 'SyncTimeout' }
   | { readonly type: 'Request'; readonly request: Request }
   | { readonly type: 'GetCache'; readonly reply: (cache: GuardianCache) => void }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
   | { readonly type: 'GetSingletonState'; readonly reply: (state: ShardManagerState | undefined) => void };
 
-/** What a guardian holds for the next singleton. */
+/** What a guardian holds: its maps (for the node's reads and the next singleton), the members, the subscriptions. */
 export interface GuardianCache {
   readonly maxEpoch: number;
   readonly maps: ReadonlyMap<DatasetRef, ShardMapFollower>;
-  readonly subscriptions: Extract<SubscriberMessage, { type: 'ShardSubscriptions' }> | undefined;
+  readonly configs: ReadonlyMap<DatasetRef, DatasetConfig>;
+  readonly members: MembersRecord | undefined;
+  readonly subscriptions: SubscriptionsMessage | undefined;
   readonly singletonEpoch: Epoch | undefined;
 }
 
@@ -43,8 +53,9 @@ interface State {
   joined: boolean;
   view: MembershipView | undefined;
   maxEpoch: number;
-  readonly followers: Map<DatasetRef, ShardMapFollower>;
-  subscriptions: Extract<SubscriberMessage, { type: 'ShardSubscriptions' }> | undefined;
+  readonly maps: FollowedMaps;
+  /** The timer of the `SyncMaps` on its way. */
+  syncTimer: Cancel | undefined;
   /** A SubscribeAll is on its way: do not send another before something arrives. */
   resyncing: boolean;
   /** This node's singleton, if it hosts one, and when it started (for the crash backoff). */
@@ -80,7 +91,7 @@ function newerThanStored(f: ShardMapFollower, stored: MapStamp | undefined): boo
 
 export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: GuardianCallbacks): ActorRef<GuardianMsg> {
   const guardianId = `${hostPrefix(env.node, env.incarnation)}guardian` as SubscriberId;
-  const toInbox = (m: InboxMessage) => env.bus.produce(env.topics.inbox, m);
+  const toInbox = (m: InboxMessage) => env.bus.produce(env.topics.inbox, encodeInboxMessage(m));
   const request = (r: Request) => toInbox({ format: WIRE_FORMAT, kind: 'request', request: r });
   const resubscribe = async (s: State, why: string) => {
     if (s.resyncing) return;
@@ -89,33 +100,49 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     await request({ type: 'SubscribeAll', subscriber: guardianId });
   };
 
-  function cache(s: State, message: SubscriberMessage): Promise<void> | undefined {
-    switch (message.type) {
-      case 'CurrentShardSnapshot': {
-        const ref = message.snapshot.dataset;
-        const f = s.followers.get(ref) ?? new ShardMapFollower(ref);
-        s.followers.set(ref, f);
-        f.applySnapshot(message.snapshot);
-        s.resyncing = false;
-        return undefined;
+  /** The node's copy of every map, wired to its coordinator, its local subscribers and the singleton. */
+  function followedMaps(self: ActorRef<GuardianMsg>, coordinator: ActorRef<CoordinatorMsg>, state: () => State): FollowedMaps {
+    return new FollowedMaps({
+      mapChanged: (dataset, follower, config) => env.runtime.send(coordinator, { type: 'MapState', dataset, epoch: follower.epoch, mapper: follower.mapper!, config }),
+      membersChanged: (members) => env.runtime.send(coordinator, { type: 'Members', members }),
+      datasetGone: (dataset) => {
+        env.runtime.send(coordinator, { type: 'DatasetGone', dataset });
+        env.telemetry.datasetRemoved(dataset);
+      },
+      deliver: (dataset, message, only) => {
+        if (only === undefined) return hub.deliverToDataset(dataset, message);
+        const prefix = hostPrefix(env.node, env.incarnation);
+        for (const id of only) if (id !== guardianId && id.startsWith(prefix)) hub.deliver(id, message);
+      },
+      askSync: (wanted) => {
+        const s = state();
+        s.syncTimer?.();
+        // An answer lost on the bus (or never sent) is asked for again, at the pace of reports.
+        s.syncTimer = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(self, { type: 'SyncTimeout' }));
+        env.log.debug({ ...wanted }, 'this node is behind on some maps: asking the singleton');
+        void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted }).catch((e: unknown) => env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'));
+      },
+    });
+  }
+
+  async function onPublish(s: State, to: readonly SubscriberId[], message: Extract<EventsRecord, { kind: 'publish' }>['message']): Promise<void> {
+    const prefix = hostPrefix(env.node, env.incarnation);
+    for (const id of to) {
+      if (id === guardianId) {
+        if (message.type === 'ShardSubscriptions') {
+          s.maps.subscriptionsMessage(message);
+          s.resyncing = false;
+          if (!message.watchers.includes(guardianId)) await resubscribe(s, 'not among the watchers');
+        } else if (message.type === 'DatasetUnknown' || message.type === 'DatasetRemoved') {
+          s.maps.gone(message.dataset);
+        }
+      } else if (id.startsWith(prefix) && !hub.deliver(id, message)) {
+        // A local subscriber that is gone: tell the singleton, so it stops sending (deathwatch).
+        await request({ type: 'SubscriberTerminated', subscriber: id });
       }
-      case 'StampedShardEvent': {
-        const f = s.followers.get(message.event.dataset);
-        if (!f || f.applyEvent(message) === 'gap') return resubscribe(s, `missed events of ${message.event.dataset}`);
-        return undefined;
-      }
-      case 'ShardSubscriptions':
-        s.subscriptions = message;
-        s.resyncing = false;
-        if (!message.watchers.includes(guardianId)) return resubscribe(s, 'not among the watchers');
-        return undefined;
-      case 'DatasetRemoved':
-        s.followers.delete(message.dataset);
-        env.telemetry.datasetRemoved(message.dataset);
-        return undefined;
-      case 'DatasetUnknown':
-        return undefined;
     }
+    // Every node forgets a removed dataset, whether or not it was told by name.
+    if (message.type === 'DatasetRemoved') s.maps.gone(message.dataset);
   }
 
   async function onEvents(s: State, record: BusRecord): Promise<void> {
@@ -132,26 +159,17 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
     s.maxEpoch = m.epoch;
     switch (m.kind) {
-      case 'publish': {
-        const prefix = hostPrefix(env.node, env.incarnation);
-        for (const id of m.to) {
-          if (id === guardianId) await cache(s, m.message);
-          else if (id.startsWith(prefix) && !hub.deliver(id, m.message)) {
-            // A local subscriber that is gone: tell the singleton, so it stops sending (deathwatch).
-            await request({ type: 'SubscriberTerminated', subscriber: id });
-          }
-        }
-        return;
-      }
-      case 'desired-state':
-        if (!m.to.includes(env.node)) return;
-        if (!m.members.some((x) => x.node === env.node && x.incarnation === env.incarnation)) {
-          // Made before the singleton knew this incarnation: its assignments are the previous one's.
-          env.log.debug({ epoch: m.epoch, version: m.snapshot.version }, 'desired state for another incarnation of this node ignored');
-          return;
-        }
-        env.runtime.send(s.coordinator, { type: 'DesiredState', epoch: m.epoch, snapshot: m.snapshot, config: m.config });
-        return;
+      case 'publish':
+        return onPublish(s, m.to, m.message);
+      case 'map-changes':
+        return s.maps.changes(m);
+      case 'map-snapshot':
+        s.resyncing = false;
+        return s.maps.snapshot(m);
+      case 'members':
+        return s.maps.membersRecord(m);
+      case 'digest':
+        return s.maps.digest(m);
       case 'fence':
         if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
         return;
@@ -170,9 +188,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
           epoch: m.epoch,
           node: env.node,
           incarnation: env.incarnation,
-          maps: [...s.followers.values()].flatMap((f) => (f.mapper && newerThanStored(f, stored.get(f.dataset)) ? [f.mapper.toSnapshot(f.epoch)] : [])),
-          subscriptions: s.subscriptions?.subscriptions ?? [],
-          watchers: s.subscriptions?.watchers ?? [],
+          maps: [...s.maps.followers.values()].flatMap((f) => (f.mapper && newerThanStored(f, stored.get(f.dataset)) ? [f.mapper.toSnapshot(f.epoch)] : [])),
+          subscriptions: s.maps.subscriptions?.subscriptions ?? [],
+          watchers: s.maps.subscriptions?.watchers ?? [],
           running,
         });
         return;
@@ -255,19 +273,23 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   };
 
   // Children need the guardian's ref, so its state is made with the first message.
-  const firstState = (self: ActorRef<GuardianMsg>): State => ({
+  const firstState = (self: ActorRef<GuardianMsg>): State => {
+    const children = reporterAndCoordinator(self);
+    const state: State = {
       joined: false,
       view: undefined,
       maxEpoch: -1,
-      followers: new Map(),
-      subscriptions: undefined,
+      maps: followedMaps(self, children.coordinator, () => state),
+      syncTimer: undefined,
       resyncing: false,
       singleton: undefined,
       candidacy: false,
       candidacyFailures: 0,
       singletonCrashes: 0,
-      ...reporterAndCoordinator(self),
-  });
+      ...children,
+    };
+    return state;
+  };
   return env.runtime.spawn<State | undefined, GuardianMsg>(env.runtime.system, 'guardian', async (s0, msg, ctx) => {
     const s = s0 ?? firstState(ctx.self);
     switch (msg.type) {
@@ -315,8 +337,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: msg.reply })) msg.reply([]);
         return s;
       case 'GetCache':
-        msg.reply({ maxEpoch: s.maxEpoch, maps: s.followers, subscriptions: s.subscriptions, singletonEpoch: s.singleton?.epoch });
+        msg.reply({ maxEpoch: s.maxEpoch, maps: s.maps.followers, configs: s.maps.configs, members: s.maps.members, subscriptions: s.maps.subscriptions, singletonEpoch: s.singleton?.epoch });
+        return s;
+      case 'SyncTimeout':
+        s.syncTimer = undefined;
+        s.maps.syncFailed();
         return s;
     }
-  }, { initialState: undefined, onCrash: 'resume' });
+  }, { initialState: undefined, onCrash: 'resume', afterStop: (s) => s?.syncTimer?.() });
 }

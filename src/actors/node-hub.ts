@@ -1,6 +1,6 @@
 // What a node delivers locally: messages to subscribers it hosts and replies to requests it sent.
 import type { Cancel } from '../cluster/clock.js';
-import type { ReplyTo, SubscriberId } from '../core/ids.js';
+import type { DatasetRef, ReplyTo, SubscriberId } from '../core/ids.js';
 import type { Reply, SubscriberMessage } from '../core/shard-manager/protocol.js';
 
 export type Deliver = (message: SubscriberMessage) => void;
@@ -14,11 +14,12 @@ export class RequestTimeoutError extends Error {
 }
 
 export class NodeHub {
-  private readonly subscribers = new Map<SubscriberId, Deliver>();
+  private readonly subscribers = new Map<SubscriberId, { readonly deliver: Deliver; readonly dataset: DatasetRef | undefined }>();
   private readonly waiting = new Map<ReplyTo, { resolve: (r: Reply) => void; cancel: Cancel }>();
 
-  register(id: SubscriberId, deliver: Deliver): void {
-    this.subscribers.set(id, deliver);
+  /** A local subscriber; with a dataset, it also gets every change of that dataset's map the node applies. */
+  register(id: SubscriberId, deliver: Deliver, dataset?: DatasetRef): void {
+    this.subscribers.set(id, { deliver, dataset });
   }
 
   unregister(id: SubscriberId): boolean {
@@ -29,8 +30,13 @@ export class NodeHub {
   deliver(id: SubscriberId, message: SubscriberMessage): boolean {
     const d = this.subscribers.get(id);
     if (!d) return false;
-    d(message);
+    d.deliver(message);
     return true;
+  }
+
+  /** Delivers to every local subscriber of a dataset. */
+  deliverToDataset(dataset: DatasetRef, message: SubscriberMessage): void {
+    for (const d of this.subscribers.values()) if (d.dataset === dataset) d.deliver(message);
   }
 
   expect(replyTo: ReplyTo, resolve: (r: Reply) => void, cancel: Cancel): void {

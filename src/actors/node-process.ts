@@ -19,6 +19,7 @@ import { spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
+import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
@@ -73,6 +74,8 @@ export class ShardherdNode {
   private restarting: Promise<void> | undefined;
   /** This node's Prometheus metrics, when it was given a registry (real processes and embedded clusters are). */
   readonly metrics: NodeMetrics | undefined;
+  /** Failures no retry fixes, over every incarnation of this node (shown on /status). */
+  readonly problems: Problems;
 
   constructor(
     readonly services: ClusterServices,
@@ -82,6 +85,7 @@ export class ShardherdNode {
     options: { readonly metrics?: NodeMetrics } = {},
   ) {
     this.metrics = options.metrics;
+    this.problems = new Problems(() => services.clock.now());
     this.metrics?.observe({
       maps: async () => {
         const cache = await this.cache();
@@ -157,6 +161,7 @@ export class ShardherdNode {
       settings: s.settings,
       log,
       telemetry,
+      problems: this.problems,
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => {
@@ -338,12 +343,13 @@ export class ShardherdNode {
 
   /**
    * Registers a local subscriber and returns its id; `deliver` gets every message the singleton
-   * sends it. The caller sends the `Subscribe` request (see `ShardEventSubscriber`).
+   * sends it and, with a `dataset`, every change of that dataset's map this node applies and the
+   * map's stamp at each digest. The caller sends the `Subscribe` request (see `ShardEventSubscriber`).
    */
-  registerSubscriber(deliver: Deliver, name = `sub-${++this.subscriberCount}`): SubscriberId {
+  registerSubscriber(deliver: Deliver, name = `sub-${++this.subscriberCount}`, dataset?: DatasetRef): SubscriberId {
     if (!this.current) throw new Error(`${this.node} is not running`);
     const id = `${hostPrefix(this.node, this.current)}${name}` as SubscriberId;
-    this.hub.register(id, deliver);
+    this.hub.register(id, deliver, dataset);
     return id;
   }
 

@@ -6,7 +6,7 @@ import type { Cancel } from '../cluster/clock.js';
 import type { ShardEvent } from '../core/status.js';
 import type { NodeEnv } from './node-env.js';
 import type { ActorRef } from './runtime.js';
-import { WIRE_FORMAT, type InboxMessage } from './wire.js';
+import { MAX_EVENTS_PER_REPORT, WIRE_FORMAT, type InboxMessage } from './wire.js';
 
 export type ReporterMsg =
   | { readonly type: 'Report'; readonly event: ShardEvent }
@@ -42,16 +42,23 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
         return s;
       case 'Flush': {
         s.flushQueued = false;
-        if (![...s.pending.values()].some((p) => p.sentIn === undefined)) return s;
+        // At most MAX_EVENTS_PER_REPORT a report: a node that starts thousands of shards sends
+        // several bounded reports in a row, each acknowledged on its own.
+        const unsent = [...s.pending.values()].filter((p) => p.sentIn === undefined).slice(0, MAX_EVENTS_PER_REPORT);
+        if (unsent.length === 0) return s;
         s.seq += 1;
-        for (const p of s.pending.values()) p.sentIn = s.seq;
+        for (const p of unsent) p.sentIn = s.seq;
+        if ([...s.pending.values()].some((p) => p.sentIn === undefined)) {
+          s.flushQueued = true;
+          env.runtime.send(ctx.self, { type: 'Flush' });
+        }
         const report: InboxMessage = {
           format: WIRE_FORMAT,
           kind: 'report',
           node: env.node,
           incarnation: env.incarnation,
           seq: s.seq,
-          events: [...s.pending.values()].map((p) => p.event),
+          events: unsent.map((p) => p.event),
         };
         await env.bus.produce(env.topics.inbox, report);
         s.resend?.();

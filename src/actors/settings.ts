@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { DEFAULT_REASSIGNMENT_COOLDOWN_MS } from '../core/shard-manager/shard-manager.js';
+import { DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS } from '../core/shard-manager/shard-manager.js';
 
 const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0);
 
 const schema = z.strictObject({
   /** Topic name prefix: one cluster per prefix. */
   topicPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/).default('shardherd'),
-  /** How often the singleton republishes every map (bounds staleness after a lost message). */
+  /** How often the singleton publishes its digest of every map's stamp (bounds staleness after a lost message). */
   publishIntervalMs: ms('publishIntervalMs').min(1).default(5_000),
   /** How long a node waits for the singleton to acknowledge a report before it sends it again. */
   reportResendMs: ms('reportResendMs').min(1).default(2_000),
@@ -31,6 +31,11 @@ const schema = z.strictObject({
   /** First and largest delay between retries of a failed MetaStore write. */
   retryInitialMs: ms('retryInitialMs').min(1).default(100),
   retryMaxMs: ms('retryMaxMs').min(1).default(5_000),
+  /**
+   * The largest encoded map the singleton may have to send or store (bytes): a dataset whose map
+   * could grow past it is refused at setup. At most the bus's `maxMessageBytes` (64 MiB by default).
+   */
+  maxMapBytes: z.number().int().min(1024).default(DEFAULT_MAX_MAP_BYTES),
   /** Checkpoint group that a node's ingestion writes (FiloDB's flush groups collapse to one). */
   checkpointGroup: z.string().min(1).default('0'),
 });

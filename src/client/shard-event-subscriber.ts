@@ -21,8 +21,8 @@ export class ShardEventSubscriber {
 
   /**
    * Gotchas: a subscription can be lost with its request or in a failover; a subscriber that hears
-   * nothing for `2.5 ×` the singleton's publish interval (it should hear a snapshot every interval)
-   * subscribes again.
+   * nothing for `2.5 ×` the singleton's publish interval (it hears the map's stamp at every digest)
+   * subscribes again, as does one whose map is older than the digest says.
    */
   constructor(
     private readonly node: ShardherdNode,
@@ -30,7 +30,7 @@ export class ShardEventSubscriber {
     private readonly listener: ShardMapListener = () => {},
   ) {
     this.follower = new ShardMapFollower(dataset);
-    this.id = node.registerSubscriber((m) => this.onMessage(m));
+    this.id = node.registerSubscriber((m) => this.onMessage(m), undefined, dataset);
     this.subscribe();
     this.watch(Math.ceil(node.services.settings.publishIntervalMs * 2.5));
   }
@@ -80,7 +80,14 @@ export class ShardEventSubscriber {
     let outcome: 'applied' | 'stale' | 'gap' = 'stale';
     if (m.type === 'CurrentShardSnapshot') outcome = this.follower.applySnapshot(m.snapshot);
     else if (m.type === 'StampedShardEvent') outcome = this.follower.applyEvent(m);
-    if (outcome === 'gap') {
+    else if (m.type === 'ShardMapStamp') {
+      // The digest's stamp: nothing to apply; behind it, this subscriber missed something.
+      if (m.dataset === this.dataset && this.follower.mapper && this.follower.checkStamp(m) === 'gap') outcome = 'gap';
+      else return;
+    }
+    // Before the first map, changes are a gap by nature: the snapshot asked for is on its way
+    // (the watchdog asks again if it was lost).
+    if (outcome === 'gap' && this.follower.mapper) {
       // Subscribing again is how a subscriber resyncs: the singleton answers with a fresh snapshot.
       this.resyncs += 1;
       this.subscribe();

@@ -291,3 +291,17 @@ export function decodeEvents(raw: unknown, dataset: DatasetRef, numShards: numbe
     });
   }, dataset);
 }
+
+/**
+ * An upper bound of a compact snapshot's JSON size for a dataset placed on `nodes` (bytes), with
+ * every copy in its longest form (a Recovery status, a planned move's extra copy, a last node),
+ * error messages aside: what must fit in a bus message for the dataset to be carried at all.
+ */
+export function worstCaseMapBytes(numShards: number, replicationFactor: number, nodes: readonly string[]): number {
+  const index = String(Math.max(1, nodes.length)).length;
+  const copy = 16 + index; // [12,"L",["R",100]],
+  const record = 12 + index + (replicationFactor + 1) * copy; // [["R",100],[...],12],
+  const version = 11; // an assignment version and its comma
+  const table = nodes.reduce((n, id) => n + id.length + 3, 0);
+  return 256 + table + numShards * (record + version);
+}

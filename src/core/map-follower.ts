@@ -2,6 +2,14 @@ import type { DatasetRef, Epoch } from './ids.js';
 import { compareStamps, type ShardMapSnapshot } from './shard-map-snapshot.js';
 import { ShardMapper } from './shard-mapper.js';
 import type { StampedShardEvent } from './shard-manager/protocol.js';
+import type { ShardEvent } from './status.js';
+
+/** One decision's changes of a map: they turn the map at `base` into the map at `(epoch, base.version + events.length)`. */
+export interface MapChanges {
+  readonly epoch: Epoch;
+  readonly base: { readonly epoch: number; readonly version: number };
+  readonly events: readonly ShardEvent[];
+}
 
 /**
  * What a follower did with a message: `applied`; `stale` (older than what it has: ignored);
@@ -39,6 +47,42 @@ export class ShardMapFollower {
     this.current = ShardMapper.fromSnapshot(snapshot);
     this.stamp = { epoch: snapshot.epoch, version: snapshot.version };
     return 'applied';
+  }
+
+  /**
+   * Applies one decision's changes, all or nothing. They apply to exactly the map at their `base`
+   * (after a failover the base is the previous singleton's map the new one continues); changes
+   * that end at or before what the follower has are `stale`; anything else is a `gap`, as is a
+   * change that does not apply (a map that is not the singleton's: resync).
+   */
+  applyChanges(c: MapChanges): FollowOutcome {
+    const end = { epoch: c.epoch, version: c.base.version + c.events.length };
+    if (this.current && compareStamps(end, this.stamp) <= 0) return 'stale';
+    if (!this.current || compareStamps(c.base, this.stamp) !== 0) return 'gap';
+    const next = this.current.clone();
+    for (const e of c.events) {
+      if (e.dataset !== this.dataset) return 'gap';
+      const r = next.updateFromEvent(e);
+      if (!r.ok) return 'gap';
+    }
+    // Every published change changed the singleton's map: one that changes nothing here means this
+    // map is not the one the changes were made on.
+    if (next.version !== end.version) return 'gap';
+    this.current = next;
+    this.stamp = end;
+    return 'applied';
+  }
+
+  /**
+   * Compares with the singleton's stamp of the map (its digest): `gap` when the follower is behind
+   * or on another epoch's map, `stale` when the stamp is older than what it has, else `applied`
+   * (nothing to do).
+   */
+  checkStamp(stamp: { readonly epoch: number; readonly version: number }): FollowOutcome {
+    if (!this.current) return 'gap';
+    const c = compareStamps(stamp, this.stamp);
+    if (c < 0) return 'stale';
+    return c === 0 ? 'applied' : 'gap';
   }
 
   applyEvent(e: StampedShardEvent): FollowOutcome {

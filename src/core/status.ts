@@ -16,6 +16,19 @@ export type ShardStatus =
 
 export type ShardStatusType = ShardStatus['type'];
 
+/**
+ * The longest error message a map keeps (characters): an ingestion error's text is the user's
+ * (an exception's message can hold a whole record), and every map and change carries it.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 1_000;
+
+/** An error message cut to at most `MAX_ERROR_MESSAGE_CHARS`, saying that it was (cutting it again changes nothing). */
+export function boundedMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
+  const marker = ` … (cut from ${message.length} characters)`;
+  return message.slice(0, MAX_ERROR_MESSAGE_CHARS - marker.length) + marker;
+}
+
 /** Constructors for the statuses, so callers never spell object literals. */
 export const Status = {
   unassigned: { type: 'Unassigned' } as ShardStatus,
@@ -24,7 +37,7 @@ export const Status = {
   stopped: { type: 'Stopped' } as ShardStatus,
   down: { type: 'Down' } as ShardStatus,
   recovery: (progressPct: number): ShardStatus => ({ type: 'Recovery', progressPct }),
-  error: (message: string): ShardStatus => ({ type: 'Error', message }),
+  error: (message: string): ShardStatus => ({ type: 'Error', message: boundedMessage(message) }),
 } as const;
 
 export function statusEquals(a: ShardStatus, b: ShardStatus): boolean {
@@ -107,7 +120,7 @@ export const ShardEvents = {
   ingestionStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
     ({ type: 'IngestionStarted', dataset, shard, node }),
   ingestionError: (dataset: DatasetRef, shard: ShardNum, node: NodeId, error: string): ShardEvent =>
-    ({ type: 'IngestionError', dataset, shard, node, error }),
+    ({ type: 'IngestionError', dataset, shard, node, error: boundedMessage(error) }),
   ingestionStopped: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
     ({ type: 'IngestionStopped', dataset, shard, node }),
   shardDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>

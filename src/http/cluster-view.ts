@@ -2,7 +2,9 @@
 // shape: members with racks and which one hosts the singleton, every dataset's map with each shard's
 // copies and, for a shard without all its copies, why.
 import { parseDatasetRef, type DatasetRef } from '../core/ids.js';
-import type { DatasetDescription, Member, NodeOperations } from '../core/shard-manager/protocol.js';
+import { compareStamps } from '../core/shard-map-snapshot.js';
+import { ShardMapper } from '../core/shard-mapper.js';
+import type { DatasetDescription, MapStamp, Member, NodeOperations } from '../core/shard-manager/protocol.js';
 import type { ShardStatusType } from '../core/status.js';
 import { ApiError } from './api-error.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
@@ -67,12 +69,50 @@ export function parseDatasetParam(raw: string): DatasetRef {
   return parsed.value;
 }
 
-/** One dataset's description from the singleton; 404 when it is not set up. */
-export async function describeDataset(singleton: SingletonClient, dataset: DatasetRef): Promise<DatasetDescription> {
+/** A dataset's description from the singleton and the map to show with it. */
+export interface DescribedDataset {
+  readonly description: DatasetDescription;
+  readonly map: FollowedMap;
+}
+
+/** A map as a node follows it, with its stamp. */
+export interface FollowedMap {
+  readonly mapper: ShardMapper;
+  readonly epoch: number;
+  readonly version: number;
+}
+
+/** How long a read waits for the node's own map to reach the singleton's stamp. */
+const CATCH_UP_MS = 1_000;
+const CATCH_UP_POLL_MS = 10;
+
+/**
+ * The node's own copy of a dataset's map — every node follows every map, so a read never carries
+ * a map over the bus — once it is at least as new as `stamp` (the singleton's, from its
+ * description), waiting up to a second for changes still on their way. A node that is further
+ * behind (it just started, or lost changes and is catching up) asks the singleton for the map.
+ */
+export async function followedMap(singleton: SingletonClient, stamp: MapStamp): Promise<FollowedMap> {
+  const { node } = singleton;
+  const deadline = performance.now() + CATCH_UP_MS;
+  for (;;) {
+    const f = (await node.cache())?.maps.get(stamp.dataset);
+    if (f?.mapper && f.mapper.numShards === stamp.numShards && compareStamps(f, stamp) >= 0) return { mapper: f.mapper, epoch: f.epoch, version: f.version };
+    if (performance.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, CATCH_UP_POLL_MS));
+  }
+  const reply = await singleton.ask((replyTo) => ({ type: 'GetShardMap', dataset: stamp.dataset, replyTo }));
+  if (reply.type === 'DatasetUnknown') throw new ApiError(404, 'DatasetUnknown', `Dataset ${stamp.dataset} is not registered`);
+  const { snapshot } = expectReply(reply, 'CurrentShardSnapshot');
+  return { mapper: ShardMapper.fromSnapshot(snapshot), epoch: snapshot.epoch, version: snapshot.version };
+}
+
+/** One dataset's description from the singleton, with its map; 404 when it is not set up. */
+export async function describeDataset(singleton: SingletonClient, dataset: DatasetRef): Promise<DescribedDataset> {
   const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'DescribeCluster', dataset, replyTo })), 'ClusterDescription');
   const d = reply.datasets.find((x) => x.config.ref === dataset);
   if (!d) throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
-  return d;
+  return { description: d, map: await followedMap(singleton, d.stamp) };
 }
 
 export async function clusterView(singleton: SingletonClient, only?: DatasetRef): Promise<ClusterView> {
@@ -83,8 +123,9 @@ export async function clusterView(singleton: SingletonClient, only?: DatasetRef)
     node.singletonState().then((s) => s !== undefined),
   ]);
   const description = expectReply(reply, 'ClusterDescription');
+  const datasets = await Promise.all(description.datasets.map(async (d) => ({ description: d, map: await followedMap(singleton, d.stamp) })));
   const copies = new Map<string, number>();
-  for (const d of description.datasets) for (const r of d.snapshot.shards) for (const a of r.assignments) copies.set(a.node, (copies.get(a.node) ?? 0) + 1);
+  for (const { map } of datasets) for (const n of map.mapper.allNodes()) copies.set(n, (copies.get(n) ?? 0) + map.mapper.numShardsForNode(n));
   const isSingleton = (m: Member) => lease?.node === m.node && lease.incarnation === m.incarnation;
   const host = description.members.find(isSingleton);
   return {
@@ -100,15 +141,23 @@ export async function clusterView(singleton: SingletonClient, only?: DatasetRef)
       singleton: isSingleton(m),
       copies: copies.get(m.node) ?? 0,
     })),
-    datasets: description.datasets.map(datasetView),
+    datasets: datasets.map(datasetView),
     operations: description.operations,
   };
 }
 
-export function datasetView(d: DatasetDescription): DatasetView {
-  const missing = new Map(d.missingCopies.map((m) => [m.shard, m.reason]));
+/** Shard → why it lacks copies, from the singleton's grouped answer. */
+export function missingReasons(d: DatasetDescription): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const group of d.missingCopies) for (const shard of group.shards) out.set(shard, group.reason);
+  return out;
+}
+
+export function datasetView({ description: d, map }: DescribedDataset): DatasetView {
+  const missing = missingReasons(d);
   const counts: Partial<Record<ShardStatusType, number>> = {};
-  const shards = d.snapshot.shards.map((r, shard): ShardView => {
+  const shards = Array.from({ length: map.mapper.numShards }, (_, shard): ShardView => {
+    const r = map.mapper.recordForShard(shard);
     counts[r.status.type] = (counts[r.status.type] ?? 0) + 1;
     return {
       shard,
@@ -127,8 +176,8 @@ export function datasetView(d: DatasetDescription): DatasetView {
     minNumNodes: c.minNumNodes,
     strategy: c.strategy,
     source: c.source,
-    epoch: d.snapshot.epoch,
-    version: d.snapshot.version,
+    epoch: map.epoch,
+    version: map.version,
     counts,
     shards,
     cooldowns: d.cooldowns,

@@ -15,7 +15,7 @@ import type { Reply } from '../core/shard-manager/protocol.js';
 import { assertNever } from '../core/result.js';
 import type { ShardStatus } from '../core/status.js';
 import { ApiError } from './api-error.js';
-import { describeDataset, parseDatasetParam } from './cluster-view.js';
+import { describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
 /** A status as FiloDB's `ShardStatus.toString` spells it. */
@@ -65,9 +65,9 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
   app.get<{ Params: { dataset: string } }>('/api/v1/cluster/:dataset/status', {
     schema: { tags: ['FiloDB'], summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)' },
   }, async (req) => {
-    const d = await describeDataset(singleton, parseDatasetParam(req.params.dataset));
-    const missing = new Map(d.missingCopies.map((m) => [m.shard, m.reason]));
-    return success(d.snapshot.shards.map((record, shard) => ({
+    const { description, map } = await describeDataset(singleton, parseDatasetParam(req.params.dataset));
+    const missing = missingReasons(description);
+    return success(Array.from({ length: map.mapper.numShards }, (_, shard) => map.mapper.recordForShard(shard)).map((record, shard) => ({
       shard,
       status: filodbStatusName(record.status),
       address: record.assignments[0]?.node ?? '',

@@ -1,6 +1,6 @@
 import type { RestartTrouble, ShardherdNode } from '../actors/node-process.js';
-import type { Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
-import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { Problem } from '../actors/problems.js';
+import type { MapStamp, Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
 
 /** A node as JSON: its identity and membership, the shards it runs, and the singleton's state if it hosts it. */
 export interface NodeStatus {
@@ -20,12 +20,15 @@ export interface NodeStatus {
   readonly maps: readonly { readonly dataset: string; readonly epoch: number; readonly version: number; readonly numShards: number; readonly statuses: Record<string, number> }[];
   /** The state of the singleton, on the node that hosts it only. */
   readonly singleton: SingletonStatus | undefined;
+  /** Failures no retry fixes (a record too large for the bus, ...), the most recent first; each is logged once. */
+  readonly problems: readonly Problem[];
 }
 
 export interface SingletonStatus {
   readonly epoch: number;
   readonly members: readonly Member[];
-  readonly maps: readonly ShardMapSnapshot[];
+  /** Its maps' stamps (the maps themselves are under `maps` and on /api/v1/datasets/:dataset). */
+  readonly maps: readonly MapStamp[];
   readonly subscriptions: RecoveryData['subscriptions'];
   readonly watchers: RecoveryData['watchers'];
 }
@@ -58,9 +61,10 @@ export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
         : {
             epoch: state.epoch,
             members: state.members,
-            maps: [...state.datasets.values()].map((d) => d.mapper.toSnapshot(state.epoch)),
+            maps: [...state.datasets.values()].map((d) => ({ dataset: d.config.ref, numShards: d.config.numShards, epoch: state.epoch, version: d.mapper.version })),
             subscriptions: state.subscriptions.toList(),
             watchers: state.subscriptions.watcherList(),
           },
+    problems: node.problems.list(),
   };
 }

@@ -7,7 +7,7 @@ import { DefaultShardAssignmentStrategy } from '../../src/core/assignment-strate
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
 import { datasetRef, epoch, incarnation, nodeId, replyTo, subscriberId, type DatasetRef, type ShardNum } from '../../src/core/ids.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
-import type { Effect, Member, ShardManagerInput } from '../../src/core/shard-manager/protocol.js';
+import type { Effect, Member, ShardManagerInput, StampedShardEvent } from '../../src/core/shard-manager/protocol.js';
 import { ShardManager } from '../../src/core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../../src/core/shard-manager/step.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
@@ -186,7 +186,7 @@ class World {
       case 'check':
         return this.step({ type: 'CheckCooldowns' });
       case 'snapshot':
-        return this.step({ type: 'PublishSnapshots' });
+        return this.step({ type: 'PublishDigest' });
       case 'failover':
         return this.failover();
     }
@@ -224,9 +224,21 @@ class World {
   /** What a subscriber sees must make sense: a new owner only for a shard with none, no early reassignment. */
   checkEffects(before: ShardManagerState, effects: readonly Effect[], admin: boolean): void {
     for (const e of effects) {
-      if (e.type !== 'Publish' || !e.to.includes(watcher) || e.message.type !== 'StampedShardEvent') continue;
-      const ev = e.message.event;
-      const f = this.followers.get(ev.dataset);
+      if (e.type !== 'PublishChanges') continue;
+      const f = this.followers.get(e.dataset);
+      // After a failover the new singleton's first changes continue the map it recovered.
+      if (e.base.epoch !== e.epoch) {
+        if (f) expect(f.applyChanges(e), `changes of ${e.dataset} from ${e.base.epoch}/${e.base.version}`).toBe('applied');
+        continue;
+      }
+      e.events.forEach((ev, i) => this.checkEvent(before, admin, f, { type: 'StampedShardEvent', epoch: e.epoch, version: e.base.version + i + 1, event: ev }));
+    }
+  }
+
+  /** One published event, as a watcher following the changes applies it. */
+  checkEvent(before: ShardManagerState, admin: boolean, f: ShardMapFollower | undefined, stamped: StampedShardEvent): void {
+    {
+      const ev = stamped.event;
       if (ev.type === 'ShardAssignmentStarted' && f?.mapper) {
         // Never two owners: the singleton only assigns a shard that has no owner.
         expect(f.mapper.nodeForShard(ev.shard), `${ev.dataset}/${ev.shard} assigned while owned`).toBeUndefined();
@@ -236,7 +248,7 @@ class World {
           expect(this.now - last, `${ev.dataset}/${ev.shard} moved ${this.now - last} ms after its last move`).toBeGreaterThan(COOLDOWN);
         }
       }
-      if (f) expect(f.applyEvent(e.message), `event v${e.message.version} for ${ev.dataset}`).toBe('applied');
+      if (f) expect(f.applyEvent(stamped), `event v${stamped.version} for ${ev.dataset}`).toBe('applied');
     }
   }
 
@@ -247,14 +259,13 @@ class World {
         case 'DeleteDataset': this.persistedDatasets.delete(e.dataset); this.persistedMaps.delete(e.dataset); break;
         case 'PersistShardMap': this.persistedMaps.set(e.snapshot.dataset, e.snapshot); break;
         case 'PersistCooldown': this.persistedCooldowns.set(`${e.dataset}/${e.shard}`, e.reassignedAt); break;
-        case 'Publish':
-          if (e.to.includes(watcher) && e.message.type === 'CurrentShardSnapshot') {
-            const ref = e.message.snapshot.dataset;
-            const f = this.followers.get(ref) ?? new ShardMapFollower(ref);
-            this.followers.set(ref, f);
-            f.applySnapshot(e.message.snapshot);
-          }
+        case 'PublishSnapshot': {
+          const ref = e.snapshot.dataset;
+          const f = this.followers.get(ref) ?? new ShardMapFollower(ref);
+          this.followers.set(ref, f);
+          f.applySnapshot(e.snapshot);
           break;
+        }
         default:
           break;
       }

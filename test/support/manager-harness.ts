@@ -119,20 +119,38 @@ export function replyOf(effects: readonly Effect[]): Reply | undefined {
   return replies[0]?.type === 'Reply' ? replies[0].reply : undefined;
 }
 
-/** Every message a subscriber received, in order. */
+/**
+ * Every message a subscriber received, in order: the changes of a map as the stamped events its
+ * node hands it, a whole map as a snapshot.
+ */
 export function messagesTo(effects: readonly Effect[], who: SubscriberId): SubscriberMessage[] {
-  return effects.flatMap((e) => (e.type === 'Publish' && e.to.includes(who) ? [e.message] : []));
+  return effects.flatMap((e): SubscriberMessage[] => {
+    if (!('to' in e) || !e.to.includes(who)) return [];
+    if (e.type === 'Publish') return [e.message];
+    if (e.type === 'PublishSnapshot') return [{ type: 'CurrentShardSnapshot', snapshot: e.snapshot }];
+    if (e.type === 'PublishChanges') return e.events.map((event, i) => ({ type: 'StampedShardEvent', epoch: e.epoch, version: e.base.version + i + 1, event }));
+    return [];
+  });
 }
 
-/** How many desired-state messages each node received. */
-export function desiredStatesByNode(effects: readonly Effect[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const e of effects) if (e.type === 'SendDesiredState') for (const n of e.to) counts[n] = (counts[n] ?? 0) + 1;
-  return counts;
+/** The datasets whose map went out (changes or a whole map, to every node), in order. */
+export function mapsPublished(effects: readonly Effect[]): DatasetRef[] {
+  return effects.flatMap((e) => (e.type === 'PublishChanges' ? [e.dataset] : e.type === 'PublishSnapshot' ? [e.snapshot.dataset] : []));
+}
+
+/** Every change of a map published (to every node), in order. */
+export function changesOf(effects: readonly Effect[]): Extract<Effect, { type: 'PublishChanges' }>[] {
+  return effects.flatMap((e) => (e.type === 'PublishChanges' ? [e] : []));
 }
 
 /** Effects other than notices: what anybody outside the singleton would see. */
 export const visible = (effects: readonly Effect[]): Effect[] => effects.filter((e) => e.type !== 'Notice' && e.type !== 'ScheduleCheck');
+
+/** The member incarnations published, if they were (`PublishMembers`). */
+export const membersPublished = (effects: readonly Effect[]): string[] | undefined => {
+  const m = effects.find((e) => e.type === 'PublishMembers');
+  return m?.type === 'PublishMembers' ? m.members.map((x) => x.node) : undefined;
+};
 
 export const noticesNamed = (effects: readonly Effect[], name: string): string[] =>
   effects.flatMap((e) => (e.type === 'Notice' && e.notice.name === name ? [e.notice.message] : []));

@@ -7,6 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { NodeStatus } from '../../src/http/node-status.js';
+import type { DatasetView } from '../../src/http/cluster-view.js';
 import { readTokenFile } from '../../src/http/access-token.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
@@ -169,6 +170,18 @@ export class ProcessCluster {
     }
   }
 
+  /** A dataset as a node's API shows it (the node's own copy of the map, as new as the singleton's). */
+  async datasetView(name: string, dataset: string, timeoutMs = 2_000): Promise<DatasetView | undefined> {
+    const p = this.procs.get(name);
+    if (!p?.alive) return undefined;
+    try {
+      const res = await fetch(`${p.url}/api/v1/datasets/${dataset}`, { signal: AbortSignal.timeout(timeoutMs) });
+      return res.ok ? ((await res.json()) as DatasetView) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Every ingested record of every node, from their JSON-lines sinks. */
   async ingested(): Promise<SinkLine[]> {
     const lines: SinkLine[] = [];
@@ -218,8 +231,8 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
   const singletons = members.filter(([, s]) => s.singleton !== undefined);
   if (singletons.length !== 1) return fail(`${singletons.length} singletons among ${members.map(([n]) => n).join(', ')}`);
   const [name, status] = singletons[0]!;
-  const map = status.singleton!.maps.find((m) => m.dataset === dataset);
-  if (!map) return fail(`the singleton on ${name} has no map of ${dataset}`);
+  const map = await cluster.datasetView(name, dataset);
+  if (!map) return fail(`the singleton's node ${name} shows no map of ${dataset}`);
   const live = new Set(members.map(([, s]) => s.node));
   for (let shard = 0; shard < numShards; shard++) {
     const owners = members.filter(([, s]) => s.running.some((r) => r.dataset === dataset && r.shard === shard));
@@ -227,8 +240,8 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
     const [owner, ownerStatus] = owners[0]!;
     const running = ownerStatus.running.find((r) => r.dataset === dataset && r.shard === shard)!;
     if (running.status.type !== 'Active') return fail(`shard ${shard} is ${running.status.type} on ${owner}`);
-    const assigned = map.shards[shard]?.assignments ?? [];
-    if (assigned.length !== 1 || assigned[0]!.node !== owner || assigned[0]!.status.type !== 'Active' || !live.has(assigned[0]!.node)) {
+    const assigned = map.shards[shard]?.owners ?? [];
+    if (assigned.length !== 1 || assigned[0]!.node !== owner || assigned[0]!.status !== 'Active' || !live.has(assigned[0]!.node)) {
       return fail(`shard ${shard}: the map says ${JSON.stringify(assigned)}, it runs on ${owner}`);
     }
   }

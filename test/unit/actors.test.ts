@@ -11,7 +11,8 @@ import { ShardEventSubscriber } from '../../src/client/shard-event-subscriber.js
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { ShardherdNode } from '../../src/actors/node-process.js';
 import { ActorRuntime } from '../../src/actors/runtime.js';
-import { topicsFor, WIRE_FORMAT, type MapStamp, type Request } from '../../src/actors/wire.js';
+import { topicsFor, WIRE_FORMAT, type Request } from '../../src/actors/wire.js';
+import type { MapStamp } from '../../src/core/shard-manager/protocol.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { SimDriver } from '../../src/sim/driver.js';

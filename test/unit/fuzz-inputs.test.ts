@@ -7,7 +7,8 @@ import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { topicsFor, parseEventsMessage, parseInboxMessage, parseRepliesMessage } from '../../src/actors/wire.js';
+import { topicsFor, parseInboxMessage, parseRepliesMessage } from '../../src/actors/wire.js';
+import { parseEventsMessage } from '../../src/actors/wire-events.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
@@ -129,7 +130,7 @@ describe('fuzzed bus records', () => {
     // Every kind of record there is, so each gets mutated.
     expect([...kinds].sort()).toEqual(
       ['ack', 'reply'].map((k) => `${topics.replies} ${k}`)
-        .concat(['cluster-state-request', 'desired-state', 'fence', 'publish'].map((k) => `${topics.events} ${k}`).filter((k) => !k.endsWith('fence') || kinds.has(k)))
+        .concat(['cluster-state-request', 'digest', 'fence', 'map-changes', 'map-snapshot', 'members', 'publish'].map((k) => `${topics.events} ${k}`).filter((k) => !k.endsWith('fence') || kinds.has(k)))
         .concat(['cluster-state', 'report', 'request'].map((k) => `${topics.inbox} ${k}`))
         .sort(),
     );

@@ -1,7 +1,7 @@
 // FiloDB's ReassignShardsSpec (reference §7.4): operators stop and start shards by hand.
 // ds1 has 8 shards and minNumNodes 3; `sub` is a watcher.
 import { describe, expect, it } from 'vitest';
-import { adminReplyTo, desiredStatesByNode, ds1, ds2, Harness, messagesTo, sub, visible } from '../support/manager-harness.js';
+import { adminReplyTo, mapsPublished, membersPublished, ds1, ds2, Harness, messagesTo, sub, visible } from '../support/manager-harness.js';
 
 const owners = (h: Harness) => Array.from({ length: 8 }, (_, s) => h.mapper(ds1).nodeForShard(s));
 const statuses = (h: Harness) => Array.from({ length: 8 }, (_, s) => h.mapper(ds1).statusForShard(s).type);
@@ -11,8 +11,8 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
 
   it('1. before any dataset: StartShards names the unknown dataset first, even with a bogus node', () => {
     h.run({ type: 'SubscribeAll', subscriber: sub });
-    expect(visible(h.addMember('c3'))).toEqual([]);
-    expect(visible(h.addMember('c4'))).toEqual([]);
+    expect(visible(h.addMember('c3')).map((e) => e.type)).toEqual(['PublishMembers']);
+    expect(visible(h.addMember('c4')).map((e) => e.type)).toEqual(['PublishMembers']);
     expect(h.startShards(ds1, 'c1', [0, 1])).toEqual({ type: 'DatasetUnknown', dataset: ds1 });
     expect(h.startShards(ds2, 'not a node!', [0])).toEqual({ type: 'DatasetUnknown', dataset: ds2 });
   });
@@ -20,7 +20,7 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
   it('2. ds1 over [c3, c4]: c4 = [0,1,2], c3 = [3,4,5]; starting a shard owned elsewhere, or on a non-member, is refused', () => {
     expect(h.setup(ds1, 8, 3)).toEqual({ type: 'DatasetVerified', dataset: ds1 });
     expect(h.shardsByNode(ds1)).toEqual({ c3: [3, 4, 5], c4: [0, 1, 2] });
-    expect(desiredStatesByNode(h.effects)).toEqual({ c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
     expect(messagesTo(h.effects, sub).map((m) => m.type)).toEqual(['ShardSubscriptions', 'CurrentShardSnapshot']);
 
     const refused = h.startShards(ds1, 'c4', [5]);
@@ -40,19 +40,19 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
 
   it('4. c2 joins and takes [6,7]; stop 5 then start it on c2', () => {
     h.addMember('c2');
-    expect(desiredStatesByNode(h.effects)).toEqual({ c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
     expect(owners(h)).toEqual(['c4', 'c4', 'c4', 'c3', 'c3', 'c3', 'c2', 'c2']);
     expect(statuses(h).every((s) => s === 'Assigned')).toBe(true);
 
     expect(h.stopShards(ds1, [5])).toEqual({ type: 'Success' });
     expect(h.shardsByNode(ds1).c3).toEqual([3, 4]);
-    expect(desiredStatesByNode(h.effects)).toEqual({ c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
     expect(h.startShards(ds1, 'c2', [5])).toEqual({ type: 'Success' });
     expect(h.shardsByNode(ds1).c2).toEqual([5, 6, 7]);
   });
 
-  it('5. c1 joins as a spare: no message, owners unchanged', () => {
-    expect(visible(h.addMember('c1'))).toEqual([]);
+  it('5. c1 joins as a spare: no change of the map (the members are published), owners unchanged', () => {
+    expect(visible(h.addMember('c1')).map((e) => e.type)).toEqual(['PublishMembers']);
     expect(owners(h)).toEqual(['c4', 'c4', 'c4', 'c3', 'c3', 'c2', 'c2', 'c2']);
   });
 
@@ -75,7 +75,7 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
     for (const [act, expected] of steps) {
       expect(act()).toEqual({ type: 'Success' });
       expect(h.shardsByNode(ds1)).toMatchObject(expected);
-      expect(desiredStatesByNode(h.effects)).toEqual({ c1: 1, c2: 1, c3: 1, c4: 1 });
+      expect(mapsPublished(h.effects)).toEqual([ds1]);
       expect(messagesTo(h.effects, sub).length).toBeGreaterThan(0);
     }
   });
@@ -91,7 +91,7 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
     h.removeMember('c3');
     expect(h.memberOrder()).toEqual(['c4', 'c2', 'c1']);
     expect(h.shardsByNode(ds1)).toEqual({ c4: [3, 4], c2: [1, 5, 6], c1: [0, 2, 7] });
-    expect(desiredStatesByNode(h.effects)).not.toHaveProperty('c3');
+    expect(membersPublished(h.effects)).toEqual(['c4', 'c2', 'c1']); // c3 is no longer one of the incarnations maps are made for
     expect(h.startShards(ds1, 'c3', [0])).toEqual({ type: 'BadData', message: 'c3 not found' });
     expect(h.stopShards(ds1, [2])).toEqual({ type: 'Success' });
     expect(h.shardsByNode(ds1).c1).toEqual([0, 7]);
@@ -101,7 +101,7 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
 
   it('13. RemoveDataset: every node is told nothing is assigned; the dataset is then unknown', () => {
     const effects = h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: adminReplyTo() });
-    expect(desiredStatesByNode(effects)).toEqual({ c1: 1, c2: 1, c4: 1 });
+    expect(mapsPublished(effects)).toEqual([ds1]);
     expect(h.stopShards(ds1, [0])).toEqual({ type: 'DatasetUnknown', dataset: ds1 });
   });
 

@@ -4,7 +4,7 @@ import { incarnation, nodeId, replyTo, subscriberId, type ShardNum } from '../..
 import { ShardMapFollower } from '../../src/core/map-follower.js';
 import { ShardEvents } from '../../src/core/status.js';
 import type { Effect } from '../../src/core/shard-manager/protocol.js';
-import { adminReplyTo, config, desiredStatesByNode, ds1, Harness, HOUR, messagesTo, n, noticesNamed, replyOf, sub, visible } from '../support/manager-harness.js';
+import { adminReplyTo, config, mapsPublished, ds1, Harness, HOUR, messagesTo, n, noticesNamed, replyOf, sub, visible } from '../support/manager-harness.js';
 
 const s = (x: number) => x as ShardNum;
 
@@ -67,7 +67,7 @@ describe('node reports are acknowledged only after they are applied, persisted a
     h.run({ type: 'SubscribeAll', subscriber: sub });
     const effects = h.report('c3', ShardEvents.ingestionStarted(ds1, s(0), n('c3')));
     const persist = indexOfType(effects, 'PersistShardMap');
-    const publish = effects.findIndex((e) => e.type === 'Publish' && e.message.type === 'StampedShardEvent');
+    const publish = indexOfType(effects, 'PublishChanges');
     const ack = indexOfType(effects, 'AckReport');
     expect(persist).toBeGreaterThanOrEqual(0);
     expect(publish).toBeGreaterThan(persist);
@@ -98,7 +98,8 @@ describe('node reports are acknowledged only after they are applied, persisted a
       },
     }, 0);
     expect(recovered.state.datasets.get(ds1)!.mapper.statusForShard(0)).toEqual({ type: 'Active' });
-    const snapshotAt = recovered.effects.findIndex((e) => e.type === 'SendDesiredState');
+    const snapshotAt = recovered.effects.findIndex((e) => e.type === 'PublishChanges');
+    expect(snapshotAt).toBeGreaterThanOrEqual(0);
     const ackAt = recovered.effects.findIndex((e) => e.type === 'AckReport');
     expect(ackAt).toBeGreaterThan(snapshotAt);
     expect(recovered.effects[ackAt]).toMatchObject({ seq: 7 });
@@ -322,8 +323,7 @@ describe('datasets', () => {
       'PersistSubscriptions', // the watcher is now subscribed to the new dataset
       'PersistAppliedRequests', // after what the request changed, before anyone hears of it
       'Publish', // subscriptions to the watchers
-      'Publish', // the new map to its subscribers
-      'SendDesiredState',
+      'PublishSnapshot', // the new map, to every node and subscriber
       'Reply',
     ]);
   });
@@ -336,15 +336,16 @@ describe('datasets', () => {
     expect(replyOf(h.run({ type: 'ListRegisteredDatasets', replyTo: replyTo('r') }))).toEqual({ type: 'RegisteredDatasets', datasets: [ds1] });
   });
 
-  it('the periodic snapshot goes to every subscriber and every member, with the subscriptions for the watchers, and persists nothing', () => {
+  it('the periodic digest is one small record of every map\'s stamp and the versions of the members and subscriptions, and persists nothing', () => {
     const h = threeNodes();
     h.run({ type: 'SubscribeAll', subscriber: sub });
     const router = subscriberId('router');
     h.run({ type: 'Subscribe', subscriber: router, dataset: ds1 });
-    const effects = h.run({ type: 'PublishSnapshots' });
-    expect(messagesTo(effects, sub).map((m) => m.type)).toEqual(['ShardSubscriptions', 'CurrentShardSnapshot']);
-    expect(messagesTo(effects, router).map((m) => m.type)).toEqual(['CurrentShardSnapshot']);
-    expect(desiredStatesByNode(effects)).toEqual({ c1: 1, c2: 1, c3: 1 });
-    expect(effects.some((e) => e.type.startsWith('Persist'))).toBe(false);
+    const effects = h.run({ type: 'PublishDigest' });
+    expect(visible(effects)).toEqual([{ type: 'PublishDigest', maps: [{ dataset: ds1, numShards: 8, epoch: 1, version: h.mapper(ds1).version }], members: h.state.membersVersion, subscriptions: h.state.subscriptionsVersion }]);
+    expect(h.state.membersVersion).toBeGreaterThan(0);
+    expect(h.state.subscriptionsVersion).toBeGreaterThan(0);
+    expect(messagesTo(effects, sub)).toEqual([]);
+    expect(mapsPublished(effects)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 // FiloDB's ShardManagerSpec (reference §7.1), step by step with the same inputs and outputs.
 // ds1 has 8 shards and minNumNodes 3; ds2 has 16 shards and minNumNodes 2; `sub` is a watcher.
-// "Msgs: X each" becomes: each listed node receives exactly one desired state and no one else does.
+// "Msgs: X each" becomes: the map's changes go out once, in one record every node reads (FiloDB
+// sends each node a message of its own); a change of the members is published as such.
 // Subscribers get a snapshot, then each change as a stamped event (FiloDB sends only snapshots).
 import { describe, expect, it } from 'vitest';
 import { epoch } from '../../src/core/ids.js';
@@ -9,7 +10,7 @@ import { ShardEvents } from '../../src/core/status.js';
 import { ShardManager } from '../../src/core/shard-manager/shard-manager.js';
 import type { SubscriberMessage } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
-import { adminReplyTo, desiredStatesByNode, ds1, ds2, Harness, HOUR, messagesTo, n, replyOf, sub, visible } from '../support/manager-harness.js';
+import { adminReplyTo, changesOf, mapsPublished, membersPublished, ds1, ds2, Harness, HOUR, messagesTo, n, replyOf, sub, visible } from '../support/manager-harness.js';
 
 describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   const h = new Harness();
@@ -23,24 +24,28 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
 
   it('1. SubscribeAll with no datasets: sub gets the subscriptions (none, itself a watcher) and no snapshot', () => {
     const msgs = messagesTo(h.run({ type: 'SubscribeAll', subscriber: sub }), sub);
-    expect(msgs).toEqual([{ type: 'ShardSubscriptions', epoch: 1, subscriptions: [], watchers: [sub] }]);
+    // Version 2: recovery set the subscriptions (1), this subscription changed them (2).
+    expect(msgs).toEqual([{ type: 'ShardSubscriptions', epoch: 1, version: 2, subscriptions: [], watchers: [sub] }]);
   });
 
-  it('2-4. members c1, c2, c3 join with no dataset: nothing is sent', () => {
-    for (const c of ['c1', 'c2', 'c3']) expect(visible(h.addMember(c))).toEqual([]);
+  it('2-4. members c1, c2, c3 join with no dataset: only the members are published', () => {
+    for (const c of ['c1', 'c2', 'c3']) {
+      expect(visible(h.addMember(c)).map((e) => e.type)).toEqual(['PublishMembers']);
+      expect(membersPublished(h.effects)).toEqual(h.memberOrder());
+    }
     expect(h.memberOrder()).toEqual(['c1', 'c2', 'c3']);
   });
 
-  it('5. c2 leaves: nothing is sent', () => {
-    expect(visible(h.removeMember('c2'))).toEqual([]);
-    expect(h.memberOrder()).toEqual(['c1', 'c3']);
+  it('5. c2 leaves: only the members are published', () => {
+    expect(membersPublished(h.removeMember('c2'))).toEqual(['c1', 'c3']);
+    expect(visible(h.effects).map((e) => e.type)).toEqual(['PublishMembers']);
   });
 
   it('6. SetupDataset(ds1) assigns newest first: c3 = [0,1,2], c1 = [3,4,5]; 6 and 7 wait for a third node', () => {
     expect(h.setup(ds1, 8, 3)).toEqual({ type: 'DatasetVerified', dataset: ds1 });
     expect(h.shardsByNode(ds1)).toEqual({ c1: [3, 4, 5], c3: [0, 1, 2] });
     expect(h.mapper(ds1).unassignedShards()).toEqual([6, 7]);
-    expect(desiredStatesByNode(h.effects)).toEqual({ c1: 1, c3: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
   });
 
   it('7. sub gets the subscriptions, then one snapshot (FiloDB sends the same snapshot twice: a redundant publish we drop)', () => {
@@ -55,7 +60,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     h.addMember('c2');
     expect(h.memberOrder()).toEqual(['c1', 'c3', 'c2']);
     expect(h.shardsByNode(ds1)).toEqual({ c1: [3, 4, 5], c3: [0, 1, 2], c2: [6, 7] });
-    expect(desiredStatesByNode(h.effects)).toEqual({ c1: 1, c2: 1, c3: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
     const msgs = messagesTo(h.effects, sub);
     expect(msgs.map((m) => m.type === 'StampedShardEvent' && [m.event.type, m.event.shard, m.event.node])).toEqual([
       ['ShardAssignmentStarted', 6, 'c2'],
@@ -65,8 +70,8 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(follower1.mapper!.equals(h.mapper(ds1))).toBe(true);
   });
 
-  it('9. c4 joins as a spare: no message to anyone', () => {
-    expect(visible(h.addMember('c4'))).toEqual([]);
+  it('9. c4 joins as a spare: no map changes, only the members', () => {
+    expect(visible(h.addMember('c4')).map((e) => e.type)).toEqual(['PublishMembers']);
     expect(h.memberOrder()).toEqual(['c1', 'c3', 'c2', 'c4']);
   });
 
@@ -74,7 +79,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     follow(messagesTo(h.removeMember('c1'), sub));
     expect(h.memberOrder()).toEqual(['c3', 'c2', 'c4']);
     expect(h.shardsByNode(ds1)).toEqual({ c3: [0, 1, 2], c2: [6, 7], c4: [3, 4, 5] });
-    expect(desiredStatesByNode(h.effects)).toEqual({ c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
     expect(follower1.mapper!.equals(h.mapper(ds1))).toBe(true);
   });
 
@@ -83,7 +88,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(h.shardsByNode(ds1)).toEqual({ c3: [0, 1, 2], c2: [3, 6, 7] });
     expect(h.mapper(ds1).unassignedShards()).toEqual([4, 5]);
     expect(h.mapper(ds1).numAssignedShards).toBe(6);
-    expect(desiredStatesByNode(h.effects)).toEqual({ c2: 1, c3: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
   });
 
   it('12. c4 joins again and takes [4,5]: nothing is unassigned', () => {
@@ -91,7 +96,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(h.memberOrder()).toEqual(['c3', 'c2', 'c4']);
     expect(h.shardsByNode(ds1)).toEqual({ c3: [0, 1, 2], c2: [3, 6, 7], c4: [4, 5] });
     expect(h.mapper(ds1).unassignedShards()).toEqual([]);
-    expect(desiredStatesByNode(h.effects)).toEqual({ c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
   });
 
   const firstErrorAt = h.now + 1000;
@@ -101,7 +106,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     const effects = h.report('c3', ShardEvents.ingestionError(ds1, 0 as never, n('c3'), 'disk full'));
     follow(messagesTo(effects, sub));
     expect(h.shardsByNode(ds1)).toEqual({ c3: [1, 2], c2: [3, 6, 7], c4: [0, 4, 5] });
-    expect(desiredStatesByNode(effects)).toEqual({ c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(effects)).toEqual([ds1]);
     expect(effects).toContainEqual({ type: 'PersistCooldown', dataset: ds1, shard: 0, reassignedAt: firstErrorAt });
   });
 
@@ -116,14 +121,14 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(effects).toContainEqual({ type: 'ScheduleCheck', at: firstErrorAt + 2 * HOUR + 1 });
   });
 
-  it('15. RemoveDataset(ds1): every node gets a map with nothing assigned; no subscription is left', () => {
+  it('15. RemoveDataset(ds1): every node gets the changes that leave nothing assigned; no subscription is left', () => {
     const effects = h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: adminReplyTo() });
     expect(replyOf(effects)).toEqual({ type: 'Success' });
-    const states = effects.filter((e) => e.type === 'SendDesiredState');
-    expect(states).toHaveLength(1);
-    expect(states[0]!.type === 'SendDesiredState' && [...states[0]!.to].sort()).toEqual(['c2', 'c3', 'c4']);
-    const finalMap = states[0]!.type === 'SendDesiredState' ? states[0]!.snapshot : undefined;
-    expect(finalMap!.shards.every((r) => r.assignments.length === 0)).toBe(true);
+    const changes = changesOf(effects);
+    expect(changes).toHaveLength(1);
+    const finalMap = follower1.mapper!.clone();
+    for (const e of changes[0]!.events) finalMap.updateFromEvent(e);
+    expect(finalMap.numAssignedShards).toBe(0);
     expect(h.state.subscriptions.datasets()).toEqual([]);
     const msgs = messagesTo(effects, sub);
     expect(msgs.filter((m) => m.type === 'StampedShardEvent')).toHaveLength(7); // the 7 owned shards go down
@@ -138,12 +143,12 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(h.memberOrder()).toEqual(['c3', 'c2', 'c4', 'c1']);
     expect(h.setup(ds1, 8, 3)).toEqual({ type: 'DatasetVerified', dataset: ds1 });
     expect(h.shardsByNode(ds1)).toEqual({ c1: [0, 1, 2], c4: [3, 4, 5], c2: [6, 7], c3: [] });
-    expect(desiredStatesByNode(h.effects)).toEqual({ c1: 1, c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds1]);
     expect(messagesTo(h.effects, sub).map((m) => m.type)).toEqual(['ShardSubscriptions', 'CurrentShardSnapshot']);
 
     expect(h.setup(ds2, 16, 2)).toEqual({ type: 'DatasetVerified', dataset: ds2 });
     expect(h.shardsByNode(ds2)).toEqual({ c1: [0, 1, 2, 3, 4, 5, 6, 7], c4: [8, 9, 10, 11, 12, 13, 14, 15], c2: [], c3: [] });
-    expect(desiredStatesByNode(h.effects)).toEqual({ c1: 1, c2: 1, c3: 1, c4: 1 });
+    expect(mapsPublished(h.effects)).toEqual([ds2]);
     const msgs = messagesTo(h.effects, sub);
     expect(msgs.map((m) => m.type)).toEqual(['ShardSubscriptions', 'CurrentShardSnapshot']);
     expect(msgs[0]).toMatchObject({ subscriptions: [{ dataset: ds1 }, { dataset: ds2 }] });
@@ -164,17 +169,24 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(next.memberOrder()).toEqual(['c3', 'c2', 'c4', 'c1']);
     expect(next.mapper(ds1).equals(h.mapper(ds1))).toBe(true);
     expect(next.mapper(ds2).equals(h.mapper(ds2))).toBe(true);
-    // FiloDB's recovery sends nothing; ours republishes each map once under the new epoch, which
-    // is what makes nodes and routers ignore the old singleton from now on.
-    const snapshots = messagesTo(next.effects, sub).filter((m) => m.type === 'CurrentShardSnapshot');
-    expect(snapshots.map((m) => m.type === 'CurrentShardSnapshot' && [m.snapshot.dataset, m.snapshot.epoch])).toEqual([[ds1, 2], [ds2, 2]]);
-    expect(desiredStatesByNode(next.effects)).toEqual({ c1: 2, c2: 2, c3: 2, c4: 2 });
+    // FiloDB's recovery sends nothing; ours continues each map under the new epoch, which is what
+    // makes nodes and routers ignore the old singleton from now on: one record per dataset saying
+    // "the map you hold at epoch 1 goes on at epoch 2" (with the changes recovery made: none here),
+    // not the whole map again.
+    expect(changesOf(next.effects).map((c) => [c.dataset, c.epoch, c.base, c.events.length])).toEqual([
+      [ds1, 2, { epoch: 1, version: oldMaps[0]!.version }, 0],
+      [ds2, 2, { epoch: 1, version: oldMaps[1]!.version }, 0],
+    ]);
+    const follower = new ShardMapFollower(ds1);
+    follower.applySnapshot(oldMaps[0]!);
+    expect(follower.applyChanges(changesOf(next.effects)[0]!)).toBe('applied');
+    expect([follower.epoch, follower.version]).toEqual([2, oldMaps[0]!.version]);
 
     next.removeMember('c4');
     expect(next.memberOrder()).toEqual(['c3', 'c2', 'c1']);
     expect(next.shardsByNode(ds2)).toEqual({ c1: [0, 1, 2, 3, 4, 5, 6, 7], c2: [8, 9, 10, 11, 12, 13, 14, 15], c3: [] });
     expect(next.shardsByNode(ds1)).toEqual({ c1: [0, 1, 2], c2: [3, 6, 7], c3: [4, 5] });
-    expect(desiredStatesByNode(next.effects)).toEqual({ c1: 2, c2: 2, c3: 2 });
+    expect(mapsPublished(next.effects).sort()).toEqual([ds1, ds2]);
     const datasetsTold = messagesTo(next.effects, sub).flatMap((m) => (m.type === 'StampedShardEvent' ? [m.event.dataset] : []));
     expect(new Set(datasetsTold)).toEqual(new Set([ds1, ds2]));
   });

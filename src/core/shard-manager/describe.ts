@@ -3,7 +3,7 @@
 // to answer by reading its strategy.
 import type { DatasetRef, ReplyTo } from '../ids.js';
 import { checkIsolationFeasible } from '../placement/balanced-strategy.js';
-import type { DatasetDescription, ShardWithoutCopy } from './protocol.js';
+import type { DatasetDescription, ShardsWithoutCopies } from './protocol.js';
 import type { Step } from './step.js';
 
 export function describeCluster(step: Step, replyTo: ReplyTo, only?: DatasetRef): void {
@@ -18,7 +18,27 @@ function describeDataset(step: Step, ref: DatasetRef): DatasetDescription {
     .filter(([, at]) => step.inCooldown(at))
     .map(([shard, reassignedAt]) => ({ shard, reassignedAt, endsAt: step.cooldownEnd(reassignedAt) }))
     .sort((a, b) => a.shard - b.shard);
-  return { config: ds.config, snapshot: ds.mapper.toSnapshot(step.epoch), cooldowns, missingCopies: shardsWithoutFullCopies(step, ref) };
+  const stamp = { dataset: ref, numShards: ds.config.numShards, epoch: step.epoch, version: ds.mapper.version };
+  return { config: ds.config, stamp, cooldowns, missingCopies: groupByReason(shardsWithoutFullCopies(step, ref)) };
+}
+
+/** One entry per (reason, copies): a dataset of 65 536 unassigned shards is one line, not 65 536. */
+function groupByReason(shards: readonly ShardWithoutCopy[]): ShardsWithoutCopies[] {
+  const groups = new Map<string, { shards: number[]; copies: number; reason: string }>();
+  for (const s of shards) {
+    const key = `${s.copies} ${s.reason}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { shards: [], copies: s.copies, reason: s.reason }));
+    g.shards.push(s.shard);
+  }
+  return [...groups.values()];
+}
+
+/** One shard with fewer copies than its replication factor. */
+export interface ShardWithoutCopy {
+  readonly shard: number;
+  readonly copies: number;
+  readonly reason: string;
 }
 
 /** Every shard with fewer copies than its replication factor, with the reason a user can act on. */

@@ -90,8 +90,16 @@ export type ShardManagerInput =
   | { readonly type: 'StopShards'; readonly dataset: DatasetRef; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
   /** A node's shard events, numbered by the node; acknowledged after they are applied and published. */
   | { readonly type: 'NodeReport'; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly events: readonly ShardEvent[] }
-  /** The periodic full snapshot that bounds how stale a subscriber or node can be. */
-  | { readonly type: 'PublishSnapshots' }
+  /**
+   * The periodic digest (every map's stamp, the members' and subscriptions' versions): a node or
+   * subscriber that is behind or missed something learns it and asks (`SyncMaps`). Bounds staleness.
+   */
+  | { readonly type: 'PublishDigest' }
+  /**
+   * A node that is behind asks for what it lacks: snapshots of these datasets (broadcast, so every
+   * follower behind on them catches up too), the members, the subscriptions (to `subscriber`).
+   */
+  | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[]; readonly members: boolean; readonly subscriptions: boolean }
   /** Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended. */
   | { readonly type: 'CheckCooldowns' }
   /**
@@ -108,7 +116,11 @@ export type ShardManagerInput =
   | { readonly type: 'AddNode'; readonly node: string; readonly replyTo: ReplyTo }
   /** The planned operations in flight and what each node still holds. */
   | { readonly type: 'GetNodeOperations'; readonly replyTo: ReplyTo }
-  /** Everything an operator looks at: members, datasets with maps, cooldowns and missing copies, operations; one dataset's only if `dataset` is given. */
+  /**
+   * Everything an operator looks at but the maps themselves (every node follows those): members,
+   * datasets with their map stamps, cooldowns and missing copies, operations; one dataset's only if
+   * `dataset` is given.
+   */
   | { readonly type: 'DescribeCluster'; readonly replyTo: ReplyTo; readonly dataset?: DatasetRef };
 
 export type ShardManagerInputType = ShardManagerInput['type'];
@@ -133,6 +145,8 @@ export type Reply =
   | { readonly type: 'RegisteredDatasets'; readonly datasets: readonly DatasetRef[] }
   /** A dataset's replicas cannot go to distinct isolation groups with the members there are. */
   | { readonly type: 'IsolationImpossible'; readonly dataset: DatasetRef; readonly replicationFactor: number; readonly groups: readonly string[]; readonly message: string }
+  /** The dataset's map could not be carried on the bus within its limit (`maxMapBytes`): nothing was set up. */
+  | { readonly type: 'DatasetTooLarge'; readonly dataset: DatasetRef; readonly bytes: number; readonly limit: number; readonly message: string }
   /** A node operation started (or, for a replacement whose new node has not joined, was recorded). */
   | { readonly type: 'NodeOperationAccepted'; readonly operation: NodeOperationName; readonly node: NodeId; readonly moves: number; readonly pending: boolean; readonly message: string }
   /** A node operation refused; nothing changed. */
@@ -140,19 +154,30 @@ export type Reply =
   | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] }
   | { readonly type: 'ClusterDescription'; readonly epoch: Epoch; readonly members: readonly Member[]; readonly datasets: readonly DatasetDescription[]; readonly operations: NodeOperations };
 
-/** One dataset as `DescribeCluster` tells it. */
-export interface DatasetDescription {
-  readonly config: DatasetConfig;
-  readonly snapshot: ShardMapSnapshot;
-  /** Shards inside their reassignment cooldown; `endsAt` is when they may move again (ms). */
-  readonly cooldowns: readonly { readonly shard: number; readonly reassignedAt: number; readonly endsAt: number }[];
-  /** Shards with fewer copies than the replication factor, and why. */
-  readonly missingCopies: readonly ShardWithoutCopy[];
+/** Which map of a dataset: its shard count and `(epoch, version)` stamp. */
+export interface MapStamp {
+  readonly dataset: DatasetRef;
+  readonly numShards: number;
+  readonly epoch: Epoch;
+  readonly version: number;
 }
 
-export interface ShardWithoutCopy {
-  readonly shard: number;
-  /** Copies it has (0: unassigned). */
+/**
+ * One dataset as `DescribeCluster` tells it: not its map (thousands of shards; every node follows
+ * it), only the map's stamp, so a reader can check its own copy is as new.
+ */
+export interface DatasetDescription {
+  readonly config: DatasetConfig;
+  readonly stamp: MapStamp;
+  /** Shards inside their reassignment cooldown; `endsAt` is when they may move again (ms). */
+  readonly cooldowns: readonly { readonly shard: number; readonly reassignedAt: number; readonly endsAt: number }[];
+  /** Shards with fewer copies than the replication factor, grouped by why and by how many copies they have. */
+  readonly missingCopies: readonly ShardsWithoutCopies[];
+}
+
+export interface ShardsWithoutCopies {
+  readonly shards: readonly number[];
+  /** Copies each of them has (0: unassigned). */
   readonly copies: number;
   readonly reason: string;
 }
@@ -160,6 +185,12 @@ export interface ShardWithoutCopy {
 export type NodeOperationName = 'remove' | 'replace' | 'add';
 /** Why a node operation was refused: a malformed or unknown node, isolation, a busy target, or capacity. */
 export type NodeOperationRefusal = 'bad-node' | 'unknown-node' | 'isolation' | 'serving' | 'capacity' | 'conflict';
+
+/** A node incarnation the singleton counts as a member. */
+export interface MemberIncarnation {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+}
 
 /** A shard event as published: `(epoch, version)` is the map's stamp right after the event applied. */
 export interface StampedShardEvent {
@@ -176,11 +207,18 @@ export type SubscriberMessage =
   | {
       readonly type: 'ShardSubscriptions';
       readonly epoch: Epoch;
+      /** Grows with every change under this epoch; the digest carries the latest. */
+      readonly version?: number;
       readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
       readonly watchers: readonly SubscriberId[];
     }
   | { readonly type: 'DatasetUnknown'; readonly dataset: DatasetRef }
-  | { readonly type: 'DatasetRemoved'; readonly epoch: Epoch; readonly dataset: DatasetRef };
+  | { readonly type: 'DatasetRemoved'; readonly epoch: Epoch; readonly dataset: DatasetRef }
+  /**
+   * The singleton's map of the dataset is at this stamp (from its periodic digest): a subscriber
+   * whose map is older missed something and subscribes again.
+   */
+  | { readonly type: 'ShardMapStamp'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly version: number };
 
 /** Named, documented happenings that logs and metrics hang off (see docs/EVENTS.md). */
 export type NoticeName =
@@ -239,9 +277,26 @@ export type Effect =
       readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
       readonly watchers: readonly SubscriberId[];
     }
+  /** A message for some subscribers: subscriptions to the watchers, a dataset unknown or removed. */
   | { readonly type: 'Publish'; readonly to: readonly SubscriberId[]; readonly message: SubscriberMessage }
-  /** The whole map of a dataset to nodes, which run exactly the shards it gives them. */
-  | { readonly type: 'SendDesiredState'; readonly to: readonly NodeId[]; readonly snapshot: ShardMapSnapshot }
+  /**
+   * One decision's changes to a dataset's map, in order: they turn the map at `base` into the map
+   * at `(epoch, base.version + events.length)`, event i stamped `base.version + i + 1`. Every node
+   * applies them to its copy and runs exactly the shards its copy gives it; `to` are the subscribers
+   * of the dataset. `base.epoch` is older than `epoch` only after a failover: the new singleton
+   * continues the map it recovered, and whoever holds that map continues with it.
+   */
+  | { readonly type: 'PublishChanges'; readonly to: readonly SubscriberId[]; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly events: readonly ShardEvent[] }
+  /** A whole map, for everyone behind on it (a new dataset, a sync, a subscribe); `to` must have it. */
+  | { readonly type: 'PublishSnapshot'; readonly to: readonly SubscriberId[]; readonly snapshot: ShardMapSnapshot }
+  /**
+   * The member incarnations the maps are made for, whenever they change (after that decision's
+   * changes): a node acts on its map only while its own incarnation is among them, so a restarted
+   * node never runs what its previous incarnation was given.
+   */
+  | { readonly type: 'PublishMembers'; readonly version: number; readonly members: readonly MemberIncarnation[] }
+  /** The periodic digest: every map's stamp, the members' and subscriptions' versions. */
+  | { readonly type: 'PublishDigest'; readonly maps: readonly MapStamp[]; readonly members: number; readonly subscriptions: number }
   /** Tells a drained node that it holds nothing any more and may stop. */
   | { readonly type: 'ReleaseNode'; readonly node: NodeId; readonly incarnation: Incarnation }
   /** Tells a node that is not a member to stop every shard it runs. */

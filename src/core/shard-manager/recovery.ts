@@ -76,7 +76,7 @@ function restoreDataset(step: Step, config: DatasetConfig, candidates: readonly 
   const mapper = newest ? ShardMapper.fromSnapshot(newest) : new ShardMapper(config.numShards, ref);
   const cooldowns = new Map<number, number>();
   for (const c of data.cooldowns) if (c.dataset === ref && isShardInRange(c.shard, config.numShards)) cooldowns.set(c.shard, c.reassignedAt);
-  step.createDataset(config, mapper, cooldowns);
+  step.createDataset(config, mapper, cooldowns, newest && { epoch: newest.epoch, version: newest.version });
   step.notice({
     name: 'recovery.map-chosen',
     level: 'info',

@@ -1,5 +1,5 @@
 import { isShardInRange, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
-import { NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
+import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
 import type { Step } from './step.js';
 
 /**
@@ -15,7 +15,8 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
     // Expected after a restart or a failover (a dead incarnation's reports are replayed): info, not a warning.
     step.notice({ name: 'report.rejected', level: 'info', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
   } else {
-    for (const e of events) applyReported(step, node, e);
+    // An error's text is cut as the map keeps it, so the changes carry what the map says.
+    for (const e of events) applyReported(step, node, e.type === 'IngestionError' ? { ...e, error: boundedMessage(e.error) } : e);
   }
   step.ack({ type: 'AckReport', node, incarnation, seq });
 }

@@ -14,7 +14,8 @@ import { groupsOf } from './planned-moves.js';
 import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReport } from './reports.js';
-import { type Decision, type ShardManagerState, Step } from './step.js';
+import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
+import { worstCaseMapBytes } from '../map-codec.js';
 
 /** FiloDB's `reassignment-min-interval`: an errored shard moves at most once per 2 hours. */
 export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
@@ -26,7 +27,15 @@ export interface ShardManagerOptions {
   readonly placement?: PlacementStrategy;
   /** How long after an error-triggered move a shard may not move again (ms). Default 2 hours. */
   readonly reassignmentCooldownMs?: number;
+  /**
+   * The largest map the singleton can send and store, encoded (bytes): a dataset whose map could
+   * grow past it is refused at setup (`DatasetTooLarge`). Default: the bus's 64 MiB message limit.
+   */
+  readonly maxMapBytes?: number;
 }
+
+/** The bus's default limit of one message (its `maxMessageBytes`). */
+export const DEFAULT_MAX_MAP_BYTES = 64 * 1024 * 1024;
 
 /**
  * The singleton's brain: FiloDB's ShardManager as a pure function
@@ -39,17 +48,20 @@ export interface ShardManagerOptions {
  * Gotchas: state objects are shared between calls; never mutate one (mappers included).
  */
 export class ShardManager {
-  private readonly settings: { strategy: ShardAssignmentStrategy; placement: PlacementStrategy; reassignmentCooldownMs: number };
+  private readonly settings: StepSettings;
 
   constructor(options: ShardManagerOptions = {}) {
     const cooldown = options.reassignmentCooldownMs ?? DEFAULT_REASSIGNMENT_COOLDOWN_MS;
     if (!Number.isSafeInteger(cooldown) || cooldown < 0) {
       throw new RangeError(`reassignmentCooldownMs must be a non-negative integer (ms), got ${cooldown}`);
     }
+    const maxMapBytes = options.maxMapBytes ?? DEFAULT_MAX_MAP_BYTES;
+    if (!Number.isSafeInteger(maxMapBytes) || maxMapBytes < 1) throw new RangeError(`maxMapBytes must be a positive integer (bytes), got ${maxMapBytes}`);
     this.settings = {
       strategy: options.strategy ?? new DefaultShardAssignmentStrategy(),
       placement: options.placement ?? new BalancedPlacementStrategy(),
       reassignmentCooldownMs: cooldown,
+      maxMapBytes,
     };
   }
 
@@ -66,6 +78,8 @@ export class ShardManager {
       operations: NO_NODE_OPERATIONS,
       released: [],
       applied: [],
+      membersVersion: 0,
+      subscriptionsVersion: 0,
     };
   }
 
@@ -96,9 +110,12 @@ export class ShardManager {
       operations: data.operations ?? NO_NODE_OPERATIONS,
       released: [],
       applied: data.applied ?? [],
+      membersVersion: 0,
+      subscriptionsVersion: 0,
     };
     const step = new Step(base, this.settings, now);
     recover(step, data);
+    step.announceMembers();
     releaseDrainedNodes(step);
     let decision = step.finish();
     const effects = [...decision.effects];
@@ -143,8 +160,10 @@ export class ShardManager {
         return stopShards(step, input.dataset, input.shards, input.replyTo);
       case 'NodeReport':
         return nodeReport(step, input.node, input.incarnation, input.seq, input.events);
-      case 'PublishSnapshots':
-        return publishSnapshots(step);
+      case 'PublishDigest':
+        return publishDigest(step);
+      case 'SyncMaps':
+        return syncMaps(step, input.subscriber, input.datasets, input.members, input.subscriptions);
       case 'CheckCooldowns':
         return checkCooldowns(step);
       case 'RemoveNode':
@@ -250,6 +269,12 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
     const { replicationFactor, groups } = feasible.error;
     return step.reply(replyTo, { type: 'IsolationImpossible', dataset: config.ref, replicationFactor, groups, message: `dataset ${config.ref}: ${feasible.error.message}` });
   }
+  // Never "set up" and then silent: a map the bus could not carry is refused now.
+  const bytes = worstCaseMapBytes(config.numShards, config.replicationFactor, step.members.map((m) => m.node));
+  if (bytes > step.settings.maxMapBytes) {
+    const message = `dataset ${config.ref}: its map (${config.numShards} shards × ${config.replicationFactor}) may take ${bytes} bytes, more than the ${step.settings.maxMapBytes} the bus carries in one message (maxMessageBytes): use fewer shards or raise the limit`;
+    return step.reply(replyTo, { type: 'DatasetTooLarge', dataset: config.ref, bytes, limit: step.settings.maxMapBytes, message });
+  }
   step.persist({ type: 'PersistDataset', config });
   step.createDataset(config, new ShardMapper(config.numShards, config.ref, step.firstVersion(config.ref)));
   step.subscriptions = step.subscriptions.addDataset(config.ref);
@@ -285,21 +310,42 @@ function removeDataset(step: Step, dataset: DatasetRef, replyTo: ReplyTo): void 
  * Subscribing again is how a subscriber resyncs after a gap: it always gets a fresh snapshot.
  */
 function subscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef): void {
-  const ds = step.dataset(dataset);
-  if (!ds) return step.publish([subscriber], { type: 'DatasetUnknown', dataset });
+  if (!step.dataset(dataset)) return step.publish([subscriber], { type: 'DatasetUnknown', dataset });
   const before = step.subscriptions;
   step.subscriptions = before.subscribe(subscriber, dataset);
   if (step.subscriptions !== before && step.subscriptions.watchers.size > 0) step.publishSubscriptions();
-  step.publish([subscriber], { type: 'CurrentShardSnapshot', snapshot: ds.mapper.toSnapshot(step.epoch) });
+  sendSnapshot(step, dataset, [subscriber]);
 }
 
-/** A watcher (a node guardian) gets every dataset now and later, and every subscription change. */
+/** The whole map of a dataset, after any change of it this step (a snapshot must not overtake them). */
+function sendSnapshot(step: Step, dataset: DatasetRef, to: readonly SubscriberId[]): void {
+  step.flush(dataset);
+  step.send({ type: 'PublishSnapshot', to, snapshot: step.dataset(dataset)!.mapper.toSnapshot(step.epoch) });
+}
+
+/**
+ * A watcher (a node guardian) gets every dataset now and later, and every subscription change; and
+ * the members, which it needs before it acts on any map.
+ */
 function subscribeAll(step: Step, subscriber: SubscriberId): void {
   step.subscriptions = step.subscriptions.subscribeAll(subscriber);
   step.publishSubscriptions();
-  for (const ref of step.datasetRefs()) {
-    step.publish([subscriber], { type: 'CurrentShardSnapshot', snapshot: step.dataset(ref)!.mapper.toSnapshot(step.epoch) });
+  for (const dataset of step.datasetRefs()) sendSnapshot(step, dataset, [subscriber]);
+  step.announceMembers();
+}
+
+/**
+ * A node behind on some maps (it saw a gap, or the digest told it) asks for them: each is
+ * broadcast whole, so any other node behind on it catches up with the same record. A dataset the
+ * singleton does not know is answered `DatasetUnknown`, so the node forgets it.
+ */
+function syncMaps(step: Step, subscriber: SubscriberId, datasets: readonly DatasetRef[], members: boolean, subscriptions: boolean): void {
+  for (const dataset of new Set(datasets)) {
+    if (step.dataset(dataset)) sendSnapshot(step, dataset, [subscriber]);
+    else step.publish([subscriber], { type: 'DatasetUnknown', dataset });
   }
+  if (members) step.announceMembers();
+  if (subscriptions) step.publishSubscriptions([subscriber]);
 }
 
 function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef | undefined): void {
@@ -309,18 +355,16 @@ function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef |
 }
 
 /**
- * The periodic full snapshot: bounds how long a lost message can leave anyone stale — maps for
- * subscribers and nodes, and the subscriptions for the watchers that keep them for the next
- * singleton. Nothing is persisted.
+ * The periodic digest: bounds how long a lost message can leave anyone stale. It is small (a stamp
+ * per map, two versions) whatever the maps' size: a node or subscriber that is behind asks for
+ * what it lacks. Nothing is persisted.
  */
-function publishSnapshots(step: Step): void {
+function publishDigest(step: Step): void {
   // Planned moves waiting for the budget get a round at least once per interval: a report that
   // would have run one may have come before the budget freed up (or never, its node having died).
-  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.movesWaiting) step.assignShards(ref);
-  if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
-  for (const ref of step.datasetRefs()) {
-    const snapshot = step.dataset(ref)!.mapper.toSnapshot(step.epoch);
-    step.publish(step.subscriptions.subscribersOf(ref), { type: 'CurrentShardSnapshot', snapshot });
-    if (step.members.length > 0) step.send({ type: 'SendDesiredState', to: step.memberNodes(), snapshot });
-  }
+  for (const dataset of step.datasetRefs()) if (step.dataset(dataset)!.movesWaiting) step.assignShards(dataset);
+  // The digest tells the stamps after this step's changes: those go out first.
+  step.flushAll();
+  const versions = step.versions;
+  step.send({ type: 'PublishDigest', maps: step.mapStamps(), members: versions.members, subscriptions: versions.subscriptions });
 }

@@ -6,7 +6,7 @@ import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
 import { balancedRound, completeHandoffs, startDrainMoves } from './planned-moves.js';
-import { APPLIED_REQUESTS_KEPT, type AppliedRequest, type Effect, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type StampedShardEvent, type SubscriberMessage } from './protocol.js';
+import { APPLIED_REQUESTS_KEPT, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
 export interface DatasetState {
@@ -43,6 +43,10 @@ export interface ShardManagerState {
   readonly released: readonly NodeId[];
   /** The last changing requests applied, oldest first (persisted): a replay is answered, not applied. */
   readonly applied: readonly AppliedRequest[];
+  /** Grows with every change of the member incarnations under this epoch (the digest carries it). */
+  readonly membersVersion: number;
+  /** Grows with every change of the subscriptions under this epoch (the digest carries it). */
+  readonly subscriptionsVersion: number;
 }
 
 /** What one `decide` call returns. */
@@ -58,10 +62,12 @@ interface WorkingDataset {
   readonly mapper: ShardMapper;
   readonly cooldowns: Map<number, number>;
   movesWaiting: boolean;
-  readonly events: StampedShardEvent[];
+  /** The changes since the map was last published, and the stamp they apply to. */
+  events: ShardEvent[];
+  base: { readonly epoch: Epoch; readonly version: number };
   created: boolean;
   removed: boolean;
-  /** Publish a full snapshot instead of the events (new dataset, recovery). */
+  /** Publish a whole map instead of the changes (a new dataset, or one recovered from nothing). */
   snapshotInstead: boolean;
 }
 
@@ -71,6 +77,8 @@ export interface StepSettings {
   /** The whole-map strategy of `balanced` datasets. */
   readonly placement: PlacementStrategy;
   readonly reassignmentCooldownMs: number;
+  /** The largest encoded map the bus carries (see `ShardManagerOptions.maxMapBytes`). */
+  readonly maxMapBytes: number;
 }
 
 /**
@@ -98,6 +106,11 @@ export class Step {
   private readonly replies: Effect[] = [];
   private readonly schedules = new Set<number>();
   private readonly notices: Effect[] = [];
+  private readonly baseMembers: readonly Member[];
+  private membersVersion: number;
+  private subscriptionsVersion: number;
+  /** Publish the members even if they did not change (recovery, a node that asked for them). */
+  private membersWanted = false;
 
   constructor(
     base: ShardManagerState,
@@ -115,6 +128,9 @@ export class Step {
     this.pendingReplacements = new Map(base.operations.replacements.filter((r) => !this.draining.has(r.old)).map((r) => [r.new, r.old]));
     this.released = new Set(base.released);
     this.applied = base.applied;
+    this.baseMembers = base.members;
+    this.membersVersion = base.membersVersion;
+    this.subscriptionsVersion = base.subscriptionsVersion;
   }
 
   // ---------------------------------------------------------------- reads
@@ -179,12 +195,17 @@ export class Step {
 
   // ---------------------------------------------------------------- writes
 
-  /** Adds a dataset with an empty map; its subscribers get one snapshot when the step ends. */
-  createDataset(config: DatasetConfig, mapper: ShardMapper, cooldowns: ReadonlyMap<number, number> = new Map()): void {
+  /**
+   * Adds a dataset with its map: a new one (published whole when the step ends), or, after a
+   * failover, the map recovered at `recoveredFrom`, which this epoch continues: whoever holds that
+   * map goes on from it with this step's changes, and only those who do not need a snapshot.
+   */
+  createDataset(config: DatasetConfig, mapper: ShardMapper, cooldowns: ReadonlyMap<number, number> = new Map(), recoveredFrom?: { readonly epoch: Epoch; readonly version: number }): void {
     this.datasets.set(config.ref, { config, mapper, cooldowns });
     const w = this.edit(config.ref);
     w.created = true;
-    w.snapshotInstead = true;
+    if (recoveredFrom) w.base = recoveredFrom;
+    else w.snapshotInstead = true;
   }
 
   /**
@@ -214,18 +235,39 @@ export class Step {
     this.edit(ref).removed = true;
   }
 
-  /** Publishes a full snapshot instead of single events for this dataset (recovery). */
-  snapshotInstead(ref: DatasetRef): void {
-    this.edit(ref).snapshotInstead = true;
-  }
-
   /** Applies an event to a dataset's working map; records it for publishing if it changed anything. */
   apply(ref: DatasetRef, event: ShardEvent): boolean {
     const w = this.edit(ref);
     const r = w.mapper.updateFromEvent(event);
     if (!r.ok) throw r.error; // callers validate first: reaching this is a bug, not bad input
-    if (r.value.changed) w.events.push({ type: 'StampedShardEvent', epoch: this.epoch, version: w.mapper.version, event });
+    if (r.value.changed) w.events.push(event);
     return r.value.changed;
+  }
+
+  /** Every map's stamp now (changes not yet flushed included). */
+  mapStamps(): MapStamp[] {
+    return this.datasetRefs().sort().map((dataset) => {
+      const { mapper } = this.dataset(dataset)!;
+      return { dataset, numShards: mapper.numShards, epoch: this.epoch, version: mapper.version };
+    });
+  }
+
+  /** The versions of the members and of the subscriptions as they stand now. */
+  get versions(): { readonly members: number; readonly subscriptions: number } {
+    return {
+      members: this.membersVersion + (this.membersChanged() ? 1 : 0),
+      subscriptions: this.subscriptionsVersion + (this.subscriptions !== this.baseSubscriptions ? 1 : 0),
+    };
+  }
+
+  private membersChanged(): boolean {
+    const incarnations = (ms: readonly Member[]) => ms.map((m) => `${m.node}@${m.incarnation}`).join(' ');
+    return incarnations(this.members) !== incarnations(this.baseMembers);
+  }
+
+  /** The members are published when the step ends, changed or not. */
+  announceMembers(): void {
+    this.membersWanted = true;
   }
 
   setCooldown(ref: DatasetRef, shard: ShardNum, reassignedAt: number): void {
@@ -311,38 +353,52 @@ export class Step {
     this.notices.push({ type: 'Notice', notice });
   }
 
-  publishSubscriptions(): void {
-    this.publish(this.subscriptions.watcherList(), {
+  /** The subscriptions to every watcher, or to `to` only (one that asked). */
+  publishSubscriptions(to: readonly SubscriberId[] = this.subscriptions.watcherList()): void {
+    this.publish(to, {
       type: 'ShardSubscriptions',
       epoch: this.epoch,
+      version: this.versions.subscriptions,
       subscriptions: this.subscriptions.toList(),
       watchers: this.subscriptions.watcherList(),
     });
   }
 
   /**
-   * Emits the pending changes of one dataset now: its map persisted, its events (or one snapshot)
-   * to its subscribers, and the new desired state to every member.
+   * Emits the pending changes of one dataset now: its map persisted, then its changes (or the
+   * whole map, for a new dataset) to every node and subscriber. Nothing when nothing changed.
    */
   flush(ref: DatasetRef): void {
     const w = this.working.get(ref);
-    if (!w || (w.events.length === 0 && !w.snapshotInstead)) return;
+    const rebased = w !== undefined && w.base.epoch !== this.epoch;
+    if (!w || (w.events.length === 0 && !w.snapshotInstead && !rebased)) return;
     const snapshot = w.mapper.toSnapshot(this.epoch, ref);
     if (!w.removed) this.persist({ type: 'PersistShardMap', snapshot });
-    const subscribers = this.subscriptions.subscribersOf(ref);
-    if (w.snapshotInstead) this.publish(subscribers, { type: 'CurrentShardSnapshot', snapshot });
-    else for (const e of w.events) this.publish(subscribers, e);
-    const nodes = this.memberNodes();
-    if (nodes.length > 0) this.sends.push({ type: 'SendDesiredState', to: nodes, snapshot });
-    w.events.length = 0;
+    const to = this.subscriptions.subscribersOf(ref);
+    if (w.snapshotInstead) this.sends.push({ type: 'PublishSnapshot', to, snapshot });
+    else this.sends.push({ type: 'PublishChanges', to, epoch: this.epoch, dataset: ref, numShards: w.mapper.numShards, base: w.base, events: w.events });
+    w.events = [];
+    w.base = { epoch: this.epoch, version: w.mapper.version };
     w.snapshotInstead = false;
   }
 
-  finish(buffered: ShardManagerState['buffered'] = []): Decision {
+  /** Flushes every dataset changed so far (before a message that must come after their changes). */
+  flushAll(): void {
     for (const ref of this.working.keys()) this.flush(ref);
+  }
+
+  finish(buffered: ShardManagerState['buffered'] = []): Decision {
+    this.flushAll();
+    const versions = this.versions;
+    if (this.membersWanted || this.membersChanged()) {
+      // After the changes: a node learns it is a member only once its map is the one made for it.
+      this.sends.push({ type: 'PublishMembers', version: versions.members, members: this.members.map((m) => ({ node: m.node, incarnation: m.incarnation })) });
+    }
     if (this.subscriptions !== this.baseSubscriptions) {
       this.persist({ type: 'PersistSubscriptions', subscriptions: this.subscriptions.toList(), watchers: this.subscriptions.watcherList() });
     }
+    this.membersVersion = versions.members;
+    this.subscriptionsVersion = versions.subscriptions;
     const operations = this.operations();
     if (JSON.stringify(operations) !== JSON.stringify(this.baseOperations)) this.persist({ type: 'PersistNodeOperations', operations });
     this.persistApplied();
@@ -366,6 +422,8 @@ export class Step {
       operations,
       released: [...this.released].filter((n) => this.draining.has(n)).sort(),
       applied: this.applied,
+      membersVersion: this.membersVersion,
+      subscriptionsVersion: this.subscriptionsVersion,
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };
@@ -383,6 +441,7 @@ export class Step {
         cooldowns: new Map(ds.cooldowns),
         movesWaiting: ds.movesWaiting ?? false,
         events: [],
+        base: { epoch: this.epoch, version: ds.mapper.version },
         created: false,
         removed: false,
         snapshotInstead: false,

@@ -1,0 +1,158 @@
+// A node's copy of every dataset's map, kept by its guardian from the events topic: the singleton's
+// changes applied as they come, a whole map taken only when the node is behind (a gap, another
+// epoch's map, a digest newer than its copy), and the member incarnations the maps are made for.
+// What it lacks it asks for, once at a time (`SyncMaps`). Plain state and decisions: the guardian
+// performs the I/O through `FollowedMapsPorts`.
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
+import { ShardMapFollower } from '../core/map-follower.js';
+import { compareStamps } from '../core/shard-map-snapshot.js';
+import type { MemberIncarnation, SubscriberMessage } from '../core/shard-manager/protocol.js';
+import { snapshotOf, type EventsRecord } from './wire-events.js';
+
+type Record<K extends EventsRecord['kind']> = Extract<EventsRecord, { kind: K }>;
+export type SubscriptionsMessage = Extract<SubscriberMessage, { type: 'ShardSubscriptions' }>;
+
+/** The member incarnations as the singleton last published them, under its epoch. */
+export interface MembersRecord {
+  readonly epoch: Epoch;
+  readonly version: number;
+  readonly members: readonly MemberIncarnation[];
+}
+
+/** What the node does with what it learned: its runner, its local subscribers, the singleton. */
+export interface FollowedMapsPorts {
+  /** A dataset's map or config changed: the node runs what the map gives it. */
+  readonly mapChanged: (dataset: DatasetRef, follower: ShardMapFollower, config: DatasetConfig) => void;
+  /** The member incarnations changed. */
+  readonly membersChanged: (members: MembersRecord) => void;
+  /** The dataset is gone: the node stops its shards. */
+  readonly datasetGone: (dataset: DatasetRef) => void;
+  /** Delivers a message to the node's local subscribers of a dataset (or to these ids only). */
+  readonly deliver: (dataset: DatasetRef, message: SubscriberMessage, only?: readonly SubscriberId[]) => void;
+  /** Asks the singleton for what the node lacks (one request at a time; see `syncFailed`). */
+  readonly askSync: (wanted: { readonly datasets: readonly DatasetRef[]; readonly members: boolean; readonly subscriptions: boolean }) => void;
+}
+
+export class FollowedMaps {
+  readonly followers = new Map<DatasetRef, ShardMapFollower>();
+  readonly configs = new Map<DatasetRef, DatasetConfig>();
+  members: MembersRecord | undefined;
+  subscriptions: SubscriptionsMessage | undefined;
+  private readonly wanted = { datasets: new Set<DatasetRef>(), members: false, subscriptions: false };
+  private asking = false;
+
+  constructor(private readonly ports: FollowedMapsPorts) {}
+
+  /** One decision's changes: applied if they continue this node's map, else the map is asked for. */
+  changes(m: Record<'map-changes'>): void {
+    const f = this.followers.get(m.dataset);
+    if (!f || !this.configs.has(m.dataset)) return this.want({ dataset: m.dataset });
+    const outcome = f.applyChanges({ epoch: m.epoch, base: m.base, events: m.events });
+    if (outcome === 'gap') return this.want({ dataset: m.dataset });
+    if (outcome !== 'applied') return;
+    this.ports.mapChanged(m.dataset, f, this.configs.get(m.dataset)!);
+    if (m.base.epoch === m.epoch) {
+      m.events.forEach((event, i) => this.ports.deliver(m.dataset, { type: 'StampedShardEvent', epoch: m.epoch, version: m.base.version + i + 1, event }));
+    } else {
+      // A failover: the map goes on under a new epoch, which a subscriber takes as a whole map.
+      this.ports.deliver(m.dataset, { type: 'CurrentShardSnapshot', snapshot: f.mapper!.toSnapshot(f.epoch) });
+    }
+  }
+
+  /**
+   * A whole map: taken if it is newer than this node's (decoded only then), and handed to the
+   * subscribers it was addressed to in any case (the node's own map when that is as new).
+   */
+  snapshot(m: Record<'map-snapshot'>): void {
+    const f = this.followers.get(m.dataset) ?? new ShardMapFollower(m.dataset);
+    const configChanged = this.configs.get(m.dataset) !== undefined && JSON.stringify(this.configs.get(m.dataset)) !== JSON.stringify(m.config);
+    this.configs.set(m.dataset, m.config);
+    let taken = false;
+    if (!f.mapper || f.mapper.numShards !== m.numShards || compareStamps({ epoch: m.epoch, version: m.version }, f) > 0) {
+      const snapshot = snapshotOf(m);
+      if (!snapshot.ok) return; // the singleton wrote it: a bad one is a bug, and the next sync asks again
+      const fresh = new ShardMapFollower(m.dataset);
+      fresh.applySnapshot(snapshot.value);
+      this.followers.set(m.dataset, fresh);
+      taken = true;
+    }
+    const current = this.followers.get(m.dataset)!;
+    if (compareStamps(current, { epoch: m.epoch, version: m.version }) >= 0) this.satisfied(() => this.wanted.datasets.delete(m.dataset));
+    if (taken || configChanged) this.ports.mapChanged(m.dataset, current, m.config);
+    const message: SubscriberMessage = { type: 'CurrentShardSnapshot', snapshot: current.mapper!.toSnapshot(current.epoch) };
+    if (taken) this.ports.deliver(m.dataset, message);
+    else if (m.to.length > 0) this.ports.deliver(m.dataset, message, m.to);
+  }
+
+  membersRecord(m: Record<'members'>): void {
+    if (this.members && compareStamps(m, this.members) <= 0) return;
+    this.members = { epoch: m.epoch, version: m.version, members: m.members };
+    this.satisfied(() => (this.wanted.members = false));
+    this.ports.membersChanged(this.members);
+  }
+
+  subscriptionsMessage(m: SubscriptionsMessage): void {
+    this.subscriptions = m;
+    this.satisfied(() => (this.wanted.subscriptions = false));
+  }
+
+  /**
+   * The periodic digest: whatever this node lacks or is behind on it asks for; datasets it has
+   * that the singleton no longer lists are gone (their removal was lost); local subscribers hear
+   * the stamp of their dataset, so they can tell they missed something.
+   */
+  digest(m: Record<'digest'>): void {
+    const listed = new Set<DatasetRef>();
+    for (const d of m.maps) {
+      listed.add(d.dataset);
+      const f = this.followers.get(d.dataset);
+      const stamp = { epoch: m.epoch, version: d.version };
+      if (!f || !this.configs.has(d.dataset) || f.mapper?.numShards !== d.numShards || f.checkStamp(stamp) === 'gap') this.want({ dataset: d.dataset });
+      this.ports.deliver(d.dataset, { type: 'ShardMapStamp', epoch: m.epoch, dataset: d.dataset, version: d.version });
+    }
+    for (const dataset of [...this.followers.keys()]) if (!listed.has(dataset)) this.gone(dataset);
+    if (!this.members || this.members.epoch !== m.epoch || this.members.version !== m.members) this.want({ members: true });
+    const subs = this.subscriptions;
+    if (!subs || subs.epoch !== m.epoch || (subs.version !== undefined && subs.version !== m.subscriptions)) this.want({ subscriptions: true });
+  }
+
+  /** The dataset was removed (or the singleton does not know it): the node forgets it. */
+  gone(dataset: DatasetRef): void {
+    this.satisfied(() => this.wanted.datasets.delete(dataset));
+    const had = this.followers.delete(dataset);
+    this.configs.delete(dataset);
+    if (had) this.ports.datasetGone(dataset);
+  }
+
+  /** Adds to what the node lacks and asks, unless a request is on its way. */
+  want(what: { readonly dataset?: DatasetRef; readonly members?: boolean; readonly subscriptions?: boolean }): void {
+    if (what.dataset !== undefined) this.wanted.datasets.add(what.dataset);
+    if (what.members) this.wanted.members = true;
+    if (what.subscriptions) this.wanted.subscriptions = true;
+    if (!this.asking) this.ask();
+  }
+
+  /** The request on its way got no (complete) answer in time: what is still lacking is asked again. */
+  syncFailed(): void {
+    this.asking = false;
+    this.ask();
+  }
+
+  /** Whether anything is still lacking. */
+  get lacking(): boolean {
+    return this.wanted.datasets.size > 0 || this.wanted.members || this.wanted.subscriptions;
+  }
+
+  /** Something lacking arrived; once nothing is, the next lack is asked for at once. */
+  private satisfied(update: () => void): void {
+    update();
+    if (!this.lacking) this.asking = false;
+  }
+
+  private ask(): void {
+    if (!this.lacking) return;
+    this.asking = true;
+    this.ports.askSync({ datasets: [...this.wanted.datasets].sort(), members: this.wanted.members, subscriptions: this.wanted.subscriptions });
+  }
+}

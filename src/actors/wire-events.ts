@@ -1,0 +1,131 @@
+// How a record of the events topic is checked on arrival. Only the singleton writes there, so the
+// envelopes, the changes and the snapshots are checked and the subscriber message bodies trusted.
+//
+// Every node reads every record of this topic. The embedded bus hands all its subscribers one
+// frozen copy of a record, so a frozen value is checked once and its (frozen) result shared: the
+// nodes of an embedded cluster, or of a simulated one, do not each check the same record. Values
+// from Kafka are decoded per reader, never frozen, and checked each time.
+import { z } from 'zod';
+import { validateDatasetConfig } from '../core/dataset-config.js';
+import { parseDatasetRef } from '../core/ids.js';
+import { decodeEvents, decodeSnapshot } from '../core/map-codec.js';
+import { err, ok, type Result } from '../core/result.js';
+import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { ShardEvent } from '../core/status.js';
+import { isValidShardCount } from '../core/spread.js';
+import { InvalidSnapshotError } from '../core/errors.js';
+import type { MapStamp } from '../core/shard-manager/protocol.js';
+import { checkFormat, datasetRefS, firstIssue, incarnationS, nodeIdS, stampsS, type EventsMessage, type MalformedRecord } from './wire.js';
+
+type MapChangesRecord = Extract<EventsMessage, { kind: 'map-changes' }>;
+type MapSnapshotRecord = Extract<EventsMessage, { kind: 'map-snapshot' }>;
+
+/** A record of the events topic as read: a map change's events decoded. */
+export type EventsRecord = Exclude<EventsMessage, { kind: 'map-changes' }> | (MapChangesRecord & { readonly events: readonly ShardEvent[] });
+
+const stampS = z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0) });
+const membersS = z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0), members: z.array(z.object({ node: nodeIdS, incarnation: incarnationS })) });
+const digestS = z.object({
+  epoch: z.number().int().min(0),
+  members: z.number().int().min(0),
+  subscriptions: z.number().int().min(0),
+  maps: z.array(z.object({ dataset: datasetRefS, numShards: z.number().refine(isValidShardCount), version: z.number().int().min(0) })),
+});
+
+export function parseEventsMessage(value: unknown): Result<EventsRecord, MalformedRecord> {
+  if (typeof value !== 'object' || value === null || !Object.isFrozen(value)) return checkEventsMessage(value);
+  let parsed = parsedFrozen.get(value);
+  if (!parsed) {
+    parsed = freezeAll(checkEventsMessage(value));
+    parsedFrozen.set(value, parsed);
+  }
+  return parsed;
+}
+
+const parsedFrozen = new WeakMap<object, Result<EventsRecord, MalformedRecord>>();
+
+/** Freezes a parse result all through, so that a reader that shares it cannot change it for the others. */
+function freezeAll<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) freezeAll(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+const isWhole = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+
+function checkEventsMessage(value: unknown): Result<EventsRecord, MalformedRecord> {
+  const bad = checkFormat(value);
+  if (bad) return err({ reason: bad });
+  const m = value as EventsMessage;
+  if (!isWhole(m.epoch)) return err({ reason: 'no epoch' });
+  switch (m.kind) {
+    case 'publish':
+      return Array.isArray(m.to) && typeof m.message?.type === 'string' ? ok(m) : err({ reason: 'malformed publish' });
+    case 'map-changes': {
+      const where = checkMapEnvelope(m);
+      if (where) return err({ reason: `malformed map-changes: ${where}` });
+      const base = stampS.safeParse(m.base);
+      if (!base.success) return err({ reason: `malformed map-changes: base.${firstIssue(base.error)}` });
+      const events = decodeEvents(m.changes, m.dataset, m.numShards);
+      return events.ok ? ok({ ...m, events: events.value }) : err({ reason: events.error.message });
+    }
+    case 'map-snapshot': {
+      const where = checkMapEnvelope(m) ?? (isWhole(m.version) ? undefined : 'version') ?? (Array.isArray(m.to) && m.to.every((x) => typeof x === 'string') ? undefined : 'to');
+      if (where) return err({ reason: `malformed map-snapshot: ${where}` });
+      const config = validateDatasetConfig(m.config);
+      if (!config.ok) return err({ reason: `malformed map-snapshot: config ${config.error.message}` });
+      if (config.value.ref !== m.dataset || config.value.numShards !== m.numShards) return err({ reason: 'malformed map-snapshot: its config is of another dataset' });
+      // The map itself is decoded when a reader needs it (`snapshotOf`): most readers have it already.
+      return typeof m.snapshot === 'object' && m.snapshot !== null ? ok({ ...m, config: config.value }) : err({ reason: 'malformed map-snapshot: no map' });
+    }
+    case 'members': {
+      const r = membersS.safeParse(m);
+      return r.success ? ok(m) : err({ reason: `malformed members: ${firstIssue(r.error)}` });
+    }
+    case 'digest': {
+      const r = digestS.safeParse(m);
+      return r.success ? ok(m) : err({ reason: `malformed digest: ${firstIssue(r.error)}` });
+    }
+    case 'fence':
+      return typeof m.node === 'string' && typeof m.incarnation === 'string' ? ok(m) : err({ reason: 'malformed fence' });
+    case 'release':
+      return typeof m.node === 'string' && typeof m.incarnation === 'string' ? ok(m) : err({ reason: 'malformed release' });
+    case 'cluster-state-request': {
+      if (typeof m.requestId !== 'string') return err({ reason: 'malformed cluster-state-request' });
+      if (m.stored === undefined) return ok(m);
+      // A wrong stamp would make guardians leave out a map recovery needs: refuse it whole.
+      const stored = stampsS.safeParse(m.stored);
+      if (!stored.success) return err({ reason: `malformed cluster-state-request: stored.${firstIssue(stored.error)}` });
+      return ok({ ...m, stored: stored.data as MapStamp[] });
+    }
+    default:
+      return err({ reason: `unknown kind ${JSON.stringify((m as { kind?: unknown }).kind)}` });
+  }
+}
+
+/** The first envelope field of a map record that is wrong, if any. */
+function checkMapEnvelope(m: { dataset?: unknown; numShards?: unknown }): string | undefined {
+  if (!parseDatasetRef(m.dataset).ok) return 'dataset';
+  if (typeof m.numShards !== 'number' || !isValidShardCount(m.numShards)) return 'numShards';
+  return undefined;
+}
+
+const decodedFrozen = new WeakMap<object, Result<ShardMapSnapshot, InvalidSnapshotError>>();
+
+/**
+ * The map of a `map-snapshot` record, decoded and checked (against its envelope too). A frozen
+ * record (the embedded bus) is decoded once for every node of the process.
+ */
+export function snapshotOf(m: MapSnapshotRecord): Result<ShardMapSnapshot, InvalidSnapshotError> {
+  const raw = m.snapshot as object;
+  const cached = Object.isFrozen(raw) ? decodedFrozen.get(raw) : undefined;
+  if (cached) return cached;
+  let r = decodeSnapshot(raw);
+  if (r.ok && (r.value.dataset !== m.dataset || r.value.numShards !== m.numShards || r.value.epoch !== m.epoch || r.value.version !== m.version)) {
+    r = err(new InvalidSnapshotError(`a map-snapshot of ${m.dataset} holds the map of ${r.value.dataset} (${r.value.numShards} shards) at ${r.value.epoch}/${r.value.version}, not ${m.numShards} shards at ${m.epoch}/${m.version}`, m.dataset));
+  }
+  if (Object.isFrozen(raw)) decodedFrozen.set(raw, freezeAll(r));
+  return r;
+}
