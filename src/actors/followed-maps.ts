@@ -108,13 +108,15 @@ export class FollowedMaps {
       listed.add(d.dataset);
       const f = this.followers.get(d.dataset);
       const stamp = { epoch: m.epoch, version: d.version };
-      if (!f || !this.configs.has(d.dataset) || f.mapper?.numShards !== d.numShards || f.checkStamp(stamp) === 'gap') this.want({ dataset: d.dataset });
+      if (!f || !this.configs.has(d.dataset) || f.mapper?.numShards !== d.numShards || f.checkStamp(stamp) === 'gap') this.wanted.datasets.add(d.dataset);
       this.ports.deliver(d.dataset, { type: 'ShardMapStamp', epoch: m.epoch, dataset: d.dataset, version: d.version });
     }
     for (const dataset of [...this.followers.keys()]) if (!listed.has(dataset)) this.gone(dataset);
-    if (!this.members || this.members.epoch !== m.epoch || this.members.version !== m.members) this.want({ members: true });
+    if (!this.members || this.members.epoch !== m.epoch || this.members.version !== m.members) this.wanted.members = true;
     const subs = this.subscriptions;
-    if (!subs || subs.epoch !== m.epoch || (subs.version !== undefined && subs.version !== m.subscriptions)) this.want({ subscriptions: true });
+    if (!subs || subs.epoch !== m.epoch || (subs.version !== undefined && subs.version !== m.subscriptions)) this.wanted.subscriptions = true;
+    // Everything lacking in one request.
+    this.want({});
   }
 
   /** The dataset was removed (or the singleton does not know it): the node forgets it. */
