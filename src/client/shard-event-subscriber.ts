@@ -76,17 +76,24 @@ export class ShardEventSubscriber {
 
   private onMessage(m: SubscriberMessage): void {
     if (this.closed) return;
-    this.heard = true;
+    // Silence is what the watchdog looks for: before its first map a subscriber has heard nothing
+    // that counts (its subscription or its answer may have been lost).
+    if (this.follower.mapper || m.type === 'CurrentShardSnapshot') this.heard = true;
     let outcome: 'applied' | 'stale' | 'gap' = 'stale';
     if (m.type === 'CurrentShardSnapshot') outcome = this.follower.applySnapshot(m.snapshot);
     else if (m.type === 'StampedShardEvent') outcome = this.follower.applyEvent(m);
     else if (m.type === 'ShardMapStamp') {
-      // The digest's stamp: nothing to apply; behind it, this subscriber missed something.
-      if (m.dataset === this.dataset && this.follower.mapper && this.follower.checkStamp(m) === 'gap') outcome = 'gap';
-      else return;
+      // The digest's stamp: nothing to apply; behind it (or with no map at all), this subscriber
+      // missed something.
+      if (m.dataset !== this.dataset || this.follower.checkStamp(m) !== 'gap') return;
+      outcome = 'gap';
+      if (!this.follower.mapper) {
+        this.resyncs += 1;
+        return this.subscribe();
+      }
     }
     // Before the first map, changes are a gap by nature: the snapshot asked for is on its way
-    // (the watchdog asks again if it was lost).
+    // (the digest or the watchdog asks again if it was lost).
     if (outcome === 'gap' && this.follower.mapper) {
       // Subscribing again is how a subscriber resyncs: the singleton answers with a fresh snapshot.
       this.resyncs += 1;
