@@ -31,6 +31,21 @@ interface State {
   checkpointFailures: number;
   /** Stops the node's metrics from following this shard. */
   untrack: () => void;
+  /** Empty reads in a row: an idle shard polls less and less often (see `idlePollDelay`). */
+  emptyReads: number;
+}
+
+/** An idle shard's poll interval grows up to this many `pollIntervalMs`. */
+export const IDLE_POLL_FACTOR = 10;
+
+/**
+ * How long an idle shard waits before it polls again: `pollIntervalMs`, doubled with every empty
+ * read in a row up to `IDLE_POLL_FACTOR` times it. A node of thousands of idle shards then polls a
+ * tenth as often; a source that says when records arrive (Kafka's) wakes the shard at once anyway,
+ * and one that cannot (the synthetic source) is read at most `IDLE_POLL_FACTOR × pollIntervalMs` late.
+ */
+export function idlePollDelay(pollIntervalMs: number, emptyReads: number): number {
+  return pollIntervalMs * Math.min(IDLE_POLL_FACTOR, 2 ** Math.max(0, emptyReads - 1));
 }
 
 export function spawnIngestionActor(
@@ -84,7 +99,7 @@ export function spawnIngestionActor(
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {} };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0 };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
@@ -138,7 +153,8 @@ export function spawnIngestionActor(
       // Records came: more may be waiting (a source that buffers, like Kafka's, hands out what it
       // has fetched so far), so poll again at once; an empty read waits for the interval, or less
       // if the source says records arrived.
-      schedulePoll(s, ctx.self, records.length > 0 ? 0 : env.settings.pollIntervalMs);
+      s.emptyReads = records.length > 0 ? 0 : s.emptyReads + 1;
+      schedulePoll(s, ctx.self, records.length > 0 ? 0 : idlePollDelay(env.settings.pollIntervalMs, s.emptyReads));
       if (records.length === 0) s.reader!.whenReadable?.(() => pollNow(s, ctx.self));
       return s;
     } catch (e) {

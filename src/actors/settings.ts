@@ -15,8 +15,9 @@ const schema = z.strictObject({
   /** Reassignment cooldown after an ingestion error (FiloDB: 2 hours). */
   reassignmentCooldownMs: ms('reassignmentCooldownMs').default(DEFAULT_REASSIGNMENT_COOLDOWN_MS),
   /**
-   * How often a shard's ingestion polls its source when the last read was empty (a source that
-   * says when records arrive, like Kafka's, wakes it at once instead).
+   * How often a shard's ingestion polls its source when the last read was empty, doubled with each
+   * empty read in a row up to 10 times (an idle shard polls less); a source that says when records
+   * arrive, like Kafka's, wakes it at once instead.
    */
   pollIntervalMs: ms('pollIntervalMs').min(1).default(100),
   /**
