@@ -167,9 +167,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
           break;
-        case 'Reply':
-          queueReply({ format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply: e.reply });
+        case 'Reply': {
+          // An operator looking at the cluster sees what failed for good on the singleton's node.
+          const reply = e.reply.type === 'ClusterDescription' ? { ...e.reply, problems: env.problems.list() } : e.reply;
+          queueReply({ format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply });
           break;
+        }
         case 'AckReport':
           queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq });
           break;

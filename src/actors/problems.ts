@@ -2,17 +2,9 @@
 // cause with a count, shown on the node's /status and its page, so a failure is logged once, not
 // once per attempt, and still never silent.
 
-export interface Problem {
-  /** The event name it was logged under (docs/EVENTS.md). */
-  readonly event: string;
-  /** What failed: one entry per event and cause. */
-  readonly cause: string;
-  readonly message: string;
-  readonly count: number;
-  /** When it happened first and last (ms, the node's clock). */
-  readonly firstAt: number;
-  readonly lastAt: number;
-}
+import type { OperatorProblem } from '../core/shard-manager/protocol.js';
+
+export type Problem = OperatorProblem;
 
 /** The most distinct problems kept: the oldest go first. */
 const MAX_PROBLEMS = 50;

@@ -4,7 +4,7 @@
 import { parseDatasetRef, type DatasetRef } from '../core/ids.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
 import { ShardMapper } from '../core/shard-mapper.js';
-import type { DatasetDescription, MapStamp, Member, NodeOperations } from '../core/shard-manager/protocol.js';
+import type { DatasetDescription, MapStamp, Member, NodeOperations, OperatorProblem } from '../core/shard-manager/protocol.js';
 import type { ShardStatusType } from '../core/status.js';
 import { ApiError } from './api-error.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
@@ -16,6 +16,8 @@ export interface ClusterView {
   readonly members: readonly MemberView[];
   readonly datasets: readonly DatasetView[];
   readonly operations: NodeOperations;
+  /** Failures no retry fixes, on the singleton's node and on the node that answered, the most recent first. */
+  readonly problems: readonly (OperatorProblem & { readonly node: string })[];
 }
 
 export interface SingletonView {
@@ -143,6 +145,10 @@ export async function clusterView(singleton: SingletonClient, only?: DatasetRef)
     })),
     datasets: datasets.map(datasetView),
     operations: description.operations,
+    problems: [
+      ...(description.problems ?? []).map((p) => ({ ...p, node: lease?.node ?? 'singleton' })),
+      ...(singletonHere ? [] : node.problems.list().map((p) => ({ ...p, node: node.node }))),
+    ].sort((a, b) => b.lastAt - a.lastAt),
   };
 }
 

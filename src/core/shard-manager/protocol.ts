@@ -152,7 +152,28 @@ export type Reply =
   /** A node operation refused; nothing changed. */
   | { readonly type: 'NodeOperationRefused'; readonly operation: NodeOperationName; readonly reason: NodeOperationRefusal; readonly message: string }
   | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] }
-  | { readonly type: 'ClusterDescription'; readonly epoch: Epoch; readonly members: readonly Member[]; readonly datasets: readonly DatasetDescription[]; readonly operations: NodeOperations };
+  | {
+      readonly type: 'ClusterDescription';
+      readonly epoch: Epoch;
+      readonly members: readonly Member[];
+      readonly datasets: readonly DatasetDescription[];
+      readonly operations: NodeOperations;
+      /** Failures of the singleton's node that no retry fixes (added by the actor, not the core). */
+      readonly problems?: readonly OperatorProblem[];
+    };
+
+/** A failure no retry fixes, as a node keeps it for operators: each is logged once and counted. */
+export interface OperatorProblem {
+  /** The event it was logged under (docs/EVENTS.md). */
+  readonly event: string;
+  /** What failed; one entry per event and cause. */
+  readonly cause: string;
+  readonly message: string;
+  readonly count: number;
+  /** When it happened first and last (ms). */
+  readonly firstAt: number;
+  readonly lastAt: number;
+}
 
 /** Which map of a dataset: its shard count and `(epoch, version)` stamp. */
 export interface MapStamp {
