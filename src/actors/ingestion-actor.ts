@@ -48,6 +48,17 @@ export function idlePollDelay(pollIntervalMs: number, emptyReads: number): numbe
   return pollIntervalMs * Math.min(IDLE_POLL_FACTOR, 2 ** Math.max(0, emptyReads - 1));
 }
 
+/**
+ * The wait after an empty read: until the next record exists when the source knows when that is
+ * (never sooner than `pollIntervalMs`, so a fast source is still read in batches), else
+ * `idlePollDelay`.
+ */
+function nextPollDelay(pollIntervalMs: number, emptyReads: number, reader: ShardReader, now: number): number {
+  const at = reader.nextRecordAt?.();
+  if (at !== undefined && Number.isFinite(at)) return Math.max(pollIntervalMs, Math.ceil(at - now));
+  return idlePollDelay(pollIntervalMs, emptyReads);
+}
+
 export function spawnIngestionActor(
   env: NodeEnv,
   parent: ActorRef<unknown>,
@@ -154,7 +165,7 @@ export function spawnIngestionActor(
       // has fetched so far), so poll again at once; an empty read waits for the interval, or less
       // if the source says records arrived.
       s.emptyReads = records.length > 0 ? 0 : s.emptyReads + 1;
-      schedulePoll(s, ctx.self, records.length > 0 ? 0 : idlePollDelay(env.settings.pollIntervalMs, s.emptyReads));
+      schedulePoll(s, ctx.self, records.length > 0 ? 0 : nextPollDelay(env.settings.pollIntervalMs, s.emptyReads, s.reader!, env.clock.now()));
       if (records.length === 0) s.reader!.whenReadable?.(() => pollNow(s, ctx.self));
       return s;
     } catch (e) {

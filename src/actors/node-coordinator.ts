@@ -34,6 +34,12 @@ interface State {
   members: MembersRecord | undefined;
   /** `dataset/shard` → the ingestion running it. */
   readonly running: Map<string, Running>;
+  /**
+   * The parent of the shards' ingestion actors. Not the coordinator itself: nact copies an actor's
+   * children into the context of every message it handles, and the coordinator hears from every
+   * shard it runs (thousands, on a large node), which made each of its messages cost thousands.
+   */
+  shards: ActorRef<never> | undefined;
 }
 
 export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, reporter: ActorRef<ReporterMsg>): ActorRef<CoordinatorMsg> {
@@ -57,12 +63,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       if (s.running.has(key)) continue;
-      const actor = spawnIngestionActor(env, self, map.config, shard, reporter, (u) => env.runtime.send(self, u));
+      s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
+      const actor = spawnIngestionActor(env, s.shards, map.config, shard, reporter, (u) => env.runtime.send(self, u));
       s.running.set(key, { ref: actor, dataset, shard, status: Status.assigned });
     }
   };
 
-  const initialState: State = { maps: new Map(), members: undefined, running: new Map() };
+  const initialState: State = { maps: new Map(), members: undefined, running: new Map(), shards: undefined };
   return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
     switch (msg.type) {
       case 'MapState':

@@ -26,6 +26,12 @@ export interface ShardReader {
    * buffers what it fetched wakes its reader instead of making it wait for the next poll.
    */
   whenReadable?(listener: () => void): void;
+  /**
+   * When the record at the end offset will exist (ms, the source's clock), for a source that
+   * knows (a generator does; a log does not): a shard with nothing to read waits until then
+   * instead of polling, which is what lets a node run thousands of idle shards.
+   */
+  nextRecordAt?(): number;
   close(): Promise<void>;
 }
 

@@ -104,6 +104,11 @@ class SyntheticShardReader implements ShardReader {
     return records;
   }
 
+  /** The record at `end` appears at `start + (end + 1) * 1000 / recordsPerSecond`. */
+  nextRecordAt(): number {
+    return this.start + ((this.end() + 1) * 1000) / this.recordsPerSecond;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }
