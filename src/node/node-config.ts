@@ -3,11 +3,13 @@
 // records go, and the status endpoint. Every key is documented in config/README.md; a bad key is
 // refused with its dotted path, never defaulted silently.
 import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseNodeId, type NodeId } from '../core/ids.js';
 import { runtimeSettings, type RuntimeSettings } from '../actors/settings.js';
 import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
+import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
 
 const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
@@ -32,6 +34,8 @@ const schema = z.strictObject({
     keyspace: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd'),
     replicationFactor: z.number().int().min(1).default(1),
     connectTimeoutMs: ms.default(60_000),
+    maxConcurrentRequests: z.number().int('must be a whole number').min(1, 'must be at least 1').max(2048, 'must be at most 2048').default(128),
+    maxMutationBytes: z.number().int('must be a whole number of bytes').min(1024, 'must be at least 1024').max(2 ** 31 - 1).default(1024 * 1024),
   }),
   runtime: z.record(z.string(), z.unknown()).default({}),
   datasets: z.array(z.unknown()).default([]),
@@ -101,6 +105,22 @@ export function parseNodeConfig(input: unknown, source = 'config'): NodeConfig {
   const duplicate = refs.find((r, i) => refs.indexOf(r) !== i);
   if (duplicate !== undefined) throw new NodeConfigError('datasets', `name dataset ${duplicate} twice`, source);
   return { ...c, node: c.node as NodeId, runtime, datasets };
+}
+
+/** The Cassandra MetaStore's options from a node config: its `cassandra` keys and the cluster's name. */
+export function metaStoreOptions(config: NodeConfig, log: Logger): CassandraMetaStoreOptions {
+  const c = config.cassandra;
+  return {
+    contactPoints: c.contactPoints,
+    localDataCenter: c.localDataCenter,
+    keyspace: c.keyspace,
+    replication: { class: 'SimpleStrategy', replicationFactor: c.replicationFactor },
+    cluster: config.cluster,
+    connectTimeoutMs: c.connectTimeoutMs,
+    maxConcurrentRequests: c.maxConcurrentRequests,
+    maxMutationBytes: c.maxMutationBytes,
+    log,
+  };
 }
 
 /** Reads and validates a JSON configuration file. */

@@ -17,7 +17,7 @@ import { SyntheticSource } from '../ingest/synthetic-source.js';
 import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
 import { startNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
-import type { NodeConfig } from './node-config.js';
+import { metaStoreOptions, type NodeConfig } from './node-config.js';
 
 export interface StartNodeOptions {
   /** Where ingested records go. */
@@ -51,15 +51,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     for (const close of closers.reverse()) await close().catch((e: unknown) => log.warn({ err: e }, 'closing a connection failed'));
   };
   try {
-    const metaStore = await CassandraMetaStore.connect({
-      contactPoints: config.cassandra.contactPoints,
-      localDataCenter: config.cassandra.localDataCenter,
-      keyspace: config.cassandra.keyspace,
-      replication: { class: 'SimpleStrategy', replicationFactor: config.cassandra.replicationFactor },
-      cluster: config.cluster,
-      connectTimeoutMs: config.cassandra.connectTimeoutMs,
-      log: log.child({ component: 'metastore' }),
-    });
+    const metaStore = await CassandraMetaStore.connect(metaStoreOptions(config, log.child({ component: 'metastore' })));
     closers.push(() => metaStore.close());
 
     const bus = new KafkaBus({

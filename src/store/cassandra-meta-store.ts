@@ -6,9 +6,9 @@
  *
  * - Fencing needs the lease's epoch and the write it guards in one atomic step. Cassandra's
  *   lightweight transactions (Paxos) are atomic within ONE partition only, so everything the
- *   singleton writes (datasets, shard maps, cooldowns, subscriptions) lives in one partition per
- *   shardherd cluster of `singleton_state`, and the lease (`epoch`, `node`, `incarnation`) is that
- *   partition's STATIC columns. Every singleton write is then
+ *   singleton writes (datasets, shard map headers, cooldowns, subscriptions) lives in one partition
+ *   per shardherd cluster of `singleton_state`, and the lease (`epoch`, `node`, `incarnation`) is
+ *   that partition's STATIC columns. Every singleton write is then
  *   `UPDATE ... WHERE cluster = ? AND <row> IF epoch = ?`: Cassandra itself refuses a write whose
  *   epoch is not the lease's (the rule of `checkEpoch`), and a refused write returns the current
  *   epoch, which `FencedError` reports.
@@ -18,34 +18,63 @@
  *   (or supersedes) any write of the previous singleton still in flight: once a new singleton holds
  *   the lease, nothing of the old epoch can land any more, and plain LOCAL_QUORUM reads see every
  *   write that did.
- * - A shard map is kept only if its `(epoch, version)` is newer: a `map_stamp` tuple column and
- *   `IF epoch = ? AND map_stamp < ?` (or `map_stamp = null` when the dataset has no map yet).
+ * - A shard map is too large for one row: 65 536 shards × 3 copies is tens of MB as JSON, and
+ *   Cassandra refuses a mutation above half a commit log segment (a Paxos proposal that large
+ *   failed as a write timeout, retried for ever). So a map is a small HEADER row in the singleton's
+ *   partition (`kind = 'shard_map'`, format 2), which keeps the lightweight transaction, and PARTS
+ *   in `map_parts` (partition `(cluster, dataset)`, clustering `(part, epoch, version)`), each a
+ *   fixed range of shards in the compact encoding. The header names, per part, the stamp of the row
+ *   holding it; formats and sizes are in `map-parts.ts`, the I/O in `cassandra-shard-maps.ts`.
+ * - Part rows are immutable: written once (plain LOCAL_QUORUM writes, safe to repeat), keyed by the
+ *   `(epoch, version)` of the map they were written for, and always BEFORE the header that refers
+ *   to them. A reader that sees a header at LOCAL_QUORUM therefore finds its parts, and a map is
+ *   only ever seen whole: a header never points at half-written parts.
+ * - Only the parts that changed are written; the others are reused from the stored header. So the
+ *   header's write is conditioned on the lease's epoch AND on the stored header being the one the
+ *   reused parts belong to (`map_stamp = <known stamp> AND map_stamp < <new stamp>`, or
+ *   `map_stamp = null` for a first map): a writer whose memory is stale cannot publish a header
+ *   pointing at parts that were replaced. When the stored header is another one, a newer or equal
+ *   map is kept (the snapshot is ignored, as before); an older one is read and written against.
+ * - Part rows a header no longer refers to are deleted after it was written, by ranges of stamps
+ *   per part (best effort; see `garbageOf`); `deleteDataset` removes the dataset's parts.
+ * - A map written by an older version as one whole row (format 1) is still read; the first write
+ *   of that dataset replaces it with a header and parts (conditioned on its `map_stamp` as usual).
+ * - A map that cannot be read whole (a part missing or malformed, a header this version cannot
+ *   read) is left out of `shardMaps()` and logged as `metastore.map-unreadable`: the singleton
+ *   recovers it from the nodes' copies, while throwing would stop every singleton for good.
  * - Checkpoints are written by shard owners, not the singleton: a plain table, one partition per
- *   shard, the latest write winning.
+ *   shard, the latest write winning; `readCheckpointsOf` reads up to 100 shards per request.
  * - Several shardherd clusters may share a keyspace: every row is keyed by the cluster's name.
+ * - At most `maxConcurrentRequests` requests are in flight; the others wait in order. Thousands of
+ *   shards starting at once used to put more than the driver's 2048 requests on one connection.
+ * - No statement is sent whose values exceed `maxMutationBytes`: it fails at once with the
+ *   non-retriable `MetaStoreWriteTooLargeError` instead of being retried for ever.
  *
- * Values are JSON text, checked on the way back (`validateDatasetConfig`, `parseShardMapSnapshot`)
- * and tagged with a `format`, so a row this version cannot read is refused with `MetaStoreRowError`
- * instead of being trusted.
+ * Values are JSON text, checked on the way back (`validateDatasetConfig`, the map codec) and
+ * tagged with a `format`, so a row this version cannot read is refused with `MetaStoreRowError`
+ * (or, for a map, left out) instead of being trusted.
  *
  * Errors: a Cassandra that cannot be reached, times out or lacks replicas surfaces as the retriable
  * `MetaStoreUnavailableError` (the actors retry it); anything else propagates. A write whose
  * answer is lost may have applied: retrying any write is safe (the same value again, or a map
  * that is not newer and is ignored), and `takeLease` learns its outcome with a SERIAL read.
  *
- * Gotchas: the keyspace's replication is set only when `connect` creates it. The whole singleton
- * state is one partition, so very large shard maps (tens of thousands of shards) make it heavy.
- * On a multi-node Cassandra 5.0, let one process create the schema before starting many at once
- * (concurrent `CREATE TABLE IF NOT EXISTS` on different coordinators can disagree).
+ * Gotchas: the keyspace's replication is set only when `connect` creates it. On a multi-node
+ * Cassandra 5.0, let one process create the schema before starting many at once (concurrent
+ * `CREATE TABLE IF NOT EXISTS` on different coordinators can disagree). Everything is read and
+ * written at LOCAL_QUORUM / LOCAL_SERIAL: a singleton in another data center may briefly see a
+ * header whose parts have not reached it, and leaves that map out until they have. One store
+ * instance per process: what it remembers of the stored maps is its own (a second instance
+ * writing the same maps is safe, only slower).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, errors, policies, types } from 'cassandra-driver';
+import { types, type Client } from 'cassandra-driver';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
-import { compareStamps, parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
+import { connectClient } from './cassandra-connect.js';
 import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import {
   CASSANDRA_META_FORMAT,
@@ -54,12 +83,14 @@ import {
   metaStoreCql,
   NO_DATASET,
   NO_SHARD,
-  schemaCql,
   type KeyspaceReplication,
   type MetaStoreCql,
   type RecordKind,
 } from './cassandra-schema.js';
-import { FencedError, MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { CassandraSession, LWT, PLAIN_WRITE, READ, refuseIfFenced, safeNumber, SERIAL_READ, settleAll, summarize, type ReadOptions } from './cassandra-session.js';
+import { CassandraShardMaps } from './cassandra-shard-maps.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import type { LimiterStats } from './request-limiter.js';
 
 export type { KeyspaceReplication } from './cassandra-schema.js';
 
@@ -82,10 +113,24 @@ export interface CassandraMetaStoreOptions {
    * (default 30000). Schema requests within an attempt are bounded by `requestTimeoutMs`.
    */
   readonly connectTimeoutMs?: number;
+  /**
+   * The most requests this store has in flight at once (default 128, at most 2048, the driver's
+   * limit per connection); the others wait in the order they were made.
+   */
+  readonly maxConcurrentRequests?: number;
+  /**
+   * The largest write this store sends, in bytes of its values (default 1 MiB, at least 1 KiB).
+   * A larger one fails at once with `MetaStoreWriteTooLargeError` (not retriable). Keep it below
+   * half of Cassandra's commit log segment (`commitlog_segment_size`: 32 MiB by default), above
+   * which Cassandra refuses the mutation itself.
+   */
+  readonly maxMutationBytes?: number;
 }
 
 const ms = (key: string) => z.number({ error: `${key} must be a number of milliseconds` }).int().min(1);
 const replicationFactor = z.number().int().min(1);
+/** The driver refuses more requests than this on one connection (`BusyConnectionError`). */
+const DRIVER_REQUESTS_PER_CONNECTION = 2048;
 const settingsSchema = z.strictObject({
   contactPoints: z.array(z.string().min(1)).min(1, 'needs at least one host:port'),
   localDataCenter: z.string().min(1),
@@ -102,6 +147,13 @@ const settingsSchema = z.strictObject({
     .default(DEFAULT_REPLICATION),
   requestTimeoutMs: ms('requestTimeoutMs').default(12_000),
   connectTimeoutMs: ms('connectTimeoutMs').default(30_000),
+  maxConcurrentRequests: z
+    .number()
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(DRIVER_REQUESTS_PER_CONNECTION, `must be at most ${DRIVER_REQUESTS_PER_CONNECTION} (the driver's limit per connection)`)
+    .default(128),
+  maxMutationBytes: z.number().int('must be a whole number of bytes').min(1024, 'must be at least 1024 bytes').max(2 ** 31 - 1).default(1024 * 1024),
 });
 
 type Settings = Readonly<z.output<typeof settingsSchema>>;
@@ -124,100 +176,12 @@ export class MetaStoreRowError extends Error {
   }
 }
 
-// LWTs: Paxos among the local data center's replicas, committed at LOCAL_QUORUM. Not idempotent
-// for the driver (it must not retry them blindly); the actors retry on MetaStoreUnavailableError.
-const LWT = { prepare: true, consistency: types.consistencies.localQuorum, serialConsistency: types.consistencies.localSerial, isIdempotent: false };
-const READ = { prepare: true, consistency: types.consistencies.localQuorum, isIdempotent: true };
-/** Completes any Paxos round in flight on the partition before answering: settles an unknown LWT outcome. */
-const SERIAL_READ = { prepare: true, consistency: types.consistencies.localSerial, isIdempotent: true };
-/** A checkpoint write sets one value: the driver may retry it. */
-const PLAIN_WRITE = { prepare: true, consistency: types.consistencies.localQuorum, isIdempotent: true };
-/** Rows per page when listing a kind: shard maps can be large values. */
+/** Rows per page when listing a kind. */
 const ROWS_PER_PAGE = 100;
-/** A shard map write that keeps losing races to other writers gives up (retriably) after this many tries. */
-const MAX_SHARD_MAP_ATTEMPTS = 8;
-const CONNECT_RETRY_INITIAL_MS = 200;
-const CONNECT_RETRY_MAX_MS = 5_000;
-/** The driver's own limit for opening one connection (its default). */
-const DRIVER_CONNECT_TIMEOUT_MS = 5_000;
-/** The least time worth a connection attempt; `connect` gives up when less than this is left. */
-const MIN_CONNECT_ATTEMPT_MS = 100;
-
-const UNAVAILABLE_RESPONSES = new Set<number>([
-  types.responseErrorCodes.unavailableException,
-  types.responseErrorCodes.overloaded,
-  types.responseErrorCodes.isBootstrapping,
-  types.responseErrorCodes.writeTimeout,
-  types.responseErrorCodes.readTimeout,
-]);
-
-/** Driver errors that mean "cannot reach / timed out / not enough replicas": retrying may help. */
-function isUnavailable(e: unknown): boolean {
-  return (
-    e instanceof errors.NoHostAvailableError ||
-    e instanceof errors.OperationTimedOutError ||
-    e instanceof errors.BusyConnectionError ||
-    (e instanceof errors.ResponseError && UNAVAILABLE_RESPONSES.has(e.code)) ||
-    // The connection died under a request the driver would not retry itself (a lightweight
-    // transaction is not idempotent): Cassandra went away (killed, restarting), try again later.
-    (e instanceof errors.DriverError && (e as { isSocketError?: boolean }).isSocketError === true)
-  );
-}
-
-function firstLine(text: string): string {
-  return text.split('\n', 1)[0] ?? text;
-}
-
-/**
- * A one-line cause for logs and `MetaStoreUnavailableError` (the driver's messages embed stack
- * traces), naming each host that failed; the driver's error stays reachable as its `cause`.
- */
-function summarize(e: unknown): Error {
-  if (e instanceof errors.NoHostAvailableError) {
-    const inner = Object.entries((e.innerErrors ?? {}) as Record<string, unknown>).map(
-      ([host, err]) => `${host}: ${firstLine(err instanceof Error ? err.message : String(err))}`,
-    );
-    return new Error(`no Cassandra host answered (${inner.join('; ') || firstLine(e.message)})`, { cause: e });
-  }
-  return new Error(firstLine(e instanceof Error ? e.message : String(e)), { cause: e });
-}
-
-/** Runs a request; driver errors meaning "unavailable" become `MetaStoreUnavailableError(operation)`. */
-async function request<T>(operation: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (e) {
-    throw isUnavailable(e) ? new MetaStoreUnavailableError(operation, summarize(e)) : e;
-  }
-}
-
-/** A bigint column as a number (null stays null); epochs, versions and offsets are safe integers. */
-function safeNumber(value: unknown): number | null {
-  if (value === null || value === undefined) return null;
-  return types.Long.isLong(value) ? (value as types.Long).toNumber() : Number(value);
-}
-
-/** The lease's epoch in the row a refused LWT returns; 0 when there has never been a lease. */
-function currentEpoch(result: types.ResultSet): number {
-  return safeNumber(result.first()?.get('epoch')) ?? 0;
-}
-
-/**
- * `checkEpoch`'s rule, decided by Cassandra: a conditional write refused because its epoch is not
- * the lease's (or there is no lease) throws `FencedError` with the lease's current epoch.
- */
-function refuseIfFenced(result: types.ResultSet, writeEpoch: number): void {
-  if (result.wasApplied()) return;
-  const current = currentEpoch(result);
-  if (current === 0 || current !== writeEpoch) throw new FencedError(writeEpoch, current);
-}
-
-/** The `(epoch, version)` of the stored map in a refused map write's row; undefined when there is none. */
-function storedStamp(result: types.ResultSet): { epoch: number; version: number } | undefined {
-  const stamp = result.first()?.get('map_stamp') as types.Tuple | null | undefined;
-  if (!stamp) return undefined;
-  return { epoch: safeNumber(stamp.get(0)) ?? 0, version: safeNumber(stamp.get(1)) ?? 0 };
-}
+/** Shards per checkpoint request of `readCheckpointsOf` (an IN over that many partitions). */
+const CHECKPOINT_SHARDS_PER_READ = 100;
+/** Checkpoint rows per page: a shard has one per group, usually one. */
+const CHECKPOINT_ROWS_PER_PAGE = 1000;
 
 const sameLease = (a: Lease, b: Lease): boolean => a.epoch === b.epoch && a.node === b.node && a.incarnation === b.incarnation;
 
@@ -241,10 +205,6 @@ const parseValue = {
     const r = validateDatasetConfig(raw);
     return r.ok ? r : { ok: false, message: r.error.message };
   },
-  shard_map: (raw: unknown): Parsed<ShardMapSnapshot> => {
-    const r = parseShardMapSnapshot(raw);
-    return r.ok ? r : { ok: false, message: r.error.message };
-  },
   reassignedAt: (raw: unknown): Parsed<number> => fromZod(z.number().finite().safeParse(raw)),
   subscriptions: (raw: unknown): Parsed<StoredSubscriptions> => fromZod(subscriptionsSchema.safeParse(raw)),
   node_operations: (raw: unknown): Parsed<NodeOperations> => fromZod(nodeOperationsSchema.safeParse(raw)),
@@ -261,76 +221,15 @@ function leaseFrom(row: types.Row | undefined, location: string): Lease | undefi
   return { epoch: epoch as Epoch, node: node.value, incarnation: incarnation.value };
 }
 
-/**
- * Connects, creating the keyspace and tables if needed. While Cassandra cannot be reached it
- * retries with backoff (logging each failure) for `connectTimeoutMs`, then throws
- * `MetaStoreUnavailableError` naming the contact points. Other errors are thrown at once.
- */
-async function connectClient(settings: Settings, log: Logger): Promise<Client> {
-  const started = performance.now();
-  const timeLeft = () => settings.connectTimeoutMs - (performance.now() - started);
-  const where = settings.contactPoints.join(', ');
-  let delay = CONNECT_RETRY_INITIAL_MS;
-  for (let attempt = 1; ; attempt++) {
-    const client = newClient(settings, Math.max(1, Math.min(DRIVER_CONNECT_TIMEOUT_MS, timeLeft())), log);
-    try {
-      await client.connect();
-      await createSchema(client, settings);
-      log.info({ contactPoints: settings.contactPoints, attempt }, 'connected to Cassandra; schema ready');
-      return client;
-    } catch (e) {
-      await client.shutdown().catch(() => undefined);
-      if (!isUnavailable(e)) throw e;
-      // Stop rather than start an attempt too short to connect: its "Connection timeout" would
-      // hide the real reason (e.g. ECONNREFUSED) in the error.
-      const left = timeLeft();
-      if (left < MIN_CONNECT_ATTEMPT_MS) {
-        const spent = Math.round(performance.now() - started);
-        throw new MetaStoreUnavailableError(`connect to Cassandra at ${where} (gave up after ${attempt} attempts in ${spent} ms)`, summarize(e));
-      }
-      const retryInMs = Math.min(delay, left - MIN_CONNECT_ATTEMPT_MS);
-      log.warn({ err: summarize(e), attempt, retryInMs, contactPoints: settings.contactPoints }, `cannot reach Cassandra at ${where}; retrying`);
-      await sleep(retryInMs);
-      delay = Math.min(delay * 2, CONNECT_RETRY_MAX_MS);
-    }
-  }
-}
-
-/** Reconnection to a Cassandra host that went down: 250 ms, doubling, at most every 2 s. */
-const RECONNECT_BASE_MS = 250;
-const RECONNECT_MAX_MS = 2_000;
-
-function newClient(settings: Settings, connectTimeoutMs: number, log: Logger): Client {
-  const client = new Client({
-    contactPoints: [...settings.contactPoints],
-    localDataCenter: settings.localDataCenter,
-    socketOptions: { connectTimeout: connectTimeoutMs, readTimeout: settings.requestTimeoutMs },
-    // The driver's default waits up to 10 minutes between reconnections to a host it saw go down;
-    // a coordinator must find Cassandra within seconds of its return (measured: 16 s after a restart).
-    policies: { reconnection: new policies.reconnection.ExponentialReconnectionPolicy(RECONNECT_BASE_MS, RECONNECT_MAX_MS, true) },
-  });
-  const driverLog = log.child({ component: 'cassandra-driver' });
-  client.on('log', (level: string, className: string, message: string) => {
-    if (level === 'error' || level === 'warning') driverLog.warn({ className }, message);
-    else if (level === 'info') driverLog.debug({ className }, message);
-    else driverLog.trace({ className }, message);
-  });
-  return client;
-}
-
-// Schema changes have no bind values: preparing them would only add a round trip.
-async function createSchema(client: Client, settings: Settings): Promise<void> {
-  for (const statement of schemaCql(settings.keyspace, settings.replication)) {
-    await client.execute(statement, [], { consistency: types.consistencies.localQuorum });
-  }
-}
-
 /** The MetaStore on Cassandra. Create it with `CassandraMetaStore.connect`; `close` it when done. */
 export class CassandraMetaStore implements MetaStore {
   private readonly cql: MetaStoreCql;
   private readonly cluster: string;
   /** Names the partition in `MetaStoreRowError`. */
   private readonly location: string;
+  /** Every statement goes through it: the concurrency bound and the size check. */
+  private readonly session: CassandraSession;
+  private readonly maps: CassandraShardMaps;
 
   private constructor(
     private readonly client: Client,
@@ -340,6 +239,8 @@ export class CassandraMetaStore implements MetaStore {
     this.cql = metaStoreCql(settings.keyspace);
     this.cluster = settings.cluster;
     this.location = `${settings.keyspace}.singleton_state of cluster ${JSON.stringify(settings.cluster)}`;
+    this.session = new CassandraSession(client, settings.maxConcurrentRequests, settings.maxMutationBytes);
+    this.maps = new CassandraShardMaps(this.session, this.cql, this.cluster, log);
   }
 
   /**
@@ -366,6 +267,14 @@ export class CassandraMetaStore implements MetaStore {
     await this.client.shutdown();
   }
 
+  /**
+   * The requests in flight and waiting now, and the most ever in flight at once (never above
+   * `maxConcurrentRequests`): for metrics and tests.
+   */
+  get requests(): LimiterStats {
+    return this.session.stats;
+  }
+
   readLease(): Promise<Lease | undefined> {
     return this.readLeaseWith('readLease', READ);
   }
@@ -376,11 +285,11 @@ export class CassandraMetaStore implements MetaStore {
     // "No lease yet" is a missing static column: compared with null, not with 0.
     const params = [wanted.epoch, node, incarnation, this.cluster, expectedEpoch === 0 ? null : expectedEpoch];
     try {
-      const result = await this.client.execute(this.cql.takeLease, params, LWT);
+      const result = await this.session.write('takeLease', 'singleton lease', this.cql.takeLease, params, LWT);
       return result.wasApplied() ? { ...wanted } : undefined;
     } catch (e) {
-      if (!isUnavailable(e)) throw e;
-      return this.learnLeaseOutcome(wanted, expectedEpoch, e);
+      if (!(e instanceof MetaStoreUnavailableError)) throw e;
+      return this.learnLeaseOutcome(wanted, expectedEpoch, e.cause ?? e);
     }
   }
 
@@ -389,22 +298,26 @@ export class CassandraMetaStore implements MetaStore {
   }
 
   /**
-   * One conditional batch on the singleton's partition: the dataset, its shard map and all its
-   * cooldowns go together or not at all (a re-created dataset starts afresh; see `meta-state.ts`).
+   * One conditional batch on the singleton's partition: the dataset, its shard map's header and all
+   * its cooldowns go together or not at all (a re-created dataset starts afresh; see
+   * `meta-state.ts`). Then the map's parts, in their own partition (a batch with a condition must
+   * stay in one partition): if that fails, the call fails retriably and a retry deletes them.
    * Checkpoints stay.
    */
   async deleteDataset(dataset: DatasetRef, epoch: Epoch): Promise<void> {
-    const result = await request('deleteDataset', () =>
-      this.client.batch(
-        [
-          { query: this.cql.deleteRecordIfEpoch, params: [...this.rowKey('dataset', dataset, NO_SHARD), epoch] },
-          { query: this.cql.deleteRecord, params: this.rowKey('shard_map', dataset, NO_SHARD) },
-          { query: this.cql.deleteDatasetRows, params: [this.cluster, 'cooldown', dataset] },
-        ],
-        LWT,
-      ),
+    const result = await this.session.batch(
+      'deleteDataset',
+      `rows of ${dataset}`,
+      [
+        { query: this.cql.deleteRecordIfEpoch, params: [...this.rowKey('dataset', dataset, NO_SHARD), epoch] },
+        { query: this.cql.deleteRecord, params: this.rowKey('shard_map', dataset, NO_SHARD) },
+        { query: this.cql.deleteDatasetRows, params: [this.cluster, 'cooldown', dataset] },
+      ],
+      LWT,
+      dataset,
     );
     refuseIfFenced(result, epoch);
+    await this.maps.deleteParts(dataset);
   }
 
   async datasets(): Promise<DatasetConfig[]> {
@@ -413,30 +326,17 @@ export class CassandraMetaStore implements MetaStore {
   }
 
   /**
-   * Fenced by the snapshot's epoch; replaces the stored map only if it is older, in the same LWT,
-   * so two writers cannot interleave a read and a write. A map that is not newer is ignored.
+   * Fenced by the snapshot's epoch; replaces the stored map only if it is older. Writes the parts
+   * that changed, then the header in one LWT (see the top of this file and `cassandra-shard-maps.ts`).
+   * A map that is not newer is ignored.
    */
-  async putShardMap(snapshot: ShardMapSnapshot): Promise<void> {
-    const key = this.rowKey('shard_map', snapshot.dataset, NO_SHARD);
-    const value = JSON.stringify(snapshot);
-    const stamp = new types.Tuple(snapshot.epoch, snapshot.version);
-    let noMapStored = false; // the usual case is replacing a map; `map_stamp < ?` never holds against null
-    for (let attempt = 1; attempt <= MAX_SHARD_MAP_ATTEMPTS; attempt++) {
-      const result = noMapStored
-        ? await this.lwt('putShardMap', this.cql.putFirstShardMap, [CASSANDRA_META_FORMAT, value, stamp, ...key, snapshot.epoch])
-        : await this.lwt('putShardMap', this.cql.putNewerShardMap, [CASSANDRA_META_FORMAT, value, stamp, ...key, snapshot.epoch, stamp]);
-      refuseIfFenced(result, snapshot.epoch);
-      if (result.wasApplied()) return;
-      const stored = storedStamp(result);
-      if (stored && compareStamps(snapshot, stored) <= 0) return; // not newer: ignored
-      noMapStored = stored === undefined; // the stored map appeared or vanished meanwhile: try the other condition
-    }
-    throw new MetaStoreUnavailableError('putShardMap', new Error(`the stored map of ${snapshot.dataset} kept changing under ${MAX_SHARD_MAP_ATTEMPTS} attempts`));
+  putShardMap(snapshot: ShardMapSnapshot): Promise<void> {
+    return this.maps.put(snapshot);
   }
 
-  async shardMaps(): Promise<ShardMapSnapshot[]> {
-    const rows = await this.records('shardMaps', 'shard_map');
-    return rows.map((row) => this.decode(row, 'shard_map', parseValue.shard_map));
+  /** Every map that can be read whole; one that cannot is left out and logged (`metastore.map-unreadable`). */
+  shardMaps(): Promise<ShardMapSnapshot[]> {
+    return this.maps.readAll();
   }
 
   async putSubscriptions(subscriptions: StoredSubscriptions, epoch: Epoch): Promise<void> {
@@ -483,17 +383,29 @@ export class CassandraMetaStore implements MetaStore {
   /** Not fenced (shard owners write it); the latest write wins, even if its offset is lower. */
   async writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
     if (!Number.isSafeInteger(offset)) throw new RangeError(`a checkpoint offset must be a safe integer, got ${offset}`);
-    await request('writeCheckpoint', () =>
-      this.client.execute(this.cql.writeCheckpoint, [types.Long.fromNumber(offset), this.cluster, dataset, shard, group], PLAIN_WRITE),
-    );
+    await this.session.write('writeCheckpoint', `checkpoint of ${dataset} shard ${shard}`, this.cql.writeCheckpoint, [types.Long.fromNumber(offset), this.cluster, dataset, shard, group], PLAIN_WRITE, dataset);
   }
 
   async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>> {
-    const rows = await request('readCheckpoints', async () => {
-      const result = await this.client.execute(this.cql.readCheckpoints, [this.cluster, dataset, shard], READ);
-      return result.rows;
-    });
-    return new Map(rows.map((row) => [row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0]));
+    const result = await this.session.read('readCheckpoints', this.cql.readCheckpoints, [this.cluster, dataset, shard]);
+    return new Map(result.rows.map((row) => [row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0]));
+  }
+
+  /** Up to 100 shards' partitions per request (an IN on the partition key), the requests within the limit. */
+  async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>> {
+    const result = new Map<number, Map<string, number>>();
+    for (const shard of shards) {
+      if (!Number.isInteger(shard) || shard < 0 || shard > 0x7fffffff) throw new RangeError(`a shard is a whole number >= 0, got ${shard}`);
+      result.set(shard, new Map());
+    }
+    const unique = [...result.keys()];
+    const slices: number[][] = [];
+    for (let i = 0; i < unique.length; i += CHECKPOINT_SHARDS_PER_READ) slices.push(unique.slice(i, i + CHECKPOINT_SHARDS_PER_READ));
+    const pages = await settleAll(slices.map((slice) => this.session.readAll('readCheckpointsOf', this.cql.readCheckpointsOf, [this.cluster, dataset, slice], CHECKPOINT_ROWS_PER_PAGE)));
+    for (const row of pages.flat()) {
+      result.get(row.get('shard') as number)?.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
+    }
+    return result;
   }
 
   /**
@@ -510,8 +422,8 @@ export class CassandraMetaStore implements MetaStore {
     return undefined;
   }
 
-  private async readLeaseWith(operation: string, options: typeof READ | typeof SERIAL_READ): Promise<Lease | undefined> {
-    const result = await request(operation, () => this.client.execute(this.cql.readLease, [this.cluster], options));
+  private async readLeaseWith(operation: string, options: ReadOptions): Promise<Lease | undefined> {
+    const result = await this.session.read(operation, this.cql.readLease, [this.cluster], options);
     return leaseFrom(result.first() ?? undefined, this.location);
   }
 
@@ -520,24 +432,17 @@ export class CassandraMetaStore implements MetaStore {
     return [this.cluster, kind, dataset, shard];
   }
 
-  private lwt(operation: string, query: string, params: unknown[]): Promise<types.ResultSet> {
-    return request(operation, () => this.client.execute(query, params, LWT));
-  }
-
   /** A singleton write: replaces one row's value if `epoch` is the lease's, else `FencedError`. */
   private async putRecord(operation: string, kind: RecordKind, dataset: string, shard: number, value: unknown, epoch: Epoch): Promise<void> {
-    const result = await this.lwt(operation, this.cql.putRecord, [CASSANDRA_META_FORMAT, JSON.stringify(value), ...this.rowKey(kind, dataset, shard), epoch]);
+    const name = `${kind} row${dataset === NO_DATASET ? '' : ` of ${dataset}`}${shard === NO_SHARD ? '' : ` shard ${shard}`}`;
+    const params = [CASSANDRA_META_FORMAT, JSON.stringify(value), ...this.rowKey(kind, dataset, shard), epoch];
+    const result = await this.session.write(operation, name, this.cql.putRecord, params, LWT, dataset === NO_DATASET ? undefined : dataset);
     refuseIfFenced(result, epoch);
   }
 
   /** Every row of one kind, all pages. */
   private records(operation: string, kind: RecordKind): Promise<types.Row[]> {
-    return request(operation, async () => {
-      const rows: types.Row[] = [];
-      const result = await this.client.execute(this.cql.recordsOfKind, [this.cluster, kind], { ...READ, fetchSize: ROWS_PER_PAGE });
-      for await (const row of result) rows.push(row);
-      return rows;
-    });
+    return this.session.readAll(operation, this.cql.recordsOfKind, [this.cluster, kind], ROWS_PER_PAGE);
   }
 
   /** A row's JSON value, checked; a row this version cannot read throws `MetaStoreRowError` naming it. */

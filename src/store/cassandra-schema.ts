@@ -1,8 +1,21 @@
-// The CQL of the Cassandra MetaStore: its keyspace, its two tables and every statement it runs.
+// The CQL of the Cassandra MetaStore: its keyspace, its three tables and every statement it runs.
 // Why the tables look like this is explained at the top of cassandra-meta-store.ts.
 
-/** The layout of the rows this version writes and reads (the `format` column of `singleton_state`). */
+/**
+ * The layout of the rows this version writes and reads (the `format` column of `singleton_state`),
+ * but for shard maps, whose rows have formats of their own (see `map-parts.ts`).
+ */
 export const CASSANDRA_META_FORMAT = 1;
+
+/**
+ * How long Cassandra keeps the tombstones of deleted map parts before compaction may purge them.
+ * Shorter than the 10-day default because every map change deletes the part row it replaced: a
+ * busy singleton leaves many tombstones. Safe because a deleted part row that came back (a replica
+ * that missed the delete and was not repaired in time) is one no header refers to, or will ever
+ * again (see `garbageOf`): garbage again, never a wrong map. Three hours is Cassandra's default
+ * hint window, so a replica that was down a while still gets its deletes by hints.
+ */
+export const MAP_PARTS_GC_GRACE_SECONDS = 10_800;
 
 /** How the keyspace is replicated when `connect` creates it (an existing keyspace is left as it is). */
 export type KeyspaceReplication =
@@ -58,6 +71,19 @@ export function schemaCql(keyspace: string, replication: KeyspaceReplication): s
       incarnation text static,
       PRIMARY KEY ((cluster), kind, dataset, shard)
     ) WITH comment = 'shardherd: the singleton lease (static) and what the singleton writes, fenced by the lease epoch'`,
+    // A shard map's parts: the header row in singleton_state names, per range of shards, the
+    // (epoch, version) of the row holding it. Rows are written once, before a header refers to them.
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.map_parts (
+      cluster text,
+      dataset text,
+      part int,
+      epoch bigint,
+      version bigint,
+      format int,
+      value text,
+      PRIMARY KEY ((cluster, dataset), part, epoch, version)
+    ) WITH comment = 'shardherd: the parts of each shard map, immutable, keyed by the (epoch, version) of the map they were written for'
+      AND gc_grace_seconds = ${MAP_PARTS_GC_GRACE_SECONDS}`,
     // Written by shard owners, not the singleton: plain writes, one partition per shard.
     `CREATE TABLE IF NOT EXISTS ${keyspace}.checkpoints (
       cluster text,
@@ -73,22 +99,38 @@ export function schemaCql(keyspace: string, replication: KeyspaceReplication): s
 /** Every statement the store runs (all prepared), for one keyspace. */
 export function metaStoreCql(keyspace: string) {
   const state = `${keyspace}.singleton_state`;
+  const parts = `${keyspace}.map_parts`;
   const row = 'cluster = ? AND kind = ? AND dataset = ? AND shard = ?';
+  const partRow = 'cluster = ? AND dataset = ? AND part = ?';
   return {
     readLease: `SELECT epoch, node, incarnation FROM ${state} WHERE cluster = ? LIMIT 1`,
     /** Bound with a null expected epoch for the first lease: a missing static column is null. */
     takeLease: `UPDATE ${state} SET epoch = ?, node = ?, incarnation = ? WHERE cluster = ? IF epoch = ?`,
     putRecord: `UPDATE ${state} SET format = ?, value = ? WHERE ${row} IF epoch = ?`,
-    /** Replaces the stored map only if it is older; a null stamp (no map) never compares, see `putFirstShardMap`. */
-    putNewerShardMap: `UPDATE ${state} SET format = ?, value = ?, map_stamp = ? WHERE ${row} IF epoch = ? AND map_stamp < ?`,
-    putFirstShardMap: `UPDATE ${state} SET format = ?, value = ?, map_stamp = ? WHERE ${row} IF epoch = ? AND map_stamp = null`,
+    /**
+     * Replaces the header the writer knows (`map_stamp = ?`, so the parts it reuses are that
+     * header's) and only with a newer map (`map_stamp < ?`). A null stamp (no map) never compares,
+     * see `putFirstMapHeader`.
+     */
+    putMapHeader: `UPDATE ${state} SET format = ?, value = ?, map_stamp = ? WHERE ${row} IF epoch = ? AND map_stamp = ? AND map_stamp < ?`,
+    putFirstMapHeader: `UPDATE ${state} SET format = ?, value = ?, map_stamp = ? WHERE ${row} IF epoch = ? AND map_stamp = null`,
+    mapHeaders: `SELECT dataset, format, value, map_stamp FROM ${state} WHERE cluster = ? AND kind = ?`,
+    mapHeader: `SELECT dataset, format, value, map_stamp FROM ${state} WHERE ${row}`,
     /** The fenced statement of the delete-dataset batch; the others ride on its condition. */
     deleteRecordIfEpoch: `DELETE FROM ${state} WHERE ${row} IF epoch = ?`,
     deleteRecord: `DELETE FROM ${state} WHERE ${row}`,
     deleteDatasetRows: `DELETE FROM ${state} WHERE cluster = ? AND kind = ? AND dataset = ?`,
     recordsOfKind: `SELECT dataset, shard, format, value FROM ${state} WHERE cluster = ? AND kind = ?`,
+    putPart: `INSERT INTO ${parts} (cluster, dataset, part, epoch, version, format, value) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    /** The rows named by a list of `(part, epoch, version)` tuples, in one partition. */
+    readParts: `SELECT part, epoch, version, format, value FROM ${parts} WHERE cluster = ? AND dataset = ? AND (part, epoch, version) IN ?`,
+    deletePartRowsBelow: `DELETE FROM ${parts} WHERE ${partRow} AND (epoch, version) < (?, ?)`,
+    deletePartRowsBetween: `DELETE FROM ${parts} WHERE ${partRow} AND (epoch, version) > (?, ?) AND (epoch, version) <= (?, ?)`,
+    deleteParts: `DELETE FROM ${parts} WHERE cluster = ? AND dataset = ?`,
     writeCheckpoint: `UPDATE ${keyspace}.checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND group_name = ?`,
     readCheckpoints: `SELECT group_name, last_offset FROM ${keyspace}.checkpoints WHERE cluster = ? AND dataset = ? AND shard = ?`,
+    /** Many shards' partitions in one request (an IN on the last partition key column). */
+    readCheckpointsOf: `SELECT shard, group_name, last_offset FROM ${keyspace}.checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
   } as const;
 }
 

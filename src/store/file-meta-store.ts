@@ -3,14 +3,23 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId, type DatasetRef, type Epoch, type Incarnation, type NodeId } from '../core/ids.js';
+import { InvalidSnapshotError } from '../core/errors.js';
+import { COMPACT_MAP_FORMAT, decodeSnapshot, encodeSnapshot } from '../core/map-codec.js';
+import { err, type Result } from '../core/result.js';
 import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
-/** The version of the file layout this code reads and writes. */
-export const META_FILE_FORMAT = 1;
+/**
+ * The version of the file layout this code writes. Format 2 keeps shard maps in the compact
+ * encoding (`encodeSnapshot`): a map of 65 536 shards × 3 copies is a few MB instead of tens, and
+ * the whole file is written on every write. Format 1 (maps as `ShardMapSnapshot` JSON) is still read.
+ */
+export const META_FILE_FORMAT = 2;
+/** The file formats `loadMetaFile` reads. */
+export const READABLE_META_FILE_FORMATS: readonly number[] = [1, 2];
 
 /** A MetaStore file this version cannot read: an unknown format or a malformed entry. Not retriable. */
 export class MetaStoreFileError extends Error {
@@ -25,7 +34,9 @@ export class MetaStoreFileError extends Error {
 
 /**
  * A MetaStore in one JSON file, for embedded mode across restarts:
- * `{ format: 1, lease, datasets, shardMaps, cooldowns, checkpoints }`.
+ * `{ format: 2, lease, datasets, shardMaps, subscriptions, nodeOperations, appliedRequests,
+ * cooldowns, checkpoints }`, the shard maps in the compact encoding (`map-codec.ts`), one entry of
+ * each list per line.
  *
  * - Loaded on first use (a missing file is an empty store); a file with an unknown format or an
  *   invalid entry is refused with `MetaStoreFileError` naming the file and the entry.
@@ -39,6 +50,11 @@ export class MetaStoreFileError extends Error {
 export class FileMetaStore implements MetaStore {
   private state: ops.MetaState | undefined;
   private chain: Promise<unknown> = Promise.resolve();
+  /**
+   * The encoded text of each stored map: stored maps are frozen, so a map is encoded once, not on
+   * every write of the file (a checkpoint write would otherwise re-encode every map).
+   */
+  private readonly mapText = new WeakMap<ShardMapSnapshot, string>();
 
   constructor(readonly path: string) {}
 
@@ -110,6 +126,10 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.readCheckpoints(s, dataset, shard));
   }
 
+  readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>> {
+    return this.read((s) => ops.readCheckpointsOf(s, dataset, shards));
+  }
+
   private read<T>(op: (state: ops.MetaState) => T): Promise<T> {
     return this.inTurn(async () => op(await this.loaded()));
   }
@@ -119,13 +139,24 @@ export class FileMetaStore implements MetaStore {
       const next = ops.cloneMetaState(await this.loaded());
       const result = op(next); // throws (FencedError) before anything is written
       try {
-        await writeAtomically(this.path, JSON.stringify(toDocument(next), null, 2) + '\n');
+        await writeAtomically(this.path, renderDocument(toDocument(next), (map) => this.encodedMap(map)));
       } catch (error) {
         throw new MetaStoreUnavailableError(`${operation} (writing ${this.path})`, error);
       }
       this.state = next;
       return result;
     });
+  }
+
+  private encodedMap(map: ShardMapSnapshot): string {
+    let text = this.mapText.get(map);
+    if (text === undefined) {
+      // A format 1 map handed over in memory has no assignmentVersions: its copies date from version 0.
+      const versions = map.assignmentVersions ?? new Array<number>(map.numShards).fill(0);
+      text = JSON.stringify(encodeSnapshot({ ...map, assignmentVersions: versions }));
+      this.mapText.set(map, text);
+    }
+    return text;
   }
 
   /** Runs `task` after every operation called before it has settled. */
@@ -200,7 +231,7 @@ const subscriptionsSchema = z.strictObject({
   watchers: z.array(subscriberSchema),
 });
 const documentSchema = z.strictObject({
-  format: z.literal(META_FILE_FORMAT),
+  format: z.union([z.literal(1), z.literal(2)]),
   lease: z.unknown(),
   datasets: z.array(z.unknown()),
   shardMaps: z.array(z.unknown()),
@@ -239,8 +270,8 @@ export async function loadMetaFile(path: string): Promise<ops.MetaState> {
 /** Checks a parsed MetaStore document entry by entry; `path` names the file in errors. */
 export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
   const format = (raw as { format?: unknown } | null)?.format;
-  if (format !== META_FILE_FORMAT) {
-    throw new MetaStoreFileError(path, `unknown MetaStore file format ${JSON.stringify(format)}: this version reads format ${META_FILE_FORMAT}`);
+  if (typeof format !== 'number' || !READABLE_META_FILE_FORMATS.includes(format)) {
+    throw new MetaStoreFileError(path, `unknown MetaStore file format ${JSON.stringify(format)}: this version reads formats ${READABLE_META_FILE_FORMATS.join(' and ')}`);
   }
   const doc = documentSchema.safeParse(raw);
   if (!doc.success) throw new MetaStoreFileError(path, `malformed MetaStore file: ${issueText(doc.error)}`);
@@ -260,7 +291,7 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     state.datasets.set(r.value.ref, r.value);
   });
   d.shardMaps.forEach((entry, i) => {
-    const r = parseShardMapSnapshot(entry);
+    const r = d.format === 1 ? parseShardMapSnapshot(entry) : decodeCompactMap(entry);
     const name = `shardMaps[${i}]${describeRef(entry, 'dataset')}`;
     if (!r.ok) throw new MetaStoreFileError(path, `invalid entry ${name}: ${r.error.message}`);
     if (state.shardMaps.has(r.value.dataset)) throw new MetaStoreFileError(path, `invalid entry ${name}: a shard map of ${r.value.dataset} is listed twice`);
@@ -293,6 +324,30 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     ops.writeCheckpoint(state, dataset as DatasetRef, shard, group, offset);
   });
   return ops.freezeStoredValues(state);
+}
+
+/** A map of a format 2 file: the compact encoding only (a `ShardMapSnapshot` there is refused). */
+function decodeCompactMap(entry: unknown): Result<ShardMapSnapshot, InvalidSnapshotError> {
+  const format = (entry as { format?: unknown } | null)?.format;
+  if (format !== COMPACT_MAP_FORMAT) {
+    return err(new InvalidSnapshotError(`unsupported shard map format ${JSON.stringify(format)}: a file of format ${META_FILE_FORMAT} holds compact maps (format ${COMPACT_MAP_FORMAT})`));
+  }
+  return decodeSnapshot(entry);
+}
+
+/**
+ * The document as text: one key per line and one list entry per line. Not `JSON.stringify` with an
+ * indent, which would put every number of a compact map on a line of its own (ten times the size).
+ */
+function renderDocument(doc: MetaDocument, encodedMap: (map: ShardMapSnapshot) => string): string {
+  const lines = Object.entries(doc).map(([key, value]) => {
+    const name = JSON.stringify(key);
+    if (!Array.isArray(value)) return `  ${name}: ${JSON.stringify(value)}`;
+    if (value.length === 0) return `  ${name}: []`;
+    const entries = key === 'shardMaps' ? (value as ShardMapSnapshot[]).map(encodedMap) : value.map((v) => JSON.stringify(v));
+    return `  ${name}: [\n${entries.map((e) => `    ${e}`).join(',\n')}\n  ]`;
+  });
+  return `{\n${lines.join(',\n')}\n}\n`;
 }
 
 function describeRef(entry: unknown, field: string): string {

@@ -118,6 +118,11 @@ export class MemoryMetaStore implements MetaStore {
     return ops.readCheckpoints(this.state, dataset, shard);
   }
 
+  async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>> {
+    this.gate('readCheckpointsOf', false);
+    return ops.readCheckpointsOf(this.state, dataset, shards);
+  }
+
   private gate(operation: string, isWrite: boolean): void {
     if (isWrite && this.failingWrites > 0) {
       this.failingWrites -= 1;

@@ -172,3 +172,8 @@ export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: nu
 export function readCheckpoints(state: MetaState, dataset: DatasetRef, shard: number): Map<string, number> {
   return new Map(state.checkpoints.get(cellKey(dataset, shard)));
 }
+
+/** Every shard asked, with an empty map when it has none; a shard asked twice is there once. */
+export function readCheckpointsOf(state: MetaState, dataset: DatasetRef, shards: readonly number[]): Map<number, Map<string, number>> {
+  return new Map(shards.map((shard) => [shard, readCheckpoints(state, dataset, shard)]));
+}

@@ -69,12 +69,43 @@ export interface MetaStore {
   writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void>;
   /** group → the last offset the sink accepted (inclusive). */
   readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>>;
+  /**
+   * The checkpoints of many shards of one dataset at once: shard → (group → offset). Every shard
+   * asked is in the result, with an empty map when it has no checkpoint. For a node starting many
+   * shards: one call instead of one request per shard.
+   */
+  readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>>;
 }
 
 /** A write from a singleton whose epoch is no longer the lease's: that singleton must stop at once. */
 export class FencedError extends ShardherdError {
   constructor(readonly writeEpoch: number, readonly currentEpoch: number) {
     super('FENCED', `write at epoch ${writeEpoch} refused: epoch ${currentEpoch} holds the singleton lease`);
+  }
+}
+
+/**
+ * A write the store refused to send because it is larger than the store's `maxMutationBytes`: the
+ * database would reject it (Cassandra refuses a mutation above half its commit log segment), so it
+ * can never succeed and retrying it would only loop. Not retriable.
+ *
+ * Not a `ShardherdError` only because its code is the store's own; it carries the same `code` and
+ * `retriable` fields, which is what callers look at.
+ */
+export class MetaStoreWriteTooLargeError extends Error {
+  readonly code = 'METASTORE_WRITE_TOO_LARGE';
+  readonly retriable = false;
+
+  constructor(
+    /** What the write is, e.g. `map part 3 (shards 768..1023) of metrics`. */
+    readonly row: string,
+    /** The encoded size of the write's values. */
+    readonly bytes: number,
+    readonly maxBytes: number,
+    readonly dataset?: string,
+  ) {
+    super(`MetaStore write of ${row} is ${bytes} bytes, above maxMutationBytes ${maxBytes}: it cannot succeed and is not retried`);
+    this.name = 'MetaStoreWriteTooLargeError';
   }
 }
 

@@ -1,5 +1,5 @@
 // The behaviour every MetaStore adapter must have (src/store/meta-store.ts), as a reusable suite:
-// the memory and file stores run it in test/unit, the Cassandra adapter will run the same suite.
+// the memory and file stores run it in test/unit, the Cassandra adapter in test/integration.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
 import { datasetRef, epoch, incarnation, nodeId, replyTo, shardNum, type DatasetRef, type SubscriberId } from '../../src/core/ids.js';
@@ -8,6 +8,7 @@ import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
 import { FencedError, type MetaStore } from '../../src/store/meta-store.js';
+import { largeMap, mapDifference, withChanges, withProgress } from './large-maps.js';
 
 export interface MetaStoreFixture {
   readonly store: MetaStore;
@@ -332,6 +333,90 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 8]]));
         expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
       });
+    });
+
+    // The largest maps shardherd accepts, with node ids of a realistic length: what a store that
+    // keeps a map as one value cannot do (a 16 384 × 3 map was refused by Cassandra as one mutation).
+    describe('large shard maps', () => {
+      /** The one map of `dataset` the store holds, compared shard by shard with `expected`. */
+      async function expectStored(expected: ShardMapSnapshot): Promise<void> {
+        const stored = (await store.shardMaps()).filter((m) => m.dataset === expected.dataset);
+        expect(stored).toHaveLength(1);
+        expect(mapDifference(stored[0]!, expected)).toBeUndefined();
+      }
+
+      it('16 384 shards × 3 copies: written and read back equal, and so is a change of a few shards', async () => {
+        await leaseForA();
+        const map = largeMap(ds1, 16_384, 1, 10);
+        await store.putShardMap(map);
+        await expectStored(map);
+        const changed = withChanges(map, [0, 1, 5_000, 16_383], 11);
+        await store.putShardMap(changed);
+        await expectStored(changed);
+      }, 120_000);
+
+      it('65 536 shards × 3 copies: written and read back equal; a change of a few shards; an older map ignored; a fenced write refused', async () => {
+        await leaseForA();
+        const map = largeMap(ds1, 65_536, 1, 100);
+        await store.putShardMap(map);
+        await expectStored(map);
+
+        const moved = withChanges(map, [3, 300, 30_000, 65_535], 101);
+        await store.putShardMap(moved);
+        await expectStored(moved);
+        // A change of status only: the assignment versions stay as they were.
+        const changed = withProgress(moved, [4, 40_000], 42.5, 102);
+        await store.putShardMap(changed);
+        await expectStored(changed);
+
+        await store.putShardMap(withChanges(changed, [7], 102)); // as new as the stored map: ignored
+        await store.putShardMap(withChanges(map, [8], 99)); // older: ignored
+        await expectStored(changed);
+
+        expect(await store.takeLease(nodeB, incB, 1)).toBeDefined();
+        await expect(store.putShardMap(withChanges(changed, [9], 103))).rejects.toMatchObject({ code: 'FENCED', writeEpoch: 1, currentEpoch: 2 });
+        await expectStored(changed);
+
+        // The new singleton's map, recovered from the old one, changes only a shard.
+        const next = withChanges(changed, [10], 0, 2);
+        await store.putShardMap(next);
+        await expectStored(next);
+      }, 120_000);
+
+      it('a dataset of 65 536 shards deleted and created again with a smaller map holds only the smaller one', async () => {
+        await leaseForA();
+        await store.putShardMap(largeMap(ds1, 65_536, 1, 40));
+        await store.putShardMap(largeMap(ds2, 1_024, 1, 3));
+        await store.deleteDataset(ds1, epoch(1));
+        expect((await store.shardMaps()).map((m) => m.dataset)).toEqual([ds2]);
+
+        const small = largeMap(ds1, 512, 1, 2); // older than the deleted map: kept all the same
+        await store.putShardMap(small);
+        await expectStored(small);
+        await expectStored(largeMap(ds2, 1_024, 1, 3));
+        const changed = withChanges(small, [511], 3);
+        await store.putShardMap(changed);
+        await expectStored(changed);
+      }, 120_000);
+
+      it('readCheckpointsOf answers for thousands of shards at once, every shard asked included', async () => {
+        const shards = Array.from({ length: 4_096 }, (_, s) => s);
+        const written = shards.filter((s) => s % 8 === 0);
+        await Promise.all(written.map((s) => store.writeCheckpoint(ds1, s, 'sink', s * 10)));
+        await Promise.all(written.filter((s) => s % 64 === 0).map((s) => store.writeCheckpoint(ds1, s, 'archive', s)));
+        await store.writeCheckpoint(ds2, 1, 'sink', 5); // another dataset's: not among ds1's
+
+        const read = await store.readCheckpointsOf(ds1, [...shards, 8, 4_096]);
+        expect(read.size).toBe(4_097);
+        for (const s of [...shards, 4_096]) {
+          const expected = new Map<string, number>();
+          if (s % 8 === 0 && s < 4_096) expected.set('sink', s * 10);
+          if (s % 64 === 0 && s < 4_096) expected.set('archive', s);
+          expect(read.get(s), `shard ${s}`).toEqual(expected);
+        }
+        expect(await store.readCheckpointsOf(ds2, [0, 1])).toEqual(new Map([[0, new Map()], [1, new Map([['sink', 5]])]]));
+        expect(await store.readCheckpointsOf(ds1, [])).toEqual(new Map());
+      }, 120_000);
     });
   });
 }

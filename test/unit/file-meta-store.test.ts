@@ -1,7 +1,7 @@
 // FileMetaStore keeps embedded mode's MetaStore across restarts in one JSON file: the shared
-// contract, plus restart, refusal of files it cannot read, serialised concurrent writes, and
-// atomic replacement of the file.
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+// contract, plus restart, refusal of files it cannot read, serialised concurrent writes, atomic
+// replacement of the file, and maps in the compact encoding (format 2; format 1 files still read).
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -10,6 +10,8 @@ import { FileMetaStore, MetaStoreFileError } from '../../src/store/file-meta-sto
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, nodeA as a, nodeB as b, shardMap } from '../contracts/meta-store-contract.js';
+import { largeMap, mapDifference } from '../contracts/large-maps.js';
+import { encodeSnapshot } from '../../src/core/map-codec.js';
 
 metaStoreContract('FileMetaStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
@@ -67,7 +69,8 @@ describe('FileMetaStore', () => {
     await populated();
     const doc = await readJson();
     expect(Object.keys(doc).sort()).toEqual(['appliedRequests', 'checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
-    expect(doc.format).toBe(1);
+    expect(doc.format).toBe(2);
+    expect(doc.shardMaps).toEqual([JSON.parse(JSON.stringify(encodeSnapshot(shardMap(ds1, 1, 4))))]);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
     expect(doc.checkpoints).toEqual([
       { dataset: ds1, shard: 2, group: 'sink', offset: 99 },
@@ -87,6 +90,41 @@ describe('FileMetaStore', () => {
     expect(await store.nodeOperations()).toEqual({ draining: [], replacements: [] });
   });
 
+  it('reads a file of format 1 with a current map, and rewrites it in format 2 at the next write', async () => {
+    await mkdir(join(dir, 'state'));
+    const lease = { epoch: 1, node: a, incarnation: incA };
+    const map = largeMap(ds1, 1_024, 1, 7);
+    await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [], shardMaps: [map], cooldowns: [], checkpoints: [] }, null, 2));
+    const store = new FileMetaStore(path);
+    expect(mapDifference((await store.shardMaps())[0]!, map)).toBeUndefined();
+    await store.writeCheckpoint(ds1, 0, 'sink', 1);
+    const doc = await readJson();
+    expect(doc.format).toBe(2);
+    expect((doc.shardMaps as { format: number }[])[0]!.format).toBe(3);
+    expect(mapDifference((await new FileMetaStore(path).shardMaps())[0]!, map)).toBeUndefined();
+  });
+
+  it('keeps a map of 65 536 shards × 3 copies with long node ids in a few MB, and reads it back after a restart', async () => {
+    const store = new FileMetaStore(path);
+    await store.takeLease(a, incA, 0);
+    const map = largeMap(ds1, 65_536, 1, 9);
+    await store.putShardMap(map);
+    const { size } = await stat(path);
+    expect(size).toBeLessThan(5_000_000);
+    expect(size).toBeGreaterThan(1_000_000);
+    // Written in format 1, the same map is more than five times larger.
+    expect(JSON.stringify(map).length).toBeGreaterThan(5 * size);
+    expect(mapDifference((await new FileMetaStore(path).shardMaps())[0]!, map)).toBeUndefined();
+  }, 60_000);
+
+  it('refuses a format 2 file whose map is not in the compact encoding, naming the entry', async () => {
+    await mkdir(join(dir, 'state'));
+    await writeFile(path, JSON.stringify({ format: 2, lease: null, datasets: [], shardMaps: [shardMap(ds1, 1, 1)], cooldowns: [], checkpoints: [] }));
+    const error = await new FileMetaStore(path).shardMaps().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MetaStoreFileError);
+    expect((error as Error).message).toMatch(/shardMaps\[0\] \(ds1\): unsupported shard map format 2: a file of format 2 holds compact maps \(format 3\)/);
+  });
+
   it('a missing file is an empty store, and reading it creates no file', async () => {
     const store = new FileMetaStore(path);
     expect(await store.readLease()).toBeUndefined();
@@ -97,11 +135,11 @@ describe('FileMetaStore', () => {
 
   it('refuses a file of an unknown format, naming the file and the format', async () => {
     await mkdir(join(dir, 'state'));
-    await writeFile(path, JSON.stringify({ format: 2, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [] }));
+    await writeFile(path, JSON.stringify({ format: 3, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [] }));
     const error = await new FileMetaStore(path).readLease().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MetaStoreFileError);
     expect((error as Error).message).toContain(path);
-    expect((error as Error).message).toContain('format 2');
+    expect((error as Error).message).toContain('format 3: this version reads formats 1 and 2');
   });
 
   it('refuses a corrupt dataset entry, naming the file and the entry, instead of skipping it', async () => {

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
-import { loadNodeConfig, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
+import { pino } from 'pino';
+import { loadNodeConfig, metaStoreOptions, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
 
 const minimal = { node: 'node-1', kafka: { brokers: ['127.0.0.1:9092'] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } };
 
@@ -37,10 +38,29 @@ describe('node config', () => {
     expect(c.cluster).toBe('shardherd');
     expect(c.kafka.sessionTimeoutMs).toBe(10_000);
     expect(c.kafka.fetchDecoder).toBe('shardherd');
-    expect(c.cassandra).toMatchObject({ localDataCenter: 'datacenter1', keyspace: 'shardherd', replicationFactor: 1, connectTimeoutMs: 60_000 });
+    expect(c.cassandra).toMatchObject({ localDataCenter: 'datacenter1', keyspace: 'shardherd', replicationFactor: 1, connectTimeoutMs: 60_000, maxConcurrentRequests: 128, maxMutationBytes: 1_048_576 });
     expect(c.sink).toEqual({ type: 'log' });
     expect(c.status).toBeUndefined();
     expect(c.runtime.publishIntervalMs).toBe(5_000);
+  });
+
+  it("hands the cassandra keys to the MetaStore's options (what each changes: test/integration/cassandra-map-parts.test.ts)", () => {
+    const log = pino({ level: 'silent' });
+    const c = parseNodeConfig({ ...minimal, cluster: 'prod', cassandra: { ...minimal.cassandra, keyspace: 'sh', replicationFactor: 3, maxConcurrentRequests: 16, maxMutationBytes: 4096 } });
+    expect(metaStoreOptions(c, log)).toEqual({
+      contactPoints: ['127.0.0.1:9042'],
+      localDataCenter: 'datacenter1',
+      keyspace: 'sh',
+      replication: { class: 'SimpleStrategy', replicationFactor: 3 },
+      cluster: 'prod',
+      connectTimeoutMs: 60_000,
+      maxConcurrentRequests: 16,
+      maxMutationBytes: 4096,
+      log,
+    });
+    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxConcurrentRequests: 0 } })).toBe('node.json: cassandra.maxConcurrentRequests must be at least 1');
+    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxConcurrentRequests: 4096 } })).toBe('node.json: cassandra.maxConcurrentRequests must be at most 2048');
+    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxMutationBytes: 100 } })).toBe('node.json: cassandra.maxMutationBytes must be at least 1024');
   });
 
   it('names the key that is wrong, missing or unknown', () => {
