@@ -111,7 +111,7 @@ export type { BusFault, MemoryBusOptions } from './cluster/memory-bus.js';
 export { MemoryBus } from './cluster/memory-bus.js';
 export type { SingletonLease } from './cluster/singleton-lease.js';
 export type { Lease, MetaStore, StoredCooldown, StoredSubscriptions } from './store/meta-store.js';
-export { FencedError, MetaStoreUnavailableError } from './store/meta-store.js';
+export { FencedError, MetaStoreUnavailableError, MetaStoreWriteTooLargeError } from './store/meta-store.js';
 export { MemoryMetaStore } from './store/memory-meta-store.js';
 export { FileMetaStore, MetaStoreFileError } from './store/file-meta-store.js';
 export type { IngestionSource, RecordSink, ShardReader, SourceRecord } from './ingest/ingestion-source.js';

@@ -115,7 +115,7 @@ export function spawnIngestionActor(
     if (s.failed) return s;
     try {
       if (msg.type === 'Start') {
-        const checkpoints = await withRetry(env, 'reading the checkpoint', () => env.metaStore.readCheckpoints(config.ref, shard));
+        const checkpoints = await withRetry(env, 'reading the checkpoint', () => env.checkpoints.read(config.ref, shard));
         const checkpoint = checkpoints.get(env.settings.checkpointGroup);
         s.reader = await env.source.open(config, shard);
         const earliest = await s.reader.earliestOffset();

@@ -7,6 +7,7 @@ import type { SingletonLease } from '../cluster/singleton-lease.js';
 import type { MetaStore } from '../store/meta-store.js';
 import type { ActorRuntime } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
+import type { CheckpointLoader } from './checkpoint-loader.js';
 import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
@@ -30,6 +31,8 @@ export interface NodeEnv {
   readonly telemetry: Telemetry;
   /** Failures no retry fixes, for the node's /status (each logged once). */
   readonly problems: Problems;
+  /** Reads the shards' checkpoints from `metaStore`, many per request. */
+  readonly checkpoints: CheckpointLoader;
 }
 
 /** A bus record that did not parse: skipped, changing nothing, but logged and counted. */

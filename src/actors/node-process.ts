@@ -19,6 +19,7 @@ import { spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
+import { CheckpointLoader } from './checkpoint-loader.js';
 import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
@@ -162,6 +163,7 @@ export class ShardherdNode {
       log,
       telemetry,
       problems: this.problems,
+      checkpoints: new CheckpointLoader(metaStore),
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => {

@@ -12,6 +12,7 @@ export type ShardherdErrorCode =
   | 'INVALID_EVENT'
   | 'FENCED'
   | 'METASTORE_UNAVAILABLE'
+  | 'METASTORE_WRITE_TOO_LARGE'
   | 'SOURCE_MISMATCH';
 
 export interface ShardherdErrorContext {

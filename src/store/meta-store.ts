@@ -88,24 +88,17 @@ export class FencedError extends ShardherdError {
  * A write the store refused to send because it is larger than the store's `maxMutationBytes`: the
  * database would reject it (Cassandra refuses a mutation above half its commit log segment), so it
  * can never succeed and retrying it would only loop. Not retriable.
- *
- * Not a `ShardherdError` only because its code is the store's own; it carries the same `code` and
- * `retriable` fields, which is what callers look at.
  */
-export class MetaStoreWriteTooLargeError extends Error {
-  readonly code = 'METASTORE_WRITE_TOO_LARGE';
-  readonly retriable = false;
-
+export class MetaStoreWriteTooLargeError extends ShardherdError {
   constructor(
     /** What the write is, e.g. `map part 3 (shards 768..1023) of metrics`. */
     readonly row: string,
     /** The encoded size of the write's values. */
     readonly bytes: number,
     readonly maxBytes: number,
-    readonly dataset?: string,
+    dataset?: string,
   ) {
-    super(`MetaStore write of ${row} is ${bytes} bytes, above maxMutationBytes ${maxBytes}: it cannot succeed and is not retried`);
-    this.name = 'MetaStoreWriteTooLargeError';
+    super('METASTORE_WRITE_TOO_LARGE', `MetaStore write of ${row} is ${bytes} bytes, above maxMutationBytes ${maxBytes}: it cannot succeed and is not retried`, dataset === undefined ? {} : { dataset });
   }
 }
 
