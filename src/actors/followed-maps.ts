@@ -22,8 +22,11 @@ export interface MembersRecord {
 
 /** What the node does with what it learned: its runner, its local subscribers, the singleton. */
 export interface FollowedMapsPorts {
-  /** A dataset's map or config changed: the node runs what the map gives it. */
-  readonly mapChanged: (dataset: DatasetRef, follower: ShardMapFollower, config: DatasetConfig) => void;
+  /**
+   * A dataset's map or config changed: the node runs what the map gives it. `shards` are the
+   * shards that changes touched (absent: the map may have changed anywhere).
+   */
+  readonly mapChanged: (dataset: DatasetRef, follower: ShardMapFollower, config: DatasetConfig, shards?: ReadonlySet<number>) => void;
   /** The member incarnations changed. */
   readonly membersChanged: (members: MembersRecord) => void;
   /** The dataset is gone: the node stops its shards. */
@@ -51,7 +54,7 @@ export class FollowedMaps {
     const outcome = f.applyChanges({ epoch: m.epoch, base: m.base, events: m.events });
     if (outcome === 'gap') return this.want({ dataset: m.dataset });
     if (outcome !== 'applied') return;
-    this.ports.mapChanged(m.dataset, f, this.configs.get(m.dataset)!);
+    this.ports.mapChanged(m.dataset, f, this.configs.get(m.dataset)!, new Set(m.events.map((e) => e.shard)));
     if (m.base.epoch === m.epoch) {
       m.events.forEach((event, i) => this.ports.deliver(m.dataset, { type: 'StampedShardEvent', epoch: m.epoch, version: m.base.version + i + 1, event }));
     } else {

@@ -83,7 +83,7 @@ export function gatedMetaStore(store: MetaStore, gate: Gate): MetaStore {
 
 function gatedReader(reader: ShardReader, gate: Gate): ShardReader {
   const g = <T>(op: () => Promise<T>) => gate.pass().then(op);
-  return {
+  const gated: ShardReader = {
     earliestOffset: () => g(() => reader.earliestOffset()),
     endOffset: () => g(() => reader.endOffset()),
     read: (offset, max) => g(() => reader.read(offset, max)),
@@ -92,6 +92,15 @@ function gatedReader(reader: ShardReader, gate: Gate): ShardReader {
       if (gate.state === 'running') reader.consumed?.(next);
     },
     close: () => g(() => reader.close()),
+  };
+  // The optional hints pass through (a reader without them must not seem to have them): a wake-up
+  // reaches a paused or dead node's shard never, and its next poll finds the records anyway.
+  const whenReadable = reader.whenReadable?.bind(reader);
+  const nextRecordAt = reader.nextRecordAt?.bind(reader);
+  return {
+    ...gated,
+    ...(whenReadable ? { whenReadable: (listener: () => void) => whenReadable(() => gate.state === 'running' && listener()) } : {}),
+    ...(nextRecordAt ? { nextRecordAt } : {}),
   };
 }
 

@@ -15,7 +15,7 @@ import type { ActorRef } from './runtime.js';
 
 export type CoordinatorMsg =
   /** The node's copy of a dataset's map changed (the mapper is never changed afterwards). */
-  | { readonly type: 'MapState'; readonly dataset: DatasetRef; readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig }
+  | { readonly type: 'MapState'; readonly dataset: DatasetRef; readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig; readonly shards?: ReadonlySet<number> }
   | { readonly type: 'Members'; readonly members: MembersRecord }
   | { readonly type: 'DatasetGone'; readonly dataset: DatasetRef }
   | { readonly type: 'StopAll'; readonly reason: string }
@@ -54,28 +54,45 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
   const acting = (s: State, epoch: Epoch): boolean =>
     s.members !== undefined && s.members.epoch === epoch && s.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation);
 
-  /** Runs exactly the copies this node holds in the map (Leaving ones too: they ingest until removed), stops the others. */
-  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>) => {
+  /**
+   * Runs exactly the copies this node holds in the map (Leaving ones too: they ingest until
+   * removed) and stops the others: of the `only` shards a change touched, or of the whole map.
+   */
+  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, only?: ReadonlySet<number>) => {
     const map = s.maps.get(dataset);
     if (!map || !acting(s, map.epoch)) return;
-    const wanted = new Set(map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard));
-    for (const [key, r] of [...s.running]) if (r.dataset === dataset && !wanted.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
+    const mine = (shard: number) => {
+      const copy = map.mapper.copyOnNode(shard, env.node);
+      return copy !== undefined && isIngestionStatus(copy.status);
+    };
+    const wanted = only ? [...only].filter(mine) : map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
+    if (only) {
+      for (const shard of only) if (!mine(shard) && s.running.has(`${dataset}/${shard}`)) stopShard(s, `${dataset}/${shard}`, 'the map no longer gives it to this node');
+    } else {
+      const keep = new Set(wanted);
+      for (const [key, r] of [...s.running]) if (r.dataset === dataset && !keep.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
+    }
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       if (s.running.has(key)) continue;
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
-      const actor = spawnIngestionActor(env, s.shards, map.config, shard, reporter, (u) => env.runtime.send(self, u));
-      s.running.set(key, { ref: actor, dataset, shard, status: Status.assigned });
+      const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u));
+      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, status: Status.assigned });
     }
   };
 
   const initialState: State = { maps: new Map(), members: undefined, running: new Map(), shards: undefined };
   return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
     switch (msg.type) {
-      case 'MapState':
+      case 'MapState': {
+        const before = s.maps.get(msg.dataset);
         s.maps.set(msg.dataset, { epoch: msg.epoch, mapper: msg.mapper, config: msg.config });
-        reconcile(s, msg.dataset, ctx.self);
+        // Only the shards a change touched, unless the map came whole or under a new epoch (the
+        // node may have started acting with it).
+        const incremental = msg.shards !== undefined && before !== undefined && before.epoch === msg.epoch;
+        reconcile(s, msg.dataset, ctx.self, incremental ? msg.shards : undefined);
         return s;
+      }
       case 'Members':
         s.members = msg.members;
         for (const dataset of s.maps.keys()) reconcile(s, dataset, ctx.self);

@@ -103,7 +103,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   /** The node's copy of every map, wired to its coordinator, its local subscribers and the singleton. */
   function followedMaps(self: ActorRef<GuardianMsg>, coordinator: ActorRef<CoordinatorMsg>, state: () => State): FollowedMaps {
     return new FollowedMaps({
-      mapChanged: (dataset, follower, config) => env.runtime.send(coordinator, { type: 'MapState', dataset, epoch: follower.epoch, mapper: follower.mapper!, config }),
+      mapChanged: (dataset, follower, config, shards) => env.runtime.send(coordinator, { type: 'MapState', dataset, epoch: follower.epoch, mapper: follower.mapper!, config, ...(shards ? { shards } : {}) }),
       membersChanged: (members) => env.runtime.send(coordinator, { type: 'Members', members }),
       datasetGone: (dataset) => {
         env.runtime.send(coordinator, { type: 'DatasetGone', dataset });

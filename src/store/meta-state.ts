@@ -1,7 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { frozenJsonCopy } from '../core/json-data.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
-import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import { compareStamps, type ShardMapSnapshot, type ShardRecord } from '../core/shard-map-snapshot.js';
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
 import { FencedError, type Lease, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
@@ -114,7 +114,23 @@ export function putShardMap(state: MetaState, snapshot: ShardMapSnapshot): void 
   checkEpoch(state, snapshot.epoch);
   const stored = state.shardMaps.get(snapshot.dataset);
   if (stored && compareStamps(snapshot, stored) <= 0) return;
-  state.shardMaps.set(snapshot.dataset, frozenJsonCopy(snapshot));
+  state.shardMaps.set(snapshot.dataset, frozenSnapshot(snapshot));
+}
+
+/**
+ * Frozen copies of the shard records written lately, by the record they copy. The singleton's
+ * successive maps share every record that did not change (records are immutable: a change makes a
+ * new one), so a write copies only the records that changed, not all 65 536 of a large map.
+ */
+const recordCopies = new WeakMap<ShardRecord, ShardRecord>();
+
+function frozenSnapshot(snapshot: ShardMapSnapshot): ShardMapSnapshot {
+  const shards = snapshot.shards.map((r) => {
+    let copy = recordCopies.get(r);
+    if (!copy) recordCopies.set(r, (copy = frozenJsonCopy(r)));
+    return copy;
+  });
+  return Object.freeze({ ...frozenJsonCopy({ ...snapshot, shards: [] }), shards: Object.freeze(shards) });
 }
 
 export function shardMaps(state: MetaState): ShardMapSnapshot[] {
