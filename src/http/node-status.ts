@@ -16,8 +16,8 @@ export interface NodeStatus {
   readonly knownEpoch: number | undefined;
   /** Where the singleton is (from its lease), whether or not this node hosts it. */
   readonly singletonAt: { readonly node: string; readonly incarnation: string; readonly epoch: number; readonly address?: string } | undefined;
-  /** The maps this node follows (its guardian's copies), as stamps and shard counts per status. */
-  readonly maps: readonly { readonly dataset: string; readonly epoch: number; readonly version: number; readonly numShards: number; readonly statuses: Record<string, number> }[];
+  /** The maps this node follows (its guardian's copies), as stamps, shard counts per status and copy counts per status. */
+  readonly maps: readonly { readonly dataset: string; readonly epoch: number; readonly version: number; readonly numShards: number; readonly statuses: Record<string, number>; readonly copies: Record<string, number> }[];
   /** The state of the singleton, on the node that hosts it only. */
   readonly singleton: SingletonStatus | undefined;
   /** Failures no retry fixes (a record too large for the bus, ...), the most recent first; each is logged once. */
@@ -49,11 +49,13 @@ export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
     maps: [...(cache?.maps.values() ?? [])].flatMap((f) => {
       if (!f.mapper) return [];
       const statuses: Record<string, number> = {};
+      const copies: Record<string, number> = {};
       for (let s = 0; s < f.mapper.numShards; s++) {
-        const t = f.mapper.statusForShard(s).type;
-        statuses[t] = (statuses[t] ?? 0) + 1;
+        const r = f.mapper.recordForShard(s);
+        statuses[r.status.type] = (statuses[r.status.type] ?? 0) + 1;
+        for (const a of r.assignments) copies[a.status.type] = (copies[a.status.type] ?? 0) + 1;
       }
-      return [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, statuses }];
+      return [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, statuses, copies }];
     }),
     singleton:
       state === undefined
