@@ -23,6 +23,8 @@ import './deploy-throughput.bench.js';
 import './deploy-latency.bench.js';
 import './fetch-decoding.bench.js';
 import './placement.bench.js';
+import './scale.bench.js';
+import './scale-embedded.bench.js';
 import './soak.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';

@@ -1,0 +1,57 @@
+/**
+ * What a cluster put on its bus topics, read back with a plain kafkajs consumer: each record's
+ * size (its value's bytes as the broker holds them, after any chunking, before compression) and
+ * time. Not a benchmark itself: the scale benchmark measures records and bytes with it.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+
+export interface TopicRecord {
+  readonly timestamp: number;
+  readonly bytes: number;
+}
+
+/** Every record of `topics` (single-partition bus topics) from the beginning to their end now. */
+export async function readTopics(brokers: readonly string[], topics: readonly string[]): Promise<Map<string, TopicRecord[]>> {
+  const kafka = new Kafka({ clientId: 'bench-bus-traffic', brokers: [...brokers], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = new Map<string, number>();
+  for (const topic of topics) {
+    const [p] = await admin.fetchTopicOffsets(topic);
+    ends.set(topic, Number(p?.high ?? 0));
+  }
+  await admin.disconnect();
+  const out = new Map<string, TopicRecord[]>(topics.map((t) => [t, []]));
+  const pending = new Set(topics.filter((t) => ends.get(t)! > 0));
+  if (pending.size === 0) return out;
+  const consumer = kafka.consumer({ groupId: `bench-bus-traffic-${process.pid}-${Date.now()}`, maxBytes: 64 * 1024 * 1024 });
+  await consumer.connect();
+  for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
+  await new Promise<void>((resolve, reject) => {
+    consumer
+      .run({
+        eachBatch: async ({ batch }) => {
+          const list = out.get(batch.topic)!;
+          for (const m of batch.messages) list.push({ timestamp: Number(m.timestamp), bytes: m.value?.length ?? 0 });
+          const last = batch.messages.at(-1);
+          if (last && Number(last.offset) + 1 >= ends.get(batch.topic)!) pending.delete(batch.topic);
+          if (pending.size === 0) resolve();
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  return out;
+}
+
+/** Bytes and records of `records` whose time is within [from, to). */
+export function within(records: readonly TopicRecord[], from: number, to: number): { bytes: number; records: number } {
+  let bytes = 0;
+  let count = 0;
+  for (const r of records) {
+    if (r.timestamp < from || r.timestamp >= to) continue;
+    bytes += r.bytes;
+    count += 1;
+  }
+  return { bytes, records: count };
+}
