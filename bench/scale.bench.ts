@@ -18,9 +18,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ProcessCluster } from '../test/support/process-cluster.js';
-import type { NodeStatus } from '../src/http/node-status.js';
-import { readTopics, within } from './bus-traffic.js';
+import { everyCopyActive, ProcessCluster } from '../test/support/process-cluster.js';
+import { readTopics, within } from '../test/support/bus-traffic.js';
 import { ms, register, type Table } from './harness.js';
 import { withRealServices, type BenchServices } from './real-services.js';
 
@@ -51,21 +50,7 @@ async function processUsage(pid: number): Promise<{ cpuS: number; rssMiB: number
   return { cpuS: (Number(stat[11]) + Number(stat[12])) / 100, rssMiB: rssKb / 1024 };
 }
 
-/** Copies per status of the dataset in `name`'s map, or undefined before it has one. */
-async function copiesOn(cluster: ProcessCluster, name: string): Promise<Record<string, number> | undefined> {
-  const st: NodeStatus | undefined = await cluster.status(name, 10_000);
-  return st?.maps.find((m) => m.dataset === DATASET)?.copies;
-}
-
-/** True once every live node's map shows exactly `copies` copies, all Active. */
-async function allActive(cluster: ProcessCluster, copies: number): Promise<boolean> {
-  for (const p of cluster.live()) {
-    const c = await copiesOn(cluster, p.name);
-    const total = c ? Object.values(c).reduce((a, b) => a + b, 0) : 0;
-    if (!c || total !== copies || c.Active !== copies) return false;
-  }
-  return true;
-}
+const allActive = (cluster: ProcessCluster, copies: number) => everyCopyActive(cluster, DATASET, copies);
 
 interface CaseResult {
   readonly label: string;

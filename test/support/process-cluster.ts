@@ -248,6 +248,22 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
   return { ok: true, why: '', singleton: { name, status }, statuses };
 }
 
+/** Copies per status of `dataset` in `name`'s map, from its `/status`; undefined before it has one. */
+export async function copiesOn(cluster: ProcessCluster, name: string, dataset: string): Promise<Record<string, number> | undefined> {
+  const st = await cluster.status(name, 10_000);
+  return st?.maps.find((m) => m.dataset === dataset)?.copies;
+}
+
+/** True once every live node's map of `dataset` shows exactly `copies` copies, all Active. */
+export async function everyCopyActive(cluster: ProcessCluster, dataset: string, copies: number): Promise<boolean> {
+  for (const p of cluster.live()) {
+    const c = await copiesOn(cluster, p.name, dataset);
+    const total = c ? Object.values(c).reduce((a, b) => a + b, 0) : 0;
+    if (!c || total !== copies || c.Active !== copies) return false;
+  }
+  return true;
+}
+
 /** Polls `converged` until it holds or `timeoutMs` passes; throws with the last reason. */
 export async function waitConverged(cluster: ProcessCluster, dataset: string, numShards: number, timeoutMs = 60_000): Promise<Convergence> {
   const deadline = Date.now() + timeoutMs;

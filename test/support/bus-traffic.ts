@@ -1,7 +1,7 @@
 /**
  * What a cluster put on its bus topics, read back with a plain kafkajs consumer: each record's
  * size (its value's bytes as the broker holds them, after any chunking, before compression) and
- * time. Not a benchmark itself: the scale benchmark measures records and bytes with it.
+ * time, for the tests and the scale benchmark.
  */
 import { Kafka, logLevel } from 'kafkajs';
 
