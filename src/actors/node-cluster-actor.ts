@@ -7,7 +7,7 @@ import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import { encodeEvents, encodeSnapshot } from '../core/map-codec.js';
-import type { AppliedRequest, Effect, MapStamp, NodeOperations, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import type { AppliedRequest, Effect, MapStamp, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -26,6 +26,8 @@ export type ClusterMsg =
   | { readonly type: 'RecoveryDeadline' }
   /** Asks the guardians that have not answered yet, again: a question can be lost on the bus. */
   | { readonly type: 'AskGuardians' }
+  /** Applies the reports read since the last one, in one decision. */
+  | { readonly type: 'Reports' }
   | { readonly type: 'Stop'; readonly reason: string }
   /** The singleton's state as it is now (for operators and tests); undefined until recovered. */
   | { readonly type: 'GetState'; readonly reply: (state: ShardManagerState | undefined) => void };
@@ -44,6 +46,12 @@ interface State {
   storedStamps: MapStamp[];
   readonly answers: Map<NodeId, ClusterState>;
   takeoverAt: number;
+  /**
+   * Reports read from the inbox and not yet applied. Reports queue up when many nodes report at
+   * once (a dataset set up on a thousand nodes, a node starting thousands of shards): applied
+   * together, their changes go out as one record per dataset instead of one per report.
+   */
+  reports: NodeReportBody[];
   readonly timers: Set<Cancel>;
   readonly checks: Set<number>;
 }
@@ -276,10 +284,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     } else if (m.kind === 'request' && m.request.type === 'SetupDataset' && !(await sourceAccepts(m.request.config, m.request.replyTo))) {
       return;
     } else {
-      const input: ShardManagerInput = m.kind === 'report'
-        ? { type: 'NodeReport', node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events }
-        : m.request;
-      await decide(s, input);
+      if (m.kind === 'report') {
+        if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
+        s.reports.push({ node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events });
+        return;
+      }
+      await decide(s, m.request);
     }
   }
 
@@ -321,6 +331,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     storedStamps: [],
     answers: new Map(),
     takeoverAt: 0,
+    reports: [],
     timers: new Set(),
     checks: new Set(),
   };
@@ -365,6 +376,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'Inbox':
           await onInbox(s, msg.record);
           return s;
+        case 'Reports': {
+          const reports = s.reports;
+          s.reports = [];
+          if (reports.length > 0) await decide(s, { type: 'NodeReports', reports });
+          return s;
+        }
         case 'View': {
           s.view = msg.view;
           if (s.phase === 'recovering') {

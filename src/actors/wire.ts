@@ -39,7 +39,7 @@ export const nodeGroupPrefix = (prefix: string, node: NodeId): string => `${pref
 export const topicsFor = (prefix: string): Topics => ({ inbox: `${prefix}.inbox`, events: `${prefix}.events`, replies: `${prefix}.replies` });
 
 /** Requests anyone may send to the singleton (admin commands, subscriptions, queries). */
-export type Request = Exclude<ShardManagerInput, { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'PublishDigest' | 'CheckCooldowns' }>;
+export type Request = Exclude<ShardManagerInput, { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'NodeReports' | 'PublishDigest' | 'CheckCooldowns' }>;
 
 /** The most events one report carries: a node starting thousands of shards sends several reports. */
 export const MAX_EVENTS_PER_REPORT = 500;

@@ -75,6 +75,25 @@ describe('node reports are acknowledged only after they are applied, persisted a
     expect(effects[ack]).toEqual({ type: 'AckReport', node: 'c3', incarnation: 'c3#1', seq: 1 });
   });
 
+  it('reports that arrived together are applied in one decision: one change record per dataset, each report acked after it', () => {
+    const h = threeNodes();
+    const m = (name: string) => h.state.members.find((x) => x.node === name)!;
+    const before = h.mapper(ds1).version;
+    const effects = h.run({
+      type: 'NodeReports',
+      reports: [
+        { node: n('c3'), incarnation: m('c3').incarnation, seq: 4, events: [ShardEvents.ingestionStarted(ds1, s(0), n('c3'))] },
+        { node: n('c2'), incarnation: m('c2').incarnation, seq: 9, events: [ShardEvents.ingestionStarted(ds1, s(3), n('c2')), ShardEvents.ingestionStarted(ds1, s(4), n('c2'))] },
+      ],
+    });
+    const changes = effects.filter((e) => e.type === 'PublishChanges');
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.type === 'PublishChanges' && [changes[0]!.base.version, changes[0]!.events.map((e) => [e.shard, e.node])]).toEqual([before, [[0, 'c3'], [3, 'c2'], [4, 'c2']]]);
+    const acks = effects.flatMap((e, i) => (e.type === 'AckReport' ? [[i, e.node, e.seq]] : []));
+    expect(acks.map(([, node, seq]) => [node, seq])).toEqual([['c3', 4], ['c2', 9]]);
+    expect(acks.every(([i]) => (i as number) > effects.indexOf(changes[0]!))).toBe(true);
+  });
+
   it('reports that arrive before recovery are buffered, then applied and acked after it (FiloDB acks and drops them)', () => {
     const h = threeNodes();
     const before = h.mapper(ds1).toSnapshot(h.state.epoch);

@@ -89,7 +89,12 @@ export type ShardManagerInput =
   | { readonly type: 'StartShards'; readonly dataset: DatasetRef; readonly node: string; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
   | { readonly type: 'StopShards'; readonly dataset: DatasetRef; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
   /** A node's shard events, numbered by the node; acknowledged after they are applied and published. */
-  | { readonly type: 'NodeReport'; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly events: readonly ShardEvent[] }
+  | ({ readonly type: 'NodeReport' } & NodeReportBody)
+  /**
+   * Reports that arrived together (from one node or several), applied in order in one decision:
+   * their changes go out as one record per dataset instead of one per report.
+   */
+  | { readonly type: 'NodeReports'; readonly reports: readonly NodeReportBody[] }
   /**
    * The periodic digest (every map's stamp, the members' and subscriptions' versions): a node or
    * subscriber that is behind or missed something learns it and asks (`SyncMaps`). Bounds staleness.
@@ -124,6 +129,14 @@ export type ShardManagerInput =
   | { readonly type: 'DescribeCluster'; readonly replyTo: ReplyTo; readonly dataset?: DatasetRef };
 
 export type ShardManagerInputType = ShardManagerInput['type'];
+
+/** One node report: its sender, the report's number, and its events. */
+export interface NodeReportBody {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+  readonly seq: number;
+  readonly events: readonly ShardEvent[];
+}
 
 /** Requests that change the cluster: each is applied once, however often the inbox replays it. */
 export type ChangingRequest = Extract<ShardManagerInput, { type: 'SetupDataset' | 'RemoveDataset' | 'StartShards' | 'StopShards' | 'RemoveNode' | 'ReplaceNode' | 'AddNode' }>;

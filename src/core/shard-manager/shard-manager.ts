@@ -160,6 +160,9 @@ export class ShardManager {
         return stopShards(step, input.dataset, input.shards, input.replyTo);
       case 'NodeReport':
         return nodeReport(step, input.node, input.incarnation, input.seq, input.events);
+      case 'NodeReports':
+        for (const r of input.reports) nodeReport(step, r.node, r.incarnation, r.seq, r.events);
+        return;
       case 'PublishDigest':
         return publishDigest(step);
       case 'SyncMaps':
