@@ -106,8 +106,10 @@ export type { Cancel, Clock } from './cluster/clock.js';
 export { RealClock, SimulatedClock } from './cluster/clock.js';
 export type { JoinRequest, Membership, MembershipView } from './cluster/membership.js';
 export { MemoryMembership, MemoryMembershipService } from './cluster/memory-membership.js';
-export type { Bus, BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from './cluster/bus.js';
-export type { BusFault, MemoryBusOptions } from './cluster/memory-bus.js';
+export type { Bus, BusRecord, BusSubscription, IncompleteReason, RecordHandler, SubscribeOptions } from './cluster/bus.js';
+export { IncompleteMessageError, MessageTooLargeError } from './cluster/bus.js';
+export type { BusLimitOptions, BusLimits } from './cluster/bus-limits.js';
+export type { BusFault, MemoryBusOptions, MemoryBusRecord, MemoryChunk } from './cluster/memory-bus.js';
 export { MemoryBus } from './cluster/memory-bus.js';
 export type { SingletonLease } from './cluster/singleton-lease.js';
 export type { Lease, MetaStore, StoredCooldown, StoredSubscriptions } from './store/meta-store.js';
@@ -138,7 +140,7 @@ export { checkShard } from './core/shard-check.js';
 
 // Real deployment: the Kafka and Cassandra adapters, the gateway producer, and a node process
 export type { KafkaConnection } from './cluster/kafka-client.js';
-export type { KafkaBusErrorCode, KafkaBusOptions } from './cluster/kafka-bus.js';
+export type { BusCompression, KafkaBusErrorCode, KafkaBusOptions } from './cluster/kafka-bus.js';
 export { KafkaBus, KafkaBusError } from './cluster/kafka-bus.js';
 export type { KafkaMembershipErrorCode, KafkaMembershipOptions } from './cluster/kafka-membership.js';
 export { KafkaMembership, KafkaMembershipError } from './cluster/kafka-membership.js';

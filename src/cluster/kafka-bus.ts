@@ -1,26 +1,39 @@
 // The Bus port on Kafka (kafkajs): one single-partition topic per bus topic, one shared producer,
 // one consumer per subscription with its own group membership, offsets committed only when the
 // caller says so.
+import { randomBytes } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { Bus, BusSubscription, RecordHandler, SubscribeOptions } from './bus.js';
+import { MessageTooLargeError, type Bus, type BusSubscription, type RecordHandler, type SubscribeOptions } from './bus.js';
 import { RealClock, type Clock } from './clock.js';
 import { createKafka } from './kafka-client.js';
+import { chunkHeaders, sliceValue } from './kafka-bus/chunks.js';
 import { KafkaBusError, kafkaCall } from './kafka-bus/errors.js';
 import { encodeJson } from './kafka-bus/json.js';
 import { BusProducer } from './kafka-bus/producer.js';
+import { brokerBytesNeeded } from './kafka-bus/record-size.js';
 import { kafkaBusSettings, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
 import { KafkaSubscription } from './kafka-bus/subscription.js';
 import { BusTopics, checkTopicName } from './kafka-bus/topics.js';
 import { SharedAttempt } from './shared-attempt.js';
 
 export { KafkaBusError, type KafkaBusErrorCode } from './kafka-bus/errors.js';
-export { kafkaBusSettings, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
+export { kafkaBusSettings, type BusCompression, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
 
 /**
  * The bus on Kafka. Each bus topic is a Kafka topic with exactly one partition (one ordered log);
  * values are JSON.
  *
+ * - Records and messages are as `Bus` says. A record is at most `maxRecordBytes` of JSON; a larger
+ *   value is cut into chunk records: each holds a slice of the value's UTF-8 bytes, with its
+ *   message id (unique per bus and message), index and count in the headers `shardherd.chunk.id`,
+ *   `.index` and `.count` (./kafka-bus/chunks.ts). Record batches are gzip-compressed unless
+ *   `compression: 'none'`, and never hold more than `maxRecordBytes` of records.
+ * - Every topic's `max.message.bytes` and `segment.bytes` must take the largest batch the bus
+ *   writes (`maxRecordBytes` plus overhead: ./kafka-bus/record-size.ts): `ensureTopics`, `produce`
+ *   and `subscribe` refuse a topic that does not (`BROKER_LIMIT_TOO_SMALL`), and `ensureTopics`
+ *   sets `max.message.bytes` on the topics it creates. A batch the broker refuses as too large
+ *   anyway (a limit lowered since) fails with `RECORD_TOO_LARGE`; neither is retriable.
  * - Topics are never created implicitly: `ensureTopics` creates them (producer and consumers run
  *   with auto-creation off). `produce` or `subscribe` on a topic that does not exist, or that has
  *   more than one partition, fails at once with a `KafkaBusError` saying so.
@@ -84,6 +97,9 @@ export class KafkaBus implements Bus {
   private readonly subscriptions = new Set<KafkaSubscription>();
   private lastOpenedAt = -Infinity;
   private closed = false;
+  /** Makes chunked messages' ids unique per bus: another bus's chunks may interleave with ours. */
+  private readonly producerId = randomBytes(9).toString('base64url');
+  private nextMessage = 0;
 
   constructor(options: KafkaBusOptions) {
     this.settings = kafkaBusSettings(options);
@@ -97,18 +113,30 @@ export class KafkaBus implements Bus {
     });
     this.admin = this.kafka.admin();
     this.adminConnection = new SharedAttempt(() => kafkaCall('connecting the admin client', {}, () => this.admin.connect()));
-    this.topics = new BusTopics({ admin: () => this.connectedAdmin(), clock: this.clock, log: this.log, replicationFactor: this.settings.replicationFactor });
+    this.topics = new BusTopics({
+      admin: () => this.connectedAdmin(),
+      clock: this.clock,
+      log: this.log,
+      replicationFactor: this.settings.replicationFactor,
+      batchBytes: brokerBytesNeeded(this.settings.maxRecordBytes, this.settings.compression),
+      maxRecordBytes: this.settings.maxRecordBytes,
+    });
     this.producer = new BusProducer(this.kafka, {
       checkTopic: (topic) => this.topics.check(topic),
       failure: (error, topic) => this.closedInstead(error, topic),
       log: this.log,
+      maxRecordBytes: this.settings.maxRecordBytes,
+      compression: this.settings.compression,
     });
   }
 
   /**
-   * Creates the topics that do not exist yet, with one partition each and the configured
-   * replication factor, and waits until each has a leader. Topics that exist are checked to have
-   * exactly one partition. Resolves with the topics it created (none on a second call).
+   * Creates the topics that do not exist yet, with one partition each, the configured
+   * replication factor and a `max.message.bytes` that takes the bus's records, and waits until
+   * each has a leader. Every topic is checked to have exactly one partition, and a
+   * `max.message.bytes` and `segment.bytes` that take the bus's largest batch
+   * (`BROKER_LIMIT_TOO_SMALL` otherwise). Resolves with the topics it created (none on a second
+   * call).
    */
   async ensureTopics(topics: readonly string[]): Promise<string[]> {
     this.assertOpen();
@@ -118,7 +146,19 @@ export class KafkaBus implements Bus {
   async produce(topic: string, value: unknown): Promise<number> {
     this.assertOpen();
     checkTopicName(topic);
-    return this.producer.produce(topic, encodeJson(value));
+    const json = encodeJson(value);
+    const bytes = Buffer.byteLength(json);
+    const { maxRecordBytes, maxMessageBytes } = this.settings;
+    if (bytes <= maxRecordBytes) return this.producer.produce(topic, [{ value: json, bytes }]);
+    if (bytes > maxMessageBytes) throw new MessageTooLargeError(topic, bytes, maxMessageBytes);
+    // Cut as bytes, not characters: a slice may end inside a character; the reader joins the
+    // bytes before it decodes them, once.
+    const slices = sliceValue(Buffer.from(json, 'utf8'), maxRecordBytes);
+    const id = `${this.producerId}.${this.nextMessage++}`;
+    return this.producer.produce(
+      topic,
+      slices.map((slice, index) => ({ value: slice, bytes: slice.length, headers: chunkHeaders(id, index, slices.length) })),
+    );
   }
 
   async subscribe(
@@ -155,6 +195,7 @@ export class KafkaBus implements Bus {
       startIfUncommitted,
       openedAt,
       fromBeginning: options.start === 'earliest',
+      clock: this.clock,
     });
     this.subscriptions.add(sub);
     try {

@@ -11,7 +11,7 @@ export class NotJsonError extends TypeError {
 
 /** Throws `NotJsonError` unless `value` is JSON data. An undefined object field is allowed: it is absent once encoded. */
 export function checkJsonData(value: unknown): void {
-  walk(value, [], new Set(), false);
+  walk(value, { path: [], parents: new Set(), copy: false, bytes: 0 });
 }
 
 /**
@@ -20,27 +20,83 @@ export function checkJsonData(value: unknown): void {
  * freezing says nothing of what the value holds.
  */
 export function frozenJsonCopy<T>(value: T): T {
-  return walk(value, [], new Set(), true) as T;
+  return walk(value, { path: [], parents: new Set(), copy: true, bytes: 0 }) as T;
 }
 
-function walk(value: unknown, path: (string | number)[], parents: Set<object>, copy: boolean): unknown {
+/** A frozen copy, and an upper bound of the UTF-8 bytes of its JSON text (`JSON.stringify`). */
+export interface MeasuredJsonCopy<T> {
+  readonly value: T;
+  /**
+   * At least `Buffer.byteLength(JSON.stringify(value))`, often several times more: every string
+   * counted as if each of its UTF-16 units needed a six-byte escape, every number as 25 bytes.
+   */
+  readonly maxBytes: number;
+}
+
+/**
+ * `frozenJsonCopy` that also bounds the size of the value's JSON text, in the same walk. A bus
+ * needs a value's encoded size to decide whether it fits in one record; most values are far below
+ * the limit, and this bound proves it without encoding them (a `JSON.stringify` per produce is
+ * what the embedded bus saves by keeping frozen copies). Only a value whose bound exceeds the
+ * limit needs to be encoded and measured exactly.
+ */
+export function measuredJsonCopy<T>(value: T): MeasuredJsonCopy<T> {
+  const state: WalkState = { path: [], parents: new Set(), copy: true, bytes: 0 };
+  const copy = walk(value, state) as T;
+  return { value: copy, maxBytes: state.bytes };
+}
+
+// The bound's parts. A string's JSON is at most 6 bytes per UTF-16 unit (`\u001f`, a lone
+// surrogate's `\udc00`; any other unit is at most 3 UTF-8 bytes, a surrogate pair 4 for two units)
+// plus its quotes. The longest number JSON writes is 25 characters (`-0.0000033333333333333337`,
+// 17 digits behind five zeros; `-1.7976931348623157e+308`, -Number.MAX_VALUE, is 24).
+const STRING_BYTES_PER_UNIT = 6;
+const QUOTES = 2;
+const NUMBER_BYTES = 25;
+/** `false`, the longer literal. */
+const BOOLEAN_BYTES = 5;
+const NULL_BYTES = 4;
+/** Brackets or braces. */
+const BRACKETS = 2;
+/** A comma after each item (one too many, which a bound may count), and a colon after a key. */
+const SEPARATOR = 1;
+
+interface WalkState {
+  readonly path: (string | number)[];
+  readonly parents: Set<object>;
+  readonly copy: boolean;
+  /** The bound of the JSON bytes walked so far. */
+  bytes: number;
+}
+
+function walk(value: unknown, s: WalkState): unknown {
   switch (typeof value) {
     case 'string':
+      s.bytes += value.length * STRING_BYTES_PER_UNIT + QUOTES;
+      return value;
     case 'boolean':
+      s.bytes += BOOLEAN_BYTES;
       return value;
     case 'number':
-      if (!Number.isFinite(value)) refuse(String(value), path);
+      if (!Number.isFinite(value)) refuse(String(value), s.path);
+      s.bytes += NUMBER_BYTES;
       return value;
     case 'object': {
-      if (value === null) return null;
+      if (value === null) {
+        s.bytes += NULL_BYTES;
+        return null;
+      }
+      const { path, parents, copy } = s;
       if (parents.has(value)) refuse('a cycle', path);
       parents.add(value);
+      s.bytes += BRACKETS;
       let result: unknown = value;
       if (Array.isArray(value)) {
         const items: unknown[] = copy ? new Array<unknown>(value.length) : [];
+        s.bytes += value.length * SEPARATOR;
         for (let i = 0; i < value.length; i++) {
           path.push(i);
-          const item = walk(value[i], path, parents, copy);
+          const item = walk(value[i], s);
           path.pop();
           if (copy) items[i] = item;
         }
@@ -52,8 +108,9 @@ function walk(value: unknown, path: (string | number)[], parents: Set<object>, c
         for (const k in value) {
           const v = (value as Record<string, unknown>)[k];
           if (v === undefined || !Object.hasOwn(value, k)) continue;
+          s.bytes += k.length * STRING_BYTES_PER_UNIT + QUOTES + 2 * SEPARATOR;
           path.push(k);
-          const field = walk(v, path, parents, copy);
+          const field = walk(v, s);
           path.pop();
           if (!copy) continue;
           // `__proto__` as a plain assignment would set the prototype; JSON.parse makes it a field.
@@ -66,7 +123,7 @@ function walk(value: unknown, path: (string | number)[], parents: Set<object>, c
       return result;
     }
     default:
-      return refuse(typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`, path);
+      return refuse(typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`, s.path);
   }
 }
 

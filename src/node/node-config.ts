@@ -10,6 +10,8 @@ import { parseNodeId, type NodeId } from '../core/ids.js';
 import { runtimeSettings, type RuntimeSettings } from '../actors/settings.js';
 import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
+import { busLimits, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RECORD_BYTES } from '../cluster/bus-limits.js';
+import { BUS_COMPRESSIONS } from '../cluster/kafka-bus/settings.js';
 
 const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
@@ -27,6 +29,10 @@ const schema = z.strictObject({
     heartbeatIntervalMs: ms.optional(),
     topicReplicationFactor: z.number().int().min(1).default(1),
     fetchDecoder: z.enum(FETCH_DECODERS, 'must be "shardherd" or "kafkajs"').default('shardherd'),
+    // Bounds and their relation are checked by busLimits, as the bus itself checks them.
+    maxRecordBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_RECORD_BYTES),
+    maxMessageBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_MESSAGE_BYTES),
+    compression: z.enum(BUS_COMPRESSIONS, 'must be "gzip" or "none"').default('gzip'),
   }),
   cassandra: z.strictObject({
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),
@@ -89,6 +95,9 @@ export function parseNodeConfig(input: unknown, source = 'config'): NodeConfig {
     throw new NodeConfigError(path, missing ? 'is required' : issue?.message ?? 'is invalid', source);
   }
   const c = r.data;
+  busLimits(c.kafka, (key, reason) => {
+    throw new NodeConfigError(`kafka.${key}`, reason, source);
+  });
   if ('topicPrefix' in c.runtime) throw new NodeConfigError('runtime.topicPrefix', 'is set by "cluster" in a node config', source);
   let runtime: RuntimeSettings;
   try {

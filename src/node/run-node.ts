@@ -3,7 +3,7 @@
 // an application that wants its own sink embeds it with `startNode`.
 import type { Logger } from 'pino';
 import { RealClock } from '../cluster/clock.js';
-import { KafkaBus } from '../cluster/kafka-bus.js';
+import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
 import { KafkaMembership } from '../cluster/kafka-membership.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
 import { nodeGroup, nodeGroupPrefix, topicsFor, type Request } from '../actors/wire.js';
@@ -42,9 +42,28 @@ const FIRST_START_PATIENCE_MS = 30_000;
 /** How long a config dataset whose replicas need racks that have not joined yet waits before asking again. */
 const ISOLATION_RETRY_MS = 2_000;
 
+/** The options of a node's bus, from its config. */
+export function kafkaBusOptions(config: NodeConfig, log: Logger): KafkaBusOptions {
+  return {
+    brokers: config.kafka.brokers,
+    clientId: clientIdOf(config),
+    log,
+    sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+    heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
+    replicationFactor: config.kafka.topicReplicationFactor,
+    maxRecordBytes: config.kafka.maxRecordBytes,
+    maxMessageBytes: config.kafka.maxMessageBytes,
+    compression: config.kafka.compression,
+  };
+}
+
+function clientIdOf(config: NodeConfig): string {
+  return `shardherd-${config.cluster}-${config.node}`;
+}
+
 export async function startNode(config: NodeConfig, options: StartNodeOptions): Promise<StartedNode> {
   const log = options.log;
-  const clientId = `shardherd-${config.cluster}-${config.node}`;
+  const clientId = clientIdOf(config);
   const brokers = config.kafka.brokers;
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
@@ -54,14 +73,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     const metaStore = await CassandraMetaStore.connect(metaStoreOptions(config, log.child({ component: 'metastore' })));
     closers.push(() => metaStore.close());
 
-    const bus = new KafkaBus({
-      brokers,
-      clientId,
-      log: log.child({ component: 'bus' }),
-      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
-      heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
-      replicationFactor: config.kafka.topicReplicationFactor,
-    });
+    const bus = new KafkaBus(kafkaBusOptions(config, log.child({ component: 'bus' })));
     closers.push(() => bus.close());
     await bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix)));
 

@@ -1,13 +1,48 @@
 // The behaviour every Bus adapter must have (src/cluster/bus.ts), as a reusable suite: the memory
 // bus runs it in test/unit, the Kafka adapter runs the same suite against a broker (test/integration).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Bus, BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from '../../src/cluster/bus.js';
+import { MessageTooLargeError, type Bus, type BusRecord, type BusSubscription, type RecordHandler, type SubscribeOptions } from '../../src/cluster/bus.js';
+import type { BusLimitOptions } from '../../src/cluster/bus-limits.js';
 
 export interface BusFixture {
   readonly bus: Bus;
   /** Makes topics usable before a test touches them (a Kafka bus never creates topics implicitly). */
   readonly createTopics?: (topics: string[]) => Promise<void>;
   readonly cleanup?: () => Promise<void>;
+  /**
+   * Another bus on the same topics with the same limits, as another process has (a second
+   * producer); the same bus where an adapter's log belongs to one bus (the memory bus).
+   */
+  readonly peer: () => Promise<Bus>;
+  /**
+   * Appends the values as producers writing at once can: their records (the chunks of the
+   * chunked ones) taken round robin, value by value, so that chunks of one message have records
+   * of the others between them. Resolves with each value's offset (that of its last record).
+   */
+  readonly writeInterleaved: (topic: string, values: readonly unknown[]) => Promise<number[]>;
+}
+
+/** Limits small enough that chunked messages of a few kilobytes keep the tests fast. */
+export const SMALL_LIMITS = { maxRecordBytes: 1024, maxMessageBytes: 64 * 1024 } as const satisfies BusLimitOptions;
+
+/** A value whose JSON is exactly `bytes` long (a string of `x`s in its quotes). */
+const ofJsonBytes = (bytes: number): string => 'x'.repeat(bytes - 2);
+
+/**
+ * JSON shaped like a big shard map: many shards, each with copies on repeated node names (some
+ * not ASCII, so that chunks are cut inside characters).
+ */
+export function shardMapLike(shards: number, copies = 3): unknown {
+  const nodes = Array.from({ length: 64 }, (_, i) => `node-${i}.rack-${i % 4}.zone-é€😀`);
+  return {
+    format: 2,
+    dataset: 'metrics',
+    numShards: shards,
+    shards: Array.from({ length: shards }, (_, s) => ({
+      status: s % 7 === 0 ? 'Recovery' : 'Active',
+      assignments: Array.from({ length: copies }, (_, c) => ({ node: nodes[(s + c * 17) % nodes.length], placement: 'Available', status: 'Active' })),
+    })),
+  };
 }
 
 /** Topic and group names unique to this run, so a shared broker's old topics never interfere. */
@@ -32,7 +67,8 @@ function deferred(): Deferred {
   return { promise, resolve };
 }
 
-export function busContract(name: string, makeBus: () => Promise<BusFixture>, options: BusContractOptions = {}): void {
+/** `makeBus(limits)` makes a fresh bus with those limits (the defaults without). */
+export function busContract(name: string, makeBus: (limits?: BusLimitOptions) => Promise<BusFixture>, options: BusContractOptions = {}): void {
   const waitMs = options.waitMs ?? 1000;
   const quietMs = options.quietMs ?? 50;
   const quiet = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, quietMs));
@@ -42,17 +78,28 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
     let fixture: BusFixture;
     let bus: Bus;
     let open: BusSubscription[] = [];
+    let fixtures: BusFixture[] = [];
 
     beforeEach(async () => {
       fixture = await makeBus();
+      fixtures = [fixture];
       bus = fixture.bus;
       open = [];
     });
 
     afterEach(async () => {
       for (const sub of open) await sub.close();
-      await fixture.cleanup?.();
+      for (const f of fixtures) await f.cleanup?.();
     });
+
+    /** A fresh bus with these limits, used instead of the test's default one. */
+    async function withLimits(limits: BusLimitOptions): Promise<BusFixture> {
+      const f = await makeBus(limits);
+      fixtures.push(f);
+      fixture = f;
+      bus = f.bus;
+      return f;
+    }
 
     /** A topic no other test uses, created if the adapter needs that. */
     async function newTopic(label: string): Promise<string> {
@@ -67,9 +114,10 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
       group: string,
       options: SubscribeOptions = {},
       handler: RecordHandler = () => {},
+      on: Bus = bus,
     ): Promise<{ records: BusRecord[]; values: () => unknown[]; sub: BusSubscription }> {
       const records: BusRecord[] = [];
-      const sub = await bus.subscribe(
+      const sub = await on.subscribe(
         topic,
         group,
         (record) => {
@@ -251,6 +299,109 @@ export function busContract(name: string, makeBus: () => Promise<BusFixture>, op
       const { values } = await collect(topic, fresh('g'), { start: 'earliest' });
       await bus.produce(topic, 'data');
       await eventually(() => expect(values()).toEqual(['data']));
+    });
+    it('a 3 MB value round-trips whole, once, at the offset produce resolved with', async () => {
+      const topic = await newTopic('big');
+      const value = shardMapLike(11_000);
+      expect(Buffer.byteLength(JSON.stringify(value))).toBeGreaterThan(3_000_000);
+      const errors: unknown[] = [];
+      const { records } = await collect(topic, fresh('g'), { start: 'earliest', onError: (e) => errors.push(e) });
+      const offset = await bus.produce(topic, value);
+      const after = await bus.produce(topic, 'after');
+      await eventually(() => expect(records.map((r) => r.value)).toHaveLength(2));
+      expect(records[0]!.value).toEqual(value);
+      expect(records.map((r) => [r.offset, r.topic])).toEqual([
+        [offset, topic],
+        [after, topic],
+      ]);
+      // 256 KiB records by default: the value took 12 or more of them.
+      expect(after - offset).toBe(1);
+      expect(offset).toBeGreaterThanOrEqual(11);
+      expect(errors).toEqual([]);
+    });
+
+    it('a value just under or at maxRecordBytes is one record; one byte more is two; a cut inside a character is joined', async () => {
+      await withLimits(SMALL_LIMITS);
+      const topic = await newTopic('edges');
+      const max = SMALL_LIMITS.maxRecordBytes;
+      // 'a' and 341 three-byte characters in quotes: 1026 bytes, cut inside the last character.
+      const euros = `a${'€'.repeat(341)}`;
+      const encoded = Buffer.from(JSON.stringify(euros));
+      expect(encoded.length).toBe(max + 2);
+      expect(encoded.subarray(0, max).toString('utf8').endsWith('\ufffd')).toBe(true);
+      const values = [ofJsonBytes(max - 1), ofJsonBytes(max), ofJsonBytes(max + 1), euros];
+      const offsets = [await bus.produce(topic, 'start')];
+      for (const v of values) offsets.push(await bus.produce(topic, v));
+      expect(offsets.slice(1).map((o, i) => o - offsets[i]!)).toEqual([1, 1, 2, 2]);
+
+      const { records } = await collect(topic, fresh('g'), { start: 'earliest' });
+      await eventually(() => expect(records).toHaveLength(5));
+      expect(records.map((r) => r.value)).toEqual(['start', ...values]);
+      expect(records.map((r) => r.offset)).toEqual(offsets);
+    });
+
+    it('chunked messages of two buses producing at once are each delivered whole, in the order they completed', async () => {
+      await withLimits(SMALL_LIMITS);
+      const topic = await newTopic('two-producers');
+      const other = await fixture.peer();
+      const { records } = await collect(topic, fresh('g'), { start: 'earliest' });
+      const values = Array.from({ length: 6 }, (_, i) => ({ from: i % 2 === 0 ? 'one' : 'two', n: i, payload: ofJsonBytes(3_000 + i * 700) }));
+      const offsets = await Promise.all(values.map((v, i) => (i % 2 === 0 ? bus : other).produce(topic, v)));
+      await eventually(() => expect(records).toHaveLength(6));
+      expect(records.map((r) => r.offset)).toEqual([...offsets].sort((a, b) => a - b));
+      for (const r of records) expect(r.value).toEqual(values[offsets.indexOf(r.offset)]);
+    });
+
+    it('interleaved chunks of several messages: each delivered whole, in the order they completed, the records between them too', async () => {
+      await withLimits(SMALL_LIMITS);
+      const topic = await newTopic('interleaved');
+      const a = { name: 'a', payload: ofJsonBytes(5_000) };
+      const b = { name: 'b', payload: '€'.repeat(900) };
+      const offsets = await fixture.writeInterleaved(topic, [a, b, 'between']);
+      const { records } = await collect(topic, fresh('g'), { start: 'earliest' });
+      await eventually(() => expect(records).toHaveLength(3));
+      // 'between' is the third record; b (3 chunks) completes before a (5 chunks).
+      expect(records.map((r) => r.value)).toEqual(['between', b, a]);
+      expect(records.map((r) => r.offset)).toEqual([offsets[2], offsets[1], offsets[0]]);
+      expect(offsets[2]).toBeLessThan(offsets[1]!);
+    });
+
+    it('a commit while a message is incomplete stops at its first chunk: the next subscription of the group receives it whole', async () => {
+      await withLimits(SMALL_LIMITS);
+      const topic = await newTopic('commit-incomplete');
+      const group = fresh('g');
+      const message = { big: ofJsonBytes(4_000) };
+      const holder: { sub?: BusSubscription } = {};
+      // 'between' lands after the message's first chunk: its handler commits past it.
+      const first = await collect(topic, group, { start: 'earliest' }, async (record) => {
+        if (record.value === 'between') await holder.sub!.commit(record.offset + 1);
+      });
+      holder.sub = first.sub;
+      const [messageOffset, betweenOffset] = await fixture.writeInterleaved(topic, [message, 'between']);
+      await eventually(() => expect(first.values()).toEqual(['between', message]));
+      await first.sub.close();
+
+      const second = await collect(topic, group, { start: 'latest' });
+      await eventually(() => expect(second.values()).toEqual(['between', message]));
+      expect(second.records.map((r) => r.offset)).toEqual([betweenOffset, messageOffset]);
+    });
+
+    it('a value above maxMessageBytes is refused with MessageTooLargeError, not retriable, and nothing is written', async () => {
+      await withLimits(SMALL_LIMITS);
+      const topic = await newTopic('too-large');
+      const bytes = SMALL_LIMITS.maxMessageBytes + 1;
+      const error = await bus.produce(topic, ofJsonBytes(bytes)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MessageTooLargeError);
+      expect(error).toMatchObject({ code: 'MESSAGE_TOO_LARGE', retriable: false, topic, bytes, limit: SMALL_LIMITS.maxMessageBytes });
+      expect((error as Error).message).toMatch(/maxMessageBytes \(65536\): raise the bus option maxMessageBytes/);
+      // At the limit it goes through: the first offset of the topic was not taken by the refused one.
+      const { records } = await collect(topic, fresh('g'), { start: 'earliest' });
+      const atLimit = ofJsonBytes(SMALL_LIMITS.maxMessageBytes);
+      const offset = await bus.produce(topic, atLimit);
+      expect(offset).toBe(SMALL_LIMITS.maxMessageBytes / SMALL_LIMITS.maxRecordBytes - 1);
+      await eventually(() => expect(records.map((r) => r.value)).toEqual([atLimit]));
+      await quiet();
+      expect(records).toHaveLength(1);
     });
   });
 }

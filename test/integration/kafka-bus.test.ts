@@ -2,12 +2,15 @@
 // Kafka's own: topics exist only through ensureTopics, clear failures on missing or partitioned
 // topics, the singleton handover between processes, the newest subscription of a group owning the
 // log (also against an old one that was stuck and wakes up), and delivery latency.
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { randomBytes } from 'node:crypto';
+import { ConfigResourceTypes, Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { BusRecord, BusSubscription } from '../../src/cluster/bus.js';
+import { IncompleteMessageError, type BusRecord, type BusSubscription } from '../../src/cluster/bus.js';
 import { KafkaBus, KafkaBusError, kafkaBusSettings, type KafkaBusOptions } from '../../src/cluster/kafka-bus.js';
-import { busContract } from '../contracts/bus-contract.js';
+import { CHUNK_COUNT_HEADER, CHUNK_ID_HEADER, CHUNK_INDEX_HEADER, chunkHeaders, sliceValue } from '../../src/cluster/kafka-bus/chunks.js';
+import { brokerBytesNeeded } from '../../src/cluster/kafka-bus/record-size.js';
+import { busContract, shardMapLike, SMALL_LIMITS } from '../contracts/bus-contract.js';
 import { services, uniqueName } from './support.js';
 
 /** Short group timeouts (the test broker allows sessions down to 1 s). */
@@ -63,11 +66,83 @@ afterEach(async () => {
   await Promise.allSettled(opened.splice(0).map((bus) => bus.close()));
 });
 
+/** A record as another producer writes it: a value, and the headers of a chunk. */
+interface RawRecord {
+  readonly value: string | Buffer;
+  readonly headers?: IHeaders;
+}
+
+/** The records the bus would write for `value` with these limits, as message `id`. */
+function busRecords(value: unknown, id: string, maxRecordBytes: number): RawRecord[] {
+  const json = JSON.stringify(value);
+  if (Buffer.byteLength(json) <= maxRecordBytes) return [{ value: json }];
+  const slices = sliceValue(Buffer.from(json), maxRecordBytes);
+  return slices.map((slice, i) => ({ value: slice, headers: chunkHeaders(id, i, slices.length) }));
+}
+
+/** Writes records with a plain kafkajs producer, in one batch; resolves with the first offset. */
+async function writeRaw(topic: string, records: readonly RawRecord[]): Promise<number> {
+  const raw = new Kafka({ clientId: 'raw-writer', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING }).producer();
+  await raw.connect();
+  try {
+    const [sent] = await raw.send({ topic, acks: -1, messages: records.map((r) => ({ ...r, partition: 0 })) });
+    return Number(sent!.baseOffset);
+  } finally {
+    await raw.disconnect();
+  }
+}
+
+/** Every record of the topic as a plain kafkajs consumer sees it. */
+async function readRaw(topic: string, count: number): Promise<{ offset: number; value: Buffer; headers: Record<string, string> }[]> {
+  const consumer = new Kafka({ clientId: 'raw-reader', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({ groupId: uniqueName('raw-reader'), maxWaitTimeInMs: 100 });
+  const records: { offset: number; value: Buffer; headers: Record<string, string> }[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+        records.push({ offset: Number(message.offset), value: message.value!, headers });
+      },
+    });
+    await eventually(() => expect(records.length).toBeGreaterThanOrEqual(count), 30_000);
+  } finally {
+    await consumer.disconnect();
+  }
+  return records;
+}
+
+/** The topic's max.message.bytes as the broker has it. */
+async function maxMessageBytesOf(topic: string): Promise<number> {
+  const described = await withAdmin((admin) =>
+    admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] }] }),
+  );
+  return Number(described.resources[0]?.configEntries[0]?.configValue);
+}
+
 busContract(
   'KafkaBus',
-  async () => {
-    const bus = newBus();
-    return { bus, createTopics: async (topics) => void (await bus.ensureTopics(topics)), cleanup: () => bus.close() };
+  async (limits = {}) => {
+    const bus = newBus('kafka-bus-test', limits);
+    return {
+      bus,
+      createTopics: async (topics) => void (await bus.ensureTopics(topics)),
+      cleanup: () => bus.close(),
+      peer: async () => newBus('kafka-bus-peer', limits),
+      writeInterleaved: async (topic, values) => {
+        // Another process's records in the bus's own format, taken round robin.
+        const perValue = values.map((v, i) => busRecords(v, `${uniqueName('other')}.${i}`, bus.settings.maxRecordBytes));
+        const order: [number, RawRecord][] = [];
+        for (let k = 0; k < Math.max(...perValue.map((r) => r.length)); k += 1) {
+          perValue.forEach((records, i) => {
+            const record = records[k];
+            if (record !== undefined) order.push([i, record]);
+          });
+        }
+        const base = await writeRaw(topic, order.map(([, r]) => r));
+        return values.map((_, i) => base + order.map(([v]) => v).lastIndexOf(i));
+      },
+    };
   },
   // A broker round trip is milliseconds, but a group join or a rebalance can take a heartbeat or two.
   { waitMs: 15_000, quietMs: 500 },
@@ -342,6 +417,162 @@ describe('KafkaBus subscriptions', () => {
   });
 });
 
+describe('KafkaBus records, chunks and limits', () => {
+  it("a topic whose max.message.bytes is below what the bus writes is refused by ensureTopics, produce and subscribe, saying what to change", async () => {
+    const topic = uniqueName('bus-small-limit');
+    await withAdmin((admin) =>
+      admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '100000' }] }], waitForLeaders: true }),
+    );
+    // 256 KiB of records, 143 bytes of headers and lengths per record, a 61-byte batch header, and what gzip may add.
+    expect(brokerBytesNeeded(262_144, 'gzip')).toBe(262_453);
+    expect(brokerBytesNeeded(262_144, 'none')).toBe(262_348);
+    const bus = newBus();
+    const error = await bus.ensureTopics([topic]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KafkaBusError);
+    expect(error).toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', retriable: false, topic });
+    expect((error as Error).message).toContain(
+      `topic ${topic} takes record batches of at most 100000 bytes (its max.message.bytes), but this bus writes up to 262453 (maxRecordBytes 262144 and 309 bytes of record and batch overhead)`,
+    );
+    expect((error as Error).message).toMatch(/raise the topic's max\.message\.bytes to at least 262453 .*or lower the bus option maxRecordBytes \(kafka\.maxRecordBytes in a node config\)$/);
+    await expect(bus.produce(topic, 'x')).rejects.toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic });
+    await expect(bus.subscribe(topic, uniqueName('g'), () => {})).rejects.toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic });
+
+    // Smaller records fit that topic: 64 KiB ones need 65 737 bytes.
+    const small = newBus('small-records', { maxRecordBytes: 65_536 });
+    expect(await small.ensureTopics([topic])).toEqual([]);
+    const value = 'é'.repeat(100_000);
+    expect(await small.produce(topic, value)).toBe(3); // 200 002 bytes: four chunks
+    const { values } = await collect(small, topic, uniqueName('g'), { start: 'earliest' });
+    await eventually(() => expect(values).toEqual([value]));
+  });
+
+  it("ensureTopics sets max.message.bytes on the topics it creates: never below Kafka's default, more for larger records; a segment.bytes below the batches is refused too", async () => {
+    const [usual, large] = [uniqueName('bus-usual'), uniqueName('bus-large')];
+    await newBus().ensureTopics([usual]);
+    expect(await maxMessageBytesOf(usual)).toBe(1_048_588);
+    const options = { maxRecordBytes: 2 * 1024 * 1024 };
+    const need = brokerBytesNeeded(options.maxRecordBytes, 'gzip');
+    // The test broker's segments are 1 MiB (log.segment.bytes): a 2 MiB batch would be refused.
+    const refused = await newBus('large-records', options).ensureTopics([large]).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic: large });
+    expect((refused as Error).message).toContain(`takes record batches of at most 1048576 bytes (its segment.bytes), but this bus writes up to ${need}`);
+    expect(await maxMessageBytesOf(large)).toBe(need);
+    // alterConfigs replaces every override of the topic: both are given.
+    const configEntries = [
+      { name: 'segment.bytes', value: String(4 * 1024 * 1024) },
+      { name: 'max.message.bytes', value: String(need) },
+    ];
+    await withAdmin((admin) => admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: large, configEntries }] }));
+    const big = newBus('large-records-again', options);
+    await eventually(async () => expect(await big.ensureTopics([large])).toEqual([]));
+    // Random text barely compresses: records and batches of nearly 2 MiB reach the broker and come back.
+    const value = randomBytes(3 * 1024 * 1024).toString('base64');
+    const offset = await big.produce(large, value);
+    expect(offset).toBe(2); // 4 MiB of base64 and its quotes: three chunks
+    const { records } = await collect(big, large, uniqueName('g'), { start: 'earliest' });
+    await eventually(() => expect(records).toHaveLength(1), 30_000);
+    expect(records[0]).toEqual({ topic: large, offset, value });
+  });
+
+  it('a chunked message read by a plain kafkajs consumer: consecutive records of at most maxRecordBytes, with id, index and count headers', async () => {
+    const bus = newBus('chunks', SMALL_LIMITS);
+    const topic = uniqueName('bus-chunks');
+    await bus.ensureTopics([topic]);
+    // Exactly maxRecordBytes of JSON: an ordinary record, without chunk headers.
+    const plain = 'p'.repeat(SMALL_LIMITS.maxRecordBytes - 2);
+    await bus.produce(topic, plain);
+    const value = shardMapLike(40);
+    const json = JSON.stringify(value);
+    const count = Math.ceil(Buffer.byteLength(json) / SMALL_LIMITS.maxRecordBytes);
+    expect(count).toBeGreaterThan(5);
+    const last = await bus.produce(topic, value);
+    const raw = await readRaw(topic, count + 1);
+    expect(raw.map((r) => r.offset)).toEqual(Array.from({ length: count + 1 }, (_, i) => last - count + i));
+    expect(raw[0]!.headers).toEqual({});
+    expect(raw[0]!.value).toEqual(Buffer.from(JSON.stringify(plain)));
+    const chunks = raw.slice(1);
+    for (const r of chunks) expect(r.value.length).toBeLessThanOrEqual(SMALL_LIMITS.maxRecordBytes);
+    expect(chunks.map((r) => [r.headers[CHUNK_INDEX_HEADER], r.headers[CHUNK_COUNT_HEADER]])).toEqual(chunks.map((_, i) => [String(i), String(count)]));
+    expect(new Set(chunks.map((r) => r.headers[CHUNK_ID_HEADER])).size).toBe(1);
+    expect(chunks[0]!.headers[CHUNK_ID_HEADER]).toMatch(/^[A-Za-z0-9_-]{12}\.\d+$/);
+    expect(Buffer.concat(chunks.map((r) => r.value)).toString('utf8')).toBe(json);
+  });
+
+  it('chunks of two buses producing at once interleave on the topic, and each message is delivered whole', async () => {
+    const [a, b] = [newBus('producer-a', SMALL_LIMITS), newBus('producer-b', SMALL_LIMITS)];
+    const topic = uniqueName('bus-two-producers');
+    await a.ensureTopics([topic]);
+    const { records } = await collect(a, topic, uniqueName('g'), { start: 'earliest' });
+    const sent: { offset: number; value: unknown }[] = [];
+    let interleaved = false;
+    let from = 0;
+    for (let round = 0; round < 5 && !interleaved; round += 1) {
+      const values = [{ from: 'a', round, pad: 'x'.repeat(20_000) }, { from: 'b', round, pad: 'y'.repeat(20_000) }];
+      const offsets = await Promise.all([a.produce(topic, values[0]), b.produce(topic, values[1])]);
+      offsets.forEach((offset, i) => sent.push({ offset, value: values[i] }));
+      const end = Math.max(...offsets) + 1;
+      const ids = (await readRaw(topic, end)).filter((r) => r.offset >= from && r.offset < end).map((r) => r.headers[CHUNK_ID_HEADER]);
+      interleaved = ids.filter((id, i) => i > 0 && id !== ids[i - 1]).length >= 2;
+      from = end;
+    }
+    expect(interleaved).toBe(true); // two producers' chunks alternated at least twice
+    sent.sort((x, y) => x.offset - y.offset);
+    await eventually(() => expect(records.map((r) => [r.offset, r.value])).toEqual(sent.map((x) => [x.offset, x.value])), 30_000);
+  });
+
+  it("gzip by default: a batch the broker's lowered limit refuses uncompressed gets in compressed; the refused one fails at once with RECORD_TOO_LARGE, not retriable", async () => {
+    const topic = uniqueName('bus-compression');
+    const gzip = newBus('gzip');
+    const none = newBus('none', { compression: 'none' });
+    expect([gzip.settings.compression, none.settings.compression]).toEqual(['gzip', 'none']);
+    await gzip.ensureTopics([topic]);
+    // Both check the topic now, while its limit takes their records.
+    await gzip.produce(topic, 'a');
+    await none.produce(topic, 'b');
+    await withAdmin((admin) =>
+      admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'max.message.bytes', value: '20000' }] }] }),
+    );
+    await eventually(async () => expect(await maxMessageBytesOf(topic)).toBe(20_000));
+    const value = shardMapLike(600); // ~170 KB of JSON, one record; a few KB gzipped
+    expect(Buffer.byteLength(JSON.stringify(value))).toBeGreaterThan(150_000);
+
+    const started = Date.now();
+    const refused = await none.produce(topic, value).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(2_000); // not retried
+    expect(refused).toBeInstanceOf(KafkaBusError);
+    expect(refused).toMatchObject({ code: 'RECORD_TOO_LARGE', retriable: false, topic });
+    expect((refused as Error).message).toMatch(/as too large \(MESSAGE_TOO_LARGE\): its max\.message\.bytes is below .*lower the bus option maxRecordBytes/);
+    const offset = await gzip.produce(topic, value);
+    const { values } = await collect(gzip, topic, uniqueName('g'), { start: 'earliest' });
+    await eventually(() => expect(values).toEqual(['a', 'b', value]));
+    expect(offset).toBe(2);
+  });
+
+  it('a message whose producer died mid-way is given up after chunkTimeoutMs and reported; the records after it are delivered and commits go on', async () => {
+    const bus = newBus('timeout', { ...SMALL_LIMITS, chunkTimeoutMs: 500 });
+    const topic = uniqueName('bus-dead-producer');
+    const group = uniqueName('g');
+    await bus.ensureTopics([topic]);
+    const records = busRecords({ pad: 'z'.repeat(3_000) }, 'dead-producer.7', SMALL_LIMITS.maxRecordBytes);
+    expect(records).toHaveLength(3);
+    await writeRaw(topic, records.slice(0, 2)); // offsets 0 and 1; the third never comes
+    const errors: [unknown, BusRecord][] = [];
+    const values: unknown[] = [];
+    const sub = await bus.subscribe(topic, group, (r) => void values.push(r.value), { start: 'earliest', onError: (e, r) => errors.push([e, r]) });
+    const after = await bus.produce(topic, 'after');
+    await eventually(() => expect(values).toEqual(['after']));
+    await sub.commit(after + 1);
+    expect(await bus.committedOffset(topic, group)).toBe(0); // held at the incomplete message
+    await eventually(() => expect(errors).toHaveLength(1), 5_000);
+    expect(errors[0]![0]).toBeInstanceOf(IncompleteMessageError);
+    expect(errors[0]![0]).toMatchObject({ code: 'INCOMPLETE_MESSAGE', topic, messageId: 'dead-producer.7', chunksSeen: 2, chunkCount: 3, reason: 'timeout' });
+    expect(errors[0]![1]).toEqual({ topic, offset: 0, value: null });
+    await sub.commit(after + 1);
+    expect(await bus.committedOffset(topic, group)).toBe(after + 1);
+    expect(values).toEqual(['after']);
+  });
+});
+
 describe('KafkaBus options', () => {
   const base = { brokers: ['127.0.0.1:9092'], clientId: 'c', log: silent };
 
@@ -355,6 +586,22 @@ describe('KafkaBus options', () => {
     expect(() => new KafkaBus({ ...base, replicationFactor: 0 })).toThrow('KafkaBus option replicationFactor must be a positive whole number, got 0');
     expect(() => new KafkaBus({ ...base, brokers: [] })).toThrow('KafkaBus option brokers needs at least one host:port');
     expect(() => new KafkaBus({ ...base, brokers: ['localhost'] })).toThrow("KafkaBus option brokers must be host:port, got 'localhost'");
+  });
+
+  it('has limits, a chunk timeout and compression with defaults, and refuses values that cannot work, naming them', () => {
+    expect(kafkaBusSettings(base)).toMatchObject({ maxRecordBytes: 262_144, maxMessageBytes: 67_108_864, chunkTimeoutMs: 30_000, compression: 'gzip' });
+    expect(kafkaBusSettings({ ...base, maxRecordBytes: 4096, maxMessageBytes: 8192, chunkTimeoutMs: 10, compression: 'none' })).toMatchObject({
+      maxRecordBytes: 4096,
+      maxMessageBytes: 8192,
+      chunkTimeoutMs: 10,
+      compression: 'none',
+    });
+    expect(() => new KafkaBus({ ...base, maxRecordBytes: 100 })).toThrow('KafkaBus option maxRecordBytes must be a whole number from 1024 to 268435456, got 100');
+    expect(() => new KafkaBus({ ...base, maxRecordBytes: 2048, maxMessageBytes: 1024 })).toThrow('KafkaBus option maxRecordBytes (2048) must be at most maxMessageBytes (1024)');
+    expect(() => new KafkaBus({ ...base, maxMessageBytes: 1.5 })).toThrow('KafkaBus option maxMessageBytes must be a whole number from 1024 to 268435456, got 1.5');
+    expect(() => new KafkaBus({ ...base, chunkTimeoutMs: -1 })).toThrow('KafkaBus option chunkTimeoutMs must be a whole number from 1 to 2147483647, got -1');
+    expect(() => new KafkaBus({ ...base, compression: 'zstd' as never })).toThrow('KafkaBus option compression must be "gzip" or "none", got "zstd"');
+    expect(() => new KafkaBus({ ...base, maxRecordBytes: 'big' as never })).toThrow('KafkaBus option maxRecordBytes must be a number, got big');
   });
 
   it('refuses values that JSON would change, and bad topic names, before touching the broker', async () => {

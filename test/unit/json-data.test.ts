@@ -1,7 +1,8 @@
 // The check and frozen copy behind the embedded bus, the in-memory MetaStore and the Kafka bus's
 // encoder: what JSON would change or drop is refused with its path; a copy is deep and frozen.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkJsonData, frozenJsonCopy, NotJsonError } from '../../src/core/json-data.js';
+import { checkJsonData, frozenJsonCopy, measuredJsonCopy, NotJsonError } from '../../src/core/json-data.js';
 
 describe('checkJsonData', () => {
   it('accepts JSON data, with undefined object fields (absent once encoded)', () => {
@@ -61,5 +62,47 @@ describe('frozenJsonCopy', () => {
 
   it('refuses what checkJsonData refuses, with the same message', () => {
     expect(() => frozenJsonCopy({ a: [Symbol('s')] })).toThrow('value is not JSON data: a symbol at $.a[0]');
+  });
+});
+
+describe('measuredJsonCopy', () => {
+  const bytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+
+  it('is the frozen copy, with a bound of its JSON bytes', () => {
+    const value = { a: [1, 'two', true, null, { b: -0.5 }], c: undefined };
+    const { value: copy, maxBytes } = measuredJsonCopy(value);
+    expect(copy).toEqual(frozenJsonCopy(value));
+    expect(Object.isFrozen(copy.a)).toBe(true);
+    expect(maxBytes).toBeGreaterThanOrEqual(bytes(value));
+  });
+
+  it.each([
+    ['the longest number', -0.0000033333333333333337],
+    ['the largest number', -Number.MAX_VALUE],
+    ['escaped control characters', '\u0000\u001f"\\'],
+    ['lone surrogates', '\ud800\udfff'.split('').reverse().join('')],
+    ['emoji and accents', '😀é€'],
+    ['an empty array and object', { a: [], o: {} }],
+    ['false', false],
+    ['false and null in an array', [false, null]],
+    ['a key that needs escapes', { '\n"é': 1 }],
+  ])('never says less than the real size: %s', (_what, value) => {
+    expect(measuredJsonCopy(value).maxBytes).toBeGreaterThanOrEqual(bytes(value));
+  });
+
+  it('property: the bound is at least the JSON bytes of any JSON value', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ depthSize: 'medium' }), fc.string({ unit: 'binary' }), (value, text) => {
+        const data = { value, text, lone: text.length > 0 ? text.slice(0, 1) + '\udc00' : '' };
+        expect(measuredJsonCopy(data).maxBytes).toBeGreaterThanOrEqual(bytes(data));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('is a few times the JSON size for plain ASCII data, so only values near a limit need encoding', () => {
+    const value = { shards: Array.from({ length: 100 }, (_, i) => ({ node: `node-${i}`, status: 'Active', n: i })) };
+    const { maxBytes } = measuredJsonCopy(value);
+    expect(maxBytes).toBeLessThan(6 * bytes(value));
   });
 });

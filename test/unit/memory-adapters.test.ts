@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BusRecord } from '../../src/cluster/bus.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
-import { MemoryBus, type BusFault } from '../../src/cluster/memory-bus.js';
+import { MemoryBus, type BusFault, type MemoryBusOptions } from '../../src/cluster/memory-bus.js';
 import { datasetRef, epoch, incarnation, nodeId } from '../../src/core/ids.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
@@ -13,7 +13,26 @@ import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { datasetConfig, ds1, formatOneMap, metaStoreContract, nodeA, shardMap } from '../contracts/meta-store-contract.js';
 
-busContract('MemoryBus', async () => ({ bus: new MemoryBus(new SimulatedClock()) }));
+busContract('MemoryBus', async (limits) => {
+  const clock = new SimulatedClock();
+  // Records overtake each other in a memory log only by the delay fault: writeInterleaved delays
+  // each record by its place in the round robin.
+  let plan: MemoryBusOptions['faults'];
+  const bus = new MemoryBus(clock, { ...limits, faults: (topic, value, chunk) => plan?.(topic, value, chunk) ?? { kind: 'deliver' } });
+  return {
+    bus,
+    peer: async () => bus,
+    writeInterleaved: async (topic, values) => {
+      const written = values.map((value, i) => {
+        plan = (_t, _v, chunk) => ({ kind: 'delay', ms: 1 + (chunk?.index ?? 0) * values.length + i });
+        return bus.produce(topic, value);
+      });
+      plan = undefined;
+      clock.advance(1_000_000);
+      return Promise.all(written);
+    },
+  };
+});
 metaStoreContract('MemoryMetaStore', async () => ({ store: new MemoryMetaStore() }));
 
 /** Lets every queued microtask and promise continuation run (the memory bus delivers from microtasks). */
@@ -41,7 +60,8 @@ describe('MemoryMetaStore and maps written before replicas', () => {
 
 describe('MemoryBus retention', () => {
   it('keeps the newest records of a topic, offsets unchanged; a subscription behind goes on from the oldest kept', async () => {
-    const bus = new MemoryBus(new SimulatedClock(), { retainRecords: 3 });
+    // Small records and messages: the log must hold the chunks of the largest message.
+    const bus = new MemoryBus(new SimulatedClock(), { retainRecords: 3, maxRecordBytes: 1024, maxMessageBytes: 3 * 1024 });
     for (let n = 0; n < 10; n += 1) await bus.produce('t', n);
     // Trimmed in chunks: at most twice the bound is ever held.
     expect(bus.topic('t').length).toBeLessThanOrEqual(6);

@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
 import { pino } from 'pino';
 import { loadNodeConfig, metaStoreOptions, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
+import { KafkaBus } from '../../src/cluster/kafka-bus.js';
+import { kafkaBusOptions } from '../../src/node/run-node.js';
 
 const minimal = { node: 'node-1', kafka: { brokers: ['127.0.0.1:9092'] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } };
 
@@ -70,6 +72,19 @@ describe('node config', () => {
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe('node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs"');
     expect(refusal({ ...minimal, runtime: { publishIntervalMs: 'often' } })).toMatch(/^node\.json: runtime invalid runtime setting publishIntervalMs/);
     expect(refusal({ ...minimal, runtime: { topicPrefix: 'x' } })).toBe('node.json: runtime.topicPrefix is set by "cluster" in a node config');
+  });
+
+  it('sizes the bus by kafka.maxRecordBytes, kafka.maxMessageBytes and kafka.compression, checked as the bus checks them', () => {
+    const log = pino({ level: 'silent' });
+    const defaults = new KafkaBus(kafkaBusOptions(parseNodeConfig(minimal), log)).settings;
+    expect(defaults).toMatchObject({ maxRecordBytes: 262_144, maxMessageBytes: 67_108_864, compression: 'gzip' });
+    const kafka = { ...minimal.kafka, maxRecordBytes: 65_536, maxMessageBytes: 1_048_576, compression: 'none' };
+    const set = new KafkaBus(kafkaBusOptions(parseNodeConfig({ ...minimal, kafka }), log)).settings;
+    expect(set).toMatchObject({ maxRecordBytes: 65_536, maxMessageBytes: 1_048_576, compression: 'none', clientId: 'shardherd-shardherd-node-1' });
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxRecordBytes: 512 } })).toBe('node.json: kafka.maxRecordBytes must be a whole number from 1024 to 268435456, got 512');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: 100_000 } })).toBe('node.json: kafka.maxRecordBytes (262144) must be at most maxMessageBytes (100000)');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: '64MB' } })).toBe('node.json: kafka.maxMessageBytes must be a number of bytes');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, compression: 'zstd' } })).toBe('node.json: kafka.compression must be "gzip" or "none"');
   });
 
   it('validates every dataset and refuses a dataset named twice', () => {

@@ -15,10 +15,20 @@ export type KafkaBusErrorCode =
   | 'CLOSED'
   /** A commit from a subscription that does not own the topic in its group (a newer one does). */
   | 'NOT_OWNER'
+  /**
+   * A topic's `max.message.bytes` or `segment.bytes` is below what the bus writes (`maxRecordBytes`
+   * and a record batch's overhead): the message names the topic, both values and the option to change.
+   */
+  | 'BROKER_LIMIT_TOO_SMALL'
+  /** The broker refused a record batch as too large (its limit changed under the bus): not retried. */
+  | 'RECORD_TOO_LARGE'
   /** Kafka failed the operation; it may work if tried again. */
   | 'KAFKA_FAILED';
 
-/** Every error the Kafka bus throws: a stable `code`, whether retrying can help, and the topic and group. */
+/**
+ * Every error the Kafka bus throws but `MessageTooLargeError` (./bus.ts, which every bus throws): a
+ * stable `code`, whether retrying can help, and the topic and group.
+ */
 export class KafkaBusError extends Error {
   readonly code: KafkaBusErrorCode;
   readonly retriable: boolean;

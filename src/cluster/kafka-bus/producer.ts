@@ -1,28 +1,48 @@
 // The bus's writes: one kafkajs producer, and a queue that sends records one request at a time in
 // the order `produce` was called, batching consecutive records of the same topic.
-import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import { Partitioners, type IHeaders, type Kafka, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { IDEMPOTENT_PRODUCER } from '../kafka-client.js';
 import { SharedAttempt } from '../shared-attempt.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
+import { batchCost, kafkaCompression } from './record-size.js';
+import type { BusCompression } from './settings.js';
+
+/** One record to write: its value (JSON text, or a chunk's bytes), their UTF-8 size, its headers. */
+export interface OutgoingRecord {
+  readonly value: string | Buffer;
+  readonly bytes: number;
+  readonly headers?: IHeaders;
+}
+
+/** The records of one `produce`: once one fails, the rest are not sent (a message is whole or not at all). */
+interface Message {
+  failed: unknown;
+}
 
 interface PendingProduce {
   readonly topic: string;
-  readonly value: string;
+  readonly record: OutgoingRecord;
+  readonly message: Message;
   readonly resolve: (offset: number) => void;
   readonly reject: (error: unknown) => void;
 }
 
-/** How many queued records of one topic go in one produce request, at most, and how many bytes. */
+/** How many queued records of one topic go in one produce request, at most. */
 const MAX_BATCH_RECORDS = 500;
-const MAX_BATCH_BYTES = 512 * 1024;
 
 export interface BusProducerParams {
-  /** Fails unless the topic exists with one partition. */
+  /** Fails unless the topic exists with one partition and takes the bus's records. */
   readonly checkTopic: (topic: string) => Promise<void>;
   /** What a failed produce to `topic` rejects with (the bus says `CLOSED` once it is closed). */
   readonly failure: (error: KafkaBusError, topic: string) => unknown;
   readonly log: Logger;
+  /**
+   * The budget of one produce request's records, values and overhead: so that a batch of records
+   * fits wherever one record of the largest size does (see ./record-size.ts).
+   */
+  readonly maxRecordBytes: number;
+  readonly compression: BusCompression;
 }
 
 /** Appends records in call order, each resolving with its offset once written with `acks: -1`. */
@@ -49,12 +69,21 @@ export class BusProducer {
     this.connection = new SharedAttempt(() => kafkaCall('connecting the producer', {}, () => this.producer.connect()));
   }
 
-  /** Queues an encoded record; resolves with its offset. */
-  produce(topic: string, value: string): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      this.pending.push({ topic, value, resolve, reject });
-      this.pump();
-    });
+  /**
+   * Queues the records of one message, consecutively (nothing this bus produces comes between
+   * them); resolves with the offset of the last once all are written. If one fails, the records
+   * after it are not sent and the message rejects with that failure.
+   */
+  produce(topic: string, records: readonly OutgoingRecord[]): Promise<number> {
+    const message: Message = { failed: undefined };
+    const written = records.map(
+      (record) =>
+        new Promise<number>((resolve, reject) => {
+          this.pending.push({ topic, record, message, resolve, reject });
+        }),
+    );
+    this.pump();
+    return Promise.all(written).then((offsets) => offsets[offsets.length - 1]!);
   }
 
   /** Lets the records already queued be sent (or fail), then disconnects. */
@@ -75,27 +104,72 @@ export class BusProducer {
 
   private async drain(): Promise<void> {
     while (this.pending.length > 0) {
-      const topic = this.pending[0]!.topic;
+      // The rest of a message whose earlier record failed: never sent.
+      const head = this.pending[0]!;
+      if (head.message.failed !== undefined) {
+        this.pending.shift();
+        head.reject(head.message.failed);
+        continue;
+      }
+      const topic = head.topic;
       let n = 0;
       let bytes = 0;
-      while (n < this.pending.length && n < MAX_BATCH_RECORDS && this.pending[n]!.topic === topic) {
-        bytes += this.pending[n]!.value.length;
-        if (n > 0 && bytes > MAX_BATCH_BYTES) break;
+      while (n < this.pending.length && n < MAX_BATCH_RECORDS && this.pending[n]!.topic === topic && this.pending[n]!.message.failed === undefined) {
+        const cost = batchCost(this.pending[n]!.record.bytes);
+        if (n > 0 && bytes + cost > this.p.maxRecordBytes) break;
+        bytes += cost;
         n += 1;
       }
       const batch = this.pending.splice(0, n);
       try {
         await this.p.checkTopic(topic);
         await this.connection.get();
-        const sent = await this.producer.send({ topic, acks: -1, messages: batch.map((p) => ({ value: p.value, partition: 0 })) });
+        const sent = await this.producer.send({
+          topic,
+          acks: -1,
+          compression: kafkaCompression(this.p.compression),
+          messages: batch.map(({ record }) => (record.headers === undefined ? { value: record.value, partition: 0 } : { value: record.value, headers: record.headers, partition: 0 })),
+        });
         const meta = sent.find((m) => m.topicName === topic && m.partition === 0);
         if (meta?.baseOffset === undefined) throw new Error('the broker returned no offset for partition 0');
         const base = Number(meta.baseOffset);
         batch.forEach((p, i) => p.resolve(base + i));
       } catch (e) {
-        const error = this.p.failure(e instanceof KafkaBusError ? e : kafkaError(`producing to ${topic}`, { topic }, e), topic);
-        for (const p of batch) p.reject(error);
+        const error = this.p.failure(e instanceof KafkaBusError ? e : produceError(topic, batch.length, bytes, this.p.maxRecordBytes, e), topic);
+        for (const p of batch) {
+          p.message.failed = error;
+          p.reject(error);
+        }
       }
     }
   }
+}
+
+/**
+ * What kafkajs's failure of a produce becomes. A batch the broker refuses as too large will be
+ * refused again: `RECORD_TOO_LARGE`, not retriable (a caller that retries what may pass would
+ * otherwise retry it forever).
+ */
+function produceError(topic: string, records: number, batchBytes: number, maxRecordBytes: number, cause: unknown): KafkaBusError {
+  const type = kafkaErrorType(cause);
+  // MESSAGE_TOO_LARGE: above the topic's max.message.bytes; RECORD_LIST_TOO_LARGE: above its segment.bytes.
+  const config = type === 'MESSAGE_TOO_LARGE' ? 'max.message.bytes' : type === 'RECORD_LIST_TOO_LARGE' ? 'segment.bytes' : undefined;
+  if (config !== undefined) {
+    return new KafkaBusError(
+      'RECORD_TOO_LARGE',
+      `the broker refused a record batch (${records} records, at most ${batchBytes} bytes) to topic ${topic} as too large (${type}): its ${config} is below what the bus writes ` +
+        `(maxRecordBytes ${maxRecordBytes} and overhead); raise the topic's ${config} or lower the bus option maxRecordBytes (kafka.maxRecordBytes in a node config)`,
+      { topic, cause },
+      false,
+    );
+  }
+  return kafkaError(`producing to ${topic}`, { topic }, cause);
+}
+
+/** The protocol error type kafkajs reports, also when it wraps it (retries given up, a nested cause). */
+function kafkaErrorType(e: unknown, depth = 0): string | undefined {
+  if (typeof e !== 'object' || e === null || depth > 4) return undefined;
+  const o = e as { type?: unknown; originalError?: unknown; cause?: unknown };
+  if (typeof o.type === 'string') return o.type;
+  return kafkaErrorType(o.originalError, depth + 1) ?? kafkaErrorType(o.cause, depth + 1);
 }

@@ -3,7 +3,10 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from '../bus.js';
+import { ChunkedReader } from '../chunked-reader.js';
+import type { Clock } from '../clock.js';
 import { newestSubscriptionOwns } from './assigner.js';
+import { readChunkHeaders } from './chunks.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 import type { KafkaBusSettings } from './settings.js';
 
@@ -21,7 +24,11 @@ export interface SubscriptionParams {
   readonly startIfUncommitted: number;
   readonly openedAt: number;
   readonly fromBeginning: boolean;
+  /** The bus's clock: the chunk timeout's time. */
+  readonly clock: Clock;
 }
+
+type EachMessage = (payload: { message: { offset: string; value: Buffer | null; headers?: Record<string, unknown> } }) => Promise<void>;
 
 /** One subscription: one kafkajs consumer, one group member. */
 export class KafkaSubscription implements BusSubscription {
@@ -37,10 +44,22 @@ export class KafkaSubscription implements BusSubscription {
   /** Stops waiting for the handler in flight, if any. */
   private abandonInFlight: (() => void) | undefined;
   private closing: Promise<void> | undefined;
+  /** The chunked messages this subscription is assembling: slices of their JSON bytes. */
+  private readonly chunks: ChunkedReader<Buffer>;
+  private readonly eachMessage: EachMessage = async ({ message }) => this.onMessage(message.offset, message.value, message.headers);
 
   constructor(private readonly p: SubscriptionParams) {
     this.opened = deferred();
     this.consumer = this.makeConsumer();
+    this.chunks = new ChunkedReader<Buffer>({
+      topic: p.topic,
+      clock: p.clock,
+      limits: p.settings,
+      report: (error, record) => {
+        p.log.warn({ event: 'bus.message.incomplete', offset: record.offset, reason: error instanceof Error ? error.message : String(error) }, 'chunked bus message given up');
+        this.report(error, record);
+      },
+    });
   }
 
   private makeConsumer(): Consumer {
@@ -86,7 +105,7 @@ export class KafkaSubscription implements BusSubscription {
     try {
       await consumer.connect();
       await consumer.subscribe({ topics: [topic], fromBeginning: this.p.fromBeginning });
-      await consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onMessage(message.offset, message.value) });
+      await consumer.run({ autoCommit: false, eachMessage: this.eachMessage });
     } catch (e) {
       if (consumer !== this.consumer || this.closing !== undefined) return;
       this.p.log.error({ event: 'bus.consumer.crashed', err: e, topic, group }, 'a replacement bus consumer could not start: trying again');
@@ -99,7 +118,7 @@ export class KafkaSubscription implements BusSubscription {
     try {
       await kafkaCall('connecting a consumer', { topic, group }, () => this.consumer.connect());
       await kafkaCall('subscribing a consumer', { topic, group }, () => this.consumer.subscribe({ topics: [topic], fromBeginning: this.p.fromBeginning }));
-      await kafkaCall('starting a consumer', { topic, group }, () => this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onMessage(message.offset, message.value) }));
+      await kafkaCall('starting a consumer', { topic, group }, () => this.consumer.run({ autoCommit: false, eachMessage: this.eachMessage }));
       await this.opened.promise;
     } catch (e) {
       await this.close();
@@ -114,11 +133,15 @@ export class KafkaSubscription implements BusSubscription {
     if (!this.owns) {
       throw new KafkaBusError('NOT_OWNER', `cannot commit on ${topic} for group ${group}: a newer subscription of the group owns the topic`, { topic, group });
     }
-    await kafkaCall(`committing offset ${offset}`, { topic, group }, () => this.consumer.commitOffsets([{ topic, partition: 0, offset: String(offset) }]));
+    // Never past a message still being assembled: the group's next owner must read it whole.
+    const capped = this.chunks.commitLimit(offset);
+    if (capped < offset) this.p.log.debug({ event: 'bus.commit.capped', offset, committed: capped }, 'commit held at the first chunk of an incomplete message');
+    await kafkaCall(`committing offset ${capped}`, { topic, group }, () => this.consumer.commitOffsets([{ topic, partition: 0, offset: String(capped) }]));
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.chunks.close();
       this.abandonInFlight?.();
       if (!this.ready) this.opened.reject(new KafkaBusError('CLOSED', `subscription to ${this.p.topic} closed before it was open`, { topic: this.p.topic, group: this.p.group }));
       try {
@@ -181,23 +204,37 @@ export class KafkaSubscription implements BusSubscription {
     this.opened.resolve();
   }
 
-  private async onMessage(rawOffset: string, raw: Buffer | null): Promise<void> {
+  private async onMessage(rawOffset: string, raw: Buffer | null, headers: Readonly<Record<string, unknown>> | undefined): Promise<void> {
     if (this.closing !== undefined) return;
     const offset = Number(rawOffset);
     // Already delivered to this subscription (kafkajs may fetch from before the seek once).
     if (this.position !== undefined && offset < this.position) return;
     this.position = offset + 1;
     const { topic } = this.p;
-    const text = raw === null ? null : raw.toString('utf8');
+    let bytes = raw;
+    let what = `record ${offset}`;
+    const read = readChunkHeaders(headers);
+    if (read.kind === 'malformed') return this.malformed(offset, `record ${offset} of ${topic} is not a chunk: ${read.reason}`, raw);
+    if (read.kind === 'chunk') {
+      if (raw === null) return this.malformed(offset, `record ${offset} of ${topic} is a chunk without a value`, raw);
+      const outcome = this.chunks.read({ position: read.position, offset, piece: raw, bytes: raw.length });
+      if (outcome.kind === 'invalid') return this.malformed(offset, `record ${offset} of ${topic} is not a chunk: ${outcome.reason}`, raw);
+      if (outcome.kind === 'duplicate' || outcome.kind === 'finished') {
+        // A chunk seen already, or of a message delivered or given up (and reported) before.
+        this.p.log.debug({ event: 'bus.chunk.ignored', offset, id: read.position.id, index: read.position.index, why: outcome.kind }, 'bus chunk ignored');
+        return;
+      }
+      if (outcome.kind === 'waiting') return;
+      bytes = Buffer.concat(outcome.pieces, outcome.bytes);
+      what = `message ${outcome.id} (${outcome.pieces.length} chunks, the last at offset ${offset})`;
+    }
+    const text = bytes === null ? null : bytes.toString('utf8');
     let value: unknown;
     try {
       if (text === null) throw new Error('the record has no value');
       value = JSON.parse(text);
     } catch (e) {
-      const error = new KafkaBusError('MALFORMED_RECORD', `record ${offset} of ${topic} is not JSON: ${e instanceof Error ? e.message : String(e)}`, { topic, group: this.p.group, cause: e });
-      this.p.log.warn({ event: 'bus.malformed', offset, reason: error.message }, 'malformed bus record skipped');
-      this.report(error, { topic, offset, value: text });
-      return;
+      return this.malformed(offset, `${what} of ${topic} is not JSON: ${e instanceof Error ? e.message : String(e)}`, bytes, e);
     }
     const record: BusRecord = { topic, offset, value };
     // close() ends this wait: it must not wait for a handler that never returns (a paused or dead
@@ -210,11 +247,22 @@ export class KafkaSubscription implements BusSubscription {
   }
 
   private async deliver(record: BusRecord): Promise<void> {
+    this.chunks.handlerStarted();
     try {
       await this.p.handler(record);
     } catch (error) {
       this.report(error, record);
+    } finally {
+      this.chunks.handlerEnded();
     }
+  }
+
+  /** A record (or a chunked message) that cannot be read: reported as `MALFORMED_RECORD` with its raw text, and skipped. */
+  private malformed(offset: number, reason: string, raw: Buffer | null, cause?: unknown): void {
+    const { topic, group } = this.p;
+    const error = new KafkaBusError('MALFORMED_RECORD', reason, { topic, group, cause });
+    this.p.log.warn({ event: 'bus.malformed', offset, reason }, 'malformed bus record skipped');
+    this.report(error, { topic, offset, value: raw === null ? null : raw.toString('utf8') });
   }
 
   private report(error: unknown, record: BusRecord): void {

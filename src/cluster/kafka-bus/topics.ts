@@ -1,10 +1,12 @@
 // The bus's topics on the broker: created on request with one partition each, and checked once
-// per topic to exist with exactly one (the bus never creates a topic implicitly).
-import type { Admin } from 'kafkajs';
+// per topic to exist with exactly one (the bus never creates a topic implicitly) and to take the
+// largest record batch the bus writes.
+import type { Admin, ConfigResourceTypes } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { leadersAnswer, topicNotKnownYet } from '../kafka-client.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
+import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from './record-size.js';
 
 /** How long `ensure` waits for new topics to have a leader. */
 const TOPIC_READY_MS = 10_000;
@@ -15,11 +17,25 @@ export interface BusTopicsParams {
   readonly clock: Clock;
   readonly log: Logger;
   readonly replicationFactor: number;
+  /** The largest record batch the bus writes (./record-size.ts): each topic's max.message.bytes and segment.bytes must allow it. */
+  readonly batchBytes: number;
+  /** The option behind it, named in the error when a topic is too small. */
+  readonly maxRecordBytes: number;
 }
+
+const MAX_MESSAGE_BYTES_CONFIG = 'max.message.bytes';
+/**
+ * Kafka's config resource type of a topic (kafkajs's `ConfigResourceTypes.TOPIC`). Not imported as
+ * a value: Node's ESM loader cannot see that export of kafkajs's CommonJS module (only the names
+ * before the spread in its `module.exports`), so the import would fail outside the tests.
+ */
+const TOPIC_RESOURCE: ConfigResourceTypes = 2;
+/** The topic configs that bound a record batch: its largest size, and the size of a log segment. */
+const LIMIT_CONFIGS = [MAX_MESSAGE_BYTES_CONFIG, 'segment.bytes'] as const;
 
 /** Creates and checks bus topics; remembers the topics it found good. */
 export class BusTopics {
-  /** Topics checked to exist with one partition. */
+  /** Topics checked to exist with one partition and limits that take the bus's batches. */
   private readonly knownTopics = new Set<string>();
 
   constructor(private readonly p: BusTopicsParams) {}
@@ -33,10 +49,20 @@ export class BusTopics {
     const existing = new Set(await kafkaCall('listing topics', {}, () => admin.listTopics()));
     const missing = wanted.filter((t) => !existing.has(t));
     const created: string[] = [];
+    // Set, not left to the broker's default, so that a broker with a smaller message.max.bytes
+    // cannot refuse what the bus writes; never below Kafka's own default, so that a bus of another
+    // node with larger records (up to about 1 MiB) can still use the topics this one made.
+    // segment.bytes stays the broker's (1 GiB by default): it is checked below like existing topics.
+    const maxMessageBytes = String(Math.max(this.p.batchBytes, KAFKA_DEFAULT_MAX_MESSAGE_BYTES));
     if (missing.length > 0) {
       await kafkaCall('creating topics', {}, () =>
         admin.createTopics({
-          topics: missing.map((topic) => ({ topic, numPartitions: 1, replicationFactor: this.p.replicationFactor })),
+          topics: missing.map((topic) => ({
+            topic,
+            numPartitions: 1,
+            replicationFactor: this.p.replicationFactor,
+            configEntries: [{ name: MAX_MESSAGE_BYTES_CONFIG, value: maxMessageBytes }],
+          })),
           // Waited for below: kafkajs's own wait fails on a broker that has not heard of them yet.
           waitForLeaders: false,
         }),
@@ -45,6 +71,8 @@ export class BusTopics {
       this.p.log.info({ event: 'bus.topics.created', topics: missing, replicationFactor: this.p.replicationFactor }, 'bus topics created');
     }
     await this.waitForTopics(wanted);
+    await this.checkLimits(wanted);
+    for (const t of wanted) this.knownTopics.add(t);
     return created;
   }
 
@@ -66,7 +94,45 @@ export class BusTopics {
     if (partitions !== 1) {
       throw new KafkaBusError('TOPIC_NOT_ONE_PARTITION', `topic ${topic} has ${partitions} partitions: a bus topic must have exactly one (one ordered log)`, { topic });
     }
+    await this.checkLimits([topic]);
     this.knownTopics.add(topic);
+  }
+
+  /**
+   * Refuses topics that cannot take the largest record batch the bus writes: the broker refuses a
+   * batch larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE) or than its segment.bytes
+   * (RECORD_LIST_TOO_LARGE), for good; say so now, with what to change.
+   */
+  private async checkLimits(topics: readonly string[]): Promise<void> {
+    if (topics.length === 0) return;
+    const admin = await this.p.admin();
+    const described = await kafkaCall('reading the topic configs', {}, () =>
+      admin.describeConfigs({
+        includeSynonyms: false,
+        resources: topics.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: [...LIMIT_CONFIGS] })),
+      }),
+    );
+    const need = this.p.batchBytes;
+    for (const topic of topics) {
+      const entries = described.resources.find((r) => r.resourceName === topic)?.configEntries ?? [];
+      for (const config of LIMIT_CONFIGS) {
+        const value = entries.find((e) => e.configName === config)?.configValue;
+        const limit = Number(value);
+        if (value === undefined || !Number.isSafeInteger(limit)) {
+          throw new KafkaBusError('KAFKA_FAILED', `the broker did not say the ${config} of topic ${topic} (got ${String(value)})`, { topic }, true);
+        }
+        if (limit >= need) continue;
+        throw new KafkaBusError(
+          'BROKER_LIMIT_TOO_SMALL',
+          `topic ${topic} takes record batches of at most ${limit} bytes (its ${config}), but this bus writes up to ${need} ` +
+            `(maxRecordBytes ${this.p.maxRecordBytes} and ${need - this.p.maxRecordBytes} bytes of record and batch overhead): raise the topic's ` +
+            `${config} to at least ${need} (kafka-configs.sh --alter --entity-type topics --entity-name ${topic} --add-config ${config}=${need}), ` +
+            'or lower the bus option maxRecordBytes (kafka.maxRecordBytes in a node config)',
+          { topic },
+          false,
+        );
+      }
+    }
   }
 
   /** Waits until each topic has its one partition with a leader that answers; refuses topics with more partitions. */
@@ -95,7 +161,6 @@ export class BusTopics {
       if (this.p.clock.now() > deadline) throw new KafkaBusError('KAFKA_FAILED', `topics ${topics.join(', ')} have no leader after ${TOPIC_READY_MS} ms`, {}, true);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    for (const t of topics) this.knownTopics.add(t);
   }
 }
 
