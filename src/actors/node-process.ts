@@ -3,7 +3,7 @@
 // incarnation). The same class runs a node in embedded mode, in the simulator and in a real process.
 import { checkShard, type ShardCheck } from '../core/shard-check.js';
 import type { Logger } from 'pino';
-import type { Bus, BusSubscription } from '../cluster/bus.js';
+import { IncompleteMessageError, type Bus, type BusSubscription } from '../cluster/bus.js';
 import type { Clock } from '../cluster/clock.js';
 import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
@@ -179,7 +179,13 @@ export class ShardherdNode {
     });
     this.guardian = guardian;
     const runtime = this.runtime;
-    const onError = (e: unknown, record: { topic: string; offset: number }) => log.error({ err: e, topic: record.topic, offset: record.offset }, 'bus record not handled');
+    const onError = (e: unknown, record: { topic: string; offset: number }) => {
+      telemetry.busError('handle');
+      // A chunked message given up (the bus said so, at warn) is repaired like any lost record:
+      // a node asks for what it lacks at the next gap or digest.
+      if (e instanceof IncompleteMessageError) log.debug({ err: e, topic: record.topic, offset: record.offset }, 'chunked bus message given up');
+      else log.error({ err: e, topic: record.topic, offset: record.offset }, 'bus record not handled');
+    };
     const group = nodeGroup(s.settings.topicPrefix, this.node, incarnation);
     this.subscriptions = [
       await env.bus.subscribe(env.topics.events, group, (record) => void runtime.send(guardian, { type: 'Events', record }), { onError }),

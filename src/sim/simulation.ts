@@ -7,7 +7,7 @@
 // so `npm run sim -- --seed N` replays it.
 import { pino, type Logger } from 'pino';
 import { SimulatedClock } from '../cluster/clock.js';
-import type { BusFault } from '../cluster/memory-bus.js';
+import type { BusFault, MemoryChunk } from '../cluster/memory-bus.js';
 import { DefaultShardAssignmentStrategy } from '../core/assignment-strategy.js';
 import type { DatasetRef } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -70,6 +70,8 @@ export interface SimulationReport {
     /** Records ingested twice in single-copy datasets (a replicated one ingests each record once per copy). */
     readonly duplicates: number;
     readonly finalEpoch: number;
+    /** Messages the bus carried in several chunks (each chunk subject to the faults). */
+    readonly chunkedMessages: number;
   };
 }
 
@@ -119,7 +121,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const sink = new CountingSink();
   const poison = new Map<string, number>(); // dataset/shard → poisoned offset
   const busRng = new SeededRandom(seed ^ 0x5eed);
-  const busFault = (): BusFault => {
+  const busFault = (_topic: string, _value: unknown, chunk?: MemoryChunk): BusFault => {
+    if (chunk?.index === 0) chunkedMessages += 1;
     if (!faultsOn || !lossy) return { kind: 'deliver' };
     const r = busRng.int(0, 999);
     if (r < 15) return { kind: 'drop' };
@@ -128,6 +131,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return { kind: 'deliver' };
   };
   let lossy = false;
+  let chunkedMessages = 0;
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
   const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
   const cluster = new EmbeddedCluster({
@@ -142,7 +146,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     log: options.log ?? pino({ level: 'silent' }),
     sessionTimeoutMs: SESSION_MS,
     heartbeatIntervalMs: 250,
-    bus: { faults: busFault },
+    // Records of at most 1 KiB (the bus's least), so that maps, recovery answers and large reports
+    // travel in chunks, each of which the faults may drop, duplicate or delay.
+    bus: { faults: busFault, maxRecordBytes: 1024, maxMessageBytes: 1024 * 1024 },
     source: { failAt: (ds, shard, offset) => (poison.get(`${ds}/${shard}`) === offset ? `poison record ${ds}/${shard}@${offset}` : undefined) },
     settings: {
       publishIntervalMs: 1_000,
@@ -291,7 +297,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     history,
     violations,
     // Replicas ingest every record once per copy: only single-copy datasets count as duplicates.
-    stats: { ...stats, recordsIngested: totals.accepted, duplicates: FILODB_DATASETS.reduce((n, d) => n + sink.total(d.ref).duplicates, 0), finalEpoch: epochNow },
+    stats: { ...stats, recordsIngested: totals.accepted, duplicates: FILODB_DATASETS.reduce((n, d) => n + sink.total(d.ref).duplicates, 0), finalEpoch: epochNow, chunkedMessages },
   };
 
   // ---------------------------------------------------------------- faults
