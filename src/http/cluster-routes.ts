@@ -27,6 +27,8 @@ function setupAnswer(reply: Reply): { code: number; body: unknown } {
       throw new ApiError(422, 'BadData', reply.message);
     case 'IsolationImpossible':
       throw new ApiError(409, 'IsolationImpossible', reply.message);
+    case 'DatasetTooLarge':
+      throw new ApiError(413, 'DatasetTooLarge', reply.message);
     default:
       throw new ApiError(500, 'UnexpectedReply', `the singleton answered ${reply.type}`);
   }

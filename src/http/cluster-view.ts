@@ -63,6 +63,8 @@ export interface DatasetView {
   readonly counts: Partial<Record<ShardStatusType, number>>;
   readonly shards: readonly ShardView[];
   readonly cooldowns: DatasetDescription['cooldowns'];
+  /** Why the shards are not shown: this node has no copy of the map as new as the singleton's and could not get one. */
+  readonly mapUnavailable?: string;
 }
 
 export function parseDatasetParam(raw: string): DatasetRef {
@@ -76,6 +78,9 @@ export interface DescribedDataset {
   readonly description: DatasetDescription;
   readonly map: FollowedMap;
 }
+
+/** In an overview, a dataset whose map this node could not get is still listed, saying why. */
+type OverviewDataset = DescribedDataset | { readonly description: DatasetDescription; readonly unavailable: string };
 
 /** A map as a node follows it, with its stamp. */
 export interface FollowedMap {
@@ -125,9 +130,16 @@ export async function clusterView(singleton: SingletonClient, only?: DatasetRef)
     node.singletonState().then((s) => s !== undefined),
   ]);
   const description = expectReply(reply, 'ClusterDescription');
-  const datasets = await Promise.all(description.datasets.map(async (d) => ({ description: d, map: await followedMap(singleton, d.stamp) })));
+  const datasets = await Promise.all(description.datasets.map(async (d): Promise<OverviewDataset> => {
+    try {
+      return { description: d, map: await followedMap(singleton, d.stamp) };
+    } catch (e) {
+      // One dataset this node cannot show must not hide the others (nor the problems that say why).
+      return { description: d, unavailable: e instanceof Error ? e.message : String(e) };
+    }
+  }));
   const copies = new Map<string, number>();
-  for (const { map } of datasets) for (const n of map.mapper.allNodes()) copies.set(n, (copies.get(n) ?? 0) + map.mapper.numShardsForNode(n));
+  for (const d of datasets) if ('map' in d) for (const n of d.map.mapper.allNodes()) copies.set(n, (copies.get(n) ?? 0) + d.map.mapper.numShardsForNode(n));
   const isSingleton = (m: Member) => lease?.node === m.node && lease.incarnation === m.incarnation;
   const host = description.members.find(isSingleton);
   return {
@@ -143,7 +155,7 @@ export async function clusterView(singleton: SingletonClient, only?: DatasetRef)
       singleton: isSingleton(m),
       copies: copies.get(m.node) ?? 0,
     })),
-    datasets: datasets.map(datasetView),
+    datasets: datasets.map((d) => ('map' in d ? datasetView(d) : unavailableView(d.description, d.unavailable))),
     operations: description.operations,
     problems: [
       ...(description.problems ?? []).map((p) => ({ ...p, node: lease?.node ?? 'singleton' })),
@@ -158,6 +170,15 @@ export function missingReasons(d: DatasetDescription): Map<number, string> {
   for (const group of d.missingCopies) for (const shard of group.shards) out.set(shard, group.reason);
   return out;
 }
+
+function unavailableView(d: DatasetDescription, reason: string): DatasetView {
+  return { ...configFields(d), epoch: d.stamp.epoch, version: d.stamp.version, counts: {}, shards: [], cooldowns: d.cooldowns, mapUnavailable: reason };
+}
+
+const configFields = (d: DatasetDescription) => {
+  const c = d.config;
+  return { name: c.ref, numShards: c.numShards, replicationFactor: c.replicationFactor, minNumNodes: c.minNumNodes, strategy: c.strategy, source: c.source };
+};
 
 export function datasetView({ description: d, map }: DescribedDataset): DatasetView {
   const missing = missingReasons(d);
@@ -174,18 +195,5 @@ export function datasetView({ description: d, map }: DescribedDataset): DatasetV
       ...(missing.has(shard) ? { reason: missing.get(shard)! } : {}),
     };
   });
-  const c = d.config;
-  return {
-    name: c.ref,
-    numShards: c.numShards,
-    replicationFactor: c.replicationFactor,
-    minNumNodes: c.minNumNodes,
-    strategy: c.strategy,
-    source: c.source,
-    epoch: map.epoch,
-    version: map.version,
-    counts,
-    shards,
-    cooldowns: d.cooldowns,
-  };
+  return { ...configFields(d), epoch: map.epoch, version: map.version, counts, shards, cooldowns: d.cooldowns };
 }
