@@ -25,6 +25,7 @@ import './fetch-decoding.bench.js';
 import './placement.bench.js';
 import './scale.bench.js';
 import './scale-embedded.bench.js';
+import './join-storm.bench.js';
 import './soak.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';

@@ -53,7 +53,7 @@ async function allApplied(nodes: readonly ShardherdNode[], dataset: DatasetRef, 
 register({
   name: 'scale-embedded',
   run: async (): Promise<Table> => {
-    const lines: { event?: string; recoveryMs?: number }[] = [];
+    const lines: { event?: string; recoveryMs?: number; answered?: number; members?: number }[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as never) });
     const racks = ['a', 'b', 'c'];
     const cluster = new EmbeddedCluster({
@@ -125,7 +125,8 @@ register({
     singletonNode.crash();
     await until(async () => ((await cluster.metaStore.readLease())?.epoch ?? 0) > epoch && (await cluster.singletonNode()) !== undefined, 120_000, 'a new singleton', 100);
     await until(() => lines.some((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1), 120_000, 'its recovery', 100);
-    const recoveryMs = lines.find((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1)!.recoveryMs!;
+    const recovered = lines.find((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1)!;
+    const recoveryMs = recovered.recoveryMs!;
     const rssMiB = process.memoryUsage().rss / 2 ** 20;
     await cluster.stop();
     return {
@@ -140,7 +141,7 @@ register({
         ['decision: a node up (median of 5)', `${quantile(upTimes, 0.5).toFixed(1)} ms`],
         ['its records', `${(upBytes / 1024).toFixed(1)} KiB`],
         ['one change applied by every node, from its produce', ms(appliedMs)],
-        ['singleton recovery (lease → active), after its node crashed', ms(recoveryMs)],
+        ['singleton recovery (lease → active), after its node crashed', `${ms(recoveryMs)} (${recovered.answered} of ${recovered.members} members answered)`],
         ['process memory (RSS)', `${rssMiB.toFixed(0)} MiB`],
       ],
       notes: [

@@ -11,7 +11,6 @@ import type { MemberIncarnation, SubscriberMessage } from '../core/shard-manager
 import { snapshotOf, type EventsRecord } from './wire-events.js';
 
 type Record<K extends EventsRecord['kind']> = Extract<EventsRecord, { kind: K }>;
-export type SubscriptionsMessage = Extract<SubscriberMessage, { type: 'ShardSubscriptions' }>;
 
 /** The member incarnations as the singleton last published them, under its epoch. */
 export interface MembersRecord {
@@ -34,15 +33,15 @@ export interface FollowedMapsPorts {
   /** Delivers a message to the node's local subscribers of a dataset (or to these ids only). */
   readonly deliver: (dataset: DatasetRef, message: SubscriberMessage, only?: readonly SubscriberId[]) => void;
   /** Asks the singleton for what the node lacks (one request at a time; see `syncFailed`). */
-  readonly askSync: (wanted: { readonly datasets: readonly DatasetRef[]; readonly members: boolean; readonly subscriptions: boolean }) => void;
+  readonly askSync: (wanted: { readonly datasets: readonly DatasetRef[] | 'all'; readonly members: boolean }) => void;
 }
 
 export class FollowedMaps {
   readonly followers = new Map<DatasetRef, ShardMapFollower>();
   readonly configs = new Map<DatasetRef, DatasetConfig>();
   members: MembersRecord | undefined;
-  subscriptions: SubscriptionsMessage | undefined;
-  private readonly wanted = { datasets: new Set<DatasetRef>(), members: false, subscriptions: false };
+  /** What the node lacks: these maps (`all`: every dataset's, at start), the members. */
+  private readonly wanted = { datasets: new Set<DatasetRef>(), all: false, members: false };
   private asking = false;
 
   constructor(private readonly ports: FollowedMapsPorts) {}
@@ -82,6 +81,7 @@ export class FollowedMaps {
     }
     const current = this.followers.get(m.dataset)!;
     if (compareStamps(current, { epoch: m.epoch, version: m.version }) >= 0) this.satisfied(() => this.wanted.datasets.delete(m.dataset));
+    this.satisfied(() => (this.wanted.all = false));
     if (taken || configChanged) this.ports.mapChanged(m.dataset, current, m.config);
     const message: SubscriberMessage = { type: 'CurrentShardSnapshot', snapshot: current.mapper!.toSnapshot(current.epoch) };
     if (taken) this.ports.deliver(m.dataset, message);
@@ -95,15 +95,11 @@ export class FollowedMaps {
     this.ports.membersChanged(this.members);
   }
 
-  subscriptionsMessage(m: SubscriptionsMessage): void {
-    this.subscriptions = m;
-    this.satisfied(() => (this.wanted.subscriptions = false));
-  }
-
   /**
    * The periodic digest: whatever this node lacks or is behind on it asks for; datasets it has
    * that the singleton no longer lists are gone (their removal was lost); local subscribers hear
-   * the stamp of their dataset, so they can tell they missed something.
+   * the stamp of their dataset, so they can tell they missed something. A digest also answers a
+   * node that asked for every map while there was none.
    */
   digest(m: Record<'digest'>): void {
     const listed = new Set<DatasetRef>();
@@ -116,8 +112,7 @@ export class FollowedMaps {
     }
     for (const dataset of [...this.followers.keys()]) if (!listed.has(dataset)) this.gone(dataset);
     if (!this.members || this.members.epoch !== m.epoch || this.members.version !== m.members) this.wanted.members = true;
-    const subs = this.subscriptions;
-    if (!subs || subs.epoch !== m.epoch || (subs.version !== undefined && subs.version !== m.subscriptions)) this.wanted.subscriptions = true;
+    this.wanted.all = false;
     // Everything lacking in one request.
     this.want({});
   }
@@ -131,10 +126,10 @@ export class FollowedMaps {
   }
 
   /** Adds to what the node lacks and asks, unless a request is on its way. */
-  want(what: { readonly dataset?: DatasetRef; readonly members?: boolean; readonly subscriptions?: boolean }): void {
+  want(what: { readonly dataset?: DatasetRef; readonly all?: boolean; readonly members?: boolean }): void {
     if (what.dataset !== undefined) this.wanted.datasets.add(what.dataset);
+    if (what.all) this.wanted.all = true;
     if (what.members) this.wanted.members = true;
-    if (what.subscriptions) this.wanted.subscriptions = true;
     if (!this.asking) this.ask();
   }
 
@@ -146,7 +141,7 @@ export class FollowedMaps {
 
   /** Whether anything is still lacking. */
   get lacking(): boolean {
-    return this.wanted.datasets.size > 0 || this.wanted.members || this.wanted.subscriptions;
+    return this.wanted.all || this.wanted.datasets.size > 0 || this.wanted.members;
   }
 
   /** Something lacking arrived; once nothing is, the next lack is asked for at once. */
@@ -158,6 +153,6 @@ export class FollowedMaps {
   private ask(): void {
     if (!this.lacking) return;
     this.asking = true;
-    this.ports.askSync({ datasets: [...this.wanted.datasets].sort(), members: this.wanted.members, subscriptions: this.wanted.subscriptions });
+    this.ports.askSync({ datasets: this.wanted.all ? 'all' : [...this.wanted.datasets].sort(), members: this.wanted.members });
   }
 }

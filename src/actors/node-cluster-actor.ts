@@ -170,7 +170,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'members', epoch, version: e.version, members: e.members });
           break;
         case 'PublishDigest':
-          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, subscriptions: e.subscriptions, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })) });
+          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })) });
           break;
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });

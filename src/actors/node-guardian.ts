@@ -2,7 +2,7 @@
 // map from the events topic (changes applied, whole maps only when behind: `FollowedMaps`), hands
 // its maps and the members to the coordinator, which runs what they give this node, relays them to
 // local subscribers, routes acknowledgements to the reporter and replies to waiting requests,
-// keeps the maps and the subscriptions for the next singleton's recovery, and hosts the singleton
+// keeps the maps for the next singleton's recovery, and hosts the singleton
 // when its node is the oldest member.
 import type { BusRecord } from '../cluster/bus.js';
 import type { Cancel } from '../cluster/clock.js';
@@ -12,7 +12,7 @@ import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
 import type { MapStamp, RunningShard } from '../core/shard-manager/protocol.js';
-import { FollowedMaps, type MembersRecord, type SubscriptionsMessage } from './followed-maps.js';
+import { FollowedMaps, type MembersRecord } from './followed-maps.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
 import type { CoordinatorMsg } from './node-coordinator.js';
@@ -39,13 +39,12 @@ export type GuardianMsg =
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
   | { readonly type: 'GetSingletonState'; readonly reply: (state: ShardManagerState | undefined) => void };
 
-/** What a guardian holds: its maps (for the node's reads and the next singleton), the members, the subscriptions. */
+/** What a guardian holds: its maps (for the node's reads and the next singleton) and the members. */
 export interface GuardianCache {
   readonly maxEpoch: number;
   readonly maps: ReadonlyMap<DatasetRef, ShardMapFollower>;
   readonly configs: ReadonlyMap<DatasetRef, DatasetConfig>;
   readonly members: MembersRecord | undefined;
-  readonly subscriptions: SubscriptionsMessage | undefined;
   readonly singletonEpoch: Epoch | undefined;
 }
 
@@ -56,8 +55,6 @@ interface State {
   readonly maps: FollowedMaps;
   /** The timer of the `SyncMaps` on its way. */
   syncTimer: Cancel | undefined;
-  /** A SubscribeAll is on its way: do not send another before something arrives. */
-  resyncing: boolean;
   /** This node's singleton, if it hosts one, and when it started (for the crash backoff). */
   singleton: { ref: ActorRef<ClusterMsg>; epoch: Epoch; startedAt: number } | undefined;
   candidacy: boolean;
@@ -93,12 +90,6 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   const guardianId = `${hostPrefix(env.node, env.incarnation)}guardian` as SubscriberId;
   const toInbox = (m: InboxMessage) => env.bus.produce(env.topics.inbox, encodeInboxMessage(m));
   const request = (r: Request) => toInbox({ format: WIRE_FORMAT, kind: 'request', request: r });
-  const resubscribe = async (s: State, why: string) => {
-    if (s.resyncing) return;
-    s.resyncing = true;
-    env.log.debug({ why }, 'guardian subscribes to every dataset');
-    await request({ type: 'SubscribeAll', subscriber: guardianId });
-  };
 
   /** The node's copy of every map, wired to its coordinator, its local subscribers and the singleton. */
   function followedMaps(self: ActorRef<GuardianMsg>, coordinator: ActorRef<CoordinatorMsg>, state: () => State): FollowedMaps {
@@ -129,11 +120,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     const prefix = hostPrefix(env.node, env.incarnation);
     for (const id of to) {
       if (id === guardianId) {
-        if (message.type === 'ShardSubscriptions') {
-          s.maps.subscriptionsMessage(message);
-          s.resyncing = false;
-          if (!message.watchers.includes(guardianId)) await resubscribe(s, 'not among the watchers');
-        } else if (message.type === 'DatasetUnknown' || message.type === 'DatasetRemoved') {
+        if (message.type === 'DatasetUnknown' || message.type === 'DatasetRemoved') {
           s.maps.gone(message.dataset);
         }
       } else if (id.startsWith(prefix) && !hub.deliver(id, message)) {
@@ -164,7 +151,6 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'map-changes':
         return s.maps.changes(m);
       case 'map-snapshot':
-        s.resyncing = false;
         return s.maps.snapshot(m);
       case 'members':
         return s.maps.membersRecord(m);
@@ -189,8 +175,10 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
           node: env.node,
           incarnation: env.incarnation,
           maps: [...s.maps.followers.values()].flatMap((f) => (f.mapper && newerThanStored(f, stored.get(f.dataset)) ? [f.mapper.toSnapshot(f.epoch)] : [])),
-          subscriptions: s.maps.subscriptions?.subscriptions ?? [],
-          watchers: s.maps.subscriptions?.watchers ?? [],
+          // Subscriptions are the MetaStore's alone (persisted before anyone is told of them); a
+          // node no longer subscribes to everything: it follows every map from the events topic.
+          subscriptions: [],
+          watchers: [],
           running,
         });
         return;
@@ -281,7 +269,6 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       maxEpoch: -1,
       maps: followedMaps(self, children.coordinator, () => state),
       syncTimer: undefined,
-      resyncing: false,
       singleton: undefined,
       candidacy: false,
       candidacyFailures: 0,
@@ -294,7 +281,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     const s = s0 ?? firstState(ctx.self);
     switch (msg.type) {
       case 'Start':
-        await resubscribe(s, 'starting');
+        // Every map and the members: what a node needs before it runs anything.
+        s.maps.want({ all: true, members: true });
         return s;
       case 'View':
         await onView(s, msg.view, ctx.self);
@@ -337,7 +325,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: msg.reply })) msg.reply([]);
         return s;
       case 'GetCache':
-        msg.reply({ maxEpoch: s.maxEpoch, maps: s.maps.followers, configs: s.maps.configs, members: s.maps.members, subscriptions: s.maps.subscriptions, singletonEpoch: s.singleton?.epoch });
+        msg.reply({ maxEpoch: s.maxEpoch, maps: s.maps.followers, configs: s.maps.configs, members: s.maps.members, singletonEpoch: s.singleton?.epoch });
         return s;
       case 'SyncTimeout':
         s.syncTimer = undefined;

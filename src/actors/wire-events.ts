@@ -28,7 +28,6 @@ const membersS = z.object({ epoch: z.number().int().min(0), version: z.number().
 const digestS = z.object({
   epoch: z.number().int().min(0),
   members: z.number().int().min(0),
-  subscriptions: z.number().int().min(0),
   maps: z.array(z.object({ dataset: datasetRefS, numShards: z.number().refine(isValidShardCount), version: z.number().int().min(0) })),
 });
 

@@ -78,8 +78,8 @@ export type EventsMessage =
   | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot }
   /** The member incarnations the maps are made for: a node acts on its map only while it is among them. */
   | { readonly format: 2; readonly kind: 'members'; readonly epoch: Epoch; readonly version: number; readonly members: readonly MemberIncarnation[] }
-  /** The periodic digest: every map's stamp, the members' and subscriptions' versions. */
-  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly subscriptions: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[] }
+  /** The periodic digest: every map's stamp and the members' version. */
+  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[] }
   | { readonly format: 2; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
   /** A drained node holds no copy any more: it may stop (its operator or orchestrator decides when). */
   | { readonly format: 2; readonly kind: 'release'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation }
@@ -147,7 +147,7 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('SubscribeAll'), subscriber: subscriberS }),
   z.object({ type: z.literal('Unsubscribe'), subscriber: subscriberS, dataset: datasetRefS.optional() }),
   z.object({ type: z.literal('SubscriberTerminated'), subscriber: subscriberS }),
-  z.object({ type: z.literal('SyncMaps'), subscriber: subscriberS, datasets: z.array(datasetRefS).max(10_000), members: z.boolean(), subscriptions: z.boolean() }),
+  z.object({ type: z.literal('SyncMaps'), subscriber: subscriberS, datasets: z.union([z.literal('all'), z.array(datasetRefS).max(10_000)]), members: z.boolean() }),
   z.object({ type: z.literal('GetShardMap'), dataset: datasetRefS, replyTo: replyToS }),
   z.object({ type: z.literal('ListRegisteredDatasets'), replyTo: replyToS }),
   z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS }),

@@ -12,6 +12,7 @@ import { readTokenFile } from '../../src/http/access-token.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');
+const BUILT_MAIN = join(REPO, 'dist/cli/main.js');
 
 export interface ProcessClusterOptions {
   /** Where configs, logs and sink files go. */
@@ -31,6 +32,12 @@ export interface ProcessClusterOptions {
   readonly datasets?: readonly unknown[];
   /** At least info: the harness learns each node's status URL from its `node.status` log line. */
   readonly logLevel?: 'info' | 'debug' | 'trace';
+  /** Each node's rack (default: a rack of its own, `rack-<name>`). */
+  readonly rackOf?: (name: string) => string;
+  /** Run the built package (`dist/`, after `npm run build`) instead of the sources through tsx: lighter processes. */
+  readonly built?: boolean;
+  /** Node.js flags of every node process (e.g. `--max-old-space-size=96`). */
+  readonly nodeFlags?: readonly string[];
 }
 
 export interface NodeProcess {
@@ -74,7 +81,7 @@ export class ProcessCluster {
     const config = {
       node: name,
       cluster: o.cluster,
-      rack: `rack-${name}`,
+      rack: o.rackOf?.(name) ?? `rack-${name}`,
       kafka: {
         brokers: o.kafkaBrokers,
         sessionTimeoutMs: o.sessionTimeoutMs,
@@ -97,7 +104,8 @@ export class ProcessCluster {
     if (previous?.alive) throw new Error(`${name} is already running`);
     await mkdir(this.options.dir, { recursive: true });
     await this.writeConfig(name);
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'node', '--config', this.configPath(name)], {
+    const entry = this.options.built ? [BUILT_MAIN] : ['--import', 'tsx', MAIN];
+    const child = spawn(process.execPath, [...(this.options.nodeFlags ?? []), ...entry, 'node', '--config', this.configPath(name)], {
       cwd: REPO,
       stdio: ['ignore', 'pipe', 'pipe'],
       // Generated API tokens go to the test's folder, not the user's home.

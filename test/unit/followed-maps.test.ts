@@ -45,7 +45,7 @@ function recorder() {
     members: [] as MembersRecord[],
     gone: [] as DatasetRef[],
     delivered: [] as { dataset: DatasetRef; message: SubscriberMessage; only?: readonly SubscriberId[] }[],
-    asked: [] as { datasets: readonly DatasetRef[]; members: boolean; subscriptions: boolean }[],
+    asked: [] as { datasets: readonly DatasetRef[] | 'all'; members: boolean }[],
   };
   const ports: FollowedMapsPorts = {
     mapChanged: (dataset, f) => seen.maps.push({ dataset, version: f.version, epoch: f.epoch }),
@@ -90,7 +90,7 @@ describe('FollowedMaps', () => {
     maps.snapshot(snapshotRecord(startMap(), 1));
     maps.changes(changesRecord(1, { epoch: 1, version: 5 }, [ShardEvents.ingestionStarted(ds, shardNum(2), a)]));
     maps.changes(changesRecord(1, { epoch: 1, version: 6 }, [ShardEvents.ingestionStarted(ds, shardNum(3), a)]));
-    expect(seen.asked).toEqual([{ datasets: [ds], members: false, subscriptions: false }]);
+    expect(seen.asked).toEqual([{ datasets: [ds], members: false }]);
     expect(seen.maps).toHaveLength(1); // nothing half applied
     maps.syncFailed();
     expect(seen.asked).toHaveLength(2);
@@ -136,13 +136,13 @@ describe('FollowedMaps', () => {
     expect(seen.delivered.at(-1)).toMatchObject({ dataset: ds, only: ['node-1@x/sub-1'], message: { type: 'CurrentShardSnapshot' } });
   });
 
-  it('the digest: a map it lacks or is behind on is asked for, a dataset no longer listed is gone, the members and subscriptions too', () => {
+  it('the digest: a map it lacks or is behind on is asked for, a dataset no longer listed is gone, the members too, in one request', () => {
     const { seen, maps } = recorder();
     maps.snapshot(snapshotRecord(startMap(), 1));
     maps.snapshot(snapshotRecord(new ShardMapper(4, other), 1, [], other));
-    maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, subscriptions: 2, maps: [{ dataset: ds, numShards: 4, version: 7 }] }) as Extract<EventsRecord, { kind: 'digest' }>);
+    maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, maps: [{ dataset: ds, numShards: 4, version: 7 }] }) as Extract<EventsRecord, { kind: 'digest' }>);
     expect(seen.gone).toEqual([other]);
-    expect(seen.asked).toEqual([{ datasets: [ds], members: true, subscriptions: true }]);
+    expect(seen.asked).toEqual([{ datasets: [ds], members: true }]);
     expect(seen.delivered.filter((d) => d.message.type === 'ShardMapStamp').map((d) => d.message)).toEqual([{ type: 'ShardMapStamp', epoch: 1, dataset: ds, version: 7 }]);
   });
 
@@ -150,10 +150,18 @@ describe('FollowedMaps', () => {
     const { seen, maps } = recorder();
     maps.snapshot(snapshotRecord(startMap(), 1));
     maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 3, members: [{ node: a, incarnation: incarnation('a#1') }] }) as Extract<EventsRecord, { kind: 'members' }>);
-    maps.subscriptionsMessage({ type: 'ShardSubscriptions', epoch: epoch(1), version: 2, subscriptions: [], watchers: [] });
-    maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, subscriptions: 2, maps: [{ dataset: ds, numShards: 4, version: 2 }] }) as Extract<EventsRecord, { kind: 'digest' }>);
+    maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, maps: [{ dataset: ds, numShards: 4, version: 2 }] }) as Extract<EventsRecord, { kind: 'digest' }>);
     expect(seen.asked).toEqual([]);
     expect(seen.members.map((m) => m.version)).toEqual([3]);
+  });
+
+  it('a node starting asks for every map and the members in one request; the first map or a digest answers it', () => {
+    const { seen, maps } = recorder();
+    maps.want({ all: true, members: true });
+    expect(seen.asked).toEqual([{ datasets: 'all', members: true }]);
+    maps.snapshot(snapshotRecord(startMap(), 1));
+    maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 1, members: [] }) as Extract<EventsRecord, { kind: 'members' }>);
+    expect(maps.lacking).toBe(false);
   });
 
   it('members: an older record is ignored', () => {

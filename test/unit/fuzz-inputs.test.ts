@@ -122,6 +122,13 @@ describe('fuzzed bus records', () => {
 
   beforeAll(async () => {
     env = await startCluster();
+    // A dataset set up and removed, so the corpus holds the removal's message to every node.
+    const setUp = env.cluster.setupDataset({ ref: 'delta', numShards: 2, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
+    await env.driver.advance(500);
+    expect((await setUp).type).toBe('DatasetVerified');
+    const removed = env.cluster.request((replyTo) => ({ type: 'RemoveDataset', dataset: 'delta' as never, replyTo }), 5_000);
+    await env.driver.advance(500);
+    expect((await removed).type).toBe('Success');
     // A failover too, so the corpus holds recovery's records (cluster-state request and answers).
     (await env.cluster.singletonNode())!.crash();
     await env.driver.advance(4_000);

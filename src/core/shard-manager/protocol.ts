@@ -96,15 +96,16 @@ export type ShardManagerInput =
    */
   | { readonly type: 'NodeReports'; readonly reports: readonly NodeReportBody[] }
   /**
-   * The periodic digest (every map's stamp, the members' and subscriptions' versions): a node or
-   * subscriber that is behind or missed something learns it and asks (`SyncMaps`). Bounds staleness.
+   * The periodic digest (every map's stamp and the members' version): a node or subscriber that is
+   * behind or missed something learns it and asks (`SyncMaps`). Bounds staleness.
    */
   | { readonly type: 'PublishDigest' }
   /**
-   * A node that is behind asks for what it lacks: snapshots of these datasets (broadcast, so every
-   * follower behind on them catches up too), the members, the subscriptions (to `subscriber`).
+   * A node that is behind asks for what it lacks: the whole maps of these datasets (or of every
+   * dataset: a node starting), broadcast so that every node behind on one catches up from the same
+   * record, and the members. `subscriber` is who asked (a node's guardian).
    */
-  | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[]; readonly members: boolean; readonly subscriptions: boolean }
+  | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[] | 'all'; readonly members: boolean }
   /** Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended. */
   | { readonly type: 'CheckCooldowns' }
   /**
@@ -241,8 +242,6 @@ export type SubscriberMessage =
   | {
       readonly type: 'ShardSubscriptions';
       readonly epoch: Epoch;
-      /** Grows with every change under this epoch; the digest carries the latest. */
-      readonly version?: number;
       readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
       readonly watchers: readonly SubscriberId[];
     }
@@ -329,8 +328,8 @@ export type Effect =
    * node never runs what its previous incarnation was given.
    */
   | { readonly type: 'PublishMembers'; readonly version: number; readonly members: readonly MemberIncarnation[] }
-  /** The periodic digest: every map's stamp, the members' and subscriptions' versions. */
-  | { readonly type: 'PublishDigest'; readonly maps: readonly MapStamp[]; readonly members: number; readonly subscriptions: number }
+  /** The periodic digest: every map's stamp and the members' version. */
+  | { readonly type: 'PublishDigest'; readonly maps: readonly MapStamp[]; readonly members: number }
   /** Tells a drained node that it holds nothing any more and may stop. */
   | { readonly type: 'ReleaseNode'; readonly node: NodeId; readonly incarnation: Incarnation }
   /** Tells a node that is not a member to stop every shard it runs. */

@@ -79,7 +79,6 @@ export class ShardManager {
       released: [],
       applied: [],
       membersVersion: 0,
-      subscriptionsVersion: 0,
     };
   }
 
@@ -111,7 +110,6 @@ export class ShardManager {
       released: [],
       applied: data.applied ?? [],
       membersVersion: 0,
-      subscriptionsVersion: 0,
     };
     const step = new Step(base, this.settings, now);
     recover(step, data);
@@ -166,7 +164,7 @@ export class ShardManager {
       case 'PublishDigest':
         return publishDigest(step);
       case 'SyncMaps':
-        return syncMaps(step, input.subscriber, input.datasets, input.members, input.subscriptions);
+        return syncMaps(step, input.subscriber, input.datasets, input.members);
       case 'CheckCooldowns':
         return checkCooldowns(step);
       case 'RemoveNode':
@@ -301,7 +299,8 @@ function removeDataset(step: Step, dataset: DatasetRef, replyTo: ReplyTo): void 
   }
   step.removeDataset(dataset);
   step.flush(dataset);
-  step.publish(step.subscriptions.subscribersOf(dataset), { type: 'DatasetRemoved', epoch: step.epoch, dataset });
+  // Sent even with no subscriber: every node forgets the dataset on it (the digest would, later).
+  step.send({ type: 'Publish', to: step.subscriptions.subscribersOf(dataset), message: { type: 'DatasetRemoved', epoch: step.epoch, dataset } });
   step.subscriptions = step.subscriptions.removeDataset(dataset);
   if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
   step.persist({ type: 'DeleteDataset', dataset });
@@ -342,13 +341,12 @@ function subscribeAll(step: Step, subscriber: SubscriberId): void {
  * broadcast whole, so any other node behind on it catches up with the same record. A dataset the
  * singleton does not know is answered `DatasetUnknown`, so the node forgets it.
  */
-function syncMaps(step: Step, subscriber: SubscriberId, datasets: readonly DatasetRef[], members: boolean, subscriptions: boolean): void {
-  for (const dataset of new Set(datasets)) {
+function syncMaps(step: Step, subscriber: SubscriberId, datasets: readonly DatasetRef[] | 'all', members: boolean): void {
+  for (const dataset of new Set(datasets === 'all' ? step.datasetRefs() : datasets)) {
     if (step.dataset(dataset)) sendSnapshot(step, dataset, [subscriber]);
     else step.publish([subscriber], { type: 'DatasetUnknown', dataset });
   }
   if (members) step.announceMembers();
-  if (subscriptions) step.publishSubscriptions([subscriber]);
 }
 
 function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef | undefined): void {
@@ -368,6 +366,5 @@ function publishDigest(step: Step): void {
   for (const dataset of step.datasetRefs()) if (step.dataset(dataset)!.movesWaiting) step.assignShards(dataset);
   // The digest tells the stamps after this step's changes: those go out first.
   step.flushAll();
-  const versions = step.versions;
-  step.send({ type: 'PublishDigest', maps: step.mapStamps(), members: versions.members, subscriptions: versions.subscriptions });
+  step.send({ type: 'PublishDigest', maps: step.mapStamps(), members: step.membersVersionNow });
 }

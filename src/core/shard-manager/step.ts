@@ -45,8 +45,6 @@ export interface ShardManagerState {
   readonly applied: readonly AppliedRequest[];
   /** Grows with every change of the member incarnations under this epoch (the digest carries it). */
   readonly membersVersion: number;
-  /** Grows with every change of the subscriptions under this epoch (the digest carries it). */
-  readonly subscriptionsVersion: number;
 }
 
 /** What one `decide` call returns. */
@@ -108,7 +106,6 @@ export class Step {
   private readonly notices: Effect[] = [];
   private readonly baseMembers: readonly Member[];
   private membersVersion: number;
-  private subscriptionsVersion: number;
   /** Publish the members even if they did not change (recovery, a node that asked for them). */
   private membersWanted = false;
 
@@ -130,7 +127,6 @@ export class Step {
     this.applied = base.applied;
     this.baseMembers = base.members;
     this.membersVersion = base.membersVersion;
-    this.subscriptionsVersion = base.subscriptionsVersion;
   }
 
   // ---------------------------------------------------------------- reads
@@ -252,12 +248,9 @@ export class Step {
     });
   }
 
-  /** The versions of the members and of the subscriptions as they stand now. */
-  get versions(): { readonly members: number; readonly subscriptions: number } {
-    return {
-      members: this.membersVersion + (this.membersChanged() ? 1 : 0),
-      subscriptions: this.subscriptionsVersion + (this.subscriptions !== this.baseSubscriptions ? 1 : 0),
-    };
+  /** The version of the member incarnations as they stand now. */
+  get membersVersionNow(): number {
+    return this.membersVersion + (this.membersChanged() ? 1 : 0);
   }
 
   private membersChanged(): boolean {
@@ -353,12 +346,11 @@ export class Step {
     this.notices.push({ type: 'Notice', notice });
   }
 
-  /** The subscriptions to every watcher, or to `to` only (one that asked). */
-  publishSubscriptions(to: readonly SubscriberId[] = this.subscriptions.watcherList()): void {
-    this.publish(to, {
+  /** The subscriptions, to every watcher. */
+  publishSubscriptions(): void {
+    this.publish(this.subscriptions.watcherList(), {
       type: 'ShardSubscriptions',
       epoch: this.epoch,
-      version: this.versions.subscriptions,
       subscriptions: this.subscriptions.toList(),
       watchers: this.subscriptions.watcherList(),
     });
@@ -389,16 +381,15 @@ export class Step {
 
   finish(buffered: ShardManagerState['buffered'] = []): Decision {
     this.flushAll();
-    const versions = this.versions;
+    const membersVersion = this.membersVersionNow;
     if (this.membersWanted || this.membersChanged()) {
       // After the changes: a node learns it is a member only once its map is the one made for it.
-      this.sends.push({ type: 'PublishMembers', version: versions.members, members: this.members.map((m) => ({ node: m.node, incarnation: m.incarnation })) });
+      this.sends.push({ type: 'PublishMembers', version: membersVersion, members: this.members.map((m) => ({ node: m.node, incarnation: m.incarnation })) });
     }
     if (this.subscriptions !== this.baseSubscriptions) {
       this.persist({ type: 'PersistSubscriptions', subscriptions: this.subscriptions.toList(), watchers: this.subscriptions.watcherList() });
     }
-    this.membersVersion = versions.members;
-    this.subscriptionsVersion = versions.subscriptions;
+    this.membersVersion = membersVersion;
     const operations = this.operations();
     if (JSON.stringify(operations) !== JSON.stringify(this.baseOperations)) this.persist({ type: 'PersistNodeOperations', operations });
     this.persistApplied();
@@ -423,7 +414,6 @@ export class Step {
       released: [...this.released].filter((n) => this.draining.has(n)).sort(),
       applied: this.applied,
       membersVersion: this.membersVersion,
-      subscriptionsVersion: this.subscriptionsVersion,
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };
