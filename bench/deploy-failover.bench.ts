@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { converged, ProcessCluster, waitConverged } from '../test/support/process-cluster.js';
 import { ms, quantile, register, type Table } from './harness.js';
+import { waitFor } from './runtime-support.js';
 import { withRealServices, type BenchServices } from './real-services.js';
 
 const SHARDS = 16;
@@ -24,17 +25,6 @@ const CASES = [
   { sessionTimeoutMs: 6_000, samples: 3 },
 ] as const;
 
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 interface CaseResult {
   readonly sessionTimeoutMs: number;
@@ -72,15 +62,15 @@ async function runCase(s: BenchServices, sessionTimeoutMs: number, samples: numb
       const epoch = c.singleton!.status.singleton!.epoch;
       const t0 = Date.now();
       await cluster.kill(victim);
-      await until(async () => {
+      await waitFor('a new singleton', async () => {
         for (const p of cluster.live()) {
           const st = await cluster.status(p.name, 500);
-          if (st?.singleton && st.singleton.epoch > epoch) return st;
+          if (st?.singleton && st.singleton.epoch > epoch) return true;
         }
-        return undefined;
-      }, 120_000, 'a new singleton');
+        return false;
+      }, 120_000, 25);
       result.singletonActive.push(Date.now() - t0);
-      await until(async () => ((await converged(cluster, DATASET, SHARDS)).ok ? true : undefined), 120_000, 'convergence after the singleton died');
+      await waitFor('convergence after the singleton died', async () => (await converged(cluster, DATASET, SHARDS)).ok, 120_000, 25);
       result.singletonAllActive.push(Date.now() - t0);
       await cluster.start(victim);
 
@@ -90,7 +80,7 @@ async function runCase(s: BenchServices, sessionTimeoutMs: number, samples: numb
       if (!owner) throw new Error('no owner other than the singleton');
       const t1 = Date.now();
       await cluster.kill(owner.node);
-      await until(async () => ((await converged(cluster, DATASET, SHARDS)).ok ? true : undefined), 120_000, 'convergence after an owner died');
+      await waitFor('convergence after an owner died', async () => (await converged(cluster, DATASET, SHARDS)).ok, 120_000, 25);
       result.ownerAllActive.push(Date.now() - t1);
       await cluster.start(owner.node);
     }

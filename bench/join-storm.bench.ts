@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { everyCopyActive, ProcessCluster } from '../test/support/process-cluster.js';
 import { ms, register, type Table } from './harness.js';
+import { sleep } from './runtime-support.js';
 import { withRealServices } from './real-services.js';
 
 const COUNT = Number(process.env.SHARDHERD_JOIN_NODES ?? 50);
@@ -21,7 +22,6 @@ const RF = 3;
 const DATASET = 'metrics';
 const SESSION_MS = 10_000;
 
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 register({
   name: 'join-storm',

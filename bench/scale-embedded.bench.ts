@@ -16,21 +16,13 @@ import type { Effect } from '../src/core/shard-manager/protocol.js';
 import { ShardManager } from '../src/core/shard-manager/shard-manager.js';
 import { EmbeddedCluster } from '../src/embedded/embedded-cluster.js';
 import { ms, quantile, register, type Table } from './harness.js';
+import { waitFor } from './runtime-support.js';
 
 const NODES = Number(process.env.SHARDHERD_SCALE_NODES ?? 1000);
 const DATASETS = Number(process.env.SHARDHERD_SCALE_DATASETS ?? 100);
 const SHARDS = 1024;
 const RF = 3;
 
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
-
-async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 /** Bytes the changes and whole maps of some effects take as they are produced (compact JSON). */
 function recordBytes(effects: readonly Effect[]): number {
@@ -72,17 +64,17 @@ register({
     const datasets = Array.from({ length: DATASETS }, (_, i) => `ds${i}` as DatasetRef);
     const t1 = performance.now();
     for (const ref of datasets) {
-      const r = await cluster.setupDataset({ ref, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 60_000);
+      const r = await cluster.setupDataset({ ref, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 600_000);
       if (r.type !== 'DatasetVerified') throw new Error(`setup of ${ref}: ${JSON.stringify(r)}`);
     }
     const setupMs = performance.now() - t1;
     const singletonNode = (await cluster.singletonNode())!;
-    await until(async () => {
+    await waitFor('every copy Active', async () => {
       const state = await singletonNode.singletonState();
       if (!state) return false;
       for (const ds of state.datasets.values()) for (let s = 0; s < SHARDS; s++) if (ds.mapper.recordForShard(s).assignments.filter((a) => a.status.type === 'Active').length < RF) return false;
       return true;
-    }, 600_000, 'every copy Active', 1_000);
+    }, 600_000, 1_000);
     const activeMs = performance.now() - t1;
 
     // Decisions on the singleton's own state, as its next inputs would be.
@@ -114,17 +106,17 @@ register({
       if ((value as { kind?: string; dataset?: string }).kind === 'map-changes' && (value as { dataset?: string }).dataset === target) produced.push(performance.now());
       return produce(topic, value);
     };
-    const stop = await cluster.request((replyTo) => ({ type: 'StopShards', dataset: target, shards: [0], replyTo }), 30_000);
+    const stop = await cluster.request((replyTo) => ({ type: 'StopShards', dataset: target, shards: [0], replyTo }), 600_000);
     if (stop.type !== 'Success') throw new Error(`StopShards: ${JSON.stringify(stop)}`);
-    await until(() => allApplied(running, target, before + 1), 60_000, 'every node applying the change', 2);
+    await waitFor('every node applying the change', () => allApplied(running, target, before + 1), 60_000, 2);
     const appliedMs = performance.now() - produced[0]!;
     cluster.bus.produce = produce;
 
     // Singleton recovery after its node crashed.
     const epoch = (await cluster.metaStore.readLease())!.epoch;
     singletonNode.crash();
-    await until(async () => ((await cluster.metaStore.readLease())?.epoch ?? 0) > epoch && (await cluster.singletonNode()) !== undefined, 120_000, 'a new singleton', 100);
-    await until(() => lines.some((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1), 120_000, 'its recovery', 100);
+    await waitFor('a new singleton', async () => ((await cluster.metaStore.readLease())?.epoch ?? 0) > epoch && (await cluster.singletonNode()) !== undefined, 120_000, 100);
+    await waitFor('its recovery', () => lines.some((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1), 120_000, 100);
     const recovered = lines.find((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1)!;
     const recoveryMs = recovered.recoveryMs!;
     const rssMiB = process.memoryUsage().rss / 2 ** 20;

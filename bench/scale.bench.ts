@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { everyCopyActive, ProcessCluster } from '../test/support/process-cluster.js';
 import { readTopics, within } from '../test/support/bus-traffic.js';
 import { ms, register, type Table } from './harness.js';
+import { sleep, waitFor } from './runtime-support.js';
 import { withRealServices, type BenchServices } from './real-services.js';
 
 const DEFAULT_CASES = ['256x1', '256x3', '1024x3', '4096x1', '4096x3', '8192x3', '16384x1', '16384x3', '65536x1', '65536x3'];
@@ -30,17 +31,6 @@ const IDLE_MS = 30_000;
 const SESSION_MS = 6_000;
 const KiB = 1024;
 
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** CPU seconds (user + system) and resident MiB of a process, from /proc. */
 async function processUsage(pid: number): Promise<{ cpuS: number; rssMiB: number }> {
@@ -85,7 +75,7 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
   const label = `${numShards} × ${rf}`;
   try {
     for (const n of NODES) await cluster.start(n, 120_000);
-    await until(async () => ((await Promise.all(NODES.map((n) => cluster.status(n)))).every((st) => st?.member) ? true : undefined), 60_000, 'three members');
+    await waitFor('three members', async () => (await Promise.all(NODES.map((n) => cluster.status(n)))).every((st) => st?.member), 60_000, 100);
     const url = cluster.get(NODES[0]!).url;
     const t0 = Date.now();
     const res = await fetch(`${url}/api/v1/datasets`, {
@@ -97,7 +87,7 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     const setupMs = Date.now() - t0;
     if (res.status !== 201) throw new Error(`${label}: setup answered ${res.status}: ${await res.text()}`);
     const copies = numShards * rf;
-    await until(async () => ((await allActive(cluster, copies)) ? true : undefined), 600_000, `${label}: every copy Active`);
+    await waitFor(`${label}: every copy Active`, () => allActive(cluster, copies), 600_000, 100);
     const allActiveMs = Date.now() - t0 - setupMs;
 
     // Nothing changing.
@@ -115,14 +105,14 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     const killAt = Date.now();
     await cluster.kill(victim);
     const left = rf === 1 ? copies : numShards * (rf - 1);
-    await until(async () => ((await allActive(cluster, left)) ? true : undefined), 600_000, `${label}: the survivors' maps without ${victim}`);
+    await waitFor(`${label}: the survivors' maps without ${victim}`, () => allActive(cluster, left), 600_000, 100);
     const killMs = Date.now() - killAt;
     const killDone = Date.now();
 
     // The node back as a new incarnation: its copies are placed again (RF 3) or moved back (RF 1).
     const restartAt = Date.now();
     await cluster.start(victim, 120_000);
-    await until(async () => ((await allActive(cluster, copies)) ? true : undefined), 600_000, `${label}: every copy Active after the restart`);
+    await waitFor(`${label}: every copy Active after the restart`, () => allActive(cluster, copies), 600_000, 100);
     const restartMs = Date.now() - restartAt;
     const restartDone = Date.now();
     const placedOnVictim = (await cluster.status(victim, 10_000))?.running.filter((r) => r.dataset === DATASET).length ?? 0;
