@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { everyCopyActive, ProcessCluster } from '../test/support/process-cluster.js';
 import { readTopics, within } from '../test/support/bus-traffic.js';
-import { ms, register, type Table } from './harness.js';
+import { ms, quantile, register, type Table } from './harness.js';
 import { sleep, waitFor } from './runtime-support.js';
 import { withRealServices, type BenchServices } from './real-services.js';
 
@@ -47,6 +47,8 @@ interface CaseResult {
   readonly setupStatus: number;
   readonly setupMs: number;
   readonly allActiveMs: number;
+  readonly statusReadMs: number;
+  readonly overviewReadMs: number;
   readonly largest: Record<string, number>;
   readonly records: Record<string, number>;
   readonly idleEventsBytesPerS: number;
@@ -90,6 +92,23 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     await waitFor(`${label}: every copy Active`, () => allActive(cluster, copies), 600_000, 100);
     const allActiveMs = Date.now() - t0 - setupMs;
 
+    // Operator reads of the whole dataset, from a node that does not host the singleton: FiloDB's
+    // status route and the overview (medians of 5, after one untimed read).
+    const reader = NODES[1]!;
+    const readMs = async (path: string): Promise<number> => {
+      const times: number[] = [];
+      for (let i = 0; i <= 5; i++) {
+        const t = performance.now();
+        const r = await fetch(`${cluster.get(reader).url}${path}`, { signal: AbortSignal.timeout(60_000) });
+        await r.arrayBuffer();
+        if (!r.ok) throw new Error(`${path} answered ${r.status}`);
+        if (i > 0) times.push(performance.now() - t);
+      }
+      return quantile(times, 0.5);
+    };
+    const statusReadMs = await readMs(`/api/v1/cluster/${DATASET}/status`);
+    const overviewReadMs = await readMs('/api/v1/overview');
+
     // Nothing changing.
     await sleep(5_000);
     const pids = NODES.map((n) => cluster.get(n).child.pid!);
@@ -128,6 +147,8 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
       setupStatus: res.status,
       setupMs,
       allActiveMs,
+      statusReadMs,
+      overviewReadMs,
       largest: Object.fromEntries([...traffic].map(([t, rs]) => [t.slice(name.length + 1), Math.max(0, ...rs.map((r) => r.bytes))])),
       records: Object.fromEntries([...traffic].map(([t, rs]) => [t.slice(name.length + 1), rs.length])),
       idleEventsBytesPerS: idle.bytes / ((idleTo - idleFrom) / 1000),
@@ -160,6 +181,7 @@ register({
             r.label,
             `${r.setupStatus} in ${ms(r.setupMs)}`,
             ms(r.allActiveMs),
+            `${ms(r.statusReadMs)} / ${ms(r.overviewReadMs)}`,
             `${kib(r.largest.events!)} / ${kib(r.largest.inbox!)} / ${kib(r.largest.replies!)}`,
             `${r.idleEventsBytesPerS.toFixed(0)} B/s`,
             r.idleCpu.map((c) => c.toFixed(3)).join(' '),
@@ -168,15 +190,16 @@ register({
             `${ms(r.restartMs)}, ${r.bytesPerPlacement.toFixed(0)} B/copy`,
           ]);
         } catch (e) {
-          rows.push([`${numShards} × ${rf}`, `failed: ${e instanceof Error ? e.message : String(e)}`, '', '', '', '', '', '', '']);
+          rows.push([`${numShards} × ${rf}`, `failed: ${e instanceof Error ? e.message : String(e)}`, '', '', '', '', '', '', '', '']);
         }
       }
       return {
         title: 'Maps at scale: 3 node processes in 3 racks, one balanced dataset, real Kafka (stock 1 MiB message limit) and Cassandra',
-        columns: ['shards × RF', 'setup', 'every copy Active', 'largest record: events / inbox / replies', 'events, nothing changing', 'idle CPU per node (cores)', 'RSS per node (MiB)', 'SIGKILL of a node → maps without it, events bytes', 'restart → all Active, events bytes per copy placed'],
+        columns: ['shards × RF', 'setup', 'every copy Active', 'status route / overview', 'largest record: events / inbox / replies', 'events, nothing changing', 'idle CPU per node (cores)', 'RSS per node (MiB)', 'SIGKILL of a node → maps without it, events bytes', 'restart → all Active, events bytes per copy placed'],
         rows,
         notes: [
           `Node ids like \`${NODES[0]}\`; session timeout ${SESSION_MS} ms; digest every 5 s; nothing-changing window ${IDLE_MS / 1000} s after 5 s of quiet.`,
+          'Status route / overview: `GET /api/v1/cluster/<dataset>/status` and `GET /api/v1/overview` on a node that does not host the singleton, median of 5 wall ms (the whole answer read).',
           'Record sizes are the values as the broker holds them (after chunking, before compression); bytes are those values summed over the interval.',
           'SIGKILL: the killed node does not host the singleton; the time runs until every surviving node\'s map has no copy on it and every remaining copy is Active (RF 1: every shard Active elsewhere).',
         ],
