@@ -41,7 +41,12 @@ export function oldestMember(view: MembershipView): Member | undefined {
   return view.members[0];
 }
 
+/** Each view's members by node, made once per view: every node of a process asks of the same view. */
+const membersByNode = new WeakMap<MembershipView, ReadonlyMap<NodeId, Incarnation>>();
+
 /** True when `node` with `incarnation` is in the view. */
 export function isMember(view: MembershipView, node: NodeId, incarnation: Incarnation): boolean {
-  return view.members.some((m) => m.node === node && m.incarnation === incarnation);
+  let byNode = membersByNode.get(view);
+  if (!byNode) membersByNode.set(view, (byNode = new Map(view.members.map((m) => [m.node, m.incarnation]))));
+  return byNode.get(node) === incarnation;
 }
