@@ -30,6 +30,7 @@ function recordBytes(effects: readonly Effect[]): number {
   for (const e of effects) {
     if (e.type === 'PublishChanges') bytes += JSON.stringify({ dataset: e.dataset, base: e.base, changes: encodeEvents(e.events) }).length + 80;
     else if (e.type === 'PublishMembers') bytes += JSON.stringify(e.members).length + 60;
+    else if (e.type === 'PublishMembersChange') bytes += JSON.stringify([e.joined, e.left]).length + 60;
   }
   return bytes;
 }

@@ -90,9 +90,23 @@ export class FollowedMaps {
 
   membersRecord(m: Record<'members'>): void {
     if (this.members && compareStamps(m, this.members) <= 0) return;
-    this.members = { epoch: m.epoch, version: m.version, members: m.members };
+    this.setMembers({ epoch: m.epoch, version: m.version, members: m.members });
+  }
+
+  /** A change of the members: applied if it continues this node's members, else they are asked for. */
+  membersChange(m: Record<'members-change'>): void {
+    const have = this.members;
+    if (have && compareStamps(m, have) <= 0) return;
+    if (!have || have.epoch !== m.epoch || have.version !== m.version - 1) return this.want({ members: true });
+    const key = (x: { node: string; incarnation: string }) => `${x.node}@${x.incarnation}`;
+    const left = new Set(m.left.map(key));
+    this.setMembers({ epoch: m.epoch, version: m.version, members: [...have.members.filter((x) => !left.has(key(x))), ...m.joined] });
+  }
+
+  private setMembers(members: MembersRecord): void {
+    this.members = members;
     this.satisfied(() => (this.wanted.members = false));
-    this.ports.membersChanged(this.members);
+    this.ports.membersChanged(members);
   }
 
   /**

@@ -169,6 +169,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'PublishMembers':
           queueEvent({ format: WIRE_FORMAT, kind: 'members', epoch, version: e.version, members: e.members });
           break;
+        case 'PublishMembersChange':
+          queueEvent({ format: WIRE_FORMAT, kind: 'members-change', epoch, version: e.version, joined: e.joined, left: e.left });
+          break;
         case 'PublishDigest':
           queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })) });
           break;

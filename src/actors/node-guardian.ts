@@ -154,6 +154,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return s.maps.snapshot(m);
       case 'members':
         return s.maps.membersRecord(m);
+      case 'members-change':
+        return s.maps.membersChange(m);
       case 'digest':
         return s.maps.digest(m);
       case 'fence':

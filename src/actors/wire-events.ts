@@ -24,7 +24,9 @@ type MapSnapshotRecord = Extract<EventsMessage, { kind: 'map-snapshot' }>;
 export type EventsRecord = Exclude<EventsMessage, { kind: 'map-changes' }> | (MapChangesRecord & { readonly events: readonly ShardEvent[] });
 
 const stampS = z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0) });
-const membersS = z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0), members: z.array(z.object({ node: nodeIdS, incarnation: incarnationS })) });
+const incarnationsS = z.array(z.object({ node: nodeIdS, incarnation: incarnationS }));
+const membersS = z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0), members: incarnationsS });
+const membersChangeS = z.object({ epoch: z.number().int().min(0), version: z.number().int().min(1), joined: incarnationsS, left: incarnationsS });
 const digestS = z.object({
   epoch: z.number().int().min(0),
   members: z.number().int().min(0),
@@ -82,6 +84,10 @@ function checkEventsMessage(value: unknown): Result<EventsRecord, MalformedRecor
     case 'members': {
       const r = membersS.safeParse(m);
       return r.success ? ok(m) : err({ reason: `malformed members: ${firstIssue(r.error)}` });
+    }
+    case 'members-change': {
+      const r = membersChangeS.safeParse(m);
+      return r.success ? ok(m) : err({ reason: `malformed members-change: ${firstIssue(r.error)}` });
     }
     case 'digest': {
       const r = digestS.safeParse(m);

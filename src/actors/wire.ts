@@ -78,6 +78,8 @@ export type EventsMessage =
   | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot }
   /** The member incarnations the maps are made for: a node acts on its map only while it is among them. */
   | { readonly format: 2; readonly kind: 'members'; readonly epoch: Epoch; readonly version: number; readonly members: readonly MemberIncarnation[] }
+  /** How they changed: applies to the members at `version - 1` (see the `PublishMembersChange` effect). */
+  | { readonly format: 2; readonly kind: 'members-change'; readonly epoch: Epoch; readonly version: number; readonly joined: readonly MemberIncarnation[]; readonly left: readonly MemberIncarnation[] }
   /** The periodic digest: every map's stamp and the members' version. */
   | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[] }
   | { readonly format: 2; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }

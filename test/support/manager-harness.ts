@@ -146,10 +146,16 @@ export function changesOf(effects: readonly Effect[]): Extract<Effect, { type: '
 /** Effects other than notices: what anybody outside the singleton would see. */
 export const visible = (effects: readonly Effect[]): Effect[] => effects.filter((e) => e.type !== 'Notice' && e.type !== 'ScheduleCheck');
 
-/** The member incarnations published, if they were (`PublishMembers`). */
+/** The member incarnations published whole, if they were (`PublishMembers`). */
 export const membersPublished = (effects: readonly Effect[]): string[] | undefined => {
   const m = effects.find((e) => e.type === 'PublishMembers');
   return m?.type === 'PublishMembers' ? m.members.map((x) => x.node) : undefined;
+};
+
+/** How the members changed, if they did (`PublishMembersChange`): the nodes that joined and left. */
+export const membersChange = (effects: readonly Effect[]): { joined: string[]; left: string[] } | undefined => {
+  const m = effects.find((e) => e.type === 'PublishMembersChange');
+  return m?.type === 'PublishMembersChange' ? { joined: m.joined.map((x) => x.node), left: m.left.map((x) => x.node) } : undefined;
 };
 
 export const noticesNamed = (effects: readonly Effect[], name: string): string[] =>

@@ -164,6 +164,21 @@ describe('FollowedMaps', () => {
     expect(maps.lacking).toBe(false);
   });
 
+  it('members: a change that continues them is applied; one that does not makes the node ask for them whole', () => {
+    const { seen, maps } = recorder();
+    const b1 = { node: b, incarnation: incarnation('b#1') };
+    const a1 = { node: a, incarnation: incarnation('a#1') };
+    maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(2), version: 4, members: [a1] }) as Extract<EventsRecord, { kind: 'members' }>);
+    const change = (version: number, joined: typeof a1[], left: typeof a1[]) => read({ format: WIRE_FORMAT, kind: 'members-change', epoch: epoch(2), version, joined, left }) as Extract<EventsRecord, { kind: 'members-change' }>;
+    maps.membersChange(change(5, [b1], []));
+    maps.membersChange(change(5, [b1], [])); // a duplicate: nothing
+    maps.membersChange(change(6, [], [a1]));
+    expect(seen.members.map((m) => [m.version, m.members.map((x) => x.node)])).toEqual([[4, ['a']], [5, ['a', 'b']], [6, ['b']]]);
+    maps.membersChange(change(8, [a1], []));
+    expect(seen.asked).toEqual([{ datasets: [], members: true }]);
+    expect(seen.members).toHaveLength(3);
+  });
+
   it('members: an older record is ignored', () => {
     const { seen, maps } = recorder();
     const members = (e: number, v: number) => read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(e), version: v, members: [] }) as Extract<EventsRecord, { kind: 'members' }>;

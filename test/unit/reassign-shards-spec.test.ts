@@ -1,7 +1,7 @@
 // FiloDB's ReassignShardsSpec (reference §7.4): operators stop and start shards by hand.
 // ds1 has 8 shards and minNumNodes 3; `sub` is a watcher.
 import { describe, expect, it } from 'vitest';
-import { adminReplyTo, mapsPublished, membersPublished, ds1, ds2, Harness, messagesTo, sub, visible } from '../support/manager-harness.js';
+import { adminReplyTo, mapsPublished, membersChange, ds1, ds2, Harness, messagesTo, sub, visible } from '../support/manager-harness.js';
 
 const owners = (h: Harness) => Array.from({ length: 8 }, (_, s) => h.mapper(ds1).nodeForShard(s));
 const statuses = (h: Harness) => Array.from({ length: 8 }, (_, s) => h.mapper(ds1).statusForShard(s).type);
@@ -11,8 +11,8 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
 
   it('1. before any dataset: StartShards names the unknown dataset first, even with a bogus node', () => {
     h.run({ type: 'SubscribeAll', subscriber: sub });
-    expect(visible(h.addMember('c3')).map((e) => e.type)).toEqual(['PublishMembers']);
-    expect(visible(h.addMember('c4')).map((e) => e.type)).toEqual(['PublishMembers']);
+    expect(visible(h.addMember('c3')).map((e) => e.type)).toEqual(['PublishMembersChange']);
+    expect(visible(h.addMember('c4')).map((e) => e.type)).toEqual(['PublishMembersChange']);
     expect(h.startShards(ds1, 'c1', [0, 1])).toEqual({ type: 'DatasetUnknown', dataset: ds1 });
     expect(h.startShards(ds2, 'not a node!', [0])).toEqual({ type: 'DatasetUnknown', dataset: ds2 });
   });
@@ -52,7 +52,7 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
   });
 
   it('5. c1 joins as a spare: no change of the map (the members are published), owners unchanged', () => {
-    expect(visible(h.addMember('c1')).map((e) => e.type)).toEqual(['PublishMembers']);
+    expect(visible(h.addMember('c1')).map((e) => e.type)).toEqual(['PublishMembersChange']);
     expect(owners(h)).toEqual(['c4', 'c4', 'c4', 'c3', 'c3', 'c2', 'c2', 'c2']);
   });
 
@@ -91,7 +91,7 @@ describe('ReassignShardsSpec (FiloDB reference §7.4), sequential', () => {
     h.removeMember('c3');
     expect(h.memberOrder()).toEqual(['c4', 'c2', 'c1']);
     expect(h.shardsByNode(ds1)).toEqual({ c4: [3, 4], c2: [1, 5, 6], c1: [0, 2, 7] });
-    expect(membersPublished(h.effects)).toEqual(['c4', 'c2', 'c1']); // c3 is no longer one of the incarnations maps are made for
+    expect(membersChange(h.effects)).toEqual({ joined: [], left: ['c3'] }); // no longer one of the incarnations maps are made for
     expect(h.startShards(ds1, 'c3', [0])).toEqual({ type: 'BadData', message: 'c3 not found' });
     expect(h.stopShards(ds1, [2])).toEqual({ type: 'Success' });
     expect(h.shardsByNode(ds1).c1).toEqual([0, 7]);

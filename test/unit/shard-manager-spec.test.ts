@@ -10,7 +10,7 @@ import { ShardEvents } from '../../src/core/status.js';
 import { ShardManager } from '../../src/core/shard-manager/shard-manager.js';
 import type { SubscriberMessage } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
-import { adminReplyTo, changesOf, mapsPublished, membersPublished, ds1, ds2, Harness, HOUR, messagesTo, n, replyOf, sub, visible } from '../support/manager-harness.js';
+import { adminReplyTo, changesOf, mapsPublished, membersChange, ds1, ds2, Harness, HOUR, messagesTo, n, replyOf, sub, visible } from '../support/manager-harness.js';
 
 describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   const h = new Harness();
@@ -27,17 +27,17 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
     expect(msgs).toEqual([{ type: 'ShardSubscriptions', epoch: 1, subscriptions: [], watchers: [sub] }]);
   });
 
-  it('2-4. members c1, c2, c3 join with no dataset: only the members are published', () => {
+  it('2-4. members c1, c2, c3 join with no dataset: only the change of the members is published', () => {
     for (const c of ['c1', 'c2', 'c3']) {
-      expect(visible(h.addMember(c)).map((e) => e.type)).toEqual(['PublishMembers']);
-      expect(membersPublished(h.effects)).toEqual(h.memberOrder());
+      expect(visible(h.addMember(c)).map((e) => e.type)).toEqual(['PublishMembersChange']);
+      expect(membersChange(h.effects)).toEqual({ joined: [c], left: [] });
     }
     expect(h.memberOrder()).toEqual(['c1', 'c2', 'c3']);
   });
 
-  it('5. c2 leaves: only the members are published', () => {
-    expect(membersPublished(h.removeMember('c2'))).toEqual(['c1', 'c3']);
-    expect(visible(h.effects).map((e) => e.type)).toEqual(['PublishMembers']);
+  it('5. c2 leaves: only the change of the members is published', () => {
+    expect(membersChange(h.removeMember('c2'))).toEqual({ joined: [], left: ['c2'] });
+    expect(visible(h.effects).map((e) => e.type)).toEqual(['PublishMembersChange']);
   });
 
   it('6. SetupDataset(ds1) assigns newest first: c3 = [0,1,2], c1 = [3,4,5]; 6 and 7 wait for a third node', () => {
@@ -70,7 +70,7 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   });
 
   it('9. c4 joins as a spare: no map changes, only the members', () => {
-    expect(visible(h.addMember('c4')).map((e) => e.type)).toEqual(['PublishMembers']);
+    expect(visible(h.addMember('c4')).map((e) => e.type)).toEqual(['PublishMembersChange']);
     expect(h.memberOrder()).toEqual(['c1', 'c3', 'c2', 'c4']);
   });
 

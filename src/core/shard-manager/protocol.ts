@@ -323,11 +323,17 @@ export type Effect =
   /** A whole map, for everyone behind on it (a new dataset, a sync, a subscribe); `to` must have it. */
   | { readonly type: 'PublishSnapshot'; readonly to: readonly SubscriberId[]; readonly snapshot: ShardMapSnapshot }
   /**
-   * The member incarnations the maps are made for, whenever they change (after that decision's
-   * changes): a node acts on its map only while its own incarnation is among them, so a restarted
+   * The member incarnations the maps are made for, whole (after a failover, or for a node that
+   * asked): a node acts on its map only while its own incarnation is among them, so a restarted
    * node never runs what its previous incarnation was given.
    */
   | { readonly type: 'PublishMembers'; readonly version: number; readonly members: readonly MemberIncarnation[] }
+  /**
+   * How the member incarnations changed in one decision (after that decision's changes of the
+   * maps): `version - 1` is the version they apply to. A thousand members are not sent again for
+   * one that joined.
+   */
+  | { readonly type: 'PublishMembersChange'; readonly version: number; readonly joined: readonly MemberIncarnation[]; readonly left: readonly MemberIncarnation[] }
   /** The periodic digest: every map's stamp and the members' version. */
   | { readonly type: 'PublishDigest'; readonly maps: readonly MapStamp[]; readonly members: number }
   /** Tells a drained node that it holds nothing any more and may stop. */

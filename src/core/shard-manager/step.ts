@@ -382,9 +382,20 @@ export class Step {
   finish(buffered: ShardManagerState['buffered'] = []): Decision {
     this.flushAll();
     const membersVersion = this.membersVersionNow;
-    if (this.membersWanted || this.membersChanged()) {
-      // After the changes: a node learns it is a member only once its map is the one made for it.
-      this.sends.push({ type: 'PublishMembers', version: membersVersion, members: this.members.map((m) => ({ node: m.node, incarnation: m.incarnation })) });
+    // After the changes: a node learns it is a member only once its map is the one made for it.
+    const incarnation = (m: Member) => ({ node: m.node, incarnation: m.incarnation });
+    if (this.membersWanted) {
+      this.sends.push({ type: 'PublishMembers', version: membersVersion, members: this.members.map(incarnation) });
+    } else if (this.membersChanged()) {
+      const key = (m: Member) => `${m.node}@${m.incarnation}`;
+      const before = new Set(this.baseMembers.map(key));
+      const now = new Set(this.members.map(key));
+      this.sends.push({
+        type: 'PublishMembersChange',
+        version: membersVersion,
+        joined: this.members.filter((m) => !before.has(key(m))).map(incarnation),
+        left: this.baseMembers.filter((m) => !now.has(key(m))).map(incarnation),
+      });
     }
     if (this.subscriptions !== this.baseSubscriptions) {
       this.persist({ type: 'PersistSubscriptions', subscriptions: this.subscriptions.toList(), watchers: this.subscriptions.watcherList() });
