@@ -169,11 +169,13 @@ describe('BalancedPlacementStrategy: properties', () => {
         const m = placementMetrics(before, after, rf, nodes);
         expect(m.spread).toBeLessThanOrEqual(m.lbSpread);
         // §3.3's bound is exact with RF 1 and with one copy per rack (racks are independent then).
-        // Otherwise isolation can force a chain of moves the bound does not see (3 single-node
-        // racks, RF 2, a fourth node removed: its shard's new copy must push another copy along).
+        // Otherwise it is neither exact nor a lower bound: isolation can force a chain of moves it
+        // does not see (3 single-node racks, RF 2, a fourth node removed), and it takes a rack whose
+        // fair share exceeds one copy per shard to hold exactly one, where a balanced map may hold
+        // none (1 shard, RF 3, racks of 2, 1, 1, 1 nodes: 0 moves are balanced, the bound says 1).
+        // The exact minimum there is issue 21's; nothing about it is asserted here.
         const racks = new Set(nodes.map((n) => n.group)).size;
         if (rf === 1 || rf === racks) expect(m.moves).toBe(m.lbMoves);
-        else expect(m.moves).toBeGreaterThanOrEqual(m.lbMoves);
         expect({ iso: m.isoViolations, dup: m.duplicates, uncovered: m.uncovered }).toEqual({ iso: 0, dup: 0, uncovered: 0 });
       }),
       { numRuns: 400 },
