@@ -130,14 +130,18 @@ describe('fuzzed bus records', () => {
     await env.driver.advance(500);
     expect((await removed).type).toBe('Success');
     // A failover too, so the corpus holds recovery's records (cluster-state request and answers).
-    (await env.cluster.singletonNode())!.crash();
+    const crashed = (await env.cluster.singletonNode())!;
+    crashed.crash();
     await env.driver.advance(4_000);
+    // And a node back as a new incarnation, for the change of the members it makes.
+    await crashed.start();
+    await env.driver.advance(2_000);
     corpus = [...parsers.keys()].flatMap((topic) => env.cluster.bus.topic(topic).map((r) => ({ topic, value: r.value as Json })));
     const kinds = new Set(corpus.map((c) => `${c.topic} ${(c.value as { kind: string }).kind}`));
     // Every kind of record there is, so each gets mutated.
     expect([...kinds].sort()).toEqual(
       ['ack', 'reply'].map((k) => `${topics.replies} ${k}`)
-        .concat(['cluster-state-request', 'digest', 'fence', 'map-changes', 'map-snapshot', 'members', 'publish'].map((k) => `${topics.events} ${k}`).filter((k) => !k.endsWith('fence') || kinds.has(k)))
+        .concat(['cluster-state-request', 'digest', 'fence', 'map-changes', 'map-snapshot', 'members', 'members-change', 'publish'].map((k) => `${topics.events} ${k}`).filter((k) => !k.endsWith('fence') || kinds.has(k)))
         .concat(['cluster-state', 'report', 'request'].map((k) => `${topics.inbox} ${k}`))
         .sort(),
     );
