@@ -42,6 +42,12 @@ async function processUsage(pid: number): Promise<{ cpuS: number; rssMiB: number
 
 const allActive = (cluster: ProcessCluster, copies: number) => everyCopyActive(cluster, DATASET, copies);
 
+/** Copies Active that `names` run, summed (what the processes do, not what a map says). */
+async function runningActive(cluster: ProcessCluster, names: readonly string[]): Promise<number> {
+  const statuses = await Promise.all(names.map((n) => cluster.status(n, 10_000)));
+  return statuses.reduce((sum, st) => sum + (st?.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active').length ?? 0), 0);
+}
+
 interface CaseResult {
   readonly label: string;
   readonly setupStatus: number;
@@ -83,7 +89,8 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     const res = await fetch(`${url}/api/v1/datasets`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token(NODES[0]!)}` },
-      body: JSON.stringify({ ref: DATASET, numShards, minNumNodes: 1, replicationFactor: rf, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }),
+      // Moves back to a restarted node (RF 1) in rounds of 1024, not the default 16.
+      body: JSON.stringify({ ref: DATASET, numShards, minNumNodes: 1, replicationFactor: rf, strategy: 'balanced', maxConcurrentMoves: 1024, source: { type: 'synthetic', recordsPerSecond: 0.001 } }),
       signal: AbortSignal.timeout(120_000),
     });
     const setupMs = Date.now() - t0;
@@ -124,14 +131,17 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     const killAt = Date.now();
     await cluster.kill(victim);
     const left = rf === 1 ? copies : numShards * (rf - 1);
-    await waitFor(`${label}: the survivors' maps without ${victim}`, () => allActive(cluster, left), 600_000, 100);
+    const survivors = NODES.filter((n) => n !== victim);
+    await waitFor(`${label}: the survivors' maps without ${victim}, and its shards running on them`, async () => (await allActive(cluster, left)) && (await runningActive(cluster, survivors)) === left, 600_000, 100);
     const killMs = Date.now() - killAt;
     const killDone = Date.now();
 
-    // The node back as a new incarnation: its copies are placed again (RF 3) or moved back (RF 1).
+    // The node back as a new incarnation: its copies are placed again (RF 3) or moved back to it in
+    // planned moves (RF 1), until it runs its share.
     const restartAt = Date.now();
     await cluster.start(victim, 120_000);
-    await waitFor(`${label}: every copy Active after the restart`, () => allActive(cluster, copies), 600_000, 100);
+    const share = Math.floor(copies / NODES.length);
+    await waitFor(`${label}: every copy Active after the restart, ${share} on ${victim}`, async () => (await allActive(cluster, copies)) && (await runningActive(cluster, [victim])) >= share, 900_000, 100);
     const restartMs = Date.now() - restartAt;
     const restartDone = Date.now();
     const placedOnVictim = (await cluster.status(victim, 10_000))?.running.filter((r) => r.dataset === DATASET).length ?? 0;
