@@ -68,7 +68,9 @@ export type { MapperError, UpdateOutcome } from './core/shard-mapper.js';
 export { ShardMapper } from './core/shard-mapper.js';
 export type { ShardAssignment, ShardMapSnapshot, ShardRecord } from './core/shard-map-snapshot.js';
 export { compareStamps, parseShardMapSnapshot, SHARD_MAP_FORMAT } from './core/shard-map-snapshot.js';
-export type { FollowOutcome } from './core/map-follower.js';
+export type { CompactSnapshot, EncodedEvents, EncodedRecords } from './core/map-codec.js';
+export { COMPACT_MAP_FORMAT, decodeEvents, decodeSnapshot, encodeEvents, encodeSnapshot } from './core/map-codec.js';
+export type { FollowOutcome, MapChanges } from './core/map-follower.js';
 export { ShardMapFollower } from './core/map-follower.js';
 
 // Assignment strategies
@@ -81,9 +83,13 @@ export { ShardSubscriptions } from './core/subscriptions.js';
 
 // The coordinator's brain
 export type {
+  DatasetDescription,
   Effect,
   EffectType,
+  MapStamp,
   Member,
+  MemberIncarnation,
+  NodeReportBody,
   Notice,
   NoticeName,
   RecoveryData,
@@ -91,6 +97,7 @@ export type {
   RunningShard,
   ShardManagerInput,
   ShardManagerInputType,
+  ShardsWithoutCopies,
   StampedShardEvent,
   SubscriberMessage,
 } from './core/shard-manager/protocol.js';
