@@ -203,6 +203,8 @@ class World {
     const d = this.manager.decide(fresh, { type: 'Recover', recovery: this.recoveryData(old.epoch + 1, old.members) }, this.now);
     this.state = d.state;
     this.log.push([...d.effects]);
+    // The guardian follows the new singleton too: its first changes continue the recovered map.
+    this.checkEffects(old, d.effects, false);
     this.perform(d.effects);
     expect([...this.state.datasets.keys()].sort()).toEqual([...old.datasets.keys()].sort());
     for (const [ref, ds] of old.datasets) {
