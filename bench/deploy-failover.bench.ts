@@ -44,9 +44,7 @@ async function runCase(s: BenchServices, sessionTimeoutMs: number, samples: numb
   const cluster = new ProcessCluster({
     dir,
     cluster: name,
-    kafkaBrokers: s.kafkaBrokers,
-    cassandraContactPoints: s.cassandraContactPoints,
-    cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+    ...s, // the real Kafka and Cassandra
     keyspace: 'shardherd_bench',
     sessionTimeoutMs,
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50 },

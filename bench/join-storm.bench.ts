@@ -36,9 +36,7 @@ register({
       const cluster = new ProcessCluster({
         dir,
         cluster: name,
-        kafkaBrokers: s.kafkaBrokers,
-        cassandraContactPoints: s.cassandraContactPoints,
-        cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+        ...s, // the real Kafka and Cassandra
         keyspace: 'shardherd_bench',
         sessionTimeoutMs: SESSION_MS,
         runtime: { publishIntervalMs: 5_000, pollIntervalMs: 200 },

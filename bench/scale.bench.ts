@@ -72,9 +72,7 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
   const cluster = new ProcessCluster({
     dir,
     cluster: name,
-    kafkaBrokers: s.kafkaBrokers,
-    cassandraContactPoints: s.cassandraContactPoints,
-    cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+    ...s, // the real Kafka and Cassandra
     keyspace: 'shardherd_bench',
     sessionTimeoutMs: SESSION_MS,
     runtime: { publishIntervalMs: 5_000, pollIntervalMs: 100 },
