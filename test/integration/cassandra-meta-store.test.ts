@@ -110,7 +110,7 @@ describe('CassandraMetaStore', () => {
       expect(await later.readLease()).toEqual(lease);
 
       const tables = await raw.execute('SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?', [keyspace], { prepare: true });
-      expect(tables.rows.map((r) => r.get('table_name')).sort()).toEqual(['checkpoints', 'map_parts', 'singleton_state']);
+      expect(tables.rows.map((r) => r.get('table_name')).sort()).toEqual(['checkpoints', 'copy_checkpoints', 'map_parts', 'singleton_state']);
     });
 
     it('creates the keyspace with the configured replication, and leaves an existing keyspace as it is', async () => {
