@@ -6,7 +6,6 @@ import type { ShardCheckpoints } from '../../src/store/meta-store.js';
 
 const a = nodeId('a');
 const b = nodeId('b');
-const c = nodeId('c');
 
 function checkpoints(copies: Record<string, Record<string, number>>, shared: Record<string, number> = {}): ShardCheckpoints {
   return { copies: new Map(Object.entries(copies).map(([n, g]) => [nodeId(n), new Map(Object.entries(g))])), shared: new Map(Object.entries(shared)) };
