@@ -64,6 +64,11 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
   });
   const numbered = new NumberedProducer(producer, topic, SHARDS);
   const copies = SHARDS * rf;
+  /** Copies the first node's map gives `node` (that node never dies here). */
+  const copiesOf = async (node: string): Promise<number | undefined> => {
+    const v = await cluster.datasetView(NODES[0]!, DATASET, 10_000);
+    return v?.shards.reduce((n, sh) => n + sh.owners.filter((o) => o.node === node).length, 0);
+  };
   const crashToActiveS: number[] = [];
   const restartToActiveS: number[] = [];
   try {
@@ -76,7 +81,9 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
       const victim = NODES[1 + (cycle % (NODES.length - 1))]!;
       let t = Date.now();
       await cluster.kill(victim);
-      await waitFor(`RF ${rf}: copies re-created after ${victim} died`, () => everyCopyActive(cluster, DATASET, copies), 180_000, 200);
+      // Over once the survivors' map holds none of the victim's copies and every copy is Active
+      // again (right after the kill the maps still show its copies Active).
+      await waitFor(`RF ${rf}: copies re-created after ${victim} died`, async () => (await copiesOf(victim)) === 0 && (await everyCopyActive(cluster, DATASET, copies)), 180_000, 200);
       crashToActiveS.push((Date.now() - t) / 1000);
       await sleep(2_000);
       t = Date.now();
@@ -84,7 +91,7 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
       await waitFor(`RF ${rf}: ${victim} holds copies again`, async () => {
         const st = await cluster.status(victim, 5_000);
         const mine = st?.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active').length ?? 0;
-        return mine > 0 && (await everyCopyActive(cluster, DATASET, copies));
+        return mine > 0 && (await copiesOf(victim)) === mine && (await everyCopyActive(cluster, DATASET, copies));
       }, 180_000, 200);
       restartToActiveS.push((Date.now() - t) / 1000);
       await sleep(2_000);
