@@ -26,6 +26,7 @@ import './placement.bench.js';
 import './scale.bench.js';
 import './scale-embedded.bench.js';
 import './join-storm.bench.js';
+import './every-copy.bench.js';
 import './soak.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';

@@ -2,14 +2,14 @@
 // given thousands of shards at once (a dataset set up, a node restarted) asked for each one alone,
 // thousands of requests at once (8 192 of them overran the Cassandra driver's 2 048 per connection).
 import type { DatasetRef } from '../core/ids.js';
-import type { MetaStore } from '../store/meta-store.js';
+import { NO_CHECKPOINTS, type MetaStore, type ShardCheckpoints } from '../store/meta-store.js';
 
 /** The most shards read in one `readCheckpointsOf`. */
 export const CHECKPOINTS_PER_READ = 1_000;
 
 interface Waiting {
   readonly shard: number;
-  readonly resolve: (checkpoints: ReadonlyMap<string, number>) => void;
+  readonly resolve: (checkpoints: ShardCheckpoints) => void;
   readonly reject: (e: unknown) => void;
 }
 
@@ -20,11 +20,11 @@ export class CheckpointLoader {
   constructor(private readonly store: Pick<MetaStore, 'readCheckpointsOf'>) {}
 
   /**
-   * A shard's checkpoints (group → last offset), read together with those of every other shard
+   * A shard's checkpoints (each copy's and the shared ones), read together with those of every other shard
    * asked for in the same turn of the event loop. A failed read fails each of its shards (the
    * caller retries; its retry joins the next batch).
    */
-  read(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>> {
+  read(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {
     return new Promise((resolve, reject) => {
       const list = this.waiting.get(dataset);
       if (list) list.push({ shard, resolve, reject });
@@ -49,7 +49,7 @@ export class CheckpointLoader {
   private async load(dataset: DatasetRef, batch: readonly Waiting[]): Promise<void> {
     try {
       const found = await this.store.readCheckpointsOf(dataset, [...new Set(batch.map((w) => w.shard))]);
-      for (const w of batch) w.resolve(found.get(w.shard) ?? new Map());
+      for (const w of batch) w.resolve(found.get(w.shard) ?? NO_CHECKPOINTS);
     } catch (e) {
       for (const w of batch) w.reject(e);
     }

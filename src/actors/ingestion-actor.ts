@@ -1,10 +1,12 @@
-// One shard's ingestion on its owner: from the checkpoint (or the earliest offset), catching up to
-// the end offset seen at start while reporting `RecoveryInProgress`, then `IngestionStarted`;
-// every batch goes to the user's sink and is checkpointed only after the sink accepted it.
+// One copy of a shard's ingestion on its node: from the copy's own checkpoint (or where `copyStart`
+// says a copy without one starts), catching up to the end offset seen at start while reporting
+// `RecoveryInProgress`, then `IngestionStarted`; every batch goes to the user's sink and is
+// checkpointed, under this node's id, only after the sink accepted it.
 import type { Cancel } from '../cluster/clock.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/status.js';
+import { copyStart } from '../ingest/copy-start.js';
 import { IngestionFailure, type ShardReader } from '../ingest/ingestion-source.js';
 import { type NodeEnv, withRetry } from './node-env.js';
 import type { ReporterMsg } from './reporter.js';
@@ -20,6 +22,8 @@ interface State {
   offset: number;
   start: number;
   endAtStart: number;
+  /** The offset to reach before reporting `IngestionStarted` (see `copyStart`). */
+  catchUpTo: number;
   recovering: boolean;
   lastPct: number;
   timer: Cancel | undefined;
@@ -88,7 +92,7 @@ export function spawnIngestionActor(
     const last = s.offset - 1;
     if (last <= s.checkpointed) return;
     try {
-      await env.metaStore.writeCheckpoint(config.ref, shard, env.settings.checkpointGroup, last);
+      await env.metaStore.writeCheckpoint(config.ref, shard, env.node, env.settings.checkpointGroup, last);
       s.checkpointedAt = env.clock.now();
       s.checkpointed = last;
       s.reader!.consumed?.(s.offset);
@@ -110,31 +114,35 @@ export function spawnIngestionActor(
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0 };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0 };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
       if (msg.type === 'Start') {
         const checkpoints = await withRetry(env, 'reading the checkpoint', () => env.checkpoints.read(config.ref, shard));
-        const checkpoint = checkpoints.get(env.settings.checkpointGroup);
         s.reader = await env.source.open(config, shard);
         const earliest = await s.reader.earliestOffset();
         s.endAtStart = await s.reader.endOffset();
-        // No checkpoint: the earliest offset, unless the dataset asks for the latest — never a
-        // silent skip of the backlog (FiloDB's default).
-        const fromLatest = config.source.type === 'kafka' && config.source.startFrom === 'latest';
-        s.start = checkpoint !== undefined ? checkpoint + 1 : fromLatest ? s.endAtStart : earliest;
-        if (s.start < earliest) {
-          log.warn({ checkpoint, earliest, lost: earliest - s.start }, 'records before the earliest available offset were never ingested: lost to retention');
-          s.start = earliest;
-        }
+        const plan = copyStart({
+          checkpoints,
+          node: env.node,
+          group: env.settings.checkpointGroup,
+          copyStartFrom: config.copyStartFrom,
+          newShardStartFrom: config.source.type === 'kafka' ? config.source.startFrom : 'earliest',
+          earliest,
+          endAtStart: s.endAtStart,
+        });
+        if (plan.lostToRetention > 0) log.warn({ from: plan.from, reason: plan.reason, earliest, lost: plan.lostToRetention }, 'records before the earliest available offset were never ingested: lost to retention');
+        s.start = plan.from;
+        s.catchUpTo = plan.catchUpTo;
         s.offset = s.start;
         const reader = s.reader;
         s.untrack = env.telemetry.trackIngestion(config.ref, shard, { position: () => s.offset, endOffset: () => reader.endOffset() });
-        s.recovering = s.offset < s.endAtStart;
+        // Not Available before it holds what the serving copies held when it started (M3DB's bootstrap).
+        s.recovering = s.offset < s.catchUpTo;
         if (s.recovering) report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
         else report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
-        log.info({ from: s.start, end: s.endAtStart, checkpoint }, 'shard started');
+        log.info({ from: s.start, reason: plan.reason, catchUpTo: s.catchUpTo, peersCheckpoint: plan.peersCheckpoint }, 'shard started');
         schedulePoll(s, ctx.self, 0);
         return s;
       }
@@ -150,11 +158,11 @@ export function spawnIngestionActor(
         await checkpoint(s);
       }
       if (s.recovering) {
-        if (s.offset >= s.endAtStart) {
+        if (s.offset >= s.catchUpTo) {
           s.recovering = false;
           report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
         } else {
-          const pct = Math.floor(((s.offset - s.start) * 100) / (s.endAtStart - s.start));
+          const pct = Math.floor(((s.offset - s.start) * 100) / (s.catchUpTo - s.start));
           if (pct >= s.lastPct + env.settings.progressStepPct) {
             s.lastPct = pct;
             report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, pct), Status.recovery(pct));

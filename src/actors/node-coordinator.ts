@@ -7,7 +7,7 @@ import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import type { RunningShard } from '../core/shard-manager/protocol.js';
 import type { MembersRecord } from './followed-maps.js';
-import { isIngestionStatus, type ShardStatus, Status } from '../core/status.js';
+import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { spawnIngestionActor, type IngestionMsg, type ShardStatusUpdate } from './ingestion-actor.js';
 import type { NodeEnv } from './node-env.js';
 import type { ReporterMsg } from './reporter.js';
@@ -74,11 +74,33 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     }
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
-      if (s.running.has(key)) continue;
+      const running = s.running.get(key);
+      if (running) {
+        restateIfRestarted(running, map.mapper.copyOnNode(shard, env.node)!.status);
+        continue;
+      }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
       const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u));
       s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, status: Status.assigned });
     }
+  };
+
+  /**
+   * A start sent again for a copy this node already runs (the map says Assigned: a recovering
+   * singleton that did not hear of it, say) is no restart: ingestion goes on from where it is, and
+   * the copy says again what it is. Restarting it would report Recovery for its catch-up time, and
+   * a Leaving copy that stops serving while its successor still catches up leaves the shard with
+   * no Active copy during a planned handoff.
+   */
+  const restateIfRestarted = (r: Running, inMap: ShardStatus) => {
+    if (inMap.type !== 'Assigned') return;
+    const event =
+      r.status.type === 'Active' ? ShardEvents.ingestionStarted(r.dataset, r.shard, env.node)
+      : r.status.type === 'Recovery' ? ShardEvents.recoveryInProgress(r.dataset, r.shard, env.node, r.status.progressPct)
+      : undefined; // still starting: its first report is on its way
+    if (!event) return;
+    env.log.info({ dataset: r.dataset, shard: r.shard, status: r.status.type }, 'start of a shard already running: it keeps ingesting and reports its status again');
+    env.runtime.send(reporter, { type: 'Report', event });
   };
 
   const initialState: State = { maps: new Map(), members: undefined, running: new Map(), shards: undefined };

@@ -77,15 +77,22 @@ export class ShardherdNode {
   readonly metrics: NodeMetrics | undefined;
   /** Failures no retry fixes, over every incarnation of this node (shown on /status). */
   readonly problems: Problems;
+  /** Where this node's ingested records go. */
+  private readonly sink: RecordSink;
 
   constructor(
     readonly services: ClusterServices,
     readonly node: NodeId,
     /** Where the node stands for placement: its rack (isolation group) and weight; from the membership's own settings when absent. */
     readonly placement: { readonly rack?: string; readonly weight?: number } = {},
-    options: { readonly metrics?: NodeMetrics } = {},
+    options: {
+      readonly metrics?: NodeMetrics;
+      /** This node's own sink instead of the services' shared one (each node of one process keeps its own copies' records). */
+      readonly sink?: RecordSink;
+    } = {},
   ) {
     this.metrics = options.metrics;
+    this.sink = options.sink ?? services.sink;
     this.problems = new Problems(() => services.clock.now());
     this.metrics?.observe({
       maps: async () => {
@@ -158,7 +165,7 @@ export class ShardherdNode {
       metaStore,
       lease: metaStore,
       source: gatedSource(s.source, gate),
-      sink: gatedSink({ accept: (ds, shard, records) => (this.member ? s.sink.accept(ds, shard, records) : Promise.reject(new Error('not a member: records refused'))) }, gate),
+      sink: gatedSink({ accept: (ds, shard, records) => (this.member ? this.sink.accept(ds, shard, records) : Promise.reject(new Error('not a member: records refused'))) }, gate),
       settings: s.settings,
       log,
       telemetry,

@@ -30,8 +30,21 @@ export interface DatasetConfig {
    * next ones start as these finish. Forced moves (a copy's node died) are never held back.
    */
   readonly maxConcurrentMoves: number;
+  /**
+   * Where a copy with no checkpoint of its own starts (a new replica, a planned move's new copy, a
+   * copy re-created after its node died): `earliest` (the default) from the earliest offset the
+   * source still holds, so the copy holds every record its source retains; `serving-copies` from
+   * the furthest checkpoint of the shard's other copies, for sinks that only need the tail. Either
+   * way the copy reports `IngestionStarted` only once it has reached the end offset seen at its
+   * start. A shard no copy ever checkpointed starts as `source.startFrom` says.
+   */
+  readonly copyStartFrom: CopyStartFrom;
   readonly source: IngestionSourceConfig;
 }
+
+/** Where a copy without a checkpoint of its own starts (see `DatasetConfig.copyStartFrom`). */
+export type CopyStartFrom = 'earliest' | 'serving-copies';
+export const COPY_START_FROM: readonly CopyStartFrom[] = ['earliest', 'serving-copies'];
 
 /** The strategies a dataset can name. */
 export type PlacementStrategyName = 'filodb-default' | 'balanced';
@@ -73,6 +86,8 @@ const configSchema = z
     replicationFactor: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_REPLICATION_FACTOR, `must be at most ${MAX_REPLICATION_FACTOR}`).default(1),
     strategy: z.enum(['filodb-default', 'balanced']).default('filodb-default'),
     maxConcurrentMoves: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS).default(DEFAULT_MAX_CONCURRENT_MOVES),
+    // Earliest by default: a new copy that skipped records its source still holds would serve less than its peers.
+    copyStartFrom: z.enum(['earliest', 'serving-copies'], { error: 'must be "earliest" (the earliest retained offset) or "serving-copies" (the furthest checkpoint of the other copies)' }).default('earliest'),
     source: sourceSchema,
   })
   .superRefine((c, ctx) => {
@@ -116,13 +131,14 @@ export function validateDatasetConfig(input: unknown): Result<DatasetConfig, Inv
     replicationFactor: c.replicationFactor,
     strategy: c.strategy,
     maxConcurrentMoves: c.maxConcurrentMoves,
+    copyStartFrom: c.copyStartFrom,
     source: c.source,
   });
 }
 
 /** Field-by-field differences between two configs of the same dataset (empty when equal). */
 export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): string[] {
-  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'source'] as const;
+  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'source'] as const;
   return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));
 }
 

@@ -42,8 +42,11 @@
  * - A map that cannot be read whole (a part missing or malformed, a header this version cannot
  *   read) is left out of `shardMaps()` and logged as `metastore.map-unreadable`: the singleton
  *   recovers it from the nodes' copies, while throwing would stop every singleton for good.
- * - Checkpoints are written by shard owners, not the singleton: a plain table, one partition per
- *   shard, the latest write winning; `readCheckpointsOf` reads up to 100 shards per request.
+ * - Checkpoints are written by shard owners, not the singleton: a plain table (`copy_checkpoints`),
+ *   one partition per shard, a row per copy (node id) and group, the latest write winning;
+ *   `readCheckpointsOf` reads up to 100 shards per request. The per-shard `checkpoints` table of
+ *   older versions is kept and read alongside (its rows start every copy without its own), never
+ *   written: the schema only grows, so older and newer nodes may share a keyspace while upgrading.
  * - Several shardherd clusters may share a keyspace: every row is keyed by the cluster's name.
  * - At most `maxConcurrentRequests` requests are in flight; the others wait in order. Thousands of
  *   shards starting at once used to put more than the driver's 2048 requests on one connection.
@@ -89,7 +92,7 @@ import {
 } from './cassandra-schema.js';
 import { CassandraSession, LWT, PLAIN_WRITE, READ, refuseIfFenced, safeNumber, SERIAL_READ, settleAll, summarize, type ReadOptions } from './cassandra-session.js';
 import { CassandraShardMaps } from './cassandra-shard-maps.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 import type { LimiterStats } from './request-limiter.js';
 
 export type { KeyspaceReplication } from './cassandra-schema.js';
@@ -380,31 +383,43 @@ export class CassandraMetaStore implements MetaStore {
     }));
   }
 
-  /** Not fenced (shard owners write it); the latest write wins, even if its offset is lower. */
-  async writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
+  /** Not fenced (shard owners write it); per copy; the latest write wins, even if its offset is lower. */
+  async writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void> {
     if (!Number.isSafeInteger(offset)) throw new RangeError(`a checkpoint offset must be a safe integer, got ${offset}`);
-    await this.session.write('writeCheckpoint', `checkpoint of ${dataset} shard ${shard}`, this.cql.writeCheckpoint, [types.Long.fromNumber(offset), this.cluster, dataset, shard, group], PLAIN_WRITE, dataset);
+    await this.session.write('writeCheckpoint', `checkpoint of ${dataset} shard ${shard} on ${node}`, this.cql.writeCheckpoint, [types.Long.fromNumber(offset), this.cluster, dataset, shard, node, group], PLAIN_WRITE, dataset);
   }
 
-  async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>> {
-    const result = await this.session.read('readCheckpoints', this.cql.readCheckpoints, [this.cluster, dataset, shard]);
-    return new Map(result.rows.map((row) => [row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0]));
+  async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {
+    return (await this.readCheckpointsOf(dataset, [shard])).get(shard)!;
   }
 
-  /** Up to 100 shards' partitions per request (an IN on the partition key), the requests within the limit. */
-  async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>> {
-    const result = new Map<number, Map<string, number>>();
+  /**
+   * Up to 100 shards' partitions per request (an IN on the partition key), the requests within the
+   * limit; each copy's checkpoints and the shared ones of an older store are read side by side.
+   */
+  async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ShardCheckpoints>> {
+    const result = new Map<number, { copies: Map<NodeId, Map<string, number>>; shared: Map<string, number> }>();
     for (const shard of shards) {
       if (!Number.isInteger(shard) || shard < 0 || shard > 0x7fffffff) throw new RangeError(`a shard is a whole number >= 0, got ${shard}`);
-      result.set(shard, new Map());
+      result.set(shard, { copies: new Map(), shared: new Map() });
     }
     const unique = [...result.keys()];
     const slices: number[][] = [];
     for (let i = 0; i < unique.length; i += CHECKPOINT_SHARDS_PER_READ) slices.push(unique.slice(i, i + CHECKPOINT_SHARDS_PER_READ));
-    const pages = await settleAll(slices.map((slice) => this.session.readAll('readCheckpointsOf', this.cql.readCheckpointsOf, [this.cluster, dataset, slice], CHECKPOINT_ROWS_PER_PAGE)));
-    for (const row of pages.flat()) {
-      result.get(row.get('shard') as number)?.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
+    const read = (operation: 'readCheckpointsOf' | 'readSharedCheckpointsOf', slice: number[]) => this.session.readAll(operation, this.cql[operation], [this.cluster, dataset, slice], CHECKPOINT_ROWS_PER_PAGE);
+    const [copyPages, sharedPages] = await Promise.all([
+      settleAll(slices.map((slice) => read('readCheckpointsOf', slice))),
+      settleAll(slices.map((slice) => read('readSharedCheckpointsOf', slice))),
+    ]);
+    for (const row of copyPages.flat()) {
+      const cell = result.get(row.get('shard') as number);
+      if (!cell) continue;
+      const node = row.get('node') as NodeId;
+      let groups = cell.copies.get(node);
+      if (!groups) cell.copies.set(node, (groups = new Map()));
+      groups.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
     }
+    for (const row of sharedPages.flat()) result.get(row.get('shard') as number)?.shared.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
     return result;
   }
 

@@ -1,4 +1,4 @@
-// The CQL of the Cassandra MetaStore: its keyspace, its three tables and every statement it runs.
+// The CQL of the Cassandra MetaStore: its keyspace, its four tables and every statement it runs.
 // Why the tables look like this is explained at the top of cassandra-meta-store.ts.
 
 /**
@@ -84,7 +84,8 @@ export function schemaCql(keyspace: string, replication: KeyspaceReplication): s
       PRIMARY KEY ((cluster, dataset), part, epoch, version)
     ) WITH comment = 'shardherd: the parts of each shard map, immutable, keyed by the (epoch, version) of the map they were written for'
       AND gc_grace_seconds = ${MAP_PARTS_GC_GRACE_SECONDS}`,
-    // Written by shard owners, not the singleton: plain writes, one partition per shard.
+    // Checkpoints per shard, as versions before per-copy checkpoints wrote them: nothing writes
+    // here any more, but a store that has them is read (they start every copy without its own).
     `CREATE TABLE IF NOT EXISTS ${keyspace}.checkpoints (
       cluster text,
       dataset text,
@@ -93,6 +94,18 @@ export function schemaCql(keyspace: string, replication: KeyspaceReplication): s
       last_offset bigint,
       PRIMARY KEY ((cluster, dataset, shard), group_name)
     ) WITH comment = 'shardherd: ingestion checkpoints, the last offset each group accepted'`,
+    // Written by shard owners, not the singleton: plain writes, one partition per shard, one row
+    // per copy (the node id: a restarted node resumes its copy) and group. A new table, not a
+    // changed one: a primary key cannot be altered, and an older store keeps its rows above.
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.copy_checkpoints (
+      cluster text,
+      dataset text,
+      shard int,
+      node text,
+      group_name text,
+      last_offset bigint,
+      PRIMARY KEY ((cluster, dataset, shard), node, group_name)
+    ) WITH comment = 'shardherd: ingestion checkpoints of each copy, the last offset its sink accepted per group'`,
   ];
 }
 
@@ -127,10 +140,11 @@ export function metaStoreCql(keyspace: string) {
     deletePartRowsBelow: `DELETE FROM ${parts} WHERE ${partRow} AND (epoch, version) < (?, ?)`,
     deletePartRowsBetween: `DELETE FROM ${parts} WHERE ${partRow} AND (epoch, version) > (?, ?) AND (epoch, version) <= (?, ?)`,
     deleteParts: `DELETE FROM ${parts} WHERE cluster = ? AND dataset = ?`,
-    writeCheckpoint: `UPDATE ${keyspace}.checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND group_name = ?`,
-    readCheckpoints: `SELECT group_name, last_offset FROM ${keyspace}.checkpoints WHERE cluster = ? AND dataset = ? AND shard = ?`,
+    writeCheckpoint: `UPDATE ${keyspace}.copy_checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND node = ? AND group_name = ?`,
     /** Many shards' partitions in one request (an IN on the last partition key column). */
-    readCheckpointsOf: `SELECT shard, group_name, last_offset FROM ${keyspace}.checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
+    readCheckpointsOf: `SELECT shard, node, group_name, last_offset FROM ${keyspace}.copy_checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
+    /** The shared checkpoints of an older store, read with each copy's. */
+    readSharedCheckpointsOf: `SELECT shard, group_name, last_offset FROM ${keyspace}.checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
   } as const;
 }
 

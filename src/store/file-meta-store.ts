@@ -10,16 +10,18 @@ import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
  * The version of the file layout this code writes. Format 2 keeps shard maps in the compact
  * encoding (`encodeSnapshot`): a map of 65 536 shards × 3 copies is a few MB instead of tens, and
- * the whole file is written on every write. Format 1 (maps as `ShardMapSnapshot` JSON) is still read.
+ * the whole file is written on every write. Format 3 adds each copy's checkpoints (a `node` in a
+ * checkpoint entry). Formats 1 (maps as `ShardMapSnapshot` JSON) and 2 are still read; their
+ * checkpoints, one per shard, become the shared start of every copy without one of its own.
  */
-export const META_FILE_FORMAT = 2;
+export const META_FILE_FORMAT = 3;
 /** The file formats `loadMetaFile` reads. */
-export const READABLE_META_FILE_FORMATS: readonly number[] = [1, 2];
+export const READABLE_META_FILE_FORMATS: readonly number[] = [1, 2, 3];
 
 /** A MetaStore file this version cannot read: an unknown format or a malformed entry. Not retriable. */
 export class MetaStoreFileError extends Error {
@@ -34,7 +36,7 @@ export class MetaStoreFileError extends Error {
 
 /**
  * A MetaStore in one JSON file, for embedded mode across restarts:
- * `{ format: 2, lease, datasets, shardMaps, subscriptions, nodeOperations, appliedRequests,
+ * `{ format: 3, lease, datasets, shardMaps, subscriptions, nodeOperations, appliedRequests,
  * cooldowns, checkpoints }`, the shard maps in the compact encoding (`map-codec.ts`), one entry of
  * each list per line.
  *
@@ -118,15 +120,15 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.appliedRequests(s));
   }
 
-  writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
-    return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, group, offset));
+  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void> {
+    return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, node, group, offset));
   }
 
-  readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>> {
+  readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {
     return this.read((s) => ops.readCheckpoints(s, dataset, shard));
   }
 
-  readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>> {
+  readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ShardCheckpoints>> {
     return this.read((s) => ops.readCheckpointsOf(s, dataset, shards));
   }
 
@@ -194,14 +196,24 @@ interface MetaDocument {
   readonly nodeOperations: NodeOperations;
   readonly appliedRequests: readonly AppliedRequest[];
   readonly cooldowns: readonly StoredCooldown[];
-  readonly checkpoints: readonly { dataset: string; shard: number; group: string; offset: number }[];
+  readonly checkpoints: readonly CheckpointEntry[];
+}
+
+/** A copy's checkpoint, or without `node` a shared one (written per shard by format 1 and 2 files). */
+interface CheckpointEntry {
+  readonly dataset: string;
+  readonly shard: number;
+  readonly node?: string;
+  readonly group: string;
+  readonly offset: number;
 }
 
 function toDocument(state: ops.MetaState): MetaDocument {
-  const checkpoints: { dataset: string; shard: number; group: string; offset: number }[] = [];
-  for (const [cell, groups] of state.checkpoints) {
-    const { dataset, shard } = ops.splitCellKey(cell);
-    for (const [group, offset] of groups) checkpoints.push({ dataset, shard, group, offset });
+  const checkpoints: CheckpointEntry[] = [];
+  for (const [key, cell] of state.checkpoints) {
+    const { dataset, shard } = ops.splitCellKey(key);
+    for (const [group, offset] of cell.shared) checkpoints.push({ dataset, shard, group, offset });
+    for (const [node, groups] of cell.copies) for (const [group, offset] of groups) checkpoints.push({ dataset, shard, node, group, offset });
   }
   return {
     format: META_FILE_FORMAT,
@@ -224,14 +236,20 @@ const leaseSchema = z.strictObject({
   incarnation: z.string().refine((s) => parseIncarnation(s).ok, 'malformed incarnation'),
 });
 const cooldownSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, reassignedAt: z.number().finite() });
-const checkpointSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, group: z.string(), offset: z.number().int() });
+const checkpointSchema = z.strictObject({
+  dataset: datasetSchema,
+  shard: shardSchema,
+  node: z.string().refine((s) => parseNodeId(s).ok, 'malformed node id').optional(),
+  group: z.string(),
+  offset: z.number().int(),
+});
 const subscriberSchema = z.string().refine((s) => parseSubscriberId(s).ok, 'malformed subscriber id');
 const subscriptionsSchema = z.strictObject({
   subscriptions: z.array(z.strictObject({ dataset: datasetSchema, subscribers: z.array(subscriberSchema) })),
   watchers: z.array(subscriberSchema),
 });
 const documentSchema = z.strictObject({
-  format: z.union([z.literal(1), z.literal(2)]),
+  format: z.union([z.literal(1), z.literal(2), z.literal(3)]),
   lease: z.unknown(),
   datasets: z.array(z.unknown()),
   shardMaps: z.array(z.unknown()),
@@ -271,7 +289,7 @@ export async function loadMetaFile(path: string): Promise<ops.MetaState> {
 export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
   const format = (raw as { format?: unknown } | null)?.format;
   if (typeof format !== 'number' || !READABLE_META_FILE_FORMATS.includes(format)) {
-    throw new MetaStoreFileError(path, `unknown MetaStore file format ${JSON.stringify(format)}: this version reads formats ${READABLE_META_FILE_FORMATS.join(' and ')}`);
+    throw new MetaStoreFileError(path, `unknown MetaStore file format ${JSON.stringify(format)}: this version reads formats ${READABLE_META_FILE_FORMATS.join(', ')}`);
   }
   const doc = documentSchema.safeParse(raw);
   if (!doc.success) throw new MetaStoreFileError(path, `malformed MetaStore file: ${issueText(doc.error)}`);
@@ -291,7 +309,7 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     state.datasets.set(r.value.ref, r.value);
   });
   d.shardMaps.forEach((entry, i) => {
-    const r = d.format === 1 ? parseShardMapSnapshot(entry) : decodeCompactMap(entry);
+    const r = d.format === 1 ? parseShardMapSnapshot(entry) : decodeCompactMap(entry, d.format);
     const name = `shardMaps[${i}]${describeRef(entry, 'dataset')}`;
     if (!r.ok) throw new MetaStoreFileError(path, `invalid entry ${name}: ${r.error.message}`);
     if (state.shardMaps.has(r.value.dataset)) throw new MetaStoreFileError(path, `invalid entry ${name}: a shard map of ${r.value.dataset} is listed twice`);
@@ -320,17 +338,20 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
   d.checkpoints.forEach((entry, i) => {
     const r = checkpointSchema.safeParse(entry);
     if (!r.success) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: ${issueText(r.error)}`);
-    const { dataset, shard, group, offset } = r.data;
-    ops.writeCheckpoint(state, dataset as DatasetRef, shard, group, offset);
+    const { dataset, shard, node, group, offset } = r.data;
+    // A copy's checkpoint needs format 3: an older file holds only shared ones.
+    if (node !== undefined && d.format < 3) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: a file of format ${d.format} holds no per-copy checkpoints (node)`);
+    if (node === undefined) ops.loadSharedCheckpoint(state, dataset as DatasetRef, shard, group, offset);
+    else ops.writeCheckpoint(state, dataset as DatasetRef, shard, node as NodeId, group, offset);
   });
   return ops.freezeStoredValues(state);
 }
 
-/** A map of a format 2 file: the compact encoding only (a `ShardMapSnapshot` there is refused). */
-function decodeCompactMap(entry: unknown): Result<ShardMapSnapshot, InvalidSnapshotError> {
+/** A map of a format 2 or 3 file: the compact encoding only (a `ShardMapSnapshot` there is refused). */
+function decodeCompactMap(entry: unknown, fileFormat: number): Result<ShardMapSnapshot, InvalidSnapshotError> {
   const format = (entry as { format?: unknown } | null)?.format;
   if (format !== COMPACT_MAP_FORMAT) {
-    return err(new InvalidSnapshotError(`unsupported shard map format ${JSON.stringify(format)}: a file of format ${META_FILE_FORMAT} holds compact maps (format ${COMPACT_MAP_FORMAT})`));
+    return err(new InvalidSnapshotError(`unsupported shard map format ${JSON.stringify(format)}: a file of format ${fileFormat} holds compact maps (format ${COMPACT_MAP_FORMAT})`));
   }
   return decodeSnapshot(entry);
 }

@@ -3,7 +3,7 @@ import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import * as ops from './meta-state.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 export interface MemoryMetaStoreOptions {
   /**
@@ -108,17 +108,17 @@ export class MemoryMetaStore implements MetaStore {
     return ops.cooldowns(this.state);
   }
 
-  async writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void> {
+  async writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void> {
     this.gate('writeCheckpoint', true);
-    ops.writeCheckpoint(this.state, dataset, shard, group, offset);
+    ops.writeCheckpoint(this.state, dataset, shard, node, group, offset);
   }
 
-  async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>> {
+  async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {
     this.gate('readCheckpoints', false);
     return ops.readCheckpoints(this.state, dataset, shard);
   }
 
-  async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>> {
+  async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ShardCheckpoints>> {
     this.gate('readCheckpointsOf', false);
     return ops.readCheckpointsOf(this.state, dataset, shards);
   }

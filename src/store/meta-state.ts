@@ -3,7 +3,7 @@ import { frozenJsonCopy } from '../core/json-data.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot, type ShardRecord } from '../core/shard-map-snapshot.js';
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
-import { FencedError, type Lease, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { FencedError, type Lease, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
  * The whole content of a MetaStore as plain data, and the operations on it: the semantics shared
@@ -21,8 +21,14 @@ export interface MetaState {
   appliedRequests: AppliedRequest[];
   /** Keyed by `cellKey(dataset, shard)`. */
   readonly cooldowns: Map<string, StoredCooldown>;
-  /** Keyed by `cellKey(dataset, shard)`, then by group. */
-  readonly checkpoints: Map<string, Map<string, number>>;
+  /** Keyed by `cellKey(dataset, shard)`. */
+  readonly checkpoints: Map<string, CellCheckpoints>;
+}
+
+/** One shard's checkpoints: per copy (node → group → offset), and the shared ones of older stores. */
+export interface CellCheckpoints {
+  readonly copies: Map<string, Map<string, number>>;
+  readonly shared: Map<string, number>;
 }
 
 export function emptyMetaState(): MetaState {
@@ -37,7 +43,7 @@ export function cloneMetaState(state: MetaState): MetaState {
     datasets: new Map(state.datasets),
     shardMaps: new Map(state.shardMaps),
     cooldowns: new Map(state.cooldowns),
-    checkpoints: new Map([...state.checkpoints].map(([k, groups]) => [k, new Map(groups)])),
+    checkpoints: new Map([...state.checkpoints].map(([k, cell]) => [k, copyCell(cell)])),
   };
 }
 
@@ -174,22 +180,44 @@ export function cooldowns(state: MetaState): StoredCooldown[] {
   return [...state.cooldowns.values()].map((c) => ({ ...c }));
 }
 
-/** Not fenced; the latest write wins (as in Cassandra), even if its offset is lower. */
-export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, group: string, offset: number): void {
+function copyCell(cell: CellCheckpoints): CellCheckpoints {
+  return { copies: new Map([...cell.copies].map(([node, groups]) => [node, new Map(groups)])), shared: new Map(cell.shared) };
+}
+
+function cellOf(state: MetaState, dataset: string, shard: number): CellCheckpoints {
   const k = cellKey(dataset, shard);
-  let groups = state.checkpoints.get(k);
+  let cell = state.checkpoints.get(k);
+  if (!cell) {
+    cell = { copies: new Map(), shared: new Map() };
+    state.checkpoints.set(k, cell);
+  }
+  return cell;
+}
+
+/** Not fenced; per copy (the node's id); the latest write wins (as in Cassandra), even if its offset is lower. */
+export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): void {
+  const cell = cellOf(state, dataset, shard);
+  let groups = cell.copies.get(node);
   if (!groups) {
     groups = new Map();
-    state.checkpoints.set(k, groups);
+    cell.copies.set(node, groups);
   }
   groups.set(group, offset);
 }
 
-export function readCheckpoints(state: MetaState, dataset: DatasetRef, shard: number): Map<string, number> {
-  return new Map(state.checkpoints.get(cellKey(dataset, shard)));
+/** A shard's checkpoint of the kind written before copies had their own (a file of an older version). */
+export function loadSharedCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, group: string, offset: number): void {
+  cellOf(state, dataset, shard).shared.set(group, offset);
 }
 
-/** Every shard asked, with an empty map when it has none; a shard asked twice is there once. */
-export function readCheckpointsOf(state: MetaState, dataset: DatasetRef, shards: readonly number[]): Map<number, Map<string, number>> {
+/** Copies, so a caller that changes what it read changes nothing stored. */
+export function readCheckpoints(state: MetaState, dataset: DatasetRef, shard: number): ShardCheckpoints {
+  const cell = state.checkpoints.get(cellKey(dataset, shard));
+  if (!cell) return { copies: new Map(), shared: new Map() };
+  return copyCell(cell) as unknown as ShardCheckpoints;
+}
+
+/** Every shard asked, with empty maps when it has none; a shard asked twice is there once. */
+export function readCheckpointsOf(state: MetaState, dataset: DatasetRef, shards: readonly number[]): Map<number, ShardCheckpoints> {
   return new Map(shards.map((shard) => [shard, readCheckpoints(state, dataset, shard)]));
 }

@@ -65,17 +65,40 @@ export interface MetaStore {
   putCooldown(cooldown: StoredCooldown, epoch: Epoch): Promise<void>;
   cooldowns(): Promise<StoredCooldown[]>;
 
-  /** Ingestion checkpoints are written by shard owners, not the singleton: not fenced by epoch. */
-  writeCheckpoint(dataset: DatasetRef, shard: number, group: string, offset: number): Promise<void>;
-  /** group → the last offset the sink accepted (inclusive). */
-  readCheckpoints(dataset: DatasetRef, shard: number): Promise<ReadonlyMap<string, number>>;
   /**
-   * The checkpoints of many shards of one dataset at once: shard → (group → offset). Every shard
-   * asked is in the result, with an empty map when it has no checkpoint. For a node starting many
-   * shards: one call instead of one request per shard.
+   * Ingestion checkpoints are written by shard owners, not the singleton: not fenced by epoch. Each
+   * copy of a shard has its own, keyed by the node that holds it (its id, not its incarnation: a
+   * restarted node resumes the same copy), so a copy that restarts resumes where its own sink
+   * stopped, not where the furthest copy is.
    */
-  readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ReadonlyMap<string, number>>>;
+  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void>;
+  /** A shard's checkpoints: each copy's, and the shared ones of a store written before copies had their own. */
+  readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints>;
+  /**
+   * The checkpoints of many shards of one dataset at once. Every shard asked is in the result, with
+   * empty maps when it has no checkpoint. For a node starting many shards: one call instead of one
+   * request per shard.
+   */
+  readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ShardCheckpoints>>;
 }
+
+/**
+ * What is stored of one shard's ingestion progress. An offset is the last one a sink accepted
+ * (inclusive), per checkpoint group.
+ *
+ * Gotchas: `shared` holds checkpoints written per shard by versions before each copy had its own
+ * (every copy wrote the same row, so it is the furthest copy's offset). Nothing writes them any
+ * more; they are read as the start of every copy that has no checkpoint of its own.
+ */
+export interface ShardCheckpoints {
+  /** node → group → offset: each copy's own checkpoints. */
+  readonly copies: ReadonlyMap<NodeId, ReadonlyMap<string, number>>;
+  /** group → offset: the shard's checkpoints from before they were per copy. */
+  readonly shared: ReadonlyMap<string, number>;
+}
+
+/** A shard with no checkpoint at all. */
+export const NO_CHECKPOINTS: ShardCheckpoints = Object.freeze({ copies: new Map(), shared: new Map() });
 
 /** A write from a singleton whose epoch is no longer the lease's: that singleton must stop at once. */
 export class FencedError extends ShardherdError {

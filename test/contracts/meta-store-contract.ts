@@ -7,13 +7,39 @@ import type { AppliedRequest } from '../../src/core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
-import { FencedError, type MetaStore } from '../../src/store/meta-store.js';
+import { FencedError, type MetaStore, type ShardCheckpoints } from '../../src/store/meta-store.js';
 import { largeMap, mapDifference, withChanges, withProgress } from './large-maps.js';
 
 export interface MetaStoreFixture {
   readonly store: MetaStore;
   readonly cleanup?: () => Promise<void>;
+  /**
+   * Stores a shard's checkpoint as a version before per-copy checkpoints wrote it, the way that
+   * store kept it (a format 2 file, a row of Cassandra's old table), and returns the store that
+   * reads it (for a file, one opened on it). Absent for a store with no older layout (memory).
+   */
+  readonly withSharedCheckpoints?: (rows: readonly SharedCheckpointRow[]) => Promise<MetaStore>;
 }
+
+export interface SharedCheckpointRow {
+  readonly dataset: DatasetRef;
+  readonly shard: number;
+  readonly group: string;
+  readonly offset: number;
+}
+
+/** A shard's checkpoints as plain data, for `toEqual`: `{ copies: { node: { group: offset } }, shared: { group: offset } }`. */
+export function plainCheckpoints(c: ShardCheckpoints | undefined): { copies: Record<string, Record<string, number>>; shared: Record<string, number> } {
+  if (!c) throw new Error('no checkpoints read for the shard');
+  return { copies: Object.fromEntries([...c.copies].map(([node, groups]) => [node, Object.fromEntries(groups)])), shared: Object.fromEntries(c.shared) };
+}
+
+/** The checkpoints of a shard only `node` wrote. */
+export function onlyCopy(node: string, groups: Record<string, number>) {
+  return { copies: { [node]: groups }, shared: {} };
+}
+
+export const NONE = { copies: {}, shared: {} };
 
 /**
  * Tries to change a value a store handed out. A store may hand out frozen values (the memory
@@ -228,12 +254,12 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         await store.putShardMap(shardMap(ds2, 1, 2));
         await store.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 10 }, epoch(1));
         await store.putCooldown({ dataset: ds2, shard: 0, reassignedAt: 20 }, epoch(1));
-        await store.writeCheckpoint(ds1, 0, 'sink', 99);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 99);
 
         await store.deleteDataset(ds1, epoch(1));
         expect((await store.shardMaps()).map((s) => s.dataset)).toEqual([ds2]);
         expect(await store.cooldowns()).toEqual([{ dataset: ds2, shard: 0, reassignedAt: 20 }]);
-        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 99]]));
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 99 }));
 
         // Re-created: its first map is kept although its version is lower than the deleted one's.
         await store.putDataset(datasetConfig(ds1), epoch(1));
@@ -279,24 +305,55 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
     });
 
     describe('checkpoints', () => {
-      it('round trip per (dataset, shard) and group, latest write winning, with no lease needed', async () => {
-        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map());
-        await store.writeCheckpoint(ds1, 0, 'sink', 10);
-        await store.writeCheckpoint(ds1, 0, 'archive', 4);
-        await store.writeCheckpoint(ds1, 1, 'sink', 77);
-        await store.writeCheckpoint(ds2, 0, 'sink', 5);
-        await store.writeCheckpoint(ds1, 0, 'sink', 12);
-        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 12], ['archive', 4]]));
-        expect(await store.readCheckpoints(ds1, 1)).toEqual(new Map([['sink', 77]]));
-        expect(await store.readCheckpoints(ds2, 0)).toEqual(new Map([['sink', 5]]));
-        expect(await store.readCheckpoints(ds2, 1)).toEqual(new Map());
+      it('round trip per (dataset, shard), copy and group, latest write winning, with no lease needed', async () => {
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(NONE);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 10);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'archive', 4);
+        await store.writeCheckpoint(ds1, 1, nodeA, 'sink', 77);
+        await store.writeCheckpoint(ds2, 0, nodeA, 'sink', 5);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 12);
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 12, archive: 4 }));
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 1))).toEqual(onlyCopy(nodeA, { sink: 77 }));
+        expect(plainCheckpoints(await store.readCheckpoints(ds2, 0))).toEqual(onlyCopy(nodeA, { sink: 5 }));
+        expect(plainCheckpoints(await store.readCheckpoints(ds2, 1))).toEqual(NONE);
+      });
+
+      it('keeps each copy of a shard apart: a copy far ahead never moves a lagging copy', async () => {
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 900);
+        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 15);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1_000);
+        // The latest write of a copy wins even when lower (a copy replaying after its sink lost data).
+        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 12);
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 12 } }, shared: {} });
+        expect(plainCheckpoints((await store.readCheckpointsOf(ds1, [0])).get(0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 12 } }, shared: {} });
       });
 
       it('are written by shard owners, so they are not fenced by the lease epoch', async () => {
         await leaseForA();
         await store.takeLease(nodeB, incB, 1);
-        await store.writeCheckpoint(ds1, 0, 'sink', 3);
-        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 3]]));
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 3);
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 3 }));
+      });
+
+      it('a store of an older version: its per-shard checkpoints are read as shared, beside the copies written since', async () => {
+        if (!fixture.withSharedCheckpoints) {
+          // A store with no older layout (memory) holds nothing but copies' checkpoints.
+          await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1);
+          expect(plainCheckpoints(await store.readCheckpoints(ds1, 0)).shared).toEqual({});
+          return;
+        }
+        const old = await fixture.withSharedCheckpoints([
+          { dataset: ds1, shard: 0, group: 'sink', offset: 500 },
+          { dataset: ds1, shard: 0, group: 'archive', offset: 40 },
+          { dataset: ds1, shard: 3, group: 'sink', offset: 7 },
+        ]);
+        expect(plainCheckpoints(await old.readCheckpoints(ds1, 0))).toEqual({ copies: {}, shared: { sink: 500, archive: 40 } });
+        await old.writeCheckpoint(ds1, 0, nodeB, 'sink', 520);
+        // A copy's write never touches the shared checkpoint: the other copies still start from it.
+        const both = await old.readCheckpointsOf(ds1, [0, 1, 3]);
+        expect(plainCheckpoints(both.get(0))).toEqual({ copies: { [nodeB]: { sink: 520 } }, shared: { sink: 500, archive: 40 } });
+        expect(plainCheckpoints(both.get(1))).toEqual(NONE);
+        expect(plainCheckpoints(both.get(3))).toEqual({ copies: {}, shared: { sink: 7 } });
       });
     });
 
@@ -322,15 +379,17 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         tryToChange(() => { readMap.shards.length = 0; });
         const readCooldown = (await store.cooldowns())[0] as { reassignedAt: number };
         tryToChange(() => { readCooldown.reassignedAt = -1; });
-        await store.writeCheckpoint(ds1, 0, 'sink', 8);
-        (await store.readCheckpoints(ds1, 0) as Map<string, number>).set('sink', 0);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 8);
+        const readCheckpoints = await store.readCheckpoints(ds1, 0);
+        tryToChange(() => { (readCheckpoints.copies.get(nodeA) as Map<string, number>).set('sink', 0); });
+        tryToChange(() => { (readCheckpoints.copies as unknown as Map<string, unknown>).delete(nodeA); });
         const lease = (await store.readLease()) as { epoch: number };
         tryToChange(() => { lease.epoch = 42; });
 
         expect(await store.datasets()).toEqual([datasetConfig(ds1)]);
         expect(await store.shardMaps()).toEqual([shardMap(ds1, 1, 2)]);
         expect(await store.cooldowns()).toEqual([{ dataset: ds1, shard: 1, reassignedAt: 50 }]);
-        expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 8]]));
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 8 }));
         expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
       });
     });
@@ -402,19 +461,20 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
       it('readCheckpointsOf answers for thousands of shards at once, every shard asked included', async () => {
         const shards = Array.from({ length: 4_096 }, (_, s) => s);
         const written = shards.filter((s) => s % 8 === 0);
-        await Promise.all(written.map((s) => store.writeCheckpoint(ds1, s, 'sink', s * 10)));
-        await Promise.all(written.filter((s) => s % 64 === 0).map((s) => store.writeCheckpoint(ds1, s, 'archive', s)));
-        await store.writeCheckpoint(ds2, 1, 'sink', 5); // another dataset's: not among ds1's
+        await Promise.all(written.map((s) => store.writeCheckpoint(ds1, s, nodeA, 'sink', s * 10)));
+        await Promise.all(written.filter((s) => s % 64 === 0).map((s) => store.writeCheckpoint(ds1, s, nodeB, 'sink', s)));
+        await store.writeCheckpoint(ds2, 1, nodeA, 'sink', 5); // another dataset's: not among ds1's
 
         const read = await store.readCheckpointsOf(ds1, [...shards, 8, 4_096]);
         expect(read.size).toBe(4_097);
         for (const s of [...shards, 4_096]) {
-          const expected = new Map<string, number>();
-          if (s % 8 === 0 && s < 4_096) expected.set('sink', s * 10);
-          if (s % 64 === 0 && s < 4_096) expected.set('archive', s);
-          expect(read.get(s), `shard ${s}`).toEqual(expected);
+          const copies: Record<string, Record<string, number>> = {};
+          if (s % 8 === 0 && s < 4_096) copies[nodeA] = { sink: s * 10 };
+          if (s % 64 === 0 && s < 4_096) copies[nodeB] = { sink: s };
+          expect(plainCheckpoints(read.get(s)), `shard ${s}`).toEqual({ copies, shared: {} });
         }
-        expect(await store.readCheckpointsOf(ds2, [0, 1])).toEqual(new Map([[0, new Map()], [1, new Map([['sink', 5]])]]));
+        const other = await store.readCheckpointsOf(ds2, [0, 1]);
+        expect([plainCheckpoints(other.get(0)), plainCheckpoints(other.get(1))]).toEqual([NONE, onlyCopy(nodeA, { sink: 5 })]);
         expect(await store.readCheckpointsOf(ds1, [])).toEqual(new Map());
       }, 120_000);
     });

@@ -252,16 +252,16 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
 
   it('5 000 checkpoint reads at once all succeed with never more than maxConcurrentRequests at the driver', async () => {
     const store = await open({ maxConcurrentRequests: 32 });
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.writeCheckpoint(ds1, i * 100, 'sink', i)));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.writeCheckpoint(ds1, i * 100, nodeA, 'sink', i)));
     const counts = countStatements(store);
     const reads = await Promise.all(Array.from({ length: 5_000 }, (_, shard) => store.readCheckpoints(ds1, shard)));
-    reads.forEach((r, shard) => expect(r).toEqual(shard % 100 === 0 ? new Map([['sink', shard / 100]]) : new Map()));
+    reads.forEach((r, shard) => expect(r.copies.get(nodeA)?.get('sink')).toBe(shard % 100 === 0 ? shard / 100 : undefined));
     expect(counts.mostInFlight).toBe(32);
     expect(store.requests).toEqual({ running: 0, waiting: 0, highWater: 32 });
 
-    // The same through the batch read: 50 requests of 100 shards.
+    // The same through the batch read: 50 requests of 100 shards to each checkpoint table.
     const batch = await store.readCheckpointsOf(ds1, Array.from({ length: 5_000 }, (_, shard) => shard));
-    expect([...batch].filter(([, groups]) => groups.size > 0).map(([shard]) => shard)).toEqual(Array.from({ length: 50 }, (_, i) => i * 100));
+    expect([...batch].filter(([, c]) => c.copies.size > 0).map(([shard]) => shard)).toEqual(Array.from({ length: 50 }, (_, i) => i * 100));
   });
 
   it('a write larger than maxMutationBytes fails at once, not retriable, naming the row and both sizes, and writes nothing', async () => {

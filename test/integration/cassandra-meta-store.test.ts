@@ -9,7 +9,7 @@ import { epoch, type SubscriberId } from '../../src/core/ids.js';
 import { CassandraMetaStore, MetaStoreRowError, type CassandraMetaStoreOptions } from '../../src/store/cassandra-meta-store.js';
 import { FencedError, MetaStoreUnavailableError, type Lease } from '../../src/store/meta-store.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
-import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, nodeA, nodeB, shardMap } from '../contracts/meta-store-contract.js';
+import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, NONE, nodeA, nodeB, onlyCopy, plainCheckpoints, shardMap } from '../contracts/meta-store-contract.js';
 import { services, uniqueName } from './support.js';
 
 const KEYSPACE = 'shardherd_test';
@@ -28,8 +28,20 @@ function storeOptions(overrides: Partial<CassandraMetaStoreOptions> = {}): Cassa
 }
 
 metaStoreContract('cassandra', async () => {
-  const store = await CassandraMetaStore.connect(storeOptions());
-  return { store, cleanup: () => store.close() };
+  const options = storeOptions();
+  const store = await CassandraMetaStore.connect(options);
+  return {
+    store,
+    cleanup: () => store.close(),
+    // Rows of the per-shard table that versions before per-copy checkpoints wrote (and connect keeps).
+    withSharedCheckpoints: async (rows) => {
+      const client = store['client'];
+      for (const r of rows) {
+        await client.execute(`INSERT INTO ${KEYSPACE}.checkpoints (cluster, dataset, shard, group_name, last_offset) VALUES (?, ?, ?, ?, ?)`, [options.cluster, r.dataset, r.shard, r.group, types.Long.fromNumber(r.offset)], { prepare: true });
+      }
+      return store;
+    },
+  };
 });
 
 /** A keyspace name no other test uses (keyspace names allow no `-`). */
@@ -98,7 +110,7 @@ describe('CassandraMetaStore', () => {
       expect(await later.readLease()).toEqual(lease);
 
       const tables = await raw.execute('SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?', [keyspace], { prepare: true });
-      expect(tables.rows.map((r) => r.get('table_name')).sort()).toEqual(['checkpoints', 'map_parts', 'singleton_state']);
+      expect(tables.rows.map((r) => r.get('table_name')).sort()).toEqual(['checkpoints', 'copy_checkpoints', 'map_parts', 'singleton_state']);
     });
 
     it('creates the keyspace with the configured replication, and leaves an existing keyspace as it is', async () => {
@@ -234,7 +246,7 @@ describe('CassandraMetaStore', () => {
       await x.putShardMap(shardMap(ds1, 1, 7));
       await x.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 10 }, epoch(1));
       await x.putSubscriptions({ subscriptions: [], watchers: ['x@1/guardian' as SubscriberId] }, epoch(1));
-      await x.writeCheckpoint(ds1, 0, 'sink', 42);
+      await x.writeCheckpoint(ds1, 0, nodeA, 'sink', 42);
       await y.putDataset(datasetConfig(ds1, 16), epoch(1));
 
       // y's epoch is its own: x moving to epoch 2 fences none of y's writes.
@@ -246,14 +258,14 @@ describe('CassandraMetaStore', () => {
       expect((await x.shardMaps()).map((m) => [m.dataset, m.version])).toEqual([[ds1, 7]]);
       expect(await x.cooldowns()).toEqual([{ dataset: ds1, shard: 0, reassignedAt: 10 }]);
       expect(await x.subscriptions()).toEqual({ subscriptions: [], watchers: ['x@1/guardian'] });
-      expect(await x.readCheckpoints(ds1, 0)).toEqual(new Map([['sink', 42]]));
+      expect(plainCheckpoints(await x.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 42 }));
 
       expect(await y.readLease()).toEqual({ epoch: 1, node: nodeB, incarnation: incB });
       expect(await y.datasets()).toEqual([]);
       expect(await y.shardMaps()).toEqual([]);
       expect(await y.cooldowns()).toEqual([]);
       expect(await y.subscriptions()).toEqual({ subscriptions: [], watchers: [] });
-      expect(await y.readCheckpoints(ds1, 0)).toEqual(new Map());
+      expect(plainCheckpoints(await y.readCheckpoints(ds1, 0))).toEqual(NONE);
     });
   });
 

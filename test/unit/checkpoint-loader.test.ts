@@ -2,10 +2,11 @@
 // must not be thousands of MetaStore requests at once.
 import { describe, expect, it } from 'vitest';
 import { CheckpointLoader, CHECKPOINTS_PER_READ } from '../../src/actors/checkpoint-loader.js';
-import { datasetRef, type DatasetRef } from '../../src/core/ids.js';
+import { datasetRef, nodeId, type DatasetRef } from '../../src/core/ids.js';
 
 const a = datasetRef('a');
 const b = datasetRef('b');
+const node = nodeId('n1');
 
 function fakeStore(fail = false) {
   const calls: { dataset: DatasetRef; shards: readonly number[] }[] = [];
@@ -14,7 +15,7 @@ function fakeStore(fail = false) {
     async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]) {
       calls.push({ dataset, shards });
       if (fail) throw new Error('store away');
-      return new Map(shards.filter((s) => s % 2 === 0).map((s) => [s, new Map([['0', s * 10]])] as const));
+      return new Map(shards.filter((s) => s % 2 === 0).map((s) => [s, { copies: new Map([[node, new Map([['0', s * 10]])]]), shared: new Map() }] as const));
     },
   };
 }
@@ -26,9 +27,9 @@ describe('CheckpointLoader', () => {
     const shards = Array.from({ length: 2_500 }, (_, i) => i);
     const results = await Promise.all([...shards.map((s) => loader.read(a, s)), loader.read(b, 7), loader.read(b, 8)]);
     expect(store.calls.map((c) => [c.dataset, c.shards.length])).toEqual([[a, CHECKPOINTS_PER_READ], [a, CHECKPOINTS_PER_READ], [a, 500], [b, 2]]);
-    expect(results[4]!.get('0')).toBe(40);
-    expect(results[5]!.size).toBe(0); // no checkpoint
-    expect(results[2_501]!.get('0')).toBe(80);
+    expect(results[4]!.copies.get(node)?.get('0')).toBe(40);
+    expect(results[5]!.copies.size).toBe(0); // no checkpoint
+    expect(results[2_501]!.copies.get(node)?.get('0')).toBe(80);
     // A later turn is a new batch.
     await loader.read(a, 3);
     expect(store.calls).toHaveLength(5);

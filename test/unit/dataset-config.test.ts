@@ -34,8 +34,17 @@ describe('validateDatasetConfig: defaults', () => {
       replicationFactor: 1,
       strategy: 'filodb-default',
       maxConcurrentMoves: 16,
+      copyStartFrom: 'earliest',
       source: { type: 'synthetic', recordsPerSecond: 100 },
     });
+  });
+
+  it('copyStartFrom takes earliest or serving-copies, and refuses anything else naming both', () => {
+    expect(valid({ ...minimal, copyStartFrom: 'serving-copies' }).copyStartFrom).toBe('serving-copies');
+    const e = refusal({ ...minimal, copyStartFrom: 'latest' });
+    expect(e.field).toBe('copyStartFrom');
+    expect(e.message).toBe('copyStartFrom must be "earliest" (the earliest retained offset) or "serving-copies" (the furthest checkpoint of the other copies)');
+    expect(datasetConfigDifferences(valid(minimal), valid({ ...minimal, copyStartFrom: 'serving-copies' }))).toEqual(['copyStartFrom']);
   });
 
   it('replicas with the balanced strategy are accepted', () => {

@@ -9,13 +9,22 @@ import { epoch } from '../../src/core/ids.js';
 import { FileMetaStore, MetaStoreFileError } from '../../src/store/file-meta-store.js';
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
-import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, nodeA as a, nodeB as b, shardMap } from '../contracts/meta-store-contract.js';
+import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, NONE, nodeA as a, nodeB as b, onlyCopy, plainCheckpoints, shardMap } from '../contracts/meta-store-contract.js';
 import { largeMap, mapDifference } from '../contracts/large-maps.js';
 import { encodeSnapshot } from '../../src/core/map-codec.js';
 
 metaStoreContract('FileMetaStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
-  return { store: new FileMetaStore(join(dir, 'meta.json')), cleanup: () => rm(dir, { recursive: true, force: true }) };
+  return {
+    store: new FileMetaStore(join(dir, 'meta.json')),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+    // A format 2 file, as versions before per-copy checkpoints wrote it: one checkpoint per shard and group.
+    withSharedCheckpoints: async (rows) => {
+      const old = join(dir, 'format-2.json');
+      await writeFile(old, JSON.stringify({ format: 2, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: rows }));
+      return new FileMetaStore(old);
+    },
+  };
 });
 
 
@@ -40,8 +49,8 @@ describe('FileMetaStore', () => {
     await store.putDataset(datasetConfig(ds2, 8, 50), epoch(1));
     await store.putShardMap(shardMap(ds1, 1, 4));
     await store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 1234 }, epoch(1));
-    await store.writeCheckpoint(ds1, 2, 'sink', 99);
-    await store.writeCheckpoint(ds1, 2, 'archive', 7);
+    await store.writeCheckpoint(ds1, 2, a, 'sink', 99);
+    await store.writeCheckpoint(ds1, 2, a, 'archive', 7);
     return store;
   }
 
@@ -57,7 +66,7 @@ describe('FileMetaStore', () => {
     expect((await restarted.datasets()).find((c) => c.ref === ds2)).toEqual(datasetConfig(ds2, 8, 50));
     expect(await restarted.shardMaps()).toEqual([shardMap(ds1, 1, 4)]);
     expect(await restarted.cooldowns()).toEqual([{ dataset: ds1, shard: 2, reassignedAt: 1234 }]);
-    expect(await restarted.readCheckpoints(ds1, 2)).toEqual(new Map([['sink', 99], ['archive', 7]]));
+    expect(plainCheckpoints(await restarted.readCheckpoints(ds1, 2))).toEqual(onlyCopy(a, { sink: 99, archive: 7 }));
 
     expect(await restarted.takeLease(b, incB, 1)).toEqual({ epoch: 2, node: b, incarnation: incB });
     const again = new FileMetaStore(path);
@@ -69,12 +78,12 @@ describe('FileMetaStore', () => {
     await populated();
     const doc = await readJson();
     expect(Object.keys(doc).sort()).toEqual(['appliedRequests', 'checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
-    expect(doc.format).toBe(2);
+    expect(doc.format).toBe(3);
     expect(doc.shardMaps).toEqual([JSON.parse(JSON.stringify(encodeSnapshot(shardMap(ds1, 1, 4))))]);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
     expect(doc.checkpoints).toEqual([
-      { dataset: ds1, shard: 2, group: 'sink', offset: 99 },
-      { dataset: ds1, shard: 2, group: 'archive', offset: 7 },
+      { dataset: ds1, shard: 2, node: a, group: 'sink', offset: 99 },
+      { dataset: ds1, shard: 2, node: a, group: 'archive', offset: 7 },
     ]);
     expect(await readdir(join(dir, 'state'))).toEqual(['meta.json']);
   });
@@ -97,9 +106,9 @@ describe('FileMetaStore', () => {
     await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [], shardMaps: [map], cooldowns: [], checkpoints: [] }, null, 2));
     const store = new FileMetaStore(path);
     expect(mapDifference((await store.shardMaps())[0]!, map)).toBeUndefined();
-    await store.writeCheckpoint(ds1, 0, 'sink', 1);
+    await store.writeCheckpoint(ds1, 0, a, 'sink', 1);
     const doc = await readJson();
-    expect(doc.format).toBe(2);
+    expect(doc.format).toBe(3);
     expect((doc.shardMaps as { format: number }[])[0]!.format).toBe(3);
     expect(mapDifference((await new FileMetaStore(path).shardMaps())[0]!, map)).toBeUndefined();
   });
@@ -129,17 +138,17 @@ describe('FileMetaStore', () => {
     const store = new FileMetaStore(path);
     expect(await store.readLease()).toBeUndefined();
     expect(await store.datasets()).toEqual([]);
-    expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map());
+    expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(NONE);
     await expect(readFile(path)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('refuses a file of an unknown format, naming the file and the format', async () => {
     await mkdir(join(dir, 'state'));
-    await writeFile(path, JSON.stringify({ format: 3, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [] }));
+    await writeFile(path, JSON.stringify({ format: 4, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [] }));
     const error = await new FileMetaStore(path).readLease().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MetaStoreFileError);
     expect((error as Error).message).toContain(path);
-    expect((error as Error).message).toContain('format 3: this version reads formats 1 and 2');
+    expect((error as Error).message).toContain('format 4: this version reads formats 1, 2, 3');
   });
 
   it('refuses a corrupt dataset entry, naming the file and the entry, instead of skipping it', async () => {
@@ -156,7 +165,7 @@ describe('FileMetaStore', () => {
     expect(message).toContain('datasets[1] (ds2)');
     expect(message).toContain('numShards');
     // Every operation refuses: nothing is served from a half-read file, and nothing overwrites it.
-    await expect(store.writeCheckpoint(ds1, 0, 'sink', 1)).rejects.toBeInstanceOf(MetaStoreFileError);
+    await expect(store.writeCheckpoint(ds1, 0, a, 'sink', 1)).rejects.toBeInstanceOf(MetaStoreFileError);
     expect(((await readJson()).datasets as { numShards: number }[])[1]!.numShards).toBe(3);
   });
 
@@ -191,14 +200,14 @@ describe('FileMetaStore', () => {
     const store = new FileMetaStore(path);
     await store.takeLease(a, incA, 0);
     const writes: Promise<void>[] = [];
-    for (let shard = 0; shard < 20; shard += 1) writes.push(store.writeCheckpoint(ds1, shard, 'sink', shard * 10));
+    for (let shard = 0; shard < 20; shard += 1) writes.push(store.writeCheckpoint(ds1, shard, a, 'sink', shard * 10));
     writes.push(store.putDataset(datasetConfig(ds1), epoch(1)), store.putDataset(datasetConfig(ds2), epoch(1)));
     for (let shard = 0; shard < 4; shard += 1) writes.push(store.putCooldown({ dataset: ds2, shard, reassignedAt: shard }, epoch(1)));
     await Promise.all(writes);
 
     const restarted = new FileMetaStore(path);
     for (let shard = 0; shard < 20; shard += 1) {
-      expect(await restarted.readCheckpoints(ds1, shard)).toEqual(new Map([['sink', shard * 10]]));
+      expect(plainCheckpoints(await restarted.readCheckpoints(ds1, shard))).toEqual(onlyCopy(a, { sink: shard * 10 }));
     }
     expect((await restarted.datasets()).map((c) => c.ref).sort()).toEqual([ds1, ds2]);
     expect(await restarted.cooldowns()).toHaveLength(4);
@@ -215,14 +224,14 @@ describe('FileMetaStore', () => {
   it('a write that cannot be saved rejects as retriable, changes nothing, and a later write succeeds', async () => {
     const store = await populated();
     await mkdir(`${path}.tmp`); // the temporary file cannot be created
-    const error = await store.writeCheckpoint(ds2, 0, 'sink', 5).catch((e: unknown) => e);
+    const error = await store.writeCheckpoint(ds2, 0, a, 'sink', 5).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MetaStoreUnavailableError);
     expect(error).toMatchObject({ retriable: true });
-    expect(await store.readCheckpoints(ds2, 0)).toEqual(new Map());
+    expect(plainCheckpoints(await store.readCheckpoints(ds2, 0))).toEqual(NONE);
     expect((await readJson()).checkpoints).toHaveLength(2);
 
     await rm(`${path}.tmp`, { recursive: true });
-    await store.writeCheckpoint(ds2, 0, 'sink', 5);
-    expect(await new FileMetaStore(path).readCheckpoints(ds2, 0)).toEqual(new Map([['sink', 5]]));
+    await store.writeCheckpoint(ds2, 0, a, 'sink', 5);
+    expect(plainCheckpoints(await new FileMetaStore(path).readCheckpoints(ds2, 0))).toEqual(onlyCopy(a, { sink: 5 }));
   });
 });

@@ -224,8 +224,8 @@ describe('MemoryMetaStore fault injection', () => {
     expect(first).toBeInstanceOf(MetaStoreUnavailableError);
     expect(first).toMatchObject({ code: 'METASTORE_UNAVAILABLE', retriable: true });
     expect(await store.readLease()).toBeUndefined();
-    await expect(store.writeCheckpoint(ds1, 0, 'sink', 5)).rejects.toBeInstanceOf(MetaStoreUnavailableError);
-    expect(await store.readCheckpoints(ds1, 0)).toEqual(new Map());
+    await expect(store.writeCheckpoint(ds1, 0, nodeA, 'sink', 5)).rejects.toBeInstanceOf(MetaStoreUnavailableError);
+    expect((await store.readCheckpoints(ds1, 0)).copies.size).toBe(0);
 
     // The third write goes through.
     expect(await store.takeLease(a, incA, 0)).toEqual({ epoch: 1, node: a, incarnation: incA });
