@@ -75,7 +75,9 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     wake = undefined;
   };
   const inflight = new Map<number, { node: NodeId; abort: AbortController; cancel: Cancel; at: number }>();
-  const timers: Cancel[] = [clock.schedule(options.deadlineMs, () => push({ kind: 'deadline' }))];
+  // No timer of its own for the deadline while an attempt runs: each attempt's timeout is cut to the
+  // deadline, so it fires then (one timer per request, not two: they cost on the hot path).
+  const timers: Cancel[] = [];
   /** Copies asked in this round; a round ends when every copy was asked (then a backoff, then a new round). */
   const tried = new Set<NodeId>();
   const failures: { node: NodeId; error: unknown }[] = [];
@@ -92,7 +94,7 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     const timeoutMs = Math.max(0, Math.min(options.attemptTimeoutMs, deadline - clock.now()));
     const cancel = clock.schedule(timeoutMs, () => {
       abort.abort(new AttemptTimeout(`no answer from ${node} within ${timeoutMs} ms`));
-      push({ kind: 'done', id, node, error: abort.signal.reason });
+      push(clock.now() >= deadline ? { kind: 'deadline' } : { kind: 'done', id, node, error: abort.signal.reason });
     });
     inflight.set(id, { node, abort, cancel, at: clock.now() });
     tried.add(node);
@@ -121,11 +123,12 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
   /** Nothing in flight: the next copy, a new round after a backoff, or the end. */
   const goOn = (): void => {
     if (inflight.size > 0) return;
+    if (clock.now() >= deadline) return push({ kind: 'deadline' });
     const node = pick();
     if (node !== undefined) return launch(node);
     if (retryLater) {
       retryLater = false;
-      const wait = Math.min(backoff, Math.max(0, deadline - clock.now()));
+      const wait = Math.min(backoff, deadline - clock.now());
       backoff = Math.min(backoff * 2, options.retryBackoffMs * 8);
       timers.push(clock.schedule(wait, () => push({ kind: 'retry' })));
       return;
