@@ -28,6 +28,7 @@ import './scale-embedded.bench.js';
 import './join-storm.bench.js';
 import './every-copy.bench.js';
 import './soak.bench.js';
+import './routed-requests.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

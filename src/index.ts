@@ -170,3 +170,13 @@ export { NodeMetrics } from './metrics/node-metrics.js';
 export type { Invariant, SimulationOptions, SimulationReport, Violation } from './sim/simulation.js';
 export { runSimulation } from './sim/simulation.js';
 export { SimDriver } from './sim/driver.js';
+
+// A client that is not a member, and routed requests the library carries (nodes serve them with `ShardherdNode.serve`)
+export { ShardherdClient } from './client/shardherd-client.js';
+export type { EmbeddedClusterLike, FanOutResult, Labels, RequestOptions, RequestTarget, ShardherdClientOptions, ShardOutcome } from './client/shardherd-client.js';
+export { HandlerError, ShardherdClientError } from './client/client-errors.js';
+export type { ClientErrorCode, ClientErrorContext, RemoteError } from './client/client-errors.js';
+export { FetchTransport, HttpTransport } from './client/http-transport.js';
+export type { HttpTransportOptions, RequestTransport, TransportAnswer } from './client/http-transport.js';
+export type { SpreadPolicy, SuspicionOptions } from './client/replica-choice.js';
+export type { DatasetServerOptions, ShardRequest, ShardRequestHandler } from './serving/dataset-server.js';

@@ -24,6 +24,9 @@ import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
+import type { ShardMapFollower } from '../core/map-follower.js';
+import { NodeServing } from '../serving/node-serving.js';
+import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
 export interface ClusterServices {
@@ -73,6 +76,13 @@ export class ShardherdNode {
   /** Set by `stop()` while a restart is retrying: it gives up instead of starting again. */
   private restartAbandoned = false;
   private restarting: Promise<void> | undefined;
+  /** The datasets this node serves routed requests of (`serve`), across incarnations. */
+  private readonly serving: NodeServing;
+  /**
+   * The guardian's maps of the current incarnation, for the servers' checks without an actor round
+   * trip per request: the guardian's `FollowedMaps` keeps one live Map for its lifetime.
+   */
+  private followed: ReadonlyMap<DatasetRef, ShardMapFollower> | undefined;
   /** This node's Prometheus metrics, when it was given a registry (real processes and embedded clusters are). */
   readonly metrics: NodeMetrics | undefined;
   /** Failures no retry fixes, over every incarnation of this node (shown on /status). */
@@ -93,6 +103,16 @@ export class ShardherdNode {
   ) {
     this.metrics = options.metrics;
     this.sink = options.sink ?? services.sink;
+    this.serving = new NodeServing({
+      bus: services.bus,
+      topic: topicsFor(services.settings.topicPrefix).endpoints,
+      node,
+      log: services.log,
+      servingNode: {
+        check: (dataset, shard, routerVersion) => checkShard(this.followed?.get(dataset)?.mapper, this.node, shard, routerVersion),
+        serving: () => this.lifecycle === 'running' && this.member,
+      },
+    });
     this.problems = new Problems(() => services.clock.now());
     this.metrics?.observe({
       maps: async () => {
@@ -209,6 +229,9 @@ export class ShardherdNode {
     const view = await membership.join({ node: this.node, incarnation, ...this.placement });
     this.onView(view);
     runtime.send(guardian, { type: 'Start' });
+    this.followed = (await this.cache())?.maps;
+    const rack = this.placement.rack ?? view.members.find((m) => m.node === this.node)?.rack;
+    await this.serving.started({ incarnation, group, rack });
     log.info({ event: 'node.started' }, 'node started');
   }
 
@@ -229,6 +252,7 @@ export class ShardherdNode {
     if (this.lifecycle !== 'running') return;
     this.lifecycle = 'stopping';
     this.member = false;
+    await this.serving.stopped(true);
     await this.membership?.leave();
     await this.teardown();
     this.lifecycle = 'stopped';
@@ -240,6 +264,7 @@ export class ShardherdNode {
     this.member = false;
     this.gate.kill();
     this.membership?.crash?.();
+    void this.serving.stopped(false);
     void this.teardown();
     this.lifecycle = 'crashed';
   }
@@ -331,6 +356,7 @@ export class ShardherdNode {
   }
 
   private async teardown(): Promise<void> {
+    await this.serving.stopped(false);
     this.stopListening();
     this.stopListening = () => {};
     const subs = this.subscriptions;
@@ -340,6 +366,23 @@ export class ShardherdNode {
   }
 
   // ---------------------------------------------------------------- client side
+
+  /**
+   * Serves `dataset`'s routed requests (`ShardherdClient.request`) with `handler`, over HTTP on a port
+   * of its own (`options.port`, default 0: an ephemeral port on 127.0.0.1), with every incarnation of
+   * this node from now on; resolves with the address once it is open (undefined while the node is
+   * not running: it opens with the next start). The node answers MOVED / ASK / TRYAGAIN from its
+   * own map, so the handler sees only shards this node serves, and tells clients where it serves
+   * on the bus. Calling it again replaces the handler (and reopens the port).
+   *
+   * Gotchas: a crash closes the port without a word (clients fail over to another copy at once);
+   * `stop()` withdraws the address first. A request may reach the handler more than once (see
+   * `ShardRequestHandler`).
+   */
+  async serve<P = unknown, R = unknown>(dataset: DatasetRef, handler: ShardRequestHandler<P, R>, options: DatasetServerOptions = {}): Promise<string | undefined> {
+    await this.serving.serve(dataset, handler as ShardRequestHandler, options);
+    return this.serving.urlOf(dataset);
+  }
 
   /** Sends a request to the singleton and waits for its reply. */
   request(build: (replyTo: ReplyTo) => Request, timeoutMs = 10_000): Promise<Reply> {

@@ -29,6 +29,8 @@ export interface Topics {
   readonly events: string;
   /** From the singleton: replies to requests and acknowledgements of reports. */
   readonly replies: string;
+  /** Where nodes say at which address they serve a dataset's routed requests (src/serving/routed-wire.ts). */
+  readonly endpoints: string;
 }
 
 /** The consumer group of one node incarnation's subscriptions to the events and replies topics. */
@@ -36,7 +38,7 @@ export const nodeGroup = (prefix: string, node: NodeId, incarnation: Incarnation
 /** What every incarnation's `nodeGroup` of a node starts with. */
 export const nodeGroupPrefix = (prefix: string, node: NodeId): string => `${prefix}.node.${node}@`;
 
-export const topicsFor = (prefix: string): Topics => ({ inbox: `${prefix}.inbox`, events: `${prefix}.events`, replies: `${prefix}.replies` });
+export const topicsFor = (prefix: string): Topics => ({ inbox: `${prefix}.inbox`, events: `${prefix}.events`, replies: `${prefix}.replies`, endpoints: `${prefix}.endpoints` });
 
 /** Requests anyone may send to the singleton (admin commands, subscriptions, queries). */
 export type Request = Exclude<ShardManagerInput, { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'NodeReports' | 'PublishDigest' | 'CheckCooldowns' }>;

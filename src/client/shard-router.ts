@@ -1,22 +1,27 @@
-// A query router's view of a dataset: shard key + spread → shards (FiloDB's arithmetic), shard →
-// the nodes that serve it (Available/Active copies; Leaving copies serve until removed), and what
-// the nodes answer when its map is stale (MOVED: learn it now, not at the next snapshot; ASK:
-// follow it once, the map is not wrong).
+// A query router's view of a dataset for users who bring their own transport: shard key + spread →
+// shards (FiloDB's arithmetic), shard → the nodes that serve it (Available/Active copies; Leaving
+// copies serve until removed), what the nodes answer when its map is stale (MOVED: learn it now,
+// not at the next snapshot; ASK: follow it once), and the client's failover rules (./shard-call.ts).
 import type { DatasetRef, NodeId, ShardNum } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
 import { queryShards } from '../core/spread.js';
 import { ShardEventSubscriber } from './shard-event-subscriber.js';
 import type { ShardherdNode } from '../actors/node-process.js';
+import { ShardherdClientError, type ClientErrorCode } from './client-errors.js';
+import { LearnedMoves } from './learned-moves.js';
+import { ReplicaChoice, Suspicions, type SpreadPolicy } from './replica-choice.js';
+import { callShard } from './shard-call.js';
 
-/** Why a routed request gave up: typed, never an endless loop. */
-export class RoutingError extends Error {
-  constructor(
-    readonly reason: 'no-serving-node' | 'too-many-redirects' | 'unknown',
-    readonly shard: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'RoutingError';
+const REASONS: Partial<Record<ClientErrorCode, RoutingError['reason']>> = {
+  SHARD_UNAVAILABLE: 'no-serving-node',
+  TOO_MANY_REDIRECTS: 'too-many-redirects',
+  DEADLINE_EXCEEDED: 'deadline',
+};
+
+/** Why a routed request gave up: typed, never an endless loop. A `ShardherdClientError` with the router's `reason`. */
+export class RoutingError extends ShardherdClientError {
+  get reason(): 'no-serving-node' | 'too-many-redirects' | 'deadline' | 'unknown' {
+    return REASONS[this.code] ?? 'unknown';
   }
 }
 
@@ -24,21 +29,33 @@ export class RoutingError extends Error {
 export type RoutedAnswer<T> = { readonly check: ShardCheck; readonly value?: T };
 
 export interface ShardRouterOptions {
-  /** Redirections (MOVED, ASK, TRYAGAIN) followed per request before a `too-many-redirects` error. Default 3. */
+  /** Redirections (MOVED, ASK) followed per request before a `too-many-redirects` error. Default 3. */
   readonly maxHops?: number;
+  /** The whole request. Default 5000 ms. */
+  readonly deadlineMs?: number;
+  /** One `send`, before the next copy is asked. Default 1000 ms. */
+  readonly attemptTimeoutMs?: number;
+  /** How requests spread over a shard's copies. Default `round-robin`. */
+  readonly spread?: SpreadPolicy;
+  /** How long a node whose `send` threw is asked last (doubling while it keeps failing, to 5 s). Default 500 ms. */
+  readonly suspectMs?: number;
+  /** Errors of `send` that are the application's: passed to the caller, not failed over. Default: none. */
+  readonly isApplicationError?: (e: unknown) => boolean;
 }
 
 export class ShardRouter {
   private readonly subscriber: ShardEventSubscriber;
-  /** Shard → nodes learned from MOVED answers, kept until the router's own map reaches `version`. */
-  private readonly moved = new Map<number, { nodes: readonly NodeId[]; version: number }>();
-  private readonly maxHops: number;
+  private readonly moves = new LearnedMoves();
+  private readonly suspicions: Suspicions;
+  private readonly choice: ReplicaChoice;
+  private readonly options: ShardRouterOptions;
 
-  constructor(node: ShardherdNode, readonly dataset: DatasetRef, options: ShardRouterOptions = {}) {
-    this.subscriber = new ShardEventSubscriber(node, dataset, (map) => {
-      for (const [shard, learned] of this.moved) if (map.version >= learned.version) this.moved.delete(shard);
-    });
-    this.maxHops = options.maxHops ?? 3;
+  constructor(private readonly node: ShardherdNode, readonly dataset: DatasetRef, options: ShardRouterOptions = {}) {
+    this.subscriber = new ShardEventSubscriber(node, dataset);
+    this.options = options;
+    // No probe: the router has no transport of its own; a suspicion lapses and the node is tried again.
+    this.suspicions = new Suspicions(node.services.clock, undefined, { probeInitialMs: options.suspectMs ?? 500 });
+    this.choice = new ReplicaChoice(this.suspicions, () => undefined, options.spread ? { spread: options.spread } : {});
   }
 
   /** The router's map version (0 before its first snapshot). */
@@ -49,56 +66,65 @@ export class ShardRouter {
   /** The shards a query for this shard key must visit (FiloDB's spread arithmetic). */
   shardsFor(shardKeyHash: number, spread: number): ShardNum[] {
     const map = this.subscriber.map;
-    if (!map) throw new RoutingError('unknown', -1, `no map of ${this.dataset} yet`);
+    if (!map) throw new RoutingError('UNKNOWN_DATASET', `no map of ${this.dataset} yet`, { dataset: this.dataset });
     return queryShards(map.numShards, shardKeyHash, spread);
   }
 
-  /** Nodes serving `shard`: what a MOVED answer taught, else the map's serving copies. */
+  /** Nodes serving `shard`: what a MOVED answer taught, else the map's serving copies (sorted as the map has them). */
   nodesFor(shard: number): readonly NodeId[] {
-    const learned = this.moved.get(shard);
-    if (learned) return learned.nodes;
-    return this.subscriber.map?.servingNodes(shard) ?? [];
+    return this.moves.nodes(shard, this.version) ?? this.subscriber.map?.servingNodes(shard) ?? [];
   }
 
   /** Applies a node's answer: MOVED updates the shard's nodes at once; the others change nothing. */
   learn(shard: number, check: ShardCheck): void {
-    if (check.type === 'moved' && check.version > this.version) this.moved.set(shard, { nodes: check.nodes, version: check.version });
+    if (check.type === 'moved') this.moves.learn(shard, check.nodes, check.version, this.version);
   }
 
   /**
-   * Sends a request for `shard` to a node that serves it and follows the redirections: MOVED (learned
-   * for later requests too), ASK (this once), TRYAGAIN (the next serving node). `send(node, version)`
-   * asks `node` with the router's map version and returns its check and, when `ok`, the payload.
+   * Sends a request for `shard` through `send(node, routerVersion, signal)`, which asks `node` with
+   * the router's map version and returns its check and, when `ok`, the payload. The rules:
+   * - `ok`: the payload is returned. MOVED: the nodes it names are asked (and learned for later
+   *   requests); ASK: that node, this once; TRYAGAIN (or `unknown`: a node without the map yet): the
+   *   next copy, and when every copy said so, all again after a short backoff.
+   * - `send` throws (unless `isApplicationError` says it is the application's, then it is rethrown),
+   *   or does not settle within `attemptTimeoutMs` (its `signal` is aborted): the next serving copy
+   *   is asked at once, and the node is asked last by later requests for a while.
+   * - Copies are asked in a rotating order (the load spreads), suspected ones last.
+   * - Gives up with a `RoutingError`: `no-serving-node` (every copy failed, or the map shows none),
+   *   `too-many-redirects`, `deadline` (`deadlineMs` passed).
    */
-  async request<T>(shard: number, send: (node: NodeId, routerVersion: number) => Promise<RoutedAnswer<T>>): Promise<T | undefined> {
-    let candidates = [...this.nodesFor(shard)];
-    if (candidates.length === 0) throw new RoutingError('no-serving-node', shard, `no node serves ${this.dataset}/${shard} in the router's map (version ${this.version})`);
-    let asked: NodeId | undefined;
-    for (let hop = 0; hop <= this.maxHops; hop++) {
-      const node = asked ?? candidates.shift();
-      asked = undefined;
-      if (node === undefined) break;
-      const { check, value } = await send(node, this.version);
-      switch (check.type) {
-        case 'ok':
-          return value;
-        case 'moved':
-          this.learn(shard, check);
-          candidates = [...check.nodes];
-          break;
-        case 'ask':
-          asked = check.node;
-          break;
-        case 'tryagain':
-          break;
-        case 'unknown':
-          throw new RoutingError('unknown', shard, `${node} knows no ${this.dataset}/${shard}: ${check.reason}`);
+  async request<T>(shard: number, send: (node: NodeId, routerVersion: number, signal: AbortSignal) => Promise<RoutedAnswer<T>>): Promise<T | undefined> {
+    try {
+      return await callShard<T>(
+        {
+          clock: this.node.services.clock,
+          candidates: (s) => this.choice.order(this.nodesFor(s)),
+          version: () => this.version,
+          learn: (s, check) => this.learn(s, check),
+          send: (node, _s, version, signal) => send(node, version, signal),
+          isApplicationError: (e) => this.options.isApplicationError?.(e) ?? false,
+          failed: (node) => this.suspicions.suspect(node),
+          answered: (node) => this.suspicions.cleared(node),
+        },
+        shard,
+        {
+          deadlineMs: this.options.deadlineMs ?? 5_000,
+          attemptTimeoutMs: this.options.attemptTimeoutMs ?? 1_000,
+          maxRedirects: this.options.maxHops ?? 3,
+          retryBackoffMs: 10,
+          dataset: this.dataset,
+        },
+      );
+    } catch (e) {
+      if (e instanceof ShardherdClientError && !(e instanceof RoutingError)) {
+        throw new RoutingError(e.code, e.message, { dataset: this.dataset, shard, ...(e.cause === undefined ? {} : { cause: e.cause }) });
       }
+      throw e;
     }
-    throw new RoutingError('too-many-redirects', shard, `${this.dataset}/${shard}: no serving node after ${this.maxHops} redirections`);
   }
 
   close(): void {
     this.subscriber.close();
+    this.suspicions.close();
   }
 }

@@ -114,18 +114,32 @@ describe('ShardRouter', () => {
     fresh.close();
   });
 
-  it('gives up with a typed error instead of looping', async () => {
-    const map = handoffMap();
-    const router = Object.create(ShardRouter.prototype) as ShardRouter;
-    Object.assign(router, { dataset: ds, maxHops: 2, moved: new Map(), subscriber: { map, version: map.version, close() {} } });
-    let asked = 0;
-    await expect(
-      router.request(0, async () => {
-        asked++;
-        return { check: { type: 'tryagain', version: map.version } };
-      }),
-    ).rejects.toMatchObject({ reason: 'too-many-redirects' });
-    expect(asked).toBe(2);
-    await expect(router.request(3, async () => ({ check: { type: 'ok', version: 0 } }))).rejects.toBeInstanceOf(RoutingError);
+  it('fails over to the next serving copy when send throws, and gives up with a typed error, never looping', async () => {
+    cluster = rackedCluster('router-failover', new CountingSink());
+    const driver = new SimDriver(cluster);
+    await cluster.start();
+    await driver.advance(500);
+    const setup = cluster.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
+    await driver.advance(100);
+    expect((await setup).type).toBe('DatasetVerified');
+    await driver.advance(3_000);
+    const router = new ShardRouter(cluster.node('n1'), ds, { spread: 'first' });
+    await driver.advance(2_000);
+    const [first, second] = router.nodesFor(0);
+    expect(second).toBeDefined();
+    // The first copy's transport fails: the second answers, in the same request.
+    const asked: string[] = [];
+    const value = await router.request(0, async (node) => {
+      asked.push(node);
+      if (node === first) throw new Error('connection refused');
+      return { check: { type: 'ok', version: 0 }, value: node };
+    });
+    expect(value).toBe(second);
+    expect(asked).toEqual([first, second]);
+    // Every copy fails: a RoutingError at once, no loop.
+    await expect(router.request(0, async () => Promise.reject(new Error('down')))).rejects.toMatchObject({ reason: 'no-serving-node', code: 'SHARD_UNAVAILABLE' });
+    // A redirection loop: given up after maxHops.
+    await expect(router.request(0, async (node) => ({ check: { type: 'ask', node, version: 0 } }))).rejects.toBeInstanceOf(RoutingError);
+    router.close();
   });
 });

@@ -1,0 +1,258 @@
+// The failover rules of routed requests, on a simulated clock with a fake transport: the next copy
+// at once after a transport error or a timeout, TRYAGAIN rounds with backoff inside the deadline,
+// application errors not failed over, MOVED and ASK, hedging; suspicion with probes; spreading.
+import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../src/cluster/clock.js';
+import type { NodeId } from '../../src/core/ids.js';
+import type { ShardCheck } from '../../src/core/shard-check.js';
+import { ShardherdClientError } from '../../src/client/client-errors.js';
+import { LatencyWindow, ReplicaChoice, Suspicions } from '../../src/client/replica-choice.js';
+import { callShard, type AttemptAnswer, type CallOptions, type CallPorts } from '../../src/client/shard-call.js';
+
+const n = (x: string) => x as NodeId;
+const flush = () => new Promise<void>((r) => setImmediate(r));
+const OPTIONS: CallOptions = { deadlineMs: 1_000, attemptTimeoutMs: 200, maxRedirects: 3, retryBackoffMs: 10, dataset: 'ds' };
+
+type Behaviour = (node: NodeId, signal: AbortSignal) => Promise<AttemptAnswer<string>>;
+const ok = (node: NodeId): Promise<AttemptAnswer<string>> => Promise.resolve({ check: { type: 'ok', version: 1 }, value: `from ${node}` });
+const refused = (): Promise<AttemptAnswer<string>> => Promise.reject(new Error('ECONNREFUSED'));
+const never = (_: NodeId, signal: AbortSignal): Promise<AttemptAnswer<string>> => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+const answer = (check: ShardCheck): Promise<AttemptAnswer<string>> => Promise.resolve({ check });
+
+class AppError extends Error {}
+
+function fakePorts(clock: SimulatedClock, nodes: string[], behaviours: Record<string, Behaviour>) {
+  const asked: string[] = [];
+  const failed: string[] = [];
+  const aborted: string[] = [];
+  let serving = nodes.map(n);
+  const learned: ShardCheck[] = [];
+  const ports: CallPorts<string> = {
+    clock,
+    candidates: () => serving,
+    version: () => 1,
+    learn: (_s, check) => {
+      learned.push(check);
+      serving = [...check.nodes];
+    },
+    send: (node, _shard, _v, signal) => {
+      asked.push(node);
+      signal.addEventListener('abort', () => aborted.push(node));
+      return (behaviours[node] ?? ok)(node, signal);
+    },
+    isApplicationError: (e) => e instanceof AppError,
+    failed: (node) => void failed.push(node),
+    answered: () => {},
+  };
+  return { ports, asked, failed, aborted, learned, setServing: (x: string[]) => (serving = x.map(n)) };
+}
+
+async function settle<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+  return p.then((value) => ({ value }), (error: unknown) => ({ error }));
+}
+
+describe('callShard', () => {
+  it('asks the next copy at once after a transport error, within the same call', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a', 'b'], { a: refused });
+    expect(await callShard(f.ports, 0, OPTIONS)).toBe('from b');
+    expect(f.asked).toEqual(['a', 'b']);
+    expect(f.failed).toEqual(['a']);
+    expect(clock.now()).toBe(0);
+  });
+
+  it('asks the next copy after the per-attempt timeout, and cancels the silent one', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a', 'b'], { a: never });
+    const call = settle(callShard(f.ports, 0, OPTIONS));
+    await flush();
+    expect(f.asked).toEqual(['a']);
+    clock.advance(199);
+    await flush();
+    expect(f.asked).toEqual(['a']);
+    clock.advance(1);
+    await flush();
+    expect((await call).value).toBe('from b');
+    expect(f.aborted).toContain('a');
+    expect(f.failed).toEqual(['a']);
+  });
+
+  it('fails fast with SHARD_UNAVAILABLE when every copy fails, or none serves', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a', 'b'], { a: refused, b: refused });
+    await expect(callShard(f.ports, 3, OPTIONS)).rejects.toMatchObject({ code: 'SHARD_UNAVAILABLE', shard: 3, retriable: true });
+    const none = fakePorts(clock, [], {});
+    await expect(callShard(none.ports, 3, OPTIONS)).rejects.toMatchObject({ code: 'SHARD_UNAVAILABLE' });
+    expect(clock.now()).toBe(0);
+  });
+
+  it('goes round the copies again after a backoff while they say TRYAGAIN, until one serves or the deadline', async () => {
+    const clock = new SimulatedClock(0);
+    let handoffDone = false;
+    const tryagain: Behaviour = (node) => (handoffDone ? ok(node) : answer({ type: 'tryagain', version: 1 }));
+    const f = fakePorts(clock, ['a', 'b'], { a: tryagain, b: tryagain });
+    const call = settle(callShard(f.ports, 0, OPTIONS));
+    await flush();
+    expect(f.asked).toEqual(['a', 'b']);
+    clock.advance(10);
+    await flush();
+    expect(f.asked).toEqual(['a', 'b', 'a', 'b']);
+    handoffDone = true;
+    clock.advance(20);
+    await flush();
+    expect((await call).value).toBe('from a');
+
+    const forever = fakePorts(clock, ['a'], { a: () => answer({ type: 'tryagain', version: 1 }) });
+    const start = clock.now();
+    const stuck = settle(callShard(forever.ports, 0, OPTIONS));
+    for (let i = 0; i < 20; i++) {
+      clock.advance(50);
+      await flush();
+    }
+    const { error } = await stuck;
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+    expect(forever.asked.length).toBeGreaterThan(5);
+    expect(clock.now() - start).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it('passes an application error to the caller without asking another copy', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a', 'b'], { a: () => Promise.reject(new AppError('bad query')), b: ok });
+    await expect(callShard(f.ports, 0, OPTIONS)).rejects.toBeInstanceOf(AppError);
+    expect(f.asked).toEqual(['a']);
+  });
+
+  it('follows MOVED (learned) and ASK, and gives up after maxRedirects', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a'], { a: () => answer({ type: 'moved', nodes: [n('c')], version: 5 }), c: () => answer({ type: 'ask', node: n('d'), version: 5 }) });
+    expect(await callShard(f.ports, 0, OPTIONS)).toBe('from d');
+    expect(f.asked).toEqual(['a', 'c', 'd']);
+    expect(f.learned).toHaveLength(1);
+    const loop = fakePorts(clock, ['a'], { a: () => answer({ type: 'ask', node: n('a'), version: 5 }) });
+    await expect(callShard(loop.ports, 0, OPTIONS)).rejects.toMatchObject({ code: 'TOO_MANY_REDIRECTS' });
+    expect(loop.asked).toHaveLength(4);
+  });
+
+  it('hedges: a second copy after the delay, the first answer wins and the other is cancelled', async () => {
+    const clock = new SimulatedClock(0);
+    let release: (() => void) | undefined;
+    const slow: Behaviour = (node) => new Promise((resolve) => (release = () => void ok(node).then(resolve)));
+    const f = fakePorts(clock, ['a', 'b'], { a: slow, b: never });
+    const call = settle(callShard(f.ports, 0, { ...OPTIONS, hedgeDelayMs: 30 }));
+    await flush();
+    expect(f.asked).toEqual(['a']);
+    clock.advance(30);
+    await flush();
+    expect(f.asked).toEqual(['a', 'b']);
+    release!();
+    await flush();
+    expect((await call).value).toBe('from a');
+    expect(f.aborted).toEqual(['b']);
+    // Without a hedge delay nobody else is asked while the first copy is silent.
+    const g = fakePorts(clock, ['a', 'b'], { a: never });
+    const single = settle(callShard(g.ports, 0, OPTIONS));
+    clock.advance(100);
+    await flush();
+    expect(g.asked).toEqual(['a']);
+    clock.advance(100);
+    await flush();
+    expect((await single).value).toBe('from b');
+  });
+
+  it('errors are typed ShardherdClientErrors with the dataset and shard', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a'], { a: refused });
+    const { error } = await settle(callShard(f.ports, 7, OPTIONS));
+    expect(error).toBeInstanceOf(ShardherdClientError);
+    expect(error).toMatchObject({ dataset: 'ds', shard: 7 });
+    expect((error as Error).message).toContain('ECONNREFUSED');
+  });
+});
+
+describe('Suspicions', () => {
+  it('keeps a node suspected until a probe finds it back, backing off between probes', async () => {
+    const clock = new SimulatedClock(0);
+    const probes: number[] = [];
+    let up = false;
+    const s = new Suspicions(clock, async () => {
+      probes.push(clock.now());
+      return up;
+    }, { probeInitialMs: 100, probeMaxMs: 400 });
+    s.suspect(n('a'));
+    expect(s.isSuspected(n('a'))).toBe(true);
+    for (let t = 0; t < 1_500; t += 50) {
+      clock.advance(50);
+      await flush();
+    }
+    // 100, then +200, +400, +400 ...
+    expect(probes.slice(0, 4)).toEqual([100, 300, 700, 1100]);
+    expect(s.isSuspected(n('a'))).toBe(true);
+    up = true;
+    clock.advance(400);
+    await flush();
+    expect(s.isSuspected(n('a'))).toBe(false);
+  });
+
+  it('without a probe, a suspicion lapses; a success clears it at once', () => {
+    const clock = new SimulatedClock(0);
+    const s = new Suspicions(clock, undefined, { probeInitialMs: 100 });
+    s.suspect(n('a'));
+    s.suspect(n('b'));
+    s.cleared(n('b'));
+    expect(s.list()).toEqual(['a']);
+    clock.advance(100);
+    expect(s.list()).toEqual([]);
+  });
+});
+
+describe('ReplicaChoice', () => {
+  const racks: Record<string, string> = { a: 'r1', b: 'r2', c: 'r2' };
+  const nodes = [n('a'), n('b'), n('c')];
+
+  it('round-robin spreads first picks evenly; suspected copies go last', () => {
+    const clock = new SimulatedClock(0);
+    const suspicions = new Suspicions(clock, undefined);
+    const choice = new ReplicaChoice(suspicions, (x) => racks[x]);
+    const firsts = new Map<string, number>();
+    for (let i = 0; i < 300; i++) {
+      const first = choice.order(nodes)[0]!;
+      firsts.set(first, (firsts.get(first) ?? 0) + 1);
+    }
+    expect([...firsts.values()]).toEqual([100, 100, 100]);
+    suspicions.suspect(n('a'));
+    for (let i = 0; i < 6; i++) expect(choice.order(nodes).at(-1)).toBe('a');
+  });
+
+  it('asks the caller\'s rack first, spreading within it', () => {
+    const choice = new ReplicaChoice(new Suspicions(new SimulatedClock(0), undefined), (x) => racks[x], { rack: 'r2' });
+    const firsts = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const order = choice.order(nodes);
+      expect(order.at(-1)).toBe('a');
+      firsts.add(order[0]!);
+    }
+    expect([...firsts].sort()).toEqual(['b', 'c']);
+  });
+
+  it('least-outstanding asks the copy with the fewest requests in flight', () => {
+    const choice = new ReplicaChoice(new Suspicions(new SimulatedClock(0), undefined), (x) => racks[x], { spread: 'least-outstanding' });
+    choice.started(n('a'));
+    choice.started(n('a'));
+    choice.started(n('b'));
+    for (let i = 0; i < 3; i++) expect(choice.order(nodes)[0]).toBe('c');
+    choice.finished(n('a'));
+    choice.finished(n('a'));
+    choice.started(n('c'));
+    expect(choice.order(nodes)[0]).toBe('a');
+  });
+});
+
+describe('LatencyWindow', () => {
+  it('reports the p95 of recent samples once there are enough', () => {
+    const w = new LatencyWindow(100);
+    for (let i = 1; i <= 19; i++) w.add(i);
+    expect(w.p95()).toBeUndefined();
+    for (let i = 20; i <= 100; i++) w.add(i);
+    expect(w.p95()).toBe(96);
+  });
+});
