@@ -79,6 +79,7 @@ export class ShardherdNode {
   readonly problems: Problems;
 
   constructor(
+    /** @internal The ports this node runs on; not part of the public API. */
     readonly services: ClusterServices,
     readonly node: NodeId,
     /** Where the node stands for placement: its rack (isolation group) and weight; from the membership's own settings when absent. */
@@ -116,7 +117,7 @@ export class ShardherdNode {
     return this.current;
   }
 
-  /** The actor runtime of the current incarnation (for counters and tests). */
+  /** @internal The actor runtime of the current incarnation (for counters and tests). */
   get actors(): ActorRuntime | undefined {
     return this.runtime;
   }
@@ -397,7 +398,7 @@ export class ShardherdNode {
     return checkShard(cache?.maps.get(dataset)?.mapper, this.node, shard, routerVersion);
   }
 
-  /** The guardian's cached maps and subscriptions. */
+  /** @internal The guardian's cached maps and subscriptions (for the node's HTTP API and metrics). */
   cache(): Promise<GuardianCache | undefined> {
     const { runtime, guardian } = this;
     if (!runtime || !guardian) return Promise.resolve(undefined);
