@@ -27,6 +27,7 @@ import './scale.bench.js';
 import './scale-embedded.bench.js';
 import './join-storm.bench.js';
 import './soak.bench.js';
+import './import-time.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

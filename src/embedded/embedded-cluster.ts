@@ -1,7 +1,8 @@
 // N shardherd nodes in one process over in-memory adapters (docs/ARCHITECTURE.md §8): the same nodes, actors
 // and core as a real deployment, with a memory bus and membership, a memory or file MetaStore and a
 // synthetic source. It serves the demo, the simulator and users who want one machine.
-import { pino, type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import type { Logger } from 'pino';
 import { RealClock, type Clock } from '../cluster/clock.js';
 import { MemoryBus, type MemoryBusOptions } from '../cluster/memory-bus.js';
 import { MemoryMembershipService } from '../cluster/memory-membership.js';
@@ -21,6 +22,15 @@ import { NodeMetrics } from '../metrics/node-metrics.js';
 import { describeUnconverged, unconvergedShards } from './convergence.js';
 
 export type { Request };
+
+/**
+ * A silent pino logger for a cluster given none. pino is loaded here, when the first such cluster is
+ * made, not when `shardherd` is imported: it takes tens of milliseconds to load.
+ */
+function silentLogger(): Logger {
+  const { pino } = createRequire(import.meta.url)('pino') as typeof import('pino');
+  return pino({ level: 'silent' });
+}
 
 /** How often the waits of `start` and `whenConverged` look again. */
 const POLL_MS = 25;
@@ -88,7 +98,7 @@ export class EmbeddedCluster {
   constructor(options: EmbeddedClusterOptions = {}) {
     this.clock = options.clock ?? new RealClock();
     this.withMetrics = options.metrics ?? true;
-    this.log = options.log ?? pino({ level: 'silent' });
+    this.log = options.log ?? silentLogger();
     this.bus = new MemoryBus(this.clock, options.bus);
     this.membership = new MemoryMembershipService(this.clock, {
       sessionTimeoutMs: options.sessionTimeoutMs ?? 3_000,
