@@ -68,6 +68,14 @@ console.log(JSON.stringify({
 await cluster.stop();
 `;
 
+/** What applications must not reach: the node's internals, marked @internal and left out of the declarations. */
+const USES_INTERNALS = `
+import { EmbeddedCluster } from 'shardherd';
+const cluster = new EmbeddedCluster({ nodes: ['n1'] });
+const node = cluster.node('n1');
+export const internals = [node.services, node.actors, node.cache(), cluster.services];
+`;
+
 /** A loader hook that writes every module URL the process resolves to the file named by SHARDHERD_LOADS. */
 const RECORD_LOADS = `
 import { register } from 'node:module';
@@ -91,6 +99,8 @@ beforeAll(async () => {
     files: {
       'tsconfig.json': JSON.stringify(TSCONFIG, null, 2),
       'src/main.ts': MAIN,
+      'tsconfig.internals.json': JSON.stringify({ ...TSCONFIG, include: ['internals'] }, null, 2),
+      'internals/uses-internals.ts': USES_INTERNALS,
       'record-loads.mjs': RECORD_LOADS,
       'record-loads-hooks.mjs': RECORD_LOADS_HOOKS,
     },
@@ -119,6 +129,13 @@ describe('the packed package, installed into a fresh application', () => {
     const compiled = await compileApp(app);
     expect(compiled.output).toBe('');
     expect(compiled.ok).toBe(true);
+  }, 180_000);
+
+  it("keeps the node's internals (services, actors, cache) out of the declarations", async () => {
+    const compiled = await compileApp(app, 'tsconfig.internals.json');
+    expect(compiled.ok).toBe(false);
+    for (const name of ['services', 'actors', 'cache']) expect(compiled.output).toContain(`Property '${name}' does not exist on type 'ShardherdNode'`);
+    expect(compiled.output).toContain(`Property 'services' does not exist on type 'EmbeddedCluster'`);
   }, 180_000);
 
   it('runs an embedded cluster of three nodes to convergence through the root entry', async () => {
