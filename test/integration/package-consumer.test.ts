@@ -154,6 +154,12 @@ describe('the packed package, installed into a fresh application', () => {
     for (const records of report.recordsPerNode) expect(records).toBeGreaterThan(0);
   }, 180_000);
 
+  it('loads from CommonJS with require() too (Node loads ES modules with require since 20.19)', async () => {
+    const r = await runInApp(app, ['--input-type=commonjs', '-e', `const { EmbeddedCluster, ShardMapper } = require('shardherd'); console.log(typeof EmbeddedCluster, typeof ShardMapper);`], 60_000);
+    expect(r.code, r.text).toBe(0);
+    expect(r.text.trim()).toBe('function function');
+  }, 60_000);
+
   it('installs the shardherd command, which runs from the installed package', async () => {
     const r = await runInApp(app, ['node_modules/.bin/shardherd', 'node', '--help'], 60_000);
     expect(r.code, r.text).toBe(0);
