@@ -3,7 +3,8 @@
  * FiloDB's `DefaultShardAssignmentStrategy` computes it, by scanning the map on every call
  * (distinct owners, the node's shards, the unassigned shards). Same answers, different cost.
  */
-import type { AssignmentSpec, NodeId, ShardAssignmentStrategy, ShardMapper, ShardNum } from '../src/index.js';
+import type { NodeId, ShardMapper, ShardNum } from '../src/index.js';
+import type { AssignmentSpec, ShardAssignmentStrategy } from '../src/entries/core.js';
 
 export class ScanningFiloDbStrategy implements ShardAssignmentStrategy {
   shardAssignments(node: NodeId, spec: AssignmentSpec, mapper: ShardMapper): ShardNum[] {

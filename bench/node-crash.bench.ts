@@ -106,7 +106,7 @@ async function allActive(oc: ObservedCluster): Promise<boolean> {
 
 async function setUp(mode: Mode): Promise<void> {
   const { cluster: c } = mode.oc;
-  await c.start();
+  await c.startNodes();
   await mode.until('singleton', async () => (await c.singletonNode())?.isMember === true && (await (await c.singletonNode())!.singletonState()) !== undefined, 10_000);
   const replies = refs.map((ref) => c.setupDataset({ ref, numShards: SHARDS, minNumNodes: MIN_NUM_NODES, source: { type: 'synthetic', recordsPerSecond: RATE } }));
   let answered = 0;

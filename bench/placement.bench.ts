@@ -7,7 +7,16 @@
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { applyOperation, describeOperation, parseScenario, type Placement, placementMetrics, type PlacementScenario, toNode, withNodeGroups } from '../src/index.js';
+import {
+  applyOperation,
+  describeOperation,
+  parseScenario,
+  type Placement,
+  placementMetrics,
+  type PlacementScenario,
+  toNode,
+  withNodeGroups,
+} from '../src/entries/core.js';
 import { quantile, register, type Table } from './harness.js';
 import { PLACERS, type Placer } from './placement/peers.js';
 

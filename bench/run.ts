@@ -29,6 +29,7 @@ import './join-storm.bench.js';
 import './every-copy.bench.js';
 import './soak.bench.js';
 import './routed-requests.bench.js';
+import './import-time.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

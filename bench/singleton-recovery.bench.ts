@@ -13,15 +13,13 @@ import {
   incarnation,
   type Member,
   nodeId,
-  type RecoveryData,
   replyTo,
   ShardEvents,
-  ShardManager,
-  type ShardManagerState,
   type ShardMapSnapshot,
   subscriberId,
   validateDatasetConfig,
 } from '../src/index.js';
+import { type RecoveryData, ShardManager, type ShardManagerState } from '../src/entries/core.js';
 import { parseInboxMessage, WIRE_FORMAT } from '../src/actors/wire.js';
 import { ms, quantile, register, sample, type Table } from './harness.js';
 import { type LeaseTaken, nodeName, ObservedCluster, waitFor } from './runtime-support.js';

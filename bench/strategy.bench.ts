@@ -2,19 +2,8 @@
  * The default assignment strategy (FiloDB's), driven through `ShardManager.decide` exactly as users
  * run it: one `SetupDataset` on a cluster of N members, then one `MemberDown`.
  */
-import {
-  type DatasetConfig,
-  type Decision,
-  epoch,
-  incarnation,
-  type Member,
-  nodeId,
-  replyTo,
-  ShardManager,
-  type ShardManagerState,
-  type ShardMapper,
-  validateDatasetConfig,
-} from '../src/index.js';
+import { type DatasetConfig, epoch, incarnation, type Member, nodeId, replyTo, type ShardMapper, validateDatasetConfig } from '../src/index.js';
+import { type Decision, ShardManager, type ShardManagerState } from '../src/entries/core.js';
 import { ScanningFiloDbStrategy } from './baseline-strategy.js';
 import { ms, quantile, register, sample, type SampleOptions, type Table } from './harness.js';
 

@@ -1,6 +1,12 @@
 /**
- * shardherd's public API. Everything a user may import is listed here by name; anything else is
- * internal and may change.
+ * shardherd's public API, the package root (`shardherd`): what an application needs to run an
+ * embedded cluster, follow shard maps and route to shards. Everything is listed here by name.
+ *
+ * The root loads none of kafkajs, cassandra-driver and fastify (a test checks it): the adapters of a
+ * real deployment are behind `shardherd/kafka`, `shardherd/cassandra`, `shardherd/node` and
+ * `shardherd/http`, the simulator behind `shardherd/sim`, and the coordinator's internals (the
+ * ShardManager, its protocol, the map codec, placement arithmetic) behind `shardherd/core`, which
+ * may change between minor versions.
  */
 
 // Identifiers
@@ -39,16 +45,15 @@ export {
 export type { PlacementState, ShardEvent, ShardEventType, ShardStatus, ShardStatusType } from './core/status.js';
 export { isIngestionStatus, NODE_REPORTED_EVENTS, ShardEvents, Status, statusEquals, statusLetter } from './core/status.js';
 
-// Whole-map placement (the `balanced` strategy), its metrics and lower bounds, and scenarios
-export type { Placement, PlacementError, PlacementInput, PlacementNode, PlacementStrategy } from './core/placement/placement-types.js';
-export { BalancedPlacementStrategy, checkIsolationFeasible } from './core/placement/balanced-strategy.js';
-export type { PlacementMetrics } from './core/placement/placement-metrics.js';
-export { copiesPerShard, movesLowerBound, placementMetrics, spreadLowerBound, spreadOf } from './core/placement/placement-metrics.js';
-export type { PlacementScenario, ScenarioOperation } from './core/placement/scenario.js';
-export { applyOperation, describeOperation, parseScenario, toNode, withNodeGroups } from './core/placement/scenario.js';
-
 // Dataset configuration
-export type { DatasetConfig, IngestionSourceConfig, InvalidDatasetConfig } from './core/dataset-config.js';
+export type {
+  DatasetConfig,
+  DatasetConfigInput,
+  IngestionSourceConfig,
+  IngestionSourceConfigInput,
+  InvalidDatasetConfig,
+  PlacementStrategyName,
+} from './core/dataset-config.js';
 export { datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
 
 // Shard arithmetic and hashing
@@ -67,46 +72,19 @@ export { combineHashes, DEFAULT_HASH_SEED, murmur3, partitionKeyHash, shardKeyHa
 export type { MapperError, UpdateOutcome } from './core/shard-mapper.js';
 export { ShardMapper } from './core/shard-mapper.js';
 export type { ShardAssignment, ShardMapSnapshot, ShardRecord } from './core/shard-map-snapshot.js';
-export { compareStamps, parseShardMapSnapshot, SHARD_MAP_FORMAT } from './core/shard-map-snapshot.js';
-export type { CompactSnapshot, EncodedEvents, EncodedRecords } from './core/map-codec.js';
-export { COMPACT_MAP_FORMAT, decodeEvents, decodeSnapshot, encodeEvents, encodeSnapshot } from './core/map-codec.js';
-export type { FollowOutcome, MapChanges } from './core/map-follower.js';
-export { ShardMapFollower } from './core/map-follower.js';
+export { parseShardMapSnapshot, SHARD_MAP_FORMAT } from './core/shard-map-snapshot.js';
 
-// Assignment strategies
-export type { AssignmentSpec, ShardAssignmentStrategy } from './core/assignment-strategy.js';
-export { DefaultShardAssignmentStrategy } from './core/assignment-strategy.js';
-export { OrdinalBlockShardAssignmentStrategy, ordinalOf, shardsForOrdinal } from './core/ordinal-strategy.js';
-
-// Subscriptions
-export { ShardSubscriptions } from './core/subscriptions.js';
-
-// The coordinator's brain
+// What requests answer, what subscribers receive, and what a node runs
 export type {
   DatasetDescription,
-  Effect,
-  EffectType,
   MapStamp,
   Member,
-  MemberIncarnation,
-  NodeReportBody,
-  Notice,
-  NoticeName,
-  RecoveryData,
   Reply,
   RunningShard,
-  ShardManagerInput,
-  ShardManagerInputType,
   ShardsWithoutCopies,
   StampedShardEvent,
   SubscriberMessage,
 } from './core/shard-manager/protocol.js';
-export type { DatasetState, Decision, ShardManagerState } from './core/shard-manager/step.js';
-export type { ShardManagerOptions } from './core/shard-manager/shard-manager.js';
-export { DEFAULT_REASSIGNMENT_COOLDOWN_MS, ShardManager } from './core/shard-manager/shard-manager.js';
-
-// Ingestion arithmetic
-export { recoveryProgressPct } from './core/recovery-progress.js';
 
 // Ports (what adapters implement) and the in-memory adapters of the embedded mode
 export type { Cancel, Clock } from './cluster/clock.js';
@@ -129,47 +107,23 @@ export type { SyntheticSourceOptions } from './ingest/synthetic-source.js';
 export { SyntheticSource } from './ingest/synthetic-source.js';
 export type { ShardTally } from './ingest/counting-sink.js';
 export { CountingSink } from './ingest/counting-sink.js';
+export { JsonLinesSink, LogSink } from './ingest/node-sinks.js';
 
 // The node runtime, the embedded cluster, and what applications embed
 export type { RuntimeOptions, RuntimeSettings } from './actors/settings.js';
 export { runtimeSettings } from './actors/settings.js';
-export type { ClusterServices, NodeState } from './actors/node-process.js';
+export type { NodeState, RestartTrouble } from './actors/node-process.js';
 export { ShardherdNode } from './actors/node-process.js';
 export { RequestTimeoutError } from './actors/node-hub.js';
-export type { EmbeddedClusterOptions } from './embedded/embedded-cluster.js';
-export { EmbeddedCluster } from './embedded/embedded-cluster.js';
+export type { EmbeddedClusterOptions, EmbeddedNodeSpec, Request } from './embedded/embedded-cluster.js';
+export { ClusterWaitTimeoutError, EmbeddedCluster } from './embedded/embedded-cluster.js';
 export type { ShardMapListener } from './client/shard-event-subscriber.js';
 export { ShardEventSubscriber } from './client/shard-event-subscriber.js';
 export type { RoutedAnswer, ShardRouterOptions } from './client/shard-router.js';
 export { RoutingError, ShardRouter } from './client/shard-router.js';
 export type { ShardCheck } from './core/shard-check.js';
 export { checkShard } from './core/shard-check.js';
-
-// Real deployment: the Kafka and Cassandra adapters, the gateway producer, and a node process
-export type { KafkaConnection } from './cluster/kafka-client.js';
-export type { BusCompression, KafkaBusErrorCode, KafkaBusOptions } from './cluster/kafka-bus.js';
-export { KafkaBus, KafkaBusError } from './cluster/kafka-bus.js';
-export type { KafkaMembershipErrorCode, KafkaMembershipOptions } from './cluster/kafka-membership.js';
-export { KafkaMembership, KafkaMembershipError } from './cluster/kafka-membership.js';
-export type { CassandraMetaStoreOptions, KeyspaceReplication } from './store/cassandra-meta-store.js';
-export { CassandraMetaStore, MetaStoreRowError } from './store/cassandra-meta-store.js';
-export type { KafkaFetchOptions, KafkaIngestionSourceOptions, KafkaValueDecoder } from './ingest/kafka-source.js';
-export { decodeKafkaValue, KafkaIngestionSource } from './ingest/kafka-source.js';
-export type { SentRecord, ShardedProducerOptions, ShardedRecord } from './client/sharded-producer.js';
-export { ShardedProducer } from './client/sharded-producer.js';
-export { JsonLinesSink, LogSink } from './ingest/node-sinks.js';
-export type { NodeConfig } from './node/node-config.js';
-export { loadNodeConfig, NodeConfigError, parseNodeConfig } from './node/node-config.js';
-export type { StartedNode, StartNodeOptions } from './node/run-node.js';
-export { startNode } from './node/run-node.js';
-export type { NodeStatus, SingletonStatus } from './http/node-status.js';
-export { startNodeApi, type NodeApi, type NodeApiOptions } from './http/node-api.js';
 export { NodeMetrics } from './metrics/node-metrics.js';
-
-// The whole-cluster simulator
-export type { Invariant, SimulationOptions, SimulationReport, Violation } from './sim/simulation.js';
-export { runSimulation } from './sim/simulation.js';
-export { SimDriver } from './sim/driver.js';
 
 // A client that is not a member, and routed requests the library carries (nodes serve them with `ShardherdNode.serve`)
 export { ShardherdClient } from './client/shardherd-client.js';
@@ -180,3 +134,7 @@ export { FetchTransport, HttpTransport } from './client/http-transport.js';
 export type { HttpTransportOptions, RequestTransport, TransportAnswer } from './client/http-transport.js';
 export type { SpreadPolicy, SuspicionOptions } from './client/replica-choice.js';
 export type { DatasetServerOptions, ShardRequest, ShardRequestHandler } from './serving/dataset-server.js';
+
+// Elsewhere: `shardherd/kafka` (KafkaBus, KafkaMembership, KafkaIngestionSource, ShardedProducer),
+// `shardherd/cassandra` (CassandraMetaStore), `shardherd/node` (startNode and its config),
+// `shardherd/http` (the node's HTTP API), `shardherd/sim` (the simulator), `shardherd/core`.

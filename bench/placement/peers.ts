@@ -6,21 +6,15 @@
  */
 import * as HashRing from 'effect/HashRing';
 import * as PrimaryKey from 'effect/PrimaryKey';
+import { epoch, incarnation, type Member, nodeId, type NodeId, replyTo, validateDatasetConfig } from '../../src/index.js';
 import {
   BalancedPlacementStrategy,
-  epoch,
-  incarnation,
-  type Member,
-  nodeId,
-  type NodeId,
   type Placement,
   type PlacementNode,
-  replyTo,
   ShardManager,
   type ShardManagerInput,
   type ShardManagerState,
-  validateDatasetConfig,
-} from '../../src/index.js';
+} from '../../src/entries/core.js';
 
 /** One decision: from the map before and the live nodes after, the map after. */
 export interface Placer {

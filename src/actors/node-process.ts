@@ -91,6 +91,7 @@ export class ShardherdNode {
   private readonly sink: RecordSink;
 
   constructor(
+    /** @internal The ports this node runs on; not part of the public API. */
     readonly services: ClusterServices,
     readonly node: NodeId,
     /** Where the node stands for placement: its rack (isolation group) and weight; from the membership's own settings when absent. */
@@ -143,7 +144,7 @@ export class ShardherdNode {
     return this.current;
   }
 
-  /** The actor runtime of the current incarnation (for counters and tests). */
+  /** @internal The actor runtime of the current incarnation (for counters and tests). */
   get actors(): ActorRuntime | undefined {
     return this.runtime;
   }
@@ -447,7 +448,7 @@ export class ShardherdNode {
     return checkShard(cache?.maps.get(dataset)?.mapper, this.node, shard, routerVersion);
   }
 
-  /** The guardian's cached maps and subscriptions. */
+  /** @internal The guardian's cached maps and subscriptions (for the node's HTTP API and metrics). */
   cache(): Promise<GuardianCache | undefined> {
     const { runtime, guardian } = this;
     if (!runtime || !guardian) return Promise.resolve(undefined);

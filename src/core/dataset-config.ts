@@ -46,6 +46,32 @@ export interface DatasetConfig {
 export type CopyStartFrom = 'earliest' | 'serving-copies';
 export const COPY_START_FROM: readonly CopyStartFrom[] = ['earliest', 'serving-copies'];
 
+/**
+ * What `validateDatasetConfig` (and `EmbeddedCluster.setupDataset`) accept: a `DatasetConfig` whose
+ * fields with defaults may be left out, and whose `ref` may be a plain string (checked there).
+ */
+export interface DatasetConfigInput {
+  readonly ref: string;
+  readonly numShards: number;
+  readonly minNumNodes: number;
+  /** Default 1 (0 for 1 shard). */
+  readonly spread?: number;
+  /** Default 1. */
+  readonly replicationFactor?: number;
+  /** Default `filodb-default`. */
+  readonly strategy?: PlacementStrategyName;
+  /** Default 16. */
+  readonly maxConcurrentMoves?: number;
+  /** Default `earliest`. */
+  readonly copyStartFrom?: CopyStartFrom;
+  readonly source: IngestionSourceConfigInput;
+}
+
+/** An ingestion source as written in a dataset config: `recordsPerSecond` defaults to 100, `startFrom` to `earliest`. */
+export type IngestionSourceConfigInput =
+  | { readonly type: 'synthetic'; readonly recordsPerSecond?: number }
+  | { readonly type: 'kafka'; readonly topic: string; readonly startFrom?: 'earliest' | 'latest' };
+
 /** The strategies a dataset can name. */
 export type PlacementStrategyName = 'filodb-default' | 'balanced';
 export const PLACEMENT_STRATEGIES: readonly PlacementStrategyName[] = ['filodb-default', 'balanced'];

@@ -13,7 +13,8 @@ export type ShardherdErrorCode =
   | 'FENCED'
   | 'METASTORE_UNAVAILABLE'
   | 'METASTORE_WRITE_TOO_LARGE'
-  | 'SOURCE_MISMATCH';
+  | 'SOURCE_MISMATCH'
+  | 'WAIT_TIMEOUT';
 
 export interface ShardherdErrorContext {
   readonly dataset?: string;

@@ -1,11 +1,14 @@
 // N shardherd nodes in one process over in-memory adapters (docs/ARCHITECTURE.md §8): the same nodes, actors
 // and core as a real deployment, with a memory bus and membership, a memory or file MetaStore and a
 // synthetic source. It serves the demo, the simulator and users who want one machine.
-import { pino, type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import type { Logger } from 'pino';
 import { RealClock, type Clock } from '../cluster/clock.js';
 import { MemoryBus, type MemoryBusOptions } from '../cluster/memory-bus.js';
 import { MemoryMembershipService } from '../cluster/memory-membership.js';
-import { nodeId, type NodeId } from '../core/ids.js';
+import type { DatasetConfigInput } from '../core/dataset-config.js';
+import { ShardherdError } from '../core/errors.js';
+import { nodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import type { Reply } from '../core/shard-manager/protocol.js';
 import { CountingSink } from '../ingest/counting-sink.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
@@ -16,6 +19,34 @@ import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
 import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
 import type { Request } from '../actors/wire.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
+import { describeUnconverged, unconvergedShards } from './convergence.js';
+
+export type { Request };
+
+/**
+ * A silent pino logger for a cluster given none. pino is loaded here, when the first such cluster is
+ * made, not when `shardherd` is imported: it takes tens of milliseconds to load.
+ */
+function silentLogger(): Logger {
+  const { pino } = createRequire(import.meta.url)('pino') as typeof import('pino');
+  return pino({ level: 'silent' });
+}
+
+/** How often the waits of `start` and `whenConverged` look again. */
+const POLL_MS = 25;
+const DEFAULT_START_TIMEOUT_MS = 30_000;
+const DEFAULT_CONVERGE_TIMEOUT_MS = 30_000;
+
+/** A wait of the embedded cluster (`start`, `whenConverged`) ran out of time; the message says what is still missing. */
+export class ClusterWaitTimeoutError extends ShardherdError {
+  constructor(
+    readonly waitedFor: string,
+    readonly timeoutMs: number,
+    readonly missing: readonly string[],
+  ) {
+    super('WAIT_TIMEOUT', `${waitedFor}: not reached within ${timeoutMs} ms: ${missing.join('; ') || 'nothing (it was reached just now)'}`, {}, true);
+  }
+}
 
 export interface EmbeddedClusterOptions {
   /** Node names, or names with a rack and weight; default `node-1` … `node-5`, no racks. */
@@ -30,8 +61,11 @@ export interface EmbeddedClusterOptions {
   readonly log?: Logger;
   readonly bus?: MemoryBusOptions;
   readonly source?: SyntheticSourceOptions;
-  /** Where records go; default a `CountingSink` (see `sink`). */
-  readonly sink?: RecordSink;
+  /**
+   * Where records go: one sink for every node, or a function that makes each node its own sink
+   * (called once per node, when it is added; see `sinkOf`). Default one `CountingSink` for all.
+   */
+  readonly sink?: RecordSink | ((node: NodeId) => RecordSink);
   /** Unique per cluster in one process; default `embedded`. */
   readonly name?: string;
   /** Gives every node a Prometheus registry (`node.metrics`); default true. The simulator turns it off. */
@@ -51,16 +85,20 @@ export class EmbeddedCluster {
   readonly membership: MemoryMembershipService;
   readonly metaStore: MetaStore;
   readonly source: SyntheticSource;
-  readonly sink: RecordSink;
+  /** The sink every node shares; undefined when each node has its own (`sinkOf`). */
+  readonly sink: RecordSink | undefined;
   readonly log: Logger;
+  /** @internal The ports every node is built on (each node with its own sink when there is a sink factory). */
   readonly services: ClusterServices;
   private readonly nodeMap = new Map<NodeId, ShardherdNode>();
+  private readonly sinks = new Map<NodeId, RecordSink>();
+  private readonly sinkFor: (node: NodeId) => RecordSink;
   private readonly withMetrics: boolean;
 
   constructor(options: EmbeddedClusterOptions = {}) {
     this.clock = options.clock ?? new RealClock();
     this.withMetrics = options.metrics ?? true;
-    this.log = options.log ?? pino({ level: 'silent' });
+    this.log = options.log ?? silentLogger();
     this.bus = new MemoryBus(this.clock, options.bus);
     this.membership = new MemoryMembershipService(this.clock, {
       sessionTimeoutMs: options.sessionTimeoutMs ?? 3_000,
@@ -69,14 +107,17 @@ export class EmbeddedCluster {
     });
     this.metaStore = options.metaStore ?? new MemoryMetaStore();
     this.source = new SyntheticSource(this.clock, options.source);
-    this.sink = options.sink ?? new CountingSink();
+    const sink = options.sink ?? new CountingSink();
+    this.sink = typeof sink === 'function' ? undefined : sink;
+    this.sinkFor = typeof sink === 'function' ? sink : () => sink;
     this.services = {
       clock: this.clock,
       bus: this.bus,
       connectMembership: () => this.membership.connect(),
       metaStore: this.metaStore,
       source: this.source,
-      sink: this.sink,
+      // Replaced per node in `add`: this one only answers a node built on these services by hand.
+      sink: this.sink ?? { accept: () => Promise.reject(new Error('each embedded node has its own sink: see EmbeddedCluster.sinkOf')) },
       settings: runtimeSettings(options.settings),
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
@@ -92,7 +133,9 @@ export class EmbeddedCluster {
     const id = nodeId(name);
     if (this.nodeMap.has(id)) throw new Error(`node ${name} already exists`);
     const rackAndWeight = { ...(placement.rack === undefined ? {} : { rack: placement.rack }), ...(placement.weight === undefined ? {} : { weight: placement.weight }) };
-    const node = new ShardherdNode(this.services, id, rackAndWeight, this.withMetrics ? { metrics: new NodeMetrics() } : {});
+    const sink = this.sinkFor(id);
+    this.sinks.set(id, sink);
+    const node = new ShardherdNode(this.services, id, rackAndWeight, { sink, ...(this.withMetrics ? { metrics: new NodeMetrics() } : {}) });
     this.nodeMap.set(id, node);
     return node;
   }
@@ -107,9 +150,80 @@ export class EmbeddedCluster {
     return n;
   }
 
-  /** Starts every node that is not running, one after the other (join order = list order). */
-  async start(): Promise<void> {
+  /** The sink a node's records go to (the shared sink, or the one the sink factory made for it). */
+  sinkOf(name: string): RecordSink {
+    const sink = this.sinks.get(name as NodeId);
+    if (!sink) throw new Error(`no node ${name}`);
+    return sink;
+  }
+
+  /**
+   * Starts every node that is not running, one after the other (join order = list order), and
+   * resolves once a singleton has recovered, so `singletonNode()` is defined and requests are
+   * answered. Rejects with a `ClusterWaitTimeoutError` when no singleton recovers within
+   * `timeoutMs` (default 30 s).
+   *
+   * Gotchas: the wait runs on the cluster's clock; with a `SimulatedClock` call `startNodes()` and
+   * advance the clock instead, or the wait never ends.
+   */
+  async start(options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    await this.startNodes();
+    const timeoutMs = options.timeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    await this.waitFor('a recovered singleton', timeoutMs, async () => {
+      const singleton = await this.singletonNode();
+      if (!singleton) return ['no running node holds the singleton lease'];
+      const state = await singleton.singletonState();
+      return state?.phase === 'active' ? [] : [`the singleton on ${singleton.node} is still recovering`];
+    });
+  }
+
+  /** Starts every node that is not running, one after the other, without waiting for the singleton. */
+  async startNodes(): Promise<void> {
     for (const n of this.nodes) if (n.state === 'stopped') await n.start();
+  }
+
+  /**
+   * Resolves when every shard of the dataset (or of every dataset, without one) has as many copies
+   * as its replication factor, each Active and Available on a running member, as the singleton's
+   * map says. Rejects with a `ClusterWaitTimeoutError` naming the shards still missing after
+   * `timeoutMs` (default 30 s).
+   *
+   * Gotchas: a replication factor above the number of nodes never converges; a dataset not set up
+   * yet counts as not converged (it may be on its way), and so does a cluster without datasets
+   * when no dataset is named.
+   */
+  async whenConverged(dataset?: string, options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CONVERGE_TIMEOUT_MS;
+    const isLive = (id: NodeId) => {
+      const n = this.nodeMap.get(id);
+      return n !== undefined && n.state === 'running' && n.isMember;
+    };
+    await this.waitFor(dataset === undefined ? 'every dataset converged' : `dataset ${dataset} converged`, timeoutMs, async () => {
+      const singleton = await this.singletonNode();
+      const state = await singleton?.singletonState();
+      if (!singleton || state?.phase !== 'active') return ['no recovered singleton'];
+      const datasets = dataset === undefined ? [...state.datasets.values()] : [state.datasets.get(dataset as DatasetRef)];
+      if (datasets.length === 0) return ['no dataset is set up'];
+      return datasets.flatMap((d) => (d ? describeUnconverged(d.config.ref, unconvergedShards(d.config, d.mapper, isLive)) : [`dataset ${dataset} is not set up`]));
+    });
+  }
+
+  /** Polls `missing` on the cluster's clock until it returns nothing, or throws at the deadline with its last answer. */
+  private async waitFor(what: string, timeoutMs: number, missing: () => Promise<readonly string[]>): Promise<void> {
+    // The nodes' timers do not keep the process alive (RealClock): a caller awaiting this wait at
+    // the top of a script would otherwise see the process exit under it, unsettled.
+    const keepAlive = setInterval(() => {}, 60_000);
+    try {
+      const deadline = this.clock.now() + timeoutMs;
+      for (;;) {
+        const left = await missing();
+        if (left.length === 0) return;
+        if (this.clock.now() >= deadline) throw new ClusterWaitTimeoutError(what, timeoutMs, left);
+        await new Promise<void>((resolve) => this.clock.schedule(POLL_MS, resolve));
+      }
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 
   /** The node whose singleton holds the lease now, if it is running. */
@@ -132,8 +246,15 @@ export class EmbeddedCluster {
     return n.request(build, timeoutMs);
   }
 
-  /** Sets a dataset up from an untrusted config (validated by the singleton). */
-  setupDataset(config: unknown, timeoutMs?: number): Promise<Reply> {
+  /**
+   * Sets a dataset up. The singleton validates the config and fills its defaults (as
+   * `validateDatasetConfig` does): the reply is `DatasetVerified`, or `InvalidDatasetConfig` naming
+   * the bad field, or `DatasetExists` with the differences when another config has that name.
+   *
+   * Gotchas: the reply comes before the shards are placed; `whenConverged(ref)` waits for that.
+   */
+  setupDataset(config: DatasetConfigInput, timeoutMs?: number): Promise<Reply> {
+    // The config goes to the singleton as given: it validates every SetupDataset (also from the bus).
     return this.request((replyTo) => ({ type: 'SetupDataset', config, replyTo }) as unknown as Request, timeoutMs);
   }
 

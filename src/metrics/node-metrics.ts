@@ -2,7 +2,9 @@
 // process never mix their series). Counters are fed by the actors through `Telemetry`; gauges of
 // the cluster's state are read from the node when Prometheus scrapes, so they cost nothing between
 // scrapes and are never stale.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createRequire } from 'node:module';
+import type * as PromClient from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { IngestionProbe, Telemetry } from '../actors/telemetry.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
@@ -19,12 +21,17 @@ export interface MetricsSubject {
   membershipSize(): number;
 }
 
+// prom-client takes tens of milliseconds to load: it is loaded with the first node's metrics, not
+// when `shardherd` is imported (an application that only routes or reads maps never pays for it).
+let promClientModule: typeof PromClient | undefined;
+const promClient = (): typeof PromClient => (promClientModule ??= createRequire(import.meta.url)('prom-client') as typeof PromClient);
+
 const STATUSES: readonly ShardStatusType[] = ['Unassigned', 'Assigned', 'Recovery', 'Active', 'Error', 'Stopped', 'Down'];
 /** How long a scrape waits for one shard's end offset before it leaves its lag out. */
 const END_OFFSET_TIMEOUT_MS = 2_000;
 
 export class NodeMetrics implements Telemetry {
-  readonly registry = new Registry();
+  readonly registry: Registry = new (promClient().Registry)();
   private subject: MetricsSubject | undefined;
   private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe }>();
   /** The shards of each dataset with an ingested-records series, to remove them with the dataset. */
@@ -43,6 +50,7 @@ export class NodeMetrics implements Telemetry {
 
   constructor(options: { readonly defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
+    const { Counter, Histogram, collectDefaultMetrics } = promClient();
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'shardherd_process_' });
     this.failovers = new Counter({ name: 'shardherd_singleton_failovers_total', help: 'Times a singleton on this node took over and recovered the cluster state', registers });
     this.recoveryDuration = new Histogram({
@@ -175,7 +183,7 @@ export class NodeMetrics implements Telemetry {
 
   /** A gauge whose values `fill` sets afresh at every scrape (series that vanished vanish from it too). */
   private gauge<L extends string>(name: string, help: string, labelNames: readonly L[], fill: (g: Gauge<L>) => Promise<void>): void {
-    const gauge: Gauge<L> = new Gauge<L>({
+    const gauge: Gauge<L> = new (promClient().Gauge<L>)({
       name,
       help,
       labelNames,

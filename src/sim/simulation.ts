@@ -253,7 +253,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
   // ---------------------------------------------------------------- the run
 
-  await cluster.start();
+  await cluster.startNodes();
   await driver.advance(500);
   for (const d of DATASETS) {
     const reply = cluster.setupDataset({ ...d, source: { type: 'synthetic', recordsPerSecond: RATE } }, 5_000);

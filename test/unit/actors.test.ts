@@ -1,6 +1,7 @@
 // The node runtime's protocol, end to end through the real actors and an in-memory cluster on a
 // simulated clock: requests and their bad inputs, subscriptions and deathwatch, reliable reports,
 // fencing, and a failover compared field by field with the state before the crash.
+import type { DatasetConfigInput } from '../../src/core/dataset-config.js';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
@@ -47,7 +48,7 @@ async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000, metaStore 
     settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, reassignmentCooldownMs: cooldownMs },
   });
   const driver = new SimDriver(cluster);
-  await cluster.start();
+  await cluster.startNodes();
   await driver.advance(500);
   current = { cluster, driver, metaStore, logs };
   return current;
@@ -58,7 +59,8 @@ async function reply(w: World, p: Promise<Reply>): Promise<Reply> {
   return p;
 }
 
-const setup = (w: World, config: unknown) => reply(w, w.cluster.setupDataset(config, 5_000));
+// Also untrusted configs: the singleton validates what it is sent, whatever the caller's types said.
+const setup = (w: World, config: unknown) => reply(w, w.cluster.setupDataset(config as DatasetConfigInput, 5_000));
 const metricsConfig = { ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 20 } };
 
 async function singleton(w: World): Promise<ShardherdNode> {
@@ -188,7 +190,7 @@ describe('reports and fencing', () => {
     });
     const driver = new SimDriver(cluster);
     current = { cluster, driver, metaStore: cluster.metaStore as MemoryMetaStore, logs };
-    await cluster.start();
+    await cluster.startNodes();
     await driver.advance(500);
     await setup(current, { ...metricsConfig, minNumNodes: 1 });
     await driver.advance(2_000);

@@ -6,13 +6,12 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
-import { nodeId, type DatasetRef } from '../../src/core/ids.js';
+import type { DatasetRef } from '../../src/core/ids.js';
 import type { Reply } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
-import { ShardherdNode } from '../../src/actors/node-process.js';
 import type { Request } from '../../src/actors/wire.js';
 import { SimDriver } from '../../src/sim/driver.js';
 
@@ -21,27 +20,16 @@ const NUM_SHARDS = 8;
 const DATASET = { ref: 'copies', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
 const ref = DATASET.ref as DatasetRef;
 
-/** An embedded cluster whose nodes each write to a sink of their own (the cluster's sink is one for all). */
-class PerNodeSinks extends EmbeddedCluster {
-  readonly sinks = new Map<string, CountingSink>();
-
-  override add(name: string, placement: { readonly rack?: string; readonly weight?: number } = {}): ShardherdNode {
-    const sink = new CountingSink();
-    this.sinks.set(name, sink);
-    const node = new ShardherdNode(this.services, nodeId(name), placement, { sink });
-    (this as unknown as { nodeMap: Map<string, ShardherdNode> }).nodeMap.set(name, node);
-    return node;
-  }
-}
-
-let cluster: PerNodeSinks | undefined;
+let cluster: EmbeddedCluster | undefined;
 afterEach(async () => {
   await cluster?.stop();
   cluster = undefined;
 });
 
 async function start() {
-  cluster = new PerNodeSinks({
+  cluster = new EmbeddedCluster({
+    // Each node writes to a sink of its own: every copy's records are counted apart.
+    sink: () => new CountingSink(),
     name: `copies-${Math.floor(performance.now() * 1000)}`,
     clock: new SimulatedClock(0),
     nodes: [],
@@ -52,7 +40,7 @@ async function start() {
   });
   for (const [name, rack] of [['n1', 'rackA'], ['n2', 'rackB'], ['n3', 'rackA'], ['n4', 'rackB']] as const) cluster.add(name, { rack });
   const driver = new SimDriver(cluster);
-  await cluster.start();
+  await cluster.startNodes();
   await driver.advance(500);
   const reply = cluster.setupDataset(DATASET, 5_000);
   await driver.advance(100);
@@ -117,7 +105,7 @@ describe('every copy holds every record (RF 2, a sink per node)', () => {
     let copies = 0;
     for (let s = 0; s < NUM_SHARDS; s++) {
       for (const node of map.nodesForShard(s)) {
-        const tally = w.cluster.sinks.get(node)!.tally(ref, s);
+        const tally = (w.cluster.sinkOf(node) as CountingSink).tally(ref, s);
         copies += 1;
         expect(tally.covered, `${node}'s copy of shard ${s}: every offset from 0 (lost: ${Math.max(0, produced - tally.covered)})`).toBeGreaterThanOrEqual(produced);
         expect(tally.ahead.size, `${node}'s copy of shard ${s} has no gap`).toBe(0);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topicsFor, parseInboxMessage, parseRepliesMessage } from '../../src/actors/wire.js';
 import { parseEventsMessage } from '../../src/actors/wire-events.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
-import { validateDatasetConfig } from '../../src/core/dataset-config.js';
+import { validateDatasetConfig, type DatasetConfigInput } from '../../src/core/dataset-config.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 import { NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
@@ -102,12 +102,12 @@ async function startCluster() {
     settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, retryInitialMs: 50, retryMaxMs: 400 },
   });
   const driver = new SimDriver(cluster);
-  await cluster.start();
+  await cluster.startNodes();
   await driver.advance(500);
   for (const config of [
     { ref: 'alpha', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 20 } },
     { ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } },
-  ]) {
+  ] satisfies DatasetConfigInput[]) {
     const reply = cluster.setupDataset(config, 5_000);
     await driver.advance(200);
     expect((await reply).type).toBe('DatasetVerified');

@@ -38,7 +38,7 @@ async function idleShard(mode: 'plain' | 'hint' | 'wake') {
     return counted;
   };
   const driver = new SimDriver(cluster);
-  await cluster.start();
+  await cluster.startNodes();
   await driver.advance(500);
   const reply = cluster.setupDataset({ ref: 'idle', numShards: 1, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 0.05 } });
   await driver.advance(200);

@@ -11,7 +11,7 @@ import { resolveAccessToken, tokenFile } from '../../src/http/access-token.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 
 const TOKEN = 'test-token-0123456789';
-const synthetic = { type: 'synthetic', recordsPerSecond: 200 };
+const synthetic = { type: 'synthetic', recordsPerSecond: 200 } as const;
 
 let cluster: EmbeddedCluster;
 let api: NodeApi;

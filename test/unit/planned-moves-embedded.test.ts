@@ -28,7 +28,7 @@ async function start() {
   const sink = new CountingSink();
   cluster = rackedCluster('moves', sink);
   const driver = new SimDriver(cluster);
-  await cluster.start();
+  await cluster.startNodes();
   await driver.advance(500);
   for (const d of DATASETS) {
     const reply = cluster.setupDataset(d, 5_000);

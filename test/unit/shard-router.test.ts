@@ -69,7 +69,7 @@ describe('ShardRouter', () => {
   it('a router several map versions behind reaches the serving nodes through MOVED, without a new snapshot', async () => {
     cluster = rackedCluster('router', new CountingSink());
     const driver = new SimDriver(cluster);
-    await cluster.start();
+    await cluster.startNodes();
     await driver.advance(500);
     const setup = cluster.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
     await driver.advance(100);
@@ -117,7 +117,7 @@ describe('ShardRouter', () => {
   it('fails over to the next serving copy when send throws, and gives up with a typed error, never looping', async () => {
     cluster = rackedCluster('router-failover', new CountingSink());
     const driver = new SimDriver(cluster);
-    await cluster.start();
+    await cluster.startNodes();
     await driver.advance(500);
     const setup = cluster.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
     await driver.advance(100);
