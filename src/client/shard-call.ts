@@ -8,6 +8,7 @@
 import type { Clock, Cancel } from '../cluster/clock.js';
 import type { NodeId } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
+import { Cancellation, type AttemptCancellation } from '../core/cancellation.js';
 import { ShardherdClientError } from './client-errors.js';
 
 /** What a node answered: its check, and the handler's answer when the check is `ok`. */
@@ -25,8 +26,8 @@ export interface CallPorts<T> {
   version(): number;
   /** A MOVED answer: the caller's map is stale for this shard. */
   learn(shard: number, check: Extract<ShardCheck, { type: 'moved' }>): void;
-  /** Asks `node`; throws on a transport error (or when `signal` aborts). */
-  send(node: NodeId, shard: number, version: number, signal: AbortSignal): Promise<AttemptAnswer<T>>;
+  /** Asks `node`; throws on a transport error (or when the attempt is called off). */
+  send(node: NodeId, shard: number, version: number, cancellation: AttemptCancellation): Promise<AttemptAnswer<T>>;
   /** An error `send` threw that is the application's (not failed over). */
   isApplicationError(e: unknown): boolean;
   /** A transport error or a timeout on `node`. */
@@ -74,7 +75,7 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     wake?.();
     wake = undefined;
   };
-  const inflight = new Map<number, { node: NodeId; abort: AbortController; cancel: Cancel; at: number }>();
+  const inflight = new Map<number, { node: NodeId; cancellation: Cancellation; cancel: Cancel; at: number }>();
   // No timer of its own for the deadline while an attempt runs: each attempt's timeout is cut to the
   // deadline, so it fires then (one timer per request, not two: they cost on the hot path).
   const timers: Cancel[] = [];
@@ -90,18 +91,19 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
 
   const launch = (node: NodeId): void => {
     const id = ++ids;
-    const abort = new AbortController();
+    const cancellation = new Cancellation();
     const timeoutMs = Math.max(0, Math.min(options.attemptTimeoutMs, deadline - clock.now()));
     const cancel = clock.schedule(timeoutMs, () => {
-      abort.abort(new AttemptTimeout(`no answer from ${node} within ${timeoutMs} ms`));
-      push(clock.now() >= deadline ? { kind: 'deadline' } : { kind: 'done', id, node, error: abort.signal.reason });
+      const timeout = new AttemptTimeout(`no answer from ${node} within ${timeoutMs} ms`);
+      cancellation.cancel(timeout);
+      push(clock.now() >= deadline ? { kind: 'deadline' } : { kind: 'done', id, node, error: timeout });
     });
-    inflight.set(id, { node, abort, cancel, at: clock.now() });
+    inflight.set(id, { node, cancellation, cancel, at: clock.now() });
     tried.add(node);
     ports.started?.(node);
     let sent: Promise<AttemptAnswer<T>>;
     try {
-      sent = ports.send(node, shard, ports.version(), abort.signal);
+      sent = ports.send(node, shard, ports.version(), cancellation);
     } catch (e) {
       sent = Promise.reject(e);
     }
@@ -117,8 +119,10 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
       askNext = undefined;
       return n;
     }
+    const candidates = ports.candidates(shard);
+    if (inflight.size === 0) return candidates.find((n) => !tried.has(n));
     const busy = new Set([...inflight.values()].map((a) => a.node));
-    return ports.candidates(shard).find((n) => !tried.has(n) && !busy.has(n));
+    return candidates.find((n) => !tried.has(n) && !busy.has(n));
   };
   /** Nothing in flight: the next copy, a new round after a backoff, or the end. */
   const goOn = (): void => {
@@ -200,7 +204,7 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     for (const cancel of timers) cancel();
     for (const a of inflight.values()) {
       a.cancel();
-      a.abort.abort(new Error('the request ended'));
+      a.cancellation.cancel(new Error('the request ended'));
       ports.finished?.(a.node);
     }
   }

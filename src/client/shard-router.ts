@@ -101,7 +101,7 @@ export class ShardRouter {
           candidates: (s) => this.choice.order(this.nodesFor(s)),
           version: () => this.version,
           learn: (s, check) => this.learn(s, check),
-          send: (node, _s, version, signal) => send(node, version, signal),
+          send: (node, _s, version, cancellation) => send(node, version, cancellation.signal),
           isApplicationError: (e) => this.options.isApplicationError?.(e) ?? false,
           failed: (node) => this.suspicions.suspect(node),
           answered: (node) => this.suspicions.cleared(node),

@@ -85,7 +85,7 @@ export interface FanOutResult<R> {
 export interface EmbeddedClusterLike {
   readonly bus: Bus;
   readonly clock: Clock;
-  readonly services: { readonly settings: { readonly topicPrefix: string } };
+  readonly topicPrefix: string;
 }
 
 interface DatasetRouting {
@@ -171,7 +171,7 @@ export class ShardherdClient {
 
   /** Connects to an `EmbeddedCluster` of this process (its memory bus and prefix). */
   static connectEmbedded(cluster: EmbeddedClusterLike, options: Omit<ShardherdClientOptions, 'bus' | 'topicPrefix' | 'clock'> = {}): Promise<ShardherdClient> {
-    return ShardherdClient.connect({ ...options, bus: cluster.bus, clock: cluster.clock, topicPrefix: cluster.services.settings.topicPrefix });
+    return ShardherdClient.connect({ ...options, bus: cluster.bus, clock: cluster.clock, topicPrefix: cluster.topicPrefix });
   }
 
   /** The client's current map of a dataset (undefined if it has none). Do not mutate it. */
@@ -283,14 +283,14 @@ export class ShardherdClient {
       version,
       candidates: (s) => this.choice.order(routing.moves.nodes(s, version()) ?? this.map(dataset)?.servingNodes(s) ?? []),
       learn: (s, check) => routing.moves.learn(s, check.nodes, check.version, version()),
-      send: async (node, s, v, signal) => {
+      send: async (node, s, v, cancellation) => {
         const endpoint = this.follower.endpoint(dataset, node);
         if (!endpoint) {
           // The node has not said where it serves (yet): ask it, and treat it as a copy not ready.
           this.follower.hello();
           return { check: { type: 'tryagain', version: v } };
         }
-        const answer = await this.transport.post(endpoint.url, path, v, body, signal);
+        const answer = await this.transport.post(endpoint.url, path, v, body, cancellation);
         return interpret<R>(answer.status, answer.body, { dataset, shard: s, node });
       },
       isApplicationError: (e) => e instanceof ShardherdClientError,

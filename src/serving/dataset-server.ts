@@ -3,6 +3,7 @@
 // sees shards its node serves. Payloads and answers are JSON.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Cancellation } from '../core/cancellation.js';
 import type { DatasetRef, ShardNum } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
 import { HEALTH_PATH, MAP_VERSION_HEADER, requestPath, STATUS } from './routed-wire.js';
@@ -71,13 +72,21 @@ export class DatasetServer {
       } catch (e) {
         return send(res, STATUS.badRequest, { error: { name: 'BadPayload', message: `the payload is not JSON: ${(e as Error).message}` } });
       }
-      const aborted = new AbortController();
+      // The handler's signal is made only if the handler looks at it (an AbortController per request costs).
+      const callerGone = new Cancellation();
       res.on('close', () => {
-        if (!res.writableFinished) aborted.abort();
+        if (!res.writableFinished) callerGone.cancel(new Error('the caller went away'));
       });
       let result: unknown;
       try {
-        result = await handler({ dataset, shard: shard as ShardNum, payload, signal: aborted.signal });
+        result = await handler({
+          dataset,
+          shard: shard as ShardNum,
+          payload,
+          get signal() {
+            return callerGone.signal;
+          },
+        });
       } catch (e) {
         return send(res, STATUS.handlerFailed, { error: remoteError(e) });
       }

@@ -35,7 +35,8 @@ function fakePorts(clock: SimulatedClock, nodes: string[], behaviours: Record<st
       learned.push(check);
       serving = [...check.nodes];
     },
-    send: (node, _shard, _v, signal) => {
+    send: (node, _shard, _v, cancellation) => {
+      const signal = cancellation.signal;
       asked.push(node);
       signal.addEventListener('abort', () => aborted.push(node));
       return (behaviours[node] ?? ok)(node, signal);
