@@ -81,11 +81,11 @@ export interface FanOutResult<R> {
   readonly errors: readonly ShardherdClientError[];
 }
 
-/** An embedded cluster, as far as a client needs it. */
+/** An embedded cluster, as far as a client needs it (an `EmbeddedCluster` is one). */
 export interface EmbeddedClusterLike {
   readonly bus: Bus;
   readonly clock: Clock;
-  readonly services: { readonly settings: { readonly topicPrefix: string } };
+  readonly topicPrefix: string;
 }
 
 interface DatasetRouting {
@@ -171,7 +171,7 @@ export class ShardherdClient {
 
   /** Connects to an `EmbeddedCluster` of this process (its memory bus and prefix). */
   static connectEmbedded(cluster: EmbeddedClusterLike, options: Omit<ShardherdClientOptions, 'bus' | 'topicPrefix' | 'clock'> = {}): Promise<ShardherdClient> {
-    return ShardherdClient.connect({ ...options, bus: cluster.bus, clock: cluster.clock, topicPrefix: cluster.services.settings.topicPrefix });
+    return ShardherdClient.connect({ ...options, bus: cluster.bus, clock: cluster.clock, topicPrefix: cluster.topicPrefix });
   }
 
   /** The client's current map of a dataset (undefined if it has none). Do not mutate it. */
