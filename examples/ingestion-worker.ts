@@ -112,7 +112,9 @@ async function realWorker(real: RealCluster, file: string): Promise<void> {
   const url = await started.node.serve<unknown, ShardSummary>(metrics, ({ shard }) => store.summary(shard));
   console.log(`${name} joined cluster ${real.prefix}; serves ${metrics} at ${url}; records go to ${file}`);
   // Which shards this node ingests changes with the cluster: follow its map.
-  let mine = '';
+  // (`metrics` of `npm run cluster` is placed by FiloDB's strategy, which gives a newcomer shards
+  // only when a node that owns some leaves.)
+  let mine: string | undefined;
   const subscriber = new ShardEventSubscriber(started.node, metrics, (map) => {
     const now = map.shardsForNode(started.node.node).join(',');
     if (now !== mine) console.log(`${name} ingests shards [${(mine = now)}]`);

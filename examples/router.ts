@@ -2,7 +2,7 @@
 // request goes to the shard of a series' keys; a fan-out goes to every shard a shard key spreads
 // over and gathers each shard's answer or error. Failover, redirections and deadlines are the
 // client's: a crashed copy costs no request while another copy serves.
-import { EmbeddedCluster, ShardherdClient, datasetRef, type Labels } from 'shardherd';
+import { EmbeddedCluster, ShardherdClient, ShardherdClientError, datasetRef, type Labels } from 'shardherd';
 import type { RealCluster } from './main.js';
 
 /** What the router asks, and what a node's handler answers. */
@@ -59,8 +59,14 @@ export async function router(real: RealCluster | undefined): Promise<void> {
 
 async function ask(client: ShardherdClient, when: string): Promise<void> {
   // One request: the shard a gateway wrote this series to (the dataset's spread applies).
-  const one = await client.request<Answer>(metrics, { shardKey, partitionKey: series }, { metric: 'http_requests' });
-  console.log(`request by key: shard ${one.shard} answered by ${one.node}`);
+  try {
+    const one = await client.request<Answer>(metrics, { shardKey, partitionKey: series }, { metric: 'http_requests' });
+    console.log(`request by key: shard ${one.shard} answered by ${one.node}`);
+  } catch (e) {
+    // Typed: `code` says what went wrong, `retriable` whether the same request may succeed later.
+    if (!(e instanceof ShardherdClientError)) throw e;
+    console.log(`request by key failed: ${e.code}${e.retriable ? ' (retriable)' : ''}: ${e.message}`);
+  }
   await fanOut(client, when, { metric: 'http_requests' });
 }
 
