@@ -88,6 +88,7 @@ async function main(): Promise<number> {
   for (const n of NODES) say(`  ${n.name} (${n.rack})  status page http://127.0.0.1:${n.port}/   metrics http://127.0.0.1:${n.port}/metrics`);
   say(`  token for changes: ${token}`);
   say(`  try: export SHARDHERD_TOKEN=${token}; npx tsx src/cli/main.ts status --url http://127.0.0.1:8081`);
+  say(`  examples (examples/README.md): npm run example -- <router|ingestion-worker|gateway> --kafka --brokers ${brokers.join(',')} --cassandra ${running.cassandra!.contactPoints.join(',')} --prefix ${CLUSTER}`);
   say(`  configs, logs and sinks: ${dir}`);
   say('  Ctrl-C stops everything.');
 

@@ -81,7 +81,7 @@ export interface FanOutResult<R> {
   readonly errors: readonly ShardherdClientError[];
 }
 
-/** An embedded cluster, as far as a client needs it. */
+/** An embedded cluster, as far as a client needs it (an `EmbeddedCluster` is one). */
 export interface EmbeddedClusterLike {
   readonly bus: Bus;
   readonly clock: Clock;

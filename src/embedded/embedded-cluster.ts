@@ -88,6 +88,8 @@ export class EmbeddedCluster {
   /** The sink every node shares; undefined when each node has its own (`sinkOf`). */
   readonly sink: RecordSink | undefined;
   readonly log: Logger;
+  /** The prefix of the cluster's bus topics (`settings.topicPrefix`, default `shardherd`): what a `ShardherdClient` follows. */
+  readonly topicPrefix: string;
   /** @internal The ports every node is built on (each node with its own sink when there is a sink factory). */
   readonly services: ClusterServices;
   /** The prefix of the cluster's bus topics (`settings.topicPrefix`): what a `ShardherdClient` connects with. */
@@ -126,6 +128,7 @@ export class EmbeddedCluster {
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
     };
+    this.topicPrefix = this.services.settings.topicPrefix;
     for (const spec of options.nodes ?? ['node-1', 'node-2', 'node-3', 'node-4', 'node-5']) {
       if (typeof spec === 'string') this.add(spec);
       else this.add(spec.name, spec);

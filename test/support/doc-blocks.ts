@@ -13,26 +13,47 @@ export interface DocBlock {
   readonly moduleName: string;
 }
 
-const OPENING = /^```(ts|typescript)\s*$/;
+const TS = /^```(ts|typescript)\s*$/;
+const JSON_BLOCK = /^```json\s*$/;
 
 /** Every ```ts (or ```typescript) block of one Markdown text. */
 export function tsBlocksOf(file: string, markdown: string): DocBlock[] {
+  return blocksOf(file, markdown, TS, 'ts');
+}
+
+/** Every ```json block of one Markdown text. */
+export function jsonBlocksOf(file: string, markdown: string): DocBlock[] {
+  return blocksOf(file, markdown, JSON_BLOCK, 'json');
+}
+
+function blocksOf(file: string, markdown: string, opening: RegExp, extension: string): DocBlock[] {
   const blocks: DocBlock[] = [];
   const lines = markdown.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    if (!OPENING.test(lines[i]!.trim())) continue;
+    const fence = lines[i]!.trim();
+    if (!fence.startsWith('```')) continue;
     const start = i;
     const body: string[] = [];
     for (i++; i < lines.length && lines[i]!.trim() !== '```'; i++) body.push(lines[i]!);
     if (i >= lines.length) throw new Error(`${file}:${start + 1}: a code block is never closed`);
+    if (!opening.test(fence)) continue;
     const base = file.replace(/\.md$/, '').replace(/[^A-Za-z0-9]+/g, '-');
-    blocks.push({ file, line: start + 1, code: body.join('\n') + '\n', moduleName: `${base}-${start + 1}.ts` });
+    blocks.push({ file, line: start + 1, code: body.join('\n') + '\n', moduleName: `${base}-${start + 1}.${extension}` });
   }
   return blocks;
 }
 
-/** The blocks of README.md and every Markdown file of docs/. */
+/** The Markdown files whose blocks are checked: README.md and every Markdown file of docs/. */
+function docFiles(repo: string): string[] {
+  return ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+}
+
+/** The TypeScript blocks of README.md and every Markdown file of docs/. */
 export function docBlocks(repo: string): DocBlock[] {
-  const files = ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
-  return files.flatMap((f) => tsBlocksOf(f, readFileSync(join(repo, f), 'utf8')));
+  return docFiles(repo).flatMap((f) => tsBlocksOf(f, readFileSync(join(repo, f), 'utf8')));
+}
+
+/** The JSON blocks of README.md and every Markdown file of docs/. */
+export function docJsonBlocks(repo: string): DocBlock[] {
+  return docFiles(repo).flatMap((f) => jsonBlocksOf(f, readFileSync(join(repo, f), 'utf8')));
 }
