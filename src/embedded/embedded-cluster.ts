@@ -92,10 +92,6 @@ export class EmbeddedCluster {
   readonly topicPrefix: string;
   /** @internal The ports every node is built on (each node with its own sink when there is a sink factory). */
   readonly services: ClusterServices;
-  /** The prefix of the cluster's bus topics (`settings.topicPrefix`): what a `ShardherdClient` connects with. */
-  get topicPrefix(): string {
-    return this.services.settings.topicPrefix;
-  }
   private readonly nodeMap = new Map<NodeId, ShardherdNode>();
   private readonly sinks = new Map<NodeId, RecordSink>();
   private readonly sinkFor: (node: NodeId) => RecordSink;
