@@ -30,6 +30,7 @@ import './every-copy.bench.js';
 import './soak.bench.js';
 import './routed-requests.bench.js';
 import './import-time.bench.js';
+import './read-availability.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

@@ -1,6 +1,6 @@
 // `shardherd node --config <file>`: one node of a real deployment, until SIGTERM or Ctrl-C.
 // Exit codes: 0 stopped on a signal, 1 could not start (Kafka or Cassandra unreachable, ...),
-// 2 a bad config, 130 a second signal while stopping.
+// 2 a bad config (a `serve` handler module missing or without a handler included), 130 a second signal while stopping.
 import { pino, type Logger } from 'pino';
 import { JsonLinesSink, LogSink } from '../ingest/node-sinks.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
@@ -39,8 +39,12 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
 
   let started: Awaited<ReturnType<typeof startNode>>;
   try {
-    started = await startNode(config, { sink: sinkFor(config, log), log });
+    started = await startNode(config, { sink: sinkFor(config, log), log, configSource: configPath });
   } catch (e) {
+    if (e instanceof NodeConfigError) {
+      process.stderr.write(`shardherd node: ${e.message}\n`);
+      return 2;
+    }
     log.error({ err: e }, 'node could not start');
     return 1;
   }

@@ -3,7 +3,11 @@
  * and membership, Cassandra MetaStore, the ingestion source, and the HTTP API when configured.
  * Loads kafkajs, cassandra-driver and fastify.
  */
-export type { NodeConfig } from '../node/node-config.js';
+export type { NodeConfig, ServeConfig } from '../node/node-config.js';
+export type { LoadedServeHandler, ServeHandlerContext } from '../node/serve-handlers.js';
+export { loadServeHandlers } from '../node/serve-handlers.js';
+// What `started.node.serve(dataset, handler, options)` takes (also exported by `shardherd`).
+export type { DatasetServerOptions, ShardRequest, ShardRequestHandler } from '../serving/dataset-server.js';
 export { loadNodeConfig, NodeConfigError, parseNodeConfig } from '../node/node-config.js';
 export type { StartedNode, StartNodeOptions } from '../node/run-node.js';
 export { startNode } from '../node/run-node.js';

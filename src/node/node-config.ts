@@ -3,10 +3,11 @@
 // records go, and the status endpoint. Every key is documented in config/README.md; a bad key is
 // refused with its dotted path, never defaulted silently.
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
-import { parseNodeId, type NodeId } from '../core/ids.js';
+import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import { runtimeSettings, type RuntimeSettings } from '../actors/settings.js';
 import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
@@ -59,17 +60,42 @@ const schema = z.strictObject({
       token: z.string().min(16).max(512).optional(),
     })
     .optional(),
+  serve: z
+    .array(
+      z.strictObject({
+        dataset: z.string().refine((s) => parseDatasetRef(s).ok, 'must be a dataset name: a letter, then up to 63 letters, digits, "_" or "-"'),
+        handler: z.string().min(1, 'must name a module file'),
+        host: z.string().min(1).optional(),
+        port: z.number().int().min(0).max(65535).optional(),
+        advertisedHost: z.string().min(1).optional(),
+      }),
+    )
+    .default([]),
   logLevel: z.enum(LOG_LEVELS).default('info'),
 });
 
 type Parsed = z.output<typeof schema>;
 
+/** One dataset the node serves routed requests of, with the handler exported by a module (see `loadServeHandlers`). */
+export interface ServeConfig {
+  readonly dataset: DatasetRef;
+  /** The handler module's absolute path (the config names it relative to the config file). */
+  readonly handler: string;
+  /** Where the dataset's server listens; default 127.0.0.1, port 0 (an ephemeral port). */
+  readonly host?: string | undefined;
+  readonly port?: number | undefined;
+  /** The host clients are told to connect to; default `host`. */
+  readonly advertisedHost?: string | undefined;
+}
+
 /** A validated node configuration. */
-export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets'> {
+export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets' | 'serve'> {
   readonly node: NodeId;
   /** The runtime settings, with the cluster name as the topic prefix. */
   readonly runtime: RuntimeSettings;
   readonly datasets: readonly DatasetConfig[];
+  /** The datasets this node serves routed requests of (`ShardherdNode.serve`), each with its handler module. */
+  readonly serve: readonly ServeConfig[];
 }
 
 /** A configuration that cannot be used, naming the key (`kafka.brokers.0`) and why. */
@@ -84,8 +110,12 @@ export class NodeConfigError extends Error {
   }
 }
 
-/** Validates an untrusted configuration object. */
-export function parseNodeConfig(input: unknown, source = 'config'): NodeConfig {
+/**
+ * Validates an untrusted configuration object. Relative `serve[].handler` paths are resolved
+ * against `baseDir` (`loadNodeConfig` passes the config file's folder; default the working
+ * directory). The handler modules themselves are loaded by `startNode` (`loadServeHandlers`).
+ */
+export function parseNodeConfig(input: unknown, source = 'config', baseDir = process.cwd()): NodeConfig {
   const r = schema.safeParse(input, { reportInput: true });
   if (!r.success) {
     const issue = r.error.issues.find((i) => i.code === 'unrecognized_keys') ?? r.error.issues[0];
@@ -113,7 +143,11 @@ export function parseNodeConfig(input: unknown, source = 'config'): NodeConfig {
   const refs = datasets.map((d) => d.ref);
   const duplicate = refs.find((r, i) => refs.indexOf(r) !== i);
   if (duplicate !== undefined) throw new NodeConfigError('datasets', `name dataset ${duplicate} twice`, source);
-  return { ...c, node: c.node as NodeId, runtime, datasets };
+  const served = c.serve.map((s) => s.dataset);
+  const twice = served.findIndex((d, i) => served.indexOf(d) !== i);
+  if (twice !== -1) throw new NodeConfigError(`serve.${twice}.dataset`, `names dataset ${served[twice]} a second time: one handler a dataset`, source);
+  const serve = c.serve.map((s): ServeConfig => ({ ...s, dataset: s.dataset as DatasetRef, handler: resolve(baseDir, s.handler) }));
+  return { ...c, node: c.node as NodeId, runtime, datasets, serve };
 }
 
 /** The Cassandra MetaStore's options from a node config: its `cassandra` keys and the cluster's name. */
@@ -146,5 +180,5 @@ export async function loadNodeConfig(path: string): Promise<NodeConfig> {
   } catch (e) {
     throw new NodeConfigError('', `is not JSON: ${e instanceof Error ? e.message : String(e)}`, path);
   }
-  return parseNodeConfig(json, path);
+  return parseNodeConfig(json, path, dirname(resolve(path)));
 }

@@ -18,15 +18,22 @@ import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
 import { startNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
 import { metaStoreOptions, type NodeConfig } from './node-config.js';
+import { loadServeHandlers } from './serve-handlers.js';
 
 export interface StartNodeOptions {
   /** Where ingested records go. */
   readonly sink: RecordSink;
   /** The node's logger (pino); every component logs through a child of it. */
   readonly log: Logger;
+  /** What errors about the config name it by (its file); default `config`. */
+  readonly configSource?: string;
 }
 
 export interface StartedNode {
+  /**
+   * The node. Serve a dataset's routed requests from code with `node.serve(dataset, handler, options)`
+   * (the config's `serve` section does it for handler modules).
+   */
   readonly node: ShardherdNode;
   readonly config: NodeConfig;
   /** The HTTP API, status page and metrics, when the config has a `status` section. */
@@ -65,6 +72,8 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
   const log = options.log;
   const clientId = clientIdOf(config);
   const brokers = config.kafka.brokers;
+  // Before anything connects: a handler module that is missing or exports no handler is a config error.
+  const handlers = await loadServeHandlers(config, log, options.configSource);
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch((e: unknown) => log.warn({ err: e }, 'closing a connection failed'));
@@ -118,6 +127,11 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       ? await startNodeApi(node, { host: config.status.host, port: config.status.port, token: config.status.token, log: log.child({ component: 'http' }) })
       : undefined;
     if (api) closers.push(() => api.close());
+    for (const { serve, handler } of handlers) {
+      const { host, port, advertisedHost } = serve;
+      const url = await node.serve(serve.dataset, handler, { ...(host === undefined ? {} : { host }), ...(port === undefined ? {} : { port }), ...(advertisedHost === undefined ? {} : { advertisedHost }) });
+      log.info({ event: 'node.serving', dataset: serve.dataset, url }, `serving routed requests of ${serve.dataset} at ${url ?? '(next start)'}`);
+    }
     void deleteGroupsOfEarlierIncarnations(config, node, kafkaSource.instanceId, log);
     void setUpDatasets(node, config.datasets, log);
     return { node, config, api, stop: closeAll };

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
+import { connectKafkaClient } from '../../src/client/kafka-client.js';
+import type { DatasetRef } from '../../src/core/ids.js';
+import { ECHO_HANDLER, ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { services, uniqueName } from './support.js';
 
 const SESSION_TIMEOUT_MS = 8_000;
@@ -39,6 +41,8 @@ describe('shardherd node processes', () => {
       keyspace: 'shardherd_test',
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
       runtime: { publishIntervalMs: 1_000, pollIntervalMs: 50 },
+      // Served before the dataset exists: the server answers once it does.
+      serve: [{ dataset: 'good', handler: ECHO_HANDLER }],
     });
     await cluster.start('node-1');
     await cluster.start('node-2');
@@ -76,6 +80,20 @@ describe('shardherd node processes', () => {
     const c = await waitConverged(cluster, 'good', 8, 60_000);
     expect(c.singleton!.name).toBe('node-1');
     expect(c.singleton!.status.singleton!.maps.map((m) => m.dataset)).toEqual(['good']);
+  });
+
+  it('serves routed requests with the handler module of its config: every shard answered by the node the map names', async () => {
+    const client = await connectKafkaClient({ brokers: services().kafkaBrokers, topicPrefix: prefix, name: 'node-process-test', connectTimeoutMs: 20_000 });
+    try {
+      const good = 'good' as DatasetRef;
+      for (let shard = 0; shard < 8; shard++) {
+        const answer = await client.request<{ node: string; shard: number; payload: unknown }>(good, { shard }, { n: shard });
+        expect(answer).toEqual({ node: client.map(good)!.servingNodes(shard)[0], shard, payload: { n: shard } });
+      }
+      await expect(client.request(good, { shard: 8 }, {})).rejects.toMatchObject({ code: 'SHARD_OUT_OF_RANGE' });
+    } finally {
+      await client.close();
+    }
   });
 
   it('SIGTERM leaves gracefully: exit code 0 and the singleton moves well before the session timeout', async () => {

@@ -13,6 +13,8 @@ import { readTokenFile } from '../../src/http/access-token.js';
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');
 const BUILT_MAIN = join(REPO, 'dist/cli/main.js');
+/** A handler module for a node config's `serve` section: answers `{ node, shard, payload }`. */
+export const ECHO_HANDLER = join(REPO, 'test/support/shard-echo-handler.mjs');
 
 export interface ProcessClusterOptions {
   /** Where configs, logs and sink files go. */
@@ -30,6 +32,8 @@ export interface ProcessClusterOptions {
   readonly runtime?: Record<string, unknown>;
   /** Dataset configs every node sets up at start (idempotent). */
   readonly datasets?: readonly unknown[];
+  /** The `serve` section of every node's config: datasets served with handler modules (absolute paths). */
+  readonly serve?: readonly unknown[];
   /** At least info: the harness learns each node's status URL from its `node.status` log line. */
   readonly logLevel?: 'info' | 'debug' | 'trace';
   /** Each node's rack (default: a rack of its own, `rack-<name>`). */
@@ -91,6 +95,7 @@ export class ProcessCluster {
       cassandra: { contactPoints: o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
       runtime: o.runtime ?? {},
       datasets: o.datasets ?? [],
+      ...(o.serve ? { serve: o.serve } : {}),
       sink: { type: 'jsonl', path: this.sinkPath(name) },
       status: { host: '127.0.0.1', port: 0 },
       logLevel: o.logLevel ?? 'info',

@@ -24,6 +24,12 @@ describe('shardherd node', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   }, 30_000);
 
+  it('exits 2 when a served handler module is missing, before connecting to anything', async () => {
+    const r = await runNode({ node: 'n1', kafka: { brokers: ['127.0.0.1:1'] }, cassandra: { contactPoints: ['127.0.0.1:1'], connectTimeoutMs: 20_000 }, serve: [{ dataset: 'metrics', handler: './handlers/none.js' }] });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/node\.json: serve\.0\.handler names no file: .*handlers\/none\.js/);
+  }, 30_000);
+
   it('exits 1 when Cassandra cannot be reached within connectTimeoutMs, saying where it tried', async () => {
     const r = await runNode({
       node: 'n1',

@@ -1,12 +1,14 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
 import { pino } from 'pino';
 import { loadNodeConfig, metaStoreOptions, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
 import { KafkaBus } from '../../src/cluster/kafka-bus.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
+import { loadServeHandlers } from '../../src/node/serve-handlers.js';
+import type { DatasetRef, ShardNum } from '../../src/core/ids.js';
 
 const minimal = { node: 'node-1', kafka: { brokers: ['127.0.0.1:9092'] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } };
 
@@ -99,6 +101,49 @@ describe('node config', () => {
     await expect(loadNodeConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot be read: ENOENT/);
     await writeFile(join(dir, 'bad.json'), '{ node: 1 ');
     await expect(loadNodeConfig(join(dir, 'bad.json'))).rejects.toThrow(/bad\.json: is not JSON/);
+  });
+});
+
+const SUPPORT = resolve(import.meta.dirname, '../support');
+
+describe('node config: serve', () => {
+  it('resolves handler modules against the config file, and keeps host and port', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'shardherd-config-'));
+    await mkdir(join(dir, 'handlers'));
+    await writeFile(join(dir, 'node.json'), JSON.stringify({ ...minimal, serve: [{ dataset: 'metrics', handler: './handlers/m.js', port: 9500, host: '0.0.0.0', advertisedHost: 'node-1.local' }, { dataset: 'logs', handler: '/abs/l.js' }] }));
+    const c = await loadNodeConfig(join(dir, 'node.json'));
+    expect(c.serve).toEqual([
+      { dataset: 'metrics', handler: join(dir, 'handlers/m.js'), port: 9500, host: '0.0.0.0', advertisedHost: 'node-1.local' },
+      { dataset: 'logs', handler: '/abs/l.js' },
+    ]);
+    expect(parseNodeConfig(minimal).serve).toEqual([]);
+    expect(parseNodeConfig({ ...minimal, serve: [{ dataset: 'm', handler: 'h.js' }] }, 'x', '/srv/app').serve[0]!.handler).toBe('/srv/app/h.js');
+  });
+
+  it('refuses a bad serve entry, naming the key', () => {
+    expect(refusal({ ...minimal, serve: [{ dataset: '9x', handler: 'h.js' }] })).toMatch(/^node\.json: serve\.0\.dataset must be a dataset name/);
+    expect(refusal({ ...minimal, serve: [{ dataset: 'm' }] })).toBe('node.json: serve.0.handler is required');
+    expect(refusal({ ...minimal, serve: [{ dataset: 'm', handler: 'h.js', prot: 1 }] })).toBe('node.json: serve.0.prot is not a known key');
+    expect(refusal({ ...minimal, serve: [{ dataset: 'm', handler: 'h.js', port: 70_000 }] })).toMatch(/^node\.json: serve\.0\.port /);
+    expect(refusal({ ...minimal, serve: [{ dataset: 'm', handler: 'a.js' }, { dataset: 'm', handler: 'b.js' }] })).toBe('node.json: serve.1.dataset names dataset m a second time: one handler a dataset');
+  });
+
+  it('loads createHandler (given the node id), a named handler or the default export; a dataset not set up is fine', async () => {
+    const log = pino({ level: 'silent' });
+    const c = parseNodeConfig({ ...minimal, serve: [{ dataset: 'nowhere', handler: 'shard-echo-handler.mjs' }, { dataset: 'other', handler: 'default-export-handler.mjs' }] }, 'node.json', SUPPORT);
+    const [echo, byDefault] = await loadServeHandlers(c, log, 'node.json');
+    const request = (shard: number) => ({ dataset: 'nowhere' as DatasetRef, shard: shard as ShardNum, payload: { q: 1 }, signal: new AbortController().signal });
+    expect(echo!.serve.dataset).toBe('nowhere');
+    expect(await echo!.handler(request(3))).toEqual({ node: 'node-1', shard: 3, payload: { q: 1 } });
+    expect(await byDefault!.handler(request(5))).toEqual({ shard: 5, by: 'default' });
+  });
+
+  it('refuses a missing module or one without a handler, naming the key', async () => {
+    const log = pino({ level: 'silent' });
+    const load = (handler: string) => loadServeHandlers(parseNodeConfig({ ...minimal, serve: [{ dataset: 'm', handler }] }, 'node.json', SUPPORT), log, 'node.json');
+    await expect(load('missing.mjs')).rejects.toThrow(`node.json: serve.0.handler names no file: ${join(SUPPORT, 'missing.mjs')}`);
+    await expect(load('no-handler.mjs')).rejects.toThrow(/^node\.json: serve\.0\.handler .*no-handler\.mjs exports no handler: a function as its default export, or named "handler" or "createHandler"$/);
+    await expect(load('.')).rejects.toBeInstanceOf(NodeConfigError);
   });
 });
 

@@ -1,0 +1,301 @@
+/**
+ * `npm run bench -- read-availability`: do reads fail while a copy lives? Five nodes in five racks
+ * serve a `balanced` dataset of 16 shards (`node.serve`), a router sends routed requests at
+ * SHARDHERD_READS_RATE (default 2000) per second over random keys, and per replication factor
+ * (1, 2, 3), in one run: the node serving the most shards dies (embedded: `crash()`; real `shardherd
+ * node` processes on real Kafka and Cassandra: SIGKILL), then, once its shards are Active
+ * elsewhere, the node then serving the most is drained (`RemoveNode`, the operator's drain).
+ *
+ * The router is the client of the public API: in the benchmark's process for the embedded cluster
+ * (`ShardherdClient.connectEmbedded`), a process of its own for the real one (`connectKafkaClient`,
+ * test/support/router-process.ts). Per fault: requests sent during its window, failed, past their
+ * deadline, latency p50/p99 in the window against a fault-free window of the same run (the 4 s
+ * before the crash), the time until the dead node's shards were served elsewhere (or the drain
+ * done), and at RF 1 how long the dead node's shards failed, with which error, and whether any
+ * other shard failed.
+ *
+ * Windows: a crash's from the kill until 1 s after every dead shard is served by another copy in
+ * the map; a drain's from the request until 500 ms after the drained node serves nothing and every
+ * shard has all its copies serving.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { pino } from 'pino';
+import { ShardherdClient } from '../src/client/shardherd-client.js';
+import { ShardherdClientError } from '../src/client/client-errors.js';
+import type { DatasetRef } from '../src/core/ids.js';
+import { EmbeddedCluster } from '../src/embedded/embedded-cluster.js';
+import { createTopics } from '../test/support/chaos-run.js';
+import { ECHO_HANDLER, ProcessCluster } from '../test/support/process-cluster.js';
+import { figures, sentBetween, startRouter, type Outcome } from '../test/support/router-run.js';
+import { register, type Table } from './harness.js';
+import { withRealServices, type BenchServices } from './real-services.js';
+import { sleep, waitFor } from './runtime-support.js';
+
+const SHARDS = 16;
+const NODES = ['node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
+const DATASET = 'reads';
+const RATE = Number(process.env.SHARDHERD_READS_RATE ?? 2_000);
+const DEADLINE_MS = 2_000;
+const ATTEMPT_TIMEOUT_MS = 500;
+const BASELINE_MS = 4_000;
+const RFS = (process.env.SHARDHERD_READS_RFS ?? '1,2,3').split(',').map(Number);
+const MODES = (process.env.SHARDHERD_READS_MODES ?? 'embedded,real').split(',');
+
+/** What a run needs of its cluster, embedded or real. */
+interface Harness {
+  /** Each shard's serving nodes, as the cluster's map says now. */
+  serving(): Promise<string[][]>;
+  crash(node: string): Promise<void>;
+  drain(node: string): Promise<void>;
+  /** Starts the router; resolves once it has had a first answer. */
+  startLoad(): Promise<{ stop(): Promise<Outcome[]> }>;
+  stop(): Promise<void>;
+}
+
+interface FaultFigures {
+  readonly fault: string;
+  readonly victim: string;
+  readonly shardsOfVictim: number;
+  readonly windowMs: number;
+  /** Kill (or drain request) → every dead shard served elsewhere (or the drain done). */
+  readonly settledMs: number;
+  readonly outcomes: Outcome[];
+  readonly deadShards: ReadonlySet<number>;
+  readonly at: number;
+}
+
+async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; faults: FaultFigures[]; all: Outcome[] }> {
+  const busiest = async (exclude: readonly string[]) => {
+    const count = new Map<string, number>();
+    for (const nodes of await h.serving()) for (const n of nodes) if (!exclude.includes(n)) count.set(n, (count.get(n) ?? 0) + 1);
+    return [...count].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]![0];
+  };
+  const shardsOf = async (node: string) => new Set((await h.serving()).flatMap((nodes, s) => (nodes.includes(node) ? [s] : [])));
+  const everyCopyServing = async (without: string) => (await h.serving()).every((nodes) => nodes.length === rf && !nodes.includes(without));
+
+  const load = await h.startLoad();
+  await sleep(1_000);
+  const baselineFrom = Date.now();
+  await sleep(BASELINE_MS);
+  const faults: FaultFigures[] = [];
+
+  const victim = await busiest([]);
+  const deadShards = await shardsOf(victim);
+  const crashAt = Date.now();
+  await h.crash(victim);
+  await waitFor(`RF ${rf}: ${victim}'s shards served elsewhere`, async () => (await h.serving()).every((nodes, s) => !deadShards.has(s) || nodes.some((n) => n !== victim)), 120_000, 50);
+  const servedElsewhere = Date.now();
+  await sleep(1_000);
+  faults.push({ fault: 'crash', victim, shardsOfVictim: deadShards.size, windowMs: Date.now() - crashAt, settledMs: servedElsewhere - crashAt, outcomes: [], deadShards, at: crashAt });
+  // Every copy back before the drain, so the drain starts from a whole map.
+  await waitFor(`RF ${rf}: every copy serving again after the crash`, () => everyCopyServing(victim), 120_000, 100);
+  await sleep(1_000);
+
+  const drained = await busiest([victim]);
+  const drainedShards = await shardsOf(drained);
+  const drainAt = Date.now();
+  await h.drain(drained);
+  await waitFor(`RF ${rf}: ${drained} drained`, () => everyCopyServing(drained), 180_000, 50);
+  const drainDone = Date.now();
+  await sleep(500);
+  faults.push({ fault: 'drain', victim: drained, shardsOfVictim: drainedShards.size, windowMs: Date.now() - drainAt, settledMs: drainDone - drainAt, outcomes: [], deadShards: drainedShards, at: drainAt });
+
+  const all = await load.stop();
+  for (const f of faults) f.outcomes.push(...sentBetween(all, f.at, f.at + f.windowMs));
+  return { baseline: sentBetween(all, baselineFrom, baselineFrom + BASELINE_MS), faults, all };
+}
+
+// ------------------------------------------------------------------ embedded
+
+async function embeddedHarness(rf: number): Promise<Harness> {
+  const ds = DATASET as DatasetRef;
+  const cluster = new EmbeddedCluster({
+    name: `reads_${rf}_${Date.now().toString(36)}`,
+    nodes: NODES.map((name) => ({ name, rack: `rack-${name}` })),
+    log: pino({ level: 'silent' }),
+    sessionTimeoutMs: 3_000,
+    heartbeatIntervalMs: 500,
+    settings: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 100, reassignmentCooldownMs: 0 },
+  });
+  for (const node of cluster.nodes) await node.serve(ds, ({ shard }) => ({ node: node.node, shard }));
+  await cluster.start();
+  const reply = await cluster.setupDataset({ ref: ds, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
+  if (reply.type !== 'DatasetVerified') throw new Error(`setting up ${ds}: ${reply.type}`);
+  const client = await ShardherdClient.connectEmbedded(cluster, { name: 'bench', deadlineMs: DEADLINE_MS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS });
+  const serving = async () => {
+    const map = client.map(ds);
+    return Array.from({ length: SHARDS }, (_, s) => (map?.servingNodes(s) ?? []).map(String));
+  };
+  await waitFor(`RF ${rf}: every copy serving`, async () => (await serving()).every((n) => n.length === rf), 60_000, 50);
+  return {
+    serving,
+    crash: async (node) => cluster.node(node).crash(),
+    drain: async (node) => {
+      const r = await cluster.request((replyTo) => ({ type: 'RemoveNode', node, replyTo }) as never, 20_000);
+      if (r.type !== 'NodeOperationAccepted') throw new Error(`drain of ${node}: ${r.type}`);
+    },
+    startLoad: async () => localLoad(client, ds),
+    stop: async () => {
+      await client.close();
+      await cluster.stop();
+    },
+  };
+}
+
+/** The same load and outcomes as the router process, in this process (the embedded cluster lives here). */
+function localLoad(client: ShardherdClient, ds: DatasetRef): { stop(): Promise<Outcome[]> } {
+  const outcomes: Outcome[] = [];
+  let inFlight = 0;
+  let sent = 0;
+  const start = performance.now();
+  const send = () => {
+    const k = Math.floor(Math.random() * 10_000);
+    const t = Date.now();
+    const t0 = performance.now();
+    inFlight++;
+    client
+      .request<{ node: string; shard: number }>(ds, { shardKey: { _ws_: 'bench', _ns_: `ns-${k % 64}` }, partitionKey: { series: `s-${k}` } }, { k })
+      .then(
+        (a) => outcomes.push({ type: 'r', t, ms: performance.now() - t0, shard: a.shard, ok: true, node: a.node }),
+        (e: unknown) => {
+          const error = e instanceof ShardherdClientError ? e : undefined;
+          outcomes.push({ type: 'r', t, ms: performance.now() - t0, shard: error?.shard ?? null, ok: false, code: error?.code ?? 'UNTYPED', message: String(e) });
+        },
+      )
+      .finally(() => inFlight--);
+  };
+  const timer = setInterval(() => {
+    const owed = Math.floor(((performance.now() - start) / 1000) * RATE) - sent;
+    for (let i = 0; i < owed; i++, sent++) send();
+  }, 5);
+  return {
+    async stop() {
+      clearInterval(timer);
+      while (inFlight > 0) await sleep(10);
+      return outcomes;
+    },
+  };
+}
+
+// ------------------------------------------------------------------ real processes
+
+async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
+  const dir = await mkdtemp(join(tmpdir(), 'shardherd-reads-'));
+  const name = `reads_${Date.now().toString(36)}_rf${rf}`;
+  const topic = `${name}.reads`;
+  await createTopics(new Kafka({ clientId: 'reads-bench', brokers: s.kafkaBrokers, logLevel: logLevel.NOTHING }), [topic], SHARDS);
+  const cluster = new ProcessCluster({
+    dir,
+    cluster: name,
+    kafkaBrokers: s.kafkaBrokers,
+    cassandraContactPoints: s.cassandraContactPoints,
+    cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+    keyspace: 'shardherd_bench',
+    sessionTimeoutMs: 3_000,
+    heartbeatIntervalMs: 500,
+    runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
+    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', source: { type: 'kafka', topic } }],
+    serve: [{ dataset: DATASET, handler: ECHO_HANDLER }],
+    built: true,
+  });
+  const dead = new Set<string>();
+  const observer = () => NODES.find((n) => !dead.has(n) && cluster.live().some((p) => p.name === n))!;
+  const serving = async () => {
+    const view = await cluster.datasetView(observer(), DATASET, 5_000);
+    return Array.from({ length: SHARDS }, (_, sh) => (view?.shards[sh]?.owners ?? []).filter((o) => o.status === 'Active').map((o) => o.node));
+  };
+  try {
+    for (const n of NODES) await cluster.start(n, 120_000);
+    await waitFor(`RF ${rf}: every copy serving`, async () => (await serving()).every((n) => n.length === rf), 180_000, 200);
+  } catch (e) {
+    await cluster.stopAll();
+    throw e;
+  }
+  return {
+    serving,
+    crash: async (node) => {
+      dead.add(node);
+      await cluster.kill(node);
+    },
+    drain: async (node) => {
+      const via = NODES.find((n) => n !== node && !dead.has(n))!;
+      const res = await fetch(`${cluster.get(via).url}/api/v1/nodes/${node}/drain`, { method: 'POST', headers: { authorization: `Bearer ${cluster.token(via)}` } });
+      if (res.status !== 202) throw new Error(`drain of ${node}: HTTP ${res.status} ${await res.text()}`);
+    },
+    startLoad: () => startRouter({ brokers: s.kafkaBrokers, topicPrefix: name, dataset: DATASET, rate: RATE, deadlineMs: DEADLINE_MS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS }),
+    stop: async () => {
+      await cluster.stopAll();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ------------------------------------------------------------------ report
+
+const ms = (v: number | undefined) => (v === undefined ? '-' : v.toFixed(1));
+const added = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? '-' : `${a - b >= 0 ? '+' : ''}${(a - b).toFixed(1)}`);
+
+function rows(mode: string, rf: number, r: Awaited<ReturnType<typeof runCase>>): (string | number)[][] {
+  const base = figures(r.baseline, DEADLINE_MS);
+  return r.faults.map((f) => {
+    const w = figures(f.outcomes, DEADLINE_MS);
+    const failures = r.all.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok && o.t >= f.at && o.t < f.at + f.windowMs);
+    const elsewhere = failures.filter((o) => o.shard === null || !f.deadShards.has(o.shard)).length;
+    const codes = Object.entries(w.codes).map(([c, n]) => `${c} ${n}`).join(', ') || '-';
+    const failedFor = failures.length === 0 ? '-' : `${Math.max(...failures.map((o) => o.t)) - f.at} ms`;
+    const maxFailMs = failures.length === 0 ? '-' : ms(Math.max(...failures.map((o) => o.ms)));
+    return [
+      mode, rf, f.fault, `${f.victim} (${f.shardsOfVictim})`, w.requests, w.failed, w.pastDeadline,
+      `${ms(base.p50)} / ${ms(base.p99)}`, `${ms(w.p50)} / ${ms(w.p99)}`, `${added(w.p50, base.p50)} / ${added(w.p99, base.p99)}`,
+      `${f.settledMs} ms`, failedFor, codes, maxFailMs, elsewhere,
+    ];
+  });
+}
+
+async function run(): Promise<Table> {
+  const out: (string | number)[][] = [];
+  const notes: string[] = [];
+  const one = async (mode: string, rf: number, make: () => Promise<Harness>) => {
+    let h: Harness;
+    try {
+      h = await make();
+    } catch (e) {
+      notes.push(`${mode} RF ${rf}: could not start: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    try {
+      const r = await runCase(h, rf);
+      const made = rows(mode, rf, r);
+      out.push(...made);
+      // As each case ends: a later case that fails does not lose these.
+      for (const row of made) process.stderr.write(`[read-availability] | ${row.join(' | ')} |\n`);
+      const all = figures(r.all, DEADLINE_MS);
+      notes.push(`${mode} RF ${rf}: ${all.requests} requests in the run (${(all.requests / ((r.all.at(-1)!.t - r.all[0]!.t) / 1000)).toFixed(0)}/s sent), ${all.failed} failed, ${all.pastDeadline} past the deadline, max ${ms(all.max)} ms.`);
+      process.stderr.write(`[read-availability] ${mode} RF ${rf} done\n`);
+    } catch (e) {
+      notes.push(`${mode} RF ${rf}: failed: ${e instanceof Error ? e.message : String(e)}`);
+      process.stderr.write(`[read-availability] ${mode} RF ${rf} failed: ${String(e)}\n`);
+    } finally {
+      await h.stop();
+    }
+  };
+  if (MODES.includes('embedded')) for (const rf of RFS) await one('embedded', rf, () => embeddedHarness(rf));
+  if (MODES.includes('real')) await withRealServices(async (s) => {
+    for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
+  });
+  return {
+    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms`,
+    columns: ['cluster', 'RF', 'fault', 'node (shards)', 'requests', 'failed', 'past deadline', 'fault-free p50 / p99 ms', 'window p50 / p99 ms', 'added p50 / p99 ms', 'served elsewhere / drained after', 'dead shards failed until', 'errors', 'slowest failure ms', 'failures on other shards'],
+    rows: out,
+    notes: [
+      'Embedded: crash() of a node in the benchmark\'s process, the router in the same process. Real: `shardherd node` processes (built) on real Kafka and Cassandra, SIGKILL, the router a process of its own (connectKafkaClient).',
+      'Window: a crash\'s from the kill until 1 s after every dead shard is served elsewhere in the map; a drain\'s from the request until 500 ms after it is done. "dead shards failed until": the send time of the last failed request, after the fault.',
+      ...notes,
+    ],
+  };
+}
+
+register({ name: 'read-availability', run });
