@@ -20,6 +20,8 @@ export interface RouterSettings {
   readonly connectTimeoutMs?: number;
   /** Distinct series keys the requests pick from at random. Default 10 000. */
   readonly keys?: number;
+  /** Hedge requests (a second copy after the recent p95). Default off. */
+  readonly hedge?: boolean;
 }
 
 /** One request's outcome: when it was sent (ms since the epoch), its shard, who answered or why not, and how long it took. */
@@ -39,6 +41,7 @@ async function main(): Promise<void> {
     deadlineMs: settings.deadlineMs,
     ...(settings.attemptTimeoutMs ? { attemptTimeoutMs: settings.attemptTimeoutMs } : {}),
     connectTimeoutMs: settings.connectTimeoutMs ?? 20_000,
+    ...(settings.hedge ? { hedge: true } : {}),
   });
   // The map first (and every node's endpoint): a request before would only measure the start.
   for (const deadline = Date.now() + 30_000; ; ) {
