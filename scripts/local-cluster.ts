@@ -60,6 +60,8 @@ async function main(): Promise<number> {
       cassandra: { contactPoints: running.cassandra!.contactPoints, localDataCenter: CASSANDRA_LOCAL_DC, keyspace: 'shardherd_local' },
       runtime: { publishIntervalMs: 2_000 },
       datasets: [dataset.value],
+      // Routed requests for metrics (the router example asks them): examples/serve-handler.mjs.
+      serve: [{ dataset: 'metrics', handler: join(REPO, 'examples/serve-handler.mjs') }],
       sink: { type: 'jsonl', path: join(dir, `${n.name}.jsonl`) },
       status: { host: '127.0.0.1', port: n.port, token },
       logLevel: process.env.SHARDHERD_LOCAL_LOG_LEVEL ?? 'info',
