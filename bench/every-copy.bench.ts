@@ -53,9 +53,7 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
   const cluster = new ProcessCluster({
     dir,
     cluster: name,
-    kafkaBrokers: s.kafkaBrokers,
-    cassandraContactPoints: s.cassandraContactPoints,
-    cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+    ...s, // the real Kafka and Cassandra
     keyspace: 'shardherd_bench',
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,

@@ -199,9 +199,7 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
   const cluster = new ProcessCluster({
     dir,
     cluster: name,
-    kafkaBrokers: s.kafkaBrokers,
-    cassandraContactPoints: s.cassandraContactPoints,
-    cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+    ...s, // the real Kafka and Cassandra
     keyspace: 'shardherd_bench',
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,

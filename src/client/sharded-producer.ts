@@ -7,9 +7,10 @@ import { SharedAttempt } from '../cluster/shared-attempt.js';
 import { createKafka, IDEMPOTENT_PRODUCER, type KafkaConnection } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { partitionKeyHash, shardKeyHash } from '../core/hashing.js';
-import type { ShardNum } from '../core/ids.js';
+import type { DatasetRef, ShardNum } from '../core/ids.js';
 import { ingestionShard } from '../core/spread.js';
 import { checkKafkaTopic, kafkaTopicOf } from '../ingest/kafka-topic-check.js';
+import type { ShardherdClient } from './shardherd-client.js';
 
 /** One record for a dataset. */
 export interface ShardedRecord {
@@ -33,7 +34,13 @@ export interface SentRecord {
   readonly offset: number;
 }
 
-export type ShardedProducerOptions = KafkaConnection;
+export interface ShardedProducerOptions extends KafkaConnection {
+  /**
+   * A client of the cluster: `send` then also takes a dataset by name and writes with the config the
+   * cluster has (its shards, spread and topic), so a gateway needs no copy of it. Not closed by the producer.
+   */
+  readonly client?: Pick<ShardherdClient, 'datasetConfig'>;
+}
 
 /**
  * Writes records to the partitions of a Kafka dataset's topic that `ingestionShard` chooses, with
@@ -53,8 +60,12 @@ export class ShardedProducer {
   private readonly checked = new Map<string, SharedAttempt<void>>();
   private closed = false;
 
+  private readonly client: ShardedProducerOptions['client'];
+
   constructor(options: ShardedProducerOptions) {
-    const kafka = createKafka(options);
+    const { client, ...connection } = options;
+    this.client = client;
+    const kafka = createKafka(connection);
     // Topics are never auto-created: a typo in a topic name must fail, not create a 1-partition topic.
     // The partitioner is never used (every record names its partition); naming one keeps kafkajs from warning about its default.
     // Idempotent: a write retried after its answer was lost is written once.
@@ -70,10 +81,12 @@ export class ShardedProducer {
   /**
    * Writes the records (in one request per broker) and says where each one went, in the order given.
    * Records of one shard keep their order. Refuses, before writing anything, a dataset whose source
-   * is not Kafka or whose topic does not match it (`SOURCE_MISMATCH`), and a bad spread.
+   * is not Kafka or whose topic does not match it (`SOURCE_MISMATCH`), and a bad spread. A dataset
+   * by name is looked up through the producer's `client` (the cluster's config of it).
    */
-  async send(dataset: DatasetConfig, records: readonly ShardedRecord[]): Promise<SentRecord[]> {
+  async send(datasetOrRef: DatasetConfig | DatasetRef, records: readonly ShardedRecord[]): Promise<SentRecord[]> {
     if (this.closed) throw new Error('the ShardedProducer is closed');
+    const dataset = typeof datasetOrRef === 'string' ? await this.configOf(datasetOrRef) : datasetOrRef;
     const topic = kafkaTopicOf(dataset, 'the ShardedProducer');
     // Everything that can be refused is refused before anything is written.
     const shards = records.map((r) => ShardedProducer.shardOf(dataset, r));
@@ -96,6 +109,11 @@ export class ShardedProducer {
       if (b === undefined) throw new Error(`Kafka did not acknowledge the records written to ${topic} partition ${shard}`);
       return { shard, partition: shard, offset: b + k };
     });
+  }
+
+  private configOf(dataset: DatasetRef): Promise<DatasetConfig> {
+    if (!this.client) throw new Error(`a dataset by name (${dataset}) needs the ShardedProducer's client option: pass its DatasetConfig, or a ShardherdClient`);
+    return this.client.datasetConfig(dataset);
   }
 
   /** Waits for nothing in flight; later sends fail. */

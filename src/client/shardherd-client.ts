@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Bus } from '../cluster/bus.js';
 import { RealClock, type Clock } from '../cluster/clock.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
 import { partitionKeyHash, shardKeyHash } from '../core/hashing.js';
 import type { DatasetRef, NodeId, ShardNum } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
@@ -172,6 +173,18 @@ export class ShardherdClient {
   /** Connects to an `EmbeddedCluster` of this process (its memory bus and prefix). */
   static connectEmbedded(cluster: EmbeddedClusterLike, options: Omit<ShardherdClientOptions, 'bus' | 'topicPrefix' | 'clock'> = {}): Promise<ShardherdClient> {
     return ShardherdClient.connect({ ...options, bus: cluster.bus, clock: cluster.clock, topicPrefix: cluster.topicPrefix });
+  }
+
+  /**
+   * The dataset's config as the cluster has it (shards, spread, source), waiting for it up to
+   * `deadlineMs` (default the client's): what a gateway needs to write records where routers look.
+   * Rejects with `UNKNOWN_DATASET` or `DEADLINE_EXCEEDED`.
+   */
+  async datasetConfig(dataset: DatasetRef, options: { readonly deadlineMs?: number } = {}): Promise<DatasetConfig> {
+    await this.mapWithin(dataset, options.deadlineMs ?? this.o.deadlineMs);
+    const config = this.follower.config(dataset);
+    if (!config) throw new ShardherdClientError('UNKNOWN_DATASET', `the cluster ${this.options.topicPrefix ?? 'shardherd'} has no dataset ${dataset}`, { dataset });
+    return config;
   }
 
   /** The client's current map of a dataset (undefined if it has none). Do not mutate it. */

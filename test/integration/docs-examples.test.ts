@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ingestionShard, queryShards } from '../../src/core/spread.js';
 import { partitionKeyHash, shardKeyHash } from '../../src/core/hashing.js';
 import { docBlocks, type DocBlock } from '../support/doc-blocks.js';
-import { compileApp, NODE_TYPES, packedApp, runInApp, type PackedApp } from '../support/packed-app.js';
+import { compileApp, NODE_TYPES, packedApp, runInApp, STRICT_APP_OPTIONS, type PackedApp } from '../support/packed-app.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 
@@ -30,15 +30,8 @@ const DOCS_TSCONFIG = {
 /** The examples: as strict as the repository's own code, compiled to JavaScript to be run. */
 const EXAMPLES_TSCONFIG = {
   compilerOptions: {
-    target: 'ES2022',
-    module: 'NodeNext',
-    moduleResolution: 'NodeNext',
-    strict: true,
-    noUncheckedIndexedAccess: true,
-    exactOptionalPropertyTypes: true,
-    verbatimModuleSyntax: true,
+    ...STRICT_APP_OPTIONS,
     skipLibCheck: true,
-    types: ['node'],
     rootDir: 'examples',
     outDir: 'out',
   },

@@ -7,20 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileApp, NODE_TYPES, packedApp, runInApp, type PackedApp } from '../support/packed-app.js';
+import { compileApp, NODE_TYPES, packedApp, runInApp, STRICT_APP_OPTIONS, type PackedApp } from '../support/packed-app.js';
 
 const TSCONFIG = {
   compilerOptions: {
-    target: 'ES2022',
-    module: 'NodeNext',
-    moduleResolution: 'NodeNext',
-    strict: true,
-    noUncheckedIndexedAccess: true,
-    exactOptionalPropertyTypes: true,
-    verbatimModuleSyntax: true,
+    ...STRICT_APP_OPTIONS,
     // The package's own declarations are checked too: a broken .d.ts must fail here.
     skipLibCheck: false,
-    types: ['node'],
     outDir: 'out',
   },
   include: ['src'],

@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { connectKafkaClient } from '../../src/client/kafka-client.js';
+import { ShardedProducer } from '../../src/client/sharded-producer.js';
+import { partitionKeyHash, shardKeyHash } from '../../src/core/hashing.js';
+import { datasetRef } from '../../src/core/ids.js';
+import { ingestionShard } from '../../src/core/spread.js';
 import { ShardherdClientError } from '../../src/client/client-errors.js';
 import { chaosCluster, chaosTeardown, createTopics, CHAOS_SESSION_TIMEOUT_MS } from '../support/chaos-run.js';
 import { ECHO_HANDLER, everyCopyActive, type ProcessCluster } from '../support/process-cluster.js';
@@ -92,6 +97,26 @@ describe('read availability: a router process and three serving node processes, 
     expect(servedByOthers.every((o) => o.ok && o.node !== victim)).toBe(true);
     expect(sentBetween(outcomes, killedAt, Number.POSITIVE_INFINITY).some((o) => o.ok && o.node === victim)).toBe(false);
   }, 90_000);
+
+  it('a gateway built on a client writes by dataset name, to the partitions the cluster’s config chooses', async () => {
+    const client = await connectKafkaClient({ brokers: services().kafkaBrokers, topicPrefix: name, connectTimeoutMs: 20_000 });
+    const producer = new ShardedProducer({ brokers: services().kafkaBrokers, clientId: 'reads-gateway', log: pino({ level: 'silent' }), client });
+    try {
+      const records = Array.from({ length: 20 }, (_, i) => ({ shardKey: { _ws_: 'gw', _ns_: `ns-${i % 4}` }, partitionKey: { series: `s-${i}` }, value: { i } }));
+      const sent = await producer.send(datasetRef(DATASET), records);
+      // Where the cluster's dataset (8 shards, the default spread 1) puts each record, computed here.
+      expect(sent.map((r) => r.partition)).toEqual(records.map((r) => ingestionShard(SHARDS, shardKeyHash(r.shardKey), partitionKeyHash(r.partitionKey), 1)));
+      expect(new Set(sent.map((r) => r.partition)).size).toBeGreaterThan(1);
+      const unknown = await producer.send(datasetRef('no_such_dataset'), records).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((unknown as ShardherdClientError).code).toBe('UNKNOWN_DATASET');
+    } finally {
+      await producer.close();
+      await client.close();
+    }
+  });
 
   it('a client pointed at a wrong prefix fails with CONNECT_FAILED within its connect timeout', async () => {
     const t0 = Date.now();

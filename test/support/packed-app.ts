@@ -15,6 +15,18 @@ const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
 /** The same Node types as the repository's, for apps whose code or whose dependencies' types use Node's. */
 export const NODE_TYPES = '@types/node@20.19.43';
 
+/** The compiler options of an application as strict as this repository's own code (NodeNext, ES2022). */
+export const STRICT_APP_OPTIONS = {
+  target: 'ES2022',
+  module: 'NodeNext',
+  moduleResolution: 'NodeNext',
+  strict: true,
+  noUncheckedIndexedAccess: true,
+  exactOptionalPropertyTypes: true,
+  verbatimModuleSyntax: true,
+  types: ['node'],
+} as const;
+
 export interface PackedApp {
   /** The application's directory (outside the repository). */
   readonly dir: string;
