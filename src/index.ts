@@ -132,6 +132,7 @@ export { HandlerError, ShardherdClientError } from './client/client-errors.js';
 export type { ClientErrorCode, ClientErrorContext, RemoteError } from './client/client-errors.js';
 export { FetchTransport, HttpTransport } from './client/http-transport.js';
 export type { HttpTransportOptions, RequestTransport, TransportAnswer } from './client/http-transport.js';
+export type { AttemptCancellation } from './core/cancellation.js';
 export type { SpreadPolicy, SuspicionOptions } from './client/replica-choice.js';
 export type { DatasetServerOptions, ShardRequest, ShardRequestHandler } from './serving/dataset-server.js';
 
