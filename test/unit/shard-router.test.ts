@@ -65,19 +65,26 @@ afterEach(async () => {
   cluster = undefined;
 });
 
+/** A racked cluster on the simulated clock with `ds` (8 shards, RF 2, balanced) set up and running. */
+async function startWithDataset(name: string): Promise<{ driver: SimDriver; running: EmbeddedCluster }> {
+  const running = rackedCluster(name, new CountingSink());
+  cluster = running;
+  const driver = new SimDriver(running);
+  await running.startNodes();
+  await driver.advance(500);
+  const setup = running.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
+  await driver.advance(100);
+  expect((await setup).type).toBe('DatasetVerified');
+  await driver.advance(3_000);
+  return { driver, running };
+}
+
 describe('ShardRouter', () => {
   it('a router several map versions behind reaches the serving nodes through MOVED, without a new snapshot', async () => {
-    cluster = rackedCluster('router', new CountingSink());
-    const driver = new SimDriver(cluster);
-    await cluster.startNodes();
-    await driver.advance(500);
-    const setup = cluster.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
-    await driver.advance(100);
-    expect((await setup).type).toBe('DatasetVerified');
-    await driver.advance(3_000);
+    const { driver, running } = await startWithDataset('router');
 
-    const stale = new ShardRouter(cluster.node('n2'), ds);
-    const fresh = new ShardRouter(cluster.node('n4'), ds);
+    const stale = new ShardRouter(running.node('n2'), ds);
+    const fresh = new ShardRouter(running.node('n4'), ds);
     await driver.advance(2_000);
     const staleVersion = stale.version;
     expect(staleVersion).toBeGreaterThan(0);
@@ -85,7 +92,7 @@ describe('ShardRouter', () => {
     stale.close();
 
     const drained = stale.nodesFor(0)[0]!;
-    const drain = cluster.request((replyTo) => ({ type: 'RemoveNode', node: drained, replyTo }) as never, 5_000);
+    const drain = running.request((replyTo) => ({ type: 'RemoveNode', node: drained, replyTo }) as never, 5_000);
     await driver.advance(100);
     expect((await drain).type).toBe('NodeOperationAccepted');
     await driver.advance(5_000);
@@ -115,15 +122,8 @@ describe('ShardRouter', () => {
   });
 
   it('fails over to the next serving copy when send throws, and gives up with a typed error, never looping', async () => {
-    cluster = rackedCluster('router-failover', new CountingSink());
-    const driver = new SimDriver(cluster);
-    await cluster.startNodes();
-    await driver.advance(500);
-    const setup = cluster.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
-    await driver.advance(100);
-    expect((await setup).type).toBe('DatasetVerified');
-    await driver.advance(3_000);
-    const router = new ShardRouter(cluster.node('n1'), ds, { spread: 'first' });
+    const { driver, running } = await startWithDataset('router-failover');
+    const router = new ShardRouter(running.node('n1'), ds, { spread: 'first' });
     await driver.advance(2_000);
     const [first, second] = router.nodesFor(0);
     expect(second).toBeDefined();
