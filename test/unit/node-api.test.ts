@@ -146,6 +146,9 @@ describe("shardherd's own routes", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('BadSchema');
     expect(bad.body.reason).toMatch(/numShards/);
+    // An embedded cluster reads synthetic sources only: a Kafka dataset is refused at setup, not accepted to fail on every shard.
+    const kafka = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'fromkafka', numShards: 2, minNumNodes: 1, source: { type: 'kafka', topic: 'fromkafka' } } });
+    expect(kafka).toMatchObject({ status: 422, body: { error: 'BadData', reason: expect.stringMatching(/fromkafka has a kafka source, but this cluster reads synthetic sources only/) } });
     const listed = await call('/api/v1/datasets');
     expect(listed.body.datasets.map((d: { name: string }) => d.name)).toEqual(['logs', 'metrics']);
     expect(await call('/api/v1/datasets/logs', { method: 'DELETE' })).toEqual({ status: 200, body: { dataset: 'logs', removed: true } });
