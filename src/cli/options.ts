@@ -25,6 +25,11 @@ export interface DemoOptions {
   readonly logLevel: LogLevel;
   /** Port of the status page and HTTP API (0: any free port); undefined: none. */
   readonly port: number | undefined;
+  /**
+   * `--port` was given: a port in use is then a usage error (exit 2). Only the default 8080 falls
+   * back to a free port, saying so: an operator who named a port expects the page there.
+   */
+  readonly portGiven: boolean;
 }
 
 /** What the command line asks for: run the demo, or print something and exit with `code`. */
@@ -122,10 +127,11 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     .exitOverride()
     .configureOutput(output)
     .addCommand(node)
-    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel; port: number; http: boolean }) => {
+    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel; port: number; http: boolean }, command: Command) => {
+      const port = opts.http ? opts.port : undefined;
       parsed = {
         kind: 'run',
-        options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port: opts.http ? opts.port : undefined },
+        options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port, portGiven: port !== undefined && command.getOptionValueSource('port') === 'cli' },
       };
     });
   addAdminCommands(cmd, configure, (command) => {
