@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ShardherdNode } from '../actors/node-process.js';
-import { resolveAccessToken, bearerMatches, type AccessToken } from './access-token.js';
+import { bearerMatches, removeTokenFile, resolveAccessToken, type AccessToken } from './access-token.js';
 import { errorBody, sendError } from './api-error.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
 import { registerClusterRoutes } from './cluster-routes.js';
@@ -92,6 +92,7 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
     close: async () => {
       feed.close();
       await app.close();
+      removeTokenFile(token);
     },
   };
 }

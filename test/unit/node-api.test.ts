@@ -1,7 +1,7 @@
 // The HTTP API of a node, over an embedded cluster on real time: FiloDB's routes in FiloDB's
 // shapes, shardherd's own routes, the bearer token on every route that changes something (and a
 // refused request changes nothing), errors as JSON, 503 when the singleton does not answer.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,6 +120,21 @@ describe('access control', () => {
     for (const path of ['/api/v1/cluster', '/api/v1/overview', '/api/v1/members', '/status', '/healthz', '/metrics', '/api/v1/openapi.json']) {
       expect((await call(path, { token: null })).status, path).toBe(200);
     }
+  });
+
+  it('removes the token file it generated when it closes, and leaves one another node wrote since', async () => {
+    const env = { SHARDHERD_TOKEN_DIR: join(dir, 'closing') };
+    const generated = await startNodeApi(cluster.node('n2'), { port: 0, env });
+    const file = generated.token.file!;
+    expect(readFileSync(file, 'utf8').trim()).toBe(generated.token.token);
+    expect((await fetch(`${generated.url}/api/v1/datasets/none`, { method: 'DELETE', headers: { authorization: `Bearer ${generated.token.token}` } })).status).toBe(404);
+    await generated.close();
+    expect(existsSync(file)).toBe(false);
+    // A newer node on the same port overwrote the file: the older one's stop must not take it away.
+    const older = await startNodeApi(cluster.node('n2'), { port: 0, env });
+    writeFileSync(older.token.file!, 'a-newer-nodes-token\n');
+    await older.close();
+    expect(readFileSync(older.token.file!, 'utf8')).toBe('a-newer-nodes-token\n');
   });
 
   it('generates a token when none is configured, readable by its user only, and prefers the config, then the environment', () => {
