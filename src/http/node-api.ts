@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { ShardherdNode } from '../actors/node-process.js';
 import { bearerMatches, removeTokenFile, resolveAccessToken, type AccessToken } from './access-token.js';
 import { errorBody, sendError } from './api-error.js';
+import { FAVICON_SVG, FAVICON_TYPE } from './favicon.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
@@ -122,6 +123,9 @@ function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: 
   });
   app.get('/api/v1/events', { schema: { tags: ['cluster'], summary: 'Server-sent events: a `view` (as /api/v1/overview) on every change, `unavailable` when the singleton does not answer' } }, (req, res) => streamFeed(req, res, feed));
   app.get('/', { schema: { hide: true } }, async (_req, res) => res.type('text/html; charset=utf-8').send(await readFile(PAGE)));
+  for (const path of ['/favicon.svg', '/favicon.ico']) {
+    app.get(path, { schema: { hide: true } }, (_req, res) => res.type(FAVICON_TYPE).header('Cache-Control', 'max-age=86400').send(FAVICON_SVG));
+  }
   registerFiloDbRoutes(app, singleton);
   registerClusterRoutes(app, singleton);
 }

@@ -201,6 +201,19 @@ describe("shardherd's own routes", () => {
     expect(await call('/api/v1/nodes/n1/replace', { method: 'POST', body: {} })).toMatchObject({ status: 400, body: { error: 'BadRequest' } });
   });
 
+  it('serve the page with an icon it names, also where browsers look when a page names none', async () => {
+    const page = await call('/', { token: null });
+    expect(page.status).toBe(200);
+    const href = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)">/.exec(page.body as string)?.[1];
+    expect(href).toBe('favicon.svg');
+    for (const path of [`/${href}`, '/favicon.ico']) {
+      const res = await fetch(`${api.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+      expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[\s\S]*<\/svg>\n$/);
+    }
+  });
+
   it('answer an unknown route with a JSON 404, and describe every route in OpenAPI', async () => {
     expect(await call('/api/v1/nothing')).toMatchObject({ status: 404, body: { error: 'NotFound' } });
     const spec = (await call('/api/v1/openapi.json')).body;
