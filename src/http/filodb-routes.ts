@@ -1,6 +1,7 @@
 // FiloDB's cluster routes, same paths and JSON shapes, so its scripts keep working:
 //   GET  /api/v1/cluster                       {"status":"success","data":["<dataset>", ...]}
 //   GET  /api/v1/cluster/:dataset/status       {"status":"success","data":[{"shard":0,"status":"ShardStatusActive","address":"<node>"}, ...]}
+//                                               (an errored shard's status is "ShardStatusError(<message>)", FiloDB's toString)
 //   POST /api/v1/cluster/:dataset/startshards  body {"address":"<node>","shardList":[...]}  → {"status":"success","data":[]}
 //   POST /api/v1/cluster/:dataset/stopshards   body {"shardList":[...]}                    → {"status":"success","data":[]}
 // Errors are FiloDB's `{"status":"error","errorType":..., "error":...}` plus `reason`.
@@ -18,15 +19,20 @@ import { ApiError } from './api-error.js';
 import { describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
-/** A status as FiloDB's `ShardStatus.toString` spells it. */
+/**
+ * A status as FiloDB's `ShardStatus.toString` spells it: its case classes print their fields, so
+ * an errored shard is `ShardStatusError(<message>)` (the cause, where FiloDB's users look for it)
+ * as a recovering one is `ShardStatusRecovery(<pct>)`.
+ */
 export function filodbStatusName(status: ShardStatus): string {
   switch (status.type) {
     case 'Recovery':
       return `ShardStatusRecovery(${status.progressPct})`;
+    case 'Error':
+      return `ShardStatusError(${status.message})`;
     case 'Unassigned':
     case 'Assigned':
     case 'Active':
-    case 'Error':
     case 'Stopped':
     case 'Down':
       return `ShardStatus${status.type}`;

@@ -1,6 +1,6 @@
 // The admin commands of `shardherd` in this process against an embedded cluster's HTTP API: the hint
 // after a usage error names a command that exists, and `status` shows why a shard failed and exits
-// 1 while a shard is Down or in Error. (test/integration/admin-cli.test.ts runs the same commands
+// 1 while a shard is Down or in Error (and FiloDB's status route shows the same cause). (test/integration/admin-cli.test.ts runs the same commands
 // as a user does, against a real node process.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin, type AdminIo } from '../../src/cli/admin/run-admin.js';
@@ -100,4 +100,10 @@ describe('status', () => {
       .datasets.find((d) => d.name === 'poisoned')!.shards[1];
     expect(shard).toMatchObject({ shard: 1, status: 'Error', error: 'poison record at offset 20' });
   }, 30_000);
+
+  it("shows the cause on FiloDB's route as FiloDB prints an errored shard's status", async () => {
+    const body = (await (await fetch(`${api.url}/api/v1/cluster/poisoned/status`)).json()) as { data: { shard: number; status: string }[] };
+    expect(body.data[1]).toMatchObject({ shard: 1, status: 'ShardStatusError(poison record at offset 20)' });
+    expect(body.data[0]!.status).toMatch(/^ShardStatus(Active|Recovery\(\d+\))$/);
+  });
 });
