@@ -29,8 +29,9 @@ beforeAll(async () => {
   await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
   exported = new Map();
   for (const metric of cluster.node('n1').metrics!.registry.getMetricsAsArray()) {
-    const { name, labelNames } = metric as unknown as { name: string; labelNames: string[] };
-    const type = (await metric.get()).type;
+    // prom-client's metric objects carry their name, label names and `get()`; its types declare less.
+    const { name, labelNames, get } = metric as unknown as { name: string; labelNames: string[]; get: () => Promise<{ type: string }> };
+    const type = (await get.call(metric)).type;
     exported.set(name, new Set(labelNames));
     if (type === 'histogram') {
       exported.set(`${name}_bucket`, new Set([...labelNames, 'le']));
