@@ -131,6 +131,13 @@ describe('every route answers as documented', () => {
     for (const path of ['/api/v1/overview', '/api/v1/datasets', '/api/v1/datasets/metrics', '/api/v1/members', '/api/v1/singleton', '/api/v1/cooldowns', '/api/v1/node-operations', '/status', '/api/v1/node', '/healthz', '/metrics']) {
       expect((await call(path)).status, path).toBe(200);
     }
+    // The singleton's node adds the singleton's own state to /status.
+    const onSingleton = await startNodeApi(cluster.node('n1'), { port: 0, token: TOKEN });
+    try {
+      expect(json(await call('/status', { on: onSingleton })).singleton).toMatchObject({ epoch: 1 });
+    } finally {
+      await onSingleton.close();
+    }
     expect((await call('/api/v1/datasets/nope')).status).toBe(404);
     expect((await call('/api/v1/datasets/no%20pe')).status).toBe(400);
     // The event stream: its head is enough (it stays open).

@@ -4,6 +4,7 @@
 // notices without parsing the table), 2 bad usage (a flag, a file that cannot be read, no token for
 // a command that needs one).
 import { readFile } from 'node:fs/promises';
+import { count } from '../../core/plural.js';
 import { readTokenFile, TOKEN_ENV } from '../../http/access-token.js';
 import type { ClusterView, DatasetView, MemberView, ShardView } from '../../http/cluster-view.js';
 import { loadNodeConfig } from '../../node/node-config.js';
@@ -149,7 +150,6 @@ function failingShards(view: ClusterView): { dataset: string; shards: number[] }
     .filter((f) => f.shards.length > 0);
 }
 
-const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** A person's view of a successful answer. */
 function render(action: AdminAction, body: unknown): string {
