@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `shardherd` command: the embedded cluster demo, or `shardherd node` (see `shardherd --help`).
 // Exit codes of the demo: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
-// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts;
+// 2 a bad command line (a --port in use included), 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts;
 // the admin commands (status, shards, dataset, ...): see admin/run-admin.ts.
 import { pino } from 'pino';
 import { runDemo } from './demo/run.js';
@@ -45,7 +45,7 @@ async function main(): Promise<number> {
     abort.abort();
   });
   process.on('SIGTERM', () => abort.abort());
-  return runDemo(options, { stdout: process.stdout, signal: abort.signal, log });
+  return runDemo(options, { stdout: process.stdout, stderr: (s) => process.stderr.write(s), signal: abort.signal, log });
 }
 
 main().then(
