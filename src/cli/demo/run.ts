@@ -77,9 +77,11 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
     io.stderr(`shardherd: ${e.message}\n`);
     return EXIT_USAGE;
   }
+  const nodeApis = api ? await startNodeEndpoints(demo, api.token.token, io.log) : [];
   const title = [
     `shardherd embedded cluster: ${shape.nodes} nodes, ${shape.datasets} dataset${shape.datasets > 1 ? 's' : ''} x ${shape.shards} shards`,
     ...(api ? [`status page ${api.url}/  API ${api.url}/api/v1  metrics ${api.url}/metrics  token ${api.token.token}`] : []),
+    ...(nodeApis.length > 0 ? [`each node's own metrics: ${nodeApis.map((n) => `${n.name} ${n.api.url}/metrics`).join('  ')}`] : []),
   ].join('\n');
   const screen = new Screen(io.stdout, title, async () => {
     const elapsedMs = clock.now() - startedAt;
@@ -125,6 +127,7 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
     screen.restoreTerminal();
     watch.close();
     await api?.close();
+    await Promise.all(nodeApis.map((n) => n.api.close()));
     await stopCluster(demo, screen);
   }
   return code;
@@ -151,4 +154,15 @@ async function startDemoApi(demo: DemoCluster, watch: ShardWatch, options: DemoO
     log.warn({ port }, `port ${port} is in use: the status page takes a free port`);
     return startNodeApi(nodeOf, { port: 0, log: apiLog });
   }
+}
+
+/**
+ * Each node's own endpoint on a free port: its `/metrics` covers the shards that node runs (the
+ * main endpoint follows whichever node hosts the page, so it covers one node at a time).
+ */
+async function startNodeEndpoints(demo: DemoCluster, token: string, log: Logger): Promise<{ name: string; api: NodeApi }[]> {
+  const apiLog = log.child({ component: 'http' });
+  return Promise.all(
+    demo.cluster.nodes.map(async (n) => ({ name: n.node as string, api: await startNodeApi(() => demo.cluster.node(n.node), { port: 0, token, log: apiLog }) })),
+  );
 }
