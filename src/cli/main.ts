@@ -8,6 +8,7 @@ import { runDemo } from './demo/run.js';
 import { runAdmin } from './admin/run-admin.js';
 import { runNodeCommand } from './node-command.js';
 import { parseCommandLine } from './options.js';
+import { timestampWithIso } from './log-timestamp.js';
 
 async function main(): Promise<number> {
   const parsed = parseCommandLine(process.argv.slice(2));
@@ -35,7 +36,7 @@ async function main(): Promise<number> {
   }
   const { options } = parsed;
   // Logs go to stderr, so they never tear the live view on stdout.
-  const log = pino({ level: options.logLevel, base: null }, pino.destination({ dest: 2, sync: true }));
+  const log = pino({ level: options.logLevel, base: null, timestamp: timestampWithIso }, pino.destination({ dest: 2, sync: true }));
   const abort = new AbortController();
   process.on('SIGINT', () => {
     if (abort.signal.aborted) {
