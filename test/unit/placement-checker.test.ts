@@ -90,7 +90,8 @@ describe('the contract as the checker reads it', () => {
       held: new Set([3]),
     };
     const kinds = (shards: string[][]): ProblemKind[] => [...new Set(scorePlacement(input, map(shards)).problems.map((p) => p.kind))].sort();
-    const valid = [['a', 'c'], ['b', 'c'], ['a'], ['a', 'b'], ['a', 'x'], ['b', 'x'], ['a', 'c']];
+    // Shard 4 is frozen on absent x; shard 5's copy on x is not (c serves r1 for it: the copy that serves is kept).
+    const valid = [['a', 'c'], ['b', 'c'], ['a'], ['a', 'b'], ['a', 'x'], ['b', 'c'], ['a', 'c']];
     expect(kinds(valid)).toEqual([]);
     expect(kinds([['a', 'b'], ...valid.slice(1)])).toEqual(['isolation']);
     expect(kinds([['a', 'a'], ...valid.slice(1)])).toEqual(['duplicate']);
@@ -98,7 +99,8 @@ describe('the contract as the checker reads it', () => {
     expect(kinds([['a', 'gone'], ...valid.slice(1)])).toEqual(['unlisted']);
     expect(kinds([['a', 'c', 'x'], ...valid.slice(1)])).toEqual(['absent-given', 'isolation', 'too-many']);
     expect(kinds([...valid.slice(0, 3), ['a'], ...valid.slice(4)])).toEqual(['held-changed']);
-    expect(kinds([...valid.slice(0, 5), ['b', 'c'], valid[6]!])).toEqual(['frozen-dropped']);
+    expect(kinds([...valid.slice(0, 4), ['a', 'c'], ...valid.slice(5)])).toEqual(['frozen-dropped']);
+    expect(kinds([...valid.slice(0, 5), ['b', 'x'], valid[6]!])).toEqual(['absent-given']);
     expect(kinds(valid.slice(1))).toEqual(['shard-count']);
   });
 
@@ -135,19 +137,14 @@ describe('the contract as the checker reads it', () => {
     expect(best.objective).toEqual({ placed: 3, violation: 0, moves: 3 });
   });
 
-  it('places a copy even where it breaks a bound: placed outranks violation', () => {
-    // Shard 2 may only go to n0 (frozen on n3 in r2, nothing present in r0), and n0 is at its
-    // bound already with its held copy; placing it there still comes first.
-    const input: PlacementInput = {
-      numShards: 3,
-      replicationFactor: 2,
-      nodes: [node('n0', 'r1', 0.5), node('n1', 'r0', 1, true), node('n2', 'r1', 0.5, true), node('n3', 'r2', 2, true), node('n4', 'r2', 3)],
-      current: map([['n1', 'n2', 'n3', 'n4'], ['n0', 'n3', 'n4'], ['n3', 'n4']]),
-      held: new Set([1]),
-    };
+  it('eases a bound before it saves a move: violation outranks moves', () => {
+    // RF 1: shards 1 and 2 are held on n0 (share 0.75, so 0..1 copies) and shard 0 sits there too.
+    // Moving shard 0 to n1 (share 2.25) costs a move and takes a unit of violation off each node.
+    const input: PlacementInput = { numShards: 3, replicationFactor: 1, nodes: [node('n0', 'r1'), node('n1', 'r1', 3)], current: map([['n0'], ['n0'], ['n0']]), held: new Set([1, 2]) };
     const brute = bruteForceOptimum(input);
-    expect(brute.objective.placed).toBe(1);
+    expect(brute.objective).toEqual({ placed: 1, violation: 2, moves: 1 });
     expect(exactOptimum(input).objective).toEqual(brute.objective);
+    expect(exactOptimum(input).witness[0]).toEqual(['n1']);
   });
 
   it('agrees with issue 21 on its tiny cases', () => {

@@ -7,11 +7,11 @@
 //   they keep their copies and receive none). Groups: the distinct `group`s of P ∪ A;
 //   c = min(RF, groups).
 // - A held shard keeps exactly its current copies on listed nodes (even two in one group).
-// - A non-held shard s keeps F_s, its copies frozen on absent nodes: the lowest id of each group,
-//   then the c lowest of those. Its copies on present nodes N_s: groups of F_s ∪ N_s distinct,
+// - A non-held shard s keeps F_s, its copies frozen on absent nodes: the lowest id of each group
+//   where it has no copy on a present node, then the c lowest of those. Its copies on present nodes N_s: groups of F_s ∪ N_s distinct,
 //   |F_s| + |N_s| ≤ c.
 // - Fair share over P: T = Σ_held (copies on P) + Σ_non-held (c − |F_s|); a group g holds at most
-//   cap_g = Σ_held (copies on g's present nodes) + #{non-held s : F_s has no copy in g};
+//   cap_g = Σ_held (copies on g's present nodes) + #{non-held s : |F_s| < c, F_s has no copy in g};
 //   water-filled by weight (fair-shares.ts) into q_i, bounds lo_i = ⌊q_i⌋ and hi_i = ⌈q_i⌉.
 // - Objective, lexicographic: placed = Σ|N_s| most; violation = Σ_i max(0, lo_i − load_i) +
 //   max(0, load_i − hi_i) least; moves = Σ|N_s \ current_s| least; then (when violation is 0)
@@ -113,9 +113,10 @@ export function readContract(input: PlacementInput): ContractView {
       }
       return;
     }
-    // F_s: the lowest absent id of each group, then the c lowest of those.
+    // F_s: the lowest absent id of each group where no present node holds a copy, then the c lowest of those.
+    const servedGroups = new Set(listed.filter((id) => !absent.has(id)).map((id) => groupOf.get(id)!));
     const perGroup = new Map<string, NodeId>();
-    for (const id of listed) if (absent.has(id) && !perGroup.has(groupOf.get(id)!)) perGroup.set(groupOf.get(id)!, id);
+    for (const id of listed) if (absent.has(id) && !servedGroups.has(groupOf.get(id)!) && !perGroup.has(groupOf.get(id)!)) perGroup.set(groupOf.get(id)!, id);
     const kept = [...perGroup.values()].sort(byId).slice(0, copies);
     const blocked = new Set(kept.map((id) => groupOf.get(id)!));
     heldCopies.push([]);
@@ -123,7 +124,8 @@ export function readContract(input: PlacementInput): ContractView {
     slots.push(copies - kept.length);
     blockedGroups.push(blocked);
     total += copies - kept.length;
-    for (const g of presentGroups) if (!blocked.has(g)) capacity.set(g, capacity.get(g)! + 1);
+    // A shard whose frozen copies fill its c slots can take no copy anywhere.
+    if (kept.length < copies) for (const g of presentGroups) if (!blocked.has(g)) capacity.set(g, capacity.get(g)! + 1);
   });
 
   const weightSum = present.reduce((sum, n) => sum + n.weight, 0);
