@@ -1,0 +1,278 @@
+// The singleton's judgement of its members (docs/ARCHITECTURE.md §11.5): who is late, whom to probe
+// and whom to ask, which votes count, when a node is evicted, and when a departure may reach the
+// core (once the departed node's lease has run out). Pure and deterministic: time comes in as
+// `now` (a monotonic clock), randomness as `pick`; the caller does the I/O its actions ask for.
+import { memberKey, sameMember, type MemberRef, type Vote } from './messages.js';
+import { lateAfterMs, leaseWaitMs, probePeriodMs, stallThresholdMs, type FailureDetectorSettings } from './settings.js';
+import { quorum, silenceNeededMs } from './suspicion.js';
+
+/** A member of the group's view as the judge sees it: its detector endpoint, if it has one. */
+export interface JudgedMember<M extends MemberRef> {
+  readonly member: M;
+  /** Its detector endpoint; a member without one is not monitored (§11.2). */
+  readonly address: string | undefined;
+}
+
+/** What the evicting singleton knew: for the log. */
+export interface Evidence {
+  readonly silentMs: number;
+  readonly quorum: number;
+  readonly votes: readonly { readonly observer: string; readonly vote: Vote }[];
+  /** A `refused` vote: the node's process no longer listens. */
+  readonly refused: boolean;
+  /** How long the silence had to be (the whole timeout, less with confirmations); 0 when refused. */
+  readonly neededMs: number;
+}
+
+export type JudgeAction<M extends MemberRef> =
+  /** Probe `target` directly; report what was seen with `vote(self, target, round, …)`. */
+  | { readonly type: 'probe'; readonly target: M; readonly address: string; readonly round: number }
+  /** Ask `helper` to probe `target` (a `ping-req`); its answer is a vote for `round`. */
+  | { readonly type: 'ask'; readonly helper: M; readonly helperAddress: string; readonly target: M; readonly address: string; readonly round: number }
+  /** `target` is evicted: its lease has run out; give the core its `MemberDown`. */
+  | { readonly type: 'evict'; readonly target: M; readonly evidence: Evidence }
+  /** `target` left the group and its lease has run out (or it said goodbye): the core may hear of it now. */
+  | { readonly type: 'depart'; readonly target: M };
+
+interface Suspicion<M extends MemberRef> {
+  /** The first round of this suspicion: votes of earlier rounds belong to an earlier suspicion. */
+  readonly firstRound: number;
+  round: number;
+  roundAt: number;
+  helpers: JudgedMember<M>[];
+  /** Everyone asked during this suspicion: only their votes count. */
+  readonly asked: Set<string>;
+  /** The latest vote of each observer (the singleton's own included), with its round. */
+  readonly votes: Map<string, { readonly vote: Vote; readonly round: number }>;
+}
+
+interface Tracked<M extends MemberRef> {
+  judged: JudgedMember<M>;
+  lastHeard: number;
+  lastGrant: number;
+  /** Its connection to the singleton closed since it was last heard: late at once. */
+  closed: boolean;
+  /** It said goodbye: no more grants, and its departure needs no wait. */
+  released: boolean;
+  suspicion: Suspicion<M> | undefined;
+}
+
+export class LivenessJudge<M extends MemberRef> {
+  private readonly self: MemberRef;
+  private readonly selfKey: string;
+  /** Monitored members of the group's view, other than the singleton's own. */
+  private readonly tracked = new Map<string, Tracked<M>>();
+  /** Gone from the group's view, lease still running: the core still counts them. */
+  private readonly departing = new Map<string, Tracked<M>>();
+  /** Evicted incarnations the group may still list: left out of every view. */
+  private readonly evicted = new Map<string, M>();
+  private lastTick: number | undefined;
+  /** After a stall of its own, the singleton judges nobody until then. */
+  private quietUntil = Number.NEGATIVE_INFINITY;
+  private rounds = 0;
+
+  constructor(
+    private readonly settings: FailureDetectorSettings,
+    self: MemberRef,
+    /** A random index in `0 .. n-1` (seeded in the simulator). */
+    private readonly pick: (n: number) => number,
+  ) {
+    this.self = { node: self.node, incarnation: self.incarnation };
+    this.selfKey = memberKey(self);
+  }
+
+  /**
+   * The group's view now. New monitored members count as granted a lease `now` (a new singleton
+   * does not know its predecessor's grants, §11.7); members that left start departing; evicted ones
+   * the group no longer lists are forgotten.
+   */
+  view(members: readonly JudgedMember<M>[], now: number): void {
+    const listed = new Set<string>();
+    for (const j of members) {
+      const key = memberKey(j.member);
+      listed.add(key);
+      if (key === this.selfKey || j.address === undefined || this.evicted.has(key)) continue;
+      const t = this.tracked.get(key) ?? this.departing.get(key);
+      this.departing.delete(key); // listed again (the group's view flapped): it never left
+      if (t) t.judged = j;
+      this.tracked.set(key, t ?? { judged: j, lastHeard: now, lastGrant: now, closed: false, released: false, suspicion: undefined });
+    }
+    for (const [key, t] of [...this.tracked]) {
+      if (listed.has(key)) continue;
+      this.tracked.delete(key);
+      t.suspicion = undefined;
+      this.departing.set(key, t);
+    }
+    for (const key of [...this.evicted.keys()]) if (!listed.has(key)) this.evicted.delete(key);
+  }
+
+  /**
+   * The members the core should count, from the group's `members`: without evicted incarnations,
+   * with departing ones still in (their leases run), and without a new incarnation of a node whose
+   * previous one is departing (it joins once that one's lease ran out).
+   */
+  effective(members: readonly M[]): M[] {
+    const departingNodes = new Set([...this.departing.values()].map((t) => t.judged.member.node as string));
+    const kept = members.filter((m) => !this.evicted.has(memberKey(m)) && !departingNodes.has(m.node));
+    return [...kept, ...[...this.departing.values()].map((t) => t.judged.member)];
+  }
+
+  /** Whether `m` may be granted a lease: monitored, not evicted, not departing, not released. */
+  mayGrant(m: MemberRef): boolean {
+    const t = this.tracked.get(memberKey(m));
+    return t !== undefined && !t.released;
+  }
+
+  isEvicted(m: MemberRef): boolean {
+    return this.evicted.has(memberKey(m));
+  }
+
+  /** Whether the group lists `m` and it is monitored (not evicted or departing). */
+  isMonitored(m: MemberRef): boolean {
+    return this.tracked.has(memberKey(m));
+  }
+
+  /** A heartbeat or ack from `m`: it is alive; any suspicion ends. */
+  heard(m: MemberRef, now: number): void {
+    const t = this.tracked.get(memberKey(m));
+    if (!t) return;
+    t.lastHeard = Math.max(t.lastHeard, now);
+    t.closed = false;
+    t.suspicion = undefined;
+  }
+
+  /** The singleton granted `m` a lease at `now`. */
+  granted(m: MemberRef, now: number): void {
+    const t = this.tracked.get(memberKey(m));
+    if (t) t.lastGrant = Math.max(t.lastGrant, now);
+  }
+
+  /** `m`'s connection to the singleton closed (a strong hint: it is late at once). */
+  closed(m: MemberRef): void {
+    const t = this.tracked.get(memberKey(m));
+    if (t) t.closed = true;
+  }
+
+  /** `m` said goodbye: it holds no lease any more, so its departure needs no wait. */
+  released(m: MemberRef): void {
+    const key = memberKey(m);
+    const t = this.tracked.get(key) ?? this.departing.get(key);
+    if (t) t.released = true;
+  }
+
+  /**
+   * What `observer` (the singleton itself, or a helper it asked) saw when it probed `target` in
+   * `round`. Counted only while `target` is suspected, for a round of this suspicion, from an
+   * observer asked during it, and unless the observer already voted in a later round.
+   */
+  vote(observer: MemberRef, target: MemberRef, round: number, vote: Vote): void {
+    const s = this.tracked.get(memberKey(target))?.suspicion;
+    const key = memberKey(observer);
+    if (!s || round < s.firstRound || round > s.round || !s.asked.has(key)) return;
+    const before = s.votes.get(key);
+    if (before && before.round > round) return;
+    s.votes.set(key, { vote, round });
+  }
+
+  /**
+   * Called every heartbeat interval: notices its own stalls, starts and repeats probes of late
+   * members, evicts those the evidence condemns, and lets departures through whose lease ran out.
+   */
+  tick(now: number): JudgeAction<M>[] {
+    const s = this.settings;
+    const actions: JudgeAction<M>[] = [];
+    if (this.lastTick !== undefined) {
+      const stall = now - this.lastTick - s.heartbeatIntervalMs;
+      if (stall > stallThresholdMs(s)) this.stalled(stall, now);
+    }
+    this.lastTick = now;
+
+    const wait = leaseWaitMs(s);
+    for (const [key, t] of [...this.departing]) {
+      if (t.released || now >= t.lastGrant + wait) {
+        this.departing.delete(key);
+        actions.push({ type: 'depart', target: t.judged.member });
+      }
+    }
+
+    for (const [key, t] of [...this.tracked]) {
+      if (t.released) continue;
+      const late = t.closed || now - t.lastHeard >= lateAfterMs(s);
+      if (!late) continue;
+      if (!t.suspicion) {
+        t.suspicion = { firstRound: this.rounds + 1, round: 0, roundAt: now, helpers: [], asked: new Set([this.selfKey]), votes: new Map() };
+        this.nextRound(t, now, actions);
+      } else if (now - t.suspicion.roundAt >= probePeriodMs(s)) {
+        this.nextRound(t, now, actions);
+      }
+      if (now < this.quietUntil) continue;
+      const evidence = this.evidence(t, now);
+      if (!evidence) continue;
+      this.tracked.delete(key);
+      this.evicted.set(key, t.judged.member);
+      actions.push({ type: 'evict', target: t.judged.member, evidence });
+    }
+    return actions;
+  }
+
+  /** The members being probed now (for /status and tests). */
+  get suspected(): M[] {
+    return [...this.tracked.values()].filter((t) => t.suspicion).map((t) => t.judged.member);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  /**
+   * The singleton did not run for `stall` ms: that time is nobody's silence, its own probes of the
+   * time are worthless, and heartbeats queued meanwhile must be read before anyone is judged.
+   */
+  private stalled(stall: number, now: number): void {
+    for (const t of this.tracked.values()) {
+      t.lastHeard = Math.min(now, t.lastHeard + stall);
+      t.suspicion?.votes.delete(this.selfKey);
+    }
+    this.quietUntil = now + 2 * this.settings.heartbeatIntervalMs;
+  }
+
+  /** A new round of probes of `t`: the singleton's own, and its helpers' (kept, topped up). */
+  private nextRound(t: Tracked<M>, now: number, actions: JudgeAction<M>[]): void {
+    const s = t.suspicion!;
+    s.round = ++this.rounds;
+    s.roundAt = now;
+    const target = t.judged.member;
+    const address = t.judged.address!;
+    const fit = (j: JudgedMember<M>) => {
+      const h = this.tracked.get(memberKey(j.member));
+      return h !== undefined && h !== t && !h.released && !h.suspicion;
+    };
+    const want = Math.max(this.settings.indirectProbes, quorum(this.tracked.size + 1) - 1);
+    const helpers = s.helpers.filter(fit);
+    const candidates = [...this.tracked.values()]
+      .map((h) => h.judged)
+      .filter((j) => fit(j) && !helpers.some((x) => sameMember(x.member, j.member)))
+      .sort((a, b) => (memberKey(a.member) < memberKey(b.member) ? -1 : 1));
+    while (helpers.length < want && candidates.length > 0) helpers.push(candidates.splice(this.pick(candidates.length), 1)[0]!);
+    s.helpers = helpers;
+    actions.push({ type: 'probe', target, address, round: s.round });
+    for (const h of helpers) {
+      s.asked.add(memberKey(h.member));
+      actions.push({ type: 'ask', helper: h.member, helperAddress: h.address!, target, address, round: s.round });
+    }
+  }
+
+  /** Whether `t` may be evicted now, and on what evidence (§11.5: quorum, timeout, lease). */
+  private evidence(t: Tracked<M>, now: number): Evidence | undefined {
+    const s = t.suspicion!;
+    const q = quorum(this.tracked.size + 1);
+    const votes = [...s.votes].map(([observer, v]) => ({ observer, vote: v.vote }));
+    const failing = votes.filter((v) => (v.vote === 'silent' || v.vote === 'refused') && (v.observer === this.selfKey || this.tracked.has(v.observer)));
+    if (failing.length < q) return undefined;
+    const refused = failing.some((v) => v.vote === 'refused');
+    const silentMs = now - t.lastHeard;
+    const confirmations = failing.filter((v) => v.observer !== this.selfKey && v.vote === 'silent').length;
+    const neededMs = refused ? 0 : silenceNeededMs(this.settings.suspicionTimeoutMs, s.helpers.length, confirmations);
+    if (silentMs < neededMs) return undefined;
+    if (now < t.lastGrant + leaseWaitMs(this.settings)) return undefined;
+    return { silentMs, quorum: q, votes, refused, neededMs };
+  }
+}

@@ -1,0 +1,132 @@
+// The failure detector's messages (docs/ARCHITECTURE.md §11.2–§11.5) and the first check every
+// received frame goes through: JSON of this format and schema, of this cluster. What a frame means
+// to its receiver (the right incarnation, a current epoch, an outstanding heartbeat) is checked by
+// the receiver, which knows; every refusal has a cause from `DropCause`.
+import { z } from 'zod';
+import { parseIncarnation, parseNodeId, type Incarnation, type NodeId } from '../../core/ids.js';
+import { err, ok, type Result } from '../../core/result.js';
+
+/** The format of a detector frame; a reader refuses any other. */
+export const DETECTOR_FORMAT = 1;
+/** The largest frame, in UTF-8 bytes with its newline: a message is about 200 bytes. */
+export const MAX_FRAME_BYTES = 4096;
+
+/** One node incarnation. */
+export interface MemberRef {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+}
+
+export const sameMember = (a: MemberRef, b: MemberRef): boolean => a.node === b.node && a.incarnation === b.incarnation;
+/** `node@incarnation`: a key for maps and logs. */
+export const memberKey = (m: MemberRef): string => `${m.node}@${m.incarnation}`;
+
+/** What an observer saw when it probed a node (§11.5). */
+export type Vote = 'alive' | 'silent' | 'refused' | 'unsure';
+export const VOTES = ['alive', 'silent', 'refused', 'unsure'] as const satisfies readonly Vote[];
+
+interface Envelope {
+  readonly format: typeof DETECTOR_FORMAT;
+  /** The cluster's name (topic prefix): a frame of another cluster is dropped. */
+  readonly cluster: string;
+  readonly from: MemberRef;
+  readonly to: MemberRef;
+  readonly seq: number;
+}
+
+export type DetectorMessage =
+  /** A node to the singleton: renew my lease. */
+  | (Envelope & { readonly type: 'heartbeat' })
+  /** The singleton's answer: the lease runs `leaseMs` from the heartbeat's sending, under `epoch`. */
+  | (Envelope & { readonly type: 'grant'; readonly epoch: number; readonly leaseMs: number; readonly heartbeatIntervalMs: number })
+  /** The singleton's answer to an incarnation it evicted: restart as a new one. */
+  | (Envelope & { readonly type: 'evicted'; readonly epoch: number })
+  /** A direct probe, and its answer. */
+  | (Envelope & { readonly type: 'ping' })
+  | (Envelope & { readonly type: 'ack' })
+  /** The singleton asks a helper to probe `target` at `address` (SWIM's indirect probe). */
+  | (Envelope & { readonly type: 'ping-req'; readonly epoch: number; readonly target: MemberRef; readonly address: string })
+  /** The helper's answer: what its probe of `target` saw. */
+  | (Envelope & { readonly type: 'vote'; readonly target: MemberRef; readonly vote: Vote })
+  /** A node that stops gracefully releases its lease before it leaves the group. */
+  | (Envelope & { readonly type: 'goodbye' });
+
+export type DetectorMessageType = DetectorMessage['type'];
+
+/** Why a received frame was dropped (§11.10); each is counted and logged once. */
+export const DROP_CAUSES = [
+  /** Not JSON, or not a detector message of this format. */
+  'malformed',
+  /** Longer than `MAX_FRAME_BYTES`. */
+  'too-large',
+  /** Of another cluster (another topic prefix). */
+  'foreign-cluster',
+  /** Addressed to another incarnation (or node) than the receiver. */
+  'wrong-addressee',
+  /** From an incarnation other than the one the receiver lists for that node (usually an older one). */
+  'stale-incarnation',
+  /** Of an older epoch than the newest the receiver has seen. */
+  'stale-epoch',
+  /** A grant or ack answering nothing outstanding: a replay, or an answer that came too late. */
+  'replayed',
+  /** From a node the singleton does not list (yet): not answered. */
+  'not-a-member',
+  /** A heartbeat or vote sent to a node that does not host the singleton (any more). */
+  'not-singleton',
+] as const;
+export type DropCause = (typeof DROP_CAUSES)[number];
+
+export interface Dropped {
+  readonly cause: DropCause;
+  readonly detail: string;
+}
+
+const node = z.custom<NodeId>((v) => parseNodeId(v).ok, 'not a node id');
+const inc = z.custom<Incarnation>((v) => parseIncarnation(v).ok, 'not an incarnation');
+const member = z.strictObject({ node, incarnation: inc });
+const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const envelope = {
+  format: z.literal(DETECTOR_FORMAT),
+  cluster: z.string().min(1).max(200),
+  from: member,
+  to: member,
+  seq: count,
+};
+const schema = z.discriminatedUnion('type', [
+  z.strictObject({ ...envelope, type: z.literal('heartbeat') }),
+  z.strictObject({ ...envelope, type: z.literal('grant'), epoch: count, leaseMs: z.number().int().positive().max(3_600_000), heartbeatIntervalMs: z.number().int().positive().max(3_600_000) }),
+  z.strictObject({ ...envelope, type: z.literal('evicted'), epoch: count }),
+  z.strictObject({ ...envelope, type: z.literal('ping') }),
+  z.strictObject({ ...envelope, type: z.literal('ack') }),
+  z.strictObject({ ...envelope, type: z.literal('ping-req'), epoch: count, target: member, address: z.string().min(1).max(300) }),
+  z.strictObject({ ...envelope, type: z.literal('vote'), target: member, vote: z.enum(VOTES) }),
+  z.strictObject({ ...envelope, type: z.literal('goodbye') }),
+]);
+
+/** The frame of a message: its JSON and a newline. */
+export function encodeFrame(message: DetectorMessage): string {
+  return `${JSON.stringify(message)}\n`;
+}
+
+/**
+ * Reads one frame (without its newline) received by a member of `cluster`: the message, or why it
+ * is dropped. Only what needs no state is checked here: the size, JSON, the schema and the cluster.
+ */
+export function parseFrame(text: string, cluster: string): Result<DetectorMessage, Dropped> {
+  const bytes = Buffer.byteLength(text, 'utf8') + 1;
+  if (bytes > MAX_FRAME_BYTES) return err({ cause: 'too-large', detail: `${bytes} bytes, at most ${MAX_FRAME_BYTES}` });
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return err({ cause: 'malformed', detail: `not JSON: ${JSON.stringify(text.slice(0, 80))}` });
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return err({ cause: 'malformed', detail: `${issue.path.map(String).join('.') || '(frame)'}: ${issue.message}` });
+  }
+  const message = parsed.data as DetectorMessage;
+  if (message.cluster !== cluster) return err({ cause: 'foreign-cluster', detail: `of cluster ${JSON.stringify(message.cluster)}, this is ${JSON.stringify(cluster)}` });
+  return ok(message);
+}

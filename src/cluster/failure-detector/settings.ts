@@ -1,0 +1,137 @@
+// The failure detector's settings (docs/ARCHITECTURE.md §11.6): each one's default and what it
+// bounds, the values derived from them, and the checks that refuse, naming the key, settings that
+// cannot work.
+import { z } from 'zod';
+import { wholeNumber } from '../kafka-options.js';
+
+/** `session-only`: today's detection by the membership's session alone; `heartbeat`: §11. */
+export const FAILURE_DETECTOR_MODES = ['session-only', 'heartbeat'] as const;
+export type FailureDetectorMode = (typeof FAILURE_DETECTOR_MODES)[number];
+
+/**
+ * The most a clock's rate may differ from real time (1 %: quartz is 1e-4, NTP slews at most 5e-4).
+ * Every duration is measured on one machine's monotonic clock; this bound is all the design
+ * assumes of two machines' clocks.
+ */
+export const MAX_CLOCK_DRIFT = 0.01;
+/**
+ * What a wait must be stretched by to surely outlast a duration another machine measures from an
+ * earlier instant: (1 + ρ) / (1 − ρ) (§11.7).
+ */
+export const DRIFT_FACTOR = (1 + MAX_CLOCK_DRIFT) / (1 - MAX_CLOCK_DRIFT);
+
+/** The options as a user writes them (every key optional). */
+export interface FailureDetectorOptions {
+  readonly mode?: FailureDetectorMode | undefined;
+  /** How often a node renews its lease. Default 100 ms. */
+  readonly heartbeatIntervalMs?: number | undefined;
+  /** The silence after which a node is evicted with its quorum of votes (⅔ of it when every helper confirms). Default 1800 ms. */
+  readonly suspicionTimeoutMs?: number | undefined;
+  /** The least number of helpers asked to probe a suspected node. Default 3. */
+  readonly indirectProbes?: number | undefined;
+  /** How long a node goes on writing after its last renewal was sent. Default 500 ms. */
+  readonly leaseMs?: number | undefined;
+}
+
+/** The settings with their defaults, checked. */
+export interface FailureDetectorSettings {
+  readonly mode: FailureDetectorMode;
+  readonly heartbeatIntervalMs: number;
+  readonly suspicionTimeoutMs: number;
+  readonly indirectProbes: number;
+  readonly leaseMs: number;
+}
+
+export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze({
+  mode: 'session-only',
+  heartbeatIntervalMs: 100,
+  suspicionTimeoutMs: 1800,
+  indirectProbes: 3,
+  leaseMs: 500,
+});
+
+/** Absent (undefined or null) means the default. */
+const ms = wholeNumber(1, 'must be a positive whole number of milliseconds').nullish();
+
+const schema = z.strictObject({
+  mode: z.enum(FAILURE_DETECTOR_MODES, { error: (issue) => `must be "session-only" or "heartbeat", got ${JSON.stringify(issue.input)}` }).nullish(),
+  heartbeatIntervalMs: ms,
+  suspicionTimeoutMs: ms,
+  indirectProbes: wholeNumber(0, 'must be a whole number >= 0').max(64, { error: (issue) => `must be at most 64, got ${String(issue.input)}` }).nullish(),
+  leaseMs: ms,
+});
+
+/** A setting that cannot work: `key` names it with its prefix (`failureDetector.leaseMs`). */
+export class FailureDetectorSettingsError extends RangeError {
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
+    super(`${key} ${reason}`);
+    this.name = 'FailureDetectorSettingsError';
+  }
+}
+
+/**
+ * Applies the defaults and refuses, naming the key (under `prefix`), what cannot work: values that
+ * are not positive whole numbers, an unknown key or mode, a suspicion timeout shorter than three
+ * heartbeats, a lease shorter than two heartbeats (one lost renewal would stop the node), a lease
+ * that with the drift margin outlasts the suspicion timeout.
+ */
+export function failureDetectorSettings(options: unknown = {}, prefix = 'failureDetector'): FailureDetectorSettings {
+  const name = (key: string) => (key === '' ? prefix : `${prefix}.${key}`);
+  const parsed = schema.safeParse(options ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    if (issue.code === 'unrecognized_keys') throw new FailureDetectorSettingsError(name(issue.keys[0] ?? ''), 'is not a known key');
+    throw new FailureDetectorSettingsError(name(issue.path.map(String).join('.')), issue.message);
+  }
+  const o = parsed.data;
+  const d = FAILURE_DETECTOR_DEFAULTS;
+  const s: FailureDetectorSettings = {
+    mode: o.mode ?? d.mode,
+    heartbeatIntervalMs: o.heartbeatIntervalMs ?? d.heartbeatIntervalMs,
+    suspicionTimeoutMs: o.suspicionTimeoutMs ?? d.suspicionTimeoutMs,
+    indirectProbes: o.indirectProbes ?? d.indirectProbes,
+    leaseMs: o.leaseMs ?? d.leaseMs,
+  };
+  const h = s.heartbeatIntervalMs;
+  if (s.suspicionTimeoutMs < 3 * h) {
+    throw new FailureDetectorSettingsError(name('suspicionTimeoutMs'), `(${s.suspicionTimeoutMs}) must be at least three heartbeats (3 × heartbeatIntervalMs = ${3 * h})`);
+  }
+  if (s.leaseMs < 2 * h) {
+    throw new FailureDetectorSettingsError(name('leaseMs'), `(${s.leaseMs}) must be at least two heartbeats (2 × heartbeatIntervalMs = ${2 * h}): one lost renewal would stop the node`);
+  }
+  if (leaseWaitMs(s) > s.suspicionTimeoutMs) {
+    const most = Math.floor(s.suspicionTimeoutMs / DRIFT_FACTOR);
+    throw new FailureDetectorSettingsError(name('leaseMs'), `(${s.leaseMs}) must not be longer than the suspicion timeout with the clock drift margin: at most suspicionTimeoutMs / ${DRIFT_FACTOR.toFixed(4)} = ${most}`);
+  }
+  return Object.freeze(s);
+}
+
+// ------------------------------------------------------------------ derived (§11.5)
+
+/** How long the singleton waits after its last grant before a node's lease has surely run out. */
+export function leaseWaitMs(s: Pick<FailureDetectorSettings, 'leaseMs'>): number {
+  return Math.ceil(s.leaseMs * DRIFT_FACTOR);
+}
+
+/** A node not heard for this long is late: it is probed. */
+export function lateAfterMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>): number {
+  return 3 * s.heartbeatIntervalMs;
+}
+
+/** How long a probe waits for its ack. */
+export function probeTimeoutMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>): number {
+  return 2 * s.heartbeatIntervalMs;
+}
+
+/** While a node stays late, its probes are repeated this often. */
+export function probePeriodMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>): number {
+  return 3 * s.heartbeatIntervalMs;
+}
+
+/** A timer that fires more than this late means the process did not run meanwhile (a stall). */
+export function stallThresholdMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>): number {
+  return s.heartbeatIntervalMs;
+}

@@ -1,0 +1,212 @@
+// The singleton's judgement (docs/ARCHITECTURE.md §11.5) on a simulated clock: a crashed member is
+// evicted once its lease ran out, a silent one after ⅔ of the suspicion timeout with every helper
+// confirming (longer with fewer), a paused one not at all; no eviction without a majority of votes;
+// the singleton's own stalls are nobody's silence; departures wait out the lease.
+import { describe, expect, it } from 'vitest';
+import { LivenessJudge, type JudgeAction } from '../../src/cluster/failure-detector/judge.js';
+import { memberKey, type MemberRef, type Vote } from '../../src/cluster/failure-detector/messages.js';
+import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
+import { incarnation, nodeId } from '../../src/core/ids.js';
+
+const SETTINGS = failureDetectorSettings({ mode: 'heartbeat' }); // 100 ms heartbeats, T 1800, lease 500 (wait 511), 3 helpers
+const ref = (name: string, inc = 1): MemberRef => ({ node: nodeId(name), incarnation: incarnation(`${name}-${inc}`) });
+const S = ref('s');
+const judged = (m: MemberRef) => ({ member: m, address: `${m.node}:7000` });
+
+/** How the network answers a probe: what `observer` sees of `target` at `t`, and after how long. */
+type Reach = (observer: string, target: string, t: number) => Vote;
+const DELAY: Record<Vote, number> = { alive: 2, refused: 2, silent: 200, unsure: 200 };
+
+interface World {
+  /** Whether `member` heartbeats (and is granted) at tick `t`. */
+  readonly beats: (member: string, t: number) => boolean;
+  readonly reach: Reach;
+}
+
+/**
+ * Ticks the judge every 100 ms from `from` to `to` (inclusive), feeding heartbeats and grants of the
+ * members that beat, and votes as the world answers the probes the judge asks for.
+ */
+function run(judge: LivenessJudge<MemberRef>, members: MemberRef[], world: World, from: number, to: number): { t: number; action: JudgeAction<MemberRef> }[] {
+  const out: { t: number; action: JudgeAction<MemberRef> }[] = [];
+  const votes: { at: number; observer: MemberRef; target: MemberRef; round: number; vote: Vote }[] = [];
+  for (let t = from; t <= to; t += 100) {
+    for (const m of members) {
+      if (world.beats(m.node, t)) {
+        judge.heard(m, t);
+        judge.granted(m, t);
+      }
+    }
+    for (const v of votes.filter((x) => x.at <= t)) judge.vote(v.observer, v.target, v.round, v.vote);
+    votes.splice(0, votes.length, ...votes.filter((x) => x.at > t));
+    for (const action of judge.tick(t)) {
+      out.push({ t, action });
+      if (action.type === 'probe' || action.type === 'ask') {
+        const observer = action.type === 'probe' ? S : action.helper;
+        const vote = world.reach(observer.node, action.target.node, t);
+        votes.push({ at: t + DELAY[vote], observer, target: action.target, round: action.round, vote });
+      }
+    }
+  }
+  return out;
+}
+
+function cluster(names: string[]): { judge: LivenessJudge<MemberRef>; members: MemberRef[] } {
+  const members = names.map((n) => ref(n));
+  const judge = new LivenessJudge<MemberRef>(SETTINGS, S, () => 0);
+  judge.view([judged(S), ...members.map(judged)], 0);
+  return { judge, members };
+}
+
+const evictions = (log: { t: number; action: JudgeAction<MemberRef> }[]) => log.filter((x) => x.action.type === 'evict').map((x) => ({ t: x.t, node: (x.action as { target: MemberRef }).target.node }));
+const everyone = (vote: Vote, who = 'a'): Reach => (_o, target) => (target === who ? vote : 'alive');
+
+describe('LivenessJudge', () => {
+  it('evicts a crashed member (refused probes) once its last lease has surely run out, not before', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const world: World = { beats: (m, t) => m !== 'a' || t <= 1000, reach: (o, target, t) => (target === 'a' && t > 1000 ? 'refused' : 'alive') };
+    run(judge, members, world, 0, 1000);
+    judge.closed(members[0]!); // its heartbeat connection closed at the crash
+    const log = run(judge, members, world, 1100, 3000);
+    // Probed at once (closed), refused by everyone within ms; the lease granted at 1000 runs to 1511.
+    expect(log[0]).toMatchObject({ t: 1100, action: { type: 'probe' } });
+    expect(evictions(log)).toEqual([{ t: 1600, node: 'a' }]);
+    const evict = log.find((x) => x.action.type === 'evict')!.action as Extract<JudgeAction<MemberRef>, { type: 'evict' }>;
+    expect(evict.evidence).toMatchObject({ refused: true, quorum: 3, neededMs: 0, silentMs: 600 });
+    expect(judge.mayGrant(members[0]!)).toBe(false);
+    expect(judge.effective([S, ...members]).map((m) => m.node)).toEqual(['s', 'b', 'c', 'd']);
+  });
+
+  it('evicts a silent member after two thirds of the suspicion timeout when every helper confirms', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const world: World = { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('silent') };
+    const log = run(judge, members, world, 0, 4000);
+    // Late at 1300 (3 heartbeats), votes in at 1500, silent for 1200 ms at 2200.
+    expect(log.find((x) => x.action.type === 'probe')?.t).toBe(1300);
+    expect(log.filter((x) => x.action.type === 'ask' && x.t === 1300).map((x) => (x.action as { helper: MemberRef }).helper.node).sort()).toEqual(['b', 'c', 'd']);
+    expect(evictions(log)).toEqual([{ t: 2200, node: 'a' }]);
+  });
+
+  it('needs a longer silence when fewer helpers confirm, and a majority of votes in any case', () => {
+    // Two of three helpers confirm: 1800 − 600 × log 3 / log 4 ≈ 1325 ms.
+    const twoOfThree = cluster(['a', 'b', 'c', 'd']);
+    const reach2: Reach = (o, target) => (target !== 'a' ? 'alive' : o === 'd' ? 'unsure' : 'silent');
+    const log2 = run(twoOfThree.judge, twoOfThree.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: reach2 }, 0, 4000);
+    expect(evictions(log2)).toEqual([{ t: 2400, node: 'a' }]);
+
+    // One helper confirms: with the singleton's vote that is 2 of the 3 needed among 4 observers.
+    const oneOfThree = cluster(['a', 'b', 'c', 'd']);
+    const reach1: Reach = (o, target) => (target !== 'a' ? 'alive' : o === 's' || o === 'b' ? 'silent' : 'unsure');
+    const log1 = run(oneOfThree.judge, oneOfThree.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: reach1 }, 0, 10_000);
+    expect(evictions(log1)).toEqual([]);
+  });
+
+  it('never evicts a member that a majority still reaches, however long the singleton does not hear it', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    // The singleton → a path is cut both ways; the helpers reach a.
+    const reach: Reach = (o, target) => (target === 'a' && o === 's' ? 'silent' : 'alive');
+    const log = run(judge, members, { beats: (m) => m !== 'a', reach }, 0, 20_000);
+    expect(evictions(log)).toEqual([]);
+    expect(judge.suspected.map((m) => m.node)).toEqual(['a']);
+  });
+
+  it('survives a pause shorter than two thirds of the suspicion timeout (minus a heartbeat)', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const paused = (t: number) => t > 1000 && t < 2100; // silent for 1100 ms
+    const log = run(judge, members, { beats: (m, t) => m !== 'a' || !paused(t), reach: (o, target, t) => (target === 'a' && paused(t) ? 'silent' : 'alive') }, 0, 6000);
+    expect(evictions(log)).toEqual([]);
+    expect(log.some((x) => x.action.type === 'probe')).toBe(true); // it was suspected
+    expect(judge.suspected).toEqual([]); // and cleared when heard again
+  });
+
+  it('lets a two-member cluster evict on the singleton vote alone, after the whole timeout', () => {
+    const { judge, members } = cluster(['a']);
+    const log = run(judge, members, { beats: (_m, t) => t <= 1000, reach: everyone('silent') }, 0, 4000);
+    expect(log.filter((x) => x.action.type === 'ask')).toEqual([]);
+    expect(evictions(log)).toEqual([{ t: 2800, node: 'a' }]);
+  });
+
+  it('does not count its own stall as anyone’s silence, and reads the queued heartbeats before judging', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const world: World = { beats: () => true, reach: everyone('alive') };
+    run(judge, members, world, 0, 1000);
+    // The singleton did not run from 1000 to 2500: its next tick comes late, before the heartbeats
+    // that queued meanwhile are read.
+    const atStall = judge.tick(2500);
+    expect(atStall).toEqual([]);
+    expect(judge.suspected).toEqual([]);
+    // Everyone silent since then for real (a partition right after the stall): nobody is judged
+    // during the quiet period after the stall, and the silence counts from the stall's end.
+    const log = run(judge, members, { beats: () => false, reach: (_o, _t) => 'silent' }, 2600, 3400);
+    expect(evictions(log)).toEqual([]);
+  });
+
+  it('holds a departure from the group until the member’s lease ran out; a goodbye needs no wait', () => {
+    const { judge, members } = cluster(['a', 'b', 'c']);
+    const [a, b, c] = members as [MemberRef, MemberRef, MemberRef];
+    run(judge, members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    judge.view([judged(S), judged(b), judged(c)], 1050); // a left the group (its session ran out)
+    expect(judge.effective([S, b, c]).map(memberKey)).toEqual([S, b, c, a].map(memberKey));
+    expect(judge.mayGrant(a)).toBe(false);
+    const alive = { beats: (m: string) => m !== 'a', reach: everyone('alive') };
+    // The last grant was at 1000: it has surely run out at 1511.
+    expect(run(judge, [b, c], alive, 1100, 2000)).toEqual([{ t: 1600, action: { type: 'depart', target: a } }]);
+    expect(judge.effective([S, b, c]).map(memberKey)).toEqual([S, b, c].map(memberKey));
+
+    judge.released(b); // b says goodbye, then leaves
+    judge.view([judged(S), judged(c)], 2050);
+    expect(run(judge, [c], alive, 2100, 2100)).toEqual([{ t: 2100, action: { type: 'depart', target: b } }]);
+  });
+
+  it('keeps a new incarnation out until its predecessor’s lease ran out', () => {
+    const { judge, members } = cluster(['a', 'b']);
+    const [a, b] = members as [MemberRef, MemberRef];
+    run(judge, members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    const a2 = ref('a', 2);
+    judge.view([judged(S), judged(b), judged(a2)], 1000);
+    expect(judge.effective([S, b, a2]).map(memberKey)).toEqual([S, b, a].map(memberKey));
+    const log = run(judge, [b, a2], { beats: () => true, reach: everyone('alive') }, 1100, 1600);
+    expect(log).toEqual([{ t: 1600, action: { type: 'depart', target: a } }]);
+    expect(judge.effective([S, b, a2]).map(memberKey)).toEqual([S, b, a2].map(memberKey));
+  });
+
+  it('cancels a departure when the group lists the member again before its lease ran out', () => {
+    const { judge, members } = cluster(['a', 'b']);
+    const [a, b] = members as [MemberRef, MemberRef];
+    judge.view([judged(S), judged(b)], 100);
+    judge.view([judged(S), judged(a), judged(b)], 200);
+    expect(run(judge, members, { beats: () => true, reach: everyone('alive') }, 300, 2000)).toEqual([]);
+    expect(judge.mayGrant(a)).toBe(true);
+  });
+
+  it('keeps an evicted incarnation out of every view while the group lists it, and forgets it after', () => {
+    const { judge, members } = cluster(['a']);
+    const [a] = members as [MemberRef];
+    run(judge, members, { beats: (_m, t) => t <= 1000, reach: everyone('silent') }, 0, 3000);
+    expect(judge.isEvicted(a)).toBe(true);
+    judge.view([judged(S), judged(a)], 3100); // the group still lists it
+    expect(judge.effective([S, a]).map(memberKey)).toEqual([memberKey(S)]);
+    expect(judge.mayGrant(a)).toBe(false);
+    judge.view([judged(S)], 3200); // the group dropped it at last
+    expect(judge.isEvicted(a)).toBe(false);
+    expect(judge.tick(3300)).toEqual([]); // no departure: it was evicted already
+  });
+
+  it('ignores votes nobody asked for and votes of an earlier suspicion', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd', 'e', 'f']);
+    const [a, , , , e] = members as MemberRef[];
+    const world: World = { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('unsure') };
+    const log = run(judge, members, world, 0, 1300);
+    const asks = log.filter((x) => x.action.type === 'ask').map((x) => (x.action as { helper: MemberRef }).helper.node);
+    expect(asks).toHaveLength(3); // max(indirectProbes 3, quorum(7) − 1 = 3)
+    const notAsked = members.find((m) => m.node !== 'a' && !asks.includes(m.node))!;
+    const round = (log.find((x) => x.action.type === 'probe')!.action as { round: number }).round;
+    judge.vote(notAsked, a!, round, 'silent');
+    judge.vote(e!, a!, round + 5, 'silent'); // a round that has not happened
+    expect(evictions(run(judge, members, world, 1400, 6000))).toEqual([]);
+    // Heard again: the suspicion ends, and its votes are worth nothing for the next one.
+    judge.heard(a!, 6050);
+    for (const h of asks) judge.vote(members.find((m) => m.node === h)!, a!, round, 'silent');
+    expect(evictions(run(judge, members, { ...world, beats: (m, t) => m !== 'a' || t <= 6050 }, 6100, 6800))).toEqual([]);
+  });
+});

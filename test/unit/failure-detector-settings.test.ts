@@ -1,0 +1,84 @@
+// The failure detector's settings (docs/ARCHITECTURE.md §11.6): defaults, derived timings, and every
+// setting that cannot work refused at start with a message naming the key.
+import { describe, expect, it } from 'vitest';
+import {
+  DRIFT_FACTOR,
+  FAILURE_DETECTOR_DEFAULTS,
+  failureDetectorSettings,
+  FailureDetectorSettingsError,
+  lateAfterMs,
+  leaseWaitMs,
+  MAX_CLOCK_DRIFT,
+  probeTimeoutMs,
+} from '../../src/cluster/failure-detector/settings.js';
+
+const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsError => {
+  try {
+    failureDetectorSettings(options, prefix);
+  } catch (e) {
+    if (e instanceof FailureDetectorSettingsError) return e;
+    throw e;
+  }
+  throw new Error(`accepted ${JSON.stringify(options)}`);
+};
+
+describe('failureDetectorSettings', () => {
+  it('defaults to session-only with the documented timings, which pass their own checks', () => {
+    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500 });
+    expect(failureDetectorSettings({})).toEqual(FAILURE_DETECTOR_DEFAULTS);
+    expect(failureDetectorSettings(null)).toEqual(FAILURE_DETECTOR_DEFAULTS);
+    expect(failureDetectorSettings({ mode: 'heartbeat', leaseMs: null }).mode).toBe('heartbeat');
+  });
+
+  it('derives the waits from the heartbeat and the lease, the lease stretched by the drift bound', () => {
+    const s = failureDetectorSettings({ mode: 'heartbeat' });
+    expect(MAX_CLOCK_DRIFT).toBe(0.01);
+    expect(DRIFT_FACTOR).toBeCloseTo(1.0202, 4);
+    expect(leaseWaitMs(s)).toBe(511); // ceil(500 × 1.0202…)
+    expect(lateAfterMs(s)).toBe(300);
+    expect(probeTimeoutMs(s)).toBe(200);
+  });
+
+  it.each([
+    [{ heartbeatIntervalMs: 'fast' }, 'failureDetector.heartbeatIntervalMs', /must be a positive whole number of milliseconds, got fast/],
+    [{ heartbeatIntervalMs: -5 }, 'failureDetector.heartbeatIntervalMs', /got -5/],
+    [{ heartbeatIntervalMs: 0 }, 'failureDetector.heartbeatIntervalMs', /positive/],
+    [{ suspicionTimeoutMs: 1800.5 }, 'failureDetector.suspicionTimeoutMs', /whole number/],
+    [{ leaseMs: Number.NaN }, 'failureDetector.leaseMs', /got NaN/],
+    [{ indirectProbes: -1 }, 'failureDetector.indirectProbes', /whole number >= 0, got -1/],
+    [{ indirectProbes: 65 }, 'failureDetector.indirectProbes', /at most 64/],
+    [{ mode: 'gossip' }, 'failureDetector.mode', /must be "session-only" or "heartbeat", got "gossip"/],
+    [{ heartbeatMs: 100 }, 'failureDetector.heartbeatMs', /is not a known key/],
+  ])('refuses %j naming %s', (options, key, reason) => {
+    const e = refusal(options);
+    expect(e.key).toBe(key);
+    expect(e.message.startsWith(`${key} `)).toBe(true);
+    expect(e.message).toMatch(reason);
+  });
+
+  it('refuses a suspicion timeout shorter than three heartbeats, and takes exactly three', () => {
+    const e = refusal({ heartbeatIntervalMs: 200, suspicionTimeoutMs: 599, leaseMs: 400 });
+    expect(e.key).toBe('failureDetector.suspicionTimeoutMs');
+    expect(e.message).toMatch(/\(599\) must be at least three heartbeats \(3 × heartbeatIntervalMs = 600\)/);
+    expect(failureDetectorSettings({ heartbeatIntervalMs: 200, suspicionTimeoutMs: 600, leaseMs: 400 }).suspicionTimeoutMs).toBe(600);
+  });
+
+  it('refuses a lease shorter than two heartbeats: one lost renewal would stop the node', () => {
+    const e = refusal({ heartbeatIntervalMs: 100, leaseMs: 150 });
+    expect(e.key).toBe('failureDetector.leaseMs');
+    expect(e.message).toMatch(/at least two heartbeats/);
+  });
+
+  it('refuses a lease longer than the suspicion timeout, the drift margin included', () => {
+    expect(refusal({ suspicionTimeoutMs: 1000, leaseMs: 1001 }).key).toBe('failureDetector.leaseMs');
+    // 1000 fits without the margin, not with it: 1000 × 1.0202 > 1000.
+    const e = refusal({ suspicionTimeoutMs: 1000, leaseMs: 1000 });
+    expect(e.message).toMatch(/must not be longer than the suspicion timeout with the clock drift margin: at most suspicionTimeoutMs \/ 1\.0202 = 980/);
+    expect(failureDetectorSettings({ suspicionTimeoutMs: 1000, leaseMs: 980 }).leaseMs).toBe(980);
+  });
+
+  it('names the key under the prefix it is given', () => {
+    expect(refusal({ leaseMs: 'x' }, 'runtime.failureDetector').key).toBe('runtime.failureDetector.leaseMs');
+    expect(refusal('heartbeat').key).toBe('failureDetector');
+  });
+});
