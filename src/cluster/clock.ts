@@ -25,6 +25,23 @@ export class RealClock implements Clock {
   }
 }
 
+/**
+ * Monotonic time (`performance.now()`: it never jumps when the wall clock is set) and Node timers:
+ * for measuring durations that must hold across machines, such as the failure detector's leases
+ * (docs/ARCHITECTURE.md §11.6). Its `now()` is not an instant anyone else can read.
+ */
+export class MonotonicClock implements Clock {
+  now(): number {
+    return performance.now();
+  }
+
+  schedule(delayMs: number, fn: () => void): Cancel {
+    const t = setTimeout(fn, Math.max(0, delayMs));
+    t.unref();
+    return () => clearTimeout(t);
+  }
+}
+
 interface Timer {
   readonly at: number;
   readonly seq: number;

@@ -1,0 +1,146 @@
+// Probes (docs/ARCHITECTURE.md §11.5): a direct `ping` that waits for its `ack`, and a `ping-req`
+// that asks a helper to probe for us and waits for its vote. One connection per address is kept
+// and reused; how it ends is part of the answer (refused or closed: the process is gone).
+import type { Clock, Cancel } from '../clock.js';
+import type { DroppedFrames } from './dropped.js';
+import { DETECTOR_FORMAT, memberKey, sameMember, type DetectorMessage, type MemberRef, type Vote } from './messages.js';
+import type { ProbeOutcome } from './probe-vote.js';
+import { probeTimeoutMs, type FailureDetectorSettings } from './settings.js';
+import type { DetectorLink, DetectorTransport, LinkEnd } from './transport.js';
+
+interface Waiting {
+  /** Whose answer it waits for. */
+  readonly from: MemberRef;
+  readonly kind: 'ack' | 'vote';
+  readonly answered: (m: DetectorMessage) => void;
+  /** The connection ended before the answer came. */
+  readonly ended: (why: LinkEnd) => void;
+}
+
+interface Connection {
+  readonly link: DetectorLink;
+  readonly waiting: Map<number, Waiting>;
+}
+
+export interface ProberOptions {
+  readonly transport: DetectorTransport;
+  readonly self: MemberRef;
+  readonly cluster: string;
+  /** Monotonic in a real process: the timeouts and the lateness of the probe's own timer. */
+  readonly clock: Clock;
+  readonly settings: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>;
+  readonly dropped: DroppedFrames;
+}
+
+export class Prober {
+  private readonly connections = new Map<string, Connection>();
+  private seq = 0;
+  private closed = false;
+
+  constructor(private readonly o: ProberOptions) {}
+
+  /**
+   * Pings `target` at `address` and resolves with how that ended: `acked`, `refused` (the
+   * connection was refused, or closed while waiting), or `timed-out` after the probe timeout, with
+   * how late the timer fired (a late timer means this process did not run meanwhile).
+   */
+  probe(address: string, target: MemberRef): Promise<ProbeOutcome> {
+    return new Promise((resolve) => {
+      const timeoutMs = probeTimeoutMs(this.o.settings);
+      const due = this.o.clock.now() + timeoutMs;
+      this.request(address, target, 'ack', timeoutMs, (seq) => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping', from: this.o.self, to: target, seq }), {
+        answered: () => resolve({ kind: 'acked' }),
+        refused: () => resolve({ kind: 'refused' }),
+        timedOut: () => resolve({ kind: 'timed-out', latenessMs: Math.max(0, this.o.clock.now() - due) }),
+      });
+    });
+  }
+
+  /**
+   * Asks `helper` (at `helperAddress`) to probe `target` at `targetAddress` for the singleton of
+   * `epoch`; resolves with its vote, or undefined if it did not answer within its probe timeout and
+   * one heartbeat more (a helper that cannot be reached casts no vote).
+   */
+  ask(helperAddress: string, helper: MemberRef, target: MemberRef, targetAddress: string, epoch: number): Promise<Vote | undefined> {
+    return new Promise((resolve) => {
+      const waitMs = probeTimeoutMs(this.o.settings) + this.o.settings.heartbeatIntervalMs;
+      const build = (seq: number): DetectorMessage => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping-req', from: this.o.self, to: helper, seq, epoch, target, address: targetAddress });
+      this.request(helperAddress, helper, 'vote', waitMs, build, {
+        answered: (m) => resolve(m.type === 'vote' && sameMember(m.target, target) ? m.vote : undefined),
+        refused: () => resolve(undefined),
+        timedOut: () => resolve(undefined),
+      });
+    });
+  }
+
+  /** Closes every connection; probes under way end as timed out at their timers. */
+  close(): void {
+    this.closed = true;
+    for (const c of this.connections.values()) c.link.close();
+    this.connections.clear();
+  }
+
+  private request(
+    address: string,
+    to: MemberRef,
+    kind: Waiting['kind'],
+    timeoutMs: number,
+    build: (seq: number) => DetectorMessage,
+    outcome: { answered: (m: DetectorMessage) => void; refused: () => void; timedOut: () => void },
+  ): void {
+    const seq = ++this.seq;
+    let cancel: Cancel = () => {};
+    let done = false;
+    const finish = (then: () => void) => {
+      if (done) return;
+      done = true;
+      cancel();
+      this.connections.get(address)?.waiting.delete(seq);
+      then();
+    };
+    cancel = this.o.clock.schedule(timeoutMs, () => finish(outcome.timedOut));
+    if (this.closed) return;
+    let connection: Connection;
+    try {
+      connection = this.connectionTo(address);
+    } catch {
+      return; // an address that cannot be parsed: silence, as a host that does not answer
+    }
+    connection.waiting.set(seq, {
+      from: to,
+      kind,
+      answered: (m) => finish(() => outcome.answered(m)),
+      // Refused or closed: nothing listens for the target any more, the strong signal. A network
+      // error or a connect timeout proves nothing: the probe waits for its timer. A helper that
+      // cannot be reached casts no vote either way.
+      ended: (why) => {
+        if (kind === 'vote') finish(outcome.refused);
+        else if (why === 'refused' || why === 'closed') finish(outcome.refused);
+      },
+    });
+    connection.link.send(build(seq));
+  }
+
+  private connectionTo(address: string): Connection {
+    const existing = this.connections.get(address);
+    if (existing?.link.open) return existing;
+    const waiting = new Map<number, Waiting>();
+    const link = this.o.transport.connect(address, {
+      message: (m) => {
+        const w = m.type === 'ack' || m.type === 'vote' ? waiting.get(m.seq) : undefined;
+        if (w && w.kind === m.type && sameMember(w.from, m.from) && sameMember(m.to, this.o.self)) {
+          w.answered(m);
+          return;
+        }
+        this.o.dropped.drop({ cause: 'replayed', detail: `${m.type} ${m.seq} from ${memberKey(m.from)} answers no probe under way` }, address);
+      },
+      ended: (why) => {
+        if (this.connections.get(address)?.link === link) this.connections.delete(address);
+        for (const w of [...waiting.values()]) w.ended(why);
+      },
+    });
+    const connection = { link, waiting };
+    this.connections.set(address, connection);
+    return connection;
+  }
+}
