@@ -7,7 +7,9 @@ import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import { encodeEvents, encodeSnapshot } from '../core/map-codec.js';
-import type { AppliedRequest, Effect, MapStamp, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import type { AppliedRequest, Effect, MapStamp, Member, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import type { Evidence } from '../cluster/failure-detector/judge.js';
+import type { SingletonMonitor } from '../cluster/failure-detector/singleton-monitor.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -28,6 +30,10 @@ export type ClusterMsg =
   | { readonly type: 'AskGuardians' }
   /** Applies the reports read since the last one, in one decision. */
   | { readonly type: 'Reports' }
+  /** The failure detector evicted a member (docs/ARCHITECTURE.md §11.5): its lease has run out. */
+  | { readonly type: 'Evicted'; readonly member: Member; readonly evidence: Evidence }
+  /** A member the group dropped may now reach the core: its lease has run out (§11.5). */
+  | { readonly type: 'Departed'; readonly member: Member }
   | { readonly type: 'Stop'; readonly reason: string }
   /** The singleton's state as it is now (for operators and tests); undefined until recovered. */
   | { readonly type: 'GetState'; readonly reply: (state: ShardManagerState | undefined) => void };
@@ -37,7 +43,12 @@ type ClusterState = Extract<InboxMessage, { kind: 'cluster-state' }>;
 interface State {
   phase: 'starting' | 'recovering' | 'active' | 'stopped';
   core: ShardManagerState;
+  /** The members the core counts: the group's, less evicted incarnations, with departures held until their lease ran out. */
   view: MembershipView;
+  /** The group's view as the membership gave it. */
+  groupView: MembershipView;
+  /** The failure detector's monitor, in `heartbeat` mode. */
+  monitor: SingletonMonitor<Member> | undefined;
   inbox: BusSubscription | undefined;
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
@@ -313,9 +324,27 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     }
   }
 
+  /** The members the core counts, from the group's view and the detector's verdicts. */
+  function effectiveView(s: State): MembershipView {
+    return s.monitor ? { generation: s.groupView.generation, members: s.monitor.effective(s.groupView.members) } : s.groupView;
+  }
+
+  /** A member left the core's view by the detector's doing (an eviction, a departure let through). */
+  async function detectorChanged(s: State, input: ShardManagerInput | undefined): Promise<void> {
+    s.view = effectiveView(s);
+    if (s.phase === 'recovering') {
+      if (allAnswered(s)) await finishRecovery(s);
+      return;
+    }
+    if (s.phase !== 'active') return;
+    await decide(s, input ?? { type: 'MembershipView', members: s.view.members });
+    await dropSubscribersOfDepartedNodes(s);
+  }
+
   async function stopSelf(s: State, reason: string): Promise<void> {
     if (s.phase === 'stopped') return;
     s.phase = 'stopped';
+    s.monitor?.stop();
     for (const cancel of s.timers) cancel();
     s.timers.clear();
     await s.inbox?.close().catch(() => undefined);
@@ -328,6 +357,8 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     phase: 'starting',
     core: manager.initialState(),
     view: { generation: 0, members: [] },
+    groupView: { generation: 0, members: [] },
+    monitor: undefined,
     inbox: undefined,
     lastOffset: -1,
     stored: undefined,
@@ -345,7 +376,13 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       switch (msg.type) {
         case 'Begin': {
           s.takeoverAt = env.clock.now();
-          s.view = msg.view;
+          s.groupView = msg.view;
+          s.monitor = env.detector?.hostSingleton(msg.view.members, {
+            epoch,
+            onEvict: (member, evidence) => env.runtime.send(ctx.self, { type: 'Evicted', member, evidence }),
+            onDepart: (member) => env.runtime.send(ctx.self, { type: 'Departed', member }),
+          });
+          s.view = effectiveView(s);
           log.info({ event: 'singleton.takeover', epoch }, 'singleton lease taken: recovering');
           s.stored = {
             datasets: await withRetry(env, 'reading datasets', () => env.metaStore.datasets()),
@@ -386,7 +423,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           return s;
         }
         case 'View': {
-          s.view = msg.view;
+          s.groupView = msg.view;
+          s.monitor?.view(msg.view.members);
+          s.view = effectiveView(s);
           if (s.phase === 'recovering') {
             if (allAnswered(s)) await finishRecovery(s);
             return s;
@@ -411,6 +450,19 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'CheckCooldowns':
           if (s.phase === 'active') await decide(s, { type: 'CheckCooldowns' });
           return s;
+        case 'Evicted': {
+          const { member, evidence } = msg;
+          log.warn(
+            { event: 'detector.evicted', member: member.node, incarnation: member.incarnation, silentMs: evidence.silentMs, refused: evidence.refused, neededMs: evidence.neededMs, quorum: evidence.quorum, votes: evidence.votes },
+            `${member.node} was evicted by the failure detector: ${evidence.refused ? 'its process no longer listens' : `silent for ${Math.round(evidence.silentMs)} ms`}, and its lease has run out`,
+          );
+          await detectorChanged(s, { type: 'MemberDown', node: member.node, incarnation: member.incarnation });
+          return s;
+        }
+        case 'Departed':
+          log.info({ event: 'detector.departure', member: msg.member.node, incarnation: msg.member.incarnation }, `${msg.member.node} left the group and its lease has run out: its departure is applied`);
+          await detectorChanged(s, undefined);
+          return s;
         case 'Stop':
           await stopSelf(s, msg.reason);
           return s;
@@ -430,6 +482,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     onCrash: 'stop',
     afterStop: (s) => {
       if (s.phase !== 'stopped') {
+        s.monitor?.stop();
         for (const cancel of s.timers) cancel();
         void s.inbox?.close().catch(() => undefined);
         callbacks.onStopped('crashed');

@@ -11,6 +11,7 @@ import type { CheckpointLoader } from './checkpoint-loader.js';
 import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
+import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
 
 /** Everything a node's actors use: its identity, its ports, its settings. */
 export interface NodeEnv {
@@ -33,6 +34,8 @@ export interface NodeEnv {
   readonly problems: Problems;
   /** Reads the shards' checkpoints from `metaStore`, many per request. */
   readonly checkpoints: CheckpointLoader;
+  /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
+  readonly detector?: NodeDetector;
 }
 
 /** A bus record that did not parse: skipped, changing nothing, but logged and counted. */

@@ -7,10 +7,11 @@ import { IncompleteMessageError, type Bus, type BusSubscription } from '../clust
 import type { Clock } from '../cluster/clock.js';
 import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
-import type { DatasetRef, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
+import type { DatasetRef, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../core/ids.js';
 import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
-import type { IngestionSource, RecordSink } from '../ingest/ingestion-source.js';
+import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
 import type { MetaStore } from '../store/meta-store.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
@@ -26,6 +27,9 @@ import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { NodeServing } from '../serving/node-serving.js';
+import { NodeDetector } from '../cluster/failure-detector/node-detector.js';
+import type { DetectorTransport } from '../cluster/failure-detector/transport.js';
+import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
@@ -41,6 +45,18 @@ export interface ClusterServices {
   readonly log: Logger;
   /** A unique prefix for actor system names in this process (several clusters may share one). */
   readonly systemPrefix: string;
+  /** The failure detector's transport and clock, for `failureDetector.mode: 'heartbeat'` (docs/ARCHITECTURE.md §11). */
+  readonly detector?: DetectorServices;
+}
+
+/** What a node's failure detector runs on. */
+export interface DetectorServices {
+  /** A new transport for one node incarnation; its deliveries wait while `owner` is paused. */
+  readonly transport: (owner: TransportOwner) => DetectorTransport;
+  /** Monotonic in a real process (leases are durations); the cluster's clock in embedded mode. */
+  readonly clock: Clock;
+  /** A random index in `0 .. n-1` for choosing helpers; default `Math.random`. Seeded in the simulator. */
+  readonly pick?: (n: number) => number;
 }
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
@@ -59,6 +75,8 @@ export class ShardherdNode {
   private runtime: ActorRuntime | undefined;
   private guardian: ActorRef<GuardianMsg> | undefined;
   private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
+  /** The current incarnation's failure detector, in `heartbeat` mode. */
+  private detector: NodeDetector | undefined;
   private subscriptions: BusSubscription[] = [];
   /** Stops hearing the membership of the current incarnation. */
   private stopListening: () => void = () => {};
@@ -111,7 +129,7 @@ export class ShardherdNode {
       log: services.log,
       servingNode: {
         check: (dataset, shard, routerVersion) => checkShard(this.followed?.get(dataset)?.mapper, this.node, shard, routerVersion),
-        serving: () => this.lifecycle === 'running' && this.member,
+        serving: () => this.lifecycle === 'running' && this.member && (this.detector?.holds() ?? true),
       },
     });
     this.problems = new Problems(() => services.clock.now());
@@ -177,6 +195,15 @@ export class ShardherdNode {
     this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
     const gate = this.gate;
     const telemetry = this.metrics ?? NO_TELEMETRY;
+    /** Out of the cluster while running (the group dropped it, the singleton evicted it): a new incarnation starts. */
+    const fenced = (event: string, reason: string) => {
+      if (this.lifecycle !== 'running' || this.current !== incarnation) return; // leaving on purpose
+      log.warn({ event, reason }, 'this node is no longer a member: it restarts as a new incarnation');
+      this.restarting = this.restart().finally(() => (this.restarting = undefined));
+    };
+    const detector = this.startDetector(incarnation, gate, log, (reason) => fenced('node.fenced', reason));
+    this.detector = detector;
+    const detectorAddress = await detector?.start();
     const metaStore = countedMetaStore(gatedMetaStore(s.metaStore, gate), telemetry);
     const env: NodeEnv = {
       node: this.node,
@@ -188,19 +215,16 @@ export class ShardherdNode {
       metaStore,
       lease: metaStore,
       source: gatedSource(s.source, gate),
-      sink: gatedSink({ accept: (ds, shard, records) => (this.member ? this.sink.accept(ds, shard, records) : Promise.reject(new Error('not a member: records refused'))) }, gate),
+      sink: gatedSink({ accept: (ds, shard, records) => this.accept(detector, ds, shard, records) }, gate),
       settings: s.settings,
       log,
       telemetry,
       problems: this.problems,
       checkpoints: new CheckpointLoader(metaStore),
+      ...(detector ? { detector } : {}),
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
-      onFenced: (reason) => {
-        if (this.lifecycle !== 'running' || this.current !== incarnation) return; // leaving on purpose
-        log.warn({ event: 'node.fenced', reason }, 'this node is no longer a member: it restarts as a new incarnation');
-        this.restarting = this.restart().finally(() => (this.restarting = undefined));
-      },
+      onFenced: (reason) => fenced('node.fenced', reason),
       onReleased: () => {
         if (this.current !== incarnation || this.drained) return;
         this.drained = true;
@@ -229,7 +253,7 @@ export class ShardherdNode {
       membership.close?.();
     };
     this.lifecycle = 'running';
-    const view = await membership.join({ node: this.node, incarnation, ...this.placement });
+    const view = await membership.join({ node: this.node, incarnation, ...this.placement, ...(detectorAddress === undefined ? {} : { detector: detectorAddress }) });
     this.onView(view);
     runtime.send(guardian, { type: 'Start' });
     this.followed = (await this.cache())?.maps;
@@ -243,6 +267,7 @@ export class ShardherdNode {
     // Synchronously, before any actor runs: a node out of the group accepts no more records.
     this.member = isMember(view, this.node, this.current);
     this.lastView = view;
+    this.detector?.follow(view);
     this.runtime.send(this.guardian, { type: 'View', view });
   }
 
@@ -256,6 +281,8 @@ export class ShardherdNode {
     this.lifecycle = 'stopping';
     this.member = false;
     await this.serving.stopped(true);
+    // Nothing is written any more: the lease goes back, so the singleton need not wait it out.
+    this.detector?.goodbye();
     await this.membership?.leave();
     await this.teardown();
     this.lifecycle = 'stopped';
@@ -266,6 +293,7 @@ export class ShardherdNode {
     if (this.lifecycle !== 'running' && this.lifecycle !== 'paused') return;
     this.member = false;
     this.gate.kill();
+    this.detector?.kill();
     this.membership?.crash?.();
     void this.serving.stopped(false);
     void this.teardown();
@@ -360,12 +388,45 @@ export class ShardherdNode {
 
   private async teardown(): Promise<void> {
     await this.serving.stopped(false);
+    const detector = this.detector;
+    this.detector = undefined;
+    await detector?.close();
     this.stopListening();
     this.stopListening = () => {};
     const subs = this.subscriptions;
     this.subscriptions = [];
     this.runtime?.shutdown();
     await Promise.all(subs.map((s) => s.close().catch(() => undefined)));
+  }
+
+  /** The incarnation's failure detector in `heartbeat` mode (docs/ARCHITECTURE.md §11); none in `session-only`. */
+  private startDetector(incarnation: Incarnation, gate: Gate, log: Logger, evicted: (reason: string) => void): NodeDetector | undefined {
+    const s = this.services;
+    const settings = s.settings.failureDetector;
+    if (settings.mode !== 'heartbeat') return undefined;
+    if (!s.detector) throw new Error(`failureDetector.mode is "heartbeat" but ${this.node} has no detector transport`);
+    return new NodeDetector({
+      settings,
+      self: { node: this.node, incarnation },
+      cluster: s.settings.topicPrefix,
+      transport: s.detector.transport(gate),
+      clock: gatedClock(s.detector.clock, gate),
+      log,
+      pick: s.detector.pick ?? ((n) => Math.floor(Math.random() * n)),
+      memberUntil: () => this.membership?.memberUntil?.(),
+      onEvicted: (by) => evicted(`evicted by the singleton on ${by.node}`),
+    });
+  }
+
+  /**
+   * Hands records to the sink while this incarnation is a member and, in `heartbeat` mode, holds a
+   * lease granted under the epoch of the map it ingests the shard under (docs/ARCHITECTURE.md
+   * §11.4): without one the write waits for the next grant, and no write starts after the lease ran out.
+   */
+  private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void> {
+    if (detector) await detector.whenHolding(() => this.followed?.get(ds.ref)?.epoch);
+    if (!this.member) throw new Error('not a member: records refused');
+    return this.sink.accept(ds, shard, records);
   }
 
   // ---------------------------------------------------------------- client side

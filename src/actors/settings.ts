@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS } from '../core/shard-manager/shard-manager.js';
+import { failureDetectorSettings, type FailureDetectorOptions, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
 
 const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0);
 
@@ -39,12 +40,14 @@ const schema = z.strictObject({
   maxMapBytes: z.number().int().min(1024).default(DEFAULT_MAX_MAP_BYTES),
   /** Checkpoint group that a node's ingestion writes (FiloDB's flush groups collapse to one). */
   checkpointGroup: z.string().min(1).default('0'),
+  /** The failure detector (docs/ARCHITECTURE.md §11): checked by `failureDetectorSettings`. */
+  failureDetector: z.unknown().optional(),
 });
 
 /** Runtime settings, every key optional with the documented default. */
-export type RuntimeOptions = z.input<typeof schema>;
+export type RuntimeOptions = Omit<z.input<typeof schema>, 'failureDetector'> & { failureDetector?: FailureDetectorOptions | undefined };
 /** Validated runtime settings with defaults filled in. */
-export type RuntimeSettings = Readonly<z.output<typeof schema>>;
+export type RuntimeSettings = Readonly<Omit<z.output<typeof schema>, 'failureDetector'> & { failureDetector: FailureDetectorSettings }>;
 
 /** Validates options, failing fast with a message that names the key. */
 export function runtimeSettings(options: RuntimeOptions = {}): RuntimeSettings {
@@ -55,5 +58,11 @@ export function runtimeSettings(options: RuntimeOptions = {}): RuntimeSettings {
     throw new RangeError(`invalid runtime setting ${key}: ${i?.message}`);
   }
   if (r.data.retryMaxMs < r.data.retryInitialMs) throw new RangeError('invalid runtime setting retryMaxMs: must be at least retryInitialMs');
-  return r.data;
+  let failureDetector: FailureDetectorSettings;
+  try {
+    failureDetector = failureDetectorSettings(r.data.failureDetector);
+  } catch (e) {
+    throw new RangeError(`invalid runtime setting ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  return { ...r.data, failureDetector };
 }

@@ -119,6 +119,7 @@ export class KafkaMembership implements Membership {
       ...(rack === undefined ? {} : { rack }),
       ...(address === undefined ? {} : { address }),
       ...(weight === undefined ? {} : { weight }),
+      ...(request.detector === undefined ? {} : { detector: request.detector }),
     });
     this.log = this.log.child(this.log.bindings().node === request.node ? { incarnation: request.incarnation } : { node: request.node, incarnation: request.incarnation });
     const joined = new Promise<MembershipView>((resolve, reject) => {
@@ -174,6 +175,15 @@ export class KafkaMembership implements Membership {
 
   onChange(listener: (view: MembershipView) => void): () => void {
     return this.views.onChange(listener);
+  }
+
+  /**
+   * Until when (monotonic, `performance.now()`) the broker surely keeps this member: the last
+   * acknowledged heartbeat's sending plus the session timeout. Undefined unless a member.
+   */
+  memberUntil(): number | undefined {
+    if (this.phase !== 'member' || this.watchdog.acknowledgedSentAt === 0) return undefined;
+    return this.watchdog.acknowledgedSentAt + this.settings.sessionTimeoutMs;
   }
 
   /** Why this handle fenced itself (it is then out of the group for good); undefined if it did not. */

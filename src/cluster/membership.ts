@@ -15,6 +15,8 @@ export interface JoinRequest {
   readonly address?: string;
   /** Relative capacity for the `balanced` strategy (default 1). */
   readonly weight?: number;
+  /** Its failure detector endpoint, in `heartbeat` mode (docs/ARCHITECTURE.md §11.2). */
+  readonly detector?: string;
 }
 
 /**
@@ -34,6 +36,13 @@ export interface Membership {
   view(): MembershipView;
   /** Called with every new view, in generation order. Returns an unsubscribe function. */
   onChange(listener: (view: MembershipView) => void): () => void;
+  /**
+   * Until when this member is surely still in the group: its last acknowledged heartbeat's sending
+   * plus the session timeout, on the clock the membership measures with (monotonic for Kafka, the
+   * cluster's clock in memory); undefined when not a member. A singleton grants no lease past it
+   * (docs/ARCHITECTURE.md §11.9).
+   */
+  memberUntil?(): number | undefined;
 }
 
 /** The oldest member: where the singleton runs. */

@@ -1,7 +1,7 @@
 import type { Incarnation, NodeId } from '../core/ids.js';
 import type { Member } from '../core/shard-manager/protocol.js';
 import type { Cancel, Clock } from './clock.js';
-import type { JoinRequest, Membership, MembershipView } from './membership.js';
+import { isMember, type JoinRequest, type Membership, type MembershipView } from './membership.js';
 
 export interface MemoryMembershipOptions {
   /** A member whose last heartbeat is this old (or older) is removed. Must exceed `heartbeatIntervalMs`. */
@@ -40,7 +40,8 @@ interface Entry {
  *   view reached every handle, so every handle hears views in generation order.
  */
 export class MemoryMembershipService {
-  private readonly sessionTimeoutMs: number;
+  /** A member whose last heartbeat is this old is removed. */
+  readonly sessionTimeoutMs: number;
   private readonly heartbeatIntervalMs: number;
   private readonly onListenerError: ((error: unknown) => void) | undefined;
   private entries: Entry[] = [];
@@ -99,6 +100,7 @@ export class MemoryMembershipService {
       ...(request.rack === undefined ? {} : { rack: request.rack }),
       ...(request.address === undefined ? {} : { address: request.address }),
       ...(request.weight === undefined ? {} : { weight: request.weight }),
+      ...(request.detector === undefined ? {} : { detector: request.detector }),
     });
     const entry: Entry = { member, lastHeartbeat: this.clock.now(), expiry: () => {} };
     this.entries.push(entry);
@@ -196,6 +198,8 @@ export class MemoryMembership implements Membership {
   private latest: MembershipView;
   private listeners: ((view: MembershipView) => void)[] = [];
   private heartbeatTimer: Cancel | undefined;
+  /** When the service last took this member's heartbeat (or join). */
+  private acknowledgedAt: number | undefined;
   private crashed = false;
   private closed = false;
   private paused = false;
@@ -226,6 +230,7 @@ export class MemoryMembership implements Membership {
       }
       this.self = { node: self.node, incarnation: self.incarnation };
       const view = this.service.join(self);
+      this.acknowledgedAt = this.clock.now();
       this.startHeartbeats();
       return Promise.resolve(view);
     } catch (error) {
@@ -240,6 +245,7 @@ export class MemoryMembership implements Membership {
       const self = this.self;
       this.stopHeartbeats();
       this.self = undefined;
+      this.acknowledgedAt = undefined;
       if (self) this.service.leave(self.node, self.incarnation);
       return Promise.resolve();
     } catch (error) {
@@ -294,8 +300,16 @@ export class MemoryMembership implements Membership {
   resume(): void {
     if (this.crashed || this.closed || !this.paused) return;
     this.paused = false;
-    if (this.self && this.service.heartbeat(this.self.node, this.self.incarnation)) this.startHeartbeats();
+    if (this.self && this.service.heartbeat(this.self.node, this.self.incarnation)) {
+      this.acknowledgedAt = this.clock.now();
+      this.startHeartbeats();
+    }
     this.service.reportListenerErrors(this.hear(this.service.view()));
+  }
+
+  memberUntil(): number | undefined {
+    if (this.acknowledgedAt === undefined || !this.self || !isMember(this.latest, this.self.node, this.self.incarnation)) return undefined;
+    return this.acknowledgedAt + this.service.sessionTimeoutMs;
   }
 
   /** True after `crash()`. */
@@ -337,7 +351,10 @@ export class MemoryMembership implements Membership {
       this.heartbeatTimer = undefined;
       if (this.crashed || this.closed || this.paused || this.self !== self) return;
       // A member the service no longer knows stops heartbeating; it learns why from its view.
-      if (this.service.heartbeat(self.node, self.incarnation)) this.heartbeatTimer = this.clock.schedule(this.heartbeatIntervalMs, beat);
+      if (this.service.heartbeat(self.node, self.incarnation)) {
+        this.acknowledgedAt = this.clock.now();
+        this.heartbeatTimer = this.clock.schedule(this.heartbeatIntervalMs, beat);
+      }
     };
     this.heartbeatTimer = this.clock.schedule(this.heartbeatIntervalMs, beat);
   }

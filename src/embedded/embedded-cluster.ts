@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { RealClock, type Clock } from '../cluster/clock.js';
 import { MemoryBus, type MemoryBusOptions } from '../cluster/memory-bus.js';
 import { MemoryMembershipService } from '../cluster/memory-membership.js';
+import { MemoryDetectorNetwork, type MemoryDetectorNetworkOptions } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetConfigInput } from '../core/dataset-config.js';
 import { ShardherdError } from '../core/errors.js';
 import { nodeId, type DatasetRef, type NodeId } from '../core/ids.js';
@@ -70,6 +71,12 @@ export interface EmbeddedClusterOptions {
   readonly name?: string;
   /** Gives every node a Prometheus registry (`node.metrics`); default true. The simulator turns it off. */
   readonly metrics?: boolean;
+  /**
+   * The in-process network of the failure detector, used when `settings.failureDetector.mode` is
+   * `heartbeat` (docs/ARCHITECTURE.md §11): its latency and the simulator's link faults, and the
+   * random choice of helpers (seeded in the simulator).
+   */
+  readonly detector?: MemoryDetectorNetworkOptions & { readonly pick?: (n: number) => number };
 }
 
 /** An embedded node with its rack (isolation group for replicas) and weight. */
@@ -83,6 +90,8 @@ export class EmbeddedCluster {
   readonly clock: Clock;
   readonly bus: MemoryBus;
   readonly membership: MemoryMembershipService;
+  /** The failure detector's in-process network (idle unless `failureDetector.mode` is `heartbeat`). */
+  readonly detectorNetwork: MemoryDetectorNetwork;
   readonly metaStore: MetaStore;
   readonly source: SyntheticSource;
   /** The sink every node shares; undefined when each node has its own (`sinkOf`). */
@@ -108,6 +117,8 @@ export class EmbeddedCluster {
       onListenerError: (e) => this.log.error({ err: e }, 'membership listener failed'),
     });
     this.metaStore = options.metaStore ?? new MemoryMetaStore();
+    this.detectorNetwork = new MemoryDetectorNetwork(this.clock, options.detector);
+    const pick = options.detector?.pick;
     this.source = new SyntheticSource(this.clock, options.source);
     const sink = options.sink ?? new CountingSink();
     this.sink = typeof sink === 'function' ? undefined : sink;
@@ -123,6 +134,9 @@ export class EmbeddedCluster {
       settings: runtimeSettings(options.settings),
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
+      // The cluster's clock, as the memory membership's: a lease is capped by the membership's
+      // session (memberUntil), so both must measure on one clock.
+      detector: { transport: (owner) => this.detectorNetwork.transport(owner), clock: this.clock, ...(pick ? { pick } : {}) },
     };
     this.topicPrefix = this.services.settings.topicPrefix;
     for (const spec of options.nodes ?? ['node-1', 'node-2', 'node-3', 'node-4', 'node-5']) {

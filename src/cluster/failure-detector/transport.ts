@@ -48,4 +48,6 @@ export interface DetectorTransport {
   connect(address: string, events: LinkEvents): DetectorLink;
   /** Closes the endpoint and every connection, without events. */
   close(): Promise<void>;
+  /** As the process's death would: an in-process transport's stand-in for SIGKILL (a real process just dies). */
+  kill?(): void;
 }

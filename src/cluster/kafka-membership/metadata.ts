@@ -20,6 +20,7 @@ const memberMetadataSchema = z.object({
   rack: z.string().min(1).max(200).optional(),
   address: z.string().min(1).max(500).optional(),
   weight: z.number().positive().max(1_000_000).optional(),
+  detector: z.string().min(1).max(300).optional(),
 });
 
 /** What a member says about itself in its JoinGroup metadata (`userData`, JSON). */
@@ -33,6 +34,7 @@ export function encodeMemberMetadata(member: Member, topics: readonly string[]):
       ...(member.rack === undefined ? {} : { rack: member.rack }),
       ...(member.address === undefined ? {} : { address: member.address }),
       ...(member.weight === undefined ? {} : { weight: member.weight }),
+      ...(member.detector === undefined ? {} : { detector: member.detector }),
     }),
   );
   return AssignerProtocol.MemberMetadata.encode({ version: MEMBER_METADATA_FORMAT, topics: [...topics], userData });
@@ -54,8 +56,8 @@ export function decodeMemberMetadata(metadata: Buffer): Result<Member, string> {
   }
   const parsed = memberMetadataSchema.safeParse(json);
   if (!parsed.success) return err(`userData is not shardherd member metadata format ${MEMBER_METADATA_FORMAT}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-  const { node, incarnation, joinedAt, rack, address, weight } = parsed.data;
-  return ok(Object.freeze({ node, incarnation, joinedAt, ...(rack === undefined ? {} : { rack }), ...(address === undefined ? {} : { address }), ...(weight === undefined ? {} : { weight }) }));
+  const { node, incarnation, joinedAt, rack, address, weight, detector } = parsed.data;
+  return ok(Object.freeze({ node, incarnation, joinedAt, ...(rack === undefined ? {} : { rack }), ...(address === undefined ? {} : { address }), ...(weight === undefined ? {} : { weight }), ...(detector === undefined ? {} : { detector }) }));
 }
 
 /** The group members whose metadata is ours, decoded, in the group's order; `onForeign` hears of the others. */

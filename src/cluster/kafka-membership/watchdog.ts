@@ -32,6 +32,11 @@ export class LivenessWatchdog {
     this.alive(this.sentAt.get('Heartbeat'));
   }
 
+  /** Monotonic time (ms) when the last heartbeat or sync the broker acknowledged was sent (0 before any). */
+  get acknowledgedSentAt(): number {
+    return this.aliveAt;
+  }
+
   /** The group is rebalancing: the next JoinGroup starts the broker's wait for this member. */
   rebalanceNoticed(): void {
     this.rebalancing = true;

@@ -14,6 +14,8 @@ export interface Member {
   readonly address?: string;
   /** Relative capacity for the `balanced` strategy (default 1). */
   readonly weight?: number;
+  /** Its failure detector endpoint (host:port), in `heartbeat` mode (docs/ARCHITECTURE.md §11.2). */
+  readonly detector?: string;
 }
 
 /**

@@ -1,0 +1,168 @@
+// One node incarnation's failure detector in `heartbeat` mode (docs/ARCHITECTURE.md §11): its
+// endpoint, its probes, its lease and heartbeats to the singleton, and — while the node hosts the
+// singleton — the singleton's monitor. The node process owns one per incarnation; the singleton
+// actor hosts its monitor through it.
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { MembershipView } from '../membership.js';
+import { DroppedFrames } from './dropped.js';
+import { DetectorEndpoint } from './endpoint.js';
+import type { Evidence } from './judge.js';
+import { memberKey, type DropCause, type MemberRef } from './messages.js';
+import { HeartbeatSender } from './heartbeat-sender.js';
+import { NodeLease } from './node-lease.js';
+import { Prober } from './prober.js';
+import type { FailureDetectorSettings } from './settings.js';
+import { SingletonMonitor, type DetectedMember } from './singleton-monitor.js';
+import type { DetectorTransport } from './transport.js';
+
+export interface NodeDetectorOptions {
+  readonly settings: FailureDetectorSettings;
+  readonly self: MemberRef;
+  /** The cluster's name (topic prefix). */
+  readonly cluster: string;
+  readonly transport: DetectorTransport;
+  /** Monotonic in a real process; the simulator's clock in embedded mode. */
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** A random index in `0 .. n-1`, for choosing helpers (seeded in the simulator). */
+  readonly pick: (n: number) => number;
+  /** Until when (on `clock`) the membership surely keeps this member (see `SingletonMonitorOptions.roleUntil`). */
+  readonly memberUntil?: () => number | undefined;
+  /** The singleton said it evicted this incarnation: it must restart as a new one. */
+  readonly onEvicted: (by: MemberRef) => void;
+  /** Counts each dropped frame (the node's metrics). */
+  readonly counted?: (cause: DropCause) => void;
+}
+
+/** What the singleton actor needs to host its monitor. */
+export interface SingletonHooks<M extends DetectedMember> {
+  readonly epoch: number;
+  readonly onEvict: (member: M, evidence: Evidence) => void;
+  readonly onDepart: (member: M) => void;
+}
+
+export class NodeDetector {
+  readonly dropped: DroppedFrames;
+  readonly lease = new NodeLease();
+  private readonly prober: Prober;
+  private readonly endpoint: DetectorEndpoint;
+  private readonly heartbeats: HeartbeatSender;
+  /** Sink calls waiting for the lease, re-checked at every grant. */
+  private waiting: { readonly epoch: () => number | undefined; readonly resolve: () => void }[] = [];
+
+  constructor(private readonly o: NodeDetectorOptions) {
+    const { transport, self, cluster, clock, settings, log } = o;
+    this.dropped = new DroppedFrames(
+      (d, from) => log.warn({ event: 'detector.dropped', cause: d.cause, detail: d.detail, from }, `a failure detector frame was dropped (${d.cause}); later ones of this cause are only counted`),
+      o.counted,
+    );
+    const dropped = this.dropped;
+    this.prober = new Prober({ transport, self, cluster, clock, settings, dropped });
+    this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped });
+    this.heartbeats = new HeartbeatSender({
+      transport,
+      self,
+      cluster,
+      clock,
+      heartbeatIntervalMs: settings.heartbeatIntervalMs,
+      lease: this.lease,
+      dropped,
+      onGrant: () => this.recheck(),
+      onEvicted: (by) => {
+        log.warn({ event: 'node.evicted', by: memberKey(by) }, 'the singleton evicted this incarnation: it restarts as a new one');
+        o.onEvicted(by);
+      },
+    });
+  }
+
+  /** Opens the endpoint; resolves with the address to advertise in the membership. */
+  start(): Promise<string> {
+    return this.endpoint.start();
+  }
+
+  get address(): string | undefined {
+    return this.endpoint.address;
+  }
+
+  /** A new membership view: heartbeats go to the oldest member's endpoint (the singleton's host). */
+  follow(view: MembershipView): void {
+    const oldest = view.members[0];
+    this.heartbeats.follow(oldest?.detector === undefined ? undefined : { member: { node: oldest.node, incarnation: oldest.incarnation }, address: oldest.detector });
+  }
+
+  /** Whether the lease runs now (and, with `epoch`, was granted under it). */
+  holds(epoch?: number): boolean {
+    return this.lease.holds(this.o.clock.now(), epoch);
+  }
+
+  /**
+   * Resolves as soon as the lease runs under the epoch `epoch()` names (the epoch of the map a
+   * shard is ingested under): at once if it does, else at the first grant after which it does.
+   * Never resolves after the lease was given up (the incarnation is ending).
+   */
+  whenHolding(epoch: () => number | undefined): Promise<void> {
+    const e = epoch();
+    if (e !== undefined && this.holds(e)) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push({ epoch, resolve }));
+  }
+
+  /** Hosts the singleton's monitor for a singleton of `hooks.epoch`, started on `members`. */
+  hostSingleton<M extends DetectedMember>(members: readonly M[], hooks: SingletonHooks<M>): SingletonMonitor<M> {
+    const { settings, self, cluster, clock, pick } = this.o;
+    const monitor = new SingletonMonitor<M>({
+      settings,
+      self,
+      cluster,
+      epoch: hooks.epoch,
+      clock,
+      endpoint: this.endpoint,
+      prober: this.prober,
+      dropped: this.dropped,
+      pick,
+      ...(this.o.memberUntil ? { roleUntil: this.o.memberUntil } : {}),
+      onEvict: hooks.onEvict,
+      onDepart: hooks.onDepart,
+    });
+    monitor.start(members);
+    return monitor;
+  }
+
+  /** A graceful stop: the lease is given up and the singleton told, before the node leaves the group. */
+  goodbye(): void {
+    this.heartbeats.goodbye();
+    this.waiting = [];
+  }
+
+  /**
+   * The process died (embedded mode's crash): its connections end at their peers as a killed
+   * process's do, and connects to its endpoint are refused.
+   */
+  kill(): void {
+    this.heartbeats.stop();
+    this.lease.release();
+    this.waiting = [];
+    if (this.o.transport.kill) this.o.transport.kill();
+    else void this.o.transport.close();
+  }
+
+  /** The incarnation ends: everything closes (the lease runs out on its own). */
+  async close(): Promise<void> {
+    this.heartbeats.stop();
+    this.lease.release();
+    this.waiting = [];
+    this.prober.close();
+    await this.o.transport.close();
+  }
+
+  private recheck(): void {
+    if (this.waiting.length === 0) return;
+    const still: typeof this.waiting = [];
+    for (const w of this.waiting) {
+      const e = w.epoch();
+      if (e !== undefined && this.holds(e)) w.resolve();
+      else still.push(w);
+    }
+    this.waiting = still;
+  }
+}
