@@ -29,6 +29,7 @@ import type { ShardMapFollower } from '../core/map-follower.js';
 import { NodeServing } from '../serving/node-serving.js';
 import { NodeDetector } from '../cluster/failure-detector/node-detector.js';
 import type { DetectorTransport } from '../cluster/failure-detector/transport.js';
+import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 
@@ -51,8 +52,11 @@ export interface ClusterServices {
 
 /** What a node's failure detector runs on. */
 export interface DetectorServices {
-  /** A new transport for one node incarnation; its deliveries wait while `owner` is paused. */
-  readonly transport: (owner: TransportOwner) => DetectorTransport;
+  /**
+   * A new transport for one node incarnation: its deliveries wait while `owner` is paused (in
+   * process); the frames it drops are counted in `dropped`.
+   */
+  readonly transport: (owner: TransportOwner, dropped: DroppedFrames) => DetectorTransport;
   /** Monotonic in a real process (leases are durations); the cluster's clock in embedded mode. */
   readonly clock: Clock;
   /** A random index in `0 .. n-1` for choosing helpers; default `Math.random`. Seeded in the simulator. */
@@ -409,11 +413,12 @@ export class ShardherdNode {
       settings,
       self: { node: this.node, incarnation },
       cluster: s.settings.topicPrefix,
-      transport: s.detector.transport(gate),
+      transport: (dropped) => s.detector!.transport(gate, dropped),
       clock: gatedClock(s.detector.clock, gate),
       log,
       pick: s.detector.pick ?? ((n) => Math.floor(Math.random() * n)),
       memberUntil: () => this.membership?.memberUntil?.(),
+      counted: (cause) => (this.metrics ?? NO_TELEMETRY).detectorDropped(cause),
       onEvicted: (by) => evicted(`evicted by the singleton on ${by.node}`),
     });
   }

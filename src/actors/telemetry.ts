@@ -2,6 +2,7 @@
 // metrics library and the simulator pays nothing (`NO_TELEMETRY`).
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
+import type { DropCause } from '../cluster/failure-detector/messages.js';
 
 /** A shard this node ingests, looked at when metrics are read (lag = end offset − position). */
 export interface IngestionProbe {
@@ -29,6 +30,10 @@ export interface Telemetry {
   trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void;
   /** The dataset was removed: its series go, so a removed dataset does not stay on dashboards for ever. */
   datasetRemoved(dataset: DatasetRef): void;
+  /** A failure detector frame was dropped, never acted on (docs/ARCHITECTURE.md §11.10). */
+  detectorDropped(cause: DropCause): void;
+  /** This node's singleton evicted a member on the failure detector's evidence. */
+  detectorEvicted(): void;
 }
 
 export const NO_TELEMETRY: Telemetry = {
@@ -41,4 +46,6 @@ export const NO_TELEMETRY: Telemetry = {
   ingested: () => {},
   trackIngestion: () => () => {},
   datasetRemoved: () => {},
+  detectorDropped: () => {},
+  detectorEvicted: () => {},
 };

@@ -117,7 +117,8 @@ export class EmbeddedCluster {
       onListenerError: (e) => this.log.error({ err: e }, 'membership listener failed'),
     });
     this.metaStore = options.metaStore ?? new MemoryMetaStore();
-    this.detectorNetwork = new MemoryDetectorNetwork(this.clock, options.detector);
+    const settings = runtimeSettings(options.settings);
+    this.detectorNetwork = new MemoryDetectorNetwork(this.clock, { ...options.detector, cluster: settings.topicPrefix });
     const pick = options.detector?.pick;
     this.source = new SyntheticSource(this.clock, options.source);
     const sink = options.sink ?? new CountingSink();
@@ -131,12 +132,12 @@ export class EmbeddedCluster {
       source: this.source,
       // Replaced per node in `add`: this one only answers a node built on these services by hand.
       sink: this.sink ?? { accept: () => Promise.reject(new Error('each embedded node has its own sink: see EmbeddedCluster.sinkOf')) },
-      settings: runtimeSettings(options.settings),
+      settings,
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
       // The cluster's clock, as the memory membership's: a lease is capped by the membership's
       // session (memberUntil), so both must measure on one clock.
-      detector: { transport: (owner) => this.detectorNetwork.transport(owner), clock: this.clock, ...(pick ? { pick } : {}) },
+      detector: { transport: (owner, dropped) => this.detectorNetwork.transport(owner, dropped), clock: this.clock, ...(pick ? { pick } : {}) },
     };
     this.topicPrefix = this.services.settings.topicPrefix;
     for (const spec of options.nodes ?? ['node-1', 'node-2', 'node-3', 'node-4', 'node-5']) {

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DROP_CAUSES, type DropCause } from '../cluster/failure-detector/messages.js';
 import type { IngestionProbe, Telemetry } from '../actors/telemetry.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
@@ -53,6 +54,8 @@ export class NodeMetrics implements Telemetry {
   private readonly metaStoreErrors: Counter<'operation'>;
   private readonly retries: Counter<'what'>;
   private readonly records: Counter<'dataset' | 'shard'>;
+  private readonly detectorDrops: Counter<'cause'>;
+  private readonly detectorEvictions: Counter;
 
   constructor(options: { readonly defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -95,6 +98,11 @@ export class NodeMetrics implements Telemetry {
       name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard this node ingests', labelNames: ['dataset', 'shard'], registers,
       collect: () => this.dropMovedShards(),
     });
+    this.detectorDrops = new Counter({
+      name: 'shardherd_detector_dropped_frames_total', help: 'Failure detector frames dropped without being acted on, by cause (heartbeat mode)', labelNames: ['cause'], registers,
+    });
+    for (const cause of DROP_CAUSES) this.detectorDrops.inc({ cause }, 0);
+    this.detectorEvictions = new Counter({ name: 'shardherd_detector_evictions_total', help: 'Members this node\'s singleton evicted on the failure detector\'s evidence (heartbeat mode)', registers });
     this.defineStateGauges();
   }
 
@@ -123,6 +131,14 @@ export class NodeMetrics implements Telemetry {
   singletonRecovered(ms: number): void {
     this.failovers.inc();
     this.recoveryDuration.observe(ms / 1000);
+  }
+
+  detectorDropped(cause: DropCause): void {
+    this.detectorDrops.inc({ cause });
+  }
+
+  detectorEvicted(): void {
+    this.detectorEvictions.inc();
   }
 
   malformedRecord(topic: string): void {

@@ -13,6 +13,7 @@ import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
 import { busLimits, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RECORD_BYTES } from '../cluster/bus-limits.js';
 import { BUS_COMPRESSIONS } from '../cluster/kafka-bus/settings.js';
+import { failureDetectorSettings, FailureDetectorSettingsError } from '../cluster/failure-detector/settings.js';
 
 const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
@@ -45,6 +46,8 @@ const schema = z.strictObject({
     maxMutationBytes: z.number().int('must be a whole number of bytes').min(1024, 'must be at least 1024').max(2 ** 31 - 1).default(1024 * 1024),
   }),
   runtime: z.record(z.string(), z.unknown()).default({}),
+  // Its timings are checked by failureDetectorSettings (naming the key), its endpoint here.
+  failureDetector: z.record(z.string(), z.unknown()).default({}),
   datasets: z.array(z.unknown()).default([]),
   sink: z
     .discriminatedUnion('type', [
@@ -88,11 +91,29 @@ export interface ServeConfig {
   readonly advertisedHost?: string | undefined;
 }
 
+/** Where a node's failure detector endpoint listens (docs/ARCHITECTURE.md §11.3), in `heartbeat` mode. */
+export interface DetectorEndpointConfig {
+  /** Default 127.0.0.1: set it to an address the other nodes reach. */
+  readonly host: string;
+  /** Default 0: an ephemeral port (the address goes to the others in the membership metadata). */
+  readonly port: number;
+  /** The host the others are told to connect to; default `host`. */
+  readonly advertisedHost?: string | undefined;
+}
+
+const endpointSchema = z.strictObject({
+  host: z.string().min(1).max(200).default('127.0.0.1'),
+  port: z.number().int('must be a whole number').min(0, 'must be 0..65535').max(65535, 'must be 0..65535').default(0),
+  advertisedHost: z.string().min(1).max(200).optional(),
+});
+
 /** A validated node configuration. */
-export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets' | 'serve'> {
+export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets' | 'serve' | 'failureDetector'> {
   readonly node: NodeId;
-  /** The runtime settings, with the cluster name as the topic prefix. */
+  /** The runtime settings, with the cluster name as the topic prefix and the failure detector's timings. */
   readonly runtime: RuntimeSettings;
+  /** The failure detector's endpoint (its timings are in `runtime.failureDetector`). */
+  readonly detector: DetectorEndpointConfig;
   readonly datasets: readonly DatasetConfig[];
   /** The datasets this node serves routed requests of (`ShardherdNode.serve`), each with its handler module. */
   readonly serve: readonly ServeConfig[];
@@ -129,9 +150,23 @@ export function parseNodeConfig(input: unknown, source = 'config', baseDir = pro
     throw new NodeConfigError(`kafka.${key}`, reason, source);
   });
   if ('topicPrefix' in c.runtime) throw new NodeConfigError('runtime.topicPrefix', 'is set by "cluster" in a node config', source);
+  if ('failureDetector' in c.runtime) throw new NodeConfigError('runtime.failureDetector', 'is set by "failureDetector" in a node config', source);
+  const { host, port, advertisedHost, ...timings } = c.failureDetector;
+  try {
+    failureDetectorSettings(timings, 'failureDetector');
+  } catch (e) {
+    if (e instanceof FailureDetectorSettingsError) throw new NodeConfigError(e.key, e.message.slice(e.key.length + 1), source);
+    throw e;
+  }
+  const endpoint = endpointSchema.safeParse({ host, port, advertisedHost });
+  if (!endpoint.success) {
+    const issue = endpoint.error.issues[0]!;
+    throw new NodeConfigError(`failureDetector.${issue.path.map(String).join('.')}`, issue.message, source);
+  }
+  const detector: DetectorEndpointConfig = endpoint.data;
   let runtime: RuntimeSettings;
   try {
-    runtime = runtimeSettings({ ...c.runtime, topicPrefix: c.cluster });
+    runtime = runtimeSettings({ ...c.runtime, topicPrefix: c.cluster, failureDetector: timings });
   } catch (e) {
     throw new NodeConfigError('runtime', e instanceof Error ? e.message : String(e), source);
   }
@@ -147,7 +182,8 @@ export function parseNodeConfig(input: unknown, source = 'config', baseDir = pro
   const twice = served.findIndex((d, i) => served.indexOf(d) !== i);
   if (twice !== -1) throw new NodeConfigError(`serve.${twice}.dataset`, `names dataset ${served[twice]} a second time: one handler a dataset`, source);
   const serve = c.serve.map((s): ServeConfig => ({ ...s, dataset: s.dataset as DatasetRef, handler: resolve(baseDir, s.handler) }));
-  return { ...c, node: c.node as NodeId, runtime, datasets, serve };
+  const { failureDetector: _timings, ...rest } = c;
+  return { ...rest, node: c.node as NodeId, runtime, detector, datasets, serve };
 }
 
 /** The Cassandra MetaStore's options from a node config: its `cassandra` keys and the cluster's name. */

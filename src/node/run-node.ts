@@ -2,7 +2,8 @@
 // Cassandra for the MetaStore, the same ShardherdNode as embedded mode. `shardherd node` runs it;
 // an application that wants its own sink embeds it with `startNode`.
 import type { Logger } from 'pino';
-import { RealClock } from '../cluster/clock.js';
+import { MonotonicClock, RealClock } from '../cluster/clock.js';
+import { TcpDetectorTransport } from '../cluster/failure-detector/tcp-transport.js';
 import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
 import { KafkaMembership } from '../cluster/kafka-membership.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
@@ -118,6 +119,12 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       settings: config.runtime,
       log,
       systemPrefix: `shardherd-${config.cluster}`,
+      // Used in failureDetector.mode "heartbeat" only: leases are durations, measured on the
+      // monotonic clock, as the Kafka membership measures its session.
+      detector: {
+        transport: (_owner, dropped) => new TcpDetectorTransport({ cluster: config.runtime.topicPrefix, host: config.detector.host, port: config.detector.port, advertisedHost: config.detector.advertisedHost, dropped }),
+        clock: new MonotonicClock(),
+      },
     };
     const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
     await node.startPatiently(FIRST_START_PATIENCE_MS);

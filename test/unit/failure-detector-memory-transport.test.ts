@@ -21,7 +21,7 @@ const turns = async (n = 20) => {
 
 async function setup(options: MemoryDetectorNetworkOptions = {}) {
   const clock = new SimulatedClock(0);
-  const network = new MemoryDetectorNetwork(clock, options);
+  const network = new MemoryDetectorNetwork(clock, { cluster: 'sim', ...options });
   const advance = async (ms: number) => {
     const end = clock.now() + ms;
     while (clock.now() < end) {

@@ -89,6 +89,28 @@ describe('node config', () => {
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, compression: 'zstd' } })).toBe('node.json: kafka.compression must be "gzip" or "none"');
   });
 
+  it('takes the failure detector section: session-only by default, timings into the runtime, the endpoint apart', () => {
+    const d = parseNodeConfig(minimal);
+    expect(d.runtime.failureDetector).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500 });
+    expect(d.detector).toEqual({ host: '127.0.0.1', port: 0 });
+    expect('failureDetector' in d).toBe(false);
+    const c = parseNodeConfig({ ...minimal, failureDetector: { mode: 'heartbeat', leaseMs: 400, host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' } });
+    expect(c.runtime.failureDetector).toMatchObject({ mode: 'heartbeat', leaseMs: 400 });
+    expect(c.detector).toEqual({ host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' });
+  });
+
+  it('refuses failure detector settings that cannot work, naming the key', () => {
+    const fd = (failureDetector: unknown) => refusal({ ...minimal, failureDetector });
+    expect(fd({ heartbeatIntervalMs: 'fast' })).toBe('node.json: failureDetector.heartbeatIntervalMs must be a positive whole number of milliseconds, got fast');
+    expect(fd({ leaseMs: -1 })).toBe('node.json: failureDetector.leaseMs must be a positive whole number of milliseconds, got -1');
+    expect(fd({ heartbeatIntervalMs: 500, suspicionTimeoutMs: 1000 })).toBe('node.json: failureDetector.suspicionTimeoutMs (1000) must be at least three heartbeats (3 × heartbeatIntervalMs = 1500)');
+    expect(fd({ suspicionTimeoutMs: 900, leaseMs: 1000 })).toMatch(/^node\.json: failureDetector\.leaseMs \(1000\) must not be longer than the suspicion timeout/);
+    expect(fd({ mode: 'swim' })).toBe('node.json: failureDetector.mode must be "session-only" or "heartbeat", got "swim"');
+    expect(fd({ lease: 500 })).toBe('node.json: failureDetector.lease is not a known key');
+    expect(fd({ port: 70_000 })).toBe('node.json: failureDetector.port must be 0..65535');
+    expect(refusal({ ...minimal, runtime: { failureDetector: { mode: 'heartbeat' } } })).toBe('node.json: runtime.failureDetector is set by "failureDetector" in a node config');
+  });
+
   it('validates every dataset and refuses a dataset named twice', () => {
     const ds = { ref: 'metrics', numShards: 6, minNumNodes: 1, source: { type: 'kafka', topic: 't' } };
     expect(refusal({ ...minimal, datasets: [ds] })).toBe('node.json: datasets.0.numShards must be a power of two between 1 and 65536');

@@ -4,13 +4,20 @@
 // until it runs again; each direction of a connection delivers in order. The simulator adds loss,
 // delay and partitions per link, each direction on its own.
 import type { Clock } from '../clock.js';
-import type { DetectorMessage } from './messages.js';
+import type { DroppedFrames } from './dropped.js';
+import { encodeFrame, parseFrame, type DetectorMessage } from './messages.js';
 import type { DetectorLink, DetectorTransport, LinkEnd, LinkEvents } from './transport.js';
 
 /** What happens to one message on its way (the simulator's link faults). */
 export type LinkFault = { readonly kind: 'deliver' } | { readonly kind: 'drop' } | { readonly kind: 'delay'; readonly ms: number };
 
 export interface MemoryDetectorNetworkOptions {
+  /**
+   * The cluster's name. Every message travels as its frame and is read back as TCP's receiver
+   * reads it (a frame of another cluster or not of the schema is dropped and counted), so what the
+   * embedded mode and the simulator exercise is what goes over the wire. Default `shardherd`.
+   */
+  readonly cluster?: string;
   /** One way, per message. Default 1 ms. */
   readonly latencyMs?: number;
   /** A connect whose handshake cannot get through ends with `timeout` after this long. Default 1000 ms. */
@@ -114,6 +121,8 @@ export class MemoryDetectorTransport implements DetectorTransport {
     readonly network: MemoryDetectorNetwork,
     readonly owner: TransportOwner,
     id: number,
+    /** Counts the frames this endpoint's connections drop. */
+    readonly dropped: DroppedFrames | undefined,
   ) {
     this.clientName = `mem-client-${id}`;
   }
@@ -189,9 +198,9 @@ export class MemoryDetectorNetwork {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 1000;
   }
 
-  /** A transport for one node incarnation, whose deliveries wait while `owner` is paused. */
-  transport(owner: TransportOwner = RUNNING): MemoryDetectorTransport {
-    return new MemoryDetectorTransport(this, owner, ++this.count);
+  /** A transport for one node incarnation, whose deliveries wait while `owner` is paused; frames it drops are counted in `dropped`. */
+  transport(owner: TransportOwner = RUNNING, dropped?: DroppedFrames): MemoryDetectorTransport {
+    return new MemoryDetectorTransport(this, owner, ++this.count, dropped);
   }
 
   /** @internal */
@@ -245,6 +254,11 @@ export class MemoryDetectorNetwork {
     if (fault.kind === 'drop') return;
     const at = Math.max(this.clock.now() + this.latencyMs + (fault.kind === 'delay' ? fault.ms : 0), to.lastArrival);
     to.lastArrival = at;
-    this.clock.schedule(at - this.clock.now(), () => to.hear({ kind: 'message', message }));
+    const frame = encodeFrame(message);
+    this.clock.schedule(at - this.clock.now(), () => {
+      const parsed = parseFrame(frame.slice(0, -1), this.options.cluster ?? 'shardherd');
+      if (parsed.ok) to.hear({ kind: 'message', message: parsed.value });
+      else to.transport.dropped?.drop(parsed.error, from.address);
+    });
   }
 }

@@ -17,6 +17,9 @@ export interface MemberRef {
   readonly incarnation: Incarnation;
 }
 
+/** Only the node and incarnation of a member record (a frame carries nothing else of it). */
+export const memberRef = (m: MemberRef): MemberRef => ({ node: m.node, incarnation: m.incarnation });
+
 export const sameMember = (a: MemberRef, b: MemberRef): boolean => a.node === b.node && a.incarnation === b.incarnation;
 /** `node@incarnation`: a key for maps and logs. */
 export const memberKey = (m: MemberRef): string => `${m.node}@${m.incarnation}`;

@@ -21,7 +21,8 @@ export interface NodeDetectorOptions {
   readonly self: MemberRef;
   /** The cluster's name (topic prefix). */
   readonly cluster: string;
-  readonly transport: DetectorTransport;
+  /** Makes the incarnation's transport; frames it drops are counted in `dropped`. */
+  readonly transport: (dropped: DroppedFrames) => DetectorTransport;
   /** Monotonic in a real process; the simulator's clock in embedded mode. */
   readonly clock: Clock;
   readonly log: Logger;
@@ -48,16 +49,19 @@ export class NodeDetector {
   private readonly prober: Prober;
   private readonly endpoint: DetectorEndpoint;
   private readonly heartbeats: HeartbeatSender;
+  private readonly transport: DetectorTransport;
   /** Sink calls waiting for the lease, re-checked at every grant. */
   private waiting: { readonly epoch: () => number | undefined; readonly resolve: () => void }[] = [];
 
   constructor(private readonly o: NodeDetectorOptions) {
-    const { transport, self, cluster, clock, settings, log } = o;
+    const { self, cluster, clock, settings, log } = o;
     this.dropped = new DroppedFrames(
       (d, from) => log.warn({ event: 'detector.dropped', cause: d.cause, detail: d.detail, from }, `a failure detector frame was dropped (${d.cause}); later ones of this cause are only counted`),
       o.counted,
     );
     const dropped = this.dropped;
+    const transport = o.transport(dropped);
+    this.transport = transport;
     this.prober = new Prober({ transport, self, cluster, clock, settings, dropped });
     this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped });
     this.heartbeats = new HeartbeatSender({
@@ -142,8 +146,8 @@ export class NodeDetector {
     this.heartbeats.stop();
     this.lease.release();
     this.waiting = [];
-    if (this.o.transport.kill) this.o.transport.kill();
-    else void this.o.transport.close();
+    if (this.transport.kill) this.transport.kill();
+    else void this.transport.close();
   }
 
   /** The incarnation ends: everything closes (the lease runs out on its own). */
@@ -152,7 +156,7 @@ export class NodeDetector {
     this.lease.release();
     this.waiting = [];
     this.prober.close();
-    await this.o.transport.close();
+    await this.transport.close();
   }
 
   private recheck(): void {

@@ -3,7 +3,7 @@
 // and reused; how it ends is part of the answer (refused or closed: the process is gone).
 import type { Clock, Cancel } from '../clock.js';
 import type { DroppedFrames } from './dropped.js';
-import { DETECTOR_FORMAT, memberKey, sameMember, type DetectorMessage, type MemberRef, type Vote } from './messages.js';
+import { DETECTOR_FORMAT, memberKey, memberRef, sameMember, type DetectorMessage, type MemberRef, type Vote } from './messages.js';
 import type { ProbeOutcome } from './probe-vote.js';
 import { probeTimeoutMs, type FailureDetectorSettings } from './settings.js';
 import type { DetectorLink, DetectorTransport, LinkEnd } from './transport.js';
@@ -48,7 +48,7 @@ export class Prober {
     return new Promise((resolve) => {
       const timeoutMs = probeTimeoutMs(this.o.settings);
       const due = this.o.clock.now() + timeoutMs;
-      this.request(address, target, 'ack', timeoutMs, (seq) => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping', from: this.o.self, to: target, seq }), {
+      this.request(address, target, 'ack', timeoutMs, (seq) => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping', from: this.o.self, to: memberRef(target), seq }), {
         answered: () => resolve({ kind: 'acked' }),
         refused: () => resolve({ kind: 'refused' }),
         timedOut: () => resolve({ kind: 'timed-out', latenessMs: Math.max(0, this.o.clock.now() - due) }),
@@ -64,7 +64,7 @@ export class Prober {
   ask(helperAddress: string, helper: MemberRef, target: MemberRef, targetAddress: string, epoch: number): Promise<Vote | undefined> {
     return new Promise((resolve) => {
       const waitMs = probeTimeoutMs(this.o.settings) + this.o.settings.heartbeatIntervalMs;
-      const build = (seq: number): DetectorMessage => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping-req', from: this.o.self, to: helper, seq, epoch, target, address: targetAddress });
+      const build = (seq: number): DetectorMessage => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping-req', from: this.o.self, to: memberRef(helper), seq, epoch, target: memberRef(target), address: targetAddress });
       this.request(helperAddress, helper, 'vote', waitMs, build, {
         answered: (m) => resolve(m.type === 'vote' && sameMember(m.target, target) ? m.vote : undefined),
         refused: () => resolve(undefined),
