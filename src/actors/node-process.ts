@@ -417,7 +417,7 @@ export class ShardherdNode {
       clock: gatedClock(s.detector.clock, gate),
       log,
       pick: s.detector.pick ?? ((n) => Math.floor(Math.random() * n)),
-      memberUntil: () => this.membership?.memberUntil?.(),
+      memberForMs: () => this.membership?.memberForMs?.(),
       counted: (cause) => (this.metrics ?? NO_TELEMETRY).detectorDropped(cause),
       onEvicted: (by) => evicted(`evicted by the singleton on ${by.node}`),
     });

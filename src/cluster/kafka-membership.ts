@@ -178,12 +178,12 @@ export class KafkaMembership implements Membership {
   }
 
   /**
-   * Until when (monotonic, `performance.now()`) the broker surely keeps this member: the last
-   * acknowledged heartbeat's sending plus the session timeout. Undefined unless a member.
+   * For how much longer (ms) the broker surely keeps this member: until the last acknowledged
+   * heartbeat's sending (monotonic) plus the session timeout. Undefined unless a member.
    */
-  memberUntil(): number | undefined {
+  memberForMs(): number | undefined {
     if (this.phase !== 'member' || this.watchdog.acknowledgedSentAt === 0) return undefined;
-    return this.watchdog.acknowledgedSentAt + this.settings.sessionTimeoutMs;
+    return this.watchdog.acknowledgedSentAt + this.settings.sessionTimeoutMs - performance.now();
   }
 
   /** Why this handle fenced itself (it is then out of the group for good); undefined if it did not. */

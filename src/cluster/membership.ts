@@ -37,12 +37,11 @@ export interface Membership {
   /** Called with every new view, in generation order. Returns an unsubscribe function. */
   onChange(listener: (view: MembershipView) => void): () => void;
   /**
-   * Until when this member is surely still in the group: its last acknowledged heartbeat's sending
-   * plus the session timeout, on the clock the membership measures with (monotonic for Kafka, the
-   * cluster's clock in memory); undefined when not a member. A singleton grants no lease past it
-   * (docs/ARCHITECTURE.md §11.9).
+   * For how much longer (ms) this member is surely still in the group: until its last acknowledged
+   * heartbeat's sending plus the session timeout; undefined when not a member. A duration, so that
+   * whoever reads it needs no shared clock. A singleton grants no lease past it (docs/ARCHITECTURE.md §11.9).
    */
-  memberUntil?(): number | undefined;
+  memberForMs?(): number | undefined;
 }
 
 /** The oldest member: where the singleton runs. */

@@ -307,9 +307,9 @@ export class MemoryMembership implements Membership {
     this.service.reportListenerErrors(this.hear(this.service.view()));
   }
 
-  memberUntil(): number | undefined {
+  memberForMs(): number | undefined {
     if (this.acknowledgedAt === undefined || !this.self || !isMember(this.latest, this.self.node, this.self.incarnation)) return undefined;
-    return this.acknowledgedAt + this.service.sessionTimeoutMs;
+    return this.acknowledgedAt + this.service.sessionTimeoutMs - this.clock.now();
   }
 
   /** True after `crash()`. */

@@ -135,8 +135,7 @@ export class EmbeddedCluster {
       settings,
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
-      // The cluster's clock, as the memory membership's: a lease is capped by the membership's
-      // session (memberUntil), so both must measure on one clock.
+      // The cluster's clock: the one the embedded nodes, the membership and the simulator share.
       detector: { transport: (owner, dropped) => this.detectorNetwork.transport(owner, dropped), clock: this.clock, ...(pick ? { pick } : {}) },
     };
     this.topicPrefix = this.services.settings.topicPrefix;

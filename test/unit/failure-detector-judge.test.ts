@@ -101,6 +101,18 @@ describe('LivenessJudge', () => {
     expect(evictions(log1)).toEqual([]);
   });
 
+  it('does not count a silence that the observer did not see in two rounds in a row (a lost ping is no vote)', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    // Every helper's probe fails in every other round, as with lost pings; the singleton is cut from a.
+    const reach: Reach = (o, target, t) => (target !== 'a' ? 'alive' : o === 's' ? 'silent' : Math.floor(t / 300) % 2 === 0 ? 'silent' : 'alive');
+    const log = run(judge, members, { beats: (m, t) => m !== 'a' || t <= 1000, reach }, 0, 10_000);
+    expect(evictions(log)).toEqual([]);
+    // A refusal needs no second round: the process is gone.
+    const refused = cluster(['a', 'b', 'c', 'd']);
+    const log2 = run(refused.judge, refused.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('refused') }, 0, 3000);
+    expect(evictions(log2)).toEqual([{ t: 1600, node: 'a' }]); // late at 1300, refused at once, lease out at 1511
+  });
+
   it('never evicts a member that a majority still reaches, however long the singleton does not hear it', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     // The singleton → a path is cut both ways; the helpers reach a.

@@ -111,6 +111,20 @@ describe('MemoryDetectorTransport', () => {
     expect((await probe(env, a, b)).outcome).toEqual({ kind: 'acked' });
   });
 
+  it('survives a lost ping: the probe pings again at a third of its timeout', async () => {
+    let first = true;
+    const env = await setup({ faults: (_from, _to, m) => {
+      const drop = first && m.type === 'ping';
+      if (drop) first = false;
+      return drop ? { kind: 'drop' } : { kind: 'deliver' };
+    } });
+    const [a, b] = [await env.node('a'), await env.node('b')];
+    const r = await probe(env, a, b);
+    expect(r.outcome).toEqual({ kind: 'acked' });
+    expect(r.ms).toBeGreaterThanOrEqual(66);
+    expect(r.ms).toBeLessThan(100);
+  });
+
   it('drops and delays messages as the faults say, and never reorders a direction', async () => {
     const fate: ('drop' | number)[] = [];
     const env = await setup({ faults: () => {

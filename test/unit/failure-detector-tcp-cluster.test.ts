@@ -45,7 +45,6 @@ describe('failure detector over TCP', () => {
       settings: runtimeSettings({ publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, failureDetector: { mode: 'heartbeat' } }),
       log: pino({ level: process.env.FD_LOG ?? 'silent' }),
       systemPrefix: `fd-tcp-${Math.random().toString(36).slice(2)}`,
-      // The membership's clock: a lease is capped by the member's session, measured on one clock.
       detector: { transport: (_owner, dropped) => new TcpDetectorTransport({ cluster: 'shardherd', dropped }), clock },
     };
     for (const name of ['n1', 'n2', 'n3']) {

@@ -42,8 +42,11 @@ interface Suspicion<M extends MemberRef> {
   helpers: JudgedMember<M>[];
   /** Everyone asked during this suspicion: only their votes count. */
   readonly asked: Set<string>;
-  /** The latest vote of each observer (the singleton's own included), with its round. */
-  readonly votes: Map<string, { readonly vote: Vote; readonly round: number }>;
+  /**
+   * The latest vote of each observer (the singleton's own included), with its round, and whether
+   * its vote of the round before (in this suspicion) failed too: a `silent` counts only then.
+   */
+  readonly votes: Map<string, { readonly vote: Vote; readonly round: number; readonly failedBefore: boolean }>;
 }
 
 interface Tracked<M extends MemberRef> {
@@ -56,6 +59,8 @@ interface Tracked<M extends MemberRef> {
   released: boolean;
   suspicion: Suspicion<M> | undefined;
 }
+
+const failing = (v: Vote): boolean => v === 'silent' || v === 'refused';
 
 export class LivenessJudge<M extends MemberRef> {
   private readonly self: MemberRef;
@@ -170,8 +175,12 @@ export class LivenessJudge<M extends MemberRef> {
     const key = memberKey(observer);
     if (!s || round < s.firstRound || round > s.round || !s.asked.has(key)) return;
     const before = s.votes.get(key);
-    if (before && before.round > round) return;
-    s.votes.set(key, { vote, round });
+    if (before && before.round >= round) {
+      // The same round again (a retried probe's late answer) may only turn a failure into life.
+      if (before.round === round && vote === 'alive') s.votes.set(key, { vote, round, failedBefore: false });
+      return;
+    }
+    s.votes.set(key, { vote, round, failedBefore: before !== undefined && failing(before.vote) });
   }
 
   /**
@@ -265,7 +274,13 @@ export class LivenessJudge<M extends MemberRef> {
     const s = t.suspicion!;
     const q = quorum(this.tracked.size + 1);
     const votes = [...s.votes].map(([observer, v]) => ({ observer, vote: v.vote }));
-    const failing = votes.filter((v) => (v.vote === 'silent' || v.vote === 'refused') && (v.observer === this.selfKey || this.tracked.has(v.observer)));
+    // A refusal is proof at once; a silence only when the observer's round before was a failure
+    // too: one lost ping (or ack) is no vote.
+    const counts = (observer: string) => {
+      const v = s.votes.get(observer)!;
+      return v.vote === 'refused' || (v.vote === 'silent' && v.failedBefore);
+    };
+    const failing = votes.filter((v) => counts(v.observer) && (v.observer === this.selfKey || this.tracked.has(v.observer)));
     if (failing.length < q) return undefined;
     const refused = failing.some((v) => v.vote === 'refused');
     const silentMs = now - t.lastHeard;

@@ -28,8 +28,8 @@ export interface NodeDetectorOptions {
   readonly log: Logger;
   /** A random index in `0 .. n-1`, for choosing helpers (seeded in the simulator). */
   readonly pick: (n: number) => number;
-  /** Until when (on `clock`) the membership surely keeps this member (see `SingletonMonitorOptions.roleUntil`). */
-  readonly memberUntil?: () => number | undefined;
+  /** For how much longer (ms) the membership surely keeps this member (see `SingletonMonitorOptions.roleForMs`). */
+  readonly memberForMs?: () => number | undefined;
   /** The singleton said it evicted this incarnation: it must restart as a new one. */
   readonly onEvicted: (by: MemberRef) => void;
   /** Counts each dropped frame (the node's metrics). */
@@ -124,7 +124,7 @@ export class NodeDetector {
       prober: this.prober,
       dropped: this.dropped,
       pick,
-      ...(this.o.memberUntil ? { roleUntil: this.o.memberUntil } : {}),
+      ...(this.o.memberForMs ? { roleForMs: this.o.memberForMs } : {}),
       onEvict: hooks.onEvict,
       onDepart: hooks.onDepart,
     });

@@ -40,19 +40,21 @@ export class Prober {
   constructor(private readonly o: ProberOptions) {}
 
   /**
-   * Pings `target` at `address` and resolves with how that ended: `acked`, `refused` (the
-   * connection was refused, or closed while waiting), or `timed-out` after the probe timeout, with
-   * how late the timer fired (a late timer means this process did not run meanwhile).
+   * Pings `target` at `address` (again at a third and two thirds of the probe timeout while
+   * unanswered) and resolves with how that ended: `acked`, `refused` (the connection was refused,
+   * or closed while waiting), or `timed-out` after the probe timeout, with how late the timer fired
+   * (a late timer means this process did not run meanwhile).
    */
   probe(address: string, target: MemberRef): Promise<ProbeOutcome> {
     return new Promise((resolve) => {
       const timeoutMs = probeTimeoutMs(this.o.settings);
       const due = this.o.clock.now() + timeoutMs;
-      this.request(address, target, 'ack', timeoutMs, (seq) => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping', from: this.o.self, to: memberRef(target), seq }), {
+      const ping = (seq: number): DetectorMessage => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping', from: this.o.self, to: memberRef(target), seq });
+      this.request(address, target, 'ack', timeoutMs, ping, {
         answered: () => resolve({ kind: 'acked' }),
         refused: () => resolve({ kind: 'refused' }),
         timedOut: () => resolve({ kind: 'timed-out', latenessMs: Math.max(0, this.o.clock.now() - due) }),
-      });
+      }, [timeoutMs / 3, (2 * timeoutMs) / 3]);
     });
   }
 
@@ -80,6 +82,11 @@ export class Prober {
     this.connections.clear();
   }
 
+  /**
+   * Sends `build(seq)` to `address` and waits for the answer of kind `kind` from `to`, for at most
+   * `timeoutMs`. With `resends`, the request goes out again (with a new number) at each of those
+   * delays while unanswered: any answer counts, so one lost message does not fail the request.
+   */
   private request(
     address: string,
     to: MemberRef,
@@ -87,38 +94,46 @@ export class Prober {
     timeoutMs: number,
     build: (seq: number) => DetectorMessage,
     outcome: { answered: (m: DetectorMessage) => void; refused: () => void; timedOut: () => void },
+    resends: readonly number[] = [],
   ): void {
-    const seq = ++this.seq;
-    let cancel: Cancel = () => {};
+    const seqs: { seq: number; connection: Connection }[] = [];
+    const timers: Cancel[] = [];
     let done = false;
     const finish = (then: () => void) => {
       if (done) return;
       done = true;
-      cancel();
-      this.connections.get(address)?.waiting.delete(seq);
+      for (const cancel of timers) cancel();
+      for (const { seq, connection } of seqs) connection.waiting.delete(seq);
       then();
     };
-    cancel = this.o.clock.schedule(timeoutMs, () => finish(outcome.timedOut));
-    if (this.closed) return;
-    let connection: Connection;
-    try {
-      connection = this.connectionTo(address);
-    } catch {
-      return; // an address that cannot be parsed: silence, as a host that does not answer
-    }
-    connection.waiting.set(seq, {
+    const waiting: Waiting = {
       from: to,
       kind,
       answered: (m) => finish(() => outcome.answered(m)),
       // Refused or closed: nothing listens for the target any more, the strong signal. A network
-      // error or a connect timeout proves nothing: the probe waits for its timer. A helper that
-      // cannot be reached casts no vote either way.
+      // error or a connect timeout proves nothing: the request waits for its timer (or a resend).
+      // A helper that cannot be reached casts no vote either way.
       ended: (why) => {
         if (kind === 'vote') finish(outcome.refused);
         else if (why === 'refused' || why === 'closed') finish(outcome.refused);
       },
-    });
-    connection.link.send(build(seq));
+    };
+    const send = () => {
+      if (done || this.closed) return;
+      let connection: Connection;
+      try {
+        connection = this.connectionTo(address);
+      } catch {
+        return; // an address that cannot be parsed: silence, as a host that does not answer
+      }
+      const seq = ++this.seq;
+      seqs.push({ seq, connection });
+      connection.waiting.set(seq, waiting);
+      connection.link.send(build(seq));
+    };
+    timers.push(this.o.clock.schedule(timeoutMs, () => finish(outcome.timedOut)));
+    for (const delay of resends) timers.push(this.o.clock.schedule(delay, send));
+    send();
   }
 
   private connectionTo(address: string): Connection {

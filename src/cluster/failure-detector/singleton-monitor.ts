@@ -30,10 +30,10 @@ export interface SingletonMonitorOptions<M extends DetectedMember> {
   /** A random index in `0 .. n-1`, for choosing helpers. */
   readonly pick: (n: number) => number;
   /**
-   * Until when (on `clock`) this node surely keeps the singleton's role: no grant reaches past it
+   * For how much longer (ms) this node surely keeps the singleton's role: no grant reaches past it
    * (§11.9). Undefined when the membership cannot tell.
    */
-  readonly roleUntil?: () => number | undefined;
+  readonly roleForMs?: () => number | undefined;
   readonly onEvict: (member: M, evidence: Evidence) => void;
   readonly onDepart: (member: M) => void;
 }
@@ -83,7 +83,7 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
     const now = this.o.clock.now();
     if (sameMember(m.from, self)) {
       // The singleton's own node: alive as long as the singleton is; its lease is capped the same way.
-      const leaseMs = this.grantable(now);
+      const leaseMs = this.grantable();
       if (leaseMs > 0) link.send({ format: DETECTOR_FORMAT, cluster, type: 'grant', from: self, to: m.from, seq: m.seq, epoch, leaseMs, heartbeatIntervalMs: settings.heartbeatIntervalMs });
       return;
     }
@@ -98,7 +98,7 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
       return;
     }
     this.judge.heard(m.from, now);
-    const leaseMs = this.grantable(now);
+    const leaseMs = this.grantable();
     if (leaseMs <= 0) return;
     if (link.send({ format: DETECTOR_FORMAT, cluster, type: 'grant', from: self, to: m.from, seq: m.seq, epoch, leaseMs, heartbeatIntervalMs: settings.heartbeatIntervalMs })) {
       this.judge.granted(m.from, now);
@@ -116,10 +116,10 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
   // ---------------------------------------------------------------- internals
 
   /** The lease a grant may carry now: `leaseMs`, less when this node's role may end sooner. */
-  private grantable(now: number): number {
-    const until = this.o.roleUntil?.();
-    if (until === undefined) return this.o.settings.leaseMs;
-    return Math.min(this.o.settings.leaseMs, Math.floor((until - now) / DRIFT_FACTOR));
+  private grantable(): number {
+    const remaining = this.o.roleForMs?.();
+    if (remaining === undefined) return this.o.settings.leaseMs;
+    return Math.min(this.o.settings.leaseMs, Math.floor(remaining / DRIFT_FACTOR));
   }
 
   private tick(): void {
