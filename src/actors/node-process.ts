@@ -27,7 +27,7 @@ import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { NodeServing } from '../serving/node-serving.js';
-import { NodeDetector } from '../cluster/failure-detector/node-detector.js';
+import { NodeDetector, type Verdict } from '../cluster/failure-detector/node-detector.js';
 import type { DetectorTransport } from '../cluster/failure-detector/transport.js';
 import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
@@ -61,6 +61,10 @@ export interface DetectorServices {
   readonly clock: Clock;
   /** A random index in `0 .. n-1` for choosing helpers; default `Math.random`. Seeded in the simulator. */
   readonly pick?: (n: number) => number;
+  /** A node's own clock instead of `clock` (the simulator's drifting clocks). */
+  readonly clockOf?: (node: NodeId) => Clock;
+  /** Hears every verdict of every singleton's monitor (the simulator checks them). */
+  readonly observe?: (verdict: Verdict) => void;
 }
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
@@ -414,11 +418,12 @@ export class ShardherdNode {
       self: { node: this.node, incarnation },
       cluster: s.settings.topicPrefix,
       transport: (dropped) => s.detector!.transport(gate, dropped),
-      clock: gatedClock(s.detector.clock, gate),
+      clock: gatedClock(s.detector.clockOf?.(this.node) ?? s.detector.clock, gate),
       log,
       pick: s.detector.pick ?? ((n) => Math.floor(Math.random() * n)),
       memberForMs: () => this.membership?.memberForMs?.(),
       counted: (cause) => (this.metrics ?? NO_TELEMETRY).detectorDropped(cause),
+      ...(s.detector.observe ? { observe: s.detector.observe } : {}),
       onEvicted: (by) => evicted(`evicted by the singleton on ${by.node}`),
     });
   }

@@ -16,7 +16,7 @@ import type { RecordSink } from '../ingest/ingestion-source.js';
 import { SyntheticSource, type SyntheticSourceOptions } from '../ingest/synthetic-source.js';
 import { MemoryMetaStore } from '../store/memory-meta-store.js';
 import type { MetaStore } from '../store/meta-store.js';
-import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
+import { ShardherdNode, type ClusterServices, type DetectorServices } from '../actors/node-process.js';
 import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
 import type { Request } from '../actors/wire.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
@@ -76,7 +76,7 @@ export interface EmbeddedClusterOptions {
    * `heartbeat` (docs/ARCHITECTURE.md §11): its latency and the simulator's link faults, and the
    * random choice of helpers (seeded in the simulator).
    */
-  readonly detector?: MemoryDetectorNetworkOptions & { readonly pick?: (n: number) => number };
+  readonly detector?: MemoryDetectorNetworkOptions & Pick<DetectorServices, 'pick' | 'clockOf' | 'observe'>;
 }
 
 /** An embedded node with its rack (isolation group for replicas) and weight. */
@@ -119,7 +119,7 @@ export class EmbeddedCluster {
     this.metaStore = options.metaStore ?? new MemoryMetaStore();
     const settings = runtimeSettings(options.settings);
     this.detectorNetwork = new MemoryDetectorNetwork(this.clock, { ...options.detector, cluster: settings.topicPrefix });
-    const pick = options.detector?.pick;
+    const { pick, clockOf, observe } = options.detector ?? {};
     this.source = new SyntheticSource(this.clock, options.source);
     const sink = options.sink ?? new CountingSink();
     this.sink = typeof sink === 'function' ? undefined : sink;
@@ -136,7 +136,13 @@ export class EmbeddedCluster {
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
       // The cluster's clock: the one the embedded nodes, the membership and the simulator share.
-      detector: { transport: (owner, dropped) => this.detectorNetwork.transport(owner, dropped), clock: this.clock, ...(pick ? { pick } : {}) },
+      detector: {
+        transport: (owner, dropped) => this.detectorNetwork.transport(owner, dropped),
+        clock: this.clock,
+        ...(pick ? { pick } : {}),
+        ...(clockOf ? { clockOf } : {}),
+        ...(observe ? { observe } : {}),
+      },
     };
     this.topicPrefix = this.services.settings.topicPrefix;
     for (const spec of options.nodes ?? ['node-1', 'node-2', 'node-3', 'node-4', 'node-5']) {

@@ -1,6 +1,6 @@
 // The failure detector wired into an embedded cluster (real nodes, actors and core, the in-process
 // detector network, a simulated clock; docs/ARCHITECTURE.md §11): a crashed owner's shards move
-// about a lease after the crash, not a session; a pause shorter than two thirds of the suspicion
+// about a lease after the crash, not a session; a pause shorter than three quarters of the suspicion
 // timeout evicts nobody, a longer one does and the node comes back as a new incarnation; a node cut
 // off from the singleton stops writing before its shards are written elsewhere; `session-only`
 // starts none of it.

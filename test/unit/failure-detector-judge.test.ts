@@ -1,5 +1,5 @@
 // The singleton's judgement (docs/ARCHITECTURE.md §11.5) on a simulated clock: a crashed member is
-// evicted once its lease ran out, a silent one after ⅔ of the suspicion timeout with every helper
+// evicted once its lease ran out, a silent one after ¾ of the suspicion timeout with every helper
 // confirming (longer with fewer), a paused one not at all; no eviction without a majority of votes;
 // the singleton's own stalls are nobody's silence; departures wait out the lease.
 import { describe, expect, it } from 'vitest';
@@ -77,22 +77,22 @@ describe('LivenessJudge', () => {
     expect(judge.effective([S, ...members]).map((m) => m.node)).toEqual(['s', 'b', 'c', 'd']);
   });
 
-  it('evicts a silent member after two thirds of the suspicion timeout when every helper confirms', () => {
+  it('evicts a silent member after three quarters of the suspicion timeout when every helper confirms', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     const world: World = { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('silent') };
     const log = run(judge, members, world, 0, 4000);
-    // Late at 1300 (3 heartbeats), votes in at 1500, silent for 1200 ms at 2200.
+    // Late at 1300 (3 heartbeats), votes of two rounds in at 1800, silent for 1350 ms at 2350.
     expect(log.find((x) => x.action.type === 'probe')?.t).toBe(1300);
     expect(log.filter((x) => x.action.type === 'ask' && x.t === 1300).map((x) => (x.action as { helper: MemberRef }).helper.node).sort()).toEqual(['b', 'c', 'd']);
-    expect(evictions(log)).toEqual([{ t: 2200, node: 'a' }]);
+    expect(evictions(log)).toEqual([{ t: 2400, node: 'a' }]);
   });
 
   it('needs a longer silence when fewer helpers confirm, and a majority of votes in any case', () => {
-    // Two of three helpers confirm: 1800 − 600 × log 3 / log 4 ≈ 1325 ms.
+    // Two of three helpers confirm: 1800 − 450 × log 3 / log 4 ≈ 1443 ms.
     const twoOfThree = cluster(['a', 'b', 'c', 'd']);
     const reach2: Reach = (o, target) => (target !== 'a' ? 'alive' : o === 'd' ? 'unsure' : 'silent');
     const log2 = run(twoOfThree.judge, twoOfThree.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: reach2 }, 0, 4000);
-    expect(evictions(log2)).toEqual([{ t: 2400, node: 'a' }]);
+    expect(evictions(log2)).toEqual([{ t: 2500, node: 'a' }]);
 
     // One helper confirms: with the singleton's vote that is 2 of the 3 needed among 4 observers.
     const oneOfThree = cluster(['a', 'b', 'c', 'd']);
@@ -122,9 +122,9 @@ describe('LivenessJudge', () => {
     expect(judge.suspected.map((m) => m.node)).toEqual(['a']);
   });
 
-  it('survives a pause shorter than two thirds of the suspicion timeout (minus a heartbeat)', () => {
+  it('survives a pause shorter than three quarters of the suspicion timeout (minus a heartbeat)', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
-    const paused = (t: number) => t > 1000 && t < 2100; // silent for 1100 ms
+    const paused = (t: number) => t > 1000 && t < 2250; // silent for 1250 ms
     const log = run(judge, members, { beats: (m, t) => m !== 'a' || !paused(t), reach: (o, target, t) => (target === 'a' && paused(t) ? 'silent' : 'alive') }, 0, 6000);
     expect(evictions(log)).toEqual([]);
     expect(log.some((x) => x.action.type === 'probe')).toBe(true); // it was suspected

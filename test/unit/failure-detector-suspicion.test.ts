@@ -16,16 +16,16 @@ describe('quorum', () => {
 });
 
 describe('silenceNeededMs', () => {
-  it('is the whole timeout without confirmations and two thirds of it with all of them', () => {
+  it('is the whole timeout without confirmations and three quarters of it with all of them', () => {
     expect(silenceNeededMs(1800, 3, 0)).toBe(1800);
-    expect(silenceNeededMs(1800, 3, 3)).toBeCloseTo(1200, 9);
+    expect(silenceNeededMs(1800, 3, 3)).toBeCloseTo(1350, 9);
     expect(silenceNeededMs(1800, 0, 0)).toBe(1800);
-    expect(silenceNeededMs(1800, 3, 7)).toBeCloseTo(1200, 9); // more confirmations than asked count as all
+    expect(silenceNeededMs(1800, 3, 7)).toBeCloseTo(1350, 9); // more confirmations than asked count as all
   });
 
   it('shrinks with every confirmation, the first ones most (log curve)', () => {
     const steps = [0, 1, 2, 3].map((c) => silenceNeededMs(1800, 3, c));
-    expect(steps[1]).toBe(1500); // log 2 / log 4 = 1/2 of the 600 ms range
+    expect(steps[1]).toBe(1575); // log 2 / log 4 = 1/2 of the 450 ms range
     for (let i = 1; i < steps.length; i++) expect(steps[i]!).toBeLessThan(steps[i - 1]!);
     expect(steps[0]! - steps[1]!).toBeGreaterThan(steps[2]! - steps[3]!);
   });

@@ -8,7 +8,7 @@ import type { MembershipView } from '../membership.js';
 import { DroppedFrames } from './dropped.js';
 import { DetectorEndpoint } from './endpoint.js';
 import type { Evidence } from './judge.js';
-import { memberKey, type DropCause, type MemberRef } from './messages.js';
+import { memberKey, memberRef, type DropCause, type MemberRef } from './messages.js';
 import { HeartbeatSender } from './heartbeat-sender.js';
 import { NodeLease } from './node-lease.js';
 import { Prober } from './prober.js';
@@ -34,6 +34,17 @@ export interface NodeDetectorOptions {
   readonly onEvicted: (by: MemberRef) => void;
   /** Counts each dropped frame (the node's metrics). */
   readonly counted?: (cause: DropCause) => void;
+  /** Hears every verdict of a singleton hosted here (the simulator checks them). */
+  readonly observe?: (verdict: Verdict) => void;
+}
+
+/** What a singleton's monitor decided about a member: evicted it, or let its departure through. */
+export interface Verdict {
+  readonly kind: 'evicted' | 'departed';
+  readonly singleton: MemberRef;
+  readonly epoch: number;
+  readonly member: MemberRef;
+  readonly evidence?: Evidence;
 }
 
 /** What the singleton actor needs to host its monitor. */
@@ -125,8 +136,14 @@ export class NodeDetector {
       dropped: this.dropped,
       pick,
       ...(this.o.memberForMs ? { roleForMs: this.o.memberForMs } : {}),
-      onEvict: hooks.onEvict,
-      onDepart: hooks.onDepart,
+      onEvict: (member, evidence) => {
+        this.o.observe?.({ kind: 'evicted', singleton: self, epoch: hooks.epoch, member: memberRef(member), evidence });
+        hooks.onEvict(member, evidence);
+      },
+      onDepart: (member) => {
+        this.o.observe?.({ kind: 'departed', singleton: self, epoch: hooks.epoch, member: memberRef(member) });
+        hooks.onDepart(member);
+      },
     });
     monitor.start(members);
     return monitor;

@@ -25,7 +25,7 @@ export interface FailureDetectorOptions {
   readonly mode?: FailureDetectorMode | undefined;
   /** How often a node renews its lease. Default 100 ms. */
   readonly heartbeatIntervalMs?: number | undefined;
-  /** The silence after which a node is evicted with its quorum of votes (⅔ of it when every helper confirms). Default 1800 ms. */
+  /** The silence after which a node is evicted with its quorum of votes (¾ of it when every helper confirms). Default 1800 ms. */
   readonly suspicionTimeoutMs?: number | undefined;
   /** The least number of helpers asked to probe a suspected node. Default 3. */
   readonly indirectProbes?: number | undefined;

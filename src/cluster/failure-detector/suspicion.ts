@@ -11,13 +11,17 @@ export function quorum(n: number): number {
   return Math.floor((n - 1) / 2) + 1;
 }
 
-/** The fraction of the suspicion timeout a silence must last when every helper confirmed it. */
-export const SHORTEST_SILENCE = 2 / 3;
+/**
+ * The fraction of the suspicion timeout a silence must last when every helper confirmed it: the
+ * longest pause a node survives is this much of the timeout less a heartbeat and the network's jitter
+ * (1.25 s with the defaults, for the 1 s pauses a node must survive).
+ */
+export const SHORTEST_SILENCE = 3 / 4;
 
 /**
  * How long a node must have been silent before it may be evicted, Lifeguard-style: the whole
- * `suspicionTimeoutMs` with no confirmation, shrinking on a logarithmic curve to ⅔ of it as the
- * `confirmations` of the `asked` helpers come in (the first ones count most). Never below ⅔ of it:
+ * `suspicionTimeoutMs` with no confirmation, shrinking on a logarithmic curve to ¾ of it as the
+ * `confirmations` of the `asked` helpers come in (the first ones count most). Never below ¾ of it:
  * that is the longest pause a node survives without being evicted.
  */
 export function silenceNeededMs(suspicionTimeoutMs: number, asked: number, confirmations: number): number {
