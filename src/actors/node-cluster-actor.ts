@@ -431,7 +431,8 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             return s;
           }
           if (s.phase !== 'active') return s;
-          await decide(s, { type: 'MembershipView', members: msg.view.members });
+          // The effective members: an evicted incarnation the group still lists must not come back.
+          await decide(s, { type: 'MembershipView', members: s.view.members });
           await dropSubscribersOfDepartedNodes(s);
           return s;
         }

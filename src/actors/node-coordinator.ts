@@ -117,6 +117,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       }
       case 'Members':
         s.members = msg.members;
+        // With the failure detector the singleton may evict this incarnation while the group still
+        // lists it (docs/ARCHITECTURE.md §11.5): once the singleton no longer counts it, it runs
+        // nothing (its lease has run out anyway); it starts again when the singleton counts it.
+        if (env.detector && !msg.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation)) {
+          for (const key of [...s.running.keys()]) stopShard(s, key, 'the singleton no longer counts this incarnation as a member');
+          return s;
+        }
         for (const dataset of s.maps.keys()) reconcile(s, dataset, ctx.self);
         return s;
       case 'DatasetGone':

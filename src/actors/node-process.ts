@@ -181,6 +181,15 @@ export class ShardherdNode {
     return this.member;
   }
 
+  /**
+   * In `heartbeat` mode, the lease this incarnation holds (it may have run out): the epoch that
+   * granted it and until when, on the node's detector clock. Undefined otherwise.
+   */
+  get lease(): { readonly epoch: number; readonly until: number } | undefined {
+    const l = this.detector?.lease.current;
+    return l && { epoch: l.epoch, until: l.until };
+  }
+
   /** True once the singleton said this incarnation was drained (`RemoveNode`/`ReplaceNode`) and may stop. */
   get isDrained(): boolean {
     return this.drained;

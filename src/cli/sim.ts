@@ -22,10 +22,11 @@ const program = new Command('shardherd-sim')
   .option('--workers <count>', 'worker threads (default: the available cores)', int('--workers', 1), availableParallelism())
   .option('--seed <seed>', 'run this one seed (and print its history)', int('--seed'))
   .option('--steps <count>', 'fault steps per seed', int('--steps'), 25)
+  .option('--detector', 'run the failure detector (heartbeat mode) with its faults and invariants I10–I12', false)
   .option('--verbose', 'print every seed’s history, and the cluster logs of a single seed', false)
   .showHelpAfterError();
 
-const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; verbose: boolean }>();
+const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; verbose: boolean }>();
 
 function print(r: SeedResult): void {
   process.stdout.write(`\nseed ${r.seed}: ${r.violations.length} violations; ${JSON.stringify(r.stats)}\n`);
@@ -37,7 +38,7 @@ const started = performance.now();
 let results: SeedResult[];
 if (o.seed !== undefined) {
   const log = o.verbose ? pino({ level: 'info', timestamp: timestampWithIso }, pino.destination(2)) : undefined;
-  const r = await runSimulation({ seed: o.seed, steps: o.steps, ...(log ? { log } : {}) });
+  const r = await runSimulation({ seed: o.seed, steps: o.steps, detector: o.detector, ...(log ? { log } : {}) });
   results = [r];
   print(r);
 } else {
@@ -47,6 +48,7 @@ if (o.seed !== undefined) {
     from: o.from,
     count: o.seeds,
     steps: o.steps,
+    detector: o.detector,
     workers: o.workers,
     onResult: (r) => {
       done += 1;

@@ -15,6 +15,8 @@ export interface ParallelSeedsOptions {
   readonly count: number;
   /** Fault steps per seed. */
   readonly steps?: number;
+  /** Run the failure detector with its faults and invariants (`SimulationOptions.detector`). */
+  readonly detector?: boolean;
   /** Default: the machine's available parallelism. */
   readonly workers?: number;
   /** Seeds per batch (default 5). */
@@ -27,8 +29,8 @@ export interface ParallelSeedsOptions {
  * A worker running seed-worker: the compiled .js in dist; from the .ts sources (tsx, vitest) a
  * worker does not inherit the TypeScript loader, so a one-line bootstrap registers tsx first.
  */
-function startWorker(steps: number): Worker {
-  const workerData = { steps };
+function startWorker(steps: number, detector: boolean): Worker {
+  const workerData = { steps, detector };
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./seed-worker.js', import.meta.url), { workerData });
   const source = JSON.stringify(new URL('./seed-worker.ts', import.meta.url).href);
   return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${source}); });`, { eval: true, workerData });
@@ -42,7 +44,7 @@ export async function runSeedsInParallel(o: ParallelSeedsOptions): Promise<SeedR
   const results: SeedResult[] = [];
   const workers = Math.max(1, Math.min(o.workers ?? availableParallelism(), o.count));
   await Promise.all(Array.from({ length: workers }, () => new Promise<void>((resolve, reject) => {
-    const worker = startWorker(o.steps ?? 25);
+    const worker = startWorker(o.steps ?? 25, o.detector ?? false);
     worker.on('message', (batch: SeedResult[]) => {
       for (const r of batch) {
         results.push(r);

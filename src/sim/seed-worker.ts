@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { runSimulation } from './simulation.js';
 import type { SeedBatch, SeedResult } from './parallel-seeds.js';
 
-const { steps } = workerData as { steps: number };
+const { steps, detector } = workerData as { steps: number; detector: boolean };
 const port = parentPort!;
 
 port.on('message', async (batch: SeedBatch | null) => {
@@ -14,7 +14,7 @@ port.on('message', async (batch: SeedBatch | null) => {
   }
   const results: SeedResult[] = [];
   for (const seed of batch.seeds) {
-    const r = await runSimulation({ seed, steps });
+    const r = await runSimulation({ seed, steps, detector });
     results.push({ seed, violations: r.violations, stats: r.stats, history: r.violations.length > 0 ? r.history : [] });
   }
   port.postMessage(results);

@@ -3,8 +3,10 @@
 // the middle of a reassignment or a handoff, pauses, lost/duplicated/delayed bus records, MetaStore
 // write failures, poison records, subscribers that come and go, drains, undrains, replacements, and
 // drained nodes that stop), nodes in racks, a replicated `balanced` dataset beside FiloDB's, and
-// docs/ARCHITECTURE.md §9's invariants I1–I9 checked after every step. A violation names the seed and the step,
-// so `npm run sim -- --seed N` replays it.
+// docs/ARCHITECTURE.md §9's invariants I1–I9 checked after every step. With `detector`, the cluster
+// runs the failure detector (§11) on a network that loses, delays and cuts (one direction at a time)
+// its messages, on drifting clocks, with I10–I12 (`detector-world.ts`). A violation names the seed
+// and the step, so `npm run sim -- --seed N [--detector]` replays it.
 import { pino, type Logger } from 'pino';
 import { SimulatedClock } from '../cluster/clock.js';
 import type { BusFault, MemoryChunk } from '../cluster/memory-bus.js';
@@ -22,8 +24,10 @@ import { CountingSink } from '../ingest/counting-sink.js';
 import { MemoryMetaStore } from '../store/memory-meta-store.js';
 import { SimDriver } from './driver.js';
 import { SeededRandom } from './random.js';
+import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
+import { failureDetectorSettings, leaseWaitMs } from '../cluster/failure-detector/settings.js';
 
-export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9';
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | DetectorInvariant;
 
 export interface Violation {
   readonly seed: number;
@@ -49,6 +53,13 @@ export interface SimulationOptions {
    * silently dropped, which the simulation must report as lost (I5).
    */
   readonly sinkDrops?: (dataset: string, shard: number, offset: number) => boolean;
+  /**
+   * Runs the failure detector (`failureDetector.mode: 'heartbeat'`, docs/ARCHITECTURE.md §11) with
+   * a Kafka-like 6 s membership session behind it, its own faults (message loss and delay, one-way
+   * cuts, isolated nodes, 1 s pauses), drifting clocks and the invariants I10–I12. Default off: the
+   * run is then exactly the session-only one.
+   */
+  readonly detector?: boolean;
   readonly log?: Logger;
 }
 
@@ -72,6 +83,10 @@ export interface SimulationReport {
     readonly finalEpoch: number;
     /** Messages the bus carried in several chunks (each chunk subject to the faults). */
     readonly chunkedMessages: number;
+    /** With `detector`: members the detector evicted, departures it held until the lease ran out, links it saw cut. */
+    readonly evictions: number;
+    readonly departures: number;
+    readonly cuts: number;
   };
 }
 
@@ -87,6 +102,8 @@ const RATE = 20; // records per second per shard
 /** How long a removed copy may go on ingesting until it hears of it: two publish intervals and the longest bus delay. */
 const REMOVAL_GRACE_MS = 2_800;
 const SESSION_MS = 1_000;
+/** With the failure detector: the membership is the backstop, with Kafka's least session timeout. */
+const DETECTOR_SESSION_MS = 6_000;
 const COOLDOWN_MS = 5_000;
 
 /** What the MetaStore held just before the simulation killed the singleton. */
@@ -132,6 +149,21 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   };
   let lossy = false;
   let chunkedMessages = 0;
+  const world = options.detector ? new DetectorWorld(clock, seed, failureDetectorSettings({ mode: 'heartbeat' }), DETECTOR_SESSION_MS + 2_000) : undefined;
+  const sessionMs = world ? DETECTOR_SESSION_MS : SESSION_MS;
+  const setLossy = (on: boolean) => {
+    lossy = on;
+    if (world) world.lossy = on;
+  };
+  /** Which node a detector address belongs to (every incarnation's, once seen in a view). */
+  const addressBook = new Map<string, string>();
+  const nodeOfAddress = (address: string): string | undefined => {
+    if (!addressBook.has(address)) for (const m of cluster.membership.view().members) if (m.detector) addressBook.set(m.detector, m.node);
+    return addressBook.get(address);
+  };
+  const sharedSink = options.sinkDrops
+    ? { accept: (ds: Parameters<CountingSink['accept']>[0], shard: Parameters<CountingSink['accept']>[1], records: Parameters<CountingSink['accept']>[2]) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset))) }
+    : sink;
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
   const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
   const cluster = new EmbeddedCluster({
@@ -140,11 +172,30 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     clock,
     nodes: names.map((name) => ({ name, rack: rackOf.get(name)! })),
     metaStore,
-    sink: options.sinkDrops
-      ? { accept: (ds, shard, records) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset))) }
-      : sink,
+    // With the detector every write is watched (I11): who wrote, as which incarnation, when.
+    sink: world
+      ? (node) => ({
+          accept: (ds, shard, records) => {
+            const writer = cluster.node(node);
+            for (const v of world.wrote(`${node}@${writer.incarnation}`, writer.lease?.epoch, `${ds.ref}/${shard}`)) violate(v.invariant, v.message);
+            return sharedSink.accept(ds, shard, records);
+          },
+        })
+      : sharedSink,
     log: options.log ?? pino({ level: 'silent' }),
-    sessionTimeoutMs: SESSION_MS,
+    sessionTimeoutMs: sessionMs,
+    ...(world
+      ? {
+          detector: {
+            ...world.networkOptions(nodeOfAddress),
+            pick: (n: number) => world.pick(n),
+            clockOf: (node: string) => world.clockOf(node),
+            observe: (v) => {
+              for (const x of world.verdict(v, cluster.membership.view().members.map((m) => m.node))) violate(x.invariant, x.message);
+            },
+          },
+        }
+      : {}),
     heartbeatIntervalMs: 250,
     // Records of at most 1 KiB (the bus's least), so that maps, recovery answers and large reports
     // travel in chunks, each of which the faults may drop, duplicate or delay.
@@ -158,6 +209,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       reassignmentCooldownMs: COOLDOWN_MS,
       retryInitialMs: 50,
       retryMaxMs: 400,
+      ...(world ? { failureDetector: world.settings } : {}),
     },
   });
   const driver = new SimDriver(cluster);
@@ -204,8 +256,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (!last) return;
     const moving = (shard: number) => [last.map, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
     const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
+    // (An incarnation the detector took out is gone, as a crashed one, whatever the group still says.)
     const same = (node: string, shard: number) =>
-      members.get(node) !== undefined && members.get(node) === last.members.get(node) && incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)!;
+      members.get(node) !== undefined && members.get(node) === last.members.get(node) && incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)! && !world?.wasRemoved(`${node}@${members.get(node)}`);
     const lost = unservedByPlannedMoves(last.map, now, same, exempt);
     if (lost.length > 0) violate('I7', `${ref}: shards ${lost.join(',')} lost their last serving copy in a planned move`);
   };
@@ -230,6 +283,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   // ---------------------------------------------------------------- helpers
 
   const live = () => cluster.nodes.filter((n) => n.state === 'running' && n.isMember);
+  const keyOf = (n: ShardherdNode) => `${n.node}@${n.incarnation}`;
+  /** The incarnation each node ran at the last check: one that changed has ended (a fenced restart, say). */
+  const lastIncarnation = new Map<string, string>();
   const crashed = () => cluster.nodes.filter((n) => n.state === 'crashed');
   const paused = () => cluster.nodes.filter((n) => n.state === 'paused');
   const storedMaps = async () => new Map((await metaStore.shardMaps()).map((m) => [m.dataset, m] as const));
@@ -263,7 +319,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   }
   subscribers.push(track(live()[1] ?? live()[0]!, 'alpha'));
   await driver.advance(1_000);
-  lossy = true;
+  setLossy(true);
 
   function track(node: ShardherdNode, dataset: string): TrackedSubscriber {
     const sub = new ShardEventSubscriber(node, dataset as DatasetRef);
@@ -272,7 +328,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
   for (step = 1; step <= steps + quietSteps; step++) {
     const faultStep = faultsOn && step <= steps;
-    if (step === steps + 1) lossy = false;
+    if (step === steps + 1) setLossy(false);
     const noted = history.length;
     const preCrash = faultStep ? await injectFault() : undefined;
     if (history.length > noted) quietSince = step;
@@ -283,7 +339,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     lastMembers = membersNow;
     simLog?.info({ step, at: clock.now() }, 'sim: checks');
     await checkEveryStep(preCrash);
-    const quiet = step - quietSince >= 3 && paused().length === 0;
+    // With the detector's 6 s session, the group may still list a dead node (or an evicted
+    // incarnation) steps after it is gone for the singleton: not at rest until it no longer does.
+    const settled = !world || cluster.membership.view().members.every((m) => {
+      const n = cluster.node(m.node);
+      return n.state === 'running' && n.incarnation === m.incarnation && !world.wasRemoved(`${m.node}@${m.incarnation}`);
+    });
+    const quiet = step - quietSince >= 3 && paused().length === 0 && settled;
     if (quiet) await checkAtRest();
   }
   await checkAtEnd();
@@ -297,7 +359,16 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     history,
     violations,
     // Replicas ingest every record once per copy: only single-copy datasets count as duplicates.
-    stats: { ...stats, recordsIngested: totals.accepted, duplicates: FILODB_DATASETS.reduce((n, d) => n + sink.total(d.ref).duplicates, 0), finalEpoch: epochNow, chunkedMessages },
+    stats: {
+      ...stats,
+      recordsIngested: totals.accepted,
+      duplicates: FILODB_DATASETS.reduce((n, d) => n + sink.total(d.ref).duplicates, 0),
+      finalEpoch: epochNow,
+      chunkedMessages,
+      evictions: world?.stats.evictions ?? 0,
+      departures: world?.stats.departures ?? 0,
+      cuts: world?.stats.cuts ?? 0,
+    },
   };
 
   // ---------------------------------------------------------------- faults
@@ -305,10 +376,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   async function injectFault(): Promise<PreCrash | undefined> {
     const singleton = await cluster.singletonNode();
     const others = live().filter((n) => n !== singleton);
+    // The detector's own faults, drawn only with it, so the session-only schedule stays as it was.
+    if (world && live().length > 2 && rng.chance(0.3)) return detectorFault(singleton, world);
     const r = rng.int(0, 99);
     if (r < 10 && others.length > 1 && live().length > 2) {
       const victim = rng.pick(others);
       note(`crash ${victim.node}`);
+      world?.crashed(victim.node, keyOf(victim), false);
       victim.crash();
       stats.crashes++;
     } else if (r < 18 && singleton && live().length > 2) {
@@ -317,21 +391,26 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       // The singleton dies while it is moving a departed node's shards.
       const victim = rng.pick(others);
       note(`crash ${victim.node}, then the singleton ${singleton.node} in the middle of the reassignment`);
+      world?.crashed(victim.node, keyOf(victim), false);
       victim.crash();
       stats.crashes += 2;
-      await driver.advance(SESSION_MS);
+      // Until the singleton acts on the departure: the session, or the lease with the detector.
+      await driver.advance(world ? leaseWaitMs(world.settings) + world.settings.heartbeatIntervalMs : SESSION_MS);
       for (let i = rng.int(0, 30); i > 0; i--) await new Promise<void>((res) => setImmediate(res));
+      world?.crashed(singleton.node, keyOf(singleton), true);
       singleton.crash();
     } else if (r < 40 && crashed().length > 0) {
       const node = rng.pick(crashed());
       note(`restart ${node.node} (new incarnation)`);
       await node.start();
+      world?.started(node.node);
       stats.restarts++;
     } else if (r < 46 && live().length > 2) {
       const node = rng.pick(live());
       const ms = rng.pick([300, 2_500]);
       note(`pause ${node.node}${node === singleton ? ' (the singleton)' : ''} for ${ms} ms`);
       node.pause();
+      world?.paused(node.node, ms);
       stats.pauses++;
       clock.schedule(ms, () => node.resume());
     } else if (r < 52) {
@@ -363,6 +442,45 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return undefined;
   }
 
+  /**
+   * A fault of the detector's network or a pause it must survive: a one-way cut between two nodes,
+   * a node cut off both ways from every other, the singleton cut off one way from half the others,
+   * or a 1 s pause. The bus and the membership are not cut: the detector must judge on its own.
+   */
+  async function detectorFault(singleton: ShardherdNode | undefined, w: DetectorWorld): Promise<undefined> {
+    const nodes = live();
+    const kind = rng.int(0, 3);
+    if (kind === 0) {
+      const a = rng.pick(nodes);
+      const b = rng.pick(nodes.filter((n) => n !== a));
+      const ms = rng.pick([800, 2_000, 4_000]);
+      note(`cut ${a.node} → ${b.node} for ${ms} ms (detector links, one way)`);
+      w.cut(a.node, b.node, ms);
+    } else if (kind === 1) {
+      const x = rng.pick(nodes);
+      const ms = rng.pick([1_500, 3_000]);
+      note(`isolate ${x.node}${x === singleton ? ' (the singleton)' : ''} from every node for ${ms} ms (detector links)`);
+      for (const o of cluster.nodes) {
+        if (o === x) continue;
+        w.cut(x.node, o.node, ms);
+        w.cut(o.node, x.node, ms);
+      }
+    } else if (kind === 2 && singleton) {
+      const targets = nodes.filter((n) => n !== singleton).filter(() => rng.chance(0.5));
+      const ms = rng.pick([1_000, 2_500]);
+      note(`cut the singleton ${singleton.node} → ${targets.map((t) => t.node).join(',') || 'nobody'} for ${ms} ms (detector links, one way)`);
+      for (const t of targets) w.cut(singleton.node, t.node, ms);
+    } else {
+      const node = rng.pick(nodes);
+      note(`pause ${node.node}${node === singleton ? ' (the singleton)' : ''} for 1000 ms (it must not be evicted)`);
+      node.pause();
+      w.paused(node.node, 1_000);
+      stats.pauses++;
+      clock.schedule(1_000, () => node.resume());
+    }
+    return undefined;
+  }
+
   async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash> {
     // Asking the singleton lets simulated time pass: everything else is read after, with no time
     // passing before the crash, so it is what the MetaStore and the membership held at the crash.
@@ -373,6 +491,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
     const draining = new Set((await operations()).draining);
     note(`crash the singleton ${singleton.node}${when ? ` ${when}` : ''}`);
+    world?.crashed(singleton.node, keyOf(singleton), true);
     singleton.crash();
     stats.crashes++;
     return { maps, node: singleton.node, epoch, members, subscriptions, draining };
@@ -405,6 +524,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       if (released.length === 0) return undefined;
       const node = rng.pick(released);
       note(`drained ${node.node} stops`);
+      world?.stopped(keyOf(node));
       await node.stop();
       return undefined;
     }
@@ -418,6 +538,17 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   // ---------------------------------------------------------------- invariants
 
   async function checkEveryStep(preCrash: PreCrash | undefined): Promise<void> {
+    if (world) {
+      for (const n of cluster.nodes) {
+        const before = lastIncarnation.get(n.node);
+        if (before !== undefined && before !== n.incarnation) world.stopped(`${n.node}@${before}`);
+        if (n.incarnation !== undefined) lastIncarnation.set(n.node, n.incarnation);
+      }
+      for (const v of world.overdueEvictions()) violate(v.invariant, v.message);
+      const holder = await cluster.singletonNode();
+      const state = holder ? await ask(holder.singletonState()) : undefined;
+      if (state) for (const v of world.readmitted(state.epoch, state.members)) violate(v.invariant, v.message);
+    }
     // Forget subscribers whose node died or restarted: they are gone with it.
     for (const t of [...subscribers]) {
       if (t.node.state !== 'running' || t.node.incarnation !== t.incarnation) subscribers.splice(subscribers.indexOf(t), 1);
@@ -491,7 +622,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       const b = ShardMapper.fromSnapshot(before);
       const a = ShardMapper.fromSnapshot(now);
       // Owners that are still the same live member (same incarnation) must keep their shards.
-      const alive = new Set(cluster.membership.view().members.filter((m) => pre.members.get(m.node) === m.incarnation).map((m) => m.node as string));
+      // (An incarnation the detector took out is gone for the singleton, whatever the group says.)
+      const alive = new Set(cluster.membership.view().members.filter((m) => pre.members.get(m.node) === m.incarnation && !world?.wasRemoved(`${m.node}@${m.incarnation}`)).map((m) => m.node as string));
       for (let s = 0; s < b.numShards; s++) {
         const owner = b.nodeForShard(s);
         const planned = pre.draining.has(owner ?? '') || b.recordForShard(s).assignments.length > 1;

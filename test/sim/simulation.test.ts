@@ -1,6 +1,7 @@
 // The whole cluster — real nodes, actors and core over in-memory adapters — under a seeded fault
-// schedule, with docs/ARCHITECTURE.md §9's invariants checked after every step. A failure names the seed:
-// `npm run sim -- --seed <n> --verbose` replays it step by step.
+// schedule, with docs/ARCHITECTURE.md §9's invariants checked after every step; and again with the
+// failure detector of §11 on a lossy, cut network and drifting clocks, with I10–I12 besides. A
+// failure names the seed: `npm run sim -- --seed <n> [--detector] --verbose` replays it step by step.
 import { describe, expect, it } from 'vitest';
 import { runSeedsInParallel, type SeedResult } from '../../src/sim/parallel-seeds.js';
 import { runSimulation } from '../../src/sim/simulation.js';
@@ -28,6 +29,20 @@ const SEEDS = Number(process.env.SHARDHERD_SIM_SEEDS ?? 1000);
  * serving copy of its new one).
  */
 const REGRESSION_SEEDS = [1092, 1102, 1109, 1788, 2318, 2420, 3098, 4502, 7010, 9594, 23083, 29220, 34615];
+
+const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
+/**
+ * Seeds that broke an invariant with the failure detector while it was built. Bugs of the product:
+ * 5 (I11: on a membership change the singleton fed its core the group's view instead of its own, so
+ * an incarnation it had evicted came back); 44 (I10: the singleton's own link was cut first, so its
+ * long silence and helpers failing for under a second evicted a node the majority had reached until
+ * then — a majority must now have failed for ⅔ T + h); 350 (I10: a singleton cut off from its helpers
+ * kept their old votes — only fresh ones count now); 199, 208, 397 (I1: an evicted incarnation the
+ * group still listed kept its shards running — it stops them once the singleton no longer counts it).
+ * Bugs of the checker: 18, 24 (I9 checked while the 6 s session still listed dead nodes); 45 (I7 took
+ * an evicted incarnation for a live one); 55 (I12 judged a crash while no singleton was alive).
+ */
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 199, 208, 350, 397];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
@@ -69,5 +84,32 @@ describe('whole-cluster simulation', () => {
     expect(r.violations).toEqual([]);
     expect(r.stats.duplicates).toBe(0);
     expect(r.stats.recordsIngested).toBeGreaterThan(12 * 20 * 30);
+  });
+});
+
+describe('whole-cluster simulation with the failure detector', () => {
+  it(`keeps I1–I12 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
+    const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true });
+    const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
+    expect(failed, failed.join('\n\n')).toEqual([]);
+    expect(results).toHaveLength(DETECTOR_SEEDS);
+    // The detector really worked: evictions and cuts happened, and singletons failed over.
+    const total = (k: 'evictions' | 'cuts' | 'failovers') => results.reduce((n, r) => n + r.stats[k], 0);
+    expect(total('evictions')).toBeGreaterThan(DETECTOR_SEEDS);
+    expect(total('cuts')).toBeGreaterThan(DETECTOR_SEEDS);
+    expect(total('failovers')).toBeGreaterThan(DETECTOR_SEEDS / 2);
+  }, 900_000);
+
+  it.each(DETECTOR_REGRESSION_SEEDS)('keeps every invariant on detector regression seed %i', async (seed) => {
+    const r = await runSimulation({ seed, detector: true });
+    expect(r.violations, describeFailure(r)).toEqual([]);
+  });
+
+  it('is deterministic: the same seed gives the same run, drift and link faults included', async () => {
+    const a = await runSimulation({ seed: 4242, detector: true });
+    const b = await runSimulation({ seed: 4242, detector: true });
+    expect(b.history).toEqual(a.history);
+    expect(b.stats).toEqual(a.stats);
+    expect(a.stats.cuts).toBeGreaterThan(0);
   });
 });

@@ -13,8 +13,8 @@ const ref = (name: string, inc = 1): MemberRef => ({ node: nodeId(name), incarna
 const S = ref('s');
 const judged = (m: MemberRef) => ({ member: m, address: `${m.node}:7000` });
 
-/** How the network answers a probe: what `observer` sees of `target` at `t`, and after how long. */
-type Reach = (observer: string, target: string, t: number) => Vote;
+/** How the network answers a probe: what `observer` sees of `target` at `t` (undefined: no answer comes back). */
+type Reach = (observer: string, target: string, t: number) => Vote | undefined;
 const DELAY: Record<Vote, number> = { alive: 2, refused: 2, silent: 200, unsure: 200 };
 
 interface World {
@@ -44,7 +44,7 @@ function run(judge: LivenessJudge<MemberRef>, members: MemberRef[], world: World
       if (action.type === 'probe' || action.type === 'ask') {
         const observer = action.type === 'probe' ? S : action.helper;
         const vote = world.reach(observer.node, action.target.node, t);
-        votes.push({ at: t + DELAY[vote], observer, target: action.target, round: action.round, vote });
+        if (vote) votes.push({ at: t + DELAY[vote], observer, target: action.target, round: action.round, vote });
       }
     }
   }
@@ -81,10 +81,11 @@ describe('LivenessJudge', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     const world: World = { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('silent') };
     const log = run(judge, members, world, 0, 4000);
-    // Late at 1300 (3 heartbeats), votes of two rounds in at 1800, silent for 1350 ms at 2350.
-    expect(log.find((x) => x.action.type === 'probe')?.t).toBe(1300);
-    expect(log.filter((x) => x.action.type === 'ask' && x.t === 1300).map((x) => (x.action as { helper: MemberRef }).helper.node).sort()).toEqual(['b', 'c', 'd']);
-    expect(evictions(log)).toEqual([{ t: 2400, node: 'a' }]);
+    // Late at 1200 (2 heartbeats): every observer fails from that round on, for 1300 ms at 2500
+    // (the singleton's own silence of 1350 ms came at 2350).
+    expect(log.find((x) => x.action.type === 'probe')?.t).toBe(1200);
+    expect(log.filter((x) => x.action.type === 'ask' && x.t === 1200).map((x) => (x.action as { helper: MemberRef }).helper.node).sort()).toEqual(['b', 'c', 'd']);
+    expect(evictions(log)).toEqual([{ t: 2500, node: 'a' }]);
   });
 
   it('needs a longer silence when fewer helpers confirm, and a majority of votes in any case', () => {
@@ -111,6 +112,23 @@ describe('LivenessJudge', () => {
     const refused = cluster(['a', 'b', 'c', 'd']);
     const log2 = run(refused.judge, refused.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('refused') }, 0, 3000);
     expect(evictions(log2)).toEqual([{ t: 1600, node: 'a' }]); // late at 1300, refused at once, lease out at 1511
+  });
+
+  it('waits until a majority has failed long enough, whatever the singleton’s own silence (its link was cut first)', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    // The singleton stops hearing a at 1000 (its own link is cut); the others lose a only at 3000.
+    const reach: Reach = (o, target, t) => (target !== 'a' ? 'alive' : o === 's' || t >= 3000 ? 'silent' : 'alive');
+    const log = run(judge, members, { beats: (m, t) => m !== 'a' || t <= 1000, reach }, 0, 8000);
+    // Rounds every 300 ms from 1200: the helpers fail from the round at 3000, for 1300 ms at 4300.
+    expect(evictions(log)).toEqual([{ t: 4300, node: 'a' }]);
+  });
+
+  it('does not count votes of observers that stopped answering (a singleton cut off from its helpers)', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    // Everyone fails to reach a until 1900; then the singleton is cut off: its helpers' answers never come back.
+    const reach: Reach = (o, target, t) => (target !== 'a' ? (t < 1900 ? 'alive' : undefined) : o === 's' || t < 1900 ? 'silent' : undefined);
+    const log = run(judge, members, { beats: (m, t) => m !== 'a' || t <= 1000, reach }, 0, 10_000);
+    expect(evictions(log)).toEqual([]);
   });
 
   it('never evicts a member that a majority still reaches, however long the singleton does not hear it', () => {

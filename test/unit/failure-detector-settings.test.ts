@@ -10,6 +10,7 @@ import {
   leaseWaitMs,
   MAX_CLOCK_DRIFT,
   probeTimeoutMs,
+  quorumSilenceMs,
 } from '../../src/cluster/failure-detector/settings.js';
 
 const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsError => {
@@ -35,8 +36,9 @@ describe('failureDetectorSettings', () => {
     expect(MAX_CLOCK_DRIFT).toBe(0.01);
     expect(DRIFT_FACTOR).toBeCloseTo(1.0202, 4);
     expect(leaseWaitMs(s)).toBe(511); // ceil(500 × 1.0202…)
-    expect(lateAfterMs(s)).toBe(300);
+    expect(lateAfterMs(s)).toBe(200);
     expect(probeTimeoutMs(s)).toBe(200);
+    expect(quorumSilenceMs(s)).toBe(1300); // ⅔ × 1800 + 100
   });
 
   it.each([

@@ -3,7 +3,7 @@
 // core (once the departed node's lease has run out). Pure and deterministic: time comes in as
 // `now` (a monotonic clock), randomness as `pick`; the caller does the I/O its actions ask for.
 import { memberKey, sameMember, type MemberRef, type Vote } from './messages.js';
-import { lateAfterMs, leaseWaitMs, probePeriodMs, stallThresholdMs, type FailureDetectorSettings } from './settings.js';
+import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, stallThresholdMs, type FailureDetectorSettings } from './settings.js';
 import { quorum, silenceNeededMs } from './suspicion.js';
 
 /** A member of the group's view as the judge sees it: its detector endpoint, if it has one. */
@@ -39,14 +39,16 @@ interface Suspicion<M extends MemberRef> {
   readonly firstRound: number;
   round: number;
   roundAt: number;
+  /** When each round of this suspicion started. */
+  readonly roundTimes: Map<number, number>;
   helpers: JudgedMember<M>[];
   /** Everyone asked during this suspicion: only their votes count. */
   readonly asked: Set<string>;
   /**
-   * The latest vote of each observer (the singleton's own included), with its round, and whether
-   * its vote of the round before (in this suspicion) failed too: a `silent` counts only then.
+   * The latest vote of each observer (the singleton's own included), with its round and, while its
+   * votes fail, when the first round of that unbroken run of failures started.
    */
-  readonly votes: Map<string, { readonly vote: Vote; readonly round: number; readonly failedBefore: boolean }>;
+  readonly votes: Map<string, { readonly vote: Vote; readonly round: number; readonly failingSince: number | undefined }>;
 }
 
 interface Tracked<M extends MemberRef> {
@@ -177,10 +179,11 @@ export class LivenessJudge<M extends MemberRef> {
     const before = s.votes.get(key);
     if (before && before.round >= round) {
       // The same round again (a retried probe's late answer) may only turn a failure into life.
-      if (before.round === round && vote === 'alive') s.votes.set(key, { vote, round, failedBefore: false });
+      if (before.round === round && vote === 'alive') s.votes.set(key, { vote, round, failingSince: undefined });
       return;
     }
-    s.votes.set(key, { vote, round, failedBefore: before !== undefined && failing(before.vote) });
+    const failingSince = !failing(vote) ? undefined : before?.failingSince ?? s.roundTimes.get(round);
+    s.votes.set(key, { vote, round, failingSince });
   }
 
   /**
@@ -209,7 +212,7 @@ export class LivenessJudge<M extends MemberRef> {
       const late = t.closed || now - t.lastHeard >= lateAfterMs(s);
       if (!late) continue;
       if (!t.suspicion) {
-        t.suspicion = { firstRound: this.rounds + 1, round: 0, roundAt: now, helpers: [], asked: new Set([this.selfKey]), votes: new Map() };
+        t.suspicion = { firstRound: this.rounds + 1, round: 0, roundAt: now, roundTimes: new Map(), helpers: [], asked: new Set([this.selfKey]), votes: new Map() };
         this.nextRound(t, now, actions);
       } else if (now - t.suspicion.roundAt >= probePeriodMs(s)) {
         this.nextRound(t, now, actions);
@@ -248,6 +251,7 @@ export class LivenessJudge<M extends MemberRef> {
     const s = t.suspicion!;
     s.round = ++this.rounds;
     s.roundAt = now;
+    s.roundTimes.set(s.round, now);
     const target = t.judged.member;
     const address = t.judged.address!;
     const fit = (j: JudgedMember<M>) => {
@@ -269,25 +273,32 @@ export class LivenessJudge<M extends MemberRef> {
     }
   }
 
-  /** Whether `t` may be evicted now, and on what evidence (§11.5: quorum, timeout, lease). */
+  /** Whether `t` may be evicted now, and on what evidence (§11.5: quorum, timeouts, lease). */
   private evidence(t: Tracked<M>, now: number): Evidence | undefined {
     const s = t.suspicion!;
     const q = quorum(this.tracked.size + 1);
-    const votes = [...s.votes].map(([observer, v]) => ({ observer, vote: v.vote }));
-    // A refusal is proof at once; a silence only when the observer's round before was a failure
-    // too: one lost ping (or ack) is no vote.
-    const counts = (observer: string) => {
-      const v = s.votes.get(observer)!;
-      return v.vote === 'refused' || (v.vote === 'silent' && v.failedBefore);
-    };
-    const failing = votes.filter((v) => counts(v.observer) && (v.observer === this.selfKey || this.tracked.has(v.observer)));
-    if (failing.length < q) return undefined;
-    const refused = failing.some((v) => v.vote === 'refused');
+    const votes = [...s.votes].map(([observer, v]) => ({ observer, vote: v.vote, since: v.failingSince, round: v.round }));
+    // Only fresh votes count: of this round or the one before (this one's answers may be on their
+    // way). An observer that no longer answers says nothing of now (a singleton cut off from its
+    // helpers keeps their old votes, which must not evict anyone).
+    const fresh = (round: number) => round >= s.round - 1;
+    const failingVotes = votes.filter((v) => failing(v.vote) && fresh(v.round) && (v.observer === this.selfKey || this.tracked.has(v.observer)));
+    if (failingVotes.length < q) return undefined;
+    // A refusal is proof that the process is gone: no silence to wait for, only the lease.
+    const refused = failingVotes.some((v) => v.vote === 'refused');
     const silentMs = now - t.lastHeard;
-    const confirmations = failing.filter((v) => v.observer !== this.selfKey && v.vote === 'silent').length;
-    const neededMs = refused ? 0 : silenceNeededMs(this.settings.suspicionTimeoutMs, s.helpers.length, confirmations);
-    if (silentMs < neededMs) return undefined;
+    let neededMs = 0;
+    if (!refused) {
+      // A majority must have failed to reach it in every round for long enough: the q observers
+      // that have failed the longest have all failed since the q-th earliest start of their runs.
+      // (The singleton's own silence alone says nothing of the others' links.)
+      const since = failingVotes.map((v) => v.since!).sort((a, b) => a - b)[q - 1]!;
+      if (now - since < quorumSilenceMs(this.settings)) return undefined;
+      const confirmations = failingVotes.filter((v) => v.observer !== this.selfKey).length;
+      neededMs = silenceNeededMs(this.settings.suspicionTimeoutMs, s.helpers.length, confirmations);
+      if (silentMs < neededMs) return undefined;
+    }
     if (now < t.lastGrant + leaseWaitMs(this.settings)) return undefined;
-    return { silentMs, quorum: q, votes, refused, neededMs };
+    return { silentMs, quorum: q, votes: votes.map(({ observer, vote }) => ({ observer, vote })), refused, neededMs };
   }
 }

@@ -118,7 +118,18 @@ export function leaseWaitMs(s: Pick<FailureDetectorSettings, 'leaseMs'>): number
 
 /** A node not heard for this long is late: it is probed. */
 export function lateAfterMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>): number {
-  return 3 * s.heartbeatIntervalMs;
+  return 2 * s.heartbeatIntervalMs;
+}
+
+/**
+ * How long a majority of the observers must have failed to reach a node, in every round, before it
+ * may be evicted on silence: ⅔ of the suspicion timeout and a heartbeat. A probe finds a node
+ * unreachable within its timeout of the outage's start, so this many ms of failures mean at least
+ * ⅔ T − 2 h + h of outage as the majority saw it (1.1 s with the defaults: above the 1 s pauses a
+ * node must survive), whatever the singleton's own link says.
+ */
+export function quorumSilenceMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs' | 'suspicionTimeoutMs'>): number {
+  return Math.ceil((2 * s.suspicionTimeoutMs) / 3) + s.heartbeatIntervalMs;
 }
 
 /** How long a probe waits for its ack. */

@@ -1,0 +1,100 @@
+// The simulator's judge of the failure detector (src/sim/detector-world.ts): given the ground truth
+// (pauses, crashes, one-way cuts) it must call an eviction false when a majority could reach the
+// node, a write after the node was taken out a broken lease, and a dead node left in the view past
+// the bound overdue — and stay quiet when the detector did right. A checker that cannot fail proves
+// nothing: each case is checked both ways.
+import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../src/cluster/clock.js';
+import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
+import type { Verdict } from '../../src/cluster/failure-detector/node-detector.js';
+import { incarnation, nodeId } from '../../src/core/ids.js';
+import { DetectorWorld } from '../../src/sim/detector-world.js';
+
+const SETTINGS = failureDetectorSettings({ mode: 'heartbeat' });
+const S = { node: nodeId('s'), incarnation: incarnation('s-1') };
+const ref = (n: string) => ({ node: nodeId(n), incarnation: incarnation(`${n}-1`) });
+const evicted = (n: string, epoch = 1): Verdict => ({ kind: 'evicted', singleton: S, epoch, member: ref(n) });
+const MEMBERS = ['s', 'a', 'b', 'c'];
+
+function world() {
+  const clock = new SimulatedClock(10_000);
+  return { clock, w: new DetectorWorld(clock, 1, SETTINGS, 8_000) };
+}
+
+describe('DetectorWorld (the simulator’s judge of the failure detector)', () => {
+  it('I10: calls the eviction of a node every observer could reach false', () => {
+    const { w } = world();
+    const v = w.verdict(evicted('a'), MEMBERS);
+    expect(v.map((x) => x.invariant)).toEqual(['I10']);
+    expect(v[0]!.message).toMatch(/a@a-1 was evicted by s though a majority of s,b,c could reach it all but 0 ms/);
+  });
+
+  it('I10: accepts the eviction of a node paused longer than the tolerated second, or dead', () => {
+    const { clock, w } = world();
+    w.paused('a', 1_400);
+    clock.advance(1_400);
+    expect(w.verdict(evicted('a'), MEMBERS)).toEqual([]);
+    w.crashed('b', 'b@b-1', false);
+    clock.advance(600);
+    expect(w.verdict(evicted('b'), MEMBERS)).toEqual([]);
+  });
+
+  it('I10: counts a node a majority could not reach through cuts (either direction) as unreachable', () => {
+    const { clock, w } = world();
+    // a → s and b → a cut for 1.2 s: only c reaches a both ways, a minority of s, b, c.
+    w.cut('a', 's', 1_200);
+    w.cut('b', 'a', 1_200);
+    clock.advance(1_200);
+    expect(w.verdict(evicted('a'), MEMBERS)).toEqual([]);
+    // A cut of one observer alone leaves a majority: false.
+    w.cut('c', 's', 1_500);
+    clock.advance(1_500);
+    expect(w.verdict(evicted('c'), MEMBERS).map((x) => x.invariant)).toEqual(['I10']);
+  });
+
+  it('I10: a 1 s pause is not enough to evict', () => {
+    const { clock, w } = world();
+    w.paused('a', 999);
+    clock.advance(1_100);
+    expect(w.verdict(evicted('a'), MEMBERS).map((x) => x.invariant)).toEqual(['I10']);
+  });
+
+  it('I11: a write after the singleton took the incarnation out breaks the lease; under a newer epoch it does not', () => {
+    const { clock, w } = world();
+    expect(w.wrote('a@a-1', 1, 'alpha/3')).toEqual([]);
+    w.crashed('a', 'a@a-1', false); // dead: a rightful eviction
+    clock.advance(600);
+    w.verdict(evicted('a', 2), MEMBERS);
+    expect(w.wrote('a@a-1', 2, 'alpha/3').map((x) => x.invariant)).toEqual(['I11']);
+    expect(w.wrote('a@a-1', undefined, 'alpha/3').map((x) => x.invariant)).toEqual(['I11']);
+    expect(w.wrote('a@a-1', 3, 'alpha/3')).toEqual([]); // a later singleton that never heard of it took it back
+    expect(w.readmitted(2, [{ node: 'a', incarnation: 'a-1' }]).map((x) => x.invariant)).toEqual(['I11']);
+    expect(w.readmitted(3, [{ node: 'a', incarnation: 'a-1' }])).toEqual([]);
+  });
+
+  it('I12: a crashed node still in the view past the bound is overdue, unless something else happened meanwhile', () => {
+    const { clock, w } = world();
+    const bound = w.evictionBoundMs();
+    expect(bound).toBeGreaterThan(1_500);
+    expect(bound).toBeLessThan(1_700);
+    w.crashed('a', 'a@a-1', false);
+    clock.advance(bound - 1);
+    expect(w.overdueEvictions()).toEqual([]);
+    clock.advance(1);
+    expect(w.overdueEvictions().map((x) => x.invariant)).toEqual(['I12']);
+    expect(w.overdueEvictions()).toEqual([]); // said once
+
+    const other = world();
+    other.w.crashed('a', 'a@a-1', false);
+    other.clock.advance(700);
+    other.w.verdict(evicted('a'), MEMBERS);
+    other.clock.advance(bound);
+    expect(other.w.overdueEvictions()).toEqual([]);
+
+    const disturbed = world();
+    disturbed.w.crashed('a', 'a@a-1', false);
+    disturbed.w.crashed('s', 's@s-1', true); // no singleton: nobody evicts until the membership replaced it
+    disturbed.clock.advance(bound * 2);
+    expect(disturbed.w.overdueEvictions()).toEqual([]);
+  });
+});
