@@ -37,12 +37,15 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * an incarnation it had evicted came back); 44 (I10: the singleton's own link was cut first, so its
  * long silence and helpers failing for under a second evicted a node the majority had reached until
  * then — a majority must now have failed for ⅔ T + h); 350 (I10: a singleton cut off from its helpers
- * kept their old votes — only fresh ones count now); 199, 208, 397 (I1: an evicted incarnation the
- * group still listed kept its shards running — it stops them once the singleton no longer counts it).
- * Bugs of the checker: 18, 24 (I9 checked while the 6 s session still listed dead nodes); 45 (I7 took
- * an evicted incarnation for a live one); 55 (I12 judged a crash while no singleton was alive).
+ * kept their old votes — only fresh ones count now); 1688 (I10: a helper's run of failures spanned
+ * rounds it had not answered, while the target was reachable — a missed round starts the run over);
+ * 199, 208, 397 (I1: an evicted incarnation the group still listed kept its shards running — it stops
+ * them once the singleton no longer counts it). Bugs of the checker: 18, 24 (I9 checked while the 6 s
+ * session still listed dead nodes); 45 (I7 took an evicted incarnation for a live one); 55 (I12 judged
+ * a crash while no singleton was alive); 4043, 4580, 4874 (I1: a singleton paused 2.5 s keeps its role
+ * behind a 6 s session, and a removed copy's node hears of the removal that much later).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 199, 208, 350, 397];
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 199, 208, 350, 397, 1688, 4043, 4580, 4874];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;

@@ -123,6 +123,15 @@ describe('LivenessJudge', () => {
     expect(evictions(log)).toEqual([{ t: 4300, node: 'a' }]);
   });
 
+  it('starts an observer’s run of failures over after a round it did not answer', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    // The helpers' answers are lost every third round (from 1200, rounds every 300 ms): no run of
+    // theirs lasts the 1300 ms a majority must fail for, though the singleton never hears a again.
+    const reach: Reach = (o, target, t) => (target !== 'a' ? 'alive' : o === 's' ? 'silent' : Math.floor(t / 300) % 3 === 0 ? undefined : 'silent');
+    const log = run(judge, members, { beats: (m, t) => m !== 'a' || t <= 1000, reach }, 0, 10_000);
+    expect(evictions(log)).toEqual([]);
+  });
+
   it('does not count votes of observers that stopped answering (a singleton cut off from its helpers)', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     // Everyone fails to reach a until 1900; then the singleton is cut off: its helpers' answers never come back.

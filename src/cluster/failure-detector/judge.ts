@@ -64,6 +64,13 @@ interface Tracked<M extends MemberRef> {
 
 const failing = (v: Vote): boolean => v === 'silent' || v === 'refused';
 
+/** The round of suspicion `s` before `round` (rounds are numbered across every suspicion). */
+function previousRound(s: { readonly roundTimes: ReadonlyMap<number, number> }, round: number): number | undefined {
+  let previous: number | undefined;
+  for (const r of s.roundTimes.keys()) if (r < round && (previous === undefined || r > previous)) previous = r;
+  return previous;
+}
+
 export class LivenessJudge<M extends MemberRef> {
   private readonly self: MemberRef;
   private readonly selfKey: string;
@@ -182,7 +189,11 @@ export class LivenessJudge<M extends MemberRef> {
       if (before.round === round && vote === 'alive') s.votes.set(key, { vote, round, failingSince: undefined });
       return;
     }
-    const failingSince = !failing(vote) ? undefined : before?.failingSince ?? s.roundTimes.get(round);
+    // A run of failures goes on only from the round just before: an observer that did not answer a
+    // round (its ping-req or vote was lost, or the singleton could not reach it) may have reached
+    // the target meanwhile, so its run starts over.
+    const continues = before !== undefined && failing(before.vote) && before.round === previousRound(s, round);
+    const failingSince = !failing(vote) ? undefined : continues ? before.failingSince : s.roundTimes.get(round);
     s.votes.set(key, { vote, round, failingSince });
   }
 
