@@ -13,7 +13,7 @@
 import type { SimulatedClock } from '../cluster/clock.js';
 import type { MemoryDetectorNetworkOptions } from '../cluster/failure-detector/memory-transport.js';
 import type { Verdict } from '../cluster/failure-detector/node-detector.js';
-import { lateAfterMs, leaseWaitMs, probePeriodMs, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
+import { leaseWaitMs, probePeriodMs, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
 import { MAX_CLOCK_DRIFT } from '../cluster/failure-detector/settings.js';
 import { DriftingClock } from './drifting-clock.js';
 import { SeededRandom } from './random.js';
@@ -138,7 +138,7 @@ export class DetectorWorld {
     else this.crashes.push({ key, node, at: now, removedAt: undefined, reported: false });
   }
 
-  /** Incarnation `key` of `node` started: the node is up again. */
+  /** A new incarnation of `node` started: the node is up again. */
   started(node: string): void {
     const now = this.clock.now();
     const intervals = this.down.get(node) ?? [];
@@ -286,9 +286,4 @@ export class DetectorWorld {
     }
     return longest;
   }
-}
-
-/** The late-after and suspicion timings the simulator's own waits follow. */
-export function detectionMs(settings: FailureDetectorSettings): number {
-  return leaseWaitMs(settings) + lateAfterMs(settings);
 }

@@ -332,6 +332,17 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   for (step = 1; step <= steps + quietSteps; step++) {
     const faultStep = faultsOn && step <= steps;
     if (step === steps + 1) setLossy(false);
+    // The detector's own faults leave less room for restarts in the schedule: before the quiet steps
+    // every dead node comes back, so the cluster ends with room for every shard and I5 judges
+    // ingestion, not a cluster too small to hold its shards (a drained node takes none).
+    if (world && step === steps + 1) {
+      for (const n of crashed()) {
+        note(`restart ${n.node} (new incarnation) before the quiet steps`);
+        await n.start();
+        world.started(n.node);
+        stats.restarts++;
+      }
+    }
     const noted = history.length;
     const preCrash = faultStep ? await injectFault() : undefined;
     if (history.length > noted) quietSince = step;
@@ -562,7 +573,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const maps = await storedMaps();
     const mapsNow = new Map([...maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
     for (const n of live()) {
+      const writes = await writable(n);
       for (const r of await ask(n.running())) {
+        if (!writes(r.dataset)) continue;
         const key = `${r.dataset}/${r.shard}`;
         const map = mapsNow.get(r.dataset);
         if (map && !mayIngest(map, r.shard, n.node, declaredRecently(r.dataset))) {
@@ -598,6 +611,21 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
     // I4: a failover loses no dataset, assignment or cooldown.
     if (preCrash) await checkFailover(preCrash);
+  }
+
+  /**
+   * Which datasets' records `n` can write now. Without the detector, all it runs. With it, a node
+   * writes only under a lease that runs now on its own clock and was granted under the epoch of its
+   * map of the dataset (§11.4): a node whose singleton died before telling it that its copy was
+   * removed keeps the shard's actor until a new singleton's maps reach it (a session later), but
+   * writes nothing meanwhile — that is not ingesting it.
+   */
+  async function writable(n: ShardherdNode): Promise<(dataset: string) => boolean> {
+    if (!world) return () => true;
+    const lease = n.lease;
+    if (!lease || world.clockOf(n.node).now() >= lease.until) return () => false;
+    const cache = await ask(n.cache());
+    return (dataset) => cache?.maps.get(dataset as DatasetRef)?.epoch === lease.epoch;
   }
 
   async function checkFailover(pre: PreCrash): Promise<void> {

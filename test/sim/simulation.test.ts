@@ -43,9 +43,13 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * them once the singleton no longer counts it). Bugs of the checker: 18, 24 (I9 checked while the 6 s
  * session still listed dead nodes); 45 (I7 took an evicted incarnation for a live one); 55 (I12 judged
  * a crash while no singleton was alive); 4043, 4580, 4874 (I1: a singleton paused 2.5 s keeps its role
- * behind a 6 s session, and a removed copy's node hears of the removal that much later).
+ * behind a 6 s session, and a removed copy's node hears of the removal that much later); 7225 (I1: a
+ * singleton that died before publishing a removal is replaced a session later — meanwhile the copy's
+ * node keeps the shard's actor but holds no lease, and I1 now counts only what a node can write);
+ * 12637 (I5: the detector's faults left too few restarts, and a cluster of one drained node and one
+ * other cannot hold FiloDB's shards — dead nodes now come back before the quiet steps).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 199, 208, 350, 397, 1688, 4043, 4580, 4874];
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 199, 208, 350, 397, 1688, 4043, 4580, 4874, 7225, 12637];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;

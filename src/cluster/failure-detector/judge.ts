@@ -35,11 +35,9 @@ export type JudgeAction<M extends MemberRef> =
   | { readonly type: 'depart'; readonly target: M };
 
 interface Suspicion<M extends MemberRef> {
-  /** The first round of this suspicion: votes of earlier rounds belong to an earlier suspicion. */
-  readonly firstRound: number;
   round: number;
   roundAt: number;
-  /** When each round of this suspicion started. */
+  /** When each recent round of this suspicion started (its rounds, oldest first): a vote of another round is not of this suspicion, or stale. */
   readonly roundTimes: Map<number, number>;
   helpers: JudgedMember<M>[];
   /** Everyone asked during this suspicion: only their votes count. */
@@ -63,6 +61,9 @@ interface Tracked<M extends MemberRef> {
 }
 
 const failing = (v: Vote): boolean => v === 'silent' || v === 'refused';
+
+/** Rounds of a suspicion remembered; votes of older ones are stale anyway. */
+const RECENT_ROUNDS = 16;
 
 /** The round of suspicion `s` before `round` (rounds are numbered across every suspicion). */
 function previousRound(s: { readonly roundTimes: ReadonlyMap<number, number> }, round: number): number | undefined {
@@ -182,7 +183,7 @@ export class LivenessJudge<M extends MemberRef> {
   vote(observer: MemberRef, target: MemberRef, round: number, vote: Vote): void {
     const s = this.tracked.get(memberKey(target))?.suspicion;
     const key = memberKey(observer);
-    if (!s || round < s.firstRound || round > s.round || !s.asked.has(key)) return;
+    if (!s || !s.roundTimes.has(round) || !s.asked.has(key)) return;
     const before = s.votes.get(key);
     if (before && before.round >= round) {
       // The same round again (a retried probe's late answer) may only turn a failure into life.
@@ -223,7 +224,7 @@ export class LivenessJudge<M extends MemberRef> {
       const late = t.closed || now - t.lastHeard >= lateAfterMs(s);
       if (!late) continue;
       if (!t.suspicion) {
-        t.suspicion = { firstRound: this.rounds + 1, round: 0, roundAt: now, roundTimes: new Map(), helpers: [], asked: new Set([this.selfKey]), votes: new Map() };
+        t.suspicion = { round: 0, roundAt: now, roundTimes: new Map(), helpers: [], asked: new Set([this.selfKey]), votes: new Map() };
         this.nextRound(t, now, actions);
       } else if (now - t.suspicion.roundAt >= probePeriodMs(s)) {
         this.nextRound(t, now, actions);
@@ -263,6 +264,9 @@ export class LivenessJudge<M extends MemberRef> {
     s.round = ++this.rounds;
     s.roundAt = now;
     s.roundTimes.set(s.round, now);
+    // Only recent rounds matter (a vote counts while fresh): a suspicion that lasts (a node the
+    // singleton cannot reach but the majority can) must not grow without end.
+    if (s.roundTimes.size > RECENT_ROUNDS) s.roundTimes.delete(s.roundTimes.keys().next().value!);
     const target = t.judged.member;
     const address = t.judged.address!;
     const fit = (j: JudgedMember<M>) => {
