@@ -12,6 +12,7 @@ import { errorBody, sendError } from './api-error.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
+import { registerPageRoutes, type PageRoutesOptions } from './page-routes.js';
 import { nodeStatus } from './node-status.js';
 import { SingletonClient } from './singleton-client.js';
 
@@ -24,6 +25,8 @@ export interface NodeApiOptions {
   readonly token?: string | undefined;
   readonly log?: Logger;
   readonly feed?: ClusterFeedOptions;
+  /** The status page's event stream: how often ingestion is sampled, how much history it keeps. */
+  readonly page?: PageRoutesOptions;
   /** How long a route waits for the singleton's answer before it answers 503 (default 5000 ms). */
   readonly singletonTimeoutMs?: number;
   /** Where `SHARDHERD_TOKEN` and `SHARDHERD_TOKEN_DIR` are read (default `process.env`). */
@@ -79,6 +82,7 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
     if (route.config?.mutates) route.schema = { ...route.schema, security: [{ bearer: [] }] };
   });
   registerRoutes(app, singleton, feed);
+  const page = registerPageRoutes(app, singleton, feed, options.page);
   const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port });
   const token = resolveAccessToken(options.token, (app.server.address() as { port: number }).port, options.env);
   access.token = token;
@@ -90,6 +94,7 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
     url,
     token,
     close: async () => {
+      page.close();
       feed.close();
       await app.close();
     },
