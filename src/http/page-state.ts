@@ -55,11 +55,17 @@ export interface PageView {
   readonly nodes: readonly string[];
   readonly answeredBy: ClusterView['answeredBy'];
   readonly singleton: SingletonView | null;
-  readonly members: readonly MemberView[];
+  readonly members: readonly PageMember[];
   readonly operations: ClusterView['operations'];
   readonly problems: ClusterView['problems'];
   readonly datasets: readonly PageDataset[];
 }
+
+/**
+ * A member without its copy count: the page counts copies from the shards it holds, and a count
+ * in each member would send every member again whenever a shard moves.
+ */
+export type PageMember = Omit<MemberView, 'copies'>;
 
 /** A change the timeline shows: one shard's (status or copies), or the cluster's (members, singleton, datasets, drains). */
 export interface TimelineEvent {
@@ -86,7 +92,7 @@ export interface PageChanges {
   readonly nodes?: { readonly from: number; readonly names: readonly string[] };
   readonly answeredBy?: ClusterView['answeredBy'];
   readonly singleton?: SingletonView | null;
-  readonly members?: readonly MemberView[];
+  readonly members?: readonly PageMember[];
   readonly operations?: ClusterView['operations'];
   readonly problems?: ClusterView['problems'];
   /** Datasets whose shards are patched. */
@@ -174,7 +180,7 @@ export function pageView(view: ClusterView, table: NodeTable, at: number): PageV
     nodes: [...table.names],
     answeredBy: view.answeredBy,
     singleton: view.singleton,
-    members: view.members,
+    members: view.members.map(({ copies: _, ...m }) => m),
     operations: view.operations,
     problems: view.problems,
     datasets,
@@ -281,8 +287,8 @@ function shardChange(a: PageShard, b: PageShard, nodes: readonly string[]): stri
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
-function memberEvents(prev: readonly MemberView[], next: readonly MemberView[], at: number): TimelineEvent[] {
-  const key = (m: MemberView) => `${m.node}@${m.incarnation}`;
+function memberEvents(prev: readonly PageMember[], next: readonly PageMember[], at: number): TimelineEvent[] {
+  const key = (m: PageMember) => `${m.node}@${m.incarnation}`;
   const was = new Set(prev.map(key));
   const is = new Set(next.map(key));
   return [

@@ -90,6 +90,11 @@ describe('diffViews', () => {
     expect(events.map((e) => e.what)).toEqual(['n2 left (incarnation n2-1)', 'n1 draining', 'dataset logs set up: 1 shards × 2', 'dataset metrics removed']);
   });
 
+  it('does not send the members again when only their copy counts moved (the page counts copies itself)', () => {
+    const moved = (copies: number) => pageView(view([{ ...member('n1'), copies }], [dataset('m', [active(0, ['n1'])])]), table, copies);
+    expect(diffViews(moved(1), moved(2)).changes).toBeUndefined();
+  });
+
   it('does not count a step of recovery progress as an event, but sends it', () => {
     const at = (pct: number) => pageView(view([member('n1')], [dataset('m', [{ shard: 0, status: 'Recovery', progressPct: pct, owners: [{ node: 'n1', placement: 'Initializing', status: 'Recovery' }] }])]), table, pct);
     const { changes, events } = diffViews(at(10), at(20));
