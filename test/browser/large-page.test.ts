@@ -104,6 +104,8 @@ describe(`the status page of ${NODES} nodes and ${SHARDS} shards × RF ${RF}`, (
     expect(tally(painted)).toEqual({ Active: SHARDS });
     measured.firstRenderColdMs = ms(first!.startTime);
     measured.snapshotBytes = snapshot!.detail.bytes;
+    // For comparison: the overview (what each `view` of /api/v1/events carries, every change and every refresh).
+    measured.overviewBytes = (await (await fetch(`${api.url}/api/v1/overview`)).text()).length;
     measured.snapshotReceiveToPaintMs = ms(Number(snapshot!.detail.painted) - Number(snapshot!.detail.received));
     // A reload finds the feed running (it lingers a minute after the last page left).
     await page.reload();
@@ -186,11 +188,17 @@ describe(`the status page of ${NODES} nodes and ${SHARDS} shards × RF ${RF}`, (
     const shot = join(outDir, 'status-page-4096.png');
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`screenshot of the ${SHARDS}-shard page mid-drain: ${shot}`);
+    // `UPDATE_SCREENSHOT=1` refreshes the one kept in docs/ (the window's height only: the heat-map, the first node rows).
+    if (process.env.UPDATE_SCREENSHOT === '1') {
+      await page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
+      await page.screenshot({ path: join(import.meta.dirname, '../../docs/status-page.png') });
+    }
     await until(`${victim}'s copies gone`, () => row.locator('td:nth-child(4)').textContent(), (t) => t === '0', 120_000, 100);
     await until('every shard but the stopped one Active', () => paintedStatuses(page, DATASET), (p) => p.every((s, i) => s === (i === STOPPED ? 'Stopped' : 'Active')), 60_000, 100);
     const updates = await shardUpdates(Number(drain.detail.sent));
     measured.drain = {
       firstUpdateRequestToPaintedMs: ms(Number(updates[0]!.detail.painted) - Number(drain.detail.sent)),
+      firstUpdateAnswerToPaintedMs: ms(Number(updates[0]!.detail.painted) - Number(drain.detail.answered)),
       updates: updates.length,
       shardsPerUpdate: stats(updates.map((u) => Number(u.detail.shards))),
       bytesPerUpdate: stats(updates.map((u) => Number(u.detail.bytes))),
@@ -203,7 +211,9 @@ describe(`the status page of ${NODES} nodes and ${SHARDS} shards × RF ${RF}`, (
 
   it('starts the stopped shard and undrains the node from the page', async () => {
     const { x, y } = await cellCentre(page, DATASET, STOPPED);
+    // Still selected since it was stopped: a click on a selected shard lets it go, a second selects it again.
     await page.mouse.click(x, y);
+    if (!((await inspector().textContent()) ?? '').includes('selected')) await page.mouse.click(x, y);
     await until('the stopped shard selected', () => inspector().textContent(), (t) => (t ?? '').includes(`shard ${STOPPED}: Stopped`) && (t ?? '').includes('selected'));
     // The token is remembered (the box was ticked): the dialog still asks before anything is sent.
     const start = await act(inspector().getByRole('button', { name: 'Start shard on' }), /: 200 OK .*"status":"success"/);

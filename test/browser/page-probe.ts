@@ -62,9 +62,10 @@ export function paintedStatuses(page: Page, dataset: string): Promise<string[]> 
   }, dataset);
 }
 
-/** Where a shard's cell is on the screen (its centre), for the mouse. */
+/** Where a shard's cell is on the screen (its centre), for the mouse; the map is scrolled into view first. */
 export async function cellCentre(page: Page, dataset: string, shard: number): Promise<{ x: number; y: number }> {
   const canvas = page.locator(`section[data-dataset="${dataset}"] canvas.heatmap`);
+  await canvas.scrollIntoViewIfNeeded();
   const box = await canvas.boundingBox();
   const cols = Number(await canvas.getAttribute('data-cols'));
   const cell = Number(await canvas.getAttribute('data-cell'));
