@@ -1,15 +1,22 @@
 // The status page's event stream (GET /api/v1/page/events). It follows the cluster feed (one view
-// per burst of map changes, and one every refresh) and sends a page its view once, as a
-// `snapshot`, then only what changed (`changes`); every sample of the members' ingestion goes out
-// as `ingestion`. It keeps, for as long as pages watch (and a minute after, so a reload keeps it),
-// a timeline of recent events and each shard's last changes. Messages are serialised once for
-// every page that listens.
+// per burst of map changes, and one every refresh, each asked of the singleton) and, in between,
+// this node's own copies of the maps (looked at every `pollMs`): a map change shows as soon as the
+// node has it, the rest of the view when the singleton answers (`withFollowedMaps`). A page gets
+// its view once, as a `snapshot`, then only what changed (`changes`); every sample of the members'
+// ingestion goes out as `ingestion`. It keeps, for as long as pages watch (and a minute after, so a
+// reload keeps it), a timeline of recent events and each shard's last changes. Messages are
+// serialised once for every page that listens.
+import type { ShardherdNode } from '../actors/node-process.js';
 import type { ClusterFeed, FeedMessage } from './cluster-feed.js';
+import type { ClusterView } from './cluster-view.js';
+import { withFollowedMaps, type FollowedMapLike } from './followed-view.js';
 import type { IngestionSampler, NodeSample } from './ingestion-sampler.js';
 import { diffViews, NodeTable, pageView, type PageView, type TimelineEvent } from './page-state.js';
 import { shardDetails, type ShardDetails } from './shard-details.js';
 
 export interface PageFeedOptions {
+  /** How often the node's own copies of the maps are looked at for changes (default 40 ms). */
+  readonly pollMs?: number;
   /** How often the members' ingestion is read (default 2000 ms). */
   readonly sampleMs?: number;
   /** How long the feed keeps its state after the last page left (default 60 000 ms). */
@@ -38,10 +45,20 @@ export interface IngestionRows {
 
 type Client = (message: PageMessage) => void;
 
+const stampsOf = (maps: ReadonlyMap<string, FollowedMapLike> | undefined): string =>
+  maps ? [...maps].map(([dataset, m]) => `${dataset}@${m.epoch}.${m.version}`).join(' ') : '';
+
 export class PageFeed {
   private readonly clients = new Set<Client>();
   private readonly table = new NodeTable();
   private view: PageView | undefined;
+  /** The last view the singleton answered (through the cluster feed): all but the newest shards. */
+  private described: ClusterView | undefined;
+  /** The stamps of the node's maps the shown view was built from. */
+  private shownStamps = '';
+  private polling: NodeJS.Timeout | undefined;
+  private building = false;
+  private again = false;
   private timeline: TimelineEvent[] = [];
   private readonly history = new Map<string, TimelineEvent[]>();
   private ingestion: PageMessage | undefined;
@@ -52,6 +69,7 @@ export class PageFeed {
   /** Counts the feed's starts and ends: a sample still under way when the feed ends is dropped. */
   private run = 0;
   private readonly sampleMs: number;
+  private readonly pollMs: number;
   private readonly lingerMs: number;
   private readonly timelineSize: number;
   private readonly historySize: number;
@@ -60,9 +78,12 @@ export class PageFeed {
   constructor(
     private readonly feed: ClusterFeed,
     private readonly sampler: IngestionSampler,
+    /** The node whose maps the page shows (a function: the embedded demo's answering node changes). */
+    private readonly node: () => ShardherdNode,
     options: PageFeedOptions = {},
   ) {
     this.sampleMs = options.sampleMs ?? 2_000;
+    this.pollMs = options.pollMs ?? 40;
     this.lingerMs = options.lingerMs ?? 60_000;
     this.timelineSize = options.timelineSize ?? 200;
     this.historySize = options.historySize ?? 10;
@@ -105,11 +126,16 @@ export class PageFeed {
     this.run++;
     this.stopFollowing = this.feed.listen((m) => this.onFeed(m));
     this.scheduleSample(0);
+    this.schedulePoll();
   }
 
   private end(): void {
     clearTimeout(this.lingering);
     clearTimeout(this.sampling);
+    clearTimeout(this.polling);
+    this.polling = undefined;
+    this.described = undefined;
+    this.shownStamps = '';
     this.lingering = undefined;
     this.sampling = undefined;
     this.stopFollowing?.();
@@ -130,7 +156,49 @@ export class PageFeed {
       return;
     }
     this.unavailable = undefined;
-    const next = pageView(message.view, this.table, Date.now());
+    this.described = message.view;
+    void this.rebuild();
+  }
+
+  /** Looks at the node's maps now and then; a newer one than shown makes a new view at once. */
+  private schedulePoll(): void {
+    const run = this.run;
+    this.polling = setTimeout(() => {
+      void (async () => {
+        if (this.described && stampsOf(await this.maps()) !== this.shownStamps) await this.rebuild();
+        if (run === this.run) this.schedulePoll();
+      })();
+    }, this.pollMs);
+  }
+
+  private async maps(): Promise<ReadonlyMap<string, FollowedMapLike> | undefined> {
+    const node = this.node();
+    return node.state === 'running' ? ((await node.cache().catch(() => undefined))?.maps as ReadonlyMap<string, FollowedMapLike> | undefined) : undefined;
+  }
+
+  /** The singleton's last view with the node's newest maps, shown; one at a time (a call meanwhile makes one more after). */
+  private async rebuild(): Promise<void> {
+    if (this.building) {
+      this.again = true;
+      return;
+    }
+    this.building = true;
+    try {
+      do {
+        this.again = false;
+        const run = this.run;
+        const maps = await this.maps();
+        if (run !== this.run || !this.described) return;
+        this.shownStamps = stampsOf(maps);
+        this.show(maps ? withFollowedMaps(this.described, maps) : this.described);
+      } while (this.again);
+    } finally {
+      this.building = false;
+    }
+  }
+
+  private show(view: ClusterView): void {
+    const next = pageView(view, this.table, Date.now());
     const prev = this.view;
     this.view = next;
     if (!prev) {

@@ -19,7 +19,7 @@ export interface PageRoutesOptions extends PageFeedOptions {
 
 export function registerPageRoutes(app: FastifyInstance, singleton: SingletonClient, feed: ClusterFeed, options: PageRoutesOptions = {}): { close(): void } {
   const sampler = new IngestionSampler(() => singleton.node, options.sampler);
-  const page = new PageFeed(feed, sampler, options);
+  const page = new PageFeed(feed, sampler, () => singleton.node, options);
 
   app.get('/api/v1/page/events', {
     schema: { tags: ['cluster'], summary: 'Server-sent events for the status page: a compact `snapshot`, then `changes` (only what changed), `ingestion` (rate and lag per node), `unavailable`' },

@@ -103,6 +103,9 @@ describe(`the status page of ${NODES} nodes and ${SHARDS} shards × RF ${RF}`, (
     expect(painted).toHaveLength(SHARDS);
     expect(tally(painted)).toEqual({ Active: SHARDS });
     measured.firstRenderColdMs = ms(first!.startTime);
+    // Where it went: the page's HTML loaded, then the snapshot (the feed's first view of the cluster) came in.
+    measured.htmlLoadedMs = ms(await page.evaluate(() => (globalThis as unknown as { performance: { getEntriesByType(t: string): { responseEnd: number }[] } }).performance.getEntriesByType('navigation')[0]!.responseEnd));
+    measured.snapshotReceivedMs = ms(Number(snapshot!.detail.received));
     measured.snapshotBytes = snapshot!.detail.bytes;
     // For comparison: the overview (what each `view` of /api/v1/events carries, every change and every refresh).
     measured.overviewBytes = (await (await fetch(`${api.url}/api/v1/overview`)).text()).length;
