@@ -7,7 +7,7 @@ import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { liveCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 import { CHROMIUM } from './global-setup.js';
-import { cellCentre, paintedStatuses, tally, until } from './page-probe.js';
+import { cellCentre, marks, paintedStatuses, tally, until } from './page-probe.js';
 
 let cluster: EmbeddedCluster;
 let api: NodeApi;
@@ -51,6 +51,23 @@ describe('the status page', () => {
     await page.mouse.move(x, y);
     const copy = await until('the hovered shard\'s copy in the panel', () => page.locator('section[data-dataset="metrics"] .inspector tbody td').first().textContent(), (t) => /^n\d$/.test(t ?? ''));
     expect(members.find((m) => m.node === copy)?.copies).toBeGreaterThan(0);
+  });
+
+  it('works from the keyboard: the map moves shard by shard, and a focused button keeps its focus through updates', async () => {
+    const canvas = page.locator('section[data-dataset="metrics"] canvas.heatmap');
+    await canvas.focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowDown');
+    const panel = page.locator('section[data-dataset="metrics"] .inspector');
+    await until('shard 5 in the panel (one right, one row down of 4)', () => panel.textContent(), (t) => (t ?? '').includes('metrics shard 5: Active'));
+    await page.keyboard.press('Enter');
+    await until('shard 5 kept', () => panel.textContent(), (t) => (t ?? '').includes('selected'));
+    const drain = page.locator('#members tbody tr[data-node="n4"] button');
+    await drain.focus();
+    const seen = (await marks(page, 'ingestion')).length;
+    await until('an ingestion update and a view since', () => marks(page, 'ingestion'), (m) => m.length >= seen + 2, 10_000, 100);
+    expect(await drain.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
+    await page.keyboard.press('Escape');
   });
 
   it('shows the shards of a killed node move to the survivors, without a reload', async () => {
