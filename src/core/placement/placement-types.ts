@@ -8,6 +8,11 @@ export interface PlacementNode {
   readonly group: string;
   /** Relative capacity (> 0); a node of weight 2 is given twice the copies of a node of weight 1. */
   readonly weight: number;
+  /**
+   * Away within its replacement delay: the node keeps the copies it holds (they count toward their
+   * shards' copies and use its group) and receives no new copy; it takes no part in the shares.
+   */
+  readonly absent?: boolean;
 }
 
 /** Everything a whole-map placement strategy decides from. Plain data; any order of nodes and of copies. */

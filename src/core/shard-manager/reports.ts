@@ -1,5 +1,6 @@
 import { isShardInRange, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
+import { roundUnlessSettling } from './settle-window.js';
 import type { Step } from './step.js';
 
 /**
@@ -51,7 +52,7 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
   // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
   const ds = step.dataset(e.dataset)!;
   if (changed && e.type === 'IngestionStarted' && (ds.movesWaiting || ds.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'))) {
-    step.assignShards(e.dataset);
+    roundUnlessSettling(step, e.dataset);
   }
 }
 
