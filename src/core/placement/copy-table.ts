@@ -3,7 +3,8 @@
 // Each shard's nodes are kept ascending, so ids come out sorted without a sort.
 
 export class CopyTable {
-  private readonly nodes: Int32Array;
+  /** Shard s's nodes are `nodes[s * width .. s * width + count(s)]`, ascending. */
+  readonly nodes: Int32Array;
   private readonly counts: Uint8Array;
 
   constructor(
@@ -29,21 +30,6 @@ export class CopyTable {
     return false;
   }
 
-  /** Whether a copy other than the one on `except` lies in group `group`. */
-  usesGroup(shard: number, group: number, groupOf: Int32Array, except = -1): boolean {
-    const base = shard * this.width;
-    for (let k = 0; k < this.counts[shard]!; k++) {
-      const node = this.nodes[base + k]!;
-      if (node !== except && groupOf[node] === group) return true;
-    }
-    return false;
-  }
-
-  list(shard: number): number[] {
-    const base = shard * this.width;
-    return Array.from(this.nodes.subarray(base, base + this.counts[shard]!));
-  }
-
   /** Adds `node` in order; a node already there is not added twice. */
   add(shard: number, node: number): void {
     const base = shard * this.width;
@@ -55,26 +41,15 @@ export class CopyTable {
     this.counts[shard]!++;
   }
 
-  remove(shard: number, node: number): void {
+  /** Sets a shard's copies to the `count` distinct nodes at `source[from..]`, in any order. */
+  setRow(shard: number, source: Int32Array, from: number, count: number): void {
     const base = shard * this.width;
-    const n = this.counts[shard]!;
-    let k = 0;
-    while (k < n && this.nodes[base + k] !== node) k++;
-    if (k === n) return;
-    for (; k < n - 1; k++) this.nodes[base + k] = this.nodes[base + k + 1]!;
-    this.counts[shard]!--;
-  }
-
-  /** Keeps, in order, the first copy in each group, at most `max` of them. */
-  keepOnePerGroup(shard: number, groupOf: Int32Array, max: number): void {
-    const base = shard * this.width;
-    let kept = 0;
-    for (let k = 0; k < this.counts[shard]! && kept < max; k++) {
-      const node = this.nodes[base + k]!;
-      let clash = false;
-      for (let j = 0; j < kept && !clash; j++) clash = groupOf[this.nodes[base + j]!] === groupOf[node];
-      if (!clash) this.nodes[base + kept++] = node;
+    for (let k = 0; k < count; k++) {
+      const node = source[from + k]!;
+      let j = k;
+      for (; j > 0 && this.nodes[base + j - 1]! > node; j--) this.nodes[base + j] = this.nodes[base + j - 1]!;
+      this.nodes[base + j] = node;
     }
-    this.counts[shard] = kept;
+    this.counts[shard] = count;
   }
 }
