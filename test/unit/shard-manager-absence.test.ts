@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { runtimeSettings } from '../../src/actors/settings.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
-import { incarnation, nodeId, type DatasetRef, type NodeId, type ShardNum } from '../../src/core/ids.js';
+import { epoch, incarnation, nodeId, type DatasetRef, type NodeId, type ShardNum } from '../../src/core/ids.js';
 import { BalancedPlacementStrategy } from '../../src/core/placement/balanced-strategy.js';
 import { placementNode } from '../../src/core/shard-manager/planned-moves.js';
 import type { Member, ShardManagerInput } from '../../src/core/shard-manager/protocol.js';
@@ -149,6 +149,12 @@ describe('a lost node within its replacement delay', () => {
     expect(c.copiesOf('a1')).toBe(held);
     for (const { copy } of c.mapper.copiesForNode(nodeId('a1'))) expect(copy.status.type).toBe('Down');
     expect(noticesNamed(c.h.effects, 'node.absent')).toEqual([expect.stringMatching(new RegExp(`^ds1: a1 is absent: ${held} copies kept for it until \\S+Z \\(\\d+\\) \\(replacementDelayMs 60000\\); 0 shards with no other serving copy re-placed now$`))]);
+    // An operator asking why those shards lack a copy is told who it is kept for, and until when.
+    const described = replyOf(c.h.run({ type: 'DescribeCluster', replyTo: adminReplyTo() }));
+    if (described?.type !== 'ClusterDescription') throw new Error('no description');
+    expect(described.datasets[0]!.missingCopies).toEqual([
+      { shards: c.mapper.shardsForNode(nodeId('a1')), copies: 2, reason: expect.stringMatching(/^a copy is kept for a1 until \S+Z \(\d+\), away within the replacement delay \(replacementDelayMs 60000\)/) },
+    ]);
     c.advance(DELAY - 1);
     expect(c.created).toBe(0);
     expect(unserved(c.mapper)).toEqual([]);
@@ -372,6 +378,48 @@ describe('what the delay does not wait for', () => {
     expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
     expect(lost.every((s) => h.mapper(ds1).nodeForShard(s) !== undefined)).toBe(true);
     expect(h.state.absent.size).toBe(0);
+  });
+});
+
+describe('a singleton failover (absences are not persisted)', () => {
+  /** What a new singleton gathers from the old one's state, with the membership view `members`. */
+  const recovering = (c: Cluster, members: readonly Member[]): Harness =>
+    new Harness(
+      { settleWindowMs: SETTLE },
+      {
+        epoch: epoch(c.h.state.epoch + 1),
+        datasets: [...c.h.state.datasets.values()].map((d) => d.config),
+        maps: [...c.h.state.datasets.values()].map((d) => d.mapper.toSnapshot(c.h.state.epoch)),
+        subscriptions: [],
+        watchers: [],
+        cooldowns: [],
+        members,
+        running: [],
+      },
+    );
+
+  it('re-creates at once the copies kept for a node absent at the takeover', () => {
+    const c = threeRacks();
+    const lost = c.copiesOf('a1');
+    c.down('a1');
+    const next = recovering(c, c.h.state.members);
+    const m = next.mapper(ds1);
+    expect(m.numShardsForNode(nodeId('a1'))).toBe(0);
+    expect(copiesCreated(c.mapper, m)).toBe(lost);
+    expect(next.state.absent.size).toBe(0);
+  });
+
+  it('restarts the copies kept Down for a node that is a member again', () => {
+    const c = threeRacks();
+    const mine = c.mapper.shardsForNode(nodeId('a1'));
+    c.down('a1');
+    // The old singleton died before it heard a1 come back; the new one finds a1 in the view.
+    const a1 = { ...c.member('a1', 'A'), incarnation: incarnation('a1#2') };
+    const next = recovering(c, [...c.h.state.members, a1]);
+    const m = next.mapper(ds1);
+    expect(m.shardsForNode(nodeId('a1'))).toEqual(mine);
+    for (const { copy } of m.copiesForNode(nodeId('a1'))) expect(copy.status.type).toBe('Assigned');
+    expect(copiesCreated(c.mapper, m)).toBe(0);
   });
 });
 

@@ -1,8 +1,10 @@
 // `DescribeCluster`: the singleton's whole picture for operators (HTTP routes, the status page, the
 // CLI), including why each shard that lacks a copy has none — the question FiloDB leaves operators
 // to answer by reading its strategy.
-import type { DatasetRef, ReplyTo } from '../ids.js';
+import type { DatasetRef, NodeId, ReplyTo } from '../ids.js';
 import { checkIsolationFeasible } from '../placement/balanced-strategy.js';
+import { noticeTime } from '../iso-time.js';
+import { absentUntil } from './absence.js';
 import type { DatasetDescription, ShardsWithoutCopies } from './protocol.js';
 import type { Step } from './step.js';
 
@@ -52,11 +54,18 @@ export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWitho
   const roomLeft = config.strategy === 'filodb-default' && placeable.some((m) => step.settings.strategy.remainingCapacity(m.node, spec, mapper) > 0);
   const out: ShardWithoutCopy[] = [];
   for (let shard = 0; shard < config.numShards; shard++) {
-    const copies = mapper.nodesForShard(shard).length;
+    // A copy kept for an absent node is in the map but runs nowhere: not one of the shard's copies now.
+    const kept = mapper.recordForShard(shard).assignments.filter((a) => a.status.type === 'Down');
+    const copies = mapper.nodesForShard(shard).length - kept.length;
     if (copies >= config.replicationFactor) continue;
-    out.push({ shard, copies, reason: reasonFor(shard) });
+    out.push({ shard, copies, reason: kept.length > 0 ? keptFor(kept.map((a) => a.node)) : reasonFor(shard) });
   }
   return out;
+
+  function keptFor(nodes: readonly NodeId[]): string {
+    const until = nodes.map((node) => `${node} until ${noticeTime(absentUntil(step, ref, node) ?? step.now)}`);
+    return `a copy is kept for ${until.join(', ')}, away within the replacement delay (replacementDelayMs ${config.replacementDelayMs}): restarted if it comes back, re-created elsewhere after`;
+  }
 
   function reasonFor(shard: number): string {
     const status = mapper.statusForShard(shard);
