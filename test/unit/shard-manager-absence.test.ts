@@ -223,6 +223,21 @@ describe('a lost node within its replacement delay', () => {
     expect(unserved(c.mapper)).toEqual([]);
   });
 
+  it('an operator removing it (RemoveNode) ends the wait: its copies are re-created now', () => {
+    const c = threeRacks();
+    const held = c.copiesOf('a1');
+    c.down('a1');
+    c.advance(5_000);
+    const reply = replyOf(c.h.run({ type: 'RemoveNode', node: 'a1', replyTo: adminReplyTo() }));
+    expect(reply).toMatchObject({ type: 'NodeOperationAccepted', operation: 'remove', moves: held, pending: false });
+    expect(c.copiesOf('a1')).toBe(0);
+    expect(c.copiesOf('a2')).toBe(32);
+    expect(c.h.state.absent.size).toBe(0);
+    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([expect.stringMatching(new RegExp(`^a1, absent since .*, was removed by an operator: its ${held} copies are re-created now$`))]);
+    // Not absent any more: removing it again is refused as for any node that is not a member.
+    expect(replyOf(c.h.run({ type: 'RemoveNode', node: 'a1', replyTo: adminReplyTo() }))).toMatchObject({ type: 'NodeOperationRefused', reason: 'unknown-node' });
+  });
+
   it('comes back after its delay as a new node: it gets a share, not its old copies', () => {
     const c = threeRacks();
     c.down('a1');

@@ -163,6 +163,25 @@ export function endAbsences(step: Step): void {
 }
 
 /**
+ * An operator removed an absent node (`RemoveNode`): it is not waited for any more, and every
+ * `balanced` dataset re-creates its copies now (an operator's operation runs at once). Returns the
+ * copies that were kept for it.
+ */
+export function endAbsence(step: Step, node: NodeId): number {
+  const absent = step.absent.get(node);
+  if (!absent) return 0;
+  step.absent.delete(node);
+  let copies = 0;
+  for (const ref of step.datasetRefs()) {
+    if (step.dataset(ref)!.config.strategy !== 'balanced') continue;
+    copies += step.dataset(ref)!.mapper.numShardsForNode(node);
+    step.assignShards(ref);
+  }
+  step.notice({ name: 'node.absence-ended', level: 'info', node, message: `${node}, absent since ${noticeTime(absent.since)}, was removed by an operator: its ${copies} copies are re-created now` });
+  return copies;
+}
+
+/**
  * Copies on nodes that are neither members nor absent for the dataset any more (the delay ended,
  * or a join took the node as replaced): dropped before a round, which re-creates them.
  */

@@ -3,6 +3,7 @@
 // serves, or when the others could not take the copies. Drains persist, so a new singleton carries
 // them on; a drained node is told it may stop once it holds no copy.
 import { parseNodeId, type NodeId, type ReplyTo } from '../ids.js';
+import { endAbsence } from './absence.js';
 import { groupsOf, placementNode, rollBackMovesOff } from './planned-moves.js';
 import type { Member, NodeOperationName, NodeOperationRefusal } from './protocol.js';
 import type { Step } from './step.js';
@@ -56,10 +57,17 @@ function startDrain(step: Step, node: NodeId, to: NodeId | undefined): number {
   return copies;
 }
 
-/** `RemoveNode`: drain. */
+/**
+ * `RemoveNode`: drain. Of a node absent within its replacement delay (it is gone, its copies kept
+ * for it): the operator knows it will not come back, so its copies are re-created now.
+ */
 export function removeNode(step: Step, raw: string, replyTo: ReplyTo): void {
   const node = parseNode(step, raw, replyTo, 'remove');
   if (node === undefined) return;
+  if (!step.member(node) && step.absent.has(node)) {
+    const copies = endAbsence(step, node);
+    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves: copies, pending: false, message: `${node} was absent: the ${copies} copies kept for it are re-created on the members now` });
+  }
   if (!step.member(node)) return refuse(step, replyTo, 'remove', 'unknown-node', `${node} is not a member`);
   if (step.draining.has(node)) return refuse(step, replyTo, 'remove', 'conflict', `${node} is already being drained`);
   const why = cannotHold(step, node);
