@@ -56,10 +56,11 @@ export function nodeLost(step: Step, member: Member, wasDraining: boolean, retur
     step.membershipChanged.add(ref);
     const until = waitFor ? absentUntil(step, ref, node) : undefined;
     const mapper = () => step.dataset(ref)!.mapper;
+    const members = new Set<string>(step.memberNodes());
     let kept = 0;
     let dropped = 0;
     for (const { shard, copy } of mapper().copiesForNode(node)) {
-      const servedElsewhere = mapper().recordForShard(shard).assignments.some((a) => a.node !== node && isServingCopy(a) && step.member(a.node) !== undefined);
+      const servedElsewhere = mapper().recordForShard(shard).assignments.some((a) => a.node !== node && isServingCopy(a) && members.has(a.node));
       // A Leaving copy was on its way out: its successor goes on without it.
       const keep = until !== undefined && (returning || (servedElsewhere && copy.placement !== 'Leaving'));
       if (keep) {
@@ -187,8 +188,9 @@ export function endAbsence(step: Step, node: NodeId): number {
  */
 export function dropDepartedCopies(step: Step, ref: DatasetRef): void {
   const mapper = () => step.dataset(ref)!.mapper;
+  const members = new Set<string>(step.memberNodes());
   for (const node of [...mapper().allNodes()]) {
-    if (step.member(node) || absentUntil(step, ref, node) !== undefined) continue;
+    if (members.has(node) || absentUntil(step, ref, node) !== undefined) continue;
     for (const s of mapper().shardsForNode(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));
   }
 }

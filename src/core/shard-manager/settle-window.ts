@@ -18,9 +18,10 @@ export function shardWithoutPresentCopy(step: Step, ref: DatasetRef): number | u
   if (step.members.length === 0) return undefined;
   const { mapper } = step.dataset(ref)!;
   const held = step.held(ref);
+  const members = new Set<string>(step.memberNodes());
   for (let s = 0; s < mapper.numShards; s++) {
     const record = mapper.recordForShard(s);
-    if (record.assignments.some((a) => step.member(a.node) !== undefined)) continue;
+    if (record.assignments.some((a) => members.has(a.node))) continue;
     if (held.has(s) || (record.assignments.length === 0 && record.status.type === 'Stopped')) continue;
     return s;
   }
