@@ -233,7 +233,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   let lastMembers = '';
   // When each node was last seen leaving the membership (I2 for copies kept for lost nodes).
   const departedAt = new Map<string, number>();
-  let viewBefore = new Set<string>();
+  let viewBefore: Set<string> | undefined;
   const violate = (invariant: Invariant, message: string) => violations.push({ seed, step, time: clock.now(), invariant, message });
   const simLog = options.log?.child({ sim: seed });
   // Each step goes into the log too (with its simulated time), so a replay's logs read in order with it.
@@ -279,6 +279,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   subscribers.push(track(live()[1] ?? live()[0]!, 'alpha'));
   await driver.advance(1_000);
   lossy = true;
+  viewBefore = new Set(cluster.membership.view().members.map((m) => m.node as string));
 
   function track(node: ShardherdNode, dataset: string): TrackedSubscriber {
     const sub = new ShardEventSubscriber(node, dataset as DatasetRef);
@@ -297,7 +298,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (membersNow !== lastMembers) quietSince = step;
     lastMembers = membersNow;
     const viewNow = new Set(cluster.membership.view().members.map((m) => m.node as string));
-    for (const node of viewBefore) if (!viewNow.has(node)) departedAt.set(node, clock.now());
+    for (const node of viewBefore ?? []) if (!viewNow.has(node)) departedAt.set(node, clock.now());
     for (const node of viewNow) departedAt.delete(node);
     viewBefore = viewNow;
     simLog?.info({ step, at: clock.now() }, 'sim: checks');
