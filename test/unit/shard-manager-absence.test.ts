@@ -307,6 +307,17 @@ describe('the settle window', () => {
     expect(unserved(c.mapper)).toEqual([]);
   });
 
+  it('a node joining as the replacement an operator named for another node does not end the absences', () => {
+    const c = threeRacks({}, { settleWindowMs: 0 });
+    c.down('a1');
+    const reply = replyOf(c.h.run({ type: 'ReplaceNode', old: 'b1', new: 'b3', replyTo: adminReplyTo() }));
+    expect(reply).toMatchObject({ type: 'NodeOperationAccepted', pending: true });
+    c.up('b3', 'B');
+    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([]);
+    expect([...c.h.state.absent.keys()]).toEqual(['a1']);
+    expect(c.h.state.operations.draining).toEqual(['b1']);
+  });
+
   it('k nodes added one at a time within the window make one round, the one-decision minimum', () => {
     const c = threeRacks({ maxConcurrentMoves: 1000 });
     const start = c.mapper;

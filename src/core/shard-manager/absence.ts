@@ -86,8 +86,8 @@ export function nodeLost(step: Step, member: Member, wasDraining: boolean, retur
 /**
  * A member joined. If it is a node we keep copies for, it is back: its kept copies restart on it
  * (Assigned, then Recovery and Active as it catches up from its own checkpoints), nothing moves.
- * Otherwise it is a new node, taken as the replacement of every absent node: their reservations
- * end now, so the round that decides this join moves their copies once (to the newcomer where
+ * Otherwise it is a new node, taken as the replacement of every absent node (unless an operator
+ * named it the replacement of another, `ReplaceNode`): their reservations end now, so the round that decides this join moves their copies once (to the newcomer where
  * the strategy wants them), instead of re-creating them later and rebalancing onto it again.
  */
 export function nodeJoined(step: Step, member: Member, restarted: boolean): void {
@@ -104,8 +104,9 @@ export function nodeJoined(step: Step, member: Member, restarted: boolean): void
     step.notice({ name: 'node.returned', level: 'info', node, message });
     return;
   }
-  // A restart is the same node again, not a replacement for another.
-  if (restarted) return;
+  // A restart is the same node again, not a replacement for another; and a node an operator named
+  // as another's replacement (`ReplaceNode`) replaces that one.
+  if (restarted || step.pendingReplacements.has(node)) return;
   for (const gone of [...step.absent.values()]) {
     step.absent.delete(gone.member.node);
     const copies = step.datasetRefs().reduce((n, ref) => n + step.dataset(ref)!.mapper.numShardsForNode(gone.member.node), 0);
