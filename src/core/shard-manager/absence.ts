@@ -71,7 +71,8 @@ export function nodeLost(step: Step, member: Member, wasDraining: boolean, retur
         if (!servedElsewhere) dropped++;
       }
     }
-    if (until === undefined || returning) continue;
+    // Nothing kept and nothing lost here: nothing to say, nothing to wait for.
+    if (until === undefined || returning || kept + dropped === 0) continue;
     step.schedule(until);
     step.notice({
       name: 'node.absent',
