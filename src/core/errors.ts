@@ -7,6 +7,7 @@ export type ShardherdErrorCode =
   | 'SHARD_OUT_OF_RANGE'
   | 'INVALID_SPREAD'
   | 'INVALID_ID'
+  | 'INVALID_PLACEMENT'
   | 'INVALID_SNAPSHOT'
   | 'DATASET_MISMATCH'
   | 'INVALID_EVENT'

@@ -88,3 +88,17 @@ describe('EmbeddedCluster waits', () => {
     }
   });
 });
+
+describe('EmbeddedCluster node placement settings', () => {
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2_000_000])('refuses weight %s with INVALID_PLACEMENT, naming the node', (weight) => {
+    const cluster = new EmbeddedCluster({ nodes: [], log: pino({ level: 'silent' }) });
+    expect(() => cluster.add('node-w', { rack: 'r1', weight })).toThrow(expect.objectContaining({ code: 'INVALID_PLACEMENT', message: expect.stringContaining('node-w') }));
+    expect(cluster.nodes).toHaveLength(0);
+  });
+
+  it('refuses an empty rack, and takes a node with a positive weight', () => {
+    const cluster = new EmbeddedCluster({ nodes: [], log: pino({ level: 'silent' }) });
+    expect(() => cluster.add('node-r', { rack: '' })).toThrow(expect.objectContaining({ code: 'INVALID_PLACEMENT' }));
+    expect(cluster.add('node-ok', { rack: 'r1', weight: 2.5 }).node).toBe('node-ok');
+  });
+});

@@ -11,6 +11,7 @@
 // `filodb-default` datasets are not concerned: FiloDB re-places a lost node's shards at once.
 import type { DatasetRef, NodeId, ShardNum } from '../ids.js';
 import { noticeTime } from '../iso-time.js';
+import { count } from '../plural.js';
 import { isServingCopy } from '../shard-record.js';
 import { ShardEvents } from '../status.js';
 import type { Member } from './protocol.js';
@@ -79,7 +80,7 @@ export function nodeLost(step: Step, member: Member, wasDraining: boolean, retur
       level: 'warn',
       dataset: ref,
       node,
-      message: `${ref}: ${node} is absent: ${kept} copies kept for it until ${noticeTime(until)} (replacementDelayMs ${config.replacementDelayMs}); ${dropped} shards with no other serving copy re-placed now`,
+      message: `${ref}: ${node} is absent: ${count(kept, 'copy', 'copies')} kept for it until ${noticeTime(until)} (replacementDelayMs ${config.replacementDelayMs}); ${count(dropped, 'shard')} with no other serving copy re-placed now`,
     });
   }
 }
@@ -100,8 +101,8 @@ export function nodeJoined(step: Step, member: Member, restarted: boolean): void
   if (absent) {
     step.absent.delete(node);
     const message = restarted
-      ? `${node} restarted (incarnation ${member.incarnation}): its ${copies} copies stay and restart on it`
-      : `${node} is back within its replacement delay (absent since ${noticeTime(absent.since)}): its ${copies} copies stay and restart on it`;
+      ? `${node} restarted (incarnation ${member.incarnation}): its ${count(copies, 'copy', 'copies')} stay and restart on it`
+      : `${node} is back within its replacement delay (absent since ${noticeTime(absent.since)}): its ${count(copies, 'copy', 'copies')} stay and restart on it`;
     step.notice({ name: 'node.returned', level: 'info', node, message });
     return;
   }
@@ -115,7 +116,7 @@ export function nodeJoined(step: Step, member: Member, restarted: boolean): void
       name: 'node.absence-ended',
       level: 'info',
       node: gone.member.node,
-      message: `${node} joined while ${gone.member.node} was absent (since ${noticeTime(gone.since)}): it is taken as its replacement, and ${gone.member.node}'s ${copies} copies are re-created now`,
+      message: `${node} joined while ${gone.member.node} was absent (since ${noticeTime(gone.since)}): it is taken as its replacement, and ${gone.member.node}'s ${count(copies, 'copy', 'copies')} are re-created now`,
     });
   }
 }
@@ -158,7 +159,7 @@ export function endAbsences(step: Step): void {
         level: 'warn',
         dataset: ref,
         node,
-        message: `${ref}: ${node} did not come back within its replacement delay (absent since ${noticeTime(absent.since)}, replacementDelayMs ${config.replacementDelayMs}): its ${copies} copies are re-created elsewhere`,
+        message: `${ref}: ${node} did not come back within its replacement delay (absent since ${noticeTime(absent.since)}, replacementDelayMs ${config.replacementDelayMs}): its ${count(copies, 'copy', 'copies')} are re-created elsewhere`,
       });
     }
     if (!waiting) step.absent.delete(node);
@@ -180,7 +181,7 @@ export function endAbsence(step: Step, node: NodeId): number {
     copies += step.dataset(ref)!.mapper.numShardsForNode(node);
     step.assignShards(ref);
   }
-  step.notice({ name: 'node.absence-ended', level: 'info', node, message: `${node}, absent since ${noticeTime(absent.since)}, was removed by an operator: its ${copies} copies are re-created now` });
+  step.notice({ name: 'node.absence-ended', level: 'info', node, message: `${node}, absent since ${noticeTime(absent.since)}, was removed by an operator: its ${count(copies, 'copy', 'copies')} are re-created now` });
   return copies;
 }
 

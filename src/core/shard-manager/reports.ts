@@ -1,4 +1,5 @@
 import { isShardInRange, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
+import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
 import { roundUnlessSettling } from './settle-window.js';
 import type { Step } from './step.js';
@@ -72,7 +73,7 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
       dataset,
       shard,
       node: reporter,
-      message: `${dataset}/${shard} failed again on ${reporter} (${error}); it stays unassigned until its cooldown ends at ${until}`,
+      message: `${dataset}/${shard} failed again on ${reporter} (${error}); it stays unassigned until its cooldown ends at ${isoInstant(until)} (${until})`,
     });
     return;
   }

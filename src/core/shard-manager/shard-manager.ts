@@ -18,6 +18,7 @@ import { endAbsences, nodeJoined, nodeLost } from './absence.js';
 import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from './settle-window.js';
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
 import { worstCaseMapBytes } from '../map-codec.js';
+import { count } from '../plural.js';
 
 /** FiloDB's `reassignment-min-interval`: an errored shard moves at most once per 2 hours. */
 export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
@@ -329,7 +330,7 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
     name: 'dataset.created',
     level: 'info',
     dataset: config.ref,
-    message: `dataset ${config.ref} set up: ${config.numShards} shards × ${config.replicationFactor} (${config.strategy}), minNumNodes ${config.minNumNodes}, ${placed.length} copies placed over ${step.members.length} members`,
+    message: `dataset ${config.ref} set up: ${config.numShards} shards × ${config.replicationFactor} (${config.strategy}), minNumNodes ${config.minNumNodes}, ${count(placed.length, 'copy', 'copies')} placed over ${count(step.members.length, 'member')}`,
   });
   step.reply(replyTo, { type: 'DatasetVerified', dataset: config.ref });
 }
