@@ -115,6 +115,6 @@ export function checkCooldowns(step: Step): void {
 export function scheduleHeldShards(step: Step): void {
   for (const ref of step.datasetRefs()) {
     const ds = step.dataset(ref)!;
-    for (const s of step.held(ref)) step.schedule(step.cooldownEnd(ds.cooldowns.get(s)!));
+    for (const s of step.cooling(ref)) step.schedule(step.cooldownEnd(ds.cooldowns.get(s)!));
   }
 }

@@ -196,8 +196,21 @@ export class Step {
     return { draining: [...this.draining.keys()].sort(), replacements };
   }
 
-  /** Shards of a dataset the strategy must not hand out now: errored shards inside their cooldown. */
+  /**
+   * Shards of a dataset the strategy must not hand out now: errored shards inside their cooldown,
+   * and shards an operator stopped (no copy, Stopped) until an operator starts them. FiloDB places
+   * a stopped shard again at the next membership change; shardherd keeps the operator's intent
+   * through drains, replacements, joins and failovers (the Stopped status is in the stored map).
+   */
   held(ref: DatasetRef): Set<number> {
+    const held = this.cooling(ref);
+    const ds = this.dataset(ref);
+    if (ds) for (const shard of ds.mapper.unassignedShards(Infinity)) if (ds.mapper.statusForShard(shard).type === 'Stopped') held.add(shard);
+    return held;
+  }
+
+  /** Errored shards inside their reassignment cooldown, without a copy. */
+  cooling(ref: DatasetRef): Set<number> {
     const ds = this.dataset(ref);
     const held = new Set<number>();
     if (!ds) return held;
