@@ -28,7 +28,9 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         { selector: "MemberExpression[object.name='Date'][property.name='now']", message: 'src/core is pure: no Date.now. Take `now` as an input.' },
-        { selector: "NewExpression[callee.name='Date']", message: 'src/core is pure: no wall-clock dates. Take `now` as an input.' },
+        // `new Date(ms)` formats an instant the core was given; only the forms without one read the clock.
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/core is pure: no wall-clock dates. Take `now` as an input.' },
+        { selector: "CallExpression[callee.name='Date']", message: 'src/core is pure: Date() is the wall-clock time. Take `now` as an input.' },
         { selector: "MemberExpression[object.name='Math'][property.name='random']", message: 'src/core is pure: no Math.random. Take a seeded Random as an input.' },
         { selector: "MemberExpression[object.name='process']", message: 'src/core is pure: no process state (process.env is read only in src/cli).' },
       ],

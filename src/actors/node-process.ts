@@ -116,6 +116,8 @@ export class ShardherdNode {
     });
     this.problems = new Problems(() => services.clock.now());
     this.metrics?.observe({
+      node,
+      busTopics: Object.values(topicsFor(services.settings.topicPrefix)),
       maps: async () => {
         const cache = await this.cache();
         return cache ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [f.mapper.toSnapshot(f.epoch)] : [])) : [];

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // The `shardherd` command: the embedded cluster demo, or `shardherd node` (see `shardherd --help`).
 // Exit codes of the demo: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
-// 2 a bad command line, 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts;
+// 2 a bad command line (a --port in use included), 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts;
 // the admin commands (status, shards, dataset, ...): see admin/run-admin.ts.
 import { pino } from 'pino';
 import { runDemo } from './demo/run.js';
 import { runAdmin } from './admin/run-admin.js';
 import { runNodeCommand } from './node-command.js';
 import { parseCommandLine } from './options.js';
+import { timestampWithIso } from './log-timestamp.js';
 
 async function main(): Promise<number> {
   const parsed = parseCommandLine(process.argv.slice(2));
@@ -35,7 +36,7 @@ async function main(): Promise<number> {
   }
   const { options } = parsed;
   // Logs go to stderr, so they never tear the live view on stdout.
-  const log = pino({ level: options.logLevel, base: null }, pino.destination({ dest: 2, sync: true }));
+  const log = pino({ level: options.logLevel, base: null, timestamp: timestampWithIso }, pino.destination({ dest: 2, sync: true }));
   const abort = new AbortController();
   process.on('SIGINT', () => {
     if (abort.signal.aborted) {
@@ -45,7 +46,7 @@ async function main(): Promise<number> {
     abort.abort();
   });
   process.on('SIGTERM', () => abort.abort());
-  return runDemo(options, { stdout: process.stdout, signal: abort.signal, log });
+  return runDemo(options, { stdout: process.stdout, stderr: (s) => process.stderr.write(s), signal: abort.signal, log });
 }
 
 main().then(

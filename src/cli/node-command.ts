@@ -7,6 +7,7 @@ import type { RecordSink } from '../ingest/ingestion-source.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
 import { startNode } from '../node/run-node.js';
 import type { LogLevel } from './options.js';
+import { timestampWithIso } from './log-timestamp.js';
 
 function sinkFor(config: NodeConfig, log: Logger): RecordSink {
   return config.sink.type === 'jsonl' ? new JsonLinesSink(config.sink.path) : new LogSink(log.child({ component: 'sink' }));
@@ -21,7 +22,7 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
     process.stderr.write(`shardherd node: ${e.message}\n`);
     return 2;
   }
-  const log = pino({ level: logLevel ?? config.logLevel, base: { node: config.node, pid: process.pid } });
+  const log = pino({ level: logLevel ?? config.logLevel, base: { node: config.node, pid: process.pid }, timestamp: timestampWithIso });
   let signalled = false;
   let stopRequested = (): void => {};
   const stopSignal = new Promise<void>((resolve) => (stopRequested = resolve));

@@ -25,6 +25,11 @@ export interface DemoOptions {
   readonly logLevel: LogLevel;
   /** Port of the status page and HTTP API (0: any free port); undefined: none. */
   readonly port: number | undefined;
+  /**
+   * `--port` was given: a port in use is then a usage error (exit 2). Only the default 8080 falls
+   * back to a free port, saying so: an operator who named a port expects the page there.
+   */
+  readonly portGiven: boolean;
 }
 
 /** What the command line asks for: run the demo, or print something and exit with `code`. */
@@ -70,7 +75,6 @@ function program(): Command {
     .addOption(new Option('--port <port>', 'port of the status page and HTTP API (0: any free port)').default(8080).argParser(integer('--port', 0, 65535)))
     .addOption(new Option('--no-http', 'serve no status page or HTTP API'))
     .enablePositionalOptions()
-    .showHelpAfterError('(run shardherd --help for the options)')
     .allowExcessArguments(false)
     .allowUnknownOption(false);
 }
@@ -83,9 +87,20 @@ function nodeCommand(): Command {
     )
     .requiredOption('--config <file>', 'the node configuration, JSON (see config/README.md)')
     .addOption(new Option('--log-level <level>', 'overrides the logLevel of the config').choices(LOG_LEVELS))
-    .showHelpAfterError('(run shardherd node --help for the options)')
     .allowExcessArguments(false)
     .allowUnknownOption(false);
+}
+
+/**
+ * Every command's hint after an error names the command as it is typed (`shardherd shards stop`),
+ * not by its last word alone (`shardherd stop` does not exist). Set once the tree is whole: a
+ * command learns its parents only when it is added to them.
+ */
+function hintWithFullNames(command: Command): void {
+  const path: string[] = [];
+  for (let c: Command | null = command; c; c = c.parent) path.unshift(c.name());
+  command.showHelpAfterError(`(run ${path.join(' ')} --help for the options)`);
+  for (const sub of command.commands) hintWithFullNames(sub);
 }
 
 /** Parses the arguments after `node main.js` (`process.argv.slice(2)`). Never exits, never prints. */
@@ -107,20 +122,22 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     .action((opts: { config: string; logLevel?: LogLevel }) => {
       parsed = { kind: 'node', configPath: opts.config, logLevel: opts.logLevel };
     });
-  const configure = (c: Command) => c.exitOverride().configureOutput(output).showHelpAfterError(`(run shardherd ${c.name()} --help for the options)`);
+  const configure = (c: Command) => c.exitOverride().configureOutput(output);
   const cmd = program()
     .exitOverride()
     .configureOutput(output)
     .addCommand(node)
-    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel; port: number; http: boolean }) => {
+    .action((opts: { nodes: number; datasets: number; shards: number; story: boolean; logLevel: LogLevel; port: number; http: boolean }, command: Command) => {
+      const port = opts.http ? opts.port : undefined;
       parsed = {
         kind: 'run',
-        options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port: opts.http ? opts.port : undefined },
+        options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port, portGiven: port !== undefined && command.getOptionValueSource('port') === 'cli' },
       };
     });
   addAdminCommands(cmd, configure, (command) => {
     parsed = { kind: 'admin', command };
   });
+  hintWithFullNames(cmd);
   try {
     cmd.parse([...argv], { from: 'user' });
   } catch (e) {

@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
 import { runSeedsInParallel, type SeedResult } from '../sim/parallel-seeds.js';
 import { runSimulation } from '../sim/simulation.js';
+import { timestampWithIso } from './log-timestamp.js';
 
 const int = (name: string, min = 0) => (v: string) => {
   const n = Number(v);
@@ -35,7 +36,7 @@ function print(r: SeedResult): void {
 const started = performance.now();
 let results: SeedResult[];
 if (o.seed !== undefined) {
-  const log = o.verbose ? pino({ level: 'info' }, pino.destination(2)) : undefined;
+  const log = o.verbose ? pino({ level: 'info', timestamp: timestampWithIso }, pino.destination(2)) : undefined;
   const r = await runSimulation({ seed: o.seed, steps: o.steps, ...(log ? { log } : {}) });
   results = [r];
   print(r);

@@ -2,7 +2,7 @@
 // SHARDHERD_TOKEN environment variable, else made at start and written to a file only the node's
 // user can read, where the CLI on the same machine finds it (as Jupyter does with its token).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -42,6 +42,20 @@ export function resolveAccessToken(configured: string | undefined, port: number,
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   chmodSync(file, 0o600); // an existing file keeps its old mode through writeFileSync
   return { token, origin: 'generated', file };
+}
+
+/**
+ * Removes the file a generated token was written to, when the node that wrote it stops cleanly: a
+ * file left behind would hand the CLI a dead node's token. A file that holds another token by now
+ * (a newer node on the same port wrote it) is left alone.
+ */
+export function removeTokenFile(token: AccessToken): void {
+  if (token.origin !== 'generated' || !token.file) return;
+  try {
+    if (readFileSync(token.file, 'utf8').trim() === token.token) rmSync(token.file, { force: true });
+  } catch {
+    // already gone
+  }
 }
 
 /** The token a local node wrote for `port`, if any. */

@@ -24,12 +24,29 @@ export function errorBody(url: string, error: string, reason: string): Record<st
 
 const isFiloDbPath = (url: string) => url === '/api/v1/cluster' || url.startsWith('/api/v1/cluster/') || url.startsWith('/api/v1/cluster?');
 
-/** Fastify's error handler: ApiErrors as they are, validation errors as 400, anything else as 500. */
+/**
+ * Fastify's own refusals of a request, by its code, as the project's documented names: a client
+ * matches on `BadRequest`, never on `FST_ERR_CTP_INVALID_JSON_BODY`, which may change with Fastify.
+ */
+const FASTIFY_REFUSALS: Readonly<Record<string, { readonly code: number; readonly error: string; readonly reason: string }>> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 400, error: 'MalformedBody', reason: 'the body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 400, error: 'MalformedBody', reason: 'the content type says JSON but the body is empty' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 400, error: 'MalformedBody', reason: 'the body\'s length is not its Content-Length' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 415, error: 'UnsupportedMediaType', reason: 'a body must be JSON: send it with Content-Type: application/json' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 413, error: 'BodyTooLarge', reason: 'the body is larger than the API takes (1 MiB)' },
+};
+
+/** Fastify's error handler: ApiErrors as they are, refused requests under the project's names, anything else as 500. */
 export function sendError(e: FastifyError | ApiError | Error, req: FastifyRequest, res: FastifyReply): FastifyReply {
   if (e instanceof ApiError) return res.code(e.statusCode).send(errorBody(req.url, e.error, e.reason));
   const fe = e as FastifyError;
-  if (fe.validation) return res.code(400).send(errorBody(req.url, 'BadRequest', fe.message));
-  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) return res.code(fe.statusCode).send(errorBody(req.url, fe.code ?? 'BadRequest', fe.message));
+  if (fe.validation) {
+    const name = fe.validationContext === 'body' ? req.routeOptions.config.invalidBody ?? 'BadRequest' : 'BadRequest';
+    return res.code(400).send(errorBody(req.url, name, fe.message));
+  }
+  const known = fe.code === undefined ? undefined : FASTIFY_REFUSALS[fe.code];
+  if (known) return res.code(known.code).send(errorBody(req.url, known.error, known.reason));
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) return res.code(fe.statusCode).send(errorBody(req.url, 'BadRequest', fe.message));
   req.log.error({ err: e }, 'request failed');
   return res.code(500).send(errorBody(req.url, 'InternalError', e.message));
 }

@@ -9,6 +9,8 @@ import type { ReplyTo } from '../core/ids.js';
 import type { NodeOperationRefusal, Reply } from '../core/shard-manager/protocol.js';
 import { ApiError } from './api-error.js';
 import { clusterView, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
+import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
+import { NoQuery, SetupDatasetQuery } from './schemas/request-schemas.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
 const REFUSAL_STATUS: Record<NodeOperationRefusal, number> = { 'bad-node': 400, 'unknown-node': 404, isolation: 409, serving: 409, capacity: 409, conflict: 409 };
@@ -48,31 +50,50 @@ const nodeParam = { type: 'object', properties: { node: { type: 'string', maxLen
 export function registerClusterRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   const ask = (build: (replyTo: ReplyTo) => Request) => singleton.ask(build);
 
-  app.get('/api/v1/overview', { schema: { tags: ['cluster'], summary: 'Members, the singleton, every dataset\'s shards with owners and reasons, node operations' } }, () => clusterView(singleton));
+  app.get('/api/v1/overview', {
+    schema: { tags: ['cluster'], summary: 'Members, the singleton, every dataset\'s shards with owners and reasons, node operations', response: answers('shardherd', { 200: { schema: 'ClusterView', description: 'The cluster' } }, READ_ERRORS) },
+  }, () => clusterView(singleton));
 
-  app.get('/api/v1/datasets', { schema: { tags: ['datasets'], summary: 'Every dataset with its map stamp and shard counts per status' } }, async () => {
+  app.get('/api/v1/datasets', {
+    schema: { tags: ['datasets'], summary: 'Every dataset with its map stamp and shard counts per status', response: answers('shardherd', { 200: { schema: 'DatasetSummaries', description: 'Every dataset' } }, READ_ERRORS) },
+  }, async () => {
     const view = await clusterView(singleton);
     return { datasets: view.datasets.map(({ shards: _, ...summary }) => summary) };
   });
 
-  app.get<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', { schema: { tags: ['datasets'], summary: 'One dataset: config, shards with owners and reasons, cooldowns' } }, async (req) =>
+  app.get<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', {
+    schema: { tags: ['datasets'], summary: 'One dataset: config, shards with owners and reasons, cooldowns', response: answers('shardherd', { 200: { schema: 'DatasetView', description: 'The dataset' } }, [400, 404, ...READ_ERRORS]) },
+  }, async (req) =>
     datasetView(await describeDataset(singleton, parseDatasetParam(req.params.dataset))));
 
-  app.post<{ Body: unknown; Querystring: { createTopic?: boolean } }>('/api/v1/datasets', {
-    config: { mutates: true },
+  app.post<{ Body: unknown; Querystring: { createTopic?: 'true' | 'false' } }>('/api/v1/datasets', {
+    // A config outside the schema is a bad dataset config: FiloDB's name for it, as the singleton's own check answers.
+    config: { mutates: true, invalidBody: 'BadSchema' },
     schema: {
       tags: ['datasets'],
       summary: 'Set up a dataset (idempotent for the same config); createTopic=true first creates its Kafka topic with numShards partitions',
-      querystring: { type: 'object', properties: { createTopic: { type: 'boolean', default: false } } },
-      body: { type: 'object' },
+      querystring: SetupDatasetQuery,
+      body: schemaRef('DatasetConfigInput'),
+      response: answers('shardherd', {
+        201: { schema: 'DatasetSetUp', description: 'Set up (`created: true`)' },
+        200: { schema: 'DatasetSetUp', description: 'The same config was set up already: nothing changed (`created: false`)' },
+      }, [...MUTATION_ERRORS, 409, 422]),
     },
   }, async (req, res) => {
-    if (req.query.createTopic) await createTopic(singleton.node, req.body);
+    if (req.query.createTopic === 'true') await createTopic(singleton.node, req.body);
     const answer = setupAnswer(await ask((replyTo) => ({ type: 'SetupDataset', config: req.body, replyTo }) as unknown as Request));
     return res.code(answer.code).send(answer.body);
   });
 
-  app.delete<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', { config: { mutates: true }, schema: { tags: ['datasets'], summary: 'Remove a dataset: its shards stop everywhere' } }, async (req) => {
+  app.delete<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', {
+    config: { mutates: true },
+    schema: {
+      tags: ['datasets'],
+      summary: 'Remove a dataset: its shards stop everywhere',
+      querystring: NoQuery,
+      response: answers('shardherd', { 200: { schema: 'DatasetRemoved', description: 'Removed' } }, [...MUTATION_ERRORS, 404]),
+    },
+  }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);
     const reply = await ask((replyTo) => ({ type: 'RemoveDataset', dataset, replyTo }));
     if (reply.type === 'DatasetUnknown') throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
@@ -80,20 +101,32 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     return { dataset, removed: true };
   });
 
-  app.get('/api/v1/members', { schema: { tags: ['cluster'], summary: 'Members oldest first, with rack, weight, incarnation, copies and the singleton\'s host' } }, async () => ({ members: (await clusterView(singleton)).members }));
+  app.get('/api/v1/members', {
+    schema: { tags: ['cluster'], summary: 'Members oldest first, with rack, weight, incarnation, copies and the singleton\'s host', response: answers('shardherd', { 200: { schema: 'MemberList', description: 'The members' } }, READ_ERRORS) },
+  }, async () => ({ members: (await clusterView(singleton)).members }));
 
-  app.get('/api/v1/singleton', { schema: { tags: ['cluster'], summary: 'Which node hosts the singleton, its epoch and address' } }, async () => {
+  app.get('/api/v1/singleton', {
+    schema: { tags: ['cluster'], summary: 'Which node hosts the singleton, its epoch and address', response: answers('shardherd', { 200: { schema: 'SingletonView', description: 'The lease holder' } }, READ_ERRORS) },
+  }, async () => {
     const view = await clusterView(singleton);
     if (!view.singleton) throw new ApiError(503, 'NoSingleton', 'no singleton holds the lease yet');
     return view.singleton;
   });
 
-  app.get('/api/v1/cooldowns', { schema: { tags: ['cluster'], summary: 'Shards inside their reassignment cooldown, per dataset' } }, async () => {
+  app.get('/api/v1/cooldowns', {
+    schema: { tags: ['cluster'], summary: 'Shards inside their reassignment cooldown, per dataset', response: answers('shardherd', { 200: { schema: 'Cooldowns', description: 'The cooldowns in force' } }, READ_ERRORS) },
+  }, async () => {
     const view = await clusterView(singleton);
     return { cooldowns: view.datasets.flatMap((d) => d.cooldowns.map((c) => ({ dataset: d.name, ...c }))) };
   });
 
-  app.get('/api/v1/node-operations', { schema: { tags: ['node operations'], summary: 'Drains and replacements in flight, and the copies each member still holds' } }, async () => {
+  app.get('/api/v1/node-operations', {
+    schema: {
+      tags: ['node operations'],
+      summary: 'Drains and replacements in flight, and the copies each member still holds',
+      response: answers('shardherd', { 200: { schema: 'NodeOperationsState', description: 'The operations in flight' } }, READ_ERRORS),
+    },
+  }, async () => {
     const { type: _, ...state } = expectReply(await ask((replyTo) => ({ type: 'GetNodeOperations', replyTo })), 'NodeOperationsState');
     return state;
   });
@@ -101,7 +134,14 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
   const nodeOperation = (path: string, summary: string, build: (node: string, body: { with?: string }, replyTo: ReplyTo) => Request, body?: object) => {
     app.post<{ Params: { node: string }; Body: { with?: string } }>(path, {
       config: { mutates: true },
-      schema: { tags: ['node operations'], summary, params: nodeParam, ...(body ? { body } : {}) },
+      schema: {
+        tags: ['node operations'],
+        summary,
+        params: nodeParam,
+        querystring: NoQuery,
+        ...(body ? { body } : {}),
+        response: answers('shardherd', { 202: { schema: 'NodeOperationAccepted', description: 'Accepted: the moves run in the background' } }, [...MUTATION_ERRORS, 404, 409]),
+      },
     }, async (req, res) => {
       const answer = nodeOperationAnswer(await ask((replyTo) => build(req.params.node, req.body ?? {}, replyTo)));
       return res.code(answer.code).send(answer.body);
@@ -113,7 +153,7 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     '/api/v1/nodes/:node/replace',
     'Hand each copy of the node to the node named in `with` (which may join later)',
     (n, b, replyTo) => ({ type: 'ReplaceNode', old: n, new: b.with ?? '', replyTo }),
-    { type: 'object', required: ['with'], properties: { with: { type: 'string', maxLength: 256 } } },
+    schemaRef('ReplaceNodeBody'),
   );
 }
 

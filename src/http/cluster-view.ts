@@ -44,8 +44,10 @@ export interface ShardView {
   readonly shard: number;
   readonly status: ShardStatusType;
   readonly progressPct?: number;
+  /** The shard's ingestion error (status Error), as the node that failed reported it. */
   readonly error?: string;
-  readonly owners: readonly { readonly node: string; readonly placement: string; readonly status: ShardStatusType }[];
+  /** Every copy; `error` on a copy in Error (with replicas, one copy may fail while the shard serves). */
+  readonly owners: readonly { readonly node: string; readonly placement: string; readonly status: ShardStatusType; readonly error?: string }[];
   /** Why the shard has fewer copies than its replication factor. */
   readonly reason?: string;
 }
@@ -191,7 +193,7 @@ export function datasetView({ description: d, map }: DescribedDataset): DatasetV
       status: r.status.type,
       ...(r.status.type === 'Recovery' ? { progressPct: r.status.progressPct } : {}),
       ...(r.status.type === 'Error' ? { error: r.status.message } : {}),
-      owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type })),
+      owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type, ...(a.status.type === 'Error' ? { error: a.status.message } : {}) })),
       ...(missing.has(shard) ? { reason: missing.get(shard)! } : {}),
     };
   });

@@ -1,6 +1,7 @@
 // FiloDB's cluster routes, same paths and JSON shapes, so its scripts keep working:
 //   GET  /api/v1/cluster                       {"status":"success","data":["<dataset>", ...]}
 //   GET  /api/v1/cluster/:dataset/status       {"status":"success","data":[{"shard":0,"status":"ShardStatusActive","address":"<node>"}, ...]}
+//                                               (an errored shard's status is "ShardStatusError(<message>)", FiloDB's toString)
 //   POST /api/v1/cluster/:dataset/startshards  body {"address":"<node>","shardList":[...]}  → {"status":"success","data":[]}
 //   POST /api/v1/cluster/:dataset/stopshards   body {"shardList":[...]}                    → {"status":"success","data":[]}
 // Errors are FiloDB's `{"status":"error","errorType":..., "error":...}` plus `reason`.
@@ -16,17 +17,24 @@ import { assertNever } from '../core/result.js';
 import type { ShardStatus } from '../core/status.js';
 import { ApiError } from './api-error.js';
 import { describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
+import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
+import { NoQuery } from './schemas/request-schemas.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
-/** A status as FiloDB's `ShardStatus.toString` spells it. */
+/**
+ * A status as FiloDB's `ShardStatus.toString` spells it: its case classes print their fields, so
+ * an errored shard is `ShardStatusError(<message>)` (the cause, where FiloDB's users look for it)
+ * as a recovering one is `ShardStatusRecovery(<pct>)`.
+ */
 export function filodbStatusName(status: ShardStatus): string {
   switch (status.type) {
     case 'Recovery':
       return `ShardStatusRecovery(${status.progressPct})`;
+    case 'Error':
+      return `ShardStatusError(${status.message})`;
     case 'Unassigned':
     case 'Assigned':
     case 'Active':
-    case 'Error':
     case 'Stopped':
     case 'Down':
       return `ShardStatus${status.type}`;
@@ -37,7 +45,6 @@ export function filodbStatusName(status: ShardStatus): string {
 
 const success = (data: readonly unknown[]) => ({ status: 'success', data });
 
-const shardList = { type: 'array', items: { type: 'integer' }, maxItems: 65536 } as const;
 
 /** A start/stop reply as HTTP: Success → 200, an unknown dataset → 404, FiloDB's refusals → 400. */
 function answerShardCommand(reply: Reply, dataset: DatasetRef): ReturnType<typeof success> {
@@ -56,14 +63,18 @@ function answerShardCommand(reply: Reply, dataset: DatasetRef): ReturnType<typeo
 
 export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   app.get('/api/v1/cluster', {
-    schema: { tags: ['FiloDB'], summary: 'The registered datasets (FiloDB shape)' },
+    schema: { tags: ['FiloDB'], summary: 'The registered datasets (FiloDB shape)', response: answers('filodb', { 200: { schema: 'FiloDbDatasets', description: 'The datasets\' names' } }, READ_ERRORS) },
   }, async () => {
     const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 'RegisteredDatasets');
     return success(reply.datasets);
   });
 
   app.get<{ Params: { dataset: string } }>('/api/v1/cluster/:dataset/status', {
-    schema: { tags: ['FiloDB'], summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)' },
+    schema: {
+      tags: ['FiloDB'],
+      summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)',
+      response: answers('filodb', { 200: { schema: 'FiloDbShardStatuses', description: 'Every shard, in order' } }, [400, 404, ...READ_ERRORS]),
+    },
   }, async (req) => {
     const { description, map } = await describeDataset(singleton, parseDatasetParam(req.params.dataset));
     const missing = missingReasons(description);
@@ -81,7 +92,9 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
     schema: {
       tags: ['FiloDB'],
       summary: 'Start stopped or unassigned shards on a node (FiloDB body)',
-      body: { type: 'object', required: ['address', 'shardList'], properties: { address: { type: 'string', maxLength: 256 }, shardList } },
+      body: schemaRef('StartShardsBody'),
+      querystring: NoQuery,
+      response: answers('filodb', { 200: { schema: 'FiloDbSuccess', description: 'Started' } }, [...MUTATION_ERRORS, 404]),
     },
   }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);
@@ -94,7 +107,9 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
     schema: {
       tags: ['FiloDB'],
       summary: 'Stop shards (FiloDB body); they stay unassigned until started or a membership change',
-      body: { type: 'object', required: ['shardList'], properties: { shardList } },
+      body: schemaRef('StopShardsBody'),
+      querystring: NoQuery,
+      response: answers('filodb', { 200: { schema: 'FiloDbSuccess', description: 'Stopped' } }, [...MUTATION_ERRORS, 404]),
     },
   }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);

@@ -31,22 +31,16 @@ function followedDataset(d: DatasetView, mapper: ShardMapper, epoch: number, ver
   const shards = Array.from({ length: mapper.numShards }, (_, shard): ShardView => {
     const r = mapper.recordForShard(shard);
     const was = d.shards[shard];
-    // Under FiloDB's strategy a shard that just lost its last copy is Down whether an operator
-    // stopped it or its node died: it waits for the singleton's reason, which tells them apart
-    // (the page shows a stopped one as Stopped), rather than flashing Down first.
-    const undecided = d.strategy === 'filodb-default' && r.status.type === 'Down' && r.assignments.length === 0 && was !== undefined && !(was.status === 'Down' && was.owners.length === 0);
-    const s: ShardView = undecided
-      ? was
-      : {
-          shard,
-          status: r.status.type,
-          ...(r.status.type === 'Recovery' ? { progressPct: r.status.progressPct } : {}),
-          ...(r.status.type === 'Error' ? { error: r.status.message } : {}),
-          // A copy's own error rides along: with replicas one copy may fail while the shard serves.
-          owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type, ...(a.status.type === 'Error' ? { error: a.status.message } : {}) })) as ShardView['owners'],
-          // The singleton's reason while the shard still lacks copies; its next answer brings new ones.
-          ...(was?.reason !== undefined && r.assignments.length < d.replicationFactor ? { reason: was.reason } : {}),
-        };
+    const s: ShardView = {
+      shard,
+      status: r.status.type,
+      ...(r.status.type === 'Recovery' ? { progressPct: r.status.progressPct } : {}),
+      ...(r.status.type === 'Error' ? { error: r.status.message } : {}),
+      // A copy's own error rides along: with replicas one copy may fail while the shard serves.
+      owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type, ...(a.status.type === 'Error' ? { error: a.status.message } : {}) })),
+      // The singleton's reason while the shard still lacks copies; its next answer brings new ones.
+      ...(was?.reason !== undefined && r.assignments.length < d.replicationFactor ? { reason: was.reason } : {}),
+    };
     counts[s.status] = (counts[s.status] ?? 0) + 1;
     return s;
   });

@@ -7,8 +7,11 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ShardherdNode } from '../actors/node-process.js';
-import { resolveAccessToken, bearerMatches, type AccessToken } from './access-token.js';
+import { bearerMatches, removeTokenFile, resolveAccessToken, type AccessToken } from './access-token.js';
 import { errorBody, sendError } from './api-error.js';
+import { FAVICON_SVG, FAVICON_TYPE } from './favicon.js';
+import { answers, registerApiSchemas, schemaRef, withAnswer } from './schemas/answers.js';
+import { readStrictBodies, STRICT_AJV } from './strict-bodies.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
@@ -55,7 +58,12 @@ const PAGE = new URL('./status-page.html', import.meta.url);
  */
 export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), options: NodeApiOptions): Promise<NodeApi> {
   // forceCloseConnections: an open event stream must not keep `close()` waiting.
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true });
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true, ajv: STRICT_AJV });
+  // Answers are JSON as the handlers build them: the response schemas describe them (and a test
+  // checks they do), they never reshape them (fast-json-stringify would drop a field they omit).
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  registerApiSchemas(app);
+  readStrictBodies(app);
   const singleton = new SingletonClient(typeof node === 'function' ? node : () => node, options.singletonTimeoutMs);
   const feed = new ClusterFeed(singleton, options.feed);
   // Known once the port is: a generated token's file is named after it.
@@ -73,9 +81,12 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
   });
   await app.register(swagger, {
     openapi: {
+      openapi: '3.0.3',
       info: { title: 'shardherd node API', version: '1', description: 'FiloDB-compatible cluster routes and shardherd\'s own. Mutating routes need `Authorization: Bearer <token>`.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
+    // Components named as registered (`#/components/schemas/ErrorBody`), not `def-0`.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   // The OpenAPI description says which routes need the token.
   app.addHook('onRoute', (route) => {
@@ -97,6 +108,7 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
       page.close();
       feed.close();
       await app.close();
+      removeTokenFile(token);
     },
   };
 }
@@ -111,21 +123,39 @@ function authorize(req: FastifyRequest, token: AccessToken | undefined): { code:
 
 function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: ClusterFeed): void {
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
-  app.get('/healthz', { schema: { tags: ['node'], summary: '200 when this node runs and is a member, else 503' } }, async (_req, res) => {
+  const health = { description: 'This node runs and is a member', schema: 'Health' } as const;
+  app.get('/healthz', {
+    schema: { tags: ['node'], summary: '200 when this node runs and is a member, else 503', response: withAnswer(answers('shardherd', { 200: health }, []), 503, { description: 'This node does not run or is not a member', ...schemaRef('Health') }) },
+  }, async (_req, res) => {
     const node = singleton.node;
     const ok = node.state === 'running' && node.isMember;
     return res.code(ok ? 200 : 503).send({ ok, state: node.state, member: node.isMember });
   });
-  const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows' } };
+  const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows', response: answers('shardherd', { 200: { schema: 'NodeStatus', description: 'This node' } }, []) } };
   app.get('/status', status, () => nodeStatus(singleton.node));
   app.get('/api/v1/node', status, () => nodeStatus(singleton.node));
-  app.get('/metrics', { schema: { tags: ['node'], summary: 'Prometheus metrics of this node' } }, async (_req, res) => {
+  app.get('/metrics', {
+    schema: {
+      tags: ['node'],
+      summary: 'Prometheus metrics of this node',
+      response: withAnswer(answers('shardherd', {}, [404]), 200, { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } }),
+    },
+  }, async (_req, res) => {
     const { node } = singleton;
     if (!node.metrics) return res.code(404).send({ error: 'NoMetrics', reason: 'this node was started without a metrics registry' });
     return res.header('Content-Type', node.metrics.contentType).send(await node.metrics.scrape());
   });
-  app.get('/api/v1/events', { schema: { tags: ['cluster'], summary: 'Server-sent events: a `view` (as /api/v1/overview) on every change, `unavailable` when the singleton does not answer' } }, (req, res) => streamFeed(req, res, feed));
+  app.get('/api/v1/events', {
+    schema: {
+      tags: ['cluster'],
+      summary: 'Server-sent events: a `view` (as /api/v1/overview) on every change, `unavailable` when the singleton does not answer',
+      response: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+    },
+  }, (req, res) => streamFeed(req, res, feed));
   app.get('/', { schema: { hide: true } }, async (_req, res) => res.type('text/html; charset=utf-8').send(await readFile(PAGE)));
+  for (const path of ['/favicon.svg', '/favicon.ico']) {
+    app.get(path, { schema: { hide: true } }, (_req, res) => res.type(FAVICON_TYPE).header('Cache-Control', 'max-age=86400').send(FAVICON_SVG));
+  }
   registerFiloDbRoutes(app, singleton);
   registerClusterRoutes(app, singleton);
 }

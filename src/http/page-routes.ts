@@ -8,9 +8,11 @@ import { clusterView, parseDatasetParam } from './cluster-view.js';
 import { IngestionSampler, type IngestionSamplerOptions } from './ingestion-sampler.js';
 import { nodeIngestion } from './node-ingestion.js';
 import { PageFeed, type PageFeedOptions, type PageMessage } from './page-feed.js';
-import { PAGE_ICON_SVG } from './page-icon.js';
 import { NodeTable, pageView } from './page-state.js';
 import { shardDetails } from './shard-details.js';
+import { answers, READ_ERRORS } from './schemas/answers.js';
+import { PAGE_SCHEMAS } from './schemas/page-schemas.js';
+import { NoQuery } from './schemas/request-schemas.js';
 import type { SingletonClient } from './singleton-client.js';
 
 export interface PageRoutesOptions extends PageFeedOptions {
@@ -20,16 +22,24 @@ export interface PageRoutesOptions extends PageFeedOptions {
 export function registerPageRoutes(app: FastifyInstance, singleton: SingletonClient, feed: ClusterFeed, options: PageRoutesOptions = {}): { close(): void } {
   const sampler = new IngestionSampler(() => singleton.node, options.sampler);
   const page = new PageFeed(feed, sampler, () => singleton.node, options);
+  for (const schema of PAGE_SCHEMAS) app.addSchema(schema);
 
   app.get('/api/v1/page/events', {
-    schema: { tags: ['cluster'], summary: 'Server-sent events for the status page: a compact `snapshot`, then `changes` (only what changed), `ingestion` (rate and lag per node), `unavailable`' },
+    schema: {
+      tags: ['cluster'],
+      summary: 'Server-sent events for the status page: a compact `snapshot`, then `changes` (only what changed), `ingestion` (rate and lag per node), `unavailable`',
+      querystring: NoQuery,
+      response: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+    },
   }, (req, res) => stream(req, res, page));
 
   app.get<{ Params: { dataset: string; shard: string } }>('/api/v1/page/shards/:dataset/:shard', {
     schema: {
       tags: ['cluster'],
       summary: 'One shard for the status page: its copies with their ingestion rate and lag, and its recent changes',
-      params: { type: 'object', properties: { dataset: { type: 'string', maxLength: 256 }, shard: { type: 'string', pattern: '^[0-9]{1,9}$' } }, required: ['dataset', 'shard'] },
+      params: { type: 'object', additionalProperties: false, properties: { dataset: { type: 'string', maxLength: 256 }, shard: { type: 'string', pattern: '^[0-9]{1,9}$' } }, required: ['dataset', 'shard'] },
+      querystring: NoQuery,
+      response: { 200: { description: 'The shard', $ref: 'ShardDetails#' }, ...answers('shardherd', {}, [400, 404, ...READ_ERRORS]) },
     },
   }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);
@@ -47,13 +57,13 @@ export function registerPageRoutes(app: FastifyInstance, singleton: SingletonCli
   });
 
   app.get('/api/v1/node/ingestion', {
-    schema: { tags: ['node'], summary: 'What this node ingests now: per copy the next offset and the lag behind the end of its stream' },
+    schema: {
+      tags: ['node'],
+      summary: 'What this node ingests now: per copy the next offset and the lag behind the end of its stream',
+      querystring: NoQuery,
+      response: { 200: { description: 'This node\'s copies', $ref: 'NodeIngestion#' }, ...answers('shardherd', {}, []) },
+    },
   }, () => nodeIngestion(singleton.node));
-
-  // The page names /favicon.svg; another module may serve it already.
-  for (const url of ['/favicon.svg', '/favicon.ico']) {
-    if (!app.hasRoute({ method: 'GET', url })) app.get(url, { schema: { hide: true } }, (_req, res) => res.type('image/svg+xml').header('Cache-Control', 'max-age=86400').send(PAGE_ICON_SVG));
-  }
 
   return { close: () => page.close() };
 }

@@ -23,11 +23,9 @@ export interface ShardDetail {
   readonly e?: string;
   /** Why it has fewer copies than its replication factor. */
   readonly r?: string;
-  /** The status the map has, when the page shows another (see `shownStatus`). */
-  readonly m?: string;
 }
 
-/** One shard: the status letter shown, its copies, and details when it has any. */
+/** One shard: its status letter, its copies, and details when it has any. */
 export type PageShard = readonly [status: string, copies: readonly PageCopy[], detail?: ShardDetail];
 
 export interface PageDatasetHeader {
@@ -122,44 +120,25 @@ export class NodeTable {
   }
 }
 
-/**
- * The start of the singleton's reason for a shard freed by stopshards that nothing placed since
- * (`reasonFor` in src/core/shard-manager/describe.ts; test/unit/page-state.test.ts pins it).
- */
-const FREED_BY_STOPSHARDS = 'freed by stopshards';
-
-/**
- * The status the page shows. FiloDB's strategy records a stopped shard as Down (its copy went down
- * and nothing replaced it), so without this an operator's stop looks like a lost node. Such a
- * shard, Down without a copy and freed by stopshards as the singleton says, shows as Stopped; the
- * balanced strategy records Stopped itself.
- */
-export function shownStatus(shard: ShardView, strategy: string): ShardStatusType {
-  if (shard.status === 'Down' && shard.owners.length === 0 && strategy === 'filodb-default' && shard.reason?.startsWith(FREED_BY_STOPSHARDS)) return 'Stopped';
-  return shard.status;
-}
-
-function pageShard(s: ShardView, strategy: string, table: NodeTable): PageShard {
-  const shown = shownStatus(s, strategy);
+function pageShard(s: ShardView, table: NodeTable): PageShard {
   // A copy's own error, when the view carries one (replicas fail one by one).
   const copies = s.owners.map((o): PageCopy => {
     const error = (o as { error?: unknown }).error;
     const base = [table.of(o.node), PLACEMENT_LETTERS[o.placement] ?? o.placement, STATUS_LETTERS[o.status]] as const;
     return typeof error === 'string' ? [...base, error] : base;
   });
-  const detail: { p?: number; e?: string; r?: string; m?: string } = {};
+  const detail: { p?: number; e?: string; r?: string } = {};
   if (s.progressPct !== undefined) detail.p = s.progressPct;
   if (s.error !== undefined) detail.e = s.error;
   if (s.reason !== undefined) detail.r = s.reason;
-  if (shown !== s.status) detail.m = STATUS_LETTERS[s.status];
-  return Object.keys(detail).length > 0 ? [STATUS_LETTERS[shown], copies, detail] : [STATUS_LETTERS[shown], copies];
+  return Object.keys(detail).length > 0 ? [STATUS_LETTERS[s.status], copies, detail] : [STATUS_LETTERS[s.status], copies];
 }
 
 /** The page's form of a cluster view; node names go through `table`. */
 export function pageView(view: ClusterView, table: NodeTable, at: number): PageView {
   for (const m of view.members) table.of(m.node);
   const datasets = view.datasets.map((d): PageDataset => {
-    const shards = d.shards.map((s) => pageShard(s, d.strategy, table));
+    const shards = d.shards.map((s) => pageShard(s, table));
     const counts: Record<string, number> = {};
     for (const s of shards) counts[s[0]] = (counts[s[0]] ?? 0) + 1;
     return {
@@ -188,7 +167,7 @@ export function pageView(view: ClusterView, table: NodeTable, at: number): PageV
 }
 
 const sameCopy = (a: PageCopy, b: PageCopy) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
-const sameDetail = (a: ShardDetail | undefined, b: ShardDetail | undefined) => a?.p === b?.p && a?.e === b?.e && a?.r === b?.r && a?.m === b?.m;
+const sameDetail = (a: ShardDetail | undefined, b: ShardDetail | undefined) => a?.p === b?.p && a?.e === b?.e && a?.r === b?.r;
 
 export function sameShard(a: PageShard, b: PageShard): boolean {
   return a[0] === b[0] && a[1].length === b[1].length && a[1].every((c, i) => sameCopy(c, b[1][i]!)) && sameDetail(a[2], b[2]);

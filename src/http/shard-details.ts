@@ -7,8 +7,6 @@ export interface ShardDetails {
   readonly dataset: string;
   readonly shard: number;
   readonly status: string;
-  /** The map's status when the page shows another (a shard FiloDB's strategy stopped shows Stopped, its map says Down). */
-  readonly mapStatus?: string;
   readonly progressPct?: number;
   readonly error?: string;
   readonly reason?: string;
@@ -38,7 +36,6 @@ export function shardDetails(view: PageView, dataset: string, shard: number, sam
     dataset,
     shard,
     status: statusName(status),
-    ...(detail?.m === undefined ? {} : { mapStatus: statusName(detail.m) }),
     ...(detail?.p === undefined ? {} : { progressPct: detail.p }),
     ...(detail?.e === undefined ? {} : { error: detail.e }),
     ...(detail?.r === undefined ? {} : { reason: detail.r }),

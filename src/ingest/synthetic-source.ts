@@ -1,5 +1,5 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
-import { ShardOutOfRangeError } from '../core/errors.js';
+import { ShardherdError, ShardOutOfRangeError } from '../core/errors.js';
 import { isShardInRange, type ShardNum } from '../core/ids.js';
 import type { Clock } from '../cluster/clock.js';
 import { IngestionFailure, type IngestionSource, type ShardReader, type SourceRecord } from './ingestion-source.js';
@@ -48,11 +48,16 @@ export class SyntheticSource implements IngestionSource {
     this.retentionRecords = retentionRecords;
   }
 
+  /**
+   * Refuses, at setup, a dataset this source cannot read: without it, a Kafka dataset set up on an
+   * embedded cluster was accepted and every one of its shards then went to Error.
+   */
+  async validate(dataset: DatasetConfig): Promise<void> {
+    syntheticSourceOf(dataset);
+  }
+
   async open(dataset: DatasetConfig, shard: ShardNum): Promise<ShardReader> {
-    const source = dataset.source;
-    if (source.type !== 'synthetic') {
-      throw new Error(`SyntheticSource reads only synthetic datasets: dataset ${dataset.ref} has source type ${source.type}`);
-    }
+    const source = syntheticSourceOf(dataset);
     if (!isShardInRange(shard, dataset.numShards)) throw new ShardOutOfRangeError(shard, dataset.numShards, dataset.ref);
     return new SyntheticShardReader(this.clock, this.start, source.recordsPerSecond, dataset.ref, shard, this.failAt, this.retentionRecords);
   }
@@ -124,4 +129,16 @@ class SyntheticShardReader implements ShardReader {
   private assertOpen(): void {
     if (this.closed) throw new Error(`reader of ${this.dataset} shard ${this.shard} is closed`);
   }
+}
+
+/** The dataset's synthetic source, or a `SOURCE_MISMATCH` error saying what this cluster can read instead. */
+function syntheticSourceOf(dataset: DatasetConfig): Extract<DatasetConfig['source'], { type: 'synthetic' }> {
+  const source = dataset.source;
+  if (source.type === 'synthetic') return source;
+  throw new ShardherdError(
+    'SOURCE_MISMATCH',
+    `dataset ${dataset.ref} has a ${source.type} source, but this cluster reads synthetic sources only (an embedded cluster has no Kafka): ` +
+      'set it up with "source": {"type": "synthetic"} here, or on nodes started with a Kafka config (shardherd node)',
+    { dataset: dataset.ref },
+  );
 }

@@ -10,9 +10,15 @@ import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { ShardStatusType } from '../core/status.js';
+import { META_STORE_OPERATIONS } from '../store/meta-store.js';
+import { packageVersion } from './package-version.js';
 
 /** What the gauges read off the node at scrape time. */
 export interface MetricsSubject {
+  /** The node's id: the `node` label of `shardherd_build_info`. */
+  readonly node: string;
+  /** The bus topics this node reads: `shardherd_bus_malformed_records_total` starts at 0 for each. */
+  readonly busTopics: readonly string[];
   /** The maps this node follows (every dataset's, via its guardian). */
   maps(): Promise<readonly ShardMapSnapshot[]>;
   isSingleton(): Promise<boolean>;
@@ -59,13 +65,36 @@ export class NodeMetrics implements Telemetry {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.reassignments = new Counter({ name: 'shardherd_shard_reassignments_total', help: 'Shards moved to another node after an ingestion error (by this node\'s singleton)', labelNames: ['dataset'], registers });
-    this.cooldownRefusals = new Counter({ name: 'shardherd_shard_cooldown_refusals_total', help: 'Reassignments skipped because the shard was inside its cooldown', labelNames: ['dataset'], registers });
+    // Every label set known in advance starts at 0: a series that appears only at its first
+    // increment makes `rate()` and alerts on `increase() > 0` miss that first one, and a dashboard
+    // cannot tell "none yet" from "not exported".
+    const perDataset = async (c: Counter<'dataset'>) => {
+      for (const map of await this.maps()) c.inc({ dataset: map.dataset }, 0);
+    };
+    this.reassignments = new Counter({
+      name: 'shardherd_shard_reassignments_total', help: 'Shards moved to another node after an ingestion error (by this node\'s singleton)', labelNames: ['dataset'], registers,
+      collect: () => perDataset(this.reassignments),
+    });
+    this.cooldownRefusals = new Counter({
+      name: 'shardherd_shard_cooldown_refusals_total', help: 'Reassignments skipped because the shard was inside its cooldown', labelNames: ['dataset'], registers,
+      collect: () => perDataset(this.cooldownRefusals),
+    });
     this.busErrors = new Counter({ name: 'shardherd_bus_errors_total', help: 'Bus produce failures and received records that could not be handled', labelNames: ['operation'], registers });
-    this.malformed = new Counter({ name: 'shardherd_bus_malformed_records_total', help: 'Bus records that did not parse and were skipped, changing nothing', labelNames: ['topic'], registers });
+    for (const operation of ['produce', 'handle']) this.busErrors.inc({ operation }, 0);
+    this.malformed = new Counter({
+      name: 'shardherd_bus_malformed_records_total', help: 'Bus records that did not parse and were skipped, changing nothing', labelNames: ['topic'], registers,
+      collect: () => {
+        for (const topic of this.subject?.busTopics ?? []) this.malformed.inc({ topic }, 0);
+      },
+    });
     this.metaStoreErrors = new Counter({ name: 'shardherd_metastore_errors_total', help: 'MetaStore calls that failed (retried or not)', labelNames: ['operation'], registers });
+    for (const operation of META_STORE_OPERATIONS) this.metaStoreErrors.inc({ operation }, 0);
+    // `what` names whatever was retried (free text): its series appear with the first retry.
     this.retries = new Counter({ name: 'shardherd_retries_total', help: 'Retriable failures retried after a backoff', labelNames: ['what'], registers });
-    this.records = new Counter({ name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard', labelNames: ['dataset', 'shard'], registers });
+    this.records = new Counter({
+      name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard this node ingests', labelNames: ['dataset', 'shard'], registers,
+      collect: () => this.dropMovedShards(),
+    });
     this.defineStateGauges();
   }
 
@@ -120,10 +149,30 @@ export class NodeMetrics implements Telemetry {
   ingested(dataset: DatasetRef, shard: number, records: number): void {
     // A shard of a removed dataset that was still stopping: its series is gone and stays gone.
     if (this.removed.has(dataset)) return;
+    this.countShard(dataset, shard, records);
+  }
+
+  private countShard(dataset: DatasetRef, shard: number, records: number): void {
     let shards = this.countedShards.get(dataset);
     if (!shards) this.countedShards.set(dataset, (shards = new Set()));
     shards.add(String(shard));
     this.records.inc({ dataset, shard: String(shard) }, records);
+  }
+
+  /**
+   * The records series of shards this node no longer ingests (moved away, stopped) go at the next
+   * scrape: a node keeps series only of the shards it runs, so a sum across nodes counts each
+   * running copy once and a dashboard does not list every shard a node ever held.
+   */
+  private dropMovedShards(): void {
+    for (const [dataset, shards] of this.countedShards) {
+      for (const shard of shards) {
+        if (this.probes.has(`${dataset}/${shard}`)) continue;
+        this.records.remove({ dataset, shard });
+        shards.delete(shard);
+      }
+      if (shards.size === 0) this.countedShards.delete(dataset);
+    }
   }
 
   datasetRemoved(dataset: DatasetRef): void {
@@ -140,6 +189,7 @@ export class NodeMetrics implements Telemetry {
     const key = `${dataset}/${shard}`;
     const entry = { dataset, shard, probe };
     this.probes.set(key, entry);
+    this.countShard(dataset, shard, 0);
     return () => {
       if (this.probes.get(key) === entry) this.probes.delete(key);
     };
@@ -148,6 +198,9 @@ export class NodeMetrics implements Telemetry {
   // ------------------------------------------------------------ gauges read at scrape time
 
   private defineStateGauges(): void {
+    this.gauge('shardherd_build_info', 'Always 1: the shardherd version this node runs, and its id', ['version', 'node'], async (g) => {
+      if (this.subject) g.set({ version: packageVersion(), node: this.subject.node }, 1);
+    });
     this.gauge('shardherd_shards', 'Shards per dataset and status, from the map this node follows', ['dataset', 'status'], async (g) => {
       for (const map of await this.maps()) {
         const counts = new Map<ShardStatusType, number>(STATUSES.map((s) => [s, 0]));

@@ -83,6 +83,19 @@ export interface MetaStore {
 }
 
 /**
+ * Every MetaStore method: the operations whose failures a node counts (`shardherd_metastore_errors_total`
+ * starts each at 0, so a dashboard's rate has a series before the first failure). The type below
+ * fails to compile when a method is added to `MetaStore` and not here.
+ */
+export const META_STORE_OPERATIONS = [
+  'readLease', 'takeLease', 'putDataset', 'deleteDataset', 'datasets', 'putShardMap', 'shardMaps',
+  'putSubscriptions', 'subscriptions', 'putNodeOperations', 'nodeOperations', 'putAppliedRequests',
+  'appliedRequests', 'putCooldown', 'cooldowns', 'writeCheckpoint', 'readCheckpoints', 'readCheckpointsOf',
+] as const satisfies readonly (keyof MetaStore)[];
+type UnlistedOperation = Exclude<keyof MetaStore, (typeof META_STORE_OPERATIONS)[number]>;
+const _everyOperationListed: [UnlistedOperation] extends [never] ? true : UnlistedOperation = true;
+
+/**
  * What is stored of one shard's ingestion progress. An offset is the last one a sink accepted
  * (inclusive), per checkpoint group.
  *

@@ -1,6 +1,6 @@
 // The status page in a real headless Chromium: it paints an embedded cluster's shards in the
 // heat-map and lists its members; when a node is killed the page shows its shards move to the
-// survivors, live (server-sent events); a shard stopped under FiloDB's strategy shows as Stopped.
+// survivors, live (server-sent events); a stopped shard shows as Stopped, saying why.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
@@ -82,7 +82,7 @@ describe('the status page', () => {
     expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // the same page: it updated itself
   }, 40_000);
 
-  it('shows a shard FiloDB\'s strategy stopped as Stopped, which its map calls Down, and says so', async () => {
+  it('shows a stopped shard as Stopped, and says why it has no copy', async () => {
     const res = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [3] }) });
     expect(res.status).toBe(200);
     await until('shard 3 painted Stopped', () => paintedStatuses(page, 'metrics'), (p) => p[3] === 'Stopped');
@@ -91,6 +91,6 @@ describe('the status page', () => {
     const { x, y } = await cellCentre(page, 'metrics', 3);
     await page.mouse.click(x, y);
     const panel = await until('the panel', () => page.locator('section[data-dataset="metrics"] .inspector').textContent(), (t) => (t ?? '').includes('shard 3: Stopped'));
-    expect(panel).toContain('the map says Down');
+    expect(panel).toContain('why it has no copy: stopped by an operator (stopshards)');
   }, 30_000);
 });

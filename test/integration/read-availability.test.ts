@@ -73,7 +73,8 @@ describe('read availability: a router process and three serving node processes, 
     const victimShards = new Set(view!.shards.filter((sh) => sh.owners.some((o) => o.node === victim)).map((sh) => sh.shard));
     const killedAt = Date.now();
     await cluster.kill(victim);
-    // Past the session timeout, the rebalance and the new copies' start.
+    // Past the session timeout: the killed node's copies are kept for it (the dataset's replacement
+    // delay, 60 s), so its shards are served by their other copy throughout, nothing re-created.
     await sleep(CHAOS_SESSION_TIMEOUT_MS + 10_000);
     const outcomes = await router.stop();
     router = undefined;

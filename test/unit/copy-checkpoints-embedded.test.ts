@@ -17,7 +17,9 @@ import { SimDriver } from '../../src/sim/driver.js';
 
 const RATE = 20;
 const NUM_SHARDS = 8;
-const DATASET = { ref: 'copies', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
+// No replacement delay: the crashed node's copies are re-created elsewhere at once, which is what
+// this test follows (a restart within the delay is replacement-delay-embedded.test.ts's).
+const DATASET = { ref: 'copies', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
 const ref = DATASET.ref as DatasetRef;
 
 let cluster: EmbeddedCluster | undefined;

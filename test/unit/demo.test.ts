@@ -29,13 +29,14 @@ describe('shardherd command line', () => {
   };
 
   it('defaults to the story with 5 nodes, 2 datasets, 16 shards and warn logs', () => {
-    expect(run([])).toEqual({ nodes: 5, datasets: 2, shards: 16, story: true, logLevel: 'warn', port: 8080 });
+    expect(run([])).toEqual({ nodes: 5, datasets: 2, shards: 16, story: true, logLevel: 'warn', port: 8080, portGiven: false });
   });
 
   it('takes every flag', () => {
-    expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({ nodes: 3, datasets: 1, shards: 8, story: true, logLevel: 'warn', port: 8080 });
-    expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64', '--port', '0'])).toEqual({ nodes: 5, datasets: 4, shards: 64, story: false, logLevel: 'debug', port: 0 });
-    expect(run(['--no-http'])).toMatchObject({ port: undefined });
+    expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({ nodes: 3, datasets: 1, shards: 8, story: true, logLevel: 'warn', port: 8080, portGiven: false });
+    expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64', '--port', '0'])).toEqual({ nodes: 5, datasets: 4, shards: 64, story: false, logLevel: 'debug', port: 0, portGiven: true });
+    expect(run(['--port', '8080'])).toMatchObject({ port: 8080, portGiven: true });
+    expect(run(['--no-http'])).toMatchObject({ port: undefined, portGiven: false });
     expect(fails(['--port', '70000'])).toContain('--port must be between 0 and 65535');
   });
 

@@ -1,7 +1,7 @@
 // The HTTP API of a node, over an embedded cluster on real time: FiloDB's routes in FiloDB's
 // shapes, shardherd's own routes, the bearer token on every route that changes something (and a
 // refused request changes nothing), errors as JSON, 503 when the singleton does not answer.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +61,7 @@ describe("FiloDB's cluster routes", () => {
     const shards = await statusOf('metrics');
     expect(shards.map((s) => s.shard)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     for (const s of shards) {
-      expect(s.status).toMatch(/^ShardStatus(Active|Assigned|Unassigned|Error|Stopped|Down|Recovery\(\d+\))$/);
+      expect(s.status).toMatch(/^ShardStatus(Active|Assigned|Unassigned|Error\(.*\)|Stopped|Down|Recovery\(\d+\))$/);
       expect(['n1', 'n2', 'n3']).toContain(s.address);
     }
   });
@@ -75,8 +75,10 @@ describe("FiloDB's cluster routes", () => {
   it('stop a shard, say why it is unassigned, and start it again on a chosen node', async () => {
     const owner = (await statusOf('metrics'))[5]!.address; // the only node with room for it (FiloDB's capacity rule)
     expect(await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [5] } })).toEqual({ status: 200, body: { status: 'success', data: [] } });
-    const stopped = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusDown');
-    expect(stopped[5]).toMatchObject({ status: 'ShardStatusDown', address: '' });
+    // FiloDB would say ShardStatusDown and place the shard again at the next membership change;
+    // shardherd keeps it Stopped until it is started.
+    const stopped = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusStopped');
+    expect(stopped[5]).toMatchObject({ status: 'ShardStatusStopped', address: '' });
     expect(stopped[5]!.reason).toMatch(/stopshards/);
     const started = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: owner, shardList: [5] } });
     expect(started).toEqual({ status: 200, body: { status: 'success', data: [] } });
@@ -122,6 +124,21 @@ describe('access control', () => {
     }
   });
 
+  it('removes the token file it generated when it closes, and leaves one another node wrote since', async () => {
+    const env = { SHARDHERD_TOKEN_DIR: join(dir, 'closing') };
+    const generated = await startNodeApi(cluster.node('n2'), { port: 0, env });
+    const file = generated.token.file!;
+    expect(readFileSync(file, 'utf8').trim()).toBe(generated.token.token);
+    expect((await fetch(`${generated.url}/api/v1/datasets/none`, { method: 'DELETE', headers: { authorization: `Bearer ${generated.token.token}` } })).status).toBe(404);
+    await generated.close();
+    expect(existsSync(file)).toBe(false);
+    // A newer node on the same port overwrote the file: the older one's stop must not take it away.
+    const older = await startNodeApi(cluster.node('n2'), { port: 0, env });
+    writeFileSync(older.token.file!, 'a-newer-nodes-token\n');
+    await older.close();
+    expect(readFileSync(older.token.file!, 'utf8')).toBe('a-newer-nodes-token\n');
+  });
+
   it('generates a token when none is configured, readable by its user only, and prefers the config, then the environment', () => {
     const env = { SHARDHERD_TOKEN_DIR: join(dir, 'tokens') };
     const generated = resolveAccessToken(undefined, 4321, env);
@@ -146,6 +163,9 @@ describe("shardherd's own routes", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('BadSchema');
     expect(bad.body.reason).toMatch(/numShards/);
+    // An embedded cluster reads synthetic sources only: a Kafka dataset is refused at setup, not accepted to fail on every shard.
+    const kafka = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'fromkafka', numShards: 2, minNumNodes: 1, source: { type: 'kafka', topic: 'fromkafka' } } });
+    expect(kafka).toMatchObject({ status: 422, body: { error: 'BadData', reason: expect.stringMatching(/fromkafka has a kafka source, but this cluster reads synthetic sources only/) } });
     const listed = await call('/api/v1/datasets');
     expect(listed.body.datasets.map((d: { name: string }) => d.name)).toEqual(['logs', 'metrics']);
     expect(await call('/api/v1/datasets/logs', { method: 'DELETE' })).toEqual({ status: 200, body: { dataset: 'logs', removed: true } });
@@ -181,6 +201,19 @@ describe("shardherd's own routes", () => {
     expect((await call('/api/v1/node-operations')).body.operations).toEqual({ draining: [], replacements: [] });
     expect(await call('/api/v1/nodes/ghost/drain', { method: 'POST' })).toMatchObject({ status: 404, body: { error: 'NodeOperationRefused:unknown-node' } });
     expect(await call('/api/v1/nodes/n1/replace', { method: 'POST', body: {} })).toMatchObject({ status: 400, body: { error: 'BadRequest' } });
+  });
+
+  it('serve the page with an icon it names, also where browsers look when a page names none', async () => {
+    const page = await call('/', { token: null });
+    expect(page.status).toBe(200);
+    const href = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)">/.exec(page.body as string)?.[1];
+    expect(href).toBe('favicon.svg');
+    for (const path of [`/${href}`, '/favicon.ico']) {
+      const res = await fetch(`${api.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+      expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[\s\S]*<\/svg>\n$/);
+    }
   });
 
   it('answer an unknown route with a JSON 404, and describe every route in OpenAPI', async () => {

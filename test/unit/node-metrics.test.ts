@@ -1,5 +1,6 @@
 // `/metrics` of a running node, parsed with a real Prometheus text-format parser: the names follow
 // Prometheus's conventions and the values say what the cluster is doing.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
@@ -82,6 +83,47 @@ describe('GET /metrics', () => {
     const lagged = new Set(f.get('shardherd_ingestion_lag_records')!.metrics.map((m) => Number(m.labels!.shard)));
     for (const r of running.filter((x) => x.status.type !== 'Error')) expect(lagged.has(r.shard), `lag of shard ${r.shard}`).toBe(true);
     for (const m of f.get('shardherd_ingestion_lag_records')!.metrics) expect(Number(m.value)).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('GET /metrics series', () => {
+  it('start at 0 for every label set known in advance, before anything happened', async () => {
+    const f = await scrape(apis[1]!); // not the singleton's node: it reassigned nothing
+    expect(value(f, 'shardherd_shard_reassignments_total', { dataset: 'metrics' })).toBe(0);
+    expect(value(f, 'shardherd_shard_cooldown_refusals_total', { dataset: 'metrics' })).toBe(0);
+    for (const operation of ['produce', 'handle']) expect(value(f, 'shardherd_bus_errors_total', { operation }), operation).toBe(0);
+    const topics = f.get('shardherd_bus_malformed_records_total')!.metrics.map((m) => m.labels!.topic).sort();
+    expect(topics.map((t) => t!.replace(/^.*\./, ''))).toEqual(['endpoints', 'events', 'inbox', 'replies']);
+    for (const operation of ['putShardMap', 'takeLease', 'writeCheckpoint', 'readCheckpointsOf']) expect(value(f, 'shardherd_metastore_errors_total', { operation }), operation).toBe(0);
+  });
+
+  it('say which version each node runs', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const [i, api] of apis.entries()) {
+      const info = (await scrape(api)).get('shardherd_build_info')!;
+      expect(info.type).toBe('GAUGE');
+      expect(info.metrics).toEqual([{ labels: { version, node: ['n1', 'n2'][i] }, value: '1' }]);
+    }
+  });
+
+  it('of a shard go from a node once the shard moved away from it', async () => {
+    const n2 = cluster.node('n2');
+    const shard = (await n2.running()).find((r) => r.dataset === 'metrics' && r.status.type === 'Active')!.shard;
+    const before = await scrape(apis[1]!);
+    expect(value(before, 'shardherd_ingested_records_total', { dataset: 'metrics', shard: String(shard) })).toBeGreaterThan(0);
+    const stop = await fetch(`${apis[0]!.url}/api/v1/cluster/metrics/stopshards`, {
+      method: 'POST', headers: { authorization: 'Bearer metrics-test-token-1234', 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [shard] }),
+    });
+    expect(stop.status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    while ((await n2.running()).some((r) => r.dataset === 'metrics' && r.shard === shard) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const after = await scrape(apis[1]!);
+    expect(value(after, 'shardherd_ingested_records_total', { dataset: 'metrics', shard: String(shard) })).toBeUndefined();
+    expect(value(after, 'shardherd_ingestion_lag_records', { dataset: 'metrics', shard: String(shard) })).toBeUndefined();
+    // The shards it still runs keep theirs.
+    for (const r of (await n2.running()).filter((x) => x.dataset === 'metrics')) {
+      expect(value(after, 'shardherd_ingested_records_total', { dataset: 'metrics', shard: String(r.shard) }), `shard ${r.shard}`).toBeGreaterThanOrEqual(0);
+    }
   });
 });
 

@@ -1,11 +1,10 @@
-// The status page's data: the cluster view in its compact form, the difference between two views
-// (only the shards that changed, with events in words), and the status the page shows for a shard
-// FiloDB's strategy stopped (its map says Down).
+// The status page's data: the cluster view in its compact form, and the difference between two
+// views (only the shards that changed, with events in words).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { datasetRef } from '../../src/core/ids.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { clusterView, type ClusterView, type DatasetView, type MemberView, type ShardView } from '../../src/http/cluster-view.js';
-import { diffViews, NodeTable, pageView, shownStatus, type PageView } from '../../src/http/page-state.js';
+import { diffViews, NodeTable, pageView, type PageView } from '../../src/http/page-state.js';
 import { SingletonClient } from '../../src/http/singleton-client.js';
 import { liveCluster } from '../support/live-cluster.js';
 
@@ -103,36 +102,23 @@ describe('diffViews', () => {
   });
 });
 
-describe('shownStatus', () => {
-  it('shows Down for a shard that lost its copy for another reason than stopshards', () => {
-    const down: ShardView = { shard: 0, status: 'Down', owners: [], reason: 'no node has room: each takes at most 4 shards' };
-    expect(shownStatus(down, 'filodb-default')).toBe('Down');
-    expect(shownStatus({ ...down, reason: 'freed by stopshards or a skipped reassignment' }, 'balanced')).toBe('Down');
-    expect(shownStatus({ ...down, owners: [{ node: 'n1', placement: 'Available', status: 'Down' }], reason: 'freed by stopshards' }, 'filodb-default')).toBe('Down');
-  });
+describe('on a real cluster', () => {
+  let cluster: EmbeddedCluster;
+  beforeAll(async () => {
+    cluster = liveCluster('page-state', ['n1', 'n2']);
+    await cluster.start();
+    await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 10 } });
+    await cluster.whenConverged('metrics');
+  }, 30_000);
+  afterAll(() => cluster?.stop());
 
-  describe('on a real cluster', () => {
-    let cluster: EmbeddedCluster;
-    beforeAll(async () => {
-      cluster = liveCluster('page-state', ['n1', 'n2']);
-      await cluster.start();
-      await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 10 } });
-      await cluster.whenConverged('metrics');
-    }, 30_000);
-    afterAll(() => cluster?.stop());
-
-    it('shows a shard FiloDB\'s strategy stopped as Stopped, saying its map has Down', async () => {
-      expect((await cluster.request((replyTo) => ({ type: 'StopShards', dataset: datasetRef('metrics'), shards: [2], replyTo }))).type).toBe('Success');
-      const singleton = new SingletonClient(() => cluster.node('n1'));
-      const deadline = Date.now() + 10_000;
-      let v: ClusterView;
-      do v = await clusterView(singleton);
-      while (v.datasets[0]!.shards[2]!.owners.length > 0 && Date.now() < deadline);
-      expect(v.datasets[0]!.shards[2]!.status).toBe('Down');
-      const shard = pageView(v, new NodeTable(), 0).datasets[0]!.shards[2]!;
-      expect(shard[0]).toBe('S');
-      expect(shard[2]?.m).toBe('D');
-      expect(shard[2]?.r).toMatch(/^freed by stopshards/);
-    }, 20_000);
-  });
+  it('gives a shard stopped under FiloDB\'s strategy as Stopped, with the singleton\'s reason', async () => {
+    expect((await cluster.request((replyTo) => ({ type: 'StopShards', dataset: datasetRef('metrics'), shards: [2], replyTo }))).type).toBe('Success');
+    const singleton = new SingletonClient(() => cluster.node('n1'));
+    const deadline = Date.now() + 10_000;
+    let v: ClusterView;
+    do v = await clusterView(singleton);
+    while (v.datasets[0]!.shards[2]!.reason === undefined && Date.now() < deadline);
+    expect(pageView(v, new NodeTable(), 0).datasets[0]!.shards[2]).toEqual(['S', [], { r: expect.stringMatching(/^stopped by an operator/) }]);
+  }, 20_000);
 });

@@ -1,10 +1,12 @@
 // Runs an admin command against a node's HTTP API and prints the answer: aligned tables for people,
 // the node's JSON with --json for scripts. Exit codes: 0 done, 1 the cluster refused (any 4xx/5xx
-// answer) or no node answered, 2 bad usage (a flag, a file that cannot be read, no token for a
-// command that needs one).
+// answer), no node answered, or `status` found shards Down or in Error (so a script or a cron job
+// notices without parsing the table), 2 bad usage (a flag, a file that cannot be read, no token for
+// a command that needs one).
 import { readFile } from 'node:fs/promises';
+import { count } from '../../core/plural.js';
 import { readTokenFile, TOKEN_ENV } from '../../http/access-token.js';
-import type { ClusterView, DatasetView, MemberView } from '../../http/cluster-view.js';
+import type { ClusterView, DatasetView, MemberView, ShardView } from '../../http/cluster-view.js';
 import { loadNodeConfig } from '../../node/node-config.js';
 import type { AdminAction, AdminCommand, AdminConnection } from './admin-command.js';
 import { table } from './table.js';
@@ -131,8 +133,23 @@ export async function runAdmin(command: AdminCommand, io: AdminIo): Promise<numb
     return EXIT_REFUSED;
   }
   io.stdout(command.connection.json ? `${JSON.stringify(answer.body, null, 2)}\n` : render(command.action, answer.body));
+  if (command.action.type === 'status') {
+    const failing = failingShards(answer.body as ClusterView);
+    if (failing.length > 0) {
+      io.stderr(`shardherd: ${failing.map((f) => `${f.dataset}: ${count(f.shards.length, 'shard')} ${f.shards.join(', ')}`).join('; ')} Down or in Error\n`);
+      return EXIT_REFUSED;
+    }
+  }
   return EXIT_OK;
 }
+
+/** Per dataset, the shards whose status is Down or Error: what makes `status` exit 1. */
+function failingShards(view: ClusterView): { dataset: string; shards: number[] }[] {
+  return view.datasets
+    .map((d) => ({ dataset: d.name, shards: d.shards.filter((s) => s.status === 'Down' || s.status === 'Error').map((s) => s.shard) }))
+    .filter((f) => f.shards.length > 0);
+}
+
 
 /** A person's view of a successful answer. */
 function render(action: AdminAction, body: unknown): string {
@@ -176,6 +193,13 @@ function renderDatasets(datasets: readonly DatasetView[]): string {
   ]));
 }
 
+/** What made a shard or its copies fail (the ingestion error's message), first of all in the WHY column. */
+function causes(s: ShardView): string[] {
+  const own = s.error === undefined ? [] : [`failed: ${s.error}`];
+  const copies = s.owners.flatMap((o) => (o.error === undefined || o.error === s.error ? [] : [`copy on ${o.node} failed: ${o.error}`]));
+  return [...own, ...copies];
+}
+
 function renderStatus(view: ClusterView): string {
   const lines: string[] = [];
   lines.push(view.singleton ? `singleton: ${view.singleton.node} (epoch ${view.singleton.epoch})` : 'singleton: none');
@@ -183,10 +207,10 @@ function renderStatus(view: ClusterView): string {
   lines.push(renderMembers(view.members));
   lines.push(renderDatasets(view.datasets));
   for (const d of view.datasets) {
-    const lacking = d.shards.filter((s) => s.reason !== undefined);
+    const lacking = d.shards.filter((s) => s.reason !== undefined || causes(s).length > 0);
     if (lacking.length === 0) continue;
-    lines.push(`${d.name}: shards without all their copies`);
-    lines.push(table(['SHARD', 'STATUS', 'COPIES', 'WHY'], lacking.map((s) => [String(s.shard), s.status, `${s.owners.length}/${d.replicationFactor}`, s.reason!])));
+    lines.push(`${d.name}: shards without all their copies, or failing`);
+    lines.push(table(['SHARD', 'STATUS', 'COPIES', 'WHY'], lacking.map((s) => [String(s.shard), s.status, `${s.owners.length}/${d.replicationFactor}`, [...causes(s), ...(s.reason ? [s.reason] : [])].join('; ')])));
   }
   const ops = view.operations;
   if (ops.draining.length > 0) lines.push(`draining: ${ops.draining.join(', ')}`);

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { RealClock } from '../../cluster/clock.js';
 import { startNodeApi, type NodeApi } from '../../http/node-api.js';
-import type { DemoOptions } from '../options.js';
+import { EXIT_USAGE, type DemoOptions } from '../options.js';
 import { createDemoCluster, DEMO_TIMINGS, type DemoCluster } from './demo-cluster.js';
 import { Screen, type ScreenOutput } from './screen.js';
 import { ShardWatch } from './shard-watch.js';
@@ -14,6 +14,8 @@ import { gatherView, renderView } from './view.js';
 
 export interface DemoIO {
   readonly stdout: ScreenOutput;
+  /** For a message that ends the demo before it starts (a port in use). */
+  readonly stderr: (s: string) => void;
   /** Aborted on Ctrl-C. */
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -66,10 +68,20 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
   const shape = { nodes: options.nodes, datasets: options.datasets, shards: options.shards };
   const demo = createDemoCluster(shape, { clock, log: io.log });
   const watch = new ShardWatch(demo.cluster, demo.datasets.map((d) => d.ref), () => clock.now());
-  const api = await startDemoApi(demo, watch, options.port, io.log);
+  let api: NodeApi | undefined;
+  try {
+    api = await startDemoApi(demo, watch, options, io.log);
+  } catch (e) {
+    if (!(e instanceof PortInUse)) throw e;
+    watch.close();
+    io.stderr(`shardherd: ${e.message}\n`);
+    return EXIT_USAGE;
+  }
+  const nodeApis = api ? await startNodeEndpoints(demo, api.token.token, io.log) : [];
   const title = [
     `shardherd embedded cluster: ${shape.nodes} nodes, ${shape.datasets} dataset${shape.datasets > 1 ? 's' : ''} x ${shape.shards} shards`,
     ...(api ? [`status page ${api.url}/  API ${api.url}/api/v1  metrics ${api.url}/metrics  token ${api.token.token}`] : []),
+    ...(nodeApis.length > 0 ? [`each node's own metrics: ${nodeApis.map((n) => `${n.name} ${n.api.url}/metrics`).join('  ')}`] : []),
   ].join('\n');
   const screen = new Screen(io.stdout, title, async () => {
     const elapsedMs = clock.now() - startedAt;
@@ -115,16 +127,22 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
     screen.restoreTerminal();
     watch.close();
     await api?.close();
+    await Promise.all(nodeApis.map((n) => n.api.close()));
     await stopCluster(demo, screen);
   }
   return code;
 }
 
+/** The port `--port` named is taken: the demo does not start (exit 2). */
+class PortInUse extends Error {}
+
 /**
  * The status page and API of the demo, answered by a live node (the story kills and restarts
- * nodes; the subscribers' host survives the node kill). A busy port falls back to a free one.
+ * nodes; the subscribers' host survives the node kill). A busy default port falls back to a free
+ * one, saying so (the URL printed is the one served); a busy `--port` is a `PortInUse`.
  */
-async function startDemoApi(demo: DemoCluster, watch: ShardWatch, port: number | undefined, log: Logger): Promise<NodeApi | undefined> {
+async function startDemoApi(demo: DemoCluster, watch: ShardWatch, options: DemoOptions, log: Logger): Promise<NodeApi | undefined> {
+  const { port } = options;
   if (port === undefined) return undefined;
   const nodeOf = () => watch.host ?? demo.cluster.anyRunning() ?? demo.cluster.nodes[0]!;
   const apiLog = log.child({ component: 'http' });
@@ -132,7 +150,19 @@ async function startDemoApi(demo: DemoCluster, watch: ShardWatch, port: number |
     return await startNodeApi(nodeOf, { port, log: apiLog });
   } catch (e) {
     if ((e as { code?: string }).code !== 'EADDRINUSE' || port === 0) throw e;
+    if (options.portGiven) throw new PortInUse(`--port ${port} is in use by another process: name a free port, or --port 0 for any free one`);
     log.warn({ port }, `port ${port} is in use: the status page takes a free port`);
     return startNodeApi(nodeOf, { port: 0, log: apiLog });
   }
+}
+
+/**
+ * Each node's own endpoint on a free port: its `/metrics` covers the shards that node runs (the
+ * main endpoint follows whichever node hosts the page, so it covers one node at a time).
+ */
+async function startNodeEndpoints(demo: DemoCluster, token: string, log: Logger): Promise<{ name: string; api: NodeApi }[]> {
+  const apiLog = log.child({ component: 'http' });
+  return Promise.all(
+    demo.cluster.nodes.map(async (n) => ({ name: n.node as string, api: await startNodeApi(() => demo.cluster.node(n.node), { port: 0, token, log: apiLog }) })),
+  );
 }

@@ -59,18 +59,20 @@ export class PlacementProblem {
 
     // Fair shares over present nodes: a group can take one more copy of each shard it has none of.
     this.groupCapacity = new Int32Array(this.groupCount);
+    // A shard whose frozen copies fill its slots takes no copy anywhere; the others one per group
+    // they have no frozen copy in.
     let total = 0;
-    let heldShards = 0;
+    let open = 0;
     const frozenInGroup = new Int32Array(this.groupCount);
     for (let s = 0; s < this.shards; s++) {
-      if (this.held.size > 0 && this.held.has(s)) {
-        heldShards++;
-        continue;
-      }
-      total += this.copies - (this.frozenStart[s + 1]! - this.frozenStart[s]!);
+      if (this.held.size > 0 && this.held.has(s)) continue;
+      const frozen = this.frozenStart[s + 1]! - this.frozenStart[s]!;
+      total += this.copies - frozen;
+      if (frozen === this.copies) continue;
+      open++;
       for (let k = this.frozenStart[s]!; k < this.frozenStart[s + 1]!; k++) frozenInGroup[this.groupOf[this.frozenNode[k]!]!]!++;
     }
-    for (let g = 0; g < this.groupCount; g++) this.groupCapacity[g] = this.shards - heldShards - frozenInGroup[g]!;
+    for (let g = 0; g < this.groupCount; g++) this.groupCapacity[g] = open - frozenInGroup[g]!;
     for (let i = 0; i < this.nodes.length; i++) {
       if (!this.present[i]) continue;
       total += this.heldLoad[i]!;
@@ -142,6 +144,7 @@ export class PlacementProblem {
     const currentNode = new Int32Array(size);
     const frozen: number[] = [];
     const inputExact = new Uint8Array(this.shards);
+    const servedGroups: number[] = [];
     const anyHeld = this.held.size > 0;
     let at = 0;
     for (let s = 0; s < this.shards; s++) {
@@ -172,7 +175,10 @@ export class PlacementProblem {
       }
       if (this.presentCount === this.nodes.length) continue;
       inputExact[s] = 0;
-      // Copies on absent nodes leave the list of candidates and become frozen.
+      // Copies on absent nodes leave the list of candidates and become frozen, except in a group
+      // where a present node holds a copy (the copy that serves is the one to keep).
+      servedGroups.length = 0;
+      for (let k = first; k < at; k++) if (this.present[currentNode[k]!]) servedGroups.push(this.groupOf[currentNode[k]!]!);
       let kept = first;
       for (let k = first; k < at; k++) {
         const i = currentNode[k]!;
@@ -180,8 +186,7 @@ export class PlacementProblem {
           currentNode[kept++] = i;
           continue;
         }
-        const taken = frozen.length - frozenStart[s]!;
-        let clash = taken >= this.copies;
+        let clash = frozen.length - frozenStart[s]! >= this.copies || servedGroups.includes(this.groupOf[i]!);
         for (let f = frozenStart[s]!; !clash && f < frozen.length; f++) clash = this.groupOf[frozen[f]!] === this.groupOf[i];
         if (!clash) frozen.push(i);
       }

@@ -3,6 +3,8 @@
 // serves, or when the others could not take the copies. Drains persist, so a new singleton carries
 // them on; a drained node is told it may stop once it holds no copy.
 import { parseNodeId, type NodeId, type ReplyTo } from '../ids.js';
+import { count } from '../plural.js';
+import { endAbsence } from './absence.js';
 import { groupsOf, placementNode, rollBackMovesOff } from './planned-moves.js';
 import type { Member, NodeOperationName, NodeOperationRefusal } from './protocol.js';
 import type { Step } from './step.js';
@@ -52,20 +54,27 @@ function startDrain(step: Step, node: NodeId, to: NodeId | undefined): number {
   step.released.delete(node);
   const copies = copiesOn(step, node);
   for (const ref of step.datasetRefs()) step.assignShards(ref);
-  step.notice({ name: 'node.draining', level: 'info', node, message: `${node} is being drained${to ? ` into ${to}` : ''}: ${copies} copies to hand off` });
+  step.notice({ name: 'node.draining', level: 'info', node, message: `${node} is being drained${to ? ` into ${to}` : ''}: ${count(copies, 'copy', 'copies')} to hand off` });
   return copies;
 }
 
-/** `RemoveNode`: drain. */
+/**
+ * `RemoveNode`: drain. Of a node absent within its replacement delay (it is gone, its copies kept
+ * for it): the operator knows it will not come back, so its copies are re-created now.
+ */
 export function removeNode(step: Step, raw: string, replyTo: ReplyTo): void {
   const node = parseNode(step, raw, replyTo, 'remove');
   if (node === undefined) return;
+  if (!step.member(node) && step.absent.has(node)) {
+    const copies = endAbsence(step, node);
+    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves: copies, pending: false, message: `${node} was absent: the ${count(copies, 'copy', 'copies')} kept for it are re-created on the members now` });
+  }
   if (!step.member(node)) return refuse(step, replyTo, 'remove', 'unknown-node', `${node} is not a member`);
   if (step.draining.has(node)) return refuse(step, replyTo, 'remove', 'conflict', `${node} is already being drained`);
   const why = cannotHold(step, node);
   if (why) return refuse(step, replyTo, 'remove', why.reason, why.message);
   const moves = startDrain(step, node, undefined);
-  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves, pending: false, message: `${node} is being drained: ${moves} copies to hand off; it will be told when it may stop` });
+  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves, pending: false, message: `${node} is being drained: ${count(moves, 'copy', 'copies')} to hand off; it will be told when it may stop` });
 }
 
 /** `ReplaceNode`: every copy of `old` handed to `new`, now or when `new` joins. */
@@ -81,7 +90,7 @@ export function replaceNode(step: Step, rawOld: string, rawNew: string, replyTo:
   }
   if (step.draining.has(to)) return refuse(step, replyTo, 'replace', 'conflict', `${to} is being drained`);
   const copies = copiesOn(step, to);
-  if (copies > 0) return refuse(step, replyTo, 'replace', 'serving', `${to} already serves ${copies} copies: a replacement must start empty`);
+  if (copies > 0) return refuse(step, replyTo, 'replace', 'serving', `${to} already serves ${count(copies, 'copy', 'copies')}: a replacement must start empty`);
   const joined = step.member(to);
   if (!joined) {
     step.pendingReplacements.set(to, old);
@@ -91,7 +100,7 @@ export function replaceNode(step: Step, rawOld: string, rawNew: string, replyTo:
   const why = isolationBroken(step, old, joined) ?? cannotHold(step, old, joined);
   if (why) return refuse(step, replyTo, 'replace', why.reason, why.message);
   const moves = startDrain(step, old, to);
-  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'replace', node: old, moves, pending: false, message: `${old} is being replaced by ${to}: ${moves} copies to hand off` });
+  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'replace', node: old, moves, pending: false, message: `${old} is being replaced by ${to}: ${count(moves, 'copy', 'copies')} to hand off` });
 }
 
 /** A replacement in another rack would put two replicas of a shard in one rack, or move more than `old`'s copies. */

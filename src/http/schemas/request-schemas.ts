@@ -1,0 +1,101 @@
+// What the mutating routes accept, as JSON Schema: the routes validate with these (Ajv, no type
+// coercion, unknown fields refused) and the OpenAPI description shows them as its components. An
+// operator's typo must be refused, never read as something else: `{"shardList":"7"}` is not [7].
+import { MAX_REPLICATION_FACTOR } from '../../core/dataset-config.js';
+import { MAX_SHARDS } from '../../core/spread.js';
+
+const POWERS_OF_TWO = Array.from({ length: Math.log2(MAX_SHARDS) + 1 }, (_, i) => 2 ** i);
+
+/** A list of shard numbers. Ranges, duplicates and ownership are FiloDB's checks, answered with its words (`BadSchema`). */
+const ShardList = {
+  type: 'array',
+  description: 'Shard numbers; out of range or repeated ones are refused with FiloDB\'s BadSchema',
+  items: { type: 'integer' },
+  maxItems: MAX_SHARDS,
+} as const;
+
+export const StartShardsBody = {
+  $id: 'StartShardsBody',
+  type: 'object',
+  description: 'FiloDB\'s AssignShardConfig',
+  required: ['address', 'shardList'],
+  additionalProperties: false,
+  properties: {
+    address: { type: 'string', minLength: 1, maxLength: 256, description: 'The node id to start the shards on (FiloDB: its address)' },
+    shardList: ShardList,
+  },
+} as const;
+
+export const StopShardsBody = {
+  $id: 'StopShardsBody',
+  type: 'object',
+  description: 'FiloDB\'s UnassignShardConfig',
+  required: ['shardList'],
+  additionalProperties: false,
+  properties: { shardList: ShardList },
+} as const;
+
+export const ReplaceNodeBody = {
+  $id: 'ReplaceNodeBody',
+  type: 'object',
+  required: ['with'],
+  additionalProperties: false,
+  properties: { with: { type: 'string', minLength: 1, maxLength: 256, description: 'The node id that takes the copies (it may join later)' } },
+} as const;
+
+/**
+ * A dataset config as written (src/core/dataset-config.ts validates it again, with what JSON
+ * Schema cannot say: the spread's bound by numShards, replicas needing `balanced`; those answer
+ * `BadSchema` naming the field too).
+ */
+export const DatasetConfigInput = {
+  $id: 'DatasetConfigInput',
+  type: 'object',
+  required: ['ref', 'numShards', 'minNumNodes', 'source'],
+  additionalProperties: false,
+  properties: {
+    ref: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$', description: 'The dataset\'s name' },
+    numShards: { type: 'integer', enum: POWERS_OF_TWO, description: 'A power of two; fixed for the dataset\'s lifetime' },
+    minNumNodes: { type: 'integer', minimum: 1, maximum: MAX_SHARDS },
+    spread: { type: 'integer', minimum: 0, maximum: Math.log2(MAX_SHARDS), description: 'Default 1 (0 for 1 shard); at most log2(numShards)' },
+    replicationFactor: { type: 'integer', minimum: 1, maximum: MAX_REPLICATION_FACTOR, description: 'Default 1; above 1 needs strategy balanced' },
+    strategy: { type: 'string', enum: ['filodb-default', 'balanced'], description: 'Default filodb-default' },
+    maxConcurrentMoves: { type: 'integer', minimum: 1, maximum: MAX_SHARDS, description: 'Default 16' },
+    copyStartFrom: { type: 'string', enum: ['earliest', 'serving-copies'], description: 'Default earliest' },
+    source: {
+      oneOf: [
+        {
+          type: 'object',
+          required: ['type'],
+          additionalProperties: false,
+          properties: {
+            type: { type: 'string', enum: ['synthetic'] },
+            recordsPerSecond: { type: 'number', minimum: 0, maximum: 1_000_000, description: 'Above 0; default 100' },
+          },
+        },
+        {
+          type: 'object',
+          required: ['type', 'topic'],
+          additionalProperties: false,
+          properties: {
+            type: { type: 'string', enum: ['kafka'] },
+            topic: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,249}$' },
+            startFrom: { type: 'string', enum: ['earliest', 'latest'], description: 'Default earliest' },
+          },
+        },
+      ],
+    },
+  },
+} as const;
+
+/** `POST /api/v1/datasets?createTopic=true|false`: a query string is text, read as what it says, never coerced. */
+export const SetupDatasetQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { createTopic: { type: 'string', enum: ['true', 'false'], description: 'true: create the dataset\'s Kafka topic with numShards partitions first' } },
+} as const;
+
+/** A mutating route without query parameters refuses any. */
+export const NoQuery = { type: 'object', properties: {}, additionalProperties: false } as const;
+
+export const REQUEST_SCHEMAS = [StartShardsBody, StopShardsBody, ReplaceNodeBody, DatasetConfigInput] as const;
