@@ -11,12 +11,11 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { CHROMIUM } from './global-setup.js';
-import { cellCentre, marks, paintedStatuses, tally, until, type Marked } from './page-probe.js';
+import { cellCentre, type Marked, marks, openPage, paintedStatuses, tally, until } from './page-probe.js';
 
 const NODES = 64;
 const SHARDS = 4096;
@@ -53,8 +52,7 @@ beforeAll(async () => {
   await cluster.whenConverged(DATASET, { timeoutMs: 120_000 });
   measured.clusterReadyMs = Math.round(performance.now() - t0);
   api = await startNodeApi(cluster.node('n02'), { port: 0, token: TOKEN });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  ({ browser, page } = await openPage({ width: 1400, height: 1000 }));
   page.on('pageerror', (e) => pageErrors.push(e.message));
 }, 180_000);
 

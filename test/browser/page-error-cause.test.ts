@@ -1,13 +1,12 @@
 // The status page in a real headless Chromium says why a shard failed in text one reads at a
 // glance (beside the shard in the list of shards not Active, in full under it, and in the panel
 // of the selected shard), not only by the heat-map's colour and cross.
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 import { liveCluster } from '../support/live-cluster.js';
-import { CHROMIUM } from './global-setup.js';
-import { cellCentre, paintedStatuses, until } from './page-probe.js';
+import { cellCentre, openPage, paintedStatuses, until } from './page-probe.js';
 
 let cluster: EmbeddedCluster;
 let api: NodeApi;
@@ -21,8 +20,7 @@ beforeAll(async () => {
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 400 } });
   api = await startNodeApi(cluster.node('n1'), { port: 0, token: 'page-test-token-0123456789', feed: { refreshMs: 1_000 } });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  ({ browser, page } = await openPage());
 }, 60_000);
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 // What the status page shows, read as a user sees it: the status each heat-map cell is painted in
 // (its pixels, by the page's own status colours), where a shard's cell is, and the timings the page
 // marks (`performance.mark('shardherd:…')`).
-import type { Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM } from './global-setup.js';
 
 /** The few browser globals the probes use, typed here: the project compiles without the DOM library. */
 interface Canvas {
@@ -94,4 +95,15 @@ export async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T)
     await new Promise((r) => setTimeout(r, everyMs));
   } while (Date.now() < deadline);
   throw new Error(`${what}: not within ${timeoutMs} ms; last seen ${JSON.stringify(last).slice(0, 2000)}`);
+}
+
+/** Headless Chromium with one page; a Chromium that will not start is named in the error. */
+export async function openPage(viewport = { width: 1200, height: 900 }): Promise<{ browser: Browser; page: Page }> {
+  let browser: Browser;
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  } catch (e) {
+    throw new Error(`could not start headless Chromium at ${CHROMIUM}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  return { browser, page: await browser.newPage({ viewport }) };
 }

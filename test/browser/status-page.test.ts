@@ -1,13 +1,12 @@
 // The status page in a real headless Chromium: it paints an embedded cluster's shards in the
 // heat-map and lists its members; when a node is killed the page shows its shards move to the
 // survivors, live (server-sent events); a stopped shard shows as Stopped, saying why.
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { liveCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { CHROMIUM } from './global-setup.js';
-import { cellCentre, marks, paintedStatuses, tally, until } from './page-probe.js';
+import { cellCentre, marks, openPage, paintedStatuses, tally, until } from './page-probe.js';
 
 let cluster: EmbeddedCluster;
 let api: NodeApi;
@@ -22,12 +21,7 @@ beforeAll(async () => {
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 16, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, feed: { refreshMs: 1_000 } });
-  try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  } catch (e) {
-    throw new Error(`could not start headless Chromium at ${CHROMIUM}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
-  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  ({ browser, page } = await openPage());
 }, 60_000);
 
 afterAll(async () => {
