@@ -2,15 +2,13 @@
 // (real nodes, actors and core, simulated clock, a sink per node). A node that crashes and restarts
 // within the delay takes its copies back (restarted from its own checkpoints, no copy created, every
 // offset held); one that does not come back has its copies re-created after the delay.
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetRef } from '../../src/core/ids.js';
-import { ShardMapper } from '../../src/core/shard-mapper.js';
+import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
-import { SimDriver } from '../../src/sim/driver.js';
+import { startRackedWithDataset, storedMap } from '../support/racked-cluster.js';
 
 const RATE = 20;
 const NUM_SHARDS = 8;
@@ -25,45 +23,25 @@ afterEach(async () => {
 });
 
 async function start() {
-  cluster = new EmbeddedCluster({
-    sink: () => new CountingSink(),
-    name: `kept-${Math.floor(performance.now() * 1000)}`,
-    clock: new SimulatedClock(0),
-    nodes: [],
-    log: pino({ level: 'silent' }),
-    sessionTimeoutMs: 1_000,
-    heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, checkpointIntervalMs: 200, settleWindowMs: 500 },
-  });
-  for (const [name, rack] of [['n1', 'rackA'], ['n2', 'rackB'], ['n3', 'rackA'], ['n4', 'rackB']] as const) cluster.add(name, { rack });
-  const driver = new SimDriver(cluster);
-  await cluster.startNodes();
-  await driver.advance(500);
-  const reply = cluster.setupDataset(DATASET, 5_000);
-  await driver.advance(100);
-  expect((await reply).type).toBe('DatasetVerified');
-  await driver.advance(3_000);
-  return { cluster, driver };
+  const world = await startRackedWithDataset('kept', DATASET, { settleWindowMs: 500 });
+  cluster = world.cluster;
+  return world;
 }
 
 type World = Awaited<ReturnType<typeof start>>;
 
-async function storedMap(w: World): Promise<ShardMapper> {
-  const snapshot = (await w.cluster.metaStore.shardMaps()).find((s) => s.dataset === ref);
-  if (!snapshot) throw new Error('no stored map');
-  return ShardMapper.fromSnapshot(snapshot);
-}
+const stored = (w: World): Promise<ShardMapper> => storedMap(w.cluster, ref);
 
 /** Advances in 50 ms ticks for `ms`, or until `done`; checks at every tick that every shard has a serving copy. */
 async function run(w: World, ms: number, done?: (map: ShardMapper) => boolean): Promise<ShardMapper> {
   for (let t = 50; t <= ms; t += 50) {
     await w.driver.advance(50);
-    const map = await storedMap(w);
+    const map = await stored(w);
     for (let s = 0; s < NUM_SHARDS; s++) expect(map.recordForShard(s).assignments.some(isServingCopy), `shard ${s} has no serving copy at ${w.cluster.clock.now()} ms`).toBe(true);
     if (done?.(map)) return map;
   }
   if (done) throw new Error(`not done within ${ms} ms of simulated time`);
-  return storedMap(w);
+  return stored(w);
 }
 
 const copies = (map: ShardMapper): string[] => Array.from({ length: NUM_SHARDS }, (_, s) => map.nodesForShard(s).map((n) => `${s}/${n}`)).flat().sort();
@@ -76,7 +54,7 @@ describe('a lost node within its replacement delay (RF 2, a sink per node)', () 
   it('restarted within the delay, it takes its copies back: no copy created, each resumes from its own checkpoint and holds every offset', async () => {
     const w = await start();
     const n2 = w.cluster.node('n2');
-    const before = await storedMap(w);
+    const before = await stored(w);
     const mine = before.shardsForNode(n2.node);
     expect(mine.length).toBeGreaterThan(0);
 
@@ -104,7 +82,7 @@ describe('a lost node within its replacement delay (RF 2, a sink per node)', () 
   it('not back within the delay, its copies are re-created in its rack', async () => {
     const w = await start();
     const n2 = w.cluster.node('n2');
-    const mine = (await storedMap(w)).shardsForNode(n2.node);
+    const mine = (await stored(w)).shardsForNode(n2.node);
     n2.crash();
     const kept = await run(w, DELAY_MS - 2_000);
     expect(kept.shardsForNode(n2.node)).toEqual(mine);
