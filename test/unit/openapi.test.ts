@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { liveCluster } from '../support/live-cluster.js';
-import { openApiCheck, structuralProblems, type OpenApiCheck } from '../support/openapi-check.js';
+import { startApiCluster } from '../support/api-cluster.js';
+import { structuralProblems, type OpenApiCheck } from '../support/openapi-check.js';
 
 const TOKEN = 'openapi-test-token-0123456789';
 const synthetic = { type: 'synthetic', recordsPerSecond: 100 } as const;
@@ -49,13 +49,7 @@ async function call(path: string, init: Call = {}): Promise<{ status: number; bo
 const json = (r: { body: string }) => JSON.parse(r.body) as Record<string, unknown>;
 
 beforeAll(async () => {
-  cluster = liveCluster('openapi', ['n1', 'n2', 'n3']);
-  await cluster.start();
-  // FiloDB's strategy on 3 nodes for minNumNodes 2: two nodes hold 4 shards each, n1 none (room for a drain).
-  await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: synthetic });
-  api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });
-  await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
-  check = await openApiCheck(JSON.parse((await (await fetch(`${api.url}/api/v1/openapi.json`)).text())));
+  ({ cluster, api, check } = await startApiCluster('openapi', TOKEN));
 }, 30_000);
 
 afterAll(async () => {
