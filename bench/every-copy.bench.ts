@@ -2,7 +2,8 @@
  * Every copy holds every record, on real Kafka and Cassandra: four `shardherd node` processes (each
  * in a rack of its own, each with its own JSON-lines sink), one `balanced` dataset of a Kafka topic
  * of 8 partitions at RF 2 and then RF 3, a producer writing numbered records the whole time. Each
- * cycle SIGKILLs one node (its copies are re-created on the others), waits until every copy is
+ * cycle SIGKILLs one node (its copies are re-created on the others at once: the dataset has no
+ * replacement delay, `replacementDelayMs: 0`, as this follows re-created copies), waits until every copy is
  * Active again, restarts it (a new incarnation of the same node id: the balanced strategy moves its
  * share back, as planned moves) and waits again. After the cycles the producer stops and the copies
  * catch up. Then, per copy in the final map (node, shard): the offsets its node's sink received
@@ -58,7 +59,7 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, checkpointIntervalMs: 500 },
-    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 1, replicationFactor: rf, strategy: 'balanced', maxConcurrentMoves: 4, source: { type: 'kafka', topic } }],
+    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 1, replicationFactor: rf, strategy: 'balanced', maxConcurrentMoves: 4, replacementDelayMs: 0, source: { type: 'kafka', topic } }],
   });
   const numbered = new NumberedProducer(producer, topic, SHARDS);
   const copies = SHARDS * rf;

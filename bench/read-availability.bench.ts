@@ -5,7 +5,10 @@
  * cluster, whose nodes share the benchmark's process) per second over random keys, and per replication factor
  * (1, 2, 3), in one run: the node serving the most shards dies (embedded: `crash()`; real `shardherd
  * node` processes on real Kafka and Cassandra: SIGKILL), then, once its shards are Active
- * elsewhere, the node then serving the most is drained (`RemoveNode`, the operator's drain).
+ * elsewhere, the node then serving the most is drained (`RemoveNode`, the operator's drain). The
+ * dataset has no replacement delay (`replacementDelayMs: 0`): the dead node's copies are re-created
+ * at once, so that the drain starts from a whole map without waiting a minute for it (its shards are
+ * served by their other copies either way).
  *
  * The router is the client of the public API: in the benchmark's process for the embedded cluster
  * (`ShardherdClient.connectEmbedded`), a process of its own for the real one (`connectKafkaClient`,
@@ -136,7 +139,7 @@ async function embeddedHarness(rf: number): Promise<Harness> {
   });
   for (const node of cluster.nodes) await node.serve(ds, ({ shard }) => ({ node: node.node, shard }));
   await cluster.start();
-  const reply = await cluster.setupDataset({ ref: ds, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
+  const reply = await cluster.setupDataset({ ref: ds, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
   if (reply.type !== 'DatasetVerified') throw new Error(`setting up ${ds}: ${reply.type}`);
   const client = await ShardherdClient.connectEmbedded(cluster, { name: 'bench', deadlineMs: DEADLINE_MS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS, hedge: HEDGE });
   const serving = async () => {
@@ -209,7 +212,7 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
-    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', source: { type: 'kafka', topic } }],
+    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic } }],
     serve: [{ dataset: DATASET, handler: ECHO_HANDLER }],
     built: true,
   });

@@ -23,6 +23,7 @@ import './deploy-throughput.bench.js';
 import './deploy-latency.bench.js';
 import './fetch-decoding.bench.js';
 import './placement.bench.js';
+import './placement-operations.bench.js';
 import './scale.bench.js';
 import './scale-embedded.bench.js';
 import './join-storm.bench.js';

@@ -4,7 +4,8 @@
  * datasets (default 100) of 1024 shards × RF 3, a synthetic source nearly idle. Measured:
  * - setup: every dataset set up and every copy Active;
  * - decision time of a membership change (a node down, a node up) on the singleton's own state,
- *   and the bus bytes of its records (the changes, compact, as they are produced);
+ *   and the bus bytes of its records (the changes, compact, as they are produced); with no
+ *   replacement delay nor settle window, so that each change runs its round then (the costly case);
  * - time until every node has applied one change (a shard stopped), from the record's produce;
  * - singleton recovery: from the new lease to the new singleton active, after its node crashed.
  */
@@ -65,7 +66,7 @@ register({
     const datasets = Array.from({ length: DATASETS }, (_, i) => `ds${i}` as DatasetRef);
     const t1 = performance.now();
     for (const ref of datasets) {
-      const r = await cluster.setupDataset({ ref, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 600_000);
+      const r = await cluster.setupDataset({ ref, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 600_000);
       if (r.type !== 'DatasetVerified') throw new Error(`setup of ${ref}: ${JSON.stringify(r)}`);
     }
     const setupMs = performance.now() - t1;
@@ -80,7 +81,7 @@ register({
 
     // Decisions on the singleton's own state, as its next inputs would be.
     const state = (await singletonNode.singletonState())!;
-    const manager = new ShardManager();
+    const manager = new ShardManager({ settleWindowMs: 0 });
     const down = state.members.at(-1)!;
     const downTimes: number[] = [];
     const upTimes: number[] = [];

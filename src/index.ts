@@ -54,7 +54,7 @@ export type {
   InvalidDatasetConfig,
   PlacementStrategyName,
 } from './core/dataset-config.js';
-export { datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
+export { DEFAULT_REPLACEMENT_DELAY_MS, datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
 
 // Shard arithmetic and hashing
 export {

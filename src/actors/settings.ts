@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS } from '../core/shard-manager/shard-manager.js';
+import { DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS, DEFAULT_SETTLE_WINDOW_MS } from '../core/shard-manager/shard-manager.js';
 import { failureDetectorSettings, type FailureDetectorOptions, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
 
 const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0);
@@ -15,6 +15,11 @@ const schema = z.strictObject({
   recoveryReplyTimeoutMs: ms('recoveryReplyTimeoutMs').min(1).default(2_000),
   /** Reassignment cooldown after an ingestion error (FiloDB: 2 hours). */
   reassignmentCooldownMs: ms('reassignmentCooldownMs').default(DEFAULT_REASSIGNMENT_COOLDOWN_MS),
+  /**
+   * How long a membership change that leaves every shard of a `balanced` dataset served waits for
+   * more changes before one round decides them all (0: a round at every change).
+   */
+  settleWindowMs: ms('settleWindowMs').default(DEFAULT_SETTLE_WINDOW_MS),
   /**
    * How often a shard's ingestion polls its source when the last read was empty, doubled with each
    * empty read in a row up to 10 times (an idle shard polls less); a source that says when records

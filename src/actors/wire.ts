@@ -142,6 +142,7 @@ const eventS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ShardLeaving'), ...eventBase }),
   z.object({ type: z.literal('ShardLeavingCancelled'), ...eventBase }),
   z.object({ type: z.literal('ShardLeft'), ...eventBase }),
+  z.object({ type: z.literal('ShardCopyDown'), ...eventBase }),
 ]);
 
 const requestS = z.discriminatedUnion('type', [

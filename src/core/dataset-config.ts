@@ -39,6 +39,13 @@ export interface DatasetConfig {
    * start. A shard no copy ever checkpointed starts as `source.startFrom` says.
    */
   readonly copyStartFrom: CopyStartFrom;
+  /**
+   * `balanced` only: how long a lost node's copies are kept for it (ms) when their shards still
+   * have another serving copy. A node back under the same id within it takes them back with no move;
+   * after it they are re-created elsewhere. 0: re-created at once. Default 60 000 for `balanced`
+   * (a restart takes 10–30 s; Elasticsearch waits 1 minute too), always 0 for `filodb-default`.
+   */
+  readonly replacementDelayMs: number;
   readonly source: IngestionSourceConfig;
 }
 
@@ -64,6 +71,8 @@ export interface DatasetConfigInput {
   readonly maxConcurrentMoves?: number;
   /** Default `earliest`. */
   readonly copyStartFrom?: CopyStartFrom;
+  /** Default 60 000 with `balanced`, 0 (and only 0) with `filodb-default`. */
+  readonly replacementDelayMs?: number;
   readonly source: IngestionSourceConfigInput;
 }
 
@@ -78,6 +87,15 @@ export const PLACEMENT_STRATEGIES: readonly PlacementStrategyName[] = ['filodb-d
 /** The most copies of a shard a dataset may ask for. */
 export const MAX_REPLICATION_FACTOR = 8;
 export const DEFAULT_MAX_CONCURRENT_MOVES = 16;
+/**
+ * A lost node's copies are kept for it this long (ms): a process restart or a rolling deploy of one
+ * node takes 10–30 s, Elasticsearch delays re-allocation after a node leaves by 1 minute
+ * (`index.unassigned.node_left.delayed_timeout`) for the same reason, and with RF ≥ 2 the other
+ * copies keep serving and ingesting meanwhile.
+ */
+export const DEFAULT_REPLACEMENT_DELAY_MS = 60_000;
+/** A day: a longer delay is a node given up on by hand (drain it), not one waited for. */
+export const MAX_REPLACEMENT_DELAY_MS = 24 * 60 * 60 * 1000;
 
 /** Why a dataset config was refused, naming the first bad field (a dotted path such as `source.topic`). */
 export interface InvalidDatasetConfig {
@@ -114,6 +132,12 @@ const configSchema = z
     maxConcurrentMoves: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS).default(DEFAULT_MAX_CONCURRENT_MOVES),
     // Earliest by default: a new copy that skipped records its source still holds would serve less than its peers.
     copyStartFrom: z.enum(['earliest', 'serving-copies'], { error: 'must be "earliest" (the earliest retained offset) or "serving-copies" (the furthest checkpoint of the other copies)' }).default('earliest'),
+    replacementDelayMs: z
+      .number({ error: 'must be a number of milliseconds' })
+      .int('must be an integer (ms)')
+      .min(0, 'must not be negative')
+      .max(MAX_REPLACEMENT_DELAY_MS, `must be at most ${MAX_REPLACEMENT_DELAY_MS} (a day)`)
+      .optional(),
     source: sourceSchema,
   })
   .superRefine((c, ctx) => {
@@ -125,6 +149,10 @@ const configSchema = z
     // FiloDB's strategy places one owner per shard and never moves one: replicas need `balanced`.
     if (c.replicationFactor > 1 && c.strategy !== 'balanced') {
       ctx.addIssue({ code: 'custom', path: ['replicationFactor'], message: `above 1 needs "strategy": "balanced" (FiloDB's strategy places one owner per shard)` });
+    }
+    // FiloDB's datasets re-place a lost node's shards at once, as FiloDB does: a delay would be ignored.
+    if ((c.replacementDelayMs ?? 0) > 0 && c.strategy !== 'balanced') {
+      ctx.addIssue({ code: 'custom', path: ['replacementDelayMs'], message: `above 0 needs "strategy": "balanced" (FiloDB's strategy re-places a lost node's shards at once)` });
     }
   });
 
@@ -158,13 +186,14 @@ export function validateDatasetConfig(input: unknown): Result<DatasetConfig, Inv
     strategy: c.strategy,
     maxConcurrentMoves: c.maxConcurrentMoves,
     copyStartFrom: c.copyStartFrom,
+    replacementDelayMs: c.replacementDelayMs ?? (c.strategy === 'balanced' ? DEFAULT_REPLACEMENT_DELAY_MS : 0),
     source: c.source,
   });
 }
 
 /** Field-by-field differences between two configs of the same dataset (empty when equal). */
 export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): string[] {
-  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'source'] as const;
+  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'replacementDelayMs', 'source'] as const;
   return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));
 }
 

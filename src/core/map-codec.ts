@@ -70,6 +70,7 @@ const EVENT_LETTER: Readonly<Record<ShardEventType, string>> = {
   ShardLeaving: 'L',
   ShardLeavingCancelled: 'X',
   ShardLeft: 'F',
+  ShardCopyDown: 'H',
 };
 const EVENT_OF: ReadonlyMap<unknown, ShardEventType> = new Map(Object.entries(EVENT_LETTER).map(([type, letter]) => [letter, type as ShardEventType]));
 

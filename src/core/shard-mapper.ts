@@ -339,8 +339,9 @@ export class ShardMapper {
    * The fewest events that rebuild this map from a fresh mapper, in shard order: Assigned →
    * ShardAssignmentStarted; Active → IngestionStarted; Recovery → RecoveryInProgress; Error →
    * IngestionError; Stopped → IngestionStarted (or ShardAssignmentStarted if it stopped before it
-   * was ever active, or ShardDown if it has no owner) + IngestionStopped; Down → ShardDown. A second
-   * copy starts with `ShardCopyAdded`, and a Leaving copy ends with `ShardLeaving`.
+   * was ever active, or ShardDown if it has no owner) + IngestionStopped; Down → ShardDown (a Down
+   * copy, kept for an absent node: its placement's event + ShardCopyDown). A second copy starts
+   * with `ShardCopyAdded`, and a Leaving copy ends with `ShardLeaving`.
    *
    * Gotchas: FiloDB emits `IngestionStarted(owner = none)` before each `ShardDown`, because its
    * events need an owner slot; ours carry the last owner in `ShardDown` itself, so one event does.
@@ -517,8 +518,14 @@ function copyEvents(dataset: DatasetRef, shard: ShardNum, copy: ShardAssignment,
       else if (first) out.push(ShardEvents.assignmentStarted(dataset, shard, node));
       out.push(ShardEvents.ingestionStopped(dataset, shard, node));
       break;
+    case 'Down':
+      // A copy kept for its absent node: its placement first, then marked down.
+      if (copy.placement === 'Available') out.push(ShardEvents.ingestionStarted(dataset, shard, node));
+      else if (first) out.push(ShardEvents.assignmentStarted(dataset, shard, node));
+      out.push(ShardEvents.copyDown(dataset, shard, node));
+      break;
     default:
-      // Assigned; Unassigned/Error/Down copies exist only through `registerNode` and replay as Assigned.
+      // Assigned; Unassigned/Error copies exist only through `registerNode` and replay as Assigned.
       if (first) out.push(ShardEvents.assignmentStarted(dataset, shard, node));
   }
   if (copy.placement === 'Leaving') out.push(ShardEvents.leaving(dataset, shard, node));

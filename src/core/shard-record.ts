@@ -67,8 +67,8 @@ const keepLeaving = (existing: ShardAssignment | undefined, placement: Placement
 
 /**
  * The record after `e`. Refuses (with a reason) only the singleton's copy events that do not fit:
- * `ShardCopyAdded` for a node that already holds a copy, `ShardLeaving`/`ShardLeft` for one that
- * holds none, `ShardLeavingCancelled` for a copy that is not Leaving.
+ * `ShardCopyAdded` for a node that already holds a copy, `ShardLeaving`/`ShardLeft`/`ShardCopyDown`
+ * for one that holds none, `ShardLeavingCancelled` for a copy that is not Leaving.
  */
 export function applyToRecord(r: ShardRecord, e: ShardEvent): Result<ShardRecord, InvalidEventError> {
   const mine = copyOf(r, e.node);
@@ -105,6 +105,9 @@ export function applyToRecord(r: ShardRecord, e: ShardEvent): Result<ShardRecord
     case 'ShardLeft':
       if (!mine) return bad(`${e.node} holds no copy`);
       return ok(withoutCopy(r, e.node, Status.down));
+    case 'ShardCopyDown':
+      if (!mine) return bad(`${e.node} holds no copy`);
+      return ok(withCopy(r, { ...mine, status: Status.down }));
     default:
       return assertNever(e);
   }

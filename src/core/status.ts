@@ -99,7 +99,13 @@ export type ShardEvent =
   | (EventBase & { readonly type: 'ShardCopyAdded' })
   | (EventBase & { readonly type: 'ShardLeaving' })
   | (EventBase & { readonly type: 'ShardLeavingCancelled' })
-  | (EventBase & { readonly type: 'ShardLeft' });
+  | (EventBase & { readonly type: 'ShardLeft' })
+  /**
+   * The singleton's too: the copy's node is away (it left or stopped answering) but the copy stays
+   * in the map, Down (neither serving nor run), kept for the node until it comes back or its
+   * dataset's replacement delay ends. `ShardAssignmentStarted` restarts it on the node's return.
+   */
+  | (EventBase & { readonly type: 'ShardCopyDown' });
 
 export type ShardEventType = ShardEvent['type'];
 
@@ -133,4 +139,6 @@ export const ShardEvents = {
     ({ type: 'ShardLeavingCancelled', dataset, shard, node }),
   left: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
     ({ type: 'ShardLeft', dataset, shard, node }),
+  copyDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
+    ({ type: 'ShardCopyDown', dataset, shard, node }),
 } as const;

@@ -13,7 +13,9 @@ export function unconvergedShards(config: DatasetConfig, map: ShardMapper, isLiv
     const copies = map.recordForShard(shard).assignments;
     if (copies.length !== config.replicationFactor) note(`${copies.length} of ${config.replicationFactor} copies`, shard);
     for (const copy of copies) {
-      if (!isLive(copy.node)) note(`a copy on ${copy.node}, not a live member`, shard);
+      // A balanced dataset keeps a lost node's copy (Down) for its replacement delay: it converges
+      // when the node comes back, or when the copy is re-created after the delay.
+      if (!isLive(copy.node)) note(copy.status.type === 'Down' ? `a copy kept for ${copy.node}, lost, until it comes back or its replacement delay ends` : `a copy on ${copy.node}, not a live member`, shard);
       else if (copy.status.type !== 'Active') note(`${copy.status.type} on ${copy.node}`, shard);
       else if (copy.placement !== 'Available') note(`${copy.placement} on ${copy.node}`, shard);
     }

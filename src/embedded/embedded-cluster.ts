@@ -21,6 +21,7 @@ import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
 import type { Request } from '../actors/wire.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
 import { describeUnconverged, unconvergedShards } from './convergence.js';
+import { registerLocalNode } from './local-nodes.js';
 
 export type { Request };
 
@@ -161,6 +162,7 @@ export class EmbeddedCluster {
     this.sinks.set(id, sink);
     const node = new ShardherdNode(this.services, id, rackAndWeight, { sink, ...(this.withMetrics ? { metrics: new NodeMetrics() } : {}) });
     this.nodeMap.set(id, node);
+    registerLocalNode(node);
     return node;
   }
 

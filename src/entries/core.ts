@@ -22,7 +22,7 @@ export type {
 } from '../core/shard-manager/protocol.js';
 export type { DatasetState, Decision, ShardManagerState } from '../core/shard-manager/step.js';
 export type { ShardManagerOptions } from '../core/shard-manager/shard-manager.js';
-export { DEFAULT_REASSIGNMENT_COOLDOWN_MS, ShardManager } from '../core/shard-manager/shard-manager.js';
+export { DEFAULT_REASSIGNMENT_COOLDOWN_MS, DEFAULT_SETTLE_WINDOW_MS, ShardManager } from '../core/shard-manager/shard-manager.js';
 export { ShardSubscriptions } from '../core/subscriptions.js';
 
 // Shard maps on the wire

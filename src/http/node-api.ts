@@ -15,6 +15,7 @@ import { readStrictBodies, STRICT_AJV } from './strict-bodies.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
+import { registerPageRoutes, type PageRoutesOptions } from './page-routes.js';
 import { nodeStatus } from './node-status.js';
 import { SingletonClient } from './singleton-client.js';
 
@@ -27,6 +28,8 @@ export interface NodeApiOptions {
   readonly token?: string | undefined;
   readonly log?: Logger;
   readonly feed?: ClusterFeedOptions;
+  /** The status page's event stream: how often ingestion is sampled, how much history it keeps. */
+  readonly page?: PageRoutesOptions;
   /** How long a route waits for the singleton's answer before it answers 503 (default 5000 ms). */
   readonly singletonTimeoutMs?: number;
   /** Where `SHARDHERD_TOKEN` and `SHARDHERD_TOKEN_DIR` are read (default `process.env`). */
@@ -90,6 +93,7 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
     if (route.config?.mutates) route.schema = { ...route.schema, security: [{ bearer: [] }] };
   });
   registerRoutes(app, singleton, feed);
+  const page = registerPageRoutes(app, singleton, feed, options.page);
   const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port });
   const token = resolveAccessToken(options.token, (app.server.address() as { port: number }).port, options.env);
   access.token = token;
@@ -101,6 +105,7 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
     url,
     token,
     close: async () => {
+      page.close();
       feed.close();
       await app.close();
       removeTokenFile(token);

@@ -120,6 +120,11 @@ export class NodeMetrics implements Telemetry {
     return this.registry.contentType;
   }
 
+  /** The shards this node ingests now, each with its probe: the status page reads their rate and lag from these. */
+  ingestionProbes(): readonly { readonly dataset: DatasetRef; readonly shard: number; readonly probe: IngestionProbe }[] {
+    return [...this.probes.values()];
+  }
+
   // ------------------------------------------------------------ Telemetry
 
   notice(name: NoticeName, dataset: DatasetRef | undefined): void {

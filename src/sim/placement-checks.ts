@@ -1,6 +1,7 @@
 // The simulator's checks of replicas and planned moves, as pure functions over stored maps:
-// I1 (who may ingest a shard), I7 (no planned move leaves a shard unserved), I8 (isolation and
-// no duplicates) and I9 (balanced datasets reach the spread lower bound once quiet).
+// I1 (who may ingest a shard), I2 for copies kept for lost nodes, I7 (no planned move leaves a shard
+// unserved), I8 (isolation and no duplicates) and I9 (balanced datasets reach the spread lower
+// bound once quiet).
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { isServingCopy } from '../core/shard-record.js';
 
@@ -61,4 +62,36 @@ export function isolationViolations(map: ShardMapper, rackOf: (node: string) => 
     }
   }
   return out;
+}
+
+/**
+ * I2 for a balanced dataset's copies on nodes that are not members: each must be one kept for its
+ * lost node (Down, so nobody runs it) and only within its replacement delay plus `boundMs` (the
+ * settle window, the timer's and the round's own latency); and no member holds a Down copy (a node
+ * that came back restarts what was kept for it). `departedAt` is when a node was last seen leaving.
+ * Returns the violations and whether any copy is still kept (the dataset is not at rest then).
+ */
+export function keptCopyViolations(
+  map: ShardMapper,
+  isMember: (node: string) => boolean,
+  departedAt: (node: string) => number | undefined,
+  now: number,
+  replacementDelayMs: number,
+  boundMs: number,
+): { readonly violations: string[]; readonly kept: boolean } {
+  const violations: string[] = [];
+  let kept = false;
+  for (let s = 0; s < map.numShards; s++) {
+    for (const a of map.recordForShard(s).assignments) {
+      if (isMember(a.node)) {
+        if (a.status.type === 'Down') violations.push(`shard ${s}: member ${a.node} holds a copy kept Down, which nobody runs`);
+        continue;
+      }
+      const since = departedAt(a.node);
+      if (a.status.type !== 'Down') violations.push(`shard ${s}: ${a.node} is not a member and its copy is ${a.status.type}, not kept Down`);
+      else if (since === undefined || now - since > replacementDelayMs + boundMs) violations.push(`shard ${s}: ${a.node}'s copy is still kept ${since === undefined ? '(never seen leaving)' : `${now - since} ms after it left`}, beyond replacementDelayMs ${replacementDelayMs} + ${boundMs}`);
+      else kept = true;
+    }
+  }
+  return { violations, kept };
 }

@@ -15,7 +15,7 @@ import type { DatasetRef } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardMapper } from '../core/shard-mapper.js';
 import type { NodeOperations } from '../core/shard-manager/protocol.js';
-import { declaredCopies, isolationViolations, mayIngest, unservedByPlannedMoves } from './placement-checks.js';
+import { declaredCopies, isolationViolations, keptCopyViolations, mayIngest, unservedByPlannedMoves } from './placement-checks.js';
 import { balanceViolation } from './balance-check.js';
 import type { ShardherdNode } from '../actors/node-process.js';
 import { ShardEventSubscriber } from '../client/shard-event-subscriber.js';
@@ -95,7 +95,18 @@ const FILODB_DATASETS = [
   { ref: 'alpha', numShards: 8, minNumNodes: 2 },
   { ref: 'beta', numShards: 4, minNumNodes: 2 },
 ] as const;
-const BALANCED_DATASETS = [{ ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2 }] as const;
+/**
+ * A lost node's copies of `gamma` are kept for it 3 s (a few steps, so that nodes come back within it
+ * and others do not); the settle window is the default's.
+ */
+const REPLACEMENT_DELAY_MS = 3_000;
+const SETTLE_MS = 1_000;
+/**
+ * Kept copies are gone (re-created elsewhere) within the delay plus this: the settle window, a
+ * step (departures are seen once a step), a singleton paused 2.5 s, MetaStore writes retried.
+ */
+const KEPT_BOUND_MS = SETTLE_MS + 1_000 + 2_500 + 1_500;
+const BALANCED_DATASETS = [{ ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: REPLACEMENT_DELAY_MS }] as const;
 const DATASETS = [...FILODB_DATASETS, ...BALANCED_DATASETS] as const;
 const RACKS = ['rackA', 'rackB', 'rackC'] as const;
 const RATE = 20; // records per second per shard
@@ -207,6 +218,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       pollIntervalMs: 250,
       reportResendMs: 500,
       reassignmentCooldownMs: COOLDOWN_MS,
+      settleWindowMs: SETTLE_MS,
       retryInitialMs: 50,
       retryMaxMs: 400,
       ...(world ? { failureDetector: world.settings } : {}),
@@ -275,6 +287,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   let lastEpoch = 0;
   let quietSince = 0;
   let lastMembers = '';
+  // When each node was last seen leaving the membership (I2 for copies kept for lost nodes).
+  const departedAt = new Map<string, number>();
+  let viewBefore: Set<string> | undefined;
   const violate = (invariant: Invariant, message: string) => violations.push({ seed, step, time: clock.now(), invariant, message });
   const simLog = options.log?.child({ sim: seed });
   // Each step goes into the log too (with its simulated time), so a replay's logs read in order with it.
@@ -323,6 +338,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   subscribers.push(track(live()[1] ?? live()[0]!, 'alpha'));
   await driver.advance(1_000);
   setLossy(true);
+  viewBefore = new Set(cluster.membership.view().members.map((m) => m.node as string));
 
   function track(node: ShardherdNode, dataset: string): TrackedSubscriber {
     const sub = new ShardEventSubscriber(node, dataset as DatasetRef);
@@ -351,6 +367,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const membersNow = cluster.membership.view().members.map((m) => `${m.node}@${m.incarnation}`).join(' ');
     if (membersNow !== lastMembers) quietSince = step;
     lastMembers = membersNow;
+    const viewNow = new Set(cluster.membership.view().members.map((m) => m.node as string));
+    for (const node of viewBefore ?? []) if (!viewNow.has(node)) departedAt.set(node, clock.now());
+    for (const node of viewNow) departedAt.delete(node);
+    viewBefore = viewNow;
     simLog?.info({ step, at: clock.now() }, 'sim: checks');
     await checkEveryStep(preCrash);
     // With the detector's 6 s session, the group may still list a dead node (or an evicted
@@ -679,10 +699,20 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         continue;
       }
       const m = ShardMapper.fromSnapshot(snap);
-      // I2: owners are live members, and no live member has room for a free shard (errored ones wait by design).
-      for (const owner of m.allNodes()) if (!members.has(owner)) violate('I2', `${d.ref}: ${owner} owns shards but is not a member`);
+      // I2: owners are live members (or, for a balanced dataset, lost nodes whose copies are kept
+      // for them within their replacement delay), and no live member has room for a free shard
+      // (errored ones wait by design).
+      let kept = false;
       if ('strategy' in d) {
-        // I2 and I9 for a balanced dataset: every shard has its copies, spread at its lower bound.
+        const k = keptCopyViolations(m, (node) => members.has(node), (node) => departedAt.get(node), clock.now(), d.replacementDelayMs, KEPT_BOUND_MS);
+        for (const v of k.violations) violate('I2', `${d.ref}: ${v}`);
+        kept = k.kept;
+      } else {
+        for (const owner of m.allNodes()) if (!members.has(owner)) violate('I2', `${d.ref}: ${owner} owns shards but is not a member`);
+      }
+      if ('strategy' in d && !kept) {
+        // I2 and I9 for a balanced dataset: every shard has its copies, spread at its lower bound
+        // (once no copy is kept for a lost node: until then the map waits for it, by design).
         const problem = balanceViolation(m, placeable, d.replicationFactor);
         if (problem) violate(problem.invariant, `${d.ref}: ${problem.message}`);
       }

@@ -2,12 +2,12 @@
 // cannot carry its dataset's map (a misconfiguration on purpose: the bus's message limit below the
 // singleton's map limit) lists the refused record under its problems, and says why the dataset's
 // shards cannot be shown, instead of showing an empty grid as if nothing were wrong.
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { CHROMIUM } from './global-setup.js';
+import { openPage } from './page-probe.js';
 
 let cluster: EmbeddedCluster;
 let api: NodeApi;
@@ -29,8 +29,7 @@ beforeAll(async () => {
   expect((await cluster.setupDataset({ ref: 'wide', numShards: 512, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } })).type).toBe('DatasetVerified');
   // The page is served by the singleton's node, whose problems the cluster description carries.
   api = await startNodeApi(cluster.node('n1'), { port: 0, token: 'page-test-token-0123456789', singletonTimeoutMs: 2_000, feed: { refreshMs: 1_000 } });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  ({ browser, page } = await openPage());
 }, 60_000);
 
 afterAll(async () => {

@@ -1,97 +1,90 @@
-// The status page in a real headless Chromium: it shows an embedded cluster's shard grid, and when
-// a node is killed the grid shows its shards move to the survivors, live (server-sent events).
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+// The status page in a real headless Chromium: it paints an embedded cluster's shards in the
+// heat-map and lists its members; when a node is killed the page shows its shards move to the
+// survivors, live (server-sent events); a stopped shard shows as Stopped, saying why.
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { liveCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { CHROMIUM } from './global-setup.js';
+import { cellCentre, marks, openPage, paintedStatuses, tally, until } from './page-probe.js';
 
 let cluster: EmbeddedCluster;
 let api: NodeApi;
 let browser: Browser;
 let page: Page;
-let dir: string;
+const TOKEN = 'page-test-token-0123456789';
 
-interface Cell {
-  readonly shard: number;
-  readonly status: string;
-  readonly owners: string[];
-}
-
-const cells = (dataset: string): Promise<Cell[]> =>
-  page.$$eval(`section[data-dataset="${dataset}"] .cell`, (els) => els.map((e) => ({
-    shard: Number(e.getAttribute('data-shard')),
-    status: e.getAttribute('data-status') ?? '',
-    owners: (e.getAttribute('data-owners') ?? '').split(',').filter(Boolean),
-  })));
-
-async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T;
-  do {
-    last = await probe();
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  } while (Date.now() < deadline);
-  throw new Error(`${what}: not within ${timeoutMs} ms; last seen ${JSON.stringify(last)}`);
-}
+const memberRows = () => page.$$eval('#members tbody tr', (rows) => rows.map((r) => ({ node: r.getAttribute('data-node') ?? '', text: r.textContent ?? '', copies: Number(r.children[3]?.textContent) })));
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'shardherd-page-'));
   cluster = liveCluster('page', [{ name: 'n1', rack: 'rack-a' }, { name: 'n2', rack: 'rack-b' }, { name: 'n3', rack: 'rack-a' }, { name: 'n4', rack: 'rack-b' }]);
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 16, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
-  api = await startNodeApi(cluster.node('n2'), { port: 0, token: 'page-test-token-0123456789', feed: { refreshMs: 1_000 } });
-  try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  } catch (e) {
-    throw new Error(`could not start headless Chromium at ${CHROMIUM}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
-  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, feed: { refreshMs: 1_000 } });
+  ({ browser, page } = await openPage());
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
   await api?.close();
   await cluster?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('the status page', () => {
-  it('shows every shard Active with its owner, the members with racks and the singleton', async () => {
+  it('paints every shard Active, tells a hovered shard\'s owner, and lists the members with racks and the singleton', async () => {
     await page.goto(`${api.url}/`);
-    const grid = await until('all 16 shards Active on the page', () => cells('metrics'), (c) => c.length === 16 && c.every((x) => x.status === 'Active' && x.owners.length === 1));
-    expect(new Set(grid.flatMap((c) => c.owners)).size).toBeGreaterThanOrEqual(2);
-    const members = await page.$$eval('#members tbody tr', (rows) => rows.map((r) => r.textContent ?? ''));
-    expect(members).toHaveLength(4);
-    expect(members.find((m) => m.includes('singleton'))).toMatch(/^n1/);
-    expect(members.join(' ')).toContain('rack-b');
+    await until('all 16 shards painted Active', () => paintedStatuses(page, 'metrics'), (p) => p.length === 16 && p.every((s) => s === 'Active'));
+    const members = await memberRows();
+    expect(members.map((m) => m.node)).toEqual(['n1', 'n2', 'n3', 'n4']);
+    expect(members.find((m) => m.text.includes('singleton'))?.node).toBe('n1');
+    expect(members.map((m) => m.text).join(' ')).toContain('rack-b');
+    expect(members.reduce((n, m) => n + m.copies, 0)).toBe(16);
     expect(await page.textContent('#singleton')).toMatch(/^n1 \(epoch 1\)$/);
     expect(await page.textContent('#connection')).toBe('live');
+    const { x, y } = await cellCentre(page, 'metrics', 0);
+    await page.mouse.move(x, y);
+    const copy = await until('the hovered shard\'s copy in the panel', () => page.locator('section[data-dataset="metrics"] .inspector tbody td').first().textContent(), (t) => /^n\d$/.test(t ?? ''));
+    expect(members.find((m) => m.node === copy)?.copies).toBeGreaterThan(0);
+  });
+
+  it('works from the keyboard: the map moves shard by shard, and a focused button keeps its focus through updates', async () => {
+    const canvas = page.locator('section[data-dataset="metrics"] canvas.heatmap');
+    await canvas.focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowDown');
+    const panel = page.locator('section[data-dataset="metrics"] .inspector');
+    await until('shard 5 in the panel (one right, one row down of 4)', () => panel.textContent(), (t) => (t ?? '').includes('metrics shard 5: Active'));
+    await page.keyboard.press('Enter');
+    await until('shard 5 kept', () => panel.textContent(), (t) => (t ?? '').includes('selected'));
+    const drain = page.locator('#members tbody tr[data-node="n4"] button');
+    await drain.focus();
+    const seen = (await marks(page, 'ingestion')).length;
+    await until('an ingestion update and a view since', () => marks(page, 'ingestion'), (m) => m.length >= seen + 2, 10_000, 100);
+    expect(await drain.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
+    await page.keyboard.press('Escape');
   });
 
   it('shows the shards of a killed node move to the survivors, without a reload', async () => {
-    const before = await cells('metrics');
     const victim = 'n3';
-    const moved = before.filter((c) => c.owners.includes(victim)).map((c) => c.shard);
-    expect(moved.length).toBeGreaterThan(0);
+    expect((await memberRows()).find((m) => m.node === victim)?.copies).toBeGreaterThan(0);
     const loadedAt = await page.evaluate(() => performance.timeOrigin);
     cluster.node(victim).crash();
-    const after = await until(
-      `the shards of ${victim} shown Active elsewhere`,
-      () => cells('metrics'),
-      (c) => c.length === 16 && c.every((x) => x.status === 'Active' && x.owners.length === 1 && !x.owners.includes(victim)),
-    );
-    for (const shard of moved) expect(after[shard]!.owners[0]).not.toBe(victim);
-    await until('the killed node gone from the members', () => page.$$eval('#members tbody tr', (rows) => rows.map((r) => r.getAttribute('data-node'))), (nodes) => !nodes.includes(victim));
+    const after = await until(`${victim} gone and its shards on the others`, memberRows, (rows) => !rows.some((r) => r.node === victim) && rows.reduce((n, r) => n + r.copies, 0) === 16);
+    expect(after.map((r) => r.node)).toEqual(['n1', 'n2', 'n4']);
+    await until('every shard painted Active again', () => paintedStatuses(page, 'metrics'), (p) => p.length === 16 && p.every((s) => s === 'Active'));
+    expect(await page.textContent('#cluster-events')).toMatch(new RegExp(`${victim} left`));
     expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // the same page: it updated itself
-    const shot = join(dir, 'status-page.png');
-    await page.screenshot({ path: shot, fullPage: true });
-    // `UPDATE_SCREENSHOT=1 npm test` refreshes the one kept in docs/.
-    if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(shot, join(import.meta.dirname, '../../docs/status-page.png'));
   }, 40_000);
+
+  it('shows a stopped shard as Stopped, and says why it has no copy', async () => {
+    const res = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [3] }) });
+    expect(res.status).toBe(200);
+    await until('shard 3 painted Stopped', () => paintedStatuses(page, 'metrics'), (p) => p[3] === 'Stopped');
+    expect(tally(await paintedStatuses(page, 'metrics'))).toEqual({ Active: 15, Stopped: 1 });
+    expect(await page.locator('section[data-dataset="metrics"] .attention .cell[data-shard="3"][data-status="Stopped"]').textContent()).toBe('#3 Stoppedno copy');
+    const { x, y } = await cellCentre(page, 'metrics', 3);
+    await page.mouse.click(x, y);
+    const panel = await until('the panel', () => page.locator('section[data-dataset="metrics"] .inspector').textContent(), (t) => (t ?? '').includes('shard 3: Stopped'));
+    expect(panel).toContain('why it has no copy: stopped by an operator (stopshards)');
+  }, 30_000);
 });

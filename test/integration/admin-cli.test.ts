@@ -80,9 +80,9 @@ describe('shardherd admin commands', () => {
     expect(stop).toMatchObject({ code: 0, stdout: 'stopped shards 2 of metrics\n' });
     const status = JSON.parse((await cli(['status', '--url', url, '--json'])).stdout);
     const shard2 = status.datasets[0].shards[2];
-    expect(shard2).toMatchObject({ status: 'Down', owners: [] });
+    expect(shard2).toMatchObject({ status: 'Stopped', owners: [] });
     expect(shard2.reason).toMatch(/stopshards/);
-    expect((await cli(['status', '--url', url])).stdout).toMatch(/^2\s+Down\s+0\/1\s+freed by stopshards/m);
+    expect((await cli(['status', '--url', url])).stdout).toMatch(/^2\s+Stopped\s+0\/1\s+stopped by an operator/m);
     const start = await cli(['shards', 'start', 'metrics', '--node', 'node-1', '--shards', '2', '--url', url]);
     expect(start).toMatchObject({ code: 0, stdout: 'started shards 2 of metrics on node-1\n' });
     await waitConverged(cluster, 'metrics', 4, 30_000);

@@ -71,9 +71,12 @@ describe('read availability: a router process and three serving node processes, 
     for (const shard of view!.shards) for (const o of shard.owners) count.set(o.node, (count.get(o.node) ?? 0) + 1);
     const [victim] = [...count].sort((a, b) => b[1] - a[1])[0]!;
     const victimShards = new Set(view!.shards.filter((sh) => sh.owners.some((o) => o.node === victim)).map((sh) => sh.shard));
-    const killedAt = Date.now();
     await cluster.kill(victim);
-    // Past the session timeout, the rebalance and the new copies' start.
+    // Once its exit is seen: a request sent while the SIGKILL was on its way may still have been
+    // answered by the victim, and is not one its other copies had to serve.
+    const killedAt = Date.now();
+    // Past the session timeout: the killed node's copies are kept for it (the dataset's replacement
+    // delay, 60 s), so its shards are served by their other copy throughout, nothing re-created.
     await sleep(CHAOS_SESSION_TIMEOUT_MS + 10_000);
     const outcomes = await router.stop();
     router = undefined;

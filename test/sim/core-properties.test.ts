@@ -132,6 +132,8 @@ class World {
       for (const [shard, at] of ds.cooldowns) {
         if (this.now - at <= COOLDOWN && ds.mapper.nodeForShard(shard) === undefined && ds.mapper.statusForShard(shard).type === 'Error') held.add(shard);
       }
+      // A shard an operator stopped is not free: it waits for StartShards.
+      for (const shard of ds.mapper.unassignedShards()) if (ds.mapper.statusForShard(shard).type === 'Stopped') held.add(shard);
       const spec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
       for (const m of this.state.members) {
         expect(strategy.shardAssignments(m.node, spec, ds.mapper), `after ${after}: ${m.node} has room for free shards of ${ref}`).toEqual([]);

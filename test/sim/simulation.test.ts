@@ -20,15 +20,17 @@ const SEEDS = Number(process.env.SHARDHERD_SIM_SEEDS ?? 1000);
  * drained node its copies were handed off, for 3 s; a decision's records now go out together);
  * 34615 (I1: the singleton still awaited each decision's records before its next message, so
  * slow appends delayed the periodic publish that resends a lost desired state by 3 s; it no longer
- * awaits them).
+ * awaits them); 41, 60 (I2: a new singleton left the copies kept Down for a lost node that was a
+ * member again, so nobody ran them).
  * Bugs of the checker: 1092, 1102 (I1: a removed copy's grace was timed from the last
  * map that had it, not the first without it); 1788, 2420, 3098 (I9 checked while a fenced node was
  * rejoining: a membership change is not quiet); 2318 (I4 compared the crash with maps read before
  * simulated time passed while the singleton was asked for its state); 23083, 29220 (I7 took a copy of a
  * node's crashed incarnation, which a map written just after the restart still showed, for a
- * serving copy of its new one).
+ * serving copy of its new one); 638, 843 (I2: a node lost in the first step was never seen leaving,
+ * the view before it having been taken as empty).
  */
-const REGRESSION_SEEDS = [1092, 1102, 1109, 1788, 2318, 2420, 3098, 4502, 7010, 9594, 23083, 29220, 34615];
+const REGRESSION_SEEDS = [41, 60, 638, 843, 1092, 1102, 1109, 1788, 2318, 2420, 3098, 4502, 7010, 9594, 23083, 29220, 34615];
 
 const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
 /**

@@ -3,21 +3,21 @@
 // elsewhere and later move back, another node is drained: every copy in the final map has received
 // every offset from the earliest one, and during the planned moves every shard always has a serving
 // copy.
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetRef } from '../../src/core/ids.js';
 import type { Reply } from '../../src/core/shard-manager/protocol.js';
-import { ShardMapper } from '../../src/core/shard-mapper.js';
+import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import type { Request } from '../../src/actors/wire.js';
-import { SimDriver } from '../../src/sim/driver.js';
+import { startRackedWithDataset, storedMap } from '../support/racked-cluster.js';
 
 const RATE = 20;
 const NUM_SHARDS = 8;
-const DATASET = { ref: 'copies', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
+// No replacement delay: the crashed node's copies are re-created elsewhere at once, which is what
+// this test follows (a restart within the delay is replacement-delay-embedded.test.ts's).
+const DATASET = { ref: 'copies', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
 const ref = DATASET.ref as DatasetRef;
 
 let cluster: EmbeddedCluster | undefined;
@@ -27,41 +27,20 @@ afterEach(async () => {
 });
 
 async function start() {
-  cluster = new EmbeddedCluster({
-    // Each node writes to a sink of its own: every copy's records are counted apart.
-    sink: () => new CountingSink(),
-    name: `copies-${Math.floor(performance.now() * 1000)}`,
-    clock: new SimulatedClock(0),
-    nodes: [],
-    log: pino({ level: 'silent' }),
-    sessionTimeoutMs: 1_000,
-    heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, checkpointIntervalMs: 200 },
-  });
-  for (const [name, rack] of [['n1', 'rackA'], ['n2', 'rackB'], ['n3', 'rackA'], ['n4', 'rackB']] as const) cluster.add(name, { rack });
-  const driver = new SimDriver(cluster);
-  await cluster.startNodes();
-  await driver.advance(500);
-  const reply = cluster.setupDataset(DATASET, 5_000);
-  await driver.advance(100);
-  expect((await reply).type).toBe('DatasetVerified');
-  await driver.advance(3_000);
-  return { cluster, driver };
+  const world = await startRackedWithDataset('copies', DATASET);
+  cluster = world.cluster;
+  return world;
 }
 
 type World = Awaited<ReturnType<typeof start>>;
 
-async function storedMap(w: World): Promise<ShardMapper> {
-  const snapshot = (await w.cluster.metaStore.shardMaps()).find((s) => s.dataset === ref);
-  if (!snapshot) throw new Error('no stored map');
-  return ShardMapper.fromSnapshot(snapshot);
-}
+const stored = (w: World): Promise<ShardMapper> => storedMap(w.cluster, ref);
 
 /** Advances in 50 ms ticks until `done`; with `serving`, checks at every tick that every shard has a serving copy. */
 async function until(w: World, done: (map: ShardMapper) => boolean, serving: boolean): Promise<void> {
   for (let tick = 1; tick <= 600; tick++) {
     await w.driver.advance(50);
-    const map = await storedMap(w);
+    const map = await stored(w);
     if (serving) {
       for (let s = 0; s < NUM_SHARDS; s++) expect(map.recordForShard(s).assignments.some(isServingCopy), `shard ${s} has no serving copy at tick ${tick}`).toBe(true);
     }
@@ -78,7 +57,7 @@ describe('every copy holds every record (RF 2, a sink per node)', () => {
   it('after a crash, a restart that moves copies back and a drain, each copy has every offset; planned moves never leave a shard unserved', async () => {
     const w = await start();
     const n2 = w.cluster.node('n2');
-    const before = await storedMap(w);
+    const before = await stored(w);
     expect(before.shardsForNode(n2.node).length).toBeGreaterThan(0);
 
     // A crash: n2's copies are re-created on n4 (the only other node of its rack). The other copy of
@@ -98,7 +77,7 @@ describe('every copy holds every record (RF 2, a sink per node)', () => {
     await until(w, (map) => w.cluster.node('n3').isDrained && settled(map), true);
     await w.driver.advance(3_000);
 
-    const map = await storedMap(w);
+    const map = await stored(w);
     // Everything the source held 1 s ago: a copy that skipped any offset has a gap below it.
     const produced = Math.floor(((w.cluster.clock.now() - 1_000) * RATE) / 1000);
     expect(produced).toBeGreaterThan(100);

@@ -35,8 +35,28 @@ describe('validateDatasetConfig: defaults', () => {
       strategy: 'filodb-default',
       maxConcurrentMoves: 16,
       copyStartFrom: 'earliest',
+      replacementDelayMs: 0,
       source: { type: 'synthetic', recordsPerSecond: 100 },
     });
+  });
+
+  it('replacementDelayMs: 60 s for balanced datasets by default, always 0 for FiloDB\'s, refused when negative, fractional or not a number', () => {
+    const balanced = { ...minimal, replicationFactor: 2, strategy: 'balanced' };
+    expect(valid(balanced).replacementDelayMs).toBe(60_000);
+    expect(valid({ ...balanced, replacementDelayMs: 0 }).replacementDelayMs).toBe(0);
+    expect(valid({ ...balanced, replacementDelayMs: 5_000 }).replacementDelayMs).toBe(5_000);
+    expect(valid(minimal).replacementDelayMs).toBe(0);
+    expect(valid({ ...minimal, replacementDelayMs: 0 }).replacementDelayMs).toBe(0);
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '60000', null, 24 * 60 * 60 * 1000 + 1]) {
+      const e = refusal({ ...balanced, replacementDelayMs: bad });
+      expect(e.field).toBe('replacementDelayMs');
+      expect(e.message).toMatch(/^replacementDelayMs /);
+    }
+    const filodb = refusal({ ...minimal, replacementDelayMs: 1_000 });
+    expect(filodb.field).toBe('replacementDelayMs');
+    expect(filodb.message).toMatch(/needs "strategy": "balanced"/);
+    expect(datasetConfigDifferences(valid(balanced), valid({ ...balanced, replacementDelayMs: 5_000 }))).toEqual(['replacementDelayMs']);
+    expect(datasetConfigDifferences(valid(balanced), valid({ ...balanced, replacementDelayMs: 60_000 }))).toEqual([]);
   });
 
   it('copyStartFrom takes earliest or serving-copies, and refuses anything else naming both', () => {

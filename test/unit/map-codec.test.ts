@@ -18,7 +18,7 @@ const nodes: NodeId[] = ['a', 'node-2', 'ingest-17.prod-eu-west-1.example.intern
 /** Any event the mapper may be asked to apply (some of which it refuses). */
 const eventArb = (numShards: number): fc.Arbitrary<ShardEvent> =>
   fc
-    .tuple(fc.integer({ min: 0, max: 9 }), fc.integer({ min: 0, max: numShards - 1 }), fc.constantFrom(...nodes), fc.integer({ min: 0, max: 100 }), fc.string({ maxLength: 20 }))
+    .tuple(fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: numShards - 1 }), fc.constantFrom(...nodes), fc.integer({ min: 0, max: 100 }), fc.string({ maxLength: 20 }))
     .map(([kind, s, node, pct, message]) => {
       const shard = shardNum(s);
       switch (kind) {
@@ -31,7 +31,8 @@ const eventArb = (numShards: number): fc.Arbitrary<ShardEvent> =>
         case 6: return ShardEvents.copyAdded(ds, shard, node);
         case 7: return ShardEvents.leaving(ds, shard, node);
         case 8: return ShardEvents.leavingCancelled(ds, shard, node);
-        default: return ShardEvents.left(ds, shard, node);
+        case 9: return ShardEvents.left(ds, shard, node);
+        default: return ShardEvents.copyDown(ds, shard, node);
       }
     });
 

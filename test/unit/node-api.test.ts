@@ -75,8 +75,10 @@ describe("FiloDB's cluster routes", () => {
   it('stop a shard, say why it is unassigned, and start it again on a chosen node', async () => {
     const owner = (await statusOf('metrics'))[5]!.address; // the only node with room for it (FiloDB's capacity rule)
     expect(await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [5] } })).toEqual({ status: 200, body: { status: 'success', data: [] } });
-    const stopped = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusDown');
-    expect(stopped[5]).toMatchObject({ status: 'ShardStatusDown', address: '' });
+    // FiloDB would say ShardStatusDown and place the shard again at the next membership change;
+    // shardherd keeps it Stopped until it is started.
+    const stopped = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusStopped');
+    expect(stopped[5]).toMatchObject({ status: 'ShardStatusStopped', address: '' });
     expect(stopped[5]!.reason).toMatch(/stopshards/);
     const started = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: owner, shardList: [5] } });
     expect(started).toEqual({ status: 200, body: { status: 'success', data: [] } });

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { liveCluster } from '../support/live-cluster.js';
-import { openApiCheck, structuralProblems, type OpenApiCheck } from '../support/openapi-check.js';
+import { startApiCluster } from '../support/api-cluster.js';
+import { structuralProblems, type OpenApiCheck } from '../support/openapi-check.js';
 
 const TOKEN = 'openapi-test-token-0123456789';
 const synthetic = { type: 'synthetic', recordsPerSecond: 100 } as const;
@@ -49,13 +49,7 @@ async function call(path: string, init: Call = {}): Promise<{ status: number; bo
 const json = (r: { body: string }) => JSON.parse(r.body) as Record<string, unknown>;
 
 beforeAll(async () => {
-  cluster = liveCluster('openapi', ['n1', 'n2', 'n3']);
-  await cluster.start();
-  // FiloDB's strategy on 3 nodes for minNumNodes 2: two nodes hold 4 shards each, n1 none (room for a drain).
-  await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: synthetic });
-  api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });
-  await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
-  check = await openApiCheck(JSON.parse((await (await fetch(`${api.url}/api/v1/openapi.json`)).text())));
+  ({ cluster, api, check } = await startApiCluster('openapi', TOKEN));
 }, 30_000);
 
 afterAll(async () => {
@@ -128,7 +122,7 @@ describe('every route answers as documented', () => {
   }, 30_000);
 
   it("shardherd's reads and the node's own routes", async () => {
-    for (const path of ['/api/v1/overview', '/api/v1/datasets', '/api/v1/datasets/metrics', '/api/v1/members', '/api/v1/singleton', '/api/v1/cooldowns', '/api/v1/node-operations', '/status', '/api/v1/node', '/healthz', '/metrics']) {
+    for (const path of ['/api/v1/overview', '/api/v1/datasets', '/api/v1/datasets/metrics', '/api/v1/members', '/api/v1/singleton', '/api/v1/cooldowns', '/api/v1/node-operations', '/status', '/api/v1/node', '/healthz', '/metrics', '/api/v1/node/ingestion', '/api/v1/page/shards/metrics/3']) {
       expect((await call(path)).status, path).toBe(200);
     }
     // The singleton's node adds the singleton's own state to /status.
@@ -140,12 +134,26 @@ describe('every route answers as documented', () => {
     }
     expect((await call('/api/v1/datasets/nope')).status).toBe(404);
     expect((await call('/api/v1/datasets/no%20pe')).status).toBe(400);
+    expect((await call('/api/v1/page/shards/metrics/8')).status).toBe(404);
+    expect((await call('/api/v1/page/shards/nope/0')).status).toBe(404);
+    expect((await call('/api/v1/page/shards/metrics/x')).status).toBe(400);
     // The event stream: its head is enough (it stays open).
     const abort = new AbortController();
     const events = await fetch(`${api.url}/api/v1/events`, { signal: abort.signal });
     expect(check.answerProblem(check.operationOf('GET', '/api/v1/events')!, events.status, events.headers.get('content-type'), 'retry: 2000\n\n')).toBeUndefined();
     seen.set('GET /api/v1/events', new Set([events.status]));
     abort.abort();
+    // The page's stream, and a shard's details while it runs (with history and rates).
+    const pageAbort = new AbortController();
+    const page = await fetch(`${api.url}/api/v1/page/events`, { signal: pageAbort.signal });
+    expect(check.answerProblem(check.operationOf('GET', '/api/v1/page/events')!, page.status, page.headers.get('content-type'), 'retry: 2000\n\n')).toBeUndefined();
+    seen.set('GET /api/v1/page/events', new Set([page.status]));
+    const deadline = Date.now() + 10_000;
+    let details: Record<string, unknown>;
+    do details = json(await call('/api/v1/page/shards/metrics/3'));
+    while (!(details.copies as { ingestion?: unknown }[])[0]?.ingestion && Date.now() < deadline && (await new Promise((r) => setTimeout(r, 100)), true));
+    expect(details.copies).toEqual([expect.objectContaining({ ingestion: expect.objectContaining({ position: expect.any(Number) }) })]);
+    pageAbort.abort();
   });
 
   it('dataset setup and removal', async () => {

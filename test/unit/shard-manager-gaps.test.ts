@@ -202,13 +202,18 @@ describe('StartShards and StopShards refuse bad input with a typed reply and cha
     expect(h.stopShards(ds1, [6])).toEqual({ type: 'BadSchema', message: 'Can not stop shards [6] not assigned to any node' });
   });
 
-  it('stopped shards stay unassigned until a membership change or StartShards places them', () => {
+  it('stopped shards stay stopped through joins, departures and drains until StartShards places them (FiloDB re-places them at the next join)', () => {
     const h = threeNodes();
-    h.stopShards(ds1, [0]);
+    h.stopShards(ds1, [0, 4]);
     h.run({ type: 'CheckCooldowns' });
-    expect(h.mapper(ds1).nodeForShard(0)).toBeUndefined();
     h.addMember('c4');
+    for (const shard of [0, 4]) expect(h.mapper(ds1).statusForShard(shard).type).toBe('Stopped');
+    expect(h.startShards(ds1, 'c4', [0])).toEqual({ type: 'Success' });
     expect(h.mapper(ds1).nodeForShard(0)).toBe('c4');
+    h.removeMember('c2');
+    h.run({ type: 'RemoveNode', node: 'c1', replyTo: adminReplyTo() });
+    expect(h.mapper(ds1).nodeForShard(4)).toBeUndefined();
+    expect(h.mapper(ds1).statusForShard(4).type).toBe('Stopped');
   });
 });
 

@@ -26,8 +26,9 @@ function filodb(ref: DatasetRef, numShards: number, minNumNodes: number, extra: 
 let joined = 0;
 const member = (name: string, rack?: string): Member => ({ node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++joined, ...(rack === undefined ? {} : { rack }) });
 
+/** Rounds at every membership change (no settle window): these tests are about what one round does. */
 function cluster(nodes: readonly [string, string?][]): Harness {
-  const h = new Harness();
+  const h = new Harness({ settleWindowMs: 0 });
   for (const [name, rack] of nodes) h.run({ type: 'MemberUp', member: member(name, rack) });
   return h;
 }

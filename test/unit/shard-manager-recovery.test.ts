@@ -136,12 +136,24 @@ describe('failover recovery', () => {
 
   it('adopts a running shard the recovered map shows without owner, instead of restarting it elsewhere', () => {
     const h = busyCluster();
-    h.stopShards(ds1, [6]);
+    // The stored map lost shard 6's owner (Down, no copy) before the singleton died; c4 runs it.
+    const mapper = h.state.datasets.get(ds1)!.mapper.clone();
+    mapper.updateFromEvent(ShardEvents.shardDown(ds1, s(6), n('c1')));
+    h.state = { ...h.state, datasets: new Map([...h.state.datasets].map(([ref, ds]) => [ref, ref === ds1 ? { ...ds, mapper } : ds])) };
     const running: RecoveryData['running'] = [{ node: n('c4'), incarnation: incarnation('c4#1'), shards: [{ dataset: ds1, shard: 6, status: Status.active }] }];
     const next = new Harness({}, recoveryFrom(h.state, { running }));
     expect(next.mapper(ds1).nodeForShard(6)).toBe('c4');
     expect(next.mapper(ds1).statusForShard(6)).toEqual(Status.active);
     expect(noticesNamed(next.effects, 'recovery.shard-adopted')).toHaveLength(1);
+  });
+
+  it('keeps a shard an operator stopped stopped: a node still running it is not given it back', () => {
+    const h = busyCluster();
+    h.stopShards(ds1, [6]);
+    const running: RecoveryData['running'] = [{ node: n('c4'), incarnation: incarnation('c4#1'), shards: [{ dataset: ds1, shard: 6, status: Status.active }] }];
+    const next = new Harness({}, recoveryFrom(h.state, { running }));
+    expect(next.mapper(ds1).nodeForShard(6)).toBeUndefined();
+    expect(next.mapper(ds1).statusForShard(6).type).toBe('Stopped');
   });
 
   it('fences a node that runs shards but is not a member (FiloDB lets it ingest on: duplicate ingestion)', () => {

@@ -564,6 +564,19 @@ describe('minimalEvents (reference §2.6)', () => {
     expect(replayed.equals(m)).toBe(true);
   });
 
+  it("copies kept Down for a lost node (ShardCopyDown) keep their placement, and replay as their placement's event then ShardCopyDown", () => {
+    const m = new ShardMapper(4, ds);
+    apply(m, IS(0, r1), ShardEvents.copyAdded(ds, shardNum(0), r2), IS(0, r2), ShardEvents.copyDown(ds, shardNum(0), r1), SAS(1, r1), ShardEvents.copyDown(ds, shardNum(1), r1));
+    expect(m.copyOnNode(0, r1)).toEqual({ node: r1, placement: 'Available', status: Status.down });
+    expect(m.statusForShard(0)).toEqual(Status.active); // r2's copy speaks for the shard
+    expect(m.servingNodes(0)).toEqual([r2]);
+    expect(m.copyOnNode(1, r1)).toEqual({ node: r1, placement: 'Initializing', status: Status.down });
+    expect(m.updateFromEvent(ShardEvents.copyDown(ds, shardNum(2), r1)).ok).toBe(false); // no copy to keep
+    const replayed = new ShardMapper(4, ds);
+    apply(replayed, ...m.minimalEvents());
+    expect(replayed.equals(m)).toBe(true);
+  });
+
   it('needs a dataset: from the constructor or the argument', () => {
     const m = new ShardMapper(4);
     apply(m, IS(0, r1));

@@ -6,9 +6,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
-import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { liveCluster } from '../support/live-cluster.js';
-import { openApiCheck, type OpenApiCheck } from '../support/openapi-check.js';
+import type { NodeApi } from '../../src/http/node-api.js';
+import { startApiCluster } from '../support/api-cluster.js';
+import type { OpenApiCheck } from '../support/openapi-check.js';
 
 const TOKEN = 'strict-inputs-token-0123456789';
 /** The names a refused body answers (docs/OPERATIONS.md). */
@@ -100,13 +100,8 @@ async function clusterState(): Promise<string> {
 }
 
 beforeAll(async () => {
-  cluster = liveCluster('strict', ['n1', 'n2', 'n3']);
-  await cluster.start();
   // n1 has room for n2's shards: a drain that got through would start moves and change the map.
-  await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 100 } });
-  api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });
-  await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
-  check = await openApiCheck(await (await fetch(`${api.url}/api/v1/openapi.json`)).json());
+  ({ cluster, api, check } = await startApiCluster('strict', TOKEN));
 }, 30_000);
 
 afterAll(async () => {

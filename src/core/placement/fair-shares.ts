@@ -3,12 +3,6 @@
 // of each shard, so a group whose share exceeds that capacity is capped at exactly its capacity and
 // the other groups share the rest (docs/PLACEMENT.md, "What exact means").
 
-/** A present node as the share computation sees it. */
-export interface ShareNode {
-  readonly group: number;
-  readonly weight: number;
-}
-
 export interface FairShares {
   /** Fair share of each node (real-valued). */
   readonly share: Float64Array;
@@ -21,12 +15,16 @@ export interface FairShares {
 // that equal weights give exactly equal bounds and 41.000000000001 does not become 41..42.
 const TOLERANCE = 1e-9;
 
-/** Shares of `total` copies over `nodes`, at most `groupCapacity[g]` copies in group g. */
-export function fairShares(nodes: readonly ShareNode[], total: number, groupCapacity: ArrayLike<number>): FairShares {
-  const share = new Float64Array(nodes.length);
+/**
+ * Shares of `total` copies over nodes of groups `groupOf` and weights `weight` (0 for a node that
+ * takes no share), at most `groupCapacity[g]` copies in group g.
+ */
+export function fairShares(groupOf: Int32Array, weight: Float64Array, total: number, groupCapacity: ArrayLike<number>): FairShares {
+  const count = groupOf.length;
+  const share = new Float64Array(count);
   const groupCount = groupCapacity.length;
   const groupWeight = new Float64Array(groupCount);
-  for (const n of nodes) groupWeight[n.group]! += n.weight;
+  for (let i = 0; i < count; i++) groupWeight[groupOf[i]!]! += weight[i]!;
   const capped = new Uint8Array(groupCount);
   let remaining = Math.max(0, total);
   let openWeight = 0;
@@ -52,11 +50,16 @@ export function fairShares(nodes: readonly ShareNode[], total: number, groupCapa
     }
     remaining = Math.max(0, remaining);
   }
-  for (let i = 0; i < nodes.length; i++) {
-    const { group, weight } = nodes[i]!;
-    share[i] = capped[group] ? (groupCapacity[group]! * weight) / groupWeight[group]! : openWeight > 0 ? (remaining * weight) / openWeight : 0;
+  const lo = new Int32Array(count);
+  const hi = new Int32Array(count);
+  for (let i = 0; i < count; i++) {
+    const g = groupOf[i]!;
+    const w = weight[i]!;
+    if (w === 0) continue;
+    const q = capped[g] ? (groupCapacity[g]! * w) / groupWeight[g]! : openWeight > 0 ? (remaining * w) / openWeight : 0;
+    share[i] = q;
+    lo[i] = Math.floor(q + TOLERANCE);
+    hi[i] = Math.ceil(q - TOLERANCE);
   }
-  const lo = Int32Array.from(share, (q) => Math.floor(q + TOLERANCE));
-  const hi = Int32Array.from(share, (q) => Math.ceil(q - TOLERANCE));
   return { share, lo, hi };
 }

@@ -11,6 +11,8 @@ export class PlacementProblem {
   readonly groupOf: Int32Array;
   readonly groupCount: number;
   readonly present: Uint8Array;
+  /** Each node's weight, 0 for an absent node (it takes no part in the shares). */
+  readonly presentWeight: Float64Array;
   readonly presentCount: number;
   /** Copies each non-held shard should have: min(RF, groups). */
   readonly copies: number;
@@ -40,13 +42,28 @@ export class PlacementProblem {
 
   constructor(readonly input: PlacementInput) {
     this.nodes = sortedById(input.nodes);
-    const groups = [...new Set(this.nodes.map((n) => n.group))].sort();
-    const groupIndex = new Map(groups.map((g, i) => [g, i]));
-    this.groupOf = Int32Array.from(this.nodes, (n) => groupIndex.get(n.group)!);
-    this.groupCount = groups.length;
-    this.present = Uint8Array.from(this.nodes, (n) => (n.absent ? 0 : 1));
-    this.presentCount = this.present.reduce((sum, p) => sum + p, 0);
-    this.copies = Math.min(input.replicationFactor, groups.length);
+    // Groups numbered by first appearance in id order: as independent of input order as a sort by name.
+    const count = this.nodes.length;
+    const groupIndex = new Map<string, number>();
+    this.groupOf = new Int32Array(count);
+    this.present = new Uint8Array(count);
+    this.presentWeight = new Float64Array(count);
+    let presentCount = 0;
+    let presentWeight = 0;
+    for (let i = 0; i < count; i++) {
+      const n = this.nodes[i]!;
+      let g = groupIndex.get(n.group);
+      if (g === undefined) groupIndex.set(n.group, (g = groupIndex.size));
+      this.groupOf[i] = g;
+      if (n.absent) continue;
+      this.present[i] = 1;
+      this.presentWeight[i] = n.weight;
+      presentCount++;
+      presentWeight += n.weight;
+    }
+    this.groupCount = groupIndex.size;
+    this.presentCount = presentCount;
+    this.copies = Math.min(input.replicationFactor, this.groupCount);
     this.shards = input.numShards;
     this.held = input.held ?? new Set<number>();
     this.heldLoad = new Int32Array(this.nodes.length);
@@ -79,21 +96,10 @@ export class PlacementProblem {
       this.groupCapacity[this.groupOf[i]!]! += this.heldLoad[i]!;
     }
     this.presentTotal = total;
-    const presentNodes: number[] = [];
-    for (let i = 0; i < this.nodes.length; i++) if (this.present[i]) presentNodes.push(i);
-    const shares = fairShares(
-      presentNodes.map((i) => ({ group: this.groupOf[i]!, weight: this.nodes[i]!.weight })),
-      total,
-      this.groupCapacity,
-    );
-    this.lo = new Int32Array(this.nodes.length);
-    this.hi = new Int32Array(this.nodes.length);
-    presentNodes.forEach((i, k) => {
-      this.lo[i] = shares.lo[k]!;
-      this.hi[i] = shares.hi[k]!;
-    });
-    const weight = presentNodes.reduce((sum, i) => sum + this.nodes[i]!.weight, 0);
-    this.scale = presentNodes.length > 0 ? weight / presentNodes.length : 1;
+    const shares = fairShares(this.groupOf, this.presentWeight, total, this.groupCapacity);
+    this.lo = shares.lo;
+    this.hi = shares.hi;
+    this.scale = presentCount > 0 ? presentWeight / presentCount : 1;
   }
 
   /**

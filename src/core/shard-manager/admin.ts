@@ -15,8 +15,10 @@ const list = (shards: readonly number[]): string => `[${shards.join(', ')}]`;
 
 /**
  * `StopShards`: FiloDB's validations in order (dataset known; shards valid and distinct; every
- * shard owned), then `ShardDown` on each. Freed shards stay unassigned until a membership change
- * or a `StartShards` places them, so an operator can move a shard in two steps.
+ * shard owned), then `ShardDown` on each and `IngestionStopped`. Stopped shards stay unassigned
+ * until a `StartShards` places them (FiloDB also re-places them at the next membership change:
+ * shardherd keeps an operator's stop through drains, joins and failovers), so an operator can
+ * move a shard in two steps.
  */
 export function stopShards(step: Step, dataset: DatasetRef, shards: readonly number[], replyTo: ReplyTo): void {
   const ds = step.dataset(dataset);
@@ -28,8 +30,8 @@ export function stopShards(step: Step, dataset: DatasetRef, shards: readonly num
   }
   for (const s of shards) {
     for (const node of ds.mapper.nodesForShard(s)) step.apply(dataset, ShardEvents.shardDown(dataset, s as ShardNum, node));
-    // A balanced dataset re-places any shard without a copy: Stopped marks one an operator holds back.
-    if (ds.config.strategy === 'balanced') step.apply(dataset, ShardEvents.ingestionStopped(dataset, s as ShardNum, step.dataset(dataset)!.mapper.recordForShard(s).lastNode!));
+    // Stopped marks a shard an operator holds back: no round places it until StartShards (see `Step.held`).
+    step.apply(dataset, ShardEvents.ingestionStopped(dataset, s as ShardNum, step.dataset(dataset)!.mapper.recordForShard(s).lastNode!));
   }
   step.reply(replyTo, { type: 'Success' });
 }
@@ -55,7 +57,8 @@ export function startShards(step: Step, dataset: DatasetRef, rawNode: string, sh
   if (shards.some((s) => ds.mapper.nodeForShard(s) !== undefined)) {
     return step.reply(replyTo, { type: 'BadSchema', message: `Can not start ${list(shards)} on ${node}. Please stop shards before starting` });
   }
-  const held = step.held(dataset);
+  // FiloDB's capacity rule counts stopped shards as free (it would place them at the next change).
+  const held = step.cooling(dataset);
   for (const s of shards) held.delete(s);
   const spec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
   // FiloDB's capacity rule is its strategy's; a balanced dataset rebalances whatever an operator starts.

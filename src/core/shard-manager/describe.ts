@@ -1,8 +1,10 @@
 // `DescribeCluster`: the singleton's whole picture for operators (HTTP routes, the status page, the
 // CLI), including why each shard that lacks a copy has none — the question FiloDB leaves operators
 // to answer by reading its strategy.
-import type { DatasetRef, ReplyTo } from '../ids.js';
+import type { DatasetRef, NodeId, ReplyTo } from '../ids.js';
 import { checkIsolationFeasible } from '../placement/balanced-strategy.js';
+import { noticeTime } from '../iso-time.js';
+import { absentUntil } from './absence.js';
 import type { DatasetDescription, ShardsWithoutCopies } from './protocol.js';
 import type { Step } from './step.js';
 
@@ -47,31 +49,39 @@ export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWitho
   const { config, mapper } = ds;
   const placeable = step.placeableMembers();
   const held = step.held(ref);
+  const cooling = step.cooling(ref);
   const isolation = config.replicationFactor > 1 ? checkIsolationFeasible(config.replicationFactor, placeable.map((m) => m.rack ?? `node:${m.node}`)) : undefined;
   const spec = { numShards: config.numShards, minNumNodes: config.minNumNodes, held };
   const roomLeft = config.strategy === 'filodb-default' && placeable.some((m) => step.settings.strategy.remainingCapacity(m.node, spec, mapper) > 0);
   const out: ShardWithoutCopy[] = [];
   for (let shard = 0; shard < config.numShards; shard++) {
-    const copies = mapper.nodesForShard(shard).length;
+    // A copy kept for an absent node is in the map but runs nowhere: not one of the shard's copies now.
+    const kept = mapper.recordForShard(shard).assignments.filter((a) => a.status.type === 'Down');
+    const copies = mapper.nodesForShard(shard).length - kept.length;
     if (copies >= config.replicationFactor) continue;
-    out.push({ shard, copies, reason: reasonFor(shard) });
+    out.push({ shard, copies, reason: kept.length > 0 ? keptFor(kept.map((a) => a.node)) : reasonFor(shard) });
   }
   return out;
+
+  function keptFor(nodes: readonly NodeId[]): string {
+    const until = nodes.map((node) => `${node} until ${noticeTime(absentUntil(step, ref, node) ?? step.now)}`);
+    return `a copy is kept for ${until.join(', ')}, away within the replacement delay (replacementDelayMs ${config.replacementDelayMs}): restarted if it comes back, re-created elsewhere after`;
+  }
 
   function reasonFor(shard: number): string {
     const status = mapper.statusForShard(shard);
     if (placeable.length === 0) return step.members.length === 0 ? 'no node is a member' : 'every member is being drained';
-    if (held.has(shard)) {
+    if (cooling.has(shard)) {
       const at = ds.cooldowns.get(shard)!;
       return `in its reassignment cooldown after an ingestion error: it may move again ${Math.ceil((step.cooldownEnd(at) - step.now) / 1000)} s from now`;
     }
-    if (status.type === 'Stopped' && config.strategy === 'balanced') return 'stopped by an operator (stopshards); startshards places it again';
+    if (status.type === 'Stopped') return 'stopped by an operator (stopshards): it stays stopped through membership changes and failovers until startshards places it';
     if (isolation && !isolation.ok) return isolation.error.message;
     if (config.strategy === 'balanced') return `a ${config.replicationFactor}-copy placement needs more members than the ${placeable.length} that take copies`;
     if (!roomLeft) {
       const cap = Math.ceil(config.numShards / config.minNumNodes);
       return `no node has room: each takes at most ceil(numShards / minNumNodes) = ${cap} shards and ${placeable.length} of minNumNodes ${config.minNumNodes} are members`;
     }
-    return 'freed by stopshards or a skipped reassignment: placed at the next membership change, or now by startshards';
+    return 'freed by a skipped reassignment: placed at the next membership change, or now by startshards';
   }
 }

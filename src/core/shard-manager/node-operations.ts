@@ -4,6 +4,7 @@
 // them on; a drained node is told it may stop once it holds no copy.
 import { parseNodeId, type NodeId, type ReplyTo } from '../ids.js';
 import { count } from '../plural.js';
+import { endAbsence } from './absence.js';
 import { groupsOf, placementNode, rollBackMovesOff } from './planned-moves.js';
 import type { Member, NodeOperationName, NodeOperationRefusal } from './protocol.js';
 import type { Step } from './step.js';
@@ -57,10 +58,17 @@ function startDrain(step: Step, node: NodeId, to: NodeId | undefined): number {
   return copies;
 }
 
-/** `RemoveNode`: drain. */
+/**
+ * `RemoveNode`: drain. Of a node absent within its replacement delay (it is gone, its copies kept
+ * for it): the operator knows it will not come back, so its copies are re-created now.
+ */
 export function removeNode(step: Step, raw: string, replyTo: ReplyTo): void {
   const node = parseNode(step, raw, replyTo, 'remove');
   if (node === undefined) return;
+  if (!step.member(node) && step.absent.has(node)) {
+    const copies = endAbsence(step, node);
+    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves: copies, pending: false, message: `${node} was absent: the ${count(copies, 'copy', 'copies')} kept for it are re-created on the members now` });
+  }
   if (!step.member(node)) return refuse(step, replyTo, 'remove', 'unknown-node', `${node} is not a member`);
   if (step.draining.has(node)) return refuse(step, replyTo, 'remove', 'conflict', `${node} is already being drained`);
   const why = cannotHold(step, node);

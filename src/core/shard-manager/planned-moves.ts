@@ -7,6 +7,7 @@ import type { DatasetRef, NodeId, ShardNum } from '../ids.js';
 import type { PlacementNode } from '../placement/placement-types.js';
 import { isServingCopy } from '../shard-record.js';
 import { ShardEvents } from '../status.js';
+import { absentMembers, dropDepartedCopies } from './absence.js';
 import type { Member } from './protocol.js';
 import type { Step } from './step.js';
 
@@ -30,8 +31,8 @@ function movesInFlight(step: Step, ref: DatasetRef): number {
 
 /**
  * Removes Leaving copies whose successors serve: while a shard has more serving Available copies
- * plus Leaving copies than it should have copies, its oldest Leaving copy goes (`ShardLeft`).
- * A Leaving copy is never removed while no Available copy serves.
+ * plus copies kept for absent nodes plus Leaving copies than it should have copies, its oldest
+ * Leaving copy goes (`ShardLeft`). A Leaving copy is never removed while no Available copy serves.
  */
 export function completeHandoffs(step: Step, ref: DatasetRef, desired: number): void {
   const mapper = () => step.dataset(ref)!.mapper;
@@ -41,7 +42,9 @@ export function completeHandoffs(step: Step, ref: DatasetRef, desired: number): 
     if (leaving.length === 0) continue;
     const available = copies.filter((a) => a.placement === 'Available' && isServingCopy(a)).length;
     if (available === 0) continue;
-    let excess = available + leaving.length - desired;
+    // A copy kept for an absent node stays: it counts as one of the shard's copies.
+    const kept = copies.filter((a) => a.placement !== 'Leaving' && a.status.type === 'Down').length;
+    let excess = available + kept + leaving.length - desired;
     for (const copy of leaving) {
       if (excess <= 0) break;
       step.apply(ref, ShardEvents.left(ref, s as ShardNum, copy.node));
@@ -106,15 +109,23 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId): voi
  * (lowest shards first) and the rest wait for a later round: each finished handoff runs one, and
  * so does each new copy catching up while moves wait (a move that only replaced a copy still
  * catching up leaves no handoff to finish).
+ * Nodes absent within their replacement delay (`absence.ts`) go to the strategy with `absent: true`:
+ * they keep their copies and get none; copies of nodes no longer waited for are dropped first, so
+ * the strategy re-creates them. A round decides whatever membership change was pending, so it
+ * closes the dataset's settle window.
  * Returns the shards that got a new copy.
  */
 export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): ShardNum[] {
   const ds = step.dataset(ref)!;
   const { config } = ds;
+  step.setRoundDue(ref, undefined);
+  step.membershipChanged.delete(ref);
+  dropDepartedCopies(step, ref);
   // Drained members hold copies only when nobody else can (nothing is lost over an operator's intent).
   const placeable = step.placeableMembers();
   const members = placeable.length > 0 ? placeable : step.members;
-  const desired = Math.min(config.replicationFactor, groupsOf(members).length);
+  const absent = absentMembers(step, ref);
+  const desired = Math.min(config.replicationFactor, groupsOf([...members, ...absent]).length);
   completeHandoffs(step, ref, desired);
   if (members.length === 0) return [];
   const mapper = () => step.dataset(ref)!.mapper;
@@ -122,7 +133,8 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   // Shards an operator stopped (no copy, Stopped) stay so until StartShards, as in FiloDB.
   const hold = new Set(held);
   for (let s = 0; s < config.numShards; s++) if (current[s]!.length === 0 && mapper().statusForShard(s).type === 'Stopped') hold.add(s);
-  const target = step.settings.placement.place({ numShards: config.numShards, replicationFactor: config.replicationFactor, nodes: members.map(placementNode), current, held: hold });
+  const nodes = [...members.map(placementNode), ...absent.map((m) => ({ ...placementNode(m), absent: true }))];
+  const target = step.settings.placement.place({ numShards: config.numShards, replicationFactor: config.replicationFactor, nodes, current, held: hold });
   if (!target.ok) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy refused: ${target.error.message}` });
     return [];
@@ -130,16 +142,21 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
   // Racks of every member, drained ones too: a copy leaving a drained node pairs with a new copy
   // in its own rack, so the moves a budget lets through never put two staying copies in one rack.
-  const groupOf = new Map(step.members.map((m) => [m.node as string, placementNode(m).group]));
+  const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
+  // An absent node runs nothing: a copy given to it would not serve until it came back.
+  const away = new Set<string>(absent.map((m) => m.node));
+  let refusedAway = 0;
   const placed: ShardNum[] = [];
   let waiting = false;
   for (let s = 0; s < config.numShards; s++) {
     const shard = s as ShardNum;
     const want = target.value[s]!;
     const have = current[s]!;
+    const wanted = want.filter((n) => !have.includes(n));
+    refusedAway += wanted.filter((n) => away.has(n)).length;
     const { moves, added, dropped } = pairByGroup(
       have.filter((n) => !want.includes(n)),
-      want.filter((n) => !have.includes(n)),
+      wanted.filter((n) => !away.has(n)),
       groupOf,
     );
     if (moves.length === 0 && added.length === 0 && dropped.length === 0) continue;
@@ -167,6 +184,9 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   }
   completeHandoffs(step, ref, desired);
   step.setMovesWaiting(ref, waiting);
+  if (refusedAway > 0) {
+    step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
+  }
   return placed;
 }
 

@@ -108,7 +108,10 @@ export type ShardManagerInput =
    * record, and the members. `subscriber` is who asked (a node's guardian).
    */
   | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[] | 'all'; readonly members: boolean }
-  /** Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended. */
+  /**
+   * Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended, ends the
+   * replacement delays and settle windows that are due (the name is the first timer it served).
+   */
   | { readonly type: 'CheckCooldowns' }
   /**
    * Drain: every copy on `node` is handed off (new copy first, old one removed once the new one
@@ -270,6 +273,10 @@ export type NoticeName =
   | 'node.drained'
   | 'node.replacement-pending'
   | 'node.operation-cancelled'
+  | 'node.absent'
+  | 'node.returned'
+  | 'node.absence-ended'
+  | 'round.deferred'
   | 'shard.handoff-started'
   | 'shard.handoff-completed'
   | 'shard.handoff-cancelled'

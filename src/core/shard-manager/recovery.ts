@@ -174,13 +174,14 @@ function reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], ru
 
   // A copy the map shows running on a node that says it is not: it will be (re)started there.
   // Copies listed in one pass over the map, not one pass per node (restarting keeps the copy's placement).
+  // A copy kept Down for a node that was lost and is a member again (it came back while the last
+  // singleton died, or the map was persisted before its return): restarted, as its return would have.
   const answered = new Set(reporters);
   for (const s of mapper().assignedShards()) {
     for (const copy of mapper().recordForShard(s).assignments) {
       const status = copy.status.type;
-      if (answered.has(copy.node) && (status === 'Active' || status === 'Recovery') && !reportedBy.has(`${s}/${copy.node}`)) {
-        step.apply(ref, ShardEvents.assignmentStarted(ref, s, copy.node));
-      }
+      const restart = answered.has(copy.node) && (status === 'Active' || status === 'Recovery') && !reportedBy.has(`${s}/${copy.node}`);
+      if (restart || (status === 'Down' && live.has(copy.node))) step.apply(ref, ShardEvents.assignmentStarted(ref, s, copy.node));
     }
   }
 

@@ -1,6 +1,7 @@
 import { isShardInRange, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
 import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
+import { roundUnlessSettling } from './settle-window.js';
 import type { Step } from './step.js';
 
 /**
@@ -52,7 +53,7 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
   // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
   const ds = step.dataset(e.dataset)!;
   if (changed && e.type === 'IngestionStarted' && (ds.movesWaiting || ds.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'))) {
-    step.assignShards(e.dataset);
+    roundUnlessSettling(step, e.dataset);
   }
 }
 
@@ -114,6 +115,6 @@ export function checkCooldowns(step: Step): void {
 export function scheduleHeldShards(step: Step): void {
   for (const ref of step.datasetRefs()) {
     const ds = step.dataset(ref)!;
-    for (const s of step.held(ref)) step.schedule(step.cooldownEnd(ds.cooldowns.get(s)!));
+    for (const s of step.cooling(ref)) step.schedule(step.cooldownEnd(ds.cooldowns.get(s)!));
   }
 }

@@ -14,12 +14,22 @@ import { groupsOf } from './planned-moves.js';
 import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReport } from './reports.js';
+import { endAbsences, nodeJoined, nodeLost } from './absence.js';
+import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from './settle-window.js';
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
 import { worstCaseMapBytes } from '../map-codec.js';
 import { count } from '../plural.js';
 
 /** FiloDB's `reassignment-min-interval`: an errored shard moves at most once per 2 hours. */
 export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
+
+/**
+ * How long a membership change's `balanced` round waits for more changes: long enough to take in
+ * the membership events of one operation (a rack's nodes stopping, a replacement's leave and join,
+ * which a Kafka rebalance reports within a second or so), short next to the replacement delay
+ * (60 s) and to a copy's catch-up, so that nothing waits noticeably for it.
+ */
+export const DEFAULT_SETTLE_WINDOW_MS = 1_000;
 
 export interface ShardManagerOptions {
   /** Which node takes which shards of `filodb-default` datasets. Default: `DefaultShardAssignmentStrategy` (FiloDB's). */
@@ -33,6 +43,12 @@ export interface ShardManagerOptions {
    * grow past it is refused at setup (`DatasetTooLarge`). Default: the bus's 64 MiB message limit.
    */
   readonly maxMapBytes?: number;
+  /**
+   * A membership change that leaves every shard of a `balanced` dataset served waits this long
+   * (ms) for more changes, and one round then decides them all. 0: a round at every change.
+   * Default 1000.
+   */
+  readonly settleWindowMs?: number;
 }
 
 /** The bus's default limit of one message (its `maxMessageBytes`). */
@@ -58,11 +74,16 @@ export class ShardManager {
     }
     const maxMapBytes = options.maxMapBytes ?? DEFAULT_MAX_MAP_BYTES;
     if (!Number.isSafeInteger(maxMapBytes) || maxMapBytes < 1) throw new RangeError(`maxMapBytes must be a positive integer (bytes), got ${maxMapBytes}`);
+    const settleWindowMs = options.settleWindowMs ?? DEFAULT_SETTLE_WINDOW_MS;
+    if (!Number.isSafeInteger(settleWindowMs) || settleWindowMs < 0) {
+      throw new RangeError(`settleWindowMs must be a non-negative integer (ms), got ${settleWindowMs}`);
+    }
     this.settings = {
       strategy: options.strategy ?? new DefaultShardAssignmentStrategy(),
       placement: options.placement ?? new BalancedPlacementStrategy(),
       reassignmentCooldownMs: cooldown,
       maxMapBytes,
+      settleWindowMs,
     };
   }
 
@@ -80,6 +101,7 @@ export class ShardManager {
       released: [],
       applied: [],
       membersVersion: 0,
+      absent: new Map(),
     };
   }
 
@@ -95,6 +117,7 @@ export class ShardManager {
     }
     const step = new Step(state, this.settings, now);
     this.handle(step, input);
+    settleMembershipRounds(step);
     releaseDrainedNodes(step);
     if (isChangingRequest(input)) step.recordApplied(input.replyTo);
     return step.finish();
@@ -111,6 +134,7 @@ export class ShardManager {
       released: [],
       applied: data.applied ?? [],
       membersVersion: 0,
+      absent: new Map(),
     };
     const step = new Step(base, this.settings, now);
     recover(step, data);
@@ -167,7 +191,9 @@ export class ShardManager {
       case 'SyncMaps':
         return syncMaps(step, input.subscriber, input.datasets, input.members);
       case 'CheckCooldowns':
-        return checkCooldowns(step);
+        checkCooldowns(step);
+        endAbsences(step);
+        return endSettleWindows(step);
       case 'RemoveNode':
         return removeNode(step, input.node, input.replyTo);
       case 'ReplaceNode':
@@ -213,44 +239,62 @@ function uniqueMembers(members: readonly Member[]): Member[] {
  * a skipped error reassignment stays unassigned when the joiner has no room but an older node has.
  * A known node with a new incarnation restarted: it leaves (its shards go down and are re-placed)
  * and joins again last.
+ *
+ * `balanced` datasets: a node absent within its replacement delay is back and restarts the copies
+ * kept for it; a restarted one keeps its copies the same way; a new node ends the absences
+ * (`absence.ts`). Their round runs at the end of the step or of the settle window.
  */
 function memberUp(step: Step, member: Member): void {
   const existing = step.member(member.node);
   if (existing?.incarnation === member.incarnation) {
     return step.notice({ name: 'member.ignored', level: 'debug', node: member.node, message: `${member.node} is already a member` });
   }
-  if (existing) memberDown(step, existing.node, existing.incarnation);
+  if (existing) memberDown(step, existing.node, existing.incarnation, true);
   step.members = sortMembers([...step.members, member]);
   step.notice({ name: 'member.up', level: 'info', node: member.node, message: `${member.node} (incarnation ${member.incarnation}) joined` });
+  nodeJoined(step, member, existing !== undefined);
   startPendingReplacement(step, member);
-  for (const ref of step.datasetRefs()) step.assignShards(ref);
+  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy !== 'balanced') step.assignShards(ref);
 }
 
-/** A node left or was declared dead: its shards go down and are re-placed newest-first. */
-function memberDown(step: Step, node: NodeId, incarnation: Incarnation): void {
+/**
+ * A node left or was declared dead: its shards go down and are re-placed newest-first. A
+ * `balanced` dataset keeps the node's copies whose shards are served elsewhere for its replacement
+ * delay (`absence.ts`); `restarting`: the node is back already, with a new incarnation.
+ */
+function memberDown(step: Step, node: NodeId, incarnation: Incarnation, restarting = false): void {
   const member = step.member(node);
   if (!member || member.incarnation !== incarnation) {
     const why = member ? `the member is incarnation ${member.incarnation}` : 'it is not a member';
     return step.notice({ name: 'member.ignored', level: 'info', node, message: `departure of ${node} (incarnation ${incarnation}) ignored: ${why}` });
   }
+  const wasDraining = step.draining.has(node);
   step.members = step.members.filter((m) => m.node !== node);
   forgetNode(step, node);
   step.notice({ name: 'member.down', level: 'warn', node, message: `${node} (incarnation ${incarnation}) is no longer a member: it left or stopped answering` });
+  nodeLost(step, member, wasDraining, restarting);
   for (const ref of step.datasetRefs()) {
+    if (step.dataset(ref)!.config.strategy === 'balanced') continue;
     const mapper = step.dataset(ref)!.mapper;
     for (const s of mapper.shardsForNode(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));
     step.assignShards(ref);
   }
 }
 
-/** A whole membership view (e.g. after a Kafka rebalance): departures first, then joins oldest first. */
+/**
+ * A whole membership view (e.g. after a Kafka rebalance): departures first, then nodes coming back
+ * (so that a new node joining in the same view is not taken as their replacement), then the other
+ * joins oldest first.
+ */
 function membershipView(step: Step, view: readonly Member[]): void {
   const members = uniqueMembers(view);
   const byNode = new Map(members.map((m) => [m.node, m]));
   for (const m of [...step.members]) {
     if (byNode.get(m.node)?.incarnation !== m.incarnation) memberDown(step, m.node, m.incarnation);
   }
-  for (const m of sortMembers(members)) if (!step.member(m.node)) memberUp(step, m);
+  const joining = sortMembers(members).filter((m) => !step.member(m.node));
+  const back = joining.filter((m) => step.absent.has(m.node));
+  for (const m of [...back, ...joining.filter((j) => !back.includes(j))]) memberUp(step, m);
 }
 
 function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void {
@@ -364,7 +408,7 @@ function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef |
 function publishDigest(step: Step): void {
   // Planned moves waiting for the budget get a round at least once per interval: a report that
   // would have run one may have come before the budget freed up (or never, its node having died).
-  for (const dataset of step.datasetRefs()) if (step.dataset(dataset)!.movesWaiting) step.assignShards(dataset);
+  for (const dataset of step.datasetRefs()) if (step.dataset(dataset)!.movesWaiting) roundUnlessSettling(step, dataset);
   // The digest tells the stamps after this step's changes: those go out first.
   step.flushAll();
   step.send({ type: 'PublishDigest', maps: step.mapStamps(), members: step.membersVersionNow });

@@ -19,6 +19,20 @@ export interface DatasetState {
    * that catches up runs another round. Not persisted: a new singleton runs a round on recovery.
    */
   readonly movesWaiting?: boolean;
+  /**
+   * A `balanced` round the membership asked for waits until this time (ms), the end of its settle
+   * window, so that the changes of one operation are decided together. Not persisted.
+   */
+  readonly roundDueAt?: number | undefined;
+}
+
+/**
+ * A member that left or stopped answering and whose copies may be kept for it: absent for each
+ * `balanced` dataset until `since` plus that dataset's `replacementDelayMs`. Not persisted.
+ */
+export interface AbsentNode {
+  readonly member: Member;
+  readonly since: number;
 }
 
 /** The singleton's whole state. Treat it as immutable: `decide` returns a new one. */
@@ -45,6 +59,8 @@ export interface ShardManagerState {
   readonly applied: readonly AppliedRequest[];
   /** Grows with every change of the member incarnations under this epoch (the digest carries it). */
   readonly membersVersion: number;
+  /** Departed members whose copies may still be kept for them, by node (see `absence.ts`). */
+  readonly absent: ReadonlyMap<NodeId, AbsentNode>;
 }
 
 /** What one `decide` call returns. */
@@ -60,6 +76,7 @@ interface WorkingDataset {
   readonly mapper: ShardMapper;
   readonly cooldowns: Map<number, number>;
   movesWaiting: boolean;
+  roundDueAt: number | undefined;
   /** The changes since the map was last published, and the stamp they apply to. */
   events: ShardEvent[];
   base: { readonly epoch: Epoch; readonly version: number };
@@ -77,6 +94,8 @@ export interface StepSettings {
   readonly reassignmentCooldownMs: number;
   /** The largest encoded map the bus carries (see `ShardManagerOptions.maxMapBytes`). */
   readonly maxMapBytes: number;
+  /** How long a membership change's `balanced` round waits for more changes (ms; 0: none). */
+  readonly settleWindowMs: number;
 }
 
 /**
@@ -92,6 +111,13 @@ export class Step {
   /** Replacements waiting for their new node to join: new → old. */
   readonly pendingReplacements: Map<NodeId, NodeId>;
   released: Set<NodeId>;
+  /** Departed members whose copies may still be kept for them. */
+  readonly absent: Map<NodeId, AbsentNode>;
+  /**
+   * `balanced` datasets whose members changed in this step and have had no round since: the end
+   * of the step runs their round or opens their settle window (`settle-window.ts`).
+   */
+  readonly membershipChanged = new Set<DatasetRef>();
   private applied: readonly AppliedRequest[];
   private appliedNow: ReplyTo | undefined;
   private readonly baseOperations: NodeOperations;
@@ -124,6 +150,7 @@ export class Step {
     this.draining = new Map(base.operations.draining.map((n) => [n, base.operations.replacements.find((r) => r.old === n)?.new]));
     this.pendingReplacements = new Map(base.operations.replacements.filter((r) => !this.draining.has(r.old)).map((r) => [r.new, r.old]));
     this.released = new Set(base.released);
+    this.absent = new Map(base.absent);
     this.applied = base.applied;
     this.baseMembers = base.members;
     this.membersVersion = base.membersVersion;
@@ -169,8 +196,21 @@ export class Step {
     return { draining: [...this.draining.keys()].sort(), replacements };
   }
 
-  /** Shards of a dataset the strategy must not hand out now: errored shards inside their cooldown. */
+  /**
+   * Shards of a dataset the strategy must not hand out now: errored shards inside their cooldown,
+   * and shards an operator stopped (no copy, Stopped) until an operator starts them. FiloDB places
+   * a stopped shard again at the next membership change; shardherd keeps the operator's intent
+   * through drains, replacements, joins and failovers (the Stopped status is in the stored map).
+   */
   held(ref: DatasetRef): Set<number> {
+    const held = this.cooling(ref);
+    const ds = this.dataset(ref);
+    if (ds) for (const shard of ds.mapper.unassignedShards(Infinity)) if (ds.mapper.statusForShard(shard).type === 'Stopped') held.add(shard);
+    return held;
+  }
+
+  /** Errored shards inside their reassignment cooldown, without a copy. */
+  cooling(ref: DatasetRef): Set<number> {
     const ds = this.dataset(ref);
     const held = new Set<number>();
     if (!ds) return held;
@@ -219,6 +259,11 @@ export class Step {
     if (to === undefined || answer?.type !== 'Reply') return;
     this.applied = [...this.applied, { request: to, reply: answer.reply }].slice(-APPLIED_REQUESTS_KEPT);
     this.persist({ type: 'PersistAppliedRequests', applied: this.applied });
+  }
+
+  /** Sets (or clears) the time a dataset's deferred round runs. */
+  setRoundDue(ref: DatasetRef, at: number | undefined): void {
+    if (this.dataset(ref)?.roundDueAt !== at) this.edit(ref).roundDueAt = at;
   }
 
   /** Records whether a `balanced` round left planned moves waiting for the budget. */
@@ -411,7 +456,7 @@ export class Step {
         this.retiredVersions.set(ref, w.mapper.version);
         continue;
       }
-      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, movesWaiting: w.movesWaiting } : ds);
+      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, movesWaiting: w.movesWaiting, ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt }) } : ds);
     }
     const state: ShardManagerState = {
       phase: 'active',
@@ -425,6 +470,7 @@ export class Step {
       released: [...this.released].filter((n) => this.draining.has(n)).sort(),
       applied: this.applied,
       membersVersion: this.membersVersion,
+      absent: this.absent,
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices] };
@@ -441,6 +487,7 @@ export class Step {
         mapper: ds.mapper.clone(),
         cooldowns: new Map(ds.cooldowns),
         movesWaiting: ds.movesWaiting ?? false,
+        roundDueAt: ds.roundDueAt,
         events: [],
         base: { epoch: this.epoch, version: ds.mapper.version },
         created: false,

@@ -58,6 +58,8 @@ export class DatasetFeed {
   /** Consumed offsets (partition → next offset) waiting for the next commit. */
   private readonly consumed = new Map<number, number>();
   private commitTimer: NodeJS.Timeout | undefined;
+  /** The offsets request the calls of this moment wait for (see `topicOffsets`). */
+  private offsetsBatch: ReturnType<DatasetFeed['topicOffsets']> | undefined;
 
   constructor(
     readonly dataset: DatasetConfig,
@@ -165,12 +167,26 @@ export class DatasetFeed {
     return this.consumer.commit(offsets);
   }
 
-  /** The partition's low and high watermarks. */
+  /** The partition's low and high watermarks, read after this call. */
   async watermarks(shard: number): Promise<{ low: number; high: number }> {
-    const offsets = await (await this.ctx.admin()).fetchTopicOffsets(this.topic);
+    const offsets = await this.topicOffsets();
     const p = offsets.find((o) => o.partition === shard);
     if (p === undefined) throw new Error(`dataset ${this.dataset.ref}: Kafka topic "${this.topic}" has no partition ${shard}`);
     return { low: Number(p.low), high: Number(p.high) };
+  }
+
+  /**
+   * The topic's offsets. Calls of one moment share one request, sent once they have all called:
+   * each still gets offsets read after its call (a starting copy needs the end as it is then), and
+   * a look at the lag of hundreds of shards (a metrics scrape, the status page) costs one request,
+   * not one per shard, each answering every partition.
+   */
+  private topicOffsets(): Promise<Awaited<ReturnType<Admin['fetchTopicOffsets']>>> {
+    this.offsetsBatch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.offsetsBatch = undefined;
+      return this.ctx.admin().then((admin) => admin.fetchTopicOffsets(this.topic));
+    });
+    return this.offsetsBatch;
   }
 
   stats(): KafkaFeedStats {

@@ -1,0 +1,67 @@
+// The settle window (docs/PLACEMENT.md, "Settle window"): the membership events of one operation
+// (several nodes down, a rack lost node by node, a replacement seen as down then up, several adds)
+// arrive one by one, and a `balanced` round after each would move copies that the next event moves
+// again. So a membership change that leaves every shard with a copy on a present member opens a
+// window, and one round at its end decides everything that arrived within it. A change that leaves
+// a shard with no such copy runs the round at once, everything pending included: availability first.
+// Rounds for other reasons (an operator's drain, replace or add, a new dataset, a cooldown's end, an
+// ingestion error) run at once too, and so also decide whatever was pending.
+import type { DatasetRef } from '../ids.js';
+import { noticeTime } from '../iso-time.js';
+import type { Step } from './step.js';
+
+/**
+ * A shard with no copy on a present member that a round would place (not one an operator stopped,
+ * nor one inside its reassignment cooldown): the round cannot wait.
+ */
+export function shardWithoutPresentCopy(step: Step, ref: DatasetRef): number | undefined {
+  if (step.members.length === 0) return undefined;
+  const { mapper } = step.dataset(ref)!;
+  const held = step.held(ref);
+  const members = new Set<string>(step.memberNodes());
+  for (let s = 0; s < mapper.numShards; s++) {
+    const record = mapper.recordForShard(s);
+    if (record.assignments.some((a) => members.has(a.node))) continue;
+    if (held.has(s) || (record.assignments.length === 0 && record.status.type === 'Stopped')) continue;
+    return s;
+  }
+  return undefined;
+}
+
+/**
+ * The end of a step: each `balanced` dataset whose members changed and that had no round since
+ * gets its round now if a shard cannot wait (or there is no window), else when its window ends.
+ */
+export function settleMembershipRounds(step: Step): void {
+  for (const ref of [...step.membershipChanged]) {
+    step.membershipChanged.delete(ref);
+    const ds = step.dataset(ref);
+    if (!ds) continue;
+    const urgent = shardWithoutPresentCopy(step, ref);
+    if (step.settings.settleWindowMs === 0 || urgent !== undefined) {
+      step.assignShards(ref);
+      continue;
+    }
+    if (ds.roundDueAt !== undefined) continue; // the window is open: its round decides this too
+    const at = step.now + step.settings.settleWindowMs;
+    step.setRoundDue(ref, at);
+    step.schedule(at);
+    step.notice({ name: 'round.deferred', level: 'debug', dataset: ref, message: `${ref}: the members changed and every shard is still served: its round waits for more changes until ${noticeTime(at)} (settleWindowMs ${step.settings.settleWindowMs})` });
+  }
+}
+
+/** At a timer: the rounds whose settle window ended. */
+export function endSettleWindows(step: Step): void {
+  for (const ref of step.datasetRefs()) {
+    const due = step.dataset(ref)!.roundDueAt;
+    if (due !== undefined && due <= step.now) step.assignShards(ref);
+  }
+}
+
+/**
+ * A round for a reason that can wait (a handoff finished, moves waiting for the budget): not while
+ * the dataset's window is open, whose round will do it with everything else.
+ */
+export function roundUnlessSettling(step: Step, ref: DatasetRef): void {
+  if (step.dataset(ref)?.roundDueAt === undefined) step.assignShards(ref);
+}
