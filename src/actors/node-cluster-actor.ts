@@ -10,6 +10,8 @@ import { encodeEvents, encodeSnapshot } from '../core/map-codec.js';
 import type { AppliedRequest, Effect, MapStamp, Member, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import type { Evidence } from '../cluster/failure-detector/judge.js';
 import type { SingletonMonitor } from '../cluster/failure-detector/singleton-monitor.js';
+import { SingletonLeaseKeeper } from '../cluster/failure-detector/singleton-lease-keeper.js';
+import { leaseWaitMs } from '../cluster/failure-detector/settings.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -20,7 +22,10 @@ import { isPermanentBusFailure } from '../cluster/bus-failures.js';
 import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
 
 export type ClusterMsg =
-  | { readonly type: 'Begin'; readonly view: MembershipView }
+  /** `takenAt`: when the lease's compare-and-set was sent, on the detector's clock (heartbeat mode). */
+  | { readonly type: 'Begin'; readonly view: MembershipView; readonly takenAt?: number }
+  /** Heartbeat mode: every lease a predecessor may have granted has run out; recovery may end. */
+  | { readonly type: 'PredecessorLeasesOver' }
   | { readonly type: 'Inbox'; readonly record: BusRecord }
   | { readonly type: 'View'; readonly view: MembershipView }
   | { readonly type: 'Tick' }
@@ -49,6 +54,12 @@ interface State {
   groupView: MembershipView;
   /** The failure detector's monitor, in `heartbeat` mode. */
   monitor: SingletonMonitor<Member> | undefined;
+  /** Heartbeat mode: renews this singleton's own lease (§11.9). */
+  keeper: SingletonLeaseKeeper | undefined;
+  /** Heartbeat mode: recovery does not end before a predecessor's node leases have surely run out (§11.7). */
+  predecessorLeasesOver: boolean;
+  /** The recovery deadline passed while those leases still ran: recovery ends as soon as they do. */
+  recoveryDeadlinePassed: boolean;
   inbox: BusSubscription | undefined;
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
@@ -276,7 +287,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   }
 
   function allAnswered(s: State): boolean {
-    return s.view.members.every((m) => s.answers.get(m.node)?.incarnation === m.incarnation);
+    return s.predecessorLeasesOver && s.view.members.every((m) => s.answers.get(m.node)?.incarnation === m.incarnation);
   }
 
   async function onInbox(s: State, record: BusRecord): Promise<void> {
@@ -345,6 +356,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     if (s.phase === 'stopped') return;
     s.phase = 'stopped';
     s.monitor?.stop();
+    s.keeper?.stop();
     for (const cancel of s.timers) cancel();
     s.timers.clear();
     await s.inbox?.close().catch(() => undefined);
@@ -359,6 +371,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     view: { generation: 0, members: [] },
     groupView: { generation: 0, members: [] },
     monitor: undefined,
+    keeper: undefined,
+    predecessorLeasesOver: true,
+    recoveryDeadlinePassed: false,
     inbox: undefined,
     lastOffset: -1,
     stored: undefined,
@@ -377,11 +392,30 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'Begin': {
           s.takeoverAt = env.clock.now();
           s.groupView = msg.view;
-          s.monitor = env.detector?.hostSingleton(msg.view.members, {
-            epoch,
-            onEvict: (member, evidence) => env.runtime.send(ctx.self, { type: 'Evicted', member, evidence }),
-            onDepart: (member) => env.runtime.send(ctx.self, { type: 'Departed', member }),
-          });
+          const detector = env.detector;
+          if (detector) {
+            const keeper = new SingletonLeaseKeeper({
+              store: env.lease,
+              epoch,
+              settings: env.settings.failureDetector,
+              clock: detector.clock,
+              log,
+              takenAt: msg.takenAt ?? detector.clock.now(),
+              hearsMajority: () => s.monitor?.hearsMajority() ?? true,
+              onLost: (reason) => env.runtime.send(ctx.self, { type: 'Stop', reason }),
+            });
+            s.keeper = keeper;
+            s.monitor = detector.hostSingleton(msg.view.members, {
+              epoch,
+              leaseForMs: () => keeper.remainingMs(),
+              onEvict: (member, evidence) => env.runtime.send(ctx.self, { type: 'Evicted', member, evidence }),
+              onDepart: (member) => env.runtime.send(ctx.self, { type: 'Departed', member }),
+            });
+            keeper.start();
+            // A predecessor's grants may still run (it cannot be asked): nothing moves before they end.
+            s.predecessorLeasesOver = false;
+            later(s, leaseWaitMs(env.settings.failureDetector), () => env.runtime.send(ctx.self, { type: 'PredecessorLeasesOver' }));
+          }
           s.view = effectiveView(s);
           log.info({ event: 'singleton.takeover', epoch }, 'singleton lease taken: recovering');
           s.stored = {
@@ -406,7 +440,17 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps });
           later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
           return s;
+        case 'PredecessorLeasesOver':
+          s.predecessorLeasesOver = true;
+          if (s.phase !== 'recovering') return s;
+          if (s.recoveryDeadlinePassed) env.runtime.send(ctx.self, { type: 'RecoveryDeadline' });
+          else if (allAnswered(s)) await finishRecovery(s);
+          return s;
         case 'RecoveryDeadline':
+          if (s.phase === 'recovering' && !s.predecessorLeasesOver) {
+            s.recoveryDeadlinePassed = true;
+            return s;
+          }
           if (s.phase === 'recovering') {
             const missing = s.view.members.filter((m) => !s.answers.has(m.node)).map((m) => m.node);
             log.warn({ missing }, 'recovery goes on without the guardians that did not answer in time');
@@ -485,6 +529,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     afterStop: (s) => {
       if (s.phase !== 'stopped') {
         s.monitor?.stop();
+        s.keeper?.stop();
         for (const cancel of s.timers) cancel();
         void s.inbox?.close().catch(() => undefined);
         callbacks.onStopped('crashed');

@@ -21,6 +21,9 @@ import { skipMalformed, type NodeEnv } from './node-env.js';
 import type { NodeHub } from './node-hub.js';
 import { spawnReporter, type ReporterMsg } from './reporter.js';
 import type { EventsRecord } from './wire-events.js';
+import type { Lease } from '../store/meta-store.js';
+import { LeaseWatch, nextInLine } from '../cluster/failure-detector/succession.js';
+import { singletonLeaseWaitMs } from '../cluster/failure-detector/settings.js';
 import type { ActorRef } from './runtime.js';
 import { parseEventsMessage } from './wire-events.js';
 import { encodeInboxMessage, hostPrefix, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type Request } from './wire.js';
@@ -32,6 +35,10 @@ export type GuardianMsg =
   | { readonly type: 'Replies'; readonly record: BusRecord }
   | { readonly type: 'SingletonStopped'; readonly epoch: Epoch; readonly reason: string }
   | { readonly type: 'RetryCandidacy' }
+  /** Heartbeat mode: look at the singleton lease again (§11.9). */
+  | { readonly type: 'WatchLease' }
+  /** Heartbeat mode: the lease's holder refused a probe (its process is gone): take `lease` now. */
+  | { readonly type: 'HolderGone'; readonly lease: Lease }
   /** A `SyncMaps` got no complete answer in time: what is still lacking is asked again. */
   | { readonly type: 'SyncTimeout' }
   | { readonly type: 'Request'; readonly request: Request }
@@ -66,6 +73,13 @@ interface State {
    * crash next week is not delayed by the crashes of today.
    */
   singletonCrashes: number;
+  /** Heartbeat mode: the lease as this node watches it, and its next look. */
+  readonly leaseWatch: LeaseWatch | undefined;
+  watchTimer: Cancel | undefined;
+  /** A probe of the lease's holder is under way. */
+  probingHolder: boolean;
+  /** The last failure to read the lease was logged; later ones of the same run are not. */
+  leaseReadFailing: boolean;
   readonly coordinator: ActorRef<CoordinatorMsg>;
   readonly reporter: ActorRef<ReporterMsg>;
 }
@@ -216,6 +230,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       return;
     }
     s.joined = true;
+    if (s.leaseWatch) {
+      // Heartbeat mode: the lease, not age, says who holds the role (§11.9).
+      if (s.singleton) env.runtime.send(s.singleton.ref, { type: 'View', view });
+      else watchSoon(s, self, 0);
+      return;
+    }
     const oldest = oldestMember(view);
     const isOldest = oldest?.node === env.node && oldest.incarnation === env.incarnation;
     if (s.singleton && !isOldest) env.runtime.send(s.singleton.ref, { type: 'Stop', reason: `${oldest?.node} is now the oldest member` });
@@ -223,27 +243,34 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     if (!s.singleton && isOldest) await stand(s, self);
   }
 
-  /** Takes the singleton lease by compare-and-set and starts the singleton at the new epoch. */
-  async function stand(s: State, self: ActorRef<GuardianMsg>): Promise<void> {
+  /**
+   * Takes the singleton lease by compare-and-set and starts the singleton at the new epoch. In
+   * heartbeat mode, `seen` is the lease the watch judged gone (undefined: never taken), and the
+   * compare-and-set is on its epoch and renewal.
+   */
+  async function stand(s: State, self: ActorRef<GuardianMsg>, seen?: { lease: Lease | undefined; why: string }): Promise<void> {
     if (s.candidacy) return;
     s.candidacy = true;
     try {
-      const current = await env.lease.readLease();
+      const current = seen ? seen.lease : await env.lease.readLease();
       if (!env.runtime.isAlive(self)) return; // the node stopped meanwhile: no candidacy
-      const lease = await env.lease.takeLease(env.node, env.incarnation, current?.epoch ?? 0);
+      const takenAt = env.detector?.clock.now();
+      const lease = await env.lease.takeLease(env.node, env.incarnation, current?.epoch ?? 0, seen ? current?.renewal : undefined);
       if (!env.runtime.isAlive(self)) return;
       if (!lease) {
         env.log.info({ current: current?.epoch }, 'another candidate took the singleton lease first; trying again');
-        env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
+        if (s.leaseWatch) watchSoon(s, self, 0);
+        else env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
         return;
       }
       s.candidacyFailures = 0;
       const epoch = lease.epoch;
+      if (seen && current) env.log.info({ event: 'singleton.succession', epoch, predecessor: `${current.node}@${current.incarnation}`, predecessorEpoch: current.epoch, why: seen.why }, `took the singleton lease from ${current.node}: ${seen.why}`);
       const ref = spawnNodeClusterActor(env, self, epoch, {
         onStopped: (reason) => env.runtime.send(self, { type: 'SingletonStopped', epoch, reason }),
       });
       s.singleton = { ref, epoch, startedAt: env.clock.now() };
-      env.runtime.send(ref, { type: 'Begin', view: s.view! });
+      env.runtime.send(ref, { type: 'Begin', view: s.view!, ...(takenAt === undefined ? {} : { takenAt }) });
     } catch (e) {
       // Backs off like every MetaStore retry (withRetry): the store may be away for a while.
       const attempt = ++s.candidacyFailures;
@@ -254,6 +281,62 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     } finally {
       s.candidacy = false;
     }
+  }
+
+  /** Heartbeat mode: the next look at the lease in `ms` (an earlier one already due stays). */
+  function watchSoon(s: State, self: ActorRef<GuardianMsg>, ms: number): void {
+    if (s.watchTimer) {
+      if (ms > 0) return;
+      s.watchTimer();
+    }
+    s.watchTimer = env.clock.schedule(ms, () => env.runtime.send(self, { type: 'WatchLease' }));
+  }
+
+  /**
+   * Heartbeat mode, while this node hosts no singleton: reads the lease; the next in line takes it
+   * once it ran out (or its holder's process is gone) and looks every heartbeat, the others look
+   * once per singleton lease (the holder may change, and with it who is next).
+   */
+  async function watchLease(s: State, self: ActorRef<GuardianMsg>): Promise<void> {
+    s.watchTimer = undefined;
+    const detector = env.detector!;
+    const settings = env.settings.failureDetector;
+    if (s.singleton || !s.joined || !s.view || s.candidacy) return;
+    let lease: Lease | undefined;
+    try {
+      lease = await env.lease.readLease();
+      s.leaseReadFailing = false;
+    } catch (e) {
+      if (!s.leaseReadFailing) env.log.warn({ event: 'retry', what: 'reading the singleton lease', err: e }, 'could not read the singleton lease; looking again');
+      s.leaseReadFailing = true;
+      watchSoon(s, self, settings.heartbeatIntervalMs);
+      return;
+    }
+    if (s.singleton || !s.view) return;
+    const next = nextInLine(s.view.members, lease, { node: env.node, incarnation: env.incarnation });
+    const mine = next?.node === env.node && next.incarnation === env.incarnation;
+    const verdict = s.leaseWatch!.observe(lease, detector.clock.now());
+    if (mine && verdict.kind === 'free') return stand(s, self, { lease: undefined, why: 'no lease yet' });
+    if (mine && verdict.kind === 'expired') {
+      s.leaseWatch!.reset();
+      return stand(s, self, { lease: verdict.lease, why: `its lease was not renewed for ${singletonLeaseWaitMs(settings)} ms` });
+    }
+    if (mine && verdict.kind === 'held') probeHolder(s, self, verdict.lease);
+    watchSoon(s, self, mine ? settings.heartbeatIntervalMs : settings.singletonLeaseMs);
+  }
+
+  /**
+   * A refused probe proves the holder's process no longer listens; its endpoint closes only when its
+   * incarnation ends, after its singleton stopped, so it grants nothing more (§11.9).
+   */
+  function probeHolder(s: State, self: ActorRef<GuardianMsg>, lease: Lease): void {
+    const holder = s.view?.members.find((m) => m.node === lease.node && m.incarnation === lease.incarnation);
+    if (s.probingHolder || holder?.detector === undefined) return;
+    s.probingHolder = true;
+    void env.detector!.probe(holder.detector, holder).then((outcome) => {
+      s.probingHolder = false;
+      if (outcome.kind === 'refused') env.runtime.send(self, { type: 'HolderGone', lease });
+    });
   }
 
   const reporterAndCoordinator = (self: ActorRef<GuardianMsg>) => {
@@ -275,6 +358,10 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       candidacy: false,
       candidacyFailures: 0,
       singletonCrashes: 0,
+      leaseWatch: env.detector ? new LeaseWatch(env.settings.failureDetector) : undefined,
+      watchTimer: undefined,
+      probingHolder: false,
+      leaseReadFailing: false,
       ...children,
     };
     return state;
@@ -299,6 +386,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         if (s.singleton?.epoch !== msg.epoch) return s;
         const ranMs = env.clock.now() - s.singleton.startedAt;
         s.singleton = undefined;
+        if (s.leaseWatch) watchSoon(s, ctx.self, 0);
         // A singleton that crashed (Kafka or the MetaStore failed it past its retries: a commit
         // refused while a broker was away) is replaced at once by a new epoch if this node is still
         // the oldest member; nothing else would start one before the next membership change.
@@ -312,7 +400,20 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         }
         return s;
       }
+      case 'WatchLease':
+        await watchLease(s, ctx.self);
+        return s;
+      case 'HolderGone':
+        if (!s.singleton && !s.candidacy && s.joined) {
+          s.leaseWatch?.reset();
+          await stand(s, ctx.self, { lease: msg.lease, why: 'its detector endpoint refused a probe: its process is gone' });
+        }
+        return s;
       case 'RetryCandidacy': {
+        if (s.leaseWatch) {
+          watchSoon(s, ctx.self, 0);
+          return s;
+        }
         const oldest = s.view && oldestMember(s.view);
         if (!s.singleton && oldest?.node === env.node && oldest.incarnation === env.incarnation) await stand(s, ctx.self);
         return s;
@@ -334,5 +435,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         s.maps.syncFailed();
         return s;
     }
-  }, { initialState: undefined, onCrash: 'resume', afterStop: (s) => s?.syncTimer?.() });
+  }, {
+    initialState: undefined,
+    onCrash: 'resume',
+    afterStop: (s) => {
+      s?.syncTimer?.();
+      s?.watchTimer?.();
+    },
+  });
 }

@@ -6,4 +6,4 @@ import type { MetaStore } from '../store/meta-store.js';
  * the MetaStore (a Cassandra lightweight transaction in production) because the epoch must fence
  * the MetaStore's own writes; this is the narrow view the singleton's candidates use.
  */
-export type SingletonLease = Pick<MetaStore, 'readLease' | 'takeLease'>;
+export type SingletonLease = Pick<MetaStore, 'readLease' | 'takeLease' | 'renewLease'>;

@@ -83,6 +83,7 @@ import {
   CASSANDRA_META_FORMAT,
   CQL_KEYSPACE_NAME,
   DEFAULT_REPLICATION,
+  LEASE_ROW,
   metaStoreCql,
   NO_DATASET,
   NO_SHARD,
@@ -221,7 +222,11 @@ function leaseFrom(row: types.Row | undefined, location: string): Lease | undefi
   const incarnation = parseIncarnation(row.get('incarnation'));
   if (!node.ok) throw new MetaStoreRowError(location, `invalid lease: ${node.error.message}`);
   if (!incarnation.ok) throw new MetaStoreRowError(location, `invalid lease: ${incarnation.error.message}`);
-  return { epoch: epoch as Epoch, node: node.value, incarnation: incarnation.value };
+  const lease = { epoch: epoch as Epoch, node: node.value, incarnation: incarnation.value };
+  if (!row.keys().includes('value')) return lease;
+  const renewal = Number(row.get('value'));
+  if (!Number.isSafeInteger(renewal) || renewal < 0) throw new MetaStoreRowError(location, `invalid lease renewal: ${JSON.stringify(row.get('value'))}`);
+  return { ...lease, renewal };
 }
 
 /** The MetaStore on Cassandra. Create it with `CassandraMetaStore.connect`; `close` it when done. */
@@ -282,18 +287,28 @@ export class CassandraMetaStore implements MetaStore {
     return this.readLeaseWith('readLease', READ);
   }
 
-  async takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number): Promise<Lease | undefined> {
+  async takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number, expectedRenewal?: number): Promise<Lease | undefined> {
     if (!Number.isSafeInteger(expectedEpoch) || expectedEpoch < 0) return undefined; // no stored epoch equals it
-    const wanted: Lease = { epoch: (expectedEpoch + 1) as Epoch, node, incarnation };
+    const wanted: Lease = { epoch: (expectedEpoch + 1) as Epoch, node, incarnation, renewal: 0 };
     // "No lease yet" is a missing static column: compared with null, not with 0.
-    const params = [wanted.epoch, node, incarnation, this.cluster, expectedEpoch === 0 ? null : expectedEpoch];
+    const set = [wanted.epoch, node, incarnation, CASSANDRA_META_FORMAT, '0', ...this.leaseRowKey()];
+    const [statement, params] =
+      expectedRenewal === undefined
+        ? [this.cql.takeLease, [...set, expectedEpoch === 0 ? null : expectedEpoch]]
+        : [this.cql.takeRenewedLease, [...set, expectedEpoch, String(expectedRenewal)]];
     try {
-      const result = await this.session.write('takeLease', 'singleton lease', this.cql.takeLease, params, LWT);
+      const result = await this.session.write('takeLease', 'singleton lease', statement, params, LWT);
       return result.wasApplied() ? { ...wanted } : undefined;
     } catch (e) {
       if (!(e instanceof MetaStoreUnavailableError)) throw e;
       return this.learnLeaseOutcome(wanted, expectedEpoch, e.cause ?? e);
     }
+  }
+
+  async renewLease(epoch: Epoch, renewal: number): Promise<boolean> {
+    const params = [CASSANDRA_META_FORMAT, String(renewal), ...this.leaseRowKey(), epoch];
+    const result = await this.session.write('renewLease', 'singleton lease', this.cql.renewLease, params, LWT);
+    return result.wasApplied();
   }
 
   async putDataset(config: DatasetConfig, epoch: Epoch): Promise<void> {
@@ -438,8 +453,16 @@ export class CassandraMetaStore implements MetaStore {
   }
 
   private async readLeaseWith(operation: string, options: ReadOptions): Promise<Lease | undefined> {
-    const result = await this.session.read(operation, this.cql.readLease, [this.cluster], options);
-    return leaseFrom(result.first() ?? undefined, this.location);
+    const withRenewal = await this.session.read(operation, this.cql.readLease, this.leaseRowKey(), options);
+    const row = withRenewal.first() ?? undefined;
+    if (row) return leaseFrom(row, this.location);
+    // No lease row: never taken since renewals existed (or never taken at all).
+    const statics = await this.session.read(operation, this.cql.readLeaseStatics, [this.cluster], options);
+    return leaseFrom(statics.first() ?? undefined, this.location);
+  }
+
+  private leaseRowKey(): [string, string, string, number] {
+    return [this.cluster, LEASE_ROW.kind, LEASE_ROW.dataset, LEASE_ROW.shard];
   }
 
   /** The primary key of one row of the singleton's partition, as bind values. */

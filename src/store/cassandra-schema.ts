@@ -28,7 +28,14 @@ export const DEFAULT_REPLICATION: KeyspaceReplication = { class: 'SimpleStrategy
 export const CQL_KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 
 /** What a row of `singleton_state` holds; its `value` is JSON of the matching shape. */
-export type RecordKind = 'dataset' | 'shard_map' | 'cooldown' | 'subscriptions' | 'node_operations' | 'applied_requests';
+export type RecordKind = 'dataset' | 'shard_map' | 'cooldown' | 'subscriptions' | 'node_operations' | 'applied_requests' | 'lease';
+
+/**
+ * The row of kind `lease` holds the lease's renewal number in `value` (docs/ARCHITECTURE.md §11.9).
+ * A row, not a static column: a store created before renewals existed needs no schema change, and a
+ * row's column can be compared in the same condition as the static epoch.
+ */
+export const LEASE_ROW = { kind: 'lease', dataset: '', shard: -1 } as const satisfies { kind: RecordKind; dataset: string; shard: number };
 
 /** The `shard` of rows that are not per shard (all but cooldowns): clustering columns cannot be null. */
 export const NO_SHARD = -1;
@@ -116,9 +123,15 @@ export function metaStoreCql(keyspace: string) {
   const row = 'cluster = ? AND kind = ? AND dataset = ? AND shard = ?';
   const partRow = 'cluster = ? AND dataset = ? AND part = ?';
   return {
-    readLease: `SELECT epoch, node, incarnation FROM ${state} WHERE cluster = ? LIMIT 1`,
+    /** The lease with its renewal (no row in a store never taken since renewals existed). */
+    readLease: `SELECT epoch, node, incarnation, value FROM ${state} WHERE ${row}`,
+    /** The lease's static columns alone, for a store without the lease row. */
+    readLeaseStatics: `SELECT epoch, node, incarnation FROM ${state} WHERE cluster = ? LIMIT 1`,
     /** Bound with a null expected epoch for the first lease: a missing static column is null. */
-    takeLease: `UPDATE ${state} SET epoch = ?, node = ?, incarnation = ? WHERE cluster = ? IF epoch = ?`,
+    takeLease: `UPDATE ${state} SET epoch = ?, node = ?, incarnation = ?, format = ?, value = ? WHERE ${row} IF epoch = ?`,
+    /** A successor's takeover: only if the renewal it saw run out is still the stored one. */
+    takeRenewedLease: `UPDATE ${state} SET epoch = ?, node = ?, incarnation = ?, format = ?, value = ? WHERE ${row} IF epoch = ? AND value = ?`,
+    renewLease: `UPDATE ${state} SET format = ?, value = ? WHERE ${row} IF epoch = ?`,
     putRecord: `UPDATE ${state} SET format = ?, value = ? WHERE ${row} IF epoch = ?`,
     /**
      * Replaces the header the writer knows (`map_stamp = ?`, so the parts it reuses are that

@@ -64,8 +64,12 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.readLease(s));
   }
 
-  takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number): Promise<Lease | undefined> {
-    return this.write('takeLease', (s) => ops.takeLease(s, node, incarnation, expectedEpoch));
+  takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number, expectedRenewal?: number): Promise<Lease | undefined> {
+    return this.write('takeLease', (s) => ops.takeLease(s, node, incarnation, expectedEpoch, expectedRenewal));
+  }
+
+  renewLease(epoch: Epoch, renewal: number): Promise<boolean> {
+    return this.write('renewLease', (s) => ops.renewLease(s, epoch, renewal));
   }
 
   putDataset(config: DatasetConfig, epoch: Epoch): Promise<void> {
@@ -234,6 +238,7 @@ const leaseSchema = z.strictObject({
   epoch: z.number().int().min(1),
   node: z.string().refine((s) => parseNodeId(s).ok, 'malformed node id'),
   incarnation: z.string().refine((s) => parseIncarnation(s).ok, 'malformed incarnation'),
+  renewal: z.number().int().min(0).optional(),
 });
 const cooldownSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, reassignedAt: z.number().finite() });
 const checkpointSchema = z.strictObject({

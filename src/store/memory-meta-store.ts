@@ -38,9 +38,14 @@ export class MemoryMetaStore implements MetaStore {
     return ops.readLease(this.state);
   }
 
-  async takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number): Promise<Lease | undefined> {
+  async takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number, expectedRenewal?: number): Promise<Lease | undefined> {
     this.gate('takeLease', true);
-    return ops.takeLease(this.state, node, incarnation, expectedEpoch);
+    return ops.takeLease(this.state, node, incarnation, expectedEpoch, expectedRenewal);
+  }
+
+  async renewLease(epoch: Epoch, renewal: number): Promise<boolean> {
+    this.gate('renewLease', true);
+    return ops.renewLease(this.state, epoch, renewal);
   }
 
   async putDataset(config: DatasetConfig, epoch: Epoch): Promise<void> {

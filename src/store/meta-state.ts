@@ -86,12 +86,20 @@ export function readLease(state: MetaState): Lease | undefined {
   return state.lease === undefined ? undefined : { ...state.lease };
 }
 
-/** Compare-and-set on the epoch (see `MetaStore.takeLease`). */
-export function takeLease(state: MetaState, node: NodeId, incarnation: Incarnation, expectedEpoch: number): Lease | undefined {
+/** Compare-and-set on the epoch, and the renewal when given (see `MetaStore.takeLease`). */
+export function takeLease(state: MetaState, node: NodeId, incarnation: Incarnation, expectedEpoch: number, expectedRenewal?: number): Lease | undefined {
   if (leaseEpoch(state) !== expectedEpoch) return undefined;
-  const lease: Lease = { epoch: (expectedEpoch + 1) as Epoch, node, incarnation };
+  if (expectedRenewal !== undefined && state.lease?.renewal !== expectedRenewal) return undefined;
+  const lease: Lease = { epoch: (expectedEpoch + 1) as Epoch, node, incarnation, renewal: 0 };
   state.lease = lease;
   return { ...lease };
+}
+
+/** Compare-and-set on the epoch (see `MetaStore.renewLease`). */
+export function renewLease(state: MetaState, epoch: Epoch, renewal: number): boolean {
+  if (state.lease === undefined || state.lease.epoch !== epoch) return false;
+  state.lease = { ...state.lease, renewal };
+  return true;
 }
 
 export function putDataset(state: MetaState, config: DatasetConfig, epoch: Epoch): void {

@@ -9,6 +9,12 @@ export interface Lease {
   readonly epoch: Epoch;
   readonly node: NodeId;
   readonly incarnation: Incarnation;
+  /**
+   * How many times the holder renewed it (0 when taken), in `heartbeat` mode (docs/ARCHITECTURE.md
+   * §11.9): a successor that sees the same renewal for a whole singleton lease knows it ran out.
+   * Undefined in a store written before leases were renewed.
+   */
+  readonly renewal?: number;
 }
 
 /** Who is subscribed to what, as the singleton last persisted it. */
@@ -36,9 +42,15 @@ export interface MetaStore {
   /**
    * Compare-and-set: takes the lease with epoch `expectedEpoch + 1` if the stored epoch is still
    * `expectedEpoch` (0 when there has never been a lease). Resolves with the new lease, or
-   * undefined if another candidate moved the epoch first.
+   * undefined if another candidate moved the epoch first. With `expectedRenewal`, only if the
+   * stored renewal is still that one too (a successor taking a lease it saw run out).
    */
-  takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number): Promise<Lease | undefined>;
+  takeLease(node: NodeId, incarnation: Incarnation, expectedEpoch: number, expectedRenewal?: number): Promise<Lease | undefined>;
+  /**
+   * Compare-and-set: the holder of `epoch` records its renewal number `renewal`. Resolves false when
+   * another epoch holds the lease (it was taken over).
+   */
+  renewLease(epoch: Epoch, renewal: number): Promise<boolean>;
 
   putDataset(config: DatasetConfig, epoch: Epoch): Promise<void>;
   deleteDataset(dataset: DatasetRef, epoch: Epoch): Promise<void>;
@@ -88,7 +100,7 @@ export interface MetaStore {
  * fails to compile when a method is added to `MetaStore` and not here.
  */
 export const META_STORE_OPERATIONS = [
-  'readLease', 'takeLease', 'putDataset', 'deleteDataset', 'datasets', 'putShardMap', 'shardMaps',
+  'readLease', 'takeLease', 'renewLease', 'putDataset', 'deleteDataset', 'datasets', 'putShardMap', 'shardMaps',
   'putSubscriptions', 'subscriptions', 'putNodeOperations', 'nodeOperations', 'putAppliedRequests',
   'appliedRequests', 'putCooldown', 'cooldowns', 'writeCheckpoint', 'readCheckpoints', 'readCheckpointsOf',
 ] as const satisfies readonly (keyof MetaStore)[];

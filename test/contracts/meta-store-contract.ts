@@ -104,14 +104,14 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
 
     /** Takes the lease for node-a at epoch 1. */
     async function leaseForA(): Promise<void> {
-      expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+      expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
     }
 
     describe('lease', () => {
       it('there is no lease at first; the first candidate takes epoch 1 from expected epoch 0', async () => {
         expect(await store.readLease()).toBeUndefined();
         const lease = await store.takeLease(nodeA, incA, 0);
-        expect(lease).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+        expect(lease).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
         expect(await store.readLease()).toEqual(lease);
       });
 
@@ -119,10 +119,29 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         await leaseForA();
         expect(await store.takeLease(nodeB, incB, 0)).toBeUndefined();
         expect(await store.takeLease(nodeB, incB, 5)).toBeUndefined();
-        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
 
-        expect(await store.takeLease(nodeB, incB, 1)).toEqual({ epoch: 2, node: nodeB, incarnation: incB });
-        expect(await store.readLease()).toEqual({ epoch: 2, node: nodeB, incarnation: incB });
+        expect(await store.takeLease(nodeB, incB, 1)).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
+        expect(await store.readLease()).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
+      });
+
+      it('the holder renews it; a successor takes it only on the renewal it saw, and the former holder can renew no more', async () => {
+        await leaseForA();
+        expect(await store.renewLease(epoch(1), 1)).toBe(true);
+        expect(await store.renewLease(epoch(1), 2)).toBe(true);
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 2 });
+        // A renewal seen before the last one is stale: the holder still renews, nothing is taken.
+        expect(await store.takeLease(nodeB, incB, 1, 1)).toBeUndefined();
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 2 });
+        expect(await store.takeLease(nodeB, incB, 1, 2)).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
+        expect(await store.renewLease(epoch(1), 3)).toBe(false);
+        expect(await store.readLease()).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
+        expect(await store.renewLease(epoch(2), 1)).toBe(true);
+      });
+
+      it('nobody renews a lease that was never taken', async () => {
+        expect(await store.renewLease(epoch(1), 1)).toBe(false);
+        expect(await store.readLease()).toBeUndefined();
       });
 
       it('of two candidates racing from the same epoch exactly one wins, round after round', async () => {
@@ -390,7 +409,7 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         expect(await store.shardMaps()).toEqual([shardMap(ds1, 1, 2)]);
         expect(await store.cooldowns()).toEqual([{ dataset: ds1, shard: 1, reassignedAt: 50 }]);
         expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 8 }));
-        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
       });
     });
 

@@ -104,7 +104,7 @@ describe('CassandraMetaStore', () => {
       const [a, b] = await Promise.all([open({ keyspace, cluster }), open({ keyspace, cluster })]);
 
       const lease = await a.takeLease(nodeA, incA, 0);
-      expect(lease).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+      expect(lease).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
       expect(await b.readLease()).toEqual(lease);
       const later = await open({ keyspace, cluster });
       expect(await later.readLease()).toEqual(lease);
@@ -174,8 +174,8 @@ describe('CassandraMetaStore', () => {
       it('and it had applied, takeLease learns so with a SERIAL read and returns the lease', async () => {
         const store = await open();
         loseNextAnswer(store, (run) => run());
-        expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
-        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+        expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
       });
 
       it('and it had not applied, takeLease fails retriably and a retry takes the lease', async () => {
@@ -185,7 +185,7 @@ describe('CassandraMetaStore', () => {
         expect(error).toBeInstanceOf(MetaStoreUnavailableError);
         expect(error).toMatchObject({ retriable: true, message: expect.stringMatching(/takeLease failed: Server timeout/) });
         expect(await store.readLease()).toBeUndefined();
-        expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+        expect(await store.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
       });
 
       it('and another candidate won meanwhile, takeLease says it lost', async () => {
@@ -193,7 +193,7 @@ describe('CassandraMetaStore', () => {
         const [a, b] = await Promise.all([open({ cluster }), open({ cluster })]);
         loseNextAnswer(a, () => b.takeLease(nodeB, incB, 0));
         expect(await a.takeLease(nodeA, incA, 0)).toBeUndefined();
-        expect(await a.readLease()).toEqual({ epoch: 1, node: nodeB, incarnation: incB });
+        expect(await a.readLease()).toEqual({ epoch: 1, node: nodeB, incarnation: incB, renewal: 0 });
       });
     });
   });
@@ -207,7 +207,7 @@ describe('CassandraMetaStore', () => {
       await old.putShardMap(shardMap(ds1, 1, 3));
       await old.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 1000 }, epoch(1));
       await old.putSubscriptions({ subscriptions: [{ dataset: ds1, subscribers: ['n1@i/router' as SubscriberId] }], watchers: [] }, epoch(1));
-      expect(await next.takeLease(nodeB, incB, 1)).toEqual({ epoch: 2, node: nodeB, incarnation: incB });
+      expect(await next.takeLease(nodeB, incB, 1)).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
       const before = await singletonPartition(cluster);
       expect(before).toHaveLength(4);
 
@@ -238,9 +238,9 @@ describe('CassandraMetaStore', () => {
   describe('shared keyspace', () => {
     it('two shardherd clusters in one keyspace neither see nor fence each other', async () => {
       const [x, y] = await Promise.all([open({ cluster: uniqueName('x') }), open({ cluster: uniqueName('y') })]);
-      expect(await x.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA });
+      expect(await x.takeLease(nodeA, incA, 0)).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: 0 });
       expect(await y.readLease()).toBeUndefined();
-      expect(await y.takeLease(nodeB, incB, 0)).toEqual({ epoch: 1, node: nodeB, incarnation: incB });
+      expect(await y.takeLease(nodeB, incB, 0)).toEqual({ epoch: 1, node: nodeB, incarnation: incB, renewal: 0 });
 
       await x.putDataset(datasetConfig(ds1), epoch(1));
       await x.putShardMap(shardMap(ds1, 1, 7));
@@ -250,7 +250,7 @@ describe('CassandraMetaStore', () => {
       await y.putDataset(datasetConfig(ds1, 16), epoch(1));
 
       // y's epoch is its own: x moving to epoch 2 fences none of y's writes.
-      expect(await x.takeLease(nodeA, incA, 1)).toEqual({ epoch: 2, node: nodeA, incarnation: incA });
+      expect(await x.takeLease(nodeA, incA, 1)).toEqual({ epoch: 2, node: nodeA, incarnation: incA, renewal: 0 });
       await y.putCooldown({ dataset: ds1, shard: 1, reassignedAt: 20 }, epoch(1));
       await y.deleteDataset(ds1, epoch(1));
 
@@ -260,7 +260,7 @@ describe('CassandraMetaStore', () => {
       expect(await x.subscriptions()).toEqual({ subscriptions: [], watchers: ['x@1/guardian'] });
       expect(plainCheckpoints(await x.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 42 }));
 
-      expect(await y.readLease()).toEqual({ epoch: 1, node: nodeB, incarnation: incB });
+      expect(await y.readLease()).toEqual({ epoch: 1, node: nodeB, incarnation: incB, renewal: 0 });
       expect(await y.datasets()).toEqual([]);
       expect(await y.shardMaps()).toEqual([]);
       expect(await y.cooldowns()).toEqual([]);

@@ -160,6 +160,78 @@ describe('failure detector in an embedded cluster', () => {
     expect(w.clock.now() - at).toBeLessThan(300); // not the 511 ms lease wait
   });
 
+  /** The singleton's node and epoch now, once one is active (its state answers). */
+  async function activeSingleton(w: Awaited<ReturnType<typeof start>>): Promise<{ node: string; epoch: number } | undefined> {
+    const lease = await w.cluster.metaStore.readLease();
+    const n = await w.cluster.singletonNode();
+    if (!lease || !n || (await n.singletonState()) === undefined) return undefined;
+    return { node: n.node, epoch: lease.epoch };
+  }
+
+  it('replaces a crashed singleton well within one singleton lease, not a session, and ingestion goes on', async () => {
+    const w = await start(HEARTBEAT);
+    const before = (await activeSingleton(w))!;
+    expect(before.node).toBe('n1'); // the oldest member stood first
+    const owned = { n3: (await w.map()).shardsForNode('n3'), n4: (await w.map()).shardsForNode('n4') };
+    const crashedAt = w.clock.now();
+    w.cluster.node(before.node).crash();
+    let after: { node: string; epoch: number } | undefined;
+    await w.driver.until(async () => (after = await activeSingleton(w)) !== undefined && after.epoch > before.epoch, 5_000, 10);
+    const replacedMs = w.clock.now() - crashedAt;
+    expect(after!.node).toBe('n2'); // the next in line
+    // Its process refused the successor's probe: no wait for the singleton lease, only for the node
+    // leases it may have granted (511 ms) before recovery ends.
+    expect(replacedMs).toBeGreaterThanOrEqual(511);
+    expect(replacedMs).toBeLessThan(1_000);
+    expect(w.cluster.membership.view().members.some((m) => m.node === before.node)).toBe(true); // the group has not noticed yet
+    // The owners kept their shards, and write again under the new singleton's leases.
+    const replacedAt = w.clock.now();
+    await w.driver.advance(1_000);
+    for (const [node, shards] of Object.entries(owned)) {
+      expect((await w.map()).shardsForNode(node)).toEqual(shards);
+      for (const shard of shards) expect(w.log.firstByOtherAfter('nobody', shard, replacedAt), `shard ${shard} written after the takeover`).toBeLessThan(Infinity);
+    }
+  });
+
+  it('a paused singleton loses its role to the next in line after its lease, and stops when it wakes: one singleton at a time', async () => {
+    const w = await start(HEARTBEAT);
+    const before = (await activeSingleton(w))!;
+    const old = w.cluster.node(before.node);
+    old.pause();
+    const pausedAt = w.clock.now();
+    let after: { node: string; epoch: number } | undefined;
+    await w.driver.until(async () => (after = await activeSingleton(w)) !== undefined && after.epoch > before.epoch, 5_000, 10);
+    // The process still listens (paused, not dead): the successor waits a whole singleton lease
+    // (1021 ms after it first saw the last renewal) and the predecessor's node leases.
+    expect(w.clock.now() - pausedAt).toBeGreaterThanOrEqual(1_021);
+    expect(w.clock.now() - pausedAt).toBeLessThan(2_500);
+    expect(after!.node).toBe('n2');
+    old.resume();
+    await w.driver.advance(1_000);
+    expect(await old.singletonState()).toBeUndefined(); // its lease was taken: it stopped
+    expect((await w.cluster.metaStore.readLease())!.epoch).toBe(after!.epoch);
+    expect((await activeSingleton(w))!.node).toBe('n2');
+  });
+
+  it('a singleton cut off from the other nodes gives way to one the majority reaches', async () => {
+    let cut = false;
+    const w = await start(HEARTBEAT, (from, to) => {
+      if (!cut) return true;
+      const n1 = w.cluster.membership.view().members.find((m) => m.node === 'n1')?.detector;
+      return from !== n1 && to !== n1;
+    });
+    const before = (await activeSingleton(w))!;
+    expect(before.node).toBe('n1');
+    cut = true;
+    let after: { node: string; epoch: number } | undefined;
+    await w.driver.until(async () => (after = await activeSingleton(w)) !== undefined && after.epoch > before.epoch, 6_000, 10);
+    expect(after!.node).toBe('n2');
+    expect(await w.cluster.node('n1').singletonState()).toBeUndefined();
+    // n1 still runs but the others cannot reach it: the new singleton evicts it and moves its shards.
+    await w.driver.advance(3_000);
+    expect((await w.map()).shardsForNode('n1')).toEqual([]);
+  });
+
   it('in session-only mode detects a crash only when the session runs out, as before', async () => {
     const w = await start({ mode: 'session-only' });
     expect((await w.map()).shardsForNode('n3').length).toBeGreaterThan(0);

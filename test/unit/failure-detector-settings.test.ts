@@ -10,6 +10,8 @@ import {
   leaseWaitMs,
   MAX_CLOCK_DRIFT,
   probeTimeoutMs,
+  singletonLeaseWaitMs,
+  singletonRenewalMs,
   quorumSilenceMs,
 } from '../../src/cluster/failure-detector/settings.js';
 
@@ -25,7 +27,7 @@ const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsErro
 
 describe('failureDetectorSettings', () => {
   it('defaults to session-only with the documented timings, which pass their own checks', () => {
-    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500 });
+    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 1000 });
     expect(failureDetectorSettings({})).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings(null)).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings({ mode: 'heartbeat', leaseMs: null }).mode).toBe('heartbeat');
@@ -51,6 +53,7 @@ describe('failureDetectorSettings', () => {
     [{ indirectProbes: 65 }, 'failureDetector.indirectProbes', /at most 64/],
     [{ mode: 'gossip' }, 'failureDetector.mode', /must be "session-only" or "heartbeat", got "gossip"/],
     [{ heartbeatMs: 100 }, 'failureDetector.heartbeatMs', /is not a known key/],
+    [{ singletonLeaseMs: '1s' }, 'failureDetector.singletonLeaseMs', /positive whole number of milliseconds, got 1s/],
   ])('refuses %j naming %s', (options, key, reason) => {
     const e = refusal(options);
     expect(e.key).toBe(key);
@@ -77,6 +80,17 @@ describe('failureDetectorSettings', () => {
     const e = refusal({ suspicionTimeoutMs: 1000, leaseMs: 1000 });
     expect(e.message).toMatch(/must not be longer than the suspicion timeout with the clock drift margin: at most suspicionTimeoutMs \/ 1\.0202 = 980/);
     expect(failureDetectorSettings({ suspicionTimeoutMs: 1000, leaseMs: 980 }).leaseMs).toBe(980);
+  });
+
+  it('refuses a singleton lease shorter than four heartbeats or than a node lease: its grants could not last', () => {
+    expect(refusal({ heartbeatIntervalMs: 100, singletonLeaseMs: 399 }).message).toMatch(/^failureDetector\.singletonLeaseMs \(399\) must be at least four heartbeats/);
+    const e = refusal({ leaseMs: 600, singletonLeaseMs: 599 });
+    expect(e.key).toBe('failureDetector.singletonLeaseMs');
+    expect(e.message).toMatch(/must be at least leaseMs \(600\)/);
+    const s = failureDetectorSettings({ leaseMs: 600, singletonLeaseMs: 600 });
+    expect(singletonRenewalMs(s)).toBe(150);
+    expect(singletonLeaseWaitMs(s)).toBe(613); // ceil(600 × 1.0202…)
+    expect(singletonLeaseWaitMs(FAILURE_DETECTOR_DEFAULTS)).toBe(1021);
   });
 
   it('names the key under the prefix it is given', () => {

@@ -61,17 +61,17 @@ describe('FileMetaStore', () => {
   it('survives a restart: a new store on the same file sees everything, and still fences the old epoch', async () => {
     await populated();
     const restarted = new FileMetaStore(path);
-    expect(await restarted.readLease()).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect(await restarted.readLease()).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
     expect((await restarted.datasets()).map((c) => c.ref).sort()).toEqual([ds1, ds2]);
     expect((await restarted.datasets()).find((c) => c.ref === ds2)).toEqual(datasetConfig(ds2, 8, 50));
     expect(await restarted.shardMaps()).toEqual([shardMap(ds1, 1, 4)]);
     expect(await restarted.cooldowns()).toEqual([{ dataset: ds1, shard: 2, reassignedAt: 1234 }]);
     expect(plainCheckpoints(await restarted.readCheckpoints(ds1, 2))).toEqual(onlyCopy(a, { sink: 99, archive: 7 }));
 
-    expect(await restarted.takeLease(b, incB, 1)).toEqual({ epoch: 2, node: b, incarnation: incB });
+    expect(await restarted.takeLease(b, incB, 1)).toEqual({ epoch: 2, node: b, incarnation: incB, renewal: 0 });
     const again = new FileMetaStore(path);
     await expect(again.putDataset(datasetConfig(ds1), epoch(1))).rejects.toBeInstanceOf(FencedError);
-    expect(await again.readLease()).toEqual({ epoch: 2, node: b, incarnation: incB });
+    expect(await again.readLease()).toEqual({ epoch: 2, node: b, incarnation: incB, renewal: 0 });
   });
 
   it('writes the documented format and leaves no temporary file behind', async () => {
@@ -80,7 +80,7 @@ describe('FileMetaStore', () => {
     expect(Object.keys(doc).sort()).toEqual(['appliedRequests', 'checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
     expect(doc.format).toBe(3);
     expect(doc.shardMaps).toEqual([JSON.parse(JSON.stringify(encodeSnapshot(shardMap(ds1, 1, 4))))]);
-    expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
     expect(doc.checkpoints).toEqual([
       { dataset: ds1, shard: 2, node: a, group: 'sink', offset: 99 },
       { dataset: ds1, shard: 2, node: a, group: 'archive', offset: 7 },
@@ -90,7 +90,7 @@ describe('FileMetaStore', () => {
 
   it('reads a file written before replicas: format 1 shard maps, no node operations', async () => {
     await mkdir(join(dir, 'state'));
-    const lease = { epoch: 1, node: a, incarnation: incA };
+    const lease = { epoch: 1, node: a, incarnation: incA, renewal: 0 };
     await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [datasetConfig(ds1)], shardMaps: [formatOneMap(ds1, 1, 3)], subscriptions: { subscriptions: [], watchers: [] }, cooldowns: [], checkpoints: [] }));
     const store = new FileMetaStore(path);
     const [map] = await store.shardMaps();
@@ -101,7 +101,7 @@ describe('FileMetaStore', () => {
 
   it('reads a file of format 1 with a current map, and rewrites it in format 2 at the next write', async () => {
     await mkdir(join(dir, 'state'));
-    const lease = { epoch: 1, node: a, incarnation: incA };
+    const lease = { epoch: 1, node: a, incarnation: incA, renewal: 0 };
     const map = largeMap(ds1, 1_024, 1, 7);
     await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [], shardMaps: [map], cooldowns: [], checkpoints: [] }, null, 2));
     const store = new FileMetaStore(path);
@@ -216,9 +216,9 @@ describe('FileMetaStore', () => {
   it('a racing pair of candidates on one store: exactly one wins, and the file records the winner', async () => {
     const store = new FileMetaStore(path);
     const [first, second] = await Promise.all([store.takeLease(a, incA, 0), store.takeLease(b, incB, 0)]);
-    expect(first).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect(first).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
     expect(second).toBeUndefined();
-    expect((await readJson()).lease).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect((await readJson()).lease).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
   });
 
   it('a write that cannot be saved rejects as retriable, changes nothing, and a later write succeeds', async () => {

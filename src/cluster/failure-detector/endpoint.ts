@@ -28,6 +28,8 @@ export interface EndpointOptions {
   readonly prober: Prober;
   readonly settings: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>;
   readonly dropped: DroppedFrames;
+  /** A singleton announced itself: heartbeats should go to it (if it is newer than the one followed). */
+  readonly onSingleton?: (announcement: Extract<DetectorMessage, { type: 'singleton' }>) => void;
 }
 
 export class DetectorEndpoint {
@@ -80,6 +82,9 @@ export class DetectorEndpoint {
       case 'heartbeat':
         if (this.desk) this.desk.heartbeat(m, link);
         else this.o.dropped.drop({ cause: 'not-singleton', detail: `heartbeat ${m.seq} from ${memberKey(m.from)}` }, memberKey(m.from));
+        return;
+      case 'singleton':
+        this.o.onSingleton?.(m);
         return;
       case 'goodbye':
         if (this.desk) this.desk.goodbye(m.from);

@@ -239,6 +239,18 @@ export class LivenessJudge<M extends MemberRef> {
     return actions;
   }
 
+  /**
+   * Whether the singleton heard lately (within two lateness windows) from enough monitored members
+   * that, with itself, they make a majority: one cut off from most of the cluster stops renewing
+   * its own lease and gives way (§11.9). In a cluster of two, itself is enough.
+   */
+  hearsMajority(now: number): boolean {
+    const needed = Math.floor(this.tracked.size / 2);
+    let heard = 0;
+    for (const t of this.tracked.values()) if (now - t.lastHeard < 2 * lateAfterMs(this.settings)) heard++;
+    return heard >= needed;
+  }
+
   /** The members being probed now (for /status and tests). */
   get suspected(): M[] {
     return [...this.tracked.values()].filter((t) => t.suspicion).map((t) => t.judged.member);

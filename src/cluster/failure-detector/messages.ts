@@ -52,7 +52,9 @@ export type DetectorMessage =
   /** The helper's answer: what its probe of `target` saw. */
   | (Envelope & { readonly type: 'vote'; readonly target: MemberRef; readonly vote: Vote })
   /** A node that stops gracefully releases its lease before it leaves the group. */
-  | (Envelope & { readonly type: 'goodbye' });
+  | (Envelope & { readonly type: 'goodbye' })
+  /** The singleton of `epoch` tells a member where to send its heartbeats (§11.9: it may not be the oldest member). */
+  | (Envelope & { readonly type: 'singleton'; readonly epoch: number; readonly address: string });
 
 export type DetectorMessageType = DetectorMessage['type'];
 
@@ -104,6 +106,7 @@ const schema = z.discriminatedUnion('type', [
   z.strictObject({ ...envelope, type: z.literal('ping-req'), epoch: count, target: member, address: z.string().min(1).max(300) }),
   z.strictObject({ ...envelope, type: z.literal('vote'), target: member, vote: z.enum(VOTES) }),
   z.strictObject({ ...envelope, type: z.literal('goodbye') }),
+  z.strictObject({ ...envelope, type: z.literal('singleton'), epoch: count, address: z.string().min(1).max(300) }),
 ]);
 
 /** The frame of a message: its JSON and a newline. */

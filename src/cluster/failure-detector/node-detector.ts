@@ -8,10 +8,11 @@ import type { MembershipView } from '../membership.js';
 import { DroppedFrames } from './dropped.js';
 import { DetectorEndpoint } from './endpoint.js';
 import type { Evidence } from './judge.js';
-import { memberKey, memberRef, type DropCause, type MemberRef } from './messages.js';
-import { HeartbeatSender } from './heartbeat-sender.js';
+import { memberKey, memberRef, sameMember, type DetectorMessage, type DropCause, type MemberRef } from './messages.js';
+import { HeartbeatSender, type SingletonEndpoint } from './heartbeat-sender.js';
 import { NodeLease } from './node-lease.js';
 import { Prober } from './prober.js';
+import type { ProbeOutcome } from './probe-vote.js';
 import type { FailureDetectorSettings } from './settings.js';
 import { SingletonMonitor, type DetectedMember } from './singleton-monitor.js';
 import type { DetectorTransport } from './transport.js';
@@ -50,8 +51,23 @@ export interface Verdict {
 /** What the singleton actor needs to host its monitor. */
 export interface SingletonHooks<M extends DetectedMember> {
   readonly epoch: number;
+  /** For how much longer (ms) the singleton surely holds its own lease (§11.9): no grant reaches past it. */
+  readonly leaseForMs?: () => number;
   readonly onEvict: (member: M, evidence: Evidence) => void;
   readonly onDepart: (member: M) => void;
+}
+
+/** The singleton's role lasts while both its membership and its own lease surely do. */
+function roleCap(memberForMs: (() => number | undefined) | undefined, leaseForMs: (() => number) | undefined): { roleForMs?: () => number | undefined } {
+  if (!memberForMs && !leaseForMs) return {};
+  return {
+    roleForMs: () => {
+      const m = memberForMs?.();
+      const l = leaseForMs?.();
+      if (m === undefined) return l;
+      return l === undefined ? m : Math.min(m, l);
+    },
+  };
 }
 
 export class NodeDetector {
@@ -61,6 +77,9 @@ export class NodeDetector {
   private readonly endpoint: DetectorEndpoint;
   private readonly heartbeats: HeartbeatSender;
   private readonly transport: DetectorTransport;
+  /** The newest singleton that announced itself (§11.9), and the members the group lists now. */
+  private announced: { readonly endpoint: SingletonEndpoint; readonly epoch: number } | undefined;
+  private view: MembershipView | undefined;
   /** Sink calls waiting for the lease, re-checked at every grant. */
   private waiting: { readonly epoch: () => number | undefined; readonly resolve: () => void }[] = [];
 
@@ -74,7 +93,7 @@ export class NodeDetector {
     const transport = o.transport(dropped);
     this.transport = transport;
     this.prober = new Prober({ transport, self, cluster, clock, settings, dropped });
-    this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped });
+    this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped, onSingleton: (m) => this.singletonAnnounced(m) });
     this.heartbeats = new HeartbeatSender({
       transport,
       self,
@@ -91,6 +110,16 @@ export class NodeDetector {
     });
   }
 
+  /** The detector's clock (monotonic in a real process; drifting in the simulator). */
+  get clock(): Clock {
+    return this.o.clock;
+  }
+
+  /** One direct probe of `target` (a successor checking whether the singleton's process is gone). */
+  probe(address: string, target: MemberRef): Promise<ProbeOutcome> {
+    return this.prober.probe(address, target);
+  }
+
   /** Opens the endpoint; resolves with the address to advertise in the membership. */
   start(): Promise<string> {
     return this.endpoint.start();
@@ -100,10 +129,30 @@ export class NodeDetector {
     return this.endpoint.address;
   }
 
-  /** A new membership view: heartbeats go to the oldest member's endpoint (the singleton's host). */
+  /**
+   * A new membership view. Heartbeats go to the newest singleton that announced itself while the
+   * group lists it, else to the oldest member's endpoint (where a singleton starts).
+   */
   follow(view: MembershipView): void {
-    const oldest = view.members[0];
-    this.heartbeats.follow(oldest?.detector === undefined ? undefined : { member: { node: oldest.node, incarnation: oldest.incarnation }, address: oldest.detector });
+    this.view = view;
+    this.heartbeats.follow(this.target());
+  }
+
+  private target(): SingletonEndpoint | undefined {
+    const a = this.announced;
+    const members = this.view?.members ?? [];
+    if (a && members.some((m) => sameMember(m, a.endpoint.member))) return a.endpoint;
+    const oldest = members[0];
+    return oldest?.detector === undefined ? undefined : { member: memberRef(oldest), address: oldest.detector };
+  }
+
+  private singletonAnnounced(m: Extract<DetectorMessage, { type: 'singleton' }>): void {
+    if (this.announced && m.epoch < this.announced.epoch) {
+      this.dropped.drop({ cause: 'stale-epoch', detail: `singleton of epoch ${m.epoch}, ${this.announced.epoch} announced before` }, memberKey(m.from));
+      return;
+    }
+    this.announced = { endpoint: { member: memberRef(m.from), address: m.address }, epoch: m.epoch };
+    this.heartbeats.follow(this.target());
   }
 
   /** Whether the lease runs now (and, with `epoch`, was granted under it). */
@@ -135,7 +184,7 @@ export class NodeDetector {
       prober: this.prober,
       dropped: this.dropped,
       pick,
-      ...(this.o.memberForMs ? { roleForMs: this.o.memberForMs } : {}),
+      ...roleCap(this.o.memberForMs, hooks.leaseForMs),
       onEvict: (member, evidence) => {
         this.o.observe?.({ kind: 'evicted', singleton: self, epoch: hooks.epoch, member: memberRef(member), evidence });
         hooks.onEvict(member, evidence);

@@ -75,6 +75,16 @@ export class Prober {
     });
   }
 
+  /** Sends `build(seq)` to `address` on the reused connection, expecting no answer. */
+  tell(address: string, build: (seq: number) => DetectorMessage): void {
+    if (this.closed) return;
+    try {
+      this.connectionTo(address).link.send(build(++this.seq));
+    } catch {
+      // an address that cannot be parsed: nobody to tell
+    }
+  }
+
   /** Closes every connection; probes under way end as timed out at their timers. */
   close(): void {
     this.closed = true;

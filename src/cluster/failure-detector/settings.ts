@@ -31,6 +31,8 @@ export interface FailureDetectorOptions {
   readonly indirectProbes?: number | undefined;
   /** How long a node goes on writing after its last renewal was sent. Default 500 ms. */
   readonly leaseMs?: number | undefined;
+  /** How long the singleton's own lease in the MetaStore runs after its last renewal was sent. Default 1000 ms. */
+  readonly singletonLeaseMs?: number | undefined;
 }
 
 /** The settings with their defaults, checked. */
@@ -40,6 +42,7 @@ export interface FailureDetectorSettings {
   readonly suspicionTimeoutMs: number;
   readonly indirectProbes: number;
   readonly leaseMs: number;
+  readonly singletonLeaseMs: number;
 }
 
 export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze({
@@ -48,6 +51,7 @@ export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze(
   suspicionTimeoutMs: 1800,
   indirectProbes: 3,
   leaseMs: 500,
+  singletonLeaseMs: 1000,
 });
 
 /** Absent (undefined or null) means the default. */
@@ -59,6 +63,7 @@ const schema = z.strictObject({
   suspicionTimeoutMs: ms,
   indirectProbes: wholeNumber(0, 'must be a whole number >= 0').max(64, { error: (issue) => `must be at most 64, got ${String(issue.input)}` }).nullish(),
   leaseMs: ms,
+  singletonLeaseMs: ms,
 });
 
 /** A setting that cannot work: `key` names it with its prefix (`failureDetector.leaseMs`). */
@@ -94,6 +99,7 @@ export function failureDetectorSettings(options: unknown = {}, prefix = 'failure
     suspicionTimeoutMs: o.suspicionTimeoutMs ?? d.suspicionTimeoutMs,
     indirectProbes: o.indirectProbes ?? d.indirectProbes,
     leaseMs: o.leaseMs ?? d.leaseMs,
+    singletonLeaseMs: o.singletonLeaseMs ?? d.singletonLeaseMs,
   };
   const h = s.heartbeatIntervalMs;
   if (s.suspicionTimeoutMs < 3 * h) {
@@ -106,10 +112,26 @@ export function failureDetectorSettings(options: unknown = {}, prefix = 'failure
     const most = Math.floor(s.suspicionTimeoutMs / DRIFT_FACTOR);
     throw new FailureDetectorSettingsError(name('leaseMs'), `(${s.leaseMs}) must not be longer than the suspicion timeout with the clock drift margin: at most suspicionTimeoutMs / ${DRIFT_FACTOR.toFixed(4)} = ${most}`);
   }
+  if (s.singletonLeaseMs < 4 * h) {
+    throw new FailureDetectorSettingsError(name('singletonLeaseMs'), `(${s.singletonLeaseMs}) must be at least four heartbeats (4 × heartbeatIntervalMs = ${4 * h}): it is renewed every quarter of it, and its successor looks every heartbeat`);
+  }
+  if (s.singletonLeaseMs < s.leaseMs) {
+    throw new FailureDetectorSettingsError(name('singletonLeaseMs'), `(${s.singletonLeaseMs}) must be at least leaseMs (${s.leaseMs}): the singleton grants no node lease past its own, so a shorter one would cut every grant short`);
+  }
   return Object.freeze(s);
 }
 
 // ------------------------------------------------------------------ derived (§11.5)
+
+/** How often the singleton renews its own lease: four times per lease, so one slow renewal costs nothing. */
+export function singletonRenewalMs(s: Pick<FailureDetectorSettings, 'singletonLeaseMs'>): number {
+  return Math.max(1, Math.floor(s.singletonLeaseMs / 4));
+}
+
+/** How long a successor must see one renewal unchanged before the holder's lease has surely run out. */
+export function singletonLeaseWaitMs(s: Pick<FailureDetectorSettings, 'singletonLeaseMs'>): number {
+  return Math.ceil(s.singletonLeaseMs * DRIFT_FACTOR);
+}
 
 /** How long the singleton waits after its last grant before a node's lease has surely run out. */
 export function leaseWaitMs(s: Pick<FailureDetectorSettings, 'leaseMs'>): number {

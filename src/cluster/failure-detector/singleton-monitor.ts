@@ -6,7 +6,7 @@ import type { Cancel, Clock } from '../clock.js';
 import type { DroppedFrames } from './dropped.js';
 import type { DetectorEndpoint, SingletonDesk } from './endpoint.js';
 import { LivenessJudge, type Evidence } from './judge.js';
-import { DETECTOR_FORMAT, memberKey, sameMember, type DetectorMessage, type MemberRef } from './messages.js';
+import { DETECTOR_FORMAT, memberKey, memberRef, sameMember, type DetectorMessage, type MemberRef } from './messages.js';
 import { probeVote } from './probe-vote.js';
 import type { Prober } from './prober.js';
 import { DRIFT_FACTOR, type FailureDetectorSettings } from './settings.js';
@@ -51,22 +51,30 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
     this.judge = new LivenessJudge<M>(o.settings, o.self, o.pick);
   }
 
-  /** Starts judging the group's `members` and answering heartbeats. */
+  /** Starts judging the group's `members` and answering heartbeats; tells each where this singleton is. */
   start(members: readonly M[]): void {
     this.view(members);
     this.o.endpoint.host(this);
+    for (const m of members) this.announce(m);
     this.timer = this.o.clock.schedule(this.o.settings.heartbeatIntervalMs, () => this.tick());
   }
 
   /** The group's view changed. */
   view(members: readonly M[]): void {
+    const before = this.listed;
     this.listed = new Map(members.map((m) => [m.node as string, m.incarnation as string]));
+    if (!this.stopped) for (const m of members) if (before.size > 0 && before.get(m.node) !== m.incarnation) this.announce(m);
     this.judge.view(members.map(judged), this.o.clock.now());
   }
 
   /** The members the core should count (see `LivenessJudge.effective`). */
   effective(members: readonly M[]): M[] {
     return this.judge.effective(members);
+  }
+
+  /** Whether this singleton hears from a majority of the members now (see `LivenessJudge.hearsMajority`). */
+  hearsMajority(): boolean {
+    return this.judge.hearsMajority(this.o.clock.now());
   }
 
   /** Stops answering and judging (the singleton stopped). */
@@ -115,6 +123,14 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
 
   // ---------------------------------------------------------------- internals
 
+  /** Tells `m` that this node hosts the singleton of this epoch, at this endpoint. */
+  private announce(m: M): void {
+    const address = this.o.endpoint.address;
+    if (m.detector === undefined || address === undefined) return;
+    const { cluster, self, epoch } = this.o;
+    this.o.prober.tell(m.detector, (seq) => ({ format: DETECTOR_FORMAT, cluster, type: 'singleton', from: self, to: memberRef(m), seq, epoch, address }));
+  }
+
   /** The lease a grant may carry now: `leaseMs`, less when this node's role may end sooner. */
   private grantable(): number {
     const remaining = this.o.roleForMs?.();
@@ -128,6 +144,8 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
     for (const action of this.judge.tick(clock.now())) {
       switch (action.type) {
         case 'probe':
+          // A late member may be sending its heartbeats to a former singleton: tell it again.
+          this.announce(action.target);
           void prober.probe(action.address, action.target).then((outcome) => {
             if (this.stopped) return;
             if (outcome.kind === 'acked') this.judge.heard(action.target, clock.now());
