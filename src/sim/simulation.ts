@@ -515,10 +515,19 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return undefined;
   }
 
-  async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash> {
+  async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash | undefined> {
     // Asking the singleton lets simulated time pass: everything else is read after, with no time
     // passing before the crash, so it is what the MetaStore and the membership held at the crash.
     const state = await ask(singleton.singletonState());
+    if ((await cluster.singletonNode()) !== singleton) {
+      // With the detector the role can pass while a step runs (its lease ran out during a pause):
+      // this is a node's crash, not the singleton's, and no failover follows it.
+      note(`crash ${singleton.node} (no longer the singleton)${when ? ` ${when}` : ''}`);
+      world?.crashed(singleton.node, keyOf(singleton), false);
+      singleton.crash();
+      stats.crashes++;
+      return undefined;
+    }
     const subscriptions = new Set((state?.subscriptions.toList() ?? []).flatMap((x) => x.subscribers.map((id) => `${id} ${x.dataset}`)));
     const maps = await storedMaps();
     const epoch = (await metaStore.readLease())?.epoch ?? 0;
@@ -656,9 +665,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const after = await storedMaps();
     const holder = await cluster.singletonNode();
     const state = holder ? await ask(holder.singletonState()) : undefined;
-    // Every subscription the old singleton had, of a subscriber that is still alive, survives.
+    // Every subscription the old singleton had, of a subscriber that is still alive, survives. (With
+    // the detector the new singleton may rightly evict the subscriber's node, cut off meanwhile:
+    // its incarnation, and the subscriber with it, is gone.)
     for (const t of subscribers) {
       if (t.node.node === pre.node || !state || !pre.subscriptions.has(`${t.sub.id} ${t.sub.dataset}`)) continue;
+      if (world?.wasRemoved(`${t.node.node}@${pre.members.get(t.node.node)}`)) continue;
       if (!state.subscriptions.isSubscribed(t.sub.id, t.sub.dataset)) violate('I4', `the subscription of ${t.sub.id} to ${t.sub.dataset} was lost in the failover`);
     }
     for (const [ref, before] of pre.maps) {

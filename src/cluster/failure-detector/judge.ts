@@ -251,6 +251,11 @@ export class LivenessJudge<M extends MemberRef> {
     return heard >= needed;
   }
 
+  /** Evicted incarnations the group still lists: they may still run, and must learn it. */
+  get evictedListed(): M[] {
+    return [...this.evicted.values()];
+  }
+
   /** The members being probed now (for /status and tests). */
   get suspected(): M[] {
     return [...this.tracked.values()].filter((t) => t.suspicion).map((t) => t.judged.member);

@@ -31,7 +31,7 @@ export interface FailureDetectorOptions {
   readonly indirectProbes?: number | undefined;
   /** How long a node goes on writing after its last renewal was sent. Default 500 ms. */
   readonly leaseMs?: number | undefined;
-  /** How long the singleton's own lease in the MetaStore runs after its last renewal was sent. Default 1000 ms. */
+  /** How long the singleton's own lease in the MetaStore runs after its last renewal was sent. Default 1500 ms: a 1 s pause keeps the role. */
   readonly singletonLeaseMs?: number | undefined;
 }
 
@@ -51,7 +51,7 @@ export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze(
   suspicionTimeoutMs: 1800,
   indirectProbes: 3,
   leaseMs: 500,
-  singletonLeaseMs: 1000,
+  singletonLeaseMs: 1500,
 });
 
 /** Absent (undefined or null) means the default. */

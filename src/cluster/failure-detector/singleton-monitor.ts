@@ -38,12 +38,17 @@ export interface SingletonMonitorOptions<M extends DetectedMember> {
   readonly onDepart: (member: M) => void;
 }
 
+/** Probes of a late member are repeated every 3 heartbeat intervals (`probePeriodMs`); so is this. */
+const PROBE_PERIOD_TICKS = 3;
+
 const judged = <M extends DetectedMember>(m: M) => ({ member: m, address: m.detector });
 
 export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk {
   private readonly judge: LivenessJudge<M>;
   private timer: Cancel | undefined;
   private stopped = false;
+  /** Ticks since evicted incarnations the group still lists were last told where this singleton is. */
+  private ticksSinceEvictedTold = 0;
   /** Node → incarnation the group lists now: to tell an older incarnation's heartbeat from a stranger's. */
   private listed = new Map<string, string>();
 
@@ -164,6 +169,12 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
           this.o.onDepart(action.target);
           break;
       }
+    }
+    // An evicted incarnation that still runs learns it from the answer to a heartbeat: if it missed
+    // this singleton's announcement (it was cut off then), it sends them elsewhere.
+    if (++this.ticksSinceEvictedTold >= PROBE_PERIOD_TICKS) {
+      this.ticksSinceEvictedTold = 0;
+      for (const m of this.judge.evictedListed) this.announce(m);
     }
     this.timer = clock.schedule(settings.heartbeatIntervalMs, () => this.tick());
   }
