@@ -22,7 +22,7 @@ import type { NodeHub } from './node-hub.js';
 import { spawnReporter, type ReporterMsg } from './reporter.js';
 import type { EventsRecord } from './wire-events.js';
 import type { Lease } from '../store/meta-store.js';
-import { LeaseWatch, nextInLine } from '../cluster/failure-detector/succession.js';
+import { LeaseWatch, placeInLine, placeWaitMs } from '../cluster/failure-detector/succession.js';
 import { singletonLeaseWaitMs } from '../cluster/failure-detector/settings.js';
 import type { ActorRef } from './runtime.js';
 import { parseEventsMessage } from './wire-events.js';
@@ -294,8 +294,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
 
   /**
    * Heartbeat mode, while this node hosts no singleton: reads the lease; the next in line takes it
-   * once it ran out (or its holder's process is gone) and looks every heartbeat, the others look
-   * once per singleton lease (the holder may change, and with it who is next).
+   * once it ran out (or its holder's process is gone) and looks every heartbeat; the others look
+   * every half singleton lease (the holder may change, and with it the line) and take it half a
+   * lease later per place (the one before them in line may be dead).
    */
   async function watchLease(s: State, self: ActorRef<GuardianMsg>): Promise<void> {
     s.watchTimer = undefined;
@@ -313,16 +314,16 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       return;
     }
     if (s.singleton || !s.view) return;
-    const next = nextInLine(s.view.members, lease, { node: env.node, incarnation: env.incarnation });
-    const mine = next?.node === env.node && next.incarnation === env.incarnation;
-    const verdict = s.leaseWatch!.observe(lease, detector.clock.now());
-    if (mine && verdict.kind === 'free') return stand(s, self, { lease: undefined, why: 'no lease yet' });
-    if (mine && verdict.kind === 'expired') {
+    const place = placeInLine(s.view.members, lease, { node: env.node, incarnation: env.incarnation });
+    const extraMs = place === undefined ? 0 : placeWaitMs(place, settings);
+    const verdict = s.leaseWatch!.observe(lease, detector.clock.now(), extraMs);
+    if (place === 0 && verdict.kind === 'free') return stand(s, self, { lease: undefined, why: 'no lease yet' });
+    if (place !== undefined && verdict.kind === 'expired') {
       s.leaseWatch!.reset();
-      return stand(s, self, { lease: verdict.lease, why: `its lease was not renewed for ${singletonLeaseWaitMs(settings)} ms` });
+      return stand(s, self, { lease: verdict.lease, why: `its lease was not renewed for ${singletonLeaseWaitMs(settings) + extraMs} ms` });
     }
-    if (mine && verdict.kind === 'held') probeHolder(s, self, verdict.lease);
-    watchSoon(s, self, mine ? settings.heartbeatIntervalMs : settings.singletonLeaseMs);
+    if (place === 0 && verdict.kind === 'held') probeHolder(s, self, verdict.lease);
+    watchSoon(s, self, place === 0 ? settings.heartbeatIntervalMs : Math.ceil(settings.singletonLeaseMs / 2));
   }
 
   /**

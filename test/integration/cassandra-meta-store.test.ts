@@ -209,7 +209,10 @@ describe('CassandraMetaStore', () => {
       await old.putSubscriptions({ subscriptions: [{ dataset: ds1, subscribers: ['n1@i/router' as SubscriberId] }], watchers: [] }, epoch(1));
       expect(await next.takeLease(nodeB, incB, 1)).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
       const before = await singletonPartition(cluster);
-      expect(before).toHaveLength(4);
+      expect(before).toHaveLength(5); // the lease's renewal row and the four written
+
+      // A replaced singleton cannot renew the lease either.
+      expect(await old.renewLease(epoch(1), 1)).toBe(false);
 
       const staleWrites: [string, () => Promise<void>][] = [
         ['putDataset', () => old.putDataset(datasetConfig(ds2), epoch(1))],

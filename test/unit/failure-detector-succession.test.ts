@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { SingletonLeaseKeeper } from '../../src/cluster/failure-detector/singleton-lease-keeper.js';
-import { LeaseWatch, nextInLine } from '../../src/cluster/failure-detector/succession.js';
+import { LeaseWatch, placeInLine, placeWaitMs } from '../../src/cluster/failure-detector/succession.js';
 import { epoch, incarnation, nodeId, type Epoch } from '../../src/core/ids.js';
 import type { Lease } from '../../src/store/meta-store.js';
 
@@ -89,13 +89,24 @@ describe('SingletonLeaseKeeper', () => {
 });
 
 describe('succession', () => {
-  it('the next in line is the first member that does not hold the lease; a holder that is this incarnation stays in line', () => {
+  it('the line is the members without the lease holder, oldest first; a holder that is this incarnation stays in line', () => {
     const members = [member('a'), member('b'), member('c')];
-    expect(nextInLine(members, undefined, member('c'))).toEqual(member('a'));
-    expect(nextInLine(members, member('a'), member('c'))).toEqual(member('b'));
-    expect(nextInLine(members, member('b'), member('c'))).toEqual(member('a'));
-    expect(nextInLine(members, member('a', 0), member('c'))).toEqual(member('a')); // an older incarnation holds it
-    expect(nextInLine(members, member('a'), member('a'))).toEqual(member('a'));
+    expect(placeInLine(members, undefined, member('a'))).toBe(0);
+    expect(placeInLine(members, member('a'), member('b'))).toBe(0);
+    expect(placeInLine(members, member('a'), member('c'))).toBe(1);
+    expect(placeInLine(members, member('b'), member('c'))).toBe(1);
+    expect(placeInLine(members, member('a', 0), member('b'))).toBe(1); // an older incarnation of a holds it
+    expect(placeInLine(members, member('a'), member('a'))).toBe(0);
+    expect(placeInLine(members, member('a'), member('d'))).toBeUndefined(); // not a member
+    expect(placeWaitMs(0, settings)).toBe(0);
+    expect(placeWaitMs(2, settings)).toBe(1000);
+  });
+
+  it('one behind in line waits half a lease more: a dead next in line costs that, not a session', () => {
+    const w = new LeaseWatch(settings);
+    w.observe(lease('a', 1, 5), 0, placeWaitMs(1, settings));
+    expect(w.observe(lease('a', 1, 5), 1_021, placeWaitMs(1, settings)).kind).toBe('held');
+    expect(w.observe(lease('a', 1, 5), 1_521, placeWaitMs(1, settings)).kind).toBe('expired');
   });
 
   it('a lease is expired only after the same renewal was seen for the lease stretched by the drift factor', () => {

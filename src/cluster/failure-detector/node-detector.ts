@@ -8,7 +8,7 @@ import type { MembershipView } from '../membership.js';
 import { DroppedFrames } from './dropped.js';
 import { DetectorEndpoint } from './endpoint.js';
 import type { Evidence } from './judge.js';
-import { memberKey, memberRef, sameMember, type DetectorMessage, type DropCause, type MemberRef } from './messages.js';
+import { memberKey, memberRef, sameMember, type DropCause, type MemberRef } from './messages.js';
 import { HeartbeatSender, type SingletonEndpoint } from './heartbeat-sender.js';
 import { NodeLease } from './node-lease.js';
 import { Prober } from './prober.js';
@@ -93,7 +93,7 @@ export class NodeDetector {
     const transport = o.transport(dropped);
     this.transport = transport;
     this.prober = new Prober({ transport, self, cluster, clock, settings, dropped });
-    this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped, onSingleton: (m) => this.singletonAnnounced(m) });
+    this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped, onSingleton: (m) => this.singletonAnnounced(m.from, m.epoch, m.address) });
     this.heartbeats = new HeartbeatSender({
       transport,
       self,
@@ -146,12 +146,12 @@ export class NodeDetector {
     return oldest?.detector === undefined ? undefined : { member: memberRef(oldest), address: oldest.detector };
   }
 
-  private singletonAnnounced(m: Extract<DetectorMessage, { type: 'singleton' }>): void {
-    if (this.announced && m.epoch < this.announced.epoch) {
-      this.dropped.drop({ cause: 'stale-epoch', detail: `singleton of epoch ${m.epoch}, ${this.announced.epoch} announced before` }, memberKey(m.from));
+  private singletonAnnounced(from: MemberRef, epoch: number, address: string): void {
+    if (this.announced && epoch < this.announced.epoch) {
+      this.dropped.drop({ cause: 'stale-epoch', detail: `singleton of epoch ${epoch}, ${this.announced.epoch} announced before` }, memberKey(from));
       return;
     }
-    this.announced = { endpoint: { member: memberRef(m.from), address: m.address }, epoch: m.epoch };
+    this.announced = { endpoint: { member: memberRef(from), address }, epoch };
     this.heartbeats.follow(this.target());
   }
 
@@ -195,6 +195,8 @@ export class NodeDetector {
       },
     });
     monitor.start(members);
+    // Its own node follows it at once: no frame to lose.
+    if (this.endpoint.address !== undefined) this.singletonAnnounced(self, hooks.epoch, this.endpoint.address);
     return monitor;
   }
 

@@ -60,7 +60,7 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
   start(members: readonly M[]): void {
     this.view(members);
     this.o.endpoint.host(this);
-    for (const m of members) this.announce(m);
+    for (const m of members) if (!sameMember(m, this.o.self)) this.announce(m);
     this.timer = this.o.clock.schedule(this.o.settings.heartbeatIntervalMs, () => this.tick());
   }
 

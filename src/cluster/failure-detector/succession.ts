@@ -9,12 +9,27 @@ import { sameMember, type MemberRef } from './messages.js';
 import { singletonLeaseWaitMs, type FailureDetectorSettings } from './settings.js';
 
 /**
- * The member that should stand next: the first of `members` (oldest first) other than the lease's
- * holder. A holder that is `self` stays in line: its own lease ran out (its store was away), and
- * in a cluster of one nobody else would ever take it back.
+ * The line of members that may stand: `members` (oldest first) without the lease's holder. A
+ * holder that is `self` stays in line: its own lease ran out (its store was away), and in a
+ * cluster of one nobody else would ever take it back.
  */
-export function nextInLine<M extends MemberRef>(members: readonly M[], holder: MemberRef | undefined, self: MemberRef): M | undefined {
-  return members.find((m) => holder === undefined || !sameMember(m, holder) || sameMember(m, self));
+export function line<M extends MemberRef>(members: readonly M[], holder: MemberRef | undefined, self: MemberRef): M[] {
+  return members.filter((m) => holder === undefined || !sameMember(m, holder) || sameMember(m, self));
+}
+
+/**
+ * `self`'s place in the line (0: next), or undefined when it is not in it. Those behind the next
+ * wait longer, half a singleton lease per place, so a dead next in line (the group lists it until
+ * its session ends) delays the takeover by that much, not by a session.
+ */
+export function placeInLine(members: readonly MemberRef[], holder: MemberRef | undefined, self: MemberRef): number | undefined {
+  const place = line(members, holder, self).findIndex((m) => sameMember(m, self));
+  return place < 0 ? undefined : place;
+}
+
+/** The extra wait of `place` in line before it takes a lease that ran out. */
+export function placeWaitMs(place: number, s: Pick<FailureDetectorSettings, 'singletonLeaseMs'>): number {
+  return place * Math.ceil(s.singletonLeaseMs / 2);
 }
 
 /** What a watcher of the lease should do now. */
@@ -32,8 +47,8 @@ export class LeaseWatch {
 
   constructor(private readonly settings: Pick<FailureDetectorSettings, 'singletonLeaseMs'>) {}
 
-  /** `lease` as read at `now` (the watcher's clock). */
-  observe(lease: Lease | undefined, now: number): LeaseVerdict {
+  /** `lease` as read at `now` (the watcher's clock); it ran out once unchanged for a stretched lease and `extraMs`. */
+  observe(lease: Lease | undefined, now: number, extraMs = 0): LeaseVerdict {
     if (lease === undefined) {
       this.seen = undefined;
       return { kind: 'free' };
@@ -41,7 +56,7 @@ export class LeaseWatch {
     const same = this.seen !== undefined && this.seen.lease.epoch === lease.epoch && this.seen.lease.renewal === lease.renewal && sameMember(this.seen.lease, lease);
     if (!same) this.seen = { lease, since: now };
     const unchangedForMs = now - this.seen!.since;
-    return unchangedForMs >= singletonLeaseWaitMs(this.settings) ? { kind: 'expired', lease } : { kind: 'held', lease, unchangedForMs };
+    return unchangedForMs >= singletonLeaseWaitMs(this.settings) + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease, unchangedForMs };
   }
 
   /** Forget what was seen (the watcher stood, or stopped watching). */
