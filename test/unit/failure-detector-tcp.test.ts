@@ -90,7 +90,8 @@ describe('parseAddress', () => {
   });
 });
 
-describe('TCP detector transport against real processes', () => {
+// Each test starts real peer processes: on a loaded machine that alone can take seconds.
+describe('TCP detector transport against real processes', { timeout: 30_000 }, () => {
   it('is answered by a live peer, directly and through a helper', async () => {
     const [a, b] = await Promise.all([startPeer('a'), startPeer('b')]);
     const { prober } = observer();

@@ -34,6 +34,8 @@ export class HeartbeatSender {
   private timer: Cancel | undefined;
   private intervalMs: number;
   private stopped = false;
+  /** Beats sent while the connection's handshake had not completed. */
+  private beatsUnestablished = 0;
 
   constructor(private readonly o: HeartbeatSenderOptions) {
     this.intervalMs = o.heartbeatIntervalMs;
@@ -76,7 +78,16 @@ export class HeartbeatSender {
     this.timer = undefined;
     const target = this.target;
     if (this.stopped || !target) return;
-    if (!this.link?.open) this.link = this.connect(target);
+    // A handshake that has not completed in two beats went into a cut (or a dead host): dial again,
+    // as a new SYN would, rather than queue behind it until it times out.
+    if (this.link?.open && !this.link.established && ++this.beatsUnestablished > 2) {
+      this.link.close();
+      this.link = undefined;
+    }
+    if (!this.link?.open) {
+      this.link = this.connect(target);
+      this.beatsUnestablished = 0;
+    }
     const seq = this.o.lease.send(target.member, this.o.clock.now());
     this.link.send({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'heartbeat', from: this.o.self, to: target.member, seq });
     this.timer = this.o.clock.schedule(this.intervalMs, () => this.beat());

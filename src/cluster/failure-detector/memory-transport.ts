@@ -57,6 +57,10 @@ class MemoryLink implements DetectorLink {
     return !this.ended;
   }
 
+  get established(): boolean {
+    return !this.ended && this.peer !== undefined;
+  }
+
   attach(events: LinkEvents): void {
     this.events = events;
   }

@@ -128,10 +128,15 @@ export class Prober {
         else if (why === 'refused' || why === 'closed') finish(outcome.refused);
       },
     };
+    let resend = false;
     const send = () => {
       if (done || this.closed) return;
       let connection: Connection;
       try {
+        // A resend does not wait behind a handshake still under way (it was sent into a cut that
+        // may have healed since, and would only time out): it dials again, as a new SYN would.
+        if (resend) this.dropUnestablished(address);
+        resend = true;
         connection = this.connectionTo(address);
       } catch {
         return; // an address that cannot be parsed: silence, as a host that does not answer
@@ -144,6 +149,13 @@ export class Prober {
     timers.push(this.o.clock.schedule(timeoutMs, () => finish(outcome.timedOut)));
     for (const delay of resends) timers.push(this.o.clock.schedule(delay, send));
     send();
+  }
+
+  private dropUnestablished(address: string): void {
+    const c = this.connections.get(address);
+    if (!c || c.link.established) return;
+    this.connections.delete(address);
+    c.link.close();
   }
 
   private connectionTo(address: string): Connection {

@@ -81,6 +81,10 @@ class TcpLink implements DetectorLink {
     return !this.ended;
   }
 
+  get established(): boolean {
+    return !this.ended && this.connected;
+  }
+
   send(message: DetectorMessage): boolean {
     if (this.ended || this.socket.writableLength > MAX_QUEUED_BYTES) return false;
     this.socket.write(encodeFrame(message));

@@ -33,6 +33,8 @@ export interface DetectorLink {
   /** Closes it from this side (no `ended` event). */
   close(): void;
   readonly open: boolean;
+  /** The handshake completed (until then, what is sent waits in the socket's buffer). */
+  readonly established: boolean;
 }
 
 export interface DetectorTransport {
