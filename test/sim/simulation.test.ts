@@ -50,8 +50,16 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * node keeps the shard's actor but holds no lease, and I1 now counts only what a node can write);
  * 12637 (I5: the detector's faults left too few restarts, and a cluster of one drained node and one
  * other cannot hold FiloDB's shards — dead nodes now come back before the quiet steps).
+ * With the singleton lease and its successor: 92 (I9: an evicted incarnation cut off during a takeover
+ * heartbeated to its former singleton and never learned it was evicted — evicted incarnations are
+ * told where the singleton is); 209 (I5: the singleton's own node missed its announcement, a lost
+ * frame, and never held a lease — it follows its own singleton without a frame); 337 (I2: a dead next
+ * in line held up the takeover for its session — every member in line watches, half a lease apart);
+ * 917 (I10: a probe connection opened during a cut stalled the probes a second after it healed —
+ * a resend dials again). Bugs of the checker: 224 (the role passed while the step ran: that crash is
+ * a node's, not the singleton's); 992 (a subscriber on a node the new singleton rightly evicted).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 199, 208, 350, 397, 1688, 4043, 4580, 4874, 7225, 12637];
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 337, 350, 397, 917, 992, 1688, 4043, 4580, 4874, 7225, 12637];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
