@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// `npm run sim -- [--from 1] [--seeds 100] [--workers N] [--seed N] [--verbose]`: runs the
-// whole-cluster simulation for any range of seeds on worker threads; prints each violation with its
-// seed and step and the history of that seed, and the seeds per second.
+// `npm run sim -- [--from 1] [--seeds 100] [--workers N] [--seed N] [--verbose] [--fingerprint]`:
+// runs the whole-cluster simulation for any range of seeds on worker threads; prints each violation
+// with its seed and step and the history of that seed, and the seeds per second. `--fingerprint`
+// prints a hash of each seed's whole report, to show that a change to the simulator left every
+// seed's run as it was (diff the output of the two versions).
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
 import { runSeedsInParallel, type SeedResult } from '../sim/parallel-seeds.js';
+import { fingerprintOf } from '../sim/fingerprint.js';
 import { runSimulation } from '../sim/simulation.js';
 import { timestampWithIso } from './log-timestamp.js';
 
@@ -24,9 +27,10 @@ const program = new Command('shardherd-sim')
   .option('--steps <count>', 'fault steps per seed', int('--steps'), 25)
   .option('--detector', 'run the failure detector (heartbeat mode) with its faults and invariants I10–I12', false)
   .option('--verbose', 'print every seed’s history, and the cluster logs of a single seed', false)
+  .option('--fingerprint', 'print a hash of each seed’s history, violations and stats (`seed N: hash`), in seed order', false)
   .showHelpAfterError();
 
-const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; verbose: boolean }>();
+const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; verbose: boolean; fingerprint: boolean }>();
 
 function print(r: SeedResult): void {
   process.stdout.write(`\nseed ${r.seed}: ${r.violations.length} violations; ${JSON.stringify(r.stats)}\n`);
@@ -39,7 +43,7 @@ let results: SeedResult[];
 if (o.seed !== undefined) {
   const log = o.verbose ? pino({ level: 'info', timestamp: timestampWithIso }, pino.destination(2)) : undefined;
   const r = await runSimulation({ seed: o.seed, steps: o.steps, detector: o.detector, ...(log ? { log } : {}) });
-  results = [r];
+  results = [{ ...r, ...(o.fingerprint ? { fingerprint: fingerprintOf(r) } : {}) }];
   print(r);
 } else {
   let done = 0;
@@ -50,6 +54,7 @@ if (o.seed !== undefined) {
     steps: o.steps,
     detector: o.detector,
     workers: o.workers,
+    fingerprint: o.fingerprint,
     onResult: (r) => {
       done += 1;
       if (r.violations.length > 0 || o.verbose) print(r);
@@ -62,6 +67,7 @@ if (o.seed !== undefined) {
   });
   if (process.stderr.isTTY) process.stderr.write('\n');
 }
+if (o.fingerprint) for (const r of results) process.stdout.write(`fingerprint seed ${r.seed}: ${r.fingerprint}\n`);
 const failed = results.filter((r) => r.violations.length > 0).length;
 const secs = (performance.now() - started) / 1000;
 const range = o.seed !== undefined ? `seed ${o.seed}` : `seeds ${o.from}..${o.from + o.seeds - 1} on ${Math.min(o.workers, o.seeds)} workers`;

@@ -8,7 +8,10 @@ export interface SeedBatch {
   readonly seeds: readonly number[];
 }
 
-export type SeedResult = Pick<SimulationReport, 'seed' | 'violations' | 'stats' | 'history'>;
+export type SeedResult = Pick<SimulationReport, 'seed' | 'violations' | 'stats' | 'history'> & {
+  /** With `fingerprint`: the hash of the seed's whole report (`fingerprint.ts`). */
+  readonly fingerprint?: string;
+};
 
 export interface ParallelSeedsOptions {
   readonly from: number;
@@ -17,6 +20,8 @@ export interface ParallelSeedsOptions {
   readonly steps?: number;
   /** Run the failure detector with its faults and invariants (`SimulationOptions.detector`). */
   readonly detector?: boolean;
+  /** Also send back each seed's fingerprint (`fingerprint.ts`). Default off. */
+  readonly fingerprint?: boolean;
   /** Default: the machine's available parallelism. */
   readonly workers?: number;
   /** Seeds per batch (default 5). */
@@ -29,8 +34,8 @@ export interface ParallelSeedsOptions {
  * A worker running seed-worker: the compiled .js in dist; from the .ts sources (tsx, vitest) a
  * worker does not inherit the TypeScript loader, so a one-line bootstrap registers tsx first.
  */
-function startWorker(steps: number, detector: boolean): Worker {
-  const workerData = { steps, detector };
+function startWorker(steps: number, detector: boolean, fingerprint: boolean): Worker {
+  const workerData = { steps, detector, fingerprint };
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./seed-worker.js', import.meta.url), { workerData });
   const source = JSON.stringify(new URL('./seed-worker.ts', import.meta.url).href);
   return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${source}); });`, { eval: true, workerData });
@@ -44,7 +49,7 @@ export async function runSeedsInParallel(o: ParallelSeedsOptions): Promise<SeedR
   const results: SeedResult[] = [];
   const workers = Math.max(1, Math.min(o.workers ?? availableParallelism(), o.count));
   await Promise.all(Array.from({ length: workers }, () => new Promise<void>((resolve, reject) => {
-    const worker = startWorker(o.steps ?? 25, o.detector ?? false);
+    const worker = startWorker(o.steps ?? 25, o.detector ?? false, o.fingerprint ?? false);
     worker.on('message', (batch: SeedResult[]) => {
       for (const r of batch) {
         results.push(r);
