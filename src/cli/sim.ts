@@ -1,11 +1,17 @@
 #!/usr/bin/env node
-// `npm run sim -- [--from 1] [--seeds 100] [--workers N] [--seed N] [--verbose]`: runs the
-// whole-cluster simulation for any range of seeds on worker threads; prints each violation with its
-// seed and step and the history of that seed, and the seeds per second.
+// `npm run sim -- [--from 1] [--seeds 100] [--workers N] [--seed N] [--verbose] [--fingerprint]`:
+// runs the whole-cluster simulation for any range of seeds on worker threads; prints each violation
+// with its seed and step and the history of that seed, and the seeds per second. `--fingerprint`
+// prints a hash of each seed's whole report, to show that a change to the simulator left every
+// seed's run as it was (diff the output of the two versions). A long run shows its progress on
+// stderr (seeds done, seeds/s, violations so far, time left): a line rewritten each second on a
+// terminal, else a line every `--progress` seconds.
 import { Command, InvalidArgumentError } from 'commander';
 import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
 import { runSeedsInParallel, type SeedResult } from '../sim/parallel-seeds.js';
+import { fingerprintOf } from '../sim/fingerprint.js';
+import { RunProgress } from '../sim/run-progress.js';
 import { runSimulation } from '../sim/simulation.js';
 import { timestampWithIso } from './log-timestamp.js';
 
@@ -24,9 +30,11 @@ const program = new Command('shardherd-sim')
   .option('--steps <count>', 'fault steps per seed', int('--steps'), 25)
   .option('--detector', 'run the failure detector (heartbeat mode) with its faults and invariants I10–I12', false)
   .option('--verbose', 'print every seed’s history, and the cluster logs of a single seed', false)
+  .option('--progress <seconds>', 'when stderr is not a terminal: a progress line this often', int('--progress', 1), 30)
+  .option('--fingerprint', 'print a hash of each seed’s history, violations and stats (`seed N: hash`), in seed order', false)
   .showHelpAfterError();
 
-const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; verbose: boolean }>();
+const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; verbose: boolean; progress: number; fingerprint: boolean }>();
 
 function print(r: SeedResult): void {
   process.stdout.write(`\nseed ${r.seed}: ${r.violations.length} violations; ${JSON.stringify(r.stats)}\n`);
@@ -35,35 +43,41 @@ function print(r: SeedResult): void {
 }
 
 const started = performance.now();
-let results: SeedResult[];
+/** Seeds run, and those that broke an invariant (a long run keeps no other result). */
+let ran = 0;
+let failed = 0;
+/** seed → fingerprint, with `--fingerprint`: printed in seed order at the end. */
+const fingerprints = new Map<number, string>();
+const count = (r: SeedResult) => {
+  ran += 1;
+  if (r.violations.length > 0) failed += 1;
+  if (r.fingerprint !== undefined) fingerprints.set(r.seed, r.fingerprint);
+};
 if (o.seed !== undefined) {
   const log = o.verbose ? pino({ level: 'info', timestamp: timestampWithIso }, pino.destination(2)) : undefined;
   const r = await runSimulation({ seed: o.seed, steps: o.steps, detector: o.detector, ...(log ? { log } : {}) });
-  results = [r];
+  count({ ...r, ...(o.fingerprint ? { fingerprint: fingerprintOf(r) } : {}) });
   print(r);
 } else {
-  let done = 0;
-  let lastReport = started;
-  results = await runSeedsInParallel({
+  const progress = new RunProgress({ total: o.seeds, write: (t) => process.stderr.write(t), inPlace: process.stderr.isTTY, everyMs: o.progress * 1000 });
+  await runSeedsInParallel({
     from: o.from,
     count: o.seeds,
     steps: o.steps,
     detector: o.detector,
     workers: o.workers,
+    fingerprint: o.fingerprint,
+    keep: 'violations',
     onResult: (r) => {
-      done += 1;
+      count(r);
       if (r.violations.length > 0 || o.verbose) print(r);
-      const now = performance.now();
-      if (process.stderr.isTTY && now - lastReport > 1_000) {
-        lastReport = now;
-        process.stderr.write(`\r${done} of ${o.seeds} seeds, ${((done * 1000) / (now - started)).toFixed(1)} seeds/s   `);
-      }
+      progress.seedDone(r.violations.length);
     },
   });
-  if (process.stderr.isTTY) process.stderr.write('\n');
+  progress.finish();
 }
-const failed = results.filter((r) => r.violations.length > 0).length;
+for (const [seed, fp] of [...fingerprints].sort(([a], [b]) => a - b)) process.stdout.write(`fingerprint seed ${seed}: ${fp}\n`);
 const secs = (performance.now() - started) / 1000;
 const range = o.seed !== undefined ? `seed ${o.seed}` : `seeds ${o.from}..${o.from + o.seeds - 1} on ${Math.min(o.workers, o.seeds)} workers`;
-process.stdout.write(`\n${results.length - failed} of ${results.length} seeds kept every invariant (${range}; ${secs.toFixed(1)} s, ${(results.length / secs).toFixed(1)} seeds/s)\n`);
+process.stdout.write(`\n${ran - failed} of ${ran} seeds kept every invariant (${range}; ${secs.toFixed(1)} s, ${(ran / secs).toFixed(1)} seeds/s)\n`);
 process.exitCode = failed > 0 ? 1 : 0;

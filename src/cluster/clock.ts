@@ -46,18 +46,27 @@ interface Timer {
   readonly at: number;
   readonly seq: number;
   readonly fn: () => void;
-  cancelled: boolean;
+  /** Fired or cancelled: a cancel does nothing any more. */
+  done: boolean;
 }
+
+/** Whether `a` fires before `b`: earlier, or as early and scheduled first. */
+const before = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
 /**
  * A clock that moves only on `advance`/`advanceTo`, firing due timers in time order (ties in the
  * order they were scheduled), with `now()` equal to each timer's time while it runs — so a
  * simulation replays identically for the same inputs.
+ *
+ * The timers wait in a binary heap ordered by (time, order of scheduling): the simulator fires
+ * tens of thousands per run, and sorting them all for each was a good part of its cost. A
+ * cancelled timer stays in the heap until it reaches the top, where it is dropped unfired.
  */
 export class SimulatedClock implements Clock {
   private current: number;
   private seq = 0;
-  private timers: Timer[] = [];
+  private readonly heap: Timer[] = [];
+  private cancelledInHeap = 0;
 
   constructor(start = 0) {
     this.current = start;
@@ -68,22 +77,23 @@ export class SimulatedClock implements Clock {
   }
 
   schedule(delayMs: number, fn: () => void): Cancel {
-    const timer: Timer = { at: this.current + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };
-    this.timers.push(timer);
+    const timer: Timer = { at: this.current + Math.max(0, delayMs), seq: this.seq++, fn, done: false };
+    this.push(timer);
     return () => {
-      timer.cancelled = true;
+      if (timer.done) return;
+      timer.done = true;
+      this.cancelledInHeap += 1;
     };
   }
 
   /** When the next live timer is due, or undefined if none is. */
   nextTimerAt(): number | undefined {
-    this.timers = this.timers.filter((t) => !t.cancelled);
-    return this.timers.reduce<number | undefined>((min, t) => (min === undefined || t.at < min ? t.at : min), undefined);
+    return this.top()?.at;
   }
 
   /** Live timers not yet fired. */
   get pendingTimers(): number {
-    return this.timers.filter((t) => !t.cancelled).length;
+    return this.heap.length - this.cancelledInHeap;
   }
 
   /** Moves time forward by `ms`, firing every timer that falls due on the way (including new ones). */
@@ -96,12 +106,52 @@ export class SimulatedClock implements Clock {
   advanceTo(at: number): void {
     if (at < this.current) throw new RangeError(`cannot move time backwards: ${at} < ${this.current}`);
     for (;;) {
-      const due = this.timers.filter((t) => !t.cancelled && t.at <= at).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((t) => t !== due);
+      const due = this.top();
+      if (!due || due.at > at) break;
+      this.pop();
+      due.done = true;
       this.current = Math.max(this.current, due.at);
       due.fn();
     }
     this.current = at;
+  }
+
+  /** The first live timer (cancelled ones on top are dropped on the way). */
+  private top(): Timer | undefined {
+    while (this.heap.length > 0 && this.heap[0]!.done) {
+      this.pop();
+      this.cancelledInHeap -= 1;
+    }
+    return this.heap[0];
+  }
+
+  private push(timer: Timer): void {
+    const h = this.heap;
+    h.push(timer);
+    let i = h.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(timer, h[parent]!)) break;
+      h[i] = h[parent]!;
+      i = parent;
+    }
+    h[i] = timer;
+  }
+
+  private pop(): void {
+    const h = this.heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= h.length) break;
+      const right = left + 1;
+      const child = right < h.length && before(h[right]!, h[left]!) ? right : left;
+      if (!before(h[child]!, last)) break;
+      h[i] = h[child]!;
+      i = child;
+    }
+    h[i] = last;
   }
 }

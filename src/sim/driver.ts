@@ -5,6 +5,12 @@ import type { EmbeddedCluster } from '../embedded/embedded-cluster.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+interface Progress {
+  handled: number;
+  inFlight: number;
+  busPending: number;
+}
+
 export class SimDriver {
   readonly clock: SimulatedClock;
 
@@ -13,8 +19,11 @@ export class SimDriver {
     this.clock = cluster.clock;
   }
 
-  /** A measure of progress: messages handled and in flight on running nodes, bus work pending. */
-  private activity(): string {
+  /**
+   * Reads the progress now into `p` (messages handled and in flight on running nodes, bus work
+   * pending); whether it changed since `p` was read. Numbers, not a string: this runs every turn.
+   */
+  private moved(p: Progress): boolean {
     let handled = 0;
     let inFlight = 0;
     for (const n of this.cluster.nodes) {
@@ -22,7 +31,12 @@ export class SimDriver {
       handled += n.actors.handled;
       if (n.state === 'running') inFlight += n.actors.inFlight;
     }
-    return `${handled}/${inFlight}/${this.cluster.bus.pending()}`;
+    const busPending = this.cluster.bus.pending();
+    const moved = handled !== p.handled || inFlight !== p.inFlight || busPending !== p.busPending;
+    p.handled = handled;
+    p.inFlight = inFlight;
+    p.busPending = busPending;
+    return moved;
   }
 
   /**
@@ -30,16 +44,15 @@ export class SimDriver {
    * nodes may hold work forever; they do not count as activity).
    */
   async settle(maxTurns = 100_000): Promise<void> {
-    let last = this.activity();
+    const progress: Progress = { handled: 0, inFlight: 0, busPending: 0 };
+    this.moved(progress);
     let quiet = 0;
     for (let i = 0; i < maxTurns; i++) {
       await nextTurn();
-      const now = this.activity();
-      if (now === last) {
+      if (!this.moved(progress)) {
         if (++quiet >= 3) return;
       } else {
         quiet = 0;
-        last = now;
       }
     }
     throw new Error(`the cluster did not settle within ${maxTurns} turns`);

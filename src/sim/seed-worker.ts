@@ -1,10 +1,12 @@
 // A worker thread of the parallel simulation: runs the seeds the main thread hands it, one batch at
-// a time, and sends back each report (the history only when a seed broke an invariant).
+// a time, and sends back each report (the history only when a seed broke an invariant; its
+// fingerprint, when asked, stands for the whole of it).
 import { parentPort, workerData } from 'node:worker_threads';
+import { fingerprintOf } from './fingerprint.js';
 import { runSimulation } from './simulation.js';
 import type { SeedBatch, SeedResult } from './parallel-seeds.js';
 
-const { steps, detector } = workerData as { steps: number; detector: boolean };
+const { steps, detector, fingerprint } = workerData as { steps: number; detector: boolean; fingerprint: boolean };
 const port = parentPort!;
 
 port.on('message', async (batch: SeedBatch | null) => {
@@ -15,7 +17,7 @@ port.on('message', async (batch: SeedBatch | null) => {
   const results: SeedResult[] = [];
   for (const seed of batch.seeds) {
     const r = await runSimulation({ seed, steps, detector });
-    results.push({ seed, violations: r.violations, stats: r.stats, history: r.violations.length > 0 ? r.history : [] });
+    results.push({ seed, violations: r.violations, stats: r.stats, history: r.violations.length > 0 ? r.history : [], ...(fingerprint ? { fingerprint: fingerprintOf(r) } : {}) });
   }
   port.postMessage(results);
 });

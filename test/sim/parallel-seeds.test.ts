@@ -1,7 +1,7 @@
 // Seeds run on worker threads give exactly the reports the same seeds give in this thread: the
 // simulation is deterministic wherever it runs, so `npm run sim` can spread any range over cores.
 import { describe, expect, it } from 'vitest';
-import { runSeedsInParallel } from '../../src/sim/parallel-seeds.js';
+import { runSeedsInParallel, type SeedResult } from '../../src/sim/parallel-seeds.js';
 import { runSimulation } from '../../src/sim/simulation.js';
 
 describe('parallel simulation seeds', () => {
@@ -15,5 +15,12 @@ describe('parallel simulation seeds', () => {
       expect(r.stats, `seed ${r.seed}`).toEqual(here.stats);
       expect(r.violations).toEqual(here.violations);
     }
+  }, 120_000);
+
+  it('keeps only the seeds with violations when asked (a long run), yet reports every seed as it finishes', async () => {
+    const seen: SeedResult[] = [];
+    const kept = await runSeedsInParallel({ from: 11, count: 2, workers: 1, keep: 'violations', onResult: (r) => seen.push(r) });
+    expect(seen.map((r) => r.seed).sort((a, b) => a - b)).toEqual([11, 12]);
+    expect(kept).toEqual(seen.filter((r) => r.violations.length > 0).sort((a, b) => a.seed - b.seed));
   }, 120_000);
 });
