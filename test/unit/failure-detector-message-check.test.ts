@@ -21,6 +21,7 @@ const MESSAGES: DetectorMessage[] = [
   { ...base, from: s, type: 'ping-req', epoch: 3, target: a, address: '10.0.0.7:7100' },
   { ...base, type: 'vote', target: a, vote: 'refused' },
   { ...base, type: 'goodbye' },
+  { ...base, from: s, type: 'singleton', epoch: 4, address: '10.0.0.9:7100' },
 ];
 
 /** Values near the schema's bounds, and of the wrong kinds, as JSON text can carry them. */

@@ -158,6 +158,7 @@ const KEYS: Record<DetectorMessage['type'], readonly string[]> = {
   'ping-req': [...ENVELOPE_KEYS, 'epoch', 'target', 'address'],
   vote: [...ENVELOPE_KEYS, 'target', 'vote'],
   goodbye: ENVELOPE_KEYS,
+  singleton: [...ENVELOPE_KEYS, 'epoch', 'address'],
 };
 
 /**
@@ -201,6 +202,11 @@ export function conformingMessage(json: unknown): DetectorMessage | undefined {
       const target = conformingMember(json.target);
       if (!target || typeof vote !== 'string' || !(VOTES as readonly string[]).includes(vote)) return undefined;
       return { format, cluster, from, to, seq, type: t, target, vote: vote as Vote };
+    }
+    case 'singleton': {
+      const { epoch, address } = json;
+      if (!isCount(epoch) || !isString(address, 1, 300)) return undefined;
+      return { format, cluster, from, to, seq, type: t, epoch, address };
     }
   }
   return undefined;
