@@ -145,7 +145,7 @@ async function startRun(s: BenchServices, o: Options, mode: Mode, label: string,
     ...(failureDetector ? { failureDetector } : mode === 'heartbeat' ? { failureDetector: { mode: 'heartbeat' } } : {}),
     datasets: [
       { ref: RF1.ref, numShards: RF1.numShards, minNumNodes: 4, source: { type: 'kafka', topic: `${name}.${RF1.ref}` } },
-      ...(o.rf2 ? [{ ref: RF2.ref, numShards: RF2.numShards, minNumNodes: NODES.length, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic: `${name}.${RF2.ref}` } }] : []),
+      ...(o.rf2 ? [{ ref: RF2.ref, numShards: RF2.numShards, minNumNodes: 2, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic: `${name}.${RF2.ref}` } }] : []),
     ],
     built: true,
   });
@@ -430,6 +430,8 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
 
 async function failover(): Promise<Table> {
   const o = parseOptions(process.argv.slice(2));
+  // Interrupted: exit through the exit hooks, which SIGKILL the node processes and the JVMs this run started.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   const loadBefore = os.loadavg();
   const m = new Measures();
   const notes: string[] = [];
