@@ -64,7 +64,7 @@ const RF2: WatchedDataset = { ref: 'rf2', numShards: 16, replicationFactor: 2 };
 /** The producers' pause between batches (one record a partition each): about 150 records/s for the 32-partition topic. */
 const PRODUCER_PAUSE_MS = 200;
 /** How long a sample may take before it counts as failed. */
-const SAMPLE_TIMEOUT_MS = 120_000;
+const SAMPLE_TIMEOUT_MS = 60_000;
 /** The maps must not change for this long before the next sample (a `balanced` dataset may still be moving copies). */
 const QUIET_MS = 1_500;
 const DROP_RATE = 0.05;
@@ -242,19 +242,29 @@ class Measures {
     if (!m) this.all.push((m = { mode, what, observed, values: [], failures: [] }));
     return m;
   }
+
+  /** Records a sample, and says it on stderr: a run cut short still shows what it measured. */
+  add(mode: Mode, what: string, observed: string, value: number): void {
+    this.get(mode, what, observed).values.push(value);
+    log(`${mode} | ${what} | ${ms(value)} ms`);
+  }
 }
 
 const MAP_ON_BUS = 'map on the events topic';
 
-/** Times how long after `t0` the victim's shards of each dataset are Active elsewhere (all at once, so none waits for another). */
-async function servedElsewhere(run: Run, shards: ReadonlyMap<string, number[]>, victim: string, t0: number): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  await Promise.all(
-    run.datasets
-      .filter((d) => (shards.get(d.ref) ?? []).length > 0)
-      .map(async (d) => out.set(d.ref, (await until(`${victim}'s ${d.ref} shards Active elsewhere`, () => run.watch.replaced(only(shards, d.ref), victim), SAMPLE_TIMEOUT_MS)) - t0)),
-  );
-  return out;
+/**
+ * Times how long after `t0` the victim's shards of each dataset are Active elsewhere (all at once,
+ * so none waits for another), into the measure `what(dataset)`; a dataset whose shards are not
+ * served elsewhere in time is a failure of its own measure, not of the others.
+ */
+async function servedElsewhere(run: Run, m: Measures, what: (dataset: string) => string, shards: ReadonlyMap<string, number[]>, victim: string, t0: number): Promise<void> {
+  const datasets = run.datasets.filter((d) => (shards.get(d.ref) ?? []).length > 0);
+  const results = await Promise.allSettled(datasets.map((d) => until(`${victim}'s ${d.ref} shards Active elsewhere`, () => run.watch.replaced(only(shards, d.ref), victim), SAMPLE_TIMEOUT_MS)));
+  results.forEach((r, i) => {
+    const measure = m.get(run.mode, what(datasets[i]!.ref), MAP_ON_BUS);
+    if (r.status === 'fulfilled') m.add(run.mode, measure.what, MAP_ON_BUS, r.value - t0);
+    else measure.failures.push(r.reason instanceof Error ? r.reason.message : String(r.reason));
+  });
 }
 
 async function ownerAndSingleton(run: Run): Promise<{ owner: string[]; singleton: { name: string; epoch: number } }> {
@@ -271,8 +281,7 @@ async function ownerKill(run: Run, m: Measures): Promise<void> {
   const shards = run.watch.shardsOn(victim);
   const t0 = performance.now();
   await run.cluster.kill(victim);
-  const served = await servedElsewhere(run, shards, victim, t0);
-  for (const [ds, t] of served) m.get(run.mode, `SIGKILL owner → its ${ds} shards Active elsewhere`, MAP_ON_BUS).values.push(t);
+  await servedElsewhere(run, m, (ds) => `SIGKILL owner → its ${ds} shards Active elsewhere`, shards, victim, t0);
   await run.cluster.start(victim, 120_000);
 }
 
@@ -285,11 +294,13 @@ async function singletonKill(run: Run, m: Measures): Promise<void> {
   const t0 = performance.now();
   await run.cluster.kill(victim);
   // Both at once: each is timed as it happens.
-  const [answered, served] = await Promise.all([singletonAnswers(run.cluster, via, SAMPLE_TIMEOUT_MS), servedElsewhere(run, shards, victim, t0)]);
+  const [answered] = await Promise.all([
+    singletonAnswers(run.cluster, via, SAMPLE_TIMEOUT_MS),
+    servedElsewhere(run, m, (ds) => `SIGKILL singleton → its node's ${ds} shards Active elsewhere`, shards, victim, t0),
+  ]);
   // What answered is a new singleton: a higher epoch, on another node.
   await until('the new singleton at a higher epoch', async () => ((await singletonOf(run.cluster))?.epoch ?? 0) > singleton.epoch, 30_000, 200);
-  m.get(run.mode, 'SIGKILL singleton → a new singleton answers', `GET /api/v1/node-operations through a surviving node, every 50 ms`).values.push(answered - t0);
-  for (const [ds, t] of served) m.get(run.mode, `SIGKILL singleton → its node's ${ds} shards Active elsewhere`, MAP_ON_BUS).values.push(t);
+  m.add(run.mode, 'SIGKILL singleton → a new singleton answers', 'GET /api/v1/node-operations through a surviving node, every 50 ms', answered - t0);
   await run.cluster.start(victim, 120_000);
 }
 
@@ -301,20 +312,18 @@ async function silentStop(run: Run, m: Measures): Promise<void> {
   const shards = run.watch.shardsOn(victim);
   const t0 = performance.now();
   run.cluster.signal(victim, 'SIGSTOP');
-  let served: Map<string, number>;
   try {
-    served = await servedElsewhere(run, shards, victim, t0);
+    await servedElsewhere(run, m, (ds) => `SIGSTOP owner → its ${ds} shards Active elsewhere`, shards, victim, t0);
   } finally {
     run.cluster.signal(victim, 'SIGCONT');
   }
   const resumed = performance.now();
-  for (const [ds, t] of served) m.get(run.mode, `SIGSTOP owner → its ${ds} shards Active elsewhere`, MAP_ON_BUS).values.push(t);
   // Its incarnation was dropped (evicted or past its session): it must come back as a new one.
   const back = await until(`${victim} back as a new incarnation after SIGCONT`, async () => {
     const st = await run.cluster.status(victim, 1_000);
     return st !== undefined && st.member && st.state === 'running' && st.incarnation !== before;
   }, SAMPLE_TIMEOUT_MS, 100);
-  m.get(run.mode, 'SIGCONT → the stopped node is a member again, as a new incarnation', '/status of the node, every 100 ms').values.push(back - resumed);
+  m.add(run.mode, 'SIGCONT → the stopped node is a member again, as a new incarnation', '/status of the node, every 100 ms', back - resumed);
 }
 
 /** Runs `n` samples; a failed one is recorded with its reason, the cluster is repaired (every node running again) and the next one goes on. */
