@@ -95,8 +95,8 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
     expect(shards.get(DATASET.ref)!.length).toBeGreaterThan(0);
     await cluster.kill(victim);
     const killed = performance.now();
-    const served = (await until(`${victim}'s shards Active elsewhere`, () => watch!.replaced(shards, victim), 3 * SESSION_TIMEOUT_MS)) - killed;
-    expect(served, `its shards were Active elsewhere ${Math.round(served)} ms after the kill`).toBeLessThan(OWNER_FAILOVER_BOUND_MS);
+    const served = Math.round((await until(`${victim}'s shards Active elsewhere`, () => watch!.replaced(shards, victim), 3 * SESSION_TIMEOUT_MS)) - killed);
+    expect(served, 'ms from the kill until its shards were Active elsewhere').toBeLessThan(OWNER_FAILOVER_BOUND_MS);
     // The detector's doing: the singleton logged the eviction, with the refused connection as evidence.
     const evicted = (await departures(cluster, [c.singleton!.name])).evicted;
     expect(evicted.map((e) => e.member)).toEqual([victim]);
@@ -115,8 +115,8 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
       singletonAnswers(cluster, via, 3 * SINGLETON_FAILOVER_BOUND_MS),
       until(`${old.name}'s shards Active elsewhere`, () => watch!.replaced(shards, old.name), 3 * SINGLETON_SHARDS_BOUND_MS),
     ]);
-    expect(answered - killed, `a new singleton answered ${Math.round(answered - killed)} ms after the kill`).toBeLessThan(SINGLETON_FAILOVER_BOUND_MS);
-    expect(served - killed, `its shards were Active elsewhere ${Math.round(served - killed)} ms after the kill`).toBeLessThan(SINGLETON_SHARDS_BOUND_MS);
+    expect(Math.round(answered - killed), 'ms from the kill until a new singleton answered').toBeLessThan(SINGLETON_FAILOVER_BOUND_MS);
+    expect(Math.round(served - killed), 'ms from the kill until its shards were Active elsewhere').toBeLessThan(SINGLETON_SHARDS_BOUND_MS);
     const now = await singletonOf(cluster);
     expect(now?.name).not.toBe(old.name);
     expect(now!.epoch).toBeGreaterThan(old.epoch);
