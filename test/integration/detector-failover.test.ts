@@ -97,8 +97,11 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
     const killed = performance.now();
     const served = Math.round((await until(`${victim}'s shards Active elsewhere`, () => watch!.replaced(shards, victim), 3 * SESSION_TIMEOUT_MS)) - killed);
     expect(served, 'ms from the kill until its shards were Active elsewhere').toBeLessThan(OWNER_FAILOVER_BOUND_MS);
-    // The detector's doing: the singleton logged the eviction, with the refused connection as evidence.
-    const evicted = (await departures(cluster, [c.singleton!.name])).evicted;
+    // The detector's doing: the singleton logged the eviction, with the refused connection as evidence
+    // (its log reaches the file through a pipe: give the line a moment).
+    const evictions = () => departures(cluster, [c.singleton!.name]).then((d) => d.evicted);
+    await until('the eviction in the singleton’s log', async () => (await evictions()).length > 0, 5_000, 100).catch(() => undefined);
+    const evicted = await evictions();
     expect(evicted.map((e) => e.member)).toEqual([victim]);
     expect(evicted[0]!.refused).toBe(true);
   }, 120_000);
