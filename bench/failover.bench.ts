@@ -192,8 +192,8 @@ async function startRun(s: BenchServices, o: Options, mode: Mode, label: string,
 }
 
 /**
- * Every node running as a member, one singleton, every shard's copies Active on live nodes, and no
- * map change for `QUIET_MS`. A node process that exited on its own is started again (and counted).
+ * Every node running as a member, one singleton, every shard's copies Active on live nodes, each
+ * node holding copies of each replicated dataset, and no map change for `QUIET_MS`. A node process that exited on its own is started again (and counted).
  */
 async function settle(run: Run, timeoutMs = 180_000): Promise<void> {
   const { cluster, watch } = run;
@@ -211,7 +211,10 @@ async function settle(run: Run, timeoutMs = 180_000): Promise<void> {
     const ok =
       statuses.every((st) => st?.member === true && st.state === 'running') &&
       statuses.filter((st) => st?.singleton !== undefined).length === 1 &&
-      watch.whole(new Set(NODES));
+      watch.whole(new Set(NODES)) &&
+      // A restarted node gets its share of a `balanced` dataset by planned moves after the settle
+      // window: until it has some, the next victim's share would be larger than the others'.
+      run.datasets.every((d) => d.replicationFactor === 1 || NODES.every((n) => (watch.shardsOn(n).get(d.ref) ?? []).length > 0));
     const key = ok ? watch.versions() : '';
     if (!ok || key !== stable) {
       stable = key;
