@@ -502,7 +502,7 @@ async function failover(): Promise<Table> {
       'Wall ms from the signal\'s sending. p99 is the nearest rank: with fewer than 100 samples it is the largest.',
       `heartbeat: failureDetector at its defaults (heartbeat 100 ms, lease 500 ms, suspicion 1800 ms); session-only: departures from the Kafka group alone. Both with the same ${o.sessionMs} ms session, which also bounds the singleton's replacement in both modes until the singleton has a lease of its own (ARCHITECTURE.md §11.9).`,
       `RF 1: FiloDB's strategy, minNumNodes 4 (8 shards a node: four owners and a spare).${o.rf2 ? ' RF 2: `balanced`, no replacement delay; its figure is the time until each lost copy is Active again on another node (the shard was served by its other copy meanwhile), the settle window (`settleWindowMs`, 1000 ms by default) included: a lost copy whose shard is still served waits for it.' : ''} Runtime: ${JSON.stringify(CHAOS_RUNTIME)}.`,
-      'Victims are chosen at random among the nodes that own RF 1 shards and do not host the singleton; each is started again (a new incarnation) and the cluster settles (every node a member, every copy Active, no map change for 1.5 s) before the next sample.',
+      'Victims are chosen at random among the nodes that own RF 1 shards and do not host the singleton; each is started again (a new incarnation) and the cluster settles (every node a member, every copy Active, every node holding copies of a replicated dataset, no map change for 1.5 s) before the next sample.',
       ...(m.all.length === 0 ? ['No kill samples in this run (--only named none of owner, singleton, silent).'] : []),
       ...notes,
     ],
