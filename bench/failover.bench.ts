@@ -266,7 +266,10 @@ async function servedElsewhere(run: Run, m: Measures, what: (dataset: string) =>
   results.forEach((r, i) => {
     const measure = m.get(run.mode, what(datasets[i]!.ref), MAP_ON_BUS);
     if (r.status === 'fulfilled') m.add(run.mode, measure.what, MAP_ON_BUS, r.value - t0);
-    else measure.failures.push(r.reason instanceof Error ? r.reason.message : String(r.reason));
+    else {
+      measure.failures.push(r.reason instanceof Error ? r.reason.message : String(r.reason));
+      log(`${run.mode} | ${measure.what} | failed: ${measure.failures.at(-1)!}`);
+    }
   });
 }
 
