@@ -36,7 +36,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { CHAOS_RUNTIME, createTopics } from '../test/support/chaos-run.js';
-import { departures, MapWatch, singletonAnswers, singletonOf, until, type WatchedDataset } from '../test/support/failover-run.js';
+import { departures, evictionsOfLive, MapWatch, singletonAnswers, singletonOf, until, type WatchedDataset } from '../test/support/failover-run.js';
 import { missingRecords, NumberedProducer } from '../test/support/numbered-producer.js';
 import { ProcessCluster } from '../test/support/process-cluster.js';
 import { TcpProxy } from '../test/support/tcp-proxy.js';
@@ -361,8 +361,11 @@ interface SoakResult {
   readonly minutes: number;
   readonly pauses: number;
   readonly longestPauseMs: number;
+  /** Evictions of incarnations that were still running: false ones. */
   readonly evicted: number;
   readonly evictedDetail: string;
+  /** Evictions of incarnations that had fenced themselves before (their endpoint closed): late, not false. */
+  readonly evictedAfterFence: number;
   readonly fenced: number;
   readonly fencedDetail: string;
   readonly heartbeatsDropped: number;
@@ -421,6 +424,7 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
     log(`soak ${mode}: ${e instanceof Error ? e.message : String(e)}`);
   }
   const d = await departures(run.cluster, NODES);
+  const live = evictionsOfLive(d);
   const heartbeatsDropped = [...proxies.values()].reduce((a, p) => a + p.frames.dropped, 0);
   const framesForwarded = [...proxies.values()].reduce((a, p) => a + p.frames.forwarded, 0);
   const records = await run.finish();
@@ -431,8 +435,9 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
     minutes: (performance.now() - start) / 60_000,
     pauses: pauses.figures.pauses,
     longestPauseMs: pauses.figures.longestMs,
-    evicted: d.evicted.length,
-    evictedDetail: count(d.evicted.map((e) => `${e.member}${e.refused ? ' (refused)' : ` (silent ${e.silentMs ?? '?'} ms)`}`)),
+    evicted: live.length,
+    evictedDetail: count(live.map((e) => `${e.member}${e.refused ? ' (refused)' : ` (silent ${e.silentMs === undefined ? '?' : Math.round(e.silentMs)} ms)`}`)),
+    evictedAfterFence: d.evicted.length - live.length,
     fenced: d.fenced.length,
     fencedDetail: count(d.fenced.map((f) => `${f.node}: ${f.reason ?? '?'}`)),
     heartbeatsDropped,
@@ -476,14 +481,14 @@ async function failover(): Promise<Table> {
   if (soaks.length > 0) {
     console.log(markdownTable({
       title: `Failover soak: ${NODES.length} nodes, pauses up to ${MAX_PAUSE_MS} ms, every core busy, ${DROP_RATE * 100} % of heartbeats dropped, a Kafka and a Cassandra restart`,
-      columns: ['mode', 'minutes', 'pauses (longest ms)', 'false evictions', 'fences (new incarnations)', 'heartbeats dropped / frames forwarded', 'restarts', 'settled after ms', 'records'],
+      columns: ['mode', 'minutes', 'pauses (longest ms)', 'false evictions', 'evictions of fenced incarnations', 'fences (new incarnations)', 'heartbeats dropped / frames forwarded', 'restarts', 'settled after ms', 'records'],
       rows: soaks.map((r) => [
-        r.mode, r.minutes.toFixed(1), `${r.pauses} (${ms(r.longestPauseMs)})`, `${r.evicted}${r.evicted > 0 ? `: ${r.evictedDetail}` : ''}`,
+        r.mode, r.minutes.toFixed(1), `${r.pauses} (${ms(r.longestPauseMs)})`, `${r.evicted}${r.evicted > 0 ? `: ${r.evictedDetail}` : ''}`, r.evictedAfterFence,
         `${r.fenced}${r.fenced > 0 ? `: ${r.fencedDetail}` : ''}`, r.mode === 'heartbeat' ? `${r.heartbeatsDropped} / ${r.framesForwarded}` : '-',
         r.restarts || '-', r.settledAfterMs === undefined ? 'not within 300 s' : ms(r.settledAfterMs), r.records.join(' '),
       ]),
       notes: [
-        'Nothing is killed in the soak: every `detector.evicted` a node logged is a false eviction (goal 0). Fences count `node.fenced`: a node that learned it was no longer a member (the detector\'s eviction, or its Kafka session lost while the broker was away) and restarted as a new incarnation.',
+        'Nothing is killed in the soak: a `detector.evicted` of an incarnation that was still running is a false eviction (goal 0). One of an incarnation that had fenced itself before (its `node.fenced` logged earlier: its Kafka session lost while the broker was away, say) is counted apart: that incarnation was gone, its endpoint closed. Fences count `node.fenced`: a node that learned it was no longer a member (the detector\'s eviction, or its Kafka session lost) and restarted as a new incarnation.',
         ...soaks.filter((r) => r.unexpectedExits > 0).map((r) => `${r.mode}: ${r.unexpectedExits} node processes exited on their own.`),
       ],
     }));

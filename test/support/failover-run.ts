@@ -130,10 +130,18 @@ export async function singletonAnswers(cluster: ProcessCluster, via: string, tim
 
 /** What the nodes' logs say happened to members: the detector's evictions and the nodes' fences, in log order. */
 export interface Departures {
-  /** `detector.evicted`, by the singleton that evicted: which member (name) and incarnation. */
-  readonly evicted: { readonly member: string; readonly incarnation: string; readonly silentMs?: number; readonly refused?: boolean }[];
-  /** `node.fenced`: a node learned it was no longer a member and restarted as a new incarnation. */
-  readonly fenced: { readonly node: string; readonly reason?: string }[];
+  /** `detector.evicted`, by the singleton that evicted: which member (name) and incarnation, when (ms since the epoch, this machine's clock). */
+  readonly evicted: { readonly member: string; readonly incarnation: string; readonly time: number; readonly silentMs?: number; readonly refused?: boolean }[];
+  /** `node.fenced`: a node's incarnation learned it was no longer a member and restarted as a new one. */
+  readonly fenced: { readonly node: string; readonly incarnation: string; readonly time: number; readonly reason?: string }[];
+}
+
+/**
+ * The evictions of incarnations that were still running: not those of an incarnation that had
+ * already fenced itself (its Kafka session lost, say), whose endpoint then closed and was refused.
+ */
+export function evictionsOfLive(d: Departures): Departures['evicted'] {
+  return d.evicted.filter((e) => !d.fenced.some((f) => f.node === e.member && f.incarnation === e.incarnation && f.time <= e.time));
 }
 
 /** Reads every node's log (all of its incarnations) for evictions and fences. */
@@ -143,14 +151,15 @@ export async function departures(cluster: ProcessCluster, names: readonly string
     const text = await readFile(cluster.logPath(name), 'utf8').catch(() => '');
     for (const line of text.split('\n')) {
       if (!line.includes('"detector.evicted"') && !line.includes('"node.fenced"')) continue;
-      let e: { event?: string; member?: string; incarnation?: string; silentMs?: number; refused?: boolean; reason?: string };
+      let e: { event?: string; time?: number; member?: string; incarnation?: string; silentMs?: number; refused?: boolean; reason?: string };
       try {
         e = JSON.parse(line) as typeof e;
       } catch {
         continue;
       }
-      if (e.event === 'detector.evicted' && e.member) out.evicted.push({ member: e.member, incarnation: e.incarnation ?? '?', ...(e.silentMs === undefined ? {} : { silentMs: e.silentMs }), ...(e.refused === undefined ? {} : { refused: e.refused }) });
-      if (e.event === 'node.fenced') out.fenced.push({ node: name, ...(e.reason === undefined ? {} : { reason: String(e.reason) }) });
+      const time = e.time ?? 0;
+      if (e.event === 'detector.evicted' && e.member) out.evicted.push({ member: e.member, incarnation: e.incarnation ?? '?', time, ...(e.silentMs === undefined ? {} : { silentMs: e.silentMs }), ...(e.refused === undefined ? {} : { refused: e.refused }) });
+      if (e.event === 'node.fenced') out.fenced.push({ node: name, incarnation: e.incarnation ?? '?', time, ...(e.reason === undefined ? {} : { reason: String(e.reason) }) });
     }
   }
   return out;
