@@ -7,6 +7,9 @@
  * are thus the same whether it runs alone (filtered) or with the others.
  *
  * The soak (`npm run bench -- soak`, SHARDHERD_SOAK_MINUTES, default 10) runs only when named.
+ * A filter that is a benchmark's exact name runs that one alone (`failover`, not `deploy-failover`
+ * too); arguments after the filter go to the benchmark's process (`npm run bench -- failover
+ * --kills 3`).
  *
  * To add a benchmark: write bench/<topic>.bench.ts calling `register(...)`, and import it below.
  */
@@ -32,6 +35,7 @@ import './soak.bench.js';
 import './routed-requests.bench.js';
 import './import-time.bench.js';
 import './read-availability.bench.js';
+import './failover.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];
@@ -44,7 +48,8 @@ if (only !== undefined) {
   console.log(`\n_${b.name}: ${((performance.now() - t0) / 1000).toFixed(1)} s_\n`);
 } else {
   const filter = (process.argv[2] ?? '').toLowerCase();
-  const selected = registered().filter((b) => b.name.toLowerCase().includes(filter) && (filter !== '' || !b.onDemand));
+  const exact = registered().filter((b) => b.name.toLowerCase() === filter);
+  const selected = exact.length > 0 ? exact : registered().filter((b) => b.name.toLowerCase().includes(filter) && (filter !== '' || !b.onDemand));
   const cpus = os.cpus();
   const gib = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   console.log('## Machine\n');
@@ -56,7 +61,7 @@ if (only !== undefined) {
 
   const start = performance.now();
   for (const b of selected) {
-    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!], { stdio: 'inherit', env: { ...process.env, [CHILD]: b.name } });
+    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, ...process.argv.slice(3)], { stdio: 'inherit', env: { ...process.env, [CHILD]: b.name } });
     if (child.status !== 0) process.exitCode = 1;
   }
   console.log(`Total: ${((performance.now() - start) / 1000).toFixed(1)} s`);

@@ -99,12 +99,19 @@ export interface DetectorEndpointConfig {
   readonly port: number;
   /** The host the others are told to connect to; default `host`. */
   readonly advertisedHost?: string | undefined;
+  /**
+   * The port the others are told to connect to, when it is not the one the endpoint listens on (a
+   * proxy, a NAT or a container's published port forwards it there); default the bound port.
+   */
+  readonly advertisedPort?: number | undefined;
 }
 
 const endpointSchema = z.strictObject({
   host: z.string().min(1).max(200).default('127.0.0.1'),
   port: z.number().int('must be a whole number').min(0, 'must be 0..65535').max(65535, 'must be 0..65535').default(0),
   advertisedHost: z.string().min(1).max(200).optional(),
+  // 0 cannot be connected to: an advertised port is a real one.
+  advertisedPort: z.number('must be a port number').int('must be a whole number').min(1, 'must be 1..65535').max(65535, 'must be 1..65535').optional(),
 });
 
 /** A validated node configuration. */
@@ -151,14 +158,14 @@ export function parseNodeConfig(input: unknown, source = 'config', baseDir = pro
   });
   if ('topicPrefix' in c.runtime) throw new NodeConfigError('runtime.topicPrefix', 'is set by "cluster" in a node config', source);
   if ('failureDetector' in c.runtime) throw new NodeConfigError('runtime.failureDetector', 'is set by "failureDetector" in a node config', source);
-  const { host, port, advertisedHost, ...timings } = c.failureDetector;
+  const { host, port, advertisedHost, advertisedPort, ...timings } = c.failureDetector;
   try {
     failureDetectorSettings(timings, 'failureDetector');
   } catch (e) {
     if (e instanceof FailureDetectorSettingsError) throw new NodeConfigError(e.key, e.message.slice(e.key.length + 1), source);
     throw e;
   }
-  const endpoint = endpointSchema.safeParse({ host, port, advertisedHost });
+  const endpoint = endpointSchema.safeParse({ host, port, advertisedHost, advertisedPort });
   if (!endpoint.success) {
     const issue = endpoint.error.issues[0]!;
     throw new NodeConfigError(`failureDetector.${issue.path.map(String).join('.')}`, issue.message, source);

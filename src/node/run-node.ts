@@ -122,7 +122,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       // Used in failureDetector.mode "heartbeat" only: leases are durations, measured on the
       // monotonic clock, as the Kafka membership measures its session.
       detector: {
-        transport: (_owner, dropped) => new TcpDetectorTransport({ cluster: config.runtime.topicPrefix, host: config.detector.host, port: config.detector.port, advertisedHost: config.detector.advertisedHost, dropped }),
+        transport: (_owner, dropped) => new TcpDetectorTransport({ cluster: config.runtime.topicPrefix, host: config.detector.host, port: config.detector.port, advertisedHost: config.detector.advertisedHost, advertisedPort: config.detector.advertisedPort, dropped }),
         clock: new MonotonicClock(),
       },
     };

@@ -20,6 +20,8 @@ export class NumberedProducer {
     private readonly producer: Producer,
     private readonly topic: string,
     private readonly partitions: number,
+    /** The pause between two acknowledged batches (one record a partition each): sets the rate. */
+    private readonly pauseMs = 25,
   ) {}
 
   start(): void {
@@ -39,7 +41,7 @@ export class NumberedProducer {
             await new Promise((r) => setTimeout(r, 500));
           }
         }
-        await new Promise((r) => setTimeout(r, 25));
+        await new Promise((r) => setTimeout(r, this.pauseMs));
       }
     })();
   }

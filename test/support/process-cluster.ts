@@ -42,6 +42,11 @@ export interface ProcessClusterOptions {
   readonly built?: boolean;
   /** Node.js flags of every node process (e.g. `--max-old-space-size=96`). */
   readonly nodeFlags?: readonly string[];
+  /**
+   * The `failureDetector` section of each node's config (default none: `session-only`); a function
+   * of the node's name when nodes differ (each its own endpoint port, say).
+   */
+  readonly failureDetector?: Record<string, unknown> | ((name: string) => Record<string, unknown>);
 }
 
 export interface NodeProcess {
@@ -76,6 +81,11 @@ export class ProcessCluster {
     return join(this.options.dir, `${name}.json`);
   }
 
+  /** The node's log, every incarnation's (stdout and stderr), appended. */
+  logPath(name: string): string {
+    return join(this.options.dir, `${name}.log`);
+  }
+
   sinkPath(name: string): string {
     return join(this.options.dir, `${name}.jsonl`);
   }
@@ -94,6 +104,7 @@ export class ProcessCluster {
       },
       cassandra: { contactPoints: o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
       runtime: o.runtime ?? {},
+      ...(o.failureDetector ? { failureDetector: typeof o.failureDetector === 'function' ? o.failureDetector(name) : o.failureDetector } : {}),
       datasets: o.datasets ?? [],
       ...(o.serve ? { serve: o.serve } : {}),
       sink: { type: 'jsonl', path: this.sinkPath(name) },
@@ -116,7 +127,7 @@ export class ProcessCluster {
       // Generated API tokens go to the test's folder, not the user's home.
       env: { ...process.env, FORCE_COLOR: '0', SHARDHERD_TOKEN_DIR: this.options.dir, SHARDHERD_TOKEN: '' },
     });
-    const log = createWriteStream(join(this.options.dir, `${name}.log`), { flags: 'a' });
+    const log = createWriteStream(this.logPath(name), { flags: 'a' });
     this.logs.push(log);
     child.stderr?.pipe(log, { end: false });
     const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));

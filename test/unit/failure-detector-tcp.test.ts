@@ -212,3 +212,14 @@ describe('TCP detector transport with bad frames', () => {
     expect(ep.dropped.byCause.get('too-large')).toBe(1);
   });
 });
+
+describe('the advertised address', () => {
+  it('is the bound port unless an advertised port is given (the endpoint behind a proxy or a NAT)', async () => {
+    const plain = new TcpDetectorTransport({ cluster: 'test', dropped: new DroppedFrames() });
+    const proxied = new TcpDetectorTransport({ cluster: 'test', advertisedHost: 'node-1.internal', advertisedPort: 17_100, dropped: new DroppedFrames() });
+    cleanup.push(() => plain.close(), () => proxied.close());
+    const accept = () => ({ message: () => {}, ended: () => {} });
+    expect(parseAddress(await plain.listen(accept))).toEqual({ host: '127.0.0.1', port: expect.any(Number) as number });
+    expect(await proxied.listen(accept)).toBe('node-1.internal:17100');
+  });
+});

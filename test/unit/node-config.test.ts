@@ -97,6 +97,9 @@ describe('node config', () => {
     const c = parseNodeConfig({ ...minimal, failureDetector: { mode: 'heartbeat', leaseMs: 400, host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' } });
     expect(c.runtime.failureDetector).toMatchObject({ mode: 'heartbeat', leaseMs: 400 });
     expect(c.detector).toEqual({ host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' });
+    // Behind a proxy or a NAT: it listens on one port and tells the others another.
+    const proxied = parseNodeConfig({ ...minimal, failureDetector: { mode: 'heartbeat', port: 7100, advertisedPort: 17100 } });
+    expect(proxied.detector).toEqual({ host: '127.0.0.1', port: 7100, advertisedPort: 17100 });
   });
 
   it('refuses failure detector settings that cannot work, naming the key', () => {
@@ -108,6 +111,9 @@ describe('node config', () => {
     expect(fd({ mode: 'swim' })).toBe('node.json: failureDetector.mode must be "session-only" or "heartbeat", got "swim"');
     expect(fd({ lease: 500 })).toBe('node.json: failureDetector.lease is not a known key');
     expect(fd({ port: 70_000 })).toBe('node.json: failureDetector.port must be 0..65535');
+    expect(fd({ advertisedPort: 0 })).toBe('node.json: failureDetector.advertisedPort must be 1..65535');
+    expect(fd({ advertisedPort: 65_536 })).toBe('node.json: failureDetector.advertisedPort must be 1..65535');
+    expect(fd({ advertisedPort: '7100' })).toBe('node.json: failureDetector.advertisedPort must be a port number');
     expect(refusal({ ...minimal, runtime: { failureDetector: { mode: 'heartbeat' } } })).toBe('node.json: runtime.failureDetector is set by "failureDetector" in a node config');
   });
 

@@ -160,6 +160,21 @@ describe('a lost node within its replacement delay', () => {
     expect(unserved(c.mapper)).toEqual([]);
   });
 
+  it('a check that comes a moment before the delay ends asks again at its end, and then re-creates the copies', () => {
+    const c = threeRacks();
+    c.down('a1');
+    const until = c.h.state.absent.get('a1' as never)!.since + DELAY;
+    // The singleton's timer fired 1 ms early by its clock (Node's timers and Date.now() drift apart).
+    c.h.now = until - 1;
+    c.h.run({ type: 'CheckCooldowns' });
+    expect(c.h.effects).toContainEqual({ type: 'ScheduleCheck', at: until });
+    expect([...c.h.state.absent.keys()]).toEqual(['a1']);
+    c.h.now = until;
+    c.h.run({ type: 'CheckCooldowns' });
+    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toHaveLength(1);
+    expect(c.h.state.absent.size).toBe(0);
+  });
+
   it('takes its copies back when it returns under the same id: they restart on it, nothing moves', () => {
     const c = threeRacks();
     const before = c.mapper.shardsForNode(nodeId('a1'));
@@ -364,6 +379,22 @@ describe('the settle window', () => {
     expect(c.h.state.datasets.get(ds1)!.roundDueAt).toBeUndefined();
     expect(c.copiesOf('n4')).toBeGreaterThan(0);
     expect(c.mapper.numUnassignedShards).toBe(0);
+  });
+
+  it('a check that comes a moment before the window ends asks again, and the round runs at the end', () => {
+    const c = threeRacks({ maxConcurrentMoves: 1000 });
+    const version = c.mapper.version;
+    c.up('a3', 'A');
+    const due = c.h.state.datasets.get(ds1)!.roundDueAt!;
+    // The singleton's timer fired 1 ms early by its clock (Node's timers and Date.now() drift apart).
+    c.h.now = due - 1;
+    c.h.run({ type: 'CheckCooldowns' });
+    expect(c.mapper.version).toBe(version);
+    expect(c.h.effects).toContainEqual({ type: 'ScheduleCheck', at: due });
+    c.h.now = due;
+    c.h.run({ type: 'CheckCooldowns' });
+    expect(c.mapper.version).toBeGreaterThan(version);
+    expect(c.h.state.datasets.get(ds1)!.roundDueAt).toBeUndefined();
   });
 
   it('0 decides every change at once, as before', () => {

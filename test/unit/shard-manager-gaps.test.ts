@@ -240,6 +240,22 @@ describe('reassignment cooldowns', () => {
     expect(noticesNamed(h.effects, 'shard.cooldown-ended')).toHaveLength(1);
   });
 
+  it('a check that comes a moment before a cooldown ends asks again at its end', () => {
+    const h = threeNodes({ reassignmentCooldownMs: 1000 });
+    h.addMember('c4');
+    h.report('c3', ShardEvents.ingestionError(ds1, s(0), n('c3'), 'bad'));
+    h.report('c4', ShardEvents.ingestionError(ds1, s(0), n('c4'), 'bad'));
+    const end = h.now + 1001; // the first ms after the cooldown
+    // The singleton's timer fired 1 ms early by its clock (Node's timers and Date.now() drift apart).
+    h.now = end - 1;
+    h.run({ type: 'CheckCooldowns' });
+    expect(h.mapper(ds1).nodeForShard(0)).toBeUndefined();
+    expect(h.effects).toContainEqual({ type: 'ScheduleCheck', at: end });
+    h.now = end;
+    h.run({ type: 'CheckCooldowns' });
+    expect(h.mapper(ds1).nodeForShard(0)).toBeDefined();
+  });
+
   it('a check places only the shards whose cooldown ended, not other unassigned shards', () => {
     const h = threeNodes({ reassignmentCooldownMs: 1000 });
     h.addMember('c4');

@@ -16,6 +16,8 @@ export interface TcpTransportOptions {
   readonly port?: number | undefined;
   /** The host others are told to connect to. Default `host`. */
   readonly advertisedHost?: string | undefined;
+  /** The port others are told to connect to (a proxy or NAT forwards it to the bound one). Default the bound port. */
+  readonly advertisedPort?: number | undefined;
   /** A connect that has not completed by then ends with `timeout`. Default 1000 ms. */
   readonly connectTimeoutMs?: number | undefined;
   /** Counts (and reports once per cause) the frames dropped on every connection. */
@@ -158,7 +160,7 @@ export class TcpDetectorTransport implements DetectorTransport {
     });
     const bound = server.address();
     const port = typeof bound === 'object' && bound ? bound.port : this.options.port ?? 0;
-    return formatAddress(this.options.advertisedHost ?? host, port);
+    return formatAddress(this.options.advertisedHost ?? host, this.options.advertisedPort ?? port);
   }
 
   connect(address: string, events: LinkEvents): DetectorLink {

@@ -147,8 +147,11 @@ export function endAbsences(step: Step): void {
     for (const ref of step.datasetRefs()) {
       const { config, mapper } = step.dataset(ref)!;
       if (config.strategy !== 'balanced') continue;
-      if (absentUntil(step, ref, node) !== undefined) {
+      const until = absentUntil(step, ref, node);
+      if (until !== undefined) {
         waiting = true;
+        // Checked again at the delay's end: this check may have come a moment early (see `endSettleWindows`).
+        step.schedule(until);
         continue;
       }
       const copies = mapper.numShardsForNode(node);

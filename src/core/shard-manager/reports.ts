@@ -94,13 +94,17 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
   }
 }
 
-/** Places errored shards whose cooldown has ended, and nothing else. */
+/**
+ * Places errored shards whose cooldown has ended, and nothing else. One still waiting is checked
+ * again at its cooldown's end: the check may come a moment early by the clock `now` comes from (see
+ * `endSettleWindows`), and no other check would come for it.
+ */
 export function checkCooldowns(step: Step): void {
   for (const ref of step.datasetRefs()) {
     const ds = step.dataset(ref)!;
-    const ended = [...ds.cooldowns].filter(
-      ([s, at]) => !step.inCooldown(at) && ds.mapper.nodeForShard(s) === undefined && ds.mapper.statusForShard(s).type === 'Error',
-    );
+    const waiting = (s: number) => ds.mapper.nodeForShard(s) === undefined && ds.mapper.statusForShard(s).type === 'Error';
+    for (const [s, at] of ds.cooldowns) if (step.inCooldown(at) && waiting(s)) step.schedule(step.cooldownEnd(at));
+    const ended = [...ds.cooldowns].filter(([s, at]) => !step.inCooldown(at) && waiting(s));
     if (ended.length === 0) continue;
     const endedShards = new Set(ended.map(([s]) => s));
     const hold = new Set<number>(ds.mapper.unassignedShards().filter((s) => !endedShards.has(s)));

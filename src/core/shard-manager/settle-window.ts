@@ -50,11 +50,18 @@ export function settleMembershipRounds(step: Step): void {
   }
 }
 
-/** At a timer: the rounds whose settle window ended. */
+/**
+ * At a timer: the rounds whose settle window ended. A window not ended yet by `now` is checked
+ * again at its end: a timer can fire a millisecond before its time by the clock `now` comes from
+ * (Node's timers and `Date.now()` drift apart), and a window left open with no check to come would
+ * hold every later membership change's round forever (each one sees the window open).
+ */
 export function endSettleWindows(step: Step): void {
   for (const ref of step.datasetRefs()) {
     const due = step.dataset(ref)!.roundDueAt;
-    if (due !== undefined && due <= step.now) step.assignShards(ref);
+    if (due === undefined) continue;
+    if (due <= step.now) step.assignShards(ref);
+    else step.schedule(due);
   }
 }
 
