@@ -314,7 +314,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       return;
     }
     if (s.singleton || !s.view) return;
-    const place = placeInLine(s.view.members, lease, { node: env.node, incarnation: env.incarnation });
+    const place = placeInLine(inLine(s, s.view), lease, { node: env.node, incarnation: env.incarnation });
     const extraMs = place === undefined ? 0 : placeWaitMs(place, settings);
     const verdict = s.leaseWatch!.observe(lease, detector.clock.now(), extraMs);
     if (place === 0 && verdict.kind === 'free') return stand(s, self, { lease: undefined, why: 'no lease yet' });
@@ -324,6 +324,18 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
     if (place === 0 && verdict.kind === 'held') probeHolder(s, self, verdict.lease);
     watchSoon(s, self, place === 0 ? settings.heartbeatIntervalMs : Math.ceil(settings.singletonLeaseMs / 2));
+  }
+
+  /**
+   * The members that may stand: the group's view without the incarnations the last singleton no
+   * longer counted (it evicted them: the group may list a dead one for a session, and it would hold
+   * the line), this node always included.
+   */
+  function inLine(s: State, view: MembershipView): MembershipView['members'] {
+    const counted = s.maps.members?.members;
+    if (!counted) return view.members;
+    const self = (m: { node: string; incarnation: string }) => m.node === env.node && m.incarnation === env.incarnation;
+    return view.members.filter((m) => self(m) || counted.some((c) => c.node === m.node && c.incarnation === m.incarnation));
   }
 
   /**
