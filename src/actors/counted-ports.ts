@@ -17,6 +17,7 @@ export function countedBus(bus: Bus, telemetry: Telemetry): Bus {
         options?.onError?.(e, record);
       },
     }),
+    committedOffset: (topic, group) => bus.committedOffset(topic, group),
   };
 }
 

@@ -65,6 +65,10 @@ export function gatedBus(bus: Bus, gate: Gate): Bus {
         await handler(record);
       }, options);
     },
+    committedOffset: async (topic, group) => {
+      await gate.pass();
+      return bus.committedOffset(topic, group);
+    },
   };
 }
 

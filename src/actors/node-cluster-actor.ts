@@ -17,6 +17,7 @@ import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { FencedError, type StoredCooldown, type StoredSubscriptions } from '../store/meta-store.js';
 import { type NodeEnv, skipMalformed, withRetry } from './node-env.js';
+import { inboxGroup, inboxStart } from './inbox-group.js';
 import type { ActorRef } from './runtime.js';
 import { isPermanentBusFailure } from '../cluster/bus-failures.js';
 import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
@@ -428,9 +429,13 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           };
           s.storedStamps = usableStamps(s.stored.datasets, s.stored.maps);
           s.phase = 'recovering';
-          s.inbox = await env.bus.subscribe(env.topics.inbox, `${env.topics.inbox}.singleton`, (record) => {
+          const inbox = env.topics.inbox;
+          const startAt = await withRetry(env, 'reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
+          s.inbox = await env.bus.subscribe(inbox, inboxGroup(inbox, epoch), (record) => {
             env.runtime.send(ctx.self, { type: 'Inbox', record });
-          }, { start: 'earliest', onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
+          }, { start: 'earliest', ...(startAt === undefined ? {} : { startAt }), onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
+          // This group holds the position from now on, even if this singleton dies before it applies anything.
+          if (startAt !== undefined) await withRetry(env, 'committing the inbox position', () => s.inbox!.commit(startAt));
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
           env.runtime.send(ctx.self, { type: 'AskGuardians' });
           return s;

@@ -12,6 +12,11 @@ export interface SubscribeOptions {
   /** Where a group with no committed position starts. Default `latest`. */
   readonly start?: 'earliest' | 'latest';
   /**
+   * Where a group with no committed position starts, as an offset (it wins over `start`): a new
+   * group that takes over from another where that one left off.
+   */
+  readonly startAt?: number;
+  /**
    * Hears what a handler threw, a record that could not be read, and a message given up before
    * all its chunks arrived (`IncompleteMessageError`); delivery goes on with the next record.
    */
@@ -73,6 +78,8 @@ export interface Bus {
     handler: RecordHandler,
     options?: SubscribeOptions,
   ): Promise<BusSubscription>;
+  /** The group's committed position on the topic, if it committed one. */
+  committedOffset(topic: string, group: string): Promise<number | undefined>;
 }
 
 /**

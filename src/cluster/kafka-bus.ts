@@ -180,7 +180,7 @@ export class KafkaBus implements Bus {
       throw this.closedInstead(e, topic);
     }
     this.assertOpen();
-    const startIfUncommitted = Number(options.start === 'earliest' ? watermarks?.low ?? '0' : watermarks?.high ?? '0');
+    const startIfUncommitted = options.startAt ?? Number(options.start === 'earliest' ? watermarks?.low ?? '0' : watermarks?.high ?? '0');
     const openedAt = this.nextOpenTime();
     const sub: KafkaSubscription = new KafkaSubscription({
       committedOffset: () => this.committedOffset(topic, group),

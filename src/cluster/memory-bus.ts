@@ -168,7 +168,7 @@ export class MemoryBus implements Bus {
   ): Promise<BusSubscription> {
     const committed = this.committed.get(key(topic, group));
     const log = this.log(topic);
-    const start = committed ?? (options.start === 'earliest' ? log.base : end(log));
+    const start = committed ?? (options.startAt !== undefined ? Math.max(log.base, options.startAt) : options.start === 'earliest' ? log.base : end(log));
     const sub: Subscription = {
       topic,
       group,
@@ -212,6 +212,10 @@ export class MemoryBus implements Bus {
   /** Every record of `topic` still retained (for tests and the simulator); records are frozen. */
   topic(name: string): readonly MemoryBusRecord[] {
     return [...this.log(name).records];
+  }
+
+  committedOffset(topic: string, group: string): Promise<number | undefined> {
+    return Promise.resolve(this.committedPosition(topic, group));
   }
 
   /** The committed position of `group` on `topic`, if it committed one. */

@@ -38,12 +38,12 @@ const REASSIGNMENT_SLACK_MS = 4_000;
  */
 const OWNER_FAILOVER_BOUND_MS = leaseWaitMs(FAILURE_DETECTOR_DEFAULTS) + REASSIGNMENT_SLACK_MS;
 /**
- * How long a dead singleton holds up its successor. The next in line takes the singleton lease
- * within a probe of the dead process (§11.9), but the new singleton reads the inbox through the
- * same Kafka consumer group as the dead one, whose partition the broker gives over only when the
- * dead member's session ran out: until the inbox is read per epoch, the session bounds this.
+ * How long a dead singleton goes unnoticed: at most its own lease in the MetaStore (§11.9), the next
+ * in line taking over once it saw no renewal for that long; a killed singleton's endpoint refuses the
+ * successor's probe, so it is usually taken over within a heartbeat or two. (The new singleton reads
+ * the inbox in a consumer group of its own epoch: the dead one's Kafka session holds nothing up.)
  */
-const SINGLETON_DETECTION_MS = SESSION_TIMEOUT_MS;
+const SINGLETON_DETECTION_MS = FAILURE_DETECTOR_DEFAULTS.singletonLeaseMs;
 /**
  * A new singleton's recovery: its lease by compare-and-set, the MetaStore read, every member's
  * answer (at most `recoveryReplyTimeoutMs`), and not before its predecessor's node leases ran out.
@@ -134,7 +134,8 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
 
   it('every record produced across both failovers reached a sink', async () => {
     await numbered.stop();
-    expect(numbered.acked.size).toBeGreaterThan(1_000);
+    // The producer ran through both failovers (a few seconds in all now that neither waits for a session).
+    expect(numbered.acked.size).toBeGreaterThan(200);
     const missing = await missingRecords(numbered.acked, () => cluster.ingested(), 60_000);
     expect(missing.slice(0, 20), `${missing.length} of ${numbered.acked.size} records never reached a sink`).toEqual([]);
     expect((await converged(cluster, DATASET.ref, DATASET.numShards)).ok).toBe(true);

@@ -228,7 +228,7 @@ describe('MemoryMetaStore fault injection', () => {
     expect((await store.readCheckpoints(ds1, 0)).copies.size).toBe(0);
 
     // The third write goes through.
-    expect(await store.takeLease(a, incA, 0)).toEqual({ epoch: 1, node: a, incarnation: incA });
+    expect(await store.takeLease(a, incA, 0)).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
     await store.putDataset(datasetConfig(ds1), epoch(1));
     expect(await store.datasets()).toEqual([datasetConfig(ds1)]);
   });
