@@ -85,6 +85,8 @@ export class ShardherdNode {
   private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
   /** The current incarnation's failure detector, in `heartbeat` mode. */
   private detector: NodeDetector | undefined;
+  /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
+  private readonly unanswered = new Set<() => void>();
   private subscriptions: BusSubscription[] = [];
   /** Stops hearing the membership of the current incarnation. */
   private stopListening: () => void = () => {};
@@ -413,7 +415,26 @@ export class ShardherdNode {
     const subs = this.subscriptions;
     this.subscriptions = [];
     this.runtime?.shutdown();
+    // Questions the guardian will never answer now (its mailbox went with the runtime) get the
+    // answer of a node that runs nothing, rather than none at all.
+    for (const answerEmpty of [...this.unanswered]) answerEmpty();
+    this.unanswered.clear();
     await Promise.all(subs.map((s) => s.close().catch(() => undefined)));
+  }
+
+  /** Asks the guardian; `empty` if it is gone, or goes before it answers. */
+  private askGuardian<T>(build: (reply: (answer: T) => void) => GuardianMsg, empty: T): Promise<T> {
+    const { runtime, guardian } = this;
+    if (!runtime || !guardian) return Promise.resolve(empty);
+    return new Promise((resolve) => {
+      const answerEmpty = () => resolve(empty);
+      const reply = (answer: T) => {
+        this.unanswered.delete(answerEmpty);
+        resolve(answer);
+      };
+      if (!runtime.send(guardian, build(reply))) resolve(empty);
+      else this.unanswered.add(answerEmpty);
+    });
   }
 
   /** The incarnation's failure detector in `heartbeat` mode (docs/ARCHITECTURE.md §11); none in `session-only`. */
@@ -505,20 +526,12 @@ export class ShardherdNode {
 
   /** The shards this node's ingestion runs now, with their status. */
   running(): Promise<RunningShard[]> {
-    const { runtime, guardian } = this;
-    if (!runtime || !guardian) return Promise.resolve([]);
-    return new Promise((resolve) => {
-      if (!runtime.send(guardian, { type: 'GetRunning', reply: resolve })) resolve([]);
-    });
+    return this.askGuardian<RunningShard[]>((reply) => ({ type: 'GetRunning', reply }), []);
   }
 
   /** The state of the singleton this node hosts, if it hosts the active one. */
   singletonState(): Promise<ShardManagerState | undefined> {
-    const { runtime, guardian } = this;
-    if (!runtime || !guardian) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
-      if (!runtime.send(guardian, { type: 'GetSingletonState', reply: resolve })) resolve(undefined);
-    });
+    return this.askGuardian<ShardManagerState | undefined>((reply) => ({ type: 'GetSingletonState', reply }), undefined);
   }
 
   /**
@@ -532,11 +545,7 @@ export class ShardherdNode {
 
   /** @internal The guardian's cached maps and subscriptions (for the node's HTTP API and metrics). */
   cache(): Promise<GuardianCache | undefined> {
-    const { runtime, guardian } = this;
-    if (!runtime || !guardian) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
-      if (!runtime.send(guardian, { type: 'GetCache', reply: resolve })) resolve(undefined);
-    });
+    return this.askGuardian<GuardianCache | undefined>((reply) => ({ type: 'GetCache', reply }), undefined);
   }
 }
 

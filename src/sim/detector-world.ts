@@ -201,11 +201,16 @@ export class DetectorWorld {
 
   /**
    * I11 on the singleton's side: the core of the singleton of `epoch` never counts again an
-   * incarnation that singleton took out (it would give it shards while it holds no lease).
+   * incarnation that singleton took out (it would give it shards while it holds no lease). Only
+   * verdicts before `askedAt`, when the core's state was asked for, count: the singleton applies a
+   * verdict after it was given, and a question already in its mailbox is answered first.
    */
-  readmitted(epoch: number, members: readonly { readonly node: string; readonly incarnation: string }[]): DetectorViolation[] {
+  readmitted(epoch: number, members: readonly { readonly node: string; readonly incarnation: string }[], askedAt: number): DetectorViolation[] {
     return members
-      .filter((m) => this.removed.get(`${m.node}@${m.incarnation}`)?.epoch === epoch)
+      .filter((m) => {
+        const removed = this.removed.get(`${m.node}@${m.incarnation}`);
+        return removed?.epoch === epoch && removed.at < askedAt;
+      })
       .map((m) => ({ invariant: 'I11' as const, message: `the singleton of epoch ${epoch} counts ${m.node}@${m.incarnation} as a member again after it took it out` }));
   }
 

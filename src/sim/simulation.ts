@@ -590,8 +590,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       }
       for (const v of world.overdueEvictions()) violate(v.invariant, v.message);
       const holder = await cluster.singletonNode();
+      const askedAt = clock.now();
       const state = holder ? await ask(holder.singletonState()) : undefined;
-      if (state) for (const v of world.readmitted(state.epoch, state.members)) violate(v.invariant, v.message);
+      if (state) for (const v of world.readmitted(state.epoch, state.members, askedAt)) violate(v.invariant, v.message);
     }
     // Forget subscribers whose node died or restarted: they are gone with it.
     for (const t of [...subscribers]) {

@@ -56,10 +56,14 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * frame, and never held a lease — it follows its own singleton without a frame); 337 (I2: a dead next
  * in line held up the takeover for its session — every member in line watches, half a lease apart);
  * 917 (I10: a probe connection opened during a cut stalled the probes a second after it healed —
- * a resend dials again). Bugs of the checker: 224 (the role passed while the step ran: that crash is
- * a node's, not the singleton's); 992 (a subscriber on a node the new singleton rightly evicted).
+ * a resend dials again); 3705 (a question to a node restarting after its eviction was never
+ * answered: the guardian's mailbox went with the runtime — it is answered as by a node that runs
+ * nothing). Bugs of the checker: 224 (the role passed while the step ran: that crash is a node's, not
+ * the singleton's); 992 (a subscriber on a node the new singleton rightly evicted); 2057, 4428 (I11
+ * took a singleton's state asked for before an eviction, answered after it was given, for a
+ * readmission).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 337, 350, 397, 917, 992, 1688, 4043, 4580, 4874, 7225, 12637];
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 337, 350, 397, 917, 992, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 12637];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
