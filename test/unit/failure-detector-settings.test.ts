@@ -27,7 +27,7 @@ const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsErro
 
 describe('failureDetectorSettings', () => {
   it('defaults to session-only with the documented timings, which pass their own checks', () => {
-    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 1500 });
+    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000 });
     expect(failureDetectorSettings({})).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings(null)).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings({ mode: 'heartbeat', leaseMs: null }).mode).toBe('heartbeat');
@@ -90,7 +90,7 @@ describe('failureDetectorSettings', () => {
     const s = failureDetectorSettings({ leaseMs: 600, singletonLeaseMs: 600 });
     expect(singletonRenewalMs(s)).toBe(150);
     expect(singletonLeaseWaitMs(s)).toBe(613); // ceil(600 × 1.0202…)
-    expect(singletonLeaseWaitMs(FAILURE_DETECTOR_DEFAULTS)).toBe(1531);
+    expect(singletonLeaseWaitMs(FAILURE_DETECTOR_DEFAULTS)).toBe(5102); // ceil(5000 × 1.0202…)
   });
 
   it('names the key under the prefix it is given', () => {

@@ -31,7 +31,12 @@ export interface FailureDetectorOptions {
   readonly indirectProbes?: number | undefined;
   /** How long a node goes on writing after its last renewal was sent. Default 500 ms. */
   readonly leaseMs?: number | undefined;
-  /** How long the singleton's own lease in the MetaStore runs after its last renewal was sent. Default 1500 ms: a 1 s pause keeps the role. */
+  /**
+   * How long the singleton's own lease in the MetaStore runs after its last renewal was sent.
+   * Default 5000 ms: well above a Cassandra lightweight transaction's own timeouts (2 s to write,
+   * 1 s of contention), so a slow store does not take the role away; a crashed singleton is
+   * replaced at once anyway (its endpoint refuses), only a paused or cut-off one waits this long.
+   */
   readonly singletonLeaseMs?: number | undefined;
 }
 
@@ -51,7 +56,7 @@ export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze(
   suspicionTimeoutMs: 1800,
   indirectProbes: 3,
   leaseMs: 500,
-  singletonLeaseMs: 1500,
+  singletonLeaseMs: 5000,
 });
 
 /** Absent (undefined or null) means the default. */
