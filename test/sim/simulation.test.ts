@@ -61,9 +61,12 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * nothing). Bugs of the checker: 224 (the role passed while the step ran: that crash is a node's, not
  * the singleton's); 992 (a subscriber on a node the new singleton rightly evicted); 2057, 4428 (I11
  * took a singleton's state asked for before an eviction, answered after it was given, for a
- * readmission).
+ * readmission). With the singleton lease at 5 s: 843 (no singleton for good: the dead members the
+ * group still listed kept the singleton from hearing a majority, so it stopped renewing, and its
+ * successors did the same — members known gone no longer count); 320, 375 (the checker took a
+ * cluster whose singleton was still being replaced for one at rest).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 337, 350, 397, 917, 992, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 12637];
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 320, 337, 350, 375, 397, 843, 917, 992, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 12637];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;

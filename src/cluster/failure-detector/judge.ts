@@ -245,9 +245,13 @@ export class LivenessJudge<M extends MemberRef> {
    * its own lease and gives way (§11.9). In a cluster of two, itself is enough.
    */
   hearsMajority(now: number): boolean {
-    const needed = Math.floor(this.tracked.size / 2);
+    // A member whose process is known gone (its connection closed, or a probe refused) is no part of
+    // a majority to reach: when many crash at once (the group lists them for a session still), the
+    // singleton must not give way for that, or its successor would too, and nobody would evict them.
+    const counted = [...this.tracked.values()].filter((t) => !t.closed && t.suspicion?.votes.get(this.selfKey)?.vote !== 'refused');
+    const needed = Math.floor(counted.length / 2);
     let heard = 0;
-    for (const t of this.tracked.values()) if (now - t.lastHeard < 2 * lateAfterMs(this.settings)) heard++;
+    for (const t of counted) if (now - t.lastHeard < 2 * lateAfterMs(this.settings)) heard++;
     return heard >= needed;
   }
 
