@@ -319,7 +319,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     const verdict = s.leaseWatch!.observe(lease, detector.clock.now(), extraMs);
     if (place === 0 && verdict.kind === 'free') return stand(s, self, { lease: undefined, why: 'no lease yet' });
     if (place !== undefined && verdict.kind === 'expired') {
-      s.leaseWatch!.reset();
+      // The watch is not reset: if the compare-and-set fails for want of the store, the lease is
+      // still as expired at the next look (a new holder or renewal starts the watch over anyway).
       return stand(s, self, { lease: verdict.lease, why: `its lease was not renewed for ${singletonLeaseWaitMs(settings) + extraMs} ms` });
     }
     if (place === 0 && verdict.kind === 'held') probeHolder(s, self, verdict.lease);

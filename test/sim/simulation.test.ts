@@ -64,9 +64,11 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * readmission). With the singleton lease at 5 s: 843 (no singleton for good: the dead members the
  * group still listed kept the singleton from hearing a majority, so it stopped renewing, and its
  * successors did the same — members known gone no longer count); 320, 375 (the checker took a
- * cluster whose singleton was still being replaced for one at rest).
+ * cluster whose singleton was still being replaced for one at rest); 1094 (a successor whose
+ * compare-and-set failed for want of the store started its watch over and waited a whole lease again,
+ * each time: no singleton till the end).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 320, 337, 350, 375, 397, 843, 917, 992, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 12637];
+const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 320, 337, 350, 375, 397, 843, 917, 992, 1094, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 12637];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
