@@ -13,7 +13,7 @@ import { singletonLeaseWaitMs, type FailureDetectorSettings } from './settings.j
  * holder that is `self` stays in line: its own lease ran out (its store was away), and in a
  * cluster of one nobody else would ever take it back.
  */
-export function line<M extends MemberRef>(members: readonly M[], holder: MemberRef | undefined, self: MemberRef): M[] {
+function line<M extends MemberRef>(members: readonly M[], holder: MemberRef | undefined, self: MemberRef): M[] {
   return members.filter((m) => holder === undefined || !sameMember(m, holder) || sameMember(m, self));
 }
 
@@ -39,7 +39,7 @@ export type LeaseVerdict =
   /** The holder's lease has surely run out: take it on this `(epoch, renewal)`. */
   | { readonly kind: 'expired'; readonly lease: Lease }
   /** The holder renews (or may still): wait. */
-  | { readonly kind: 'held'; readonly lease: Lease; readonly unchangedForMs: number };
+  | { readonly kind: 'held'; readonly lease: Lease };
 
 /** Follows one lease's renewals on the watcher's own clock. */
 export class LeaseWatch {
@@ -56,7 +56,7 @@ export class LeaseWatch {
     const same = this.seen !== undefined && this.seen.lease.epoch === lease.epoch && this.seen.lease.renewal === lease.renewal && sameMember(this.seen.lease, lease);
     if (!same) this.seen = { lease, since: now };
     const unchangedForMs = now - this.seen!.since;
-    return unchangedForMs >= singletonLeaseWaitMs(this.settings) + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease, unchangedForMs };
+    return unchangedForMs >= singletonLeaseWaitMs(this.settings) + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease };
   }
 
   /** Forget what was seen (the watcher stood, or stopped watching). */
