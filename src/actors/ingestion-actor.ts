@@ -1,14 +1,21 @@
 // One copy of a shard's ingestion on its node: from the copy's own checkpoint (or where `copyStart`
 // says a copy without one starts), catching up to the end offset seen at start while reporting
 // `RecoveryInProgress`, then `IngestionStarted`; every batch goes to the user's sink and is
-// checkpointed, under this node's id, only after the sink accepted it.
+// checkpointed, under this node's id, only after the sink accepted it. Every batch carries the
+// fencing token of the copy's assignment (docs/ARCHITECTURE.md §12); a batch refused as fenced is
+// kept and tried again, with backoff, never counted as ingested and never an error.
 import type { Cancel } from '../cluster/clock.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { copyStart } from '../ingest/copy-start.js';
 import { IngestionFailure, type ShardReader } from '../ingest/ingestion-source.js';
+import { ShardherdError } from '../core/errors.js';
+import type { FencingToken } from '../core/fencing-token.js';
+import type { SourceRecord } from '../ingest/ingestion-source.js';
 import { type NodeEnv, withRetry } from './node-env.js';
+import { callSink } from './sink-call.js';
+import { WriteRefusals } from './write-refusals.js';
 import type { ReporterMsg } from './reporter.js';
 import type { ActorRef } from './runtime.js';
 
@@ -37,6 +44,10 @@ interface State {
   untrack: () => void;
   /** Empty reads in a row: an idle shard polls less and less often (see `idlePollDelay`). */
   emptyReads: number;
+  /** A batch the sink refused as fenced: tried again as it is (not read again) until accepted or the shard stops. */
+  pending: readonly SourceRecord[] | undefined;
+  /** Refusals of `pending` in a row, for the backoff. */
+  refusedInARow: number;
 }
 
 /** An idle shard's poll interval grows up to this many `pollIntervalMs`. */
@@ -63,6 +74,11 @@ function nextPollDelay(pollIntervalMs: number, emptyReads: number, reader: Shard
   return idlePollDelay(pollIntervalMs, emptyReads);
 }
 
+/** The wait before a refused batch is tried again: `retryInitialMs`, doubling with each refusal in a row up to `retryMaxMs`. */
+export function refusalBackoff(settings: { readonly retryInitialMs: number; readonly retryMaxMs: number }, refusedInARow: number): number {
+  return Math.min(settings.retryMaxMs, settings.retryInitialMs * 2 ** Math.min(30, Math.max(0, refusedInARow - 1)));
+}
+
 export function spawnIngestionActor(
   env: NodeEnv,
   parent: ActorRef<unknown>,
@@ -70,8 +86,11 @@ export function spawnIngestionActor(
   shard: ShardNum,
   reporter: ActorRef<ReporterMsg>,
   notify: (update: ShardStatusUpdate) => void,
+  /** The token of this node's copy in the map the node acts on now; undefined once the map no longer gives it the copy. */
+  tokenOf: () => FencingToken | undefined,
 ): ActorRef<IngestionMsg> {
   const log = env.log.child({ dataset: config.ref, shard });
+  const refusals = new WriteRefusals(log, env.telemetry, env.problems, `${config.ref}/${shard}`, config.ref);
   const report = (event: ShardEvent, status: ShardStatus) => {
     env.runtime.send(reporter, { type: 'Report', event });
     notify({ type: 'ShardStatus', dataset: config.ref, shard, status });
@@ -108,13 +127,15 @@ export function spawnIngestionActor(
   const fail = (s: State, e: unknown) => {
     s.failed = true;
     const message = e instanceof Error ? e.message : String(e);
-    // A poison record is an expected condition (a warning with its offset); anything else is a bug or an outage.
+    // A poison record is an expected condition (a warning with its offset); so is a sink that times
+    // out or breaks its contract (the user's to fix, said with its code); anything else is a bug or an outage.
     if (e instanceof IngestionFailure) log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
+    else if (e instanceof ShardherdError && (e.code === 'SINK_TIMEOUT' || e.code === 'SINK_CONTRACT')) log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed');
     else log.error({ err: e, offset: s.offset }, 'ingestion failed');
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0 };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0, pending: undefined, refusedInARow: 0 };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
@@ -146,9 +167,24 @@ export function spawnIngestionActor(
         schedulePoll(s, ctx.self, 0);
         return s;
       }
-      const records = await s.reader!.read(s.offset, env.settings.batchSize);
+      const records = s.pending ?? (await s.reader!.read(s.offset, env.settings.batchSize));
       if (records.length > 0) {
-        await env.sink.accept(config, shard, records);
+        // The token of the moment of the call: a batch read under an older assignment goes with
+        // the newer token once this node holds it (its records are still the copy's next ones).
+        const token = tokenOf();
+        const outcome = token === undefined
+          ? { kind: 'refused' as const, cause: 'not-assigned' as const, detail: {}, message: 'records fetched before the map moved this copy were not written' }
+          : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token);
+        if (outcome.kind === 'refused') {
+          s.pending = records;
+          s.refusedInARow += 1;
+          refusals.refused('sink', outcome.cause, outcome.detail, outcome.message);
+          schedulePoll(s, ctx.self, refusalBackoff(env.settings, s.refusedInARow));
+          return s;
+        }
+        if (s.pending) refusals.end('sink');
+        s.pending = undefined;
+        s.refusedInARow = 0;
         env.telemetry.ingested(config.ref, shard, records.length);
         const last = records[records.length - 1]!.offset;
         s.offset = last + 1;
@@ -188,6 +224,7 @@ export function spawnIngestionActor(
     afterStop: async (s) => {
       s.timer?.();
       s.untrack();
+      refusals.endAll('the shard stopped');
       // The last checkpoint, so the next owner replays little (best effort: a crashed node's
       // MetaStore calls never complete, and nothing waits for them).
       if (s.reader) void checkpoint(s);

@@ -21,6 +21,8 @@ import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
 import { CheckpointLoader } from './checkpoint-loader.js';
+import { NotMemberError } from './sink-call.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
@@ -232,7 +234,7 @@ export class ShardherdNode {
       metaStore,
       lease: metaStore,
       source: gatedSource(s.source, gate),
-      sink: gatedSink({ accept: (ds, shard, records) => this.accept(detector, ds, shard, records) }, gate),
+      sink: gatedSink({ accept: (ds, shard, records, token) => this.accept(detector, ds, shard, records, token) }, gate),
       settings: s.settings,
       log,
       telemetry,
@@ -442,10 +444,11 @@ export class ShardherdNode {
    * lease granted under the epoch of the map it ingests the shard under (docs/ARCHITECTURE.md
    * §11.4): without one the write waits for the next grant, and no write starts after the lease ran out.
    */
-  private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void> {
+  private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken | undefined): Promise<void> {
     if (detector) await detector.whenHolding(() => this.followed?.get(ds.ref)?.epoch);
-    if (!this.member) throw new Error('not a member: records refused');
-    return this.sink.accept(ds, shard, records);
+    // A refusal the design expects (records fetched before the fence), not a failure of the shard.
+    if (!this.member) throw new NotMemberError(this.node);
+    return this.sink.accept(ds, shard, records, token);
   }
 
   // ---------------------------------------------------------------- client side

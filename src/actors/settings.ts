@@ -31,6 +31,12 @@ const schema = z.strictObject({
    * this much more; a shard that stops writes its last checkpoint first.
    */
   checkpointIntervalMs: ms('checkpointIntervalMs').default(1_000),
+  /**
+   * How long a sink call may take before the shard fails with `SINK_TIMEOUT` and is moved (0: no
+   * limit). The call cannot be cancelled: if it lands later, its token is older than the next
+   * owner's and a fencing sink refuses it.
+   */
+  sinkTimeoutMs: ms('sinkTimeoutMs').default(30_000),
   /** Most records read per poll (one sink call). */
   batchSize: z.number().int().min(1).max(100_000).default(2_000),
   /** Recovery progress is reported when it has grown by this many percent (coalescing). */

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DROP_CAUSES, type DropCause } from '../cluster/failure-detector/messages.js';
-import type { IngestionProbe, Telemetry } from '../actors/telemetry.js';
+import type { FencedWriteKind, IngestionProbe, Telemetry } from '../actors/telemetry.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -53,6 +53,9 @@ export class NodeMetrics implements Telemetry {
   private readonly malformed: Counter<'topic'>;
   private readonly metaStoreErrors: Counter<'operation'>;
   private readonly retries: Counter<'what'>;
+  private readonly fencedWrites: Counter<'dataset' | 'kind' | 'cause'>;
+  /** The fenced-write series of each dataset, to remove them with the dataset. */
+  private readonly fencedSeries = new Map<string, Map<string, { kind: FencedWriteKind; cause: string }>>();
   private readonly records: Counter<'dataset' | 'shard'>;
   private readonly detectorDrops: Counter<'cause'>;
   private readonly detectorEvictions: Counter;
@@ -94,6 +97,11 @@ export class NodeMetrics implements Telemetry {
     for (const operation of META_STORE_OPERATIONS) this.metaStoreErrors.inc({ operation }, 0);
     // `what` names whatever was retried (free text): its series appear with the first retry.
     this.retries = new Counter({ name: 'shardherd_retries_total', help: 'Retriable failures retried after a backoff', labelNames: ['what'], registers });
+    // Per dataset, kind and cause; series appear with the first refusal (the causes are few but
+    // datasets come and go).
+    this.fencedWrites = new Counter({
+      name: 'shardherd_fenced_writes_total', help: 'Writes refused as fenced: sink batches and checkpoints of a token older than one seen, or of a node no longer a member', labelNames: ['dataset', 'kind', 'cause'], registers,
+    });
     this.records = new Counter({
       name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard this node ingests', labelNames: ['dataset', 'shard'], registers,
       collect: () => this.dropMovedShards(),
@@ -162,6 +170,13 @@ export class NodeMetrics implements Telemetry {
     this.retries.inc({ what });
   }
 
+  fencedWrite(dataset: string, kind: FencedWriteKind, cause: string): void {
+    this.fencedWrites.inc({ dataset, kind, cause });
+    let seen = this.fencedSeries.get(dataset);
+    if (!seen) this.fencedSeries.set(dataset, (seen = new Map()));
+    seen.set(`${kind} ${cause}`, { kind, cause });
+  }
+
   ingested(dataset: DatasetRef, shard: number, records: number): void {
     // A shard of a removed dataset that was still stopping: its series is gone and stays gone.
     if (this.removed.has(dataset)) return;
@@ -197,6 +212,8 @@ export class NodeMetrics implements Telemetry {
     this.countedShards.delete(dataset);
     this.reassignments.remove({ dataset });
     this.cooldownRefusals.remove({ dataset });
+    for (const labels of this.fencedSeries.get(dataset)?.values() ?? []) this.fencedWrites.remove({ dataset, ...labels });
+    this.fencedSeries.delete(dataset);
   }
 
   trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void {

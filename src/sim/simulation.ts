@@ -173,7 +173,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return addressBook.get(address);
   };
   const sharedSink = options.sinkDrops
-    ? { accept: (ds: Parameters<CountingSink['accept']>[0], shard: Parameters<CountingSink['accept']>[1], records: Parameters<CountingSink['accept']>[2]) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset))) }
+    ? { accept: (...[ds, shard, records, token]: Parameters<CountingSink['accept']>) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset)), token) }
     : sink;
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
   const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
@@ -186,10 +186,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     // With the detector every write is watched (I11): who wrote, as which incarnation, when.
     sink: world
       ? (node) => ({
-          accept: (ds, shard, records) => {
+          accept: (ds, shard, records, token) => {
             const writer = cluster.node(node);
             for (const v of world.wrote(`${node}@${writer.incarnation}`, writer.lease?.epoch, `${ds.ref}/${shard}`)) violate(v.invariant, v.message);
-            return sharedSink.accept(ds, shard, records);
+            return sharedSink.accept(ds, shard, records, token);
           },
         })
       : sharedSink,
