@@ -11,7 +11,8 @@ import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/
 import { copyStart } from '../ingest/copy-start.js';
 import { IngestionFailure, type ShardReader } from '../ingest/ingestion-source.js';
 import { ShardherdError } from '../core/errors.js';
-import type { FencingToken } from '../core/fencing-token.js';
+import { compareTokens, tokenText, type FencingToken } from '../core/fencing-token.js';
+import { CheckpointRefusedError } from '../store/meta-store.js';
 import type { SourceRecord } from '../ingest/ingestion-source.js';
 import { type NodeEnv, withRetry } from './node-env.js';
 import { callSink } from './sink-call.js';
@@ -48,6 +49,10 @@ interface State {
   pending: readonly SourceRecord[] | undefined;
   /** Refusals of `pending` in a row, for the backoff. */
   refusedInARow: number;
+  /** The token of the last batch the sink accepted: checkpoints are written with it. */
+  acceptedToken: FencingToken | undefined;
+  /** Starts put off because the copy's stored checkpoint has a newer token than the node's map. */
+  startsRefused: number;
 }
 
 /** An idle shard's poll interval grows up to this many `pollIntervalMs`. */
@@ -106,18 +111,34 @@ export function spawnIngestionActor(
     s.timer();
     schedulePoll(s, self, 0);
   };
-  /** Writes the checkpoint of what the sink accepted; a failure is logged once per outage and ingestion goes on. */
+  /**
+   * Writes the checkpoint of what the sink accepted, with the copy's token; a failure is logged once
+   * per outage and ingestion goes on. A refusal by token (a newer owner's checkpoint is stored, or
+   * an earlier incarnation's with a higher offset) is a fenced write: counted, logged once per run.
+   */
   const checkpoint = async (s: State) => {
     const last = s.offset - 1;
     if (last <= s.checkpointed) return;
+    // The token the checkpointed records were accepted under: what the checkpoint vouches for,
+    // also for the last checkpoint of a copy the map has just moved away.
+    const token = s.acceptedToken;
+    if (token === undefined) return;
     try {
-      await env.metaStore.writeCheckpoint(config.ref, shard, env.node, env.settings.checkpointGroup, last);
+      await env.metaStore.writeCheckpoint(config.ref, shard, env.node, env.settings.checkpointGroup, last, token);
       s.checkpointedAt = env.clock.now();
       s.checkpointed = last;
       s.reader!.consumed?.(s.offset);
+      refusals.end('checkpoint');
       if (s.checkpointFailures > 0) log.info({ event: 'checkpoint.written-again', offset: last, failedBatches: s.checkpointFailures }, 'checkpoints are written again');
       s.checkpointFailures = 0;
     } catch (e) {
+      if (e instanceof CheckpointRefusedError) {
+        // Not tried again for this offset: the next interval's checkpoint is (it may be admitted once this node's map has the newer token).
+        s.checkpointedAt = env.clock.now();
+        const newer = e.stored.token !== undefined && compareTokens(e.stored.token, token) > 0;
+        refusals.refused('checkpoint', newer ? 'stale-token' : 'lower-offset', { offset: last, token: tokenText(token), stored: e.stored.offset, storedToken: e.stored.token && tokenText(e.stored.token) }, newer ? 'a checkpoint of a newer owner is stored: this one was refused' : 'a higher checkpoint of the same assignment is stored: this one was refused');
+        return;
+      }
       // Ingestion goes on; a restart replays a little more (at least once, never lost). Said
       // once per outage: every batch of every shard would repeat it.
       if (s.checkpointFailures++ === 0) log.warn({ event: 'checkpoint.failed', err: e, offset: last }, 'checkpoint not written; ingestion goes on and later batches try again');
@@ -135,12 +156,27 @@ export function spawnIngestionActor(
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0, pending: undefined, refusedInARow: 0 };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0, pending: undefined, refusedInARow: 0, startsRefused: 0, acceptedToken: undefined };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
       if (msg.type === 'Start') {
         const checkpoints = await withRetry(env, 'reading the checkpoint', () => env.checkpoints.read(config.ref, shard));
+        // Its own checkpoint written under a newer token than this node's map gives the copy: this
+        // node acts on an older map (or a newer incarnation took the copy). Starting would resume
+        // from a checkpoint it may not write: it waits for its map, with backoff, unless stopped.
+        const stored = checkpoints.tokens?.get(env.node)?.get(env.settings.checkpointGroup);
+        const token = tokenOf();
+        if (stored !== undefined && token !== undefined && compareTokens(stored, token) > 0) {
+          s.startsRefused += 1;
+          refusals.refused('checkpoint', 'newer-token-stored', { token: tokenText(token), storedToken: tokenText(stored) }, 'the copy\'s checkpoint has a newer token than this node\'s map: the shard waits for the newer map');
+          s.timer = env.clock.schedule(refusalBackoff(env.settings, s.startsRefused), () => {
+            s.timer = undefined;
+            env.runtime.send(ctx.self, { type: 'Start' });
+          });
+          return s;
+        }
+        if (s.startsRefused > 0) refusals.end('checkpoint', 'the map caught up');
         s.reader = await env.source.open(config, shard);
         const earliest = await s.reader.earliestOffset();
         s.endAtStart = await s.reader.endOffset();
@@ -183,6 +219,7 @@ export function spawnIngestionActor(
           return s;
         }
         if (s.pending) refusals.end('sink');
+        s.acceptedToken = token;
         s.pending = undefined;
         s.refusedInARow = 0;
         env.telemetry.ingested(config.ref, shard, records.length);

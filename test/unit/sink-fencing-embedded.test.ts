@@ -8,11 +8,13 @@ import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import type { RecordSink } from '../../src/ingest/ingestion-source.js';
 import { SimDriver } from '../../src/sim/driver.js';
+import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
+import type { DatasetRef, NodeId } from '../../src/core/ids.js';
 
 /** One node, one shard at 50 records/s, `sink` behind it; runs 6 s of simulated time. */
-async function oneShard(sink: RecordSink, settings: Record<string, number> = {}) {
+async function oneShard(sink: RecordSink, settings: Record<string, number> = {}, metaStore = new MemoryMetaStore()) {
   const clock = new SimulatedClock(0);
-  const cluster = new EmbeddedCluster({ clock, nodes: ['n1'], metrics: true, sink, settings: { pollIntervalMs: 100, publishIntervalMs: 1_000, retryInitialMs: 50, retryMaxMs: 400, ...settings } });
+  const cluster = new EmbeddedCluster({ clock, nodes: ['n1'], metrics: true, sink, metaStore, settings: { pollIntervalMs: 100, publishIntervalMs: 1_000, retryInitialMs: 50, retryMaxMs: 400, ...settings } });
   const driver = new SimDriver(cluster);
   await cluster.startNodes();
   await driver.advance(500);
@@ -23,8 +25,9 @@ async function oneShard(sink: RecordSink, settings: Record<string, number> = {})
   const map = (await (await cluster.singletonNode())!.singletonState())!.datasets.get('m' as never)!.mapper;
   const status = map.recordForShard(0).status;
   const scrape = await cluster.node('n1').metrics!.scrape();
+  const problems = cluster.node('n1').problems.list();
   await cluster.stop();
-  return { status, scrape };
+  return { status, scrape, problems };
 }
 
 describe('a shard and its sink', () => {
@@ -72,5 +75,29 @@ describe('a shard and its sink', () => {
     const { status } = await oneShard({ accept: () => Promise.reject(new Error('disk full')) });
     expect(status.type).toBe('Error');
     expect(JSON.stringify(status)).toMatch(/disk full/);
+  });
+
+  it('checkpoints carry the token of the records they vouch for', async () => {
+    const store = new MemoryMetaStore();
+    const tokens: FencingToken[] = [];
+    const sink = new CountingSink();
+    await oneShard({ accept: (ds, shard, records, token) => (tokens.push(token!), sink.accept(ds, shard, records, token)) }, {}, store);
+    const read = await store.readCheckpoints('m' as DatasetRef, 0);
+    expect(read.copies.get('n1' as NodeId)?.get('0')).toBe(sink.tally('m', 0).covered - 1);
+    expect(read.tokens?.get('n1' as NodeId)?.get('0')).toEqual(tokens.at(-1));
+  });
+
+  it('a copy whose own checkpoint has a newer token than its map does not start: it waits, and says so on /status', async () => {
+    const store = new MemoryMetaStore();
+    // As if a newer owner (a later incarnation of this node, under a later epoch) had written it.
+    await store.writeCheckpoint('m' as DatasetRef, 0, 'n1' as NodeId, '0', 40, { epoch: 99, version: 1 });
+    const sink = new CountingSink();
+    const { status, problems, scrape } = await oneShard(sink, {}, store);
+    expect(status.type).toBe('Assigned');
+    expect(sink.total().accepted).toBe(0);
+    expect(problems.map((p) => p.event)).toContain('checkpoint.write-refused');
+    expect(scrape).toMatch(/shardherd_fenced_writes_total\{dataset="m",kind="checkpoint",cause="newer-token-stored"\} \d+/);
+    // Nothing moved the stored checkpoint.
+    expect((await store.readCheckpoints('m' as DatasetRef, 0)).copies.get('n1' as NodeId)?.get('0')).toBe(40);
   });
 });
