@@ -7,6 +7,8 @@ import type * as PromClient from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DROP_CAUSES, type DropCause } from '../cluster/failure-detector/messages.js';
 import type { FencedWriteKind, IngestionProbe, Telemetry } from '../actors/telemetry.js';
+import { LastAnswer } from '../actors/last-answer.js';
+import { RealClock } from '../cluster/clock.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -34,13 +36,16 @@ let promClientModule: typeof PromClient | undefined;
 const promClient = (): typeof PromClient => (promClientModule ??= createRequire(import.meta.url)('prom-client') as typeof PromClient);
 
 const STATUSES: readonly ShardStatusType[] = ['Unassigned', 'Assigned', 'Recovery', 'Active', 'Error', 'Stopped', 'Down'];
-/** How long a scrape waits for one shard's end offset before it leaves its lag out. */
-const END_OFFSET_TIMEOUT_MS = 2_000;
+/**
+ * How long a scrape waits for a shard's end offset before it takes the last one it read (or leaves
+ * the lag out before the first): a slow broker makes the gauge older, never the scrape slow.
+ */
+const END_OFFSET_WAIT_MS = 50;
 
 export class NodeMetrics implements Telemetry {
   readonly registry: Registry = new (promClient().Registry)();
   private subject: MetricsSubject | undefined;
-  private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe }>();
+  private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe; end: LastAnswer<number> }>();
   /** The shards of each dataset with an ingested-records series, to remove them with the dataset. */
   private readonly countedShards = new Map<DatasetRef, Set<string>>();
   /** Datasets removed and not started again here since. */
@@ -220,7 +225,8 @@ export class NodeMetrics implements Telemetry {
     // A dataset set up again under the same name: counted afresh.
     this.removed.delete(dataset);
     const key = `${dataset}/${shard}`;
-    const entry = { dataset, shard, probe };
+    // The lag gauge reads the end offset through it: a slow broker makes the gauge older, never the scrape slower.
+    const entry = { dataset, shard, probe, end: new LastAnswer(() => probe.endOffset(), new RealClock(), END_OFFSET_WAIT_MS) };
     this.probes.set(key, entry);
     this.countShard(dataset, shard, 0);
     return () => {
@@ -264,8 +270,8 @@ export class NodeMetrics implements Telemetry {
       g.set(this.subject?.membershipSize() ?? 0);
     });
     this.gauge('shardherd_ingestion_lag_records', 'Per shard this node ingests: end offset of its stream minus the next offset to ingest', ['dataset', 'shard'], async (g) => {
-      const lags = await Promise.all([...this.probes.values()].map(async ({ dataset, shard, probe }) => {
-        const end = await withTimeout(probe.endOffset(), END_OFFSET_TIMEOUT_MS).catch(() => undefined);
+      const lags = await Promise.all([...this.probes.values()].map(async ({ dataset, shard, probe, end: lastEnd }) => {
+        const end = await lastEnd.get();
         return { dataset, shard, lag: end === undefined ? undefined : Math.max(0, end - probe.position()) };
       }));
       for (const { dataset, shard, lag } of lags) if (lag !== undefined) g.set({ dataset, shard: String(shard) }, lag);
@@ -291,9 +297,3 @@ export class NodeMetrics implements Telemetry {
   }
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
-    p.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
-}
