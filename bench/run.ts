@@ -32,6 +32,7 @@ import './soak.bench.js';
 import './routed-requests.bench.js';
 import './import-time.bench.js';
 import './read-availability.bench.js';
+import './slow-store.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

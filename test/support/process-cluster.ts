@@ -42,6 +42,10 @@ export interface ProcessClusterOptions {
   readonly built?: boolean;
   /** Node.js flags of every node process (e.g. `--max-old-space-size=96`). */
   readonly nodeFlags?: readonly string[];
+  /** Each node's `sink` config instead of a JSON-lines file (then `ingested()` reads nothing). */
+  readonly sinkOf?: (name: string) => unknown;
+  /** A node's MetaStore contact points instead of `cassandraContactPoints` (a proxy in front of Cassandra, say). */
+  readonly cassandraOf?: (name: string) => readonly string[] | undefined;
 }
 
 export interface NodeProcess {
@@ -92,11 +96,11 @@ export class ProcessCluster {
         ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
         ...(o.topicReplicationFactor ? { topicReplicationFactor: o.topicReplicationFactor } : {}),
       },
-      cassandra: { contactPoints: o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
+      cassandra: { contactPoints: o.cassandraOf?.(name) ?? o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
       runtime: o.runtime ?? {},
       datasets: o.datasets ?? [],
       ...(o.serve ? { serve: o.serve } : {}),
-      sink: { type: 'jsonl', path: this.sinkPath(name) },
+      sink: o.sinkOf?.(name) ?? { type: 'jsonl', path: this.sinkPath(name) },
       status: { host: '127.0.0.1', port: 0 },
       logLevel: o.logLevel ?? 'info',
     };
