@@ -2,8 +2,9 @@
 // the real Kafka and Cassandra, storing records with the fenced Cassandra sink. One shard owner's
 // sink reaches Cassandra through a proxy that delays every packet, so its sink calls are long (one
 // conditional write per record) and it is SIGSTOPped in the middle of one, past its session. Its
-// shards move and their new owner writes them; on SIGCONT the frozen call goes on with the old
-// token, and Cassandra refuses it. Then: every produced record is stored (0 lost), no record of an
+// shards move and their new owner writes them; on SIGCONT (before the driver's 12 s request timeout,
+// which would fail the frozen call instead) the call goes on with the old token, and Cassandra
+// refuses it. Then: every produced record is stored (0 lost), no record of an
 // older token was stored after a newer token's (0 applied out of order), and the woken node counted
 // the refusal (`shardherd_fenced_writes_total`).
 import { mkdtemp } from 'node:fs/promises';
@@ -80,9 +81,18 @@ describe('a late write on real processes', () => {
     expect(victimShards.length).toBeGreaterThan(0);
     // Let the victim's calls queue up behind the slow path, then freeze it in the middle of one.
     await new Promise((r) => setTimeout(r, 3_000));
+    const frozenWith = (await reader.read(DATASET, victimShards[0]!)).token!;
     cluster.signal(VICTIM, 'SIGSTOP');
-    // Past its session: the group drops it, its shards go to node-4, which writes them.
-    await new Promise((r) => setTimeout(r, SESSION_MS + 6_000));
+    // Past its session: the group drops it, its shards go to node-4, which writes them with a newer
+    // token. Woken before its driver's 12 s request timeout, so that its call goes on, not fails.
+    const frozenAt = Date.now();
+    await new Promise((r) => setTimeout(r, SESSION_MS));
+    for (;;) {
+      const now = (await reader.read(DATASET, victimShards[0]!)).token!;
+      if (compareTokens(now, frozenWith) > 0) break;
+      if (Date.now() - frozenAt > 11_000) throw new Error(`the victim's shard ${victimShards[0]} was not written by a newer owner within 11 s of the SIGSTOP`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
     cluster.signal(VICTIM, 'SIGCONT');
     await waitConverged(cluster, DATASET, SHARDS, 90_000);
     await new Promise((r) => setTimeout(r, 3_000));

@@ -57,7 +57,7 @@ const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
 
 describe('whole-cluster simulation', () => {
-  it(`keeps I1–I9 under faults for ${SEEDS} seeds, on worker threads`, async () => {
+  it(`keeps I1–I9 and I13 under faults for ${SEEDS} seeds, on worker threads`, async () => {
     const results = await runSeedsInParallel({ from: 1, count: SEEDS });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
@@ -113,7 +113,7 @@ describe('whole-cluster simulation', () => {
 });
 
 describe('whole-cluster simulation with the failure detector', () => {
-  it(`keeps I1–I12 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
+  it(`keeps I1–I13 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
     const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
