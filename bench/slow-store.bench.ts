@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- slow-store`: does a slow MetaStore slow a node's ingestion or its status? Three
- * `shardherd node` processes on real Kafka and Cassandra share a 6-shard dataset (two shards each)
+ * `npm run bench -- slow-store`: does a slow MetaStore slow a node's ingestion or its status? Four
+ * `shardherd node` processes on real Kafka and Cassandra share an 8-shard dataset (two shards each)
  * fed at a steady rate; one node reaches Cassandra through a proxy that adds
  * SHARDHERD_SLOW_STORE_MS (default 1250) to every round trip (half each way). Over a window of
  * SHARDHERD_SLOW_STORE_WINDOW_S (default 30) seconds: each node's ingestion rate (from its
@@ -20,8 +20,8 @@ import { register, type Table } from './harness.js';
 import { withRealServices } from './real-services.js';
 import { sleep } from './runtime-support.js';
 
-const SHARDS = 6;
-const NODES = ['node-1', 'node-2', 'node-3'];
+const SHARDS = 8;
+const NODES = ['node-1', 'node-2', 'node-3', 'node-4'];
 const SLOW = 'node-2';
 const SLOW_MS = Number(process.env.SHARDHERD_SLOW_STORE_MS ?? 1_250);
 const WINDOW_S = Number(process.env.SHARDHERD_SLOW_STORE_WINDOW_S ?? 30);

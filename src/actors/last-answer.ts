@@ -13,6 +13,8 @@ export class LastAnswer<T> {
     private readonly clock: Clock,
     /** How long a caller waits for a fresh reply before it takes the last one. */
     private readonly waitMs: number,
+    /** The same once a reply is known (0 for a question always slower than a caller should wait: a store read). */
+    private readonly waitWhenKnownMs = waitMs,
   ) {}
 
   /** A fresh reply within `waitMs`, else the last reply (undefined before the first). One question is outstanding at a time. */
@@ -26,7 +28,7 @@ export class LastAnswer<T> {
       if (this.asking === asking) this.asking = undefined;
     }));
     return new Promise<T | undefined>((resolve) => {
-      const cancel = this.clock.schedule(this.waitMs, () => resolve(this.last?.value));
+      const cancel = this.clock.schedule(this.last === undefined ? this.waitMs : this.waitWhenKnownMs, () => resolve(this.last?.value));
       asking.then(
         (value) => {
           cancel();

@@ -159,7 +159,8 @@ export class ShardherdNode {
       running: quick(() => this.running()),
       singleton: quick(() => this.singletonState()),
       cache: quick(() => this.cache()),
-      lease: quick(() => services.metaStore.readLease()),
+      // A store read: once the lease is known, the known one at once (read again in the background).
+      lease: new LastAnswer(() => services.metaStore.readLease(), services.clock, LOCAL_ANSWER_WAIT_MS, 0),
     };
     this.metrics?.observe({
       node,
