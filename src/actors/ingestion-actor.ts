@@ -2,9 +2,10 @@
 // says a copy without one starts), catching up to the end offset seen at start while reporting
 // `RecoveryInProgress`, then `IngestionStarted`; every batch goes to the user's sink and is
 // checkpointed, under this node's id, only after the sink accepted it, in the background
-// (`CheckpointWriter`): reading goes on while a checkpoint is written, up to `maxUncheckpointedRecords`. Every batch carries the
-// fencing token of the copy's assignment (docs/ARCHITECTURE.md §12); a batch refused as fenced is
-// kept and tried again, with backoff, never counted as ingested and never an error.
+// (`CheckpointWriter`): reading goes on while a checkpoint is written, up to
+// `maxUncheckpointedRecords`. Every batch carries the fencing token of the copy's assignment
+// (docs/ARCHITECTURE.md §12); a batch refused as fenced is kept and tried again, with backoff,
+// never counted as ingested and never an error.
 import type { Cancel } from '../cluster/clock.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
