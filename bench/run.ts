@@ -36,6 +36,7 @@ import './routed-requests.bench.js';
 import './import-time.bench.js';
 import './read-availability.bench.js';
 import './failover.bench.js';
+import './slow-store.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

@@ -4,7 +4,7 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedCluster, ShardEventSubscriber, ShardherdClient, datasetRef, type DatasetConfig, type RecordSink, type ShardNum, type ShardherdNode, type SourceRecord } from 'shardherd';
+import { EmbeddedCluster, ShardEventSubscriber, ShardherdClient, TokenFence, datasetRef, type DatasetConfig, type FencingToken, type RecordSink, type ShardNum, type ShardherdNode, type SourceRecord } from 'shardherd';
 import type { RealCluster } from './main.js';
 
 /** What a shard's node answers about it. */
@@ -19,11 +19,17 @@ interface ShardSummary {
  * The worker's sink: `accept` is called with each batch a shard of this node ingested; the batch
  * counts as ingested (its offset is checkpointed) once `accept` resolves.
  *
+ * Each batch carries the fencing token of the node's assignment: the store refuses (throws
+ * `StaleTokenError`, which `TokenFence.admit` does) a batch whose token is older than one it has
+ * applied for the shard, so a node paused in the middle of a call cannot land it after the shard's
+ * next owner wrote. The check and the write happen in one step, with no await between them.
+ *
  * Gotchas: delivery is at least once (a shard that moves replays from its checkpoint): a real sink
  * makes `accept` idempotent by (dataset, shard, offset).
  */
 class ShardStore implements RecordSink {
   private readonly shards = new Map<number, { records: number; last: SourceRecord | undefined }>();
+  private readonly fence = new TokenFence();
   written = 0;
 
   constructor(
@@ -31,7 +37,8 @@ class ShardStore implements RecordSink {
     private readonly file: string,
   ) {}
 
-  async accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void> {
+  async accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token?: FencingToken): Promise<void> {
+    this.fence.admit(dataset.ref, shard, token);
     if (records.length === 0) return;
     const lines = records.map((r) => JSON.stringify({ node: this.node, dataset: dataset.ref, shard, offset: r.offset, key: r.key, value: r.value }));
     appendFileSync(this.file, `${lines.join('\n')}\n`);

@@ -108,6 +108,9 @@ export { SyntheticSource } from './ingest/synthetic-source.js';
 export type { ShardTally } from './ingest/counting-sink.js';
 export { CountingSink } from './ingest/counting-sink.js';
 export { JsonLinesSink, LogSink } from './ingest/node-sinks.js';
+export type { FencingToken } from './core/fencing-token.js';
+export { compareTokens, isFencingToken, StaleTokenError, tokenText } from './core/fencing-token.js';
+export { TokenFence } from './ingest/token-fence.js';
 
 // The node runtime, the embedded cluster, and what applications embed
 export type { RuntimeOptions, RuntimeSettings } from './actors/settings.js';

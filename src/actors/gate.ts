@@ -115,5 +115,5 @@ export function gatedSource(source: IngestionSource, gate: Gate): IngestionSourc
 }
 
 export function gatedSink(sink: RecordSink, gate: Gate): RecordSink {
-  return { accept: async (dataset, shard, records) => gate.pass().then(() => sink.accept(dataset, shard, records)) };
+  return { accept: async (dataset, shard, records, token) => gate.pass().then(() => sink.accept(dataset, shard, records, token)) };
 }

@@ -1,14 +1,24 @@
 // One copy of a shard's ingestion on its node: from the copy's own checkpoint (or where `copyStart`
 // says a copy without one starts), catching up to the end offset seen at start while reporting
 // `RecoveryInProgress`, then `IngestionStarted`; every batch goes to the user's sink and is
-// checkpointed, under this node's id, only after the sink accepted it.
+// checkpointed, under this node's id, only after the sink accepted it, in the background
+// (`CheckpointWriter`): reading goes on while a checkpoint is written, up to
+// `maxUncheckpointedRecords`. Every batch carries the fencing token of the copy's assignment
+// (docs/ARCHITECTURE.md §12); a batch refused as fenced is kept and tried again, with backoff,
+// never counted as ingested and never an error.
 import type { Cancel } from '../cluster/clock.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { copyStart } from '../ingest/copy-start.js';
 import { IngestionFailure, type ShardReader } from '../ingest/ingestion-source.js';
+import { ShardherdError } from '../core/errors.js';
+import { compareTokens, tokenText, type FencingToken } from '../core/fencing-token.js';
+import type { SourceRecord } from '../ingest/ingestion-source.js';
 import { type NodeEnv, withRetry } from './node-env.js';
+import { callSink } from './sink-call.js';
+import { CheckpointWriter } from './checkpoint-writer.js';
+import { WriteRefusals } from './write-refusals.js';
 import type { ReporterMsg } from './reporter.js';
 import type { ActorRef } from './runtime.js';
 
@@ -28,15 +38,22 @@ interface State {
   lastPct: number;
   timer: Cancel | undefined;
   failed: boolean;
-  /** When the last checkpoint was written (clock ms), and the offset it covers. */
-  checkpointedAt: number;
-  checkpointed: number;
-  /** Checkpoints failing since this many batches (0: they are written): one warning per outage, not per batch. */
-  checkpointFailures: number;
+  /** When the last checkpoint was offered to the writer (clock ms). */
+  checkpointOfferedAt: number;
+  /** Whether the shard is holding back reads until checkpoints catch up (`maxUncheckpointedRecords`). */
+  heldBack: boolean;
   /** Stops the node's metrics from following this shard. */
   untrack: () => void;
   /** Empty reads in a row: an idle shard polls less and less often (see `idlePollDelay`). */
   emptyReads: number;
+  /** A batch the sink refused as fenced: tried again as it is (not read again) until accepted or the shard stops. */
+  pending: readonly SourceRecord[] | undefined;
+  /** Refusals of `pending` in a row, for the backoff. */
+  refusedInARow: number;
+  /** The token of the last batch the sink accepted: checkpoints are written with it. */
+  acceptedToken: FencingToken | undefined;
+  /** Starts put off because the copy's stored checkpoint has a newer token than the node's map. */
+  startsRefused: number;
 }
 
 /** An idle shard's poll interval grows up to this many `pollIntervalMs`. */
@@ -63,6 +80,11 @@ function nextPollDelay(pollIntervalMs: number, emptyReads: number, reader: Shard
   return idlePollDelay(pollIntervalMs, emptyReads);
 }
 
+/** The wait before a refused batch is tried again: `retryInitialMs`, doubling with each refusal in a row up to `retryMaxMs`. */
+export function refusalBackoff(settings: { readonly retryInitialMs: number; readonly retryMaxMs: number }, refusedInARow: number): number {
+  return Math.min(settings.retryMaxMs, settings.retryInitialMs * 2 ** Math.min(30, Math.max(0, refusedInARow - 1)));
+}
+
 export function spawnIngestionActor(
   env: NodeEnv,
   parent: ActorRef<unknown>,
@@ -70,8 +92,11 @@ export function spawnIngestionActor(
   shard: ShardNum,
   reporter: ActorRef<ReporterMsg>,
   notify: (update: ShardStatusUpdate) => void,
+  /** The token of this node's copy in the map the node acts on now; undefined once the map no longer gives it the copy. */
+  tokenOf: () => FencingToken | undefined,
 ): ActorRef<IngestionMsg> {
   const log = env.log.child({ dataset: config.ref, shard });
+  const refusals = new WriteRefusals(log, env.telemetry, env.problems, `${config.ref}/${shard}`, config.ref);
   const report = (event: ShardEvent, status: ShardStatus) => {
     env.runtime.send(reporter, { type: 'Report', event });
     notify({ type: 'ShardStatus', dataset: config.ref, shard, status });
@@ -87,39 +112,74 @@ export function spawnIngestionActor(
     s.timer();
     schedulePoll(s, self, 0);
   };
-  /** Writes the checkpoint of what the sink accepted; a failure is logged once per outage and ingestion goes on. */
-  const checkpoint = async (s: State) => {
-    const last = s.offset - 1;
-    if (last <= s.checkpointed) return;
-    try {
-      await env.metaStore.writeCheckpoint(config.ref, shard, env.node, env.settings.checkpointGroup, last);
-      s.checkpointedAt = env.clock.now();
-      s.checkpointed = last;
-      s.reader!.consumed?.(s.offset);
-      if (s.checkpointFailures > 0) log.info({ event: 'checkpoint.written-again', offset: last, failedBatches: s.checkpointFailures }, 'checkpoints are written again');
-      s.checkpointFailures = 0;
-    } catch (e) {
-      // Ingestion goes on; a restart replays a little more (at least once, never lost). Said
-      // once per outage: every batch of every shard would repeat it.
-      if (s.checkpointFailures++ === 0) log.warn({ event: 'checkpoint.failed', err: e, offset: last }, 'checkpoint not written; ingestion goes on and later batches try again');
-      else log.debug({ err: e, offset: last }, 'checkpoint not written');
-    }
+  /** Checkpoint writes failing since this many attempts (0: they are written): one warning per outage, not per attempt. */
+  let checkpointFailures = 0;
+  let readerOfShard: ShardReader | undefined;
+  // Checkpoints go out in the background, one at a time, the latest offer winning (§12.4).
+  const writer = new CheckpointWriter({
+    clock: env.clock,
+    retryInitialMs: env.settings.retryInitialMs,
+    retryMaxMs: env.settings.retryMaxMs,
+    write: (offset, token) => env.metaStore.writeCheckpoint(config.ref, shard, env.node, env.settings.checkpointGroup, offset, token),
+    written: (offset) => {
+      readerOfShard?.consumed?.(offset + 1);
+      refusals.end('checkpoint');
+      if (checkpointFailures > 0) log.info({ event: 'checkpoint.written-again', offset, failedAttempts: checkpointFailures }, 'checkpoints are written again');
+      checkpointFailures = 0;
+    },
+    // Not tried again for this offset: the next offer is (it may be admitted once this node's map has the newer token).
+    refused: (e, offset, token) => {
+      const newer = e.stored.token !== undefined && compareTokens(e.stored.token, token) > 0;
+      refusals.refused('checkpoint', newer ? 'stale-token' : 'lower-offset', { offset, token: tokenText(token), stored: e.stored.offset, storedToken: e.stored.token && tokenText(e.stored.token) }, newer ? 'a checkpoint of a newer owner is stored: this one was refused' : 'a higher checkpoint of the same assignment is stored: this one was refused');
+    },
+    // Ingestion goes on; a restart replays a little more (at least once, never lost). Said once
+    // per outage: every shard's every attempt would repeat it.
+    failed: (e, offset, retryInMs) => {
+      if (checkpointFailures++ === 0) log.warn({ event: 'checkpoint.failed', err: e, offset, retryInMs }, 'checkpoint not written; ingestion goes on and the checkpoint is tried again');
+      else log.debug({ err: e, offset }, 'checkpoint not written');
+    },
+  });
+  /**
+   * Offers the checkpoint of what the sink accepted, with the token it was accepted under (what the
+   * checkpoint vouches for, also for the last checkpoint of a copy the map has just moved away).
+   */
+  const offerCheckpoint = (s: State) => {
+    if (s.acceptedToken === undefined || s.offset - 1 <= writer.offered) return;
+    writer.offer(s.offset - 1, s.acceptedToken);
+    s.checkpointOfferedAt = env.clock.now();
   };
   const fail = (s: State, e: unknown) => {
     s.failed = true;
     const message = e instanceof Error ? e.message : String(e);
-    // A poison record is an expected condition (a warning with its offset); anything else is a bug or an outage.
+    // A poison record is an expected condition (a warning with its offset); so is a sink that times
+    // out or breaks its contract (the user's to fix, said with its code); anything else is a bug or an outage.
     if (e instanceof IngestionFailure) log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
+    else if (e instanceof ShardherdError && (e.code === 'SINK_TIMEOUT' || e.code === 'SINK_CONTRACT')) log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed');
     else log.error({ err: e, offset: s.offset }, 'ingestion failed');
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
   };
 
-  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointedAt: -Infinity, checkpointed: -1, checkpointFailures: 0, untrack: () => {}, emptyReads: 0 };
+  const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointOfferedAt: -Infinity, heldBack: false, untrack: () => {}, emptyReads: 0, pending: undefined, refusedInARow: 0, startsRefused: 0, acceptedToken: undefined };
   const ref = env.runtime.spawn<State, IngestionMsg>(parent, `ingest-${config.ref}-${shard}`, async (s, msg, ctx) => {
     if (s.failed) return s;
     try {
       if (msg.type === 'Start') {
         const checkpoints = await withRetry(env, 'reading the checkpoint', () => env.checkpoints.read(config.ref, shard));
+        // Its own checkpoint written under a newer token than this node's map gives the copy: this
+        // node acts on an older map (or a newer incarnation took the copy). Starting would resume
+        // from a checkpoint it may not write: it waits for its map, with backoff, unless stopped.
+        const stored = checkpoints.tokens?.get(env.node)?.get(env.settings.checkpointGroup);
+        const token = tokenOf();
+        if (stored !== undefined && token !== undefined && compareTokens(stored, token) > 0) {
+          s.startsRefused += 1;
+          refusals.refused('checkpoint', 'newer-token-stored', { token: tokenText(token), storedToken: tokenText(stored) }, 'the copy\'s checkpoint has a newer token than this node\'s map: the shard waits for the newer map');
+          s.timer = env.clock.schedule(refusalBackoff(env.settings, s.startsRefused), () => {
+            s.timer = undefined;
+            env.runtime.send(ctx.self, { type: 'Start' });
+          });
+          return s;
+        }
+        if (s.startsRefused > 0) refusals.end('checkpoint', 'the map caught up');
         s.reader = await env.source.open(config, shard);
         const earliest = await s.reader.earliestOffset();
         s.endAtStart = await s.reader.endOffset();
@@ -136,6 +196,9 @@ export function spawnIngestionActor(
         s.start = plan.from;
         s.catchUpTo = plan.catchUpTo;
         s.offset = s.start;
+        // What is before the start counts as checkpointed for the bound on un-checkpointed records.
+        writer.startFrom(s.start - 1);
+        readerOfShard = s.reader;
         const reader = s.reader;
         s.untrack = env.telemetry.trackIngestion(config.ref, shard, { position: () => s.offset, endOffset: () => reader.endOffset() });
         // Not Available before it holds what the serving copies held when it started (M3DB's bootstrap).
@@ -146,16 +209,43 @@ export function spawnIngestionActor(
         schedulePoll(s, ctx.self, 0);
         return s;
       }
-      const records = await s.reader!.read(s.offset, env.settings.batchSize);
+      // Too much accepted and not checkpointed (a store slower than ingestion for long): reads wait
+      // for the checkpoints, so a crash never replays more than the bound.
+      const uncheckpointed = s.offset - 1 - writer.settled;
+      if (s.pending === undefined && uncheckpointed > env.settings.maxUncheckpointedRecords) {
+        offerCheckpoint(s);
+        if (!s.heldBack) log.debug({ event: 'checkpoint.held-back', uncheckpointed, bound: env.settings.maxUncheckpointedRecords }, 'reads wait for checkpoints to catch up');
+        s.heldBack = true;
+        schedulePoll(s, ctx.self, env.settings.pollIntervalMs);
+        return s;
+      }
+      s.heldBack = false;
+      const records = s.pending ?? (await s.reader!.read(s.offset, env.settings.batchSize));
       if (records.length > 0) {
-        await env.sink.accept(config, shard, records);
+        // The token of the moment of the call: a batch read under an older assignment goes with
+        // the newer token once this node holds it (its records are still the copy's next ones).
+        const token = tokenOf();
+        const outcome = token === undefined
+          ? { kind: 'refused' as const, cause: 'not-assigned' as const, detail: {}, message: 'records fetched before the map moved this copy were not written' }
+          : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token);
+        if (outcome.kind === 'refused') {
+          s.pending = records;
+          s.refusedInARow += 1;
+          refusals.refused('sink', outcome.cause, outcome.detail, outcome.message);
+          schedulePoll(s, ctx.self, refusalBackoff(env.settings, s.refusedInARow));
+          return s;
+        }
+        if (s.pending) refusals.end('sink');
+        s.acceptedToken = token;
+        s.pending = undefined;
+        s.refusedInARow = 0;
         env.telemetry.ingested(config.ref, shard, records.length);
         const last = records[records.length - 1]!.offset;
         s.offset = last + 1;
-        if (env.clock.now() - s.checkpointedAt >= env.settings.checkpointIntervalMs) await checkpoint(s);
-      } else if (s.offset - 1 > s.checkpointed) {
+        if (env.clock.now() - s.checkpointOfferedAt >= env.settings.checkpointIntervalMs) offerCheckpoint(s);
+      } else if (s.offset - 1 > writer.offered) {
         // Caught up: what is left unwritten goes now, or it would wait for the next record.
-        await checkpoint(s);
+        offerCheckpoint(s);
       }
       if (s.recovering) {
         if (s.offset >= s.catchUpTo) {
@@ -188,9 +278,11 @@ export function spawnIngestionActor(
     afterStop: async (s) => {
       s.timer?.();
       s.untrack();
+      refusals.endAll('the shard stopped');
       // The last checkpoint, so the next owner replays little (best effort: a crashed node's
       // MetaStore calls never complete, and nothing waits for them).
-      if (s.reader) void checkpoint(s);
+      if (s.reader) offerCheckpoint(s);
+      writer.close();
       await s.reader?.close().catch((e: unknown) => log.warn({ err: e }, 'closing the shard reader failed'));
     },
   });

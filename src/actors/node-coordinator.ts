@@ -5,6 +5,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import type { RunningShard } from '../core/shard-manager/protocol.js';
 import type { MembersRecord } from './followed-maps.js';
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
@@ -80,9 +81,21 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         continue;
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
-      const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u));
+      const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u), () => tokenOf(s, dataset, shard));
       s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, status: Status.assigned });
     }
+  };
+
+  /**
+   * The fencing token of this node's copy of a shard in the map it acts on now (the map's epoch and
+   * the shard's assignment version; docs/ARCHITECTURE.md §12), read at each write so a copy the map
+   * keeps moves on to the newer token; undefined once the map no longer gives the copy to this node.
+   */
+  const tokenOf = (s: State, dataset: DatasetRef, shard: number): FencingToken | undefined => {
+    const map = s.maps.get(dataset);
+    const copy = map?.mapper.copyOnNode(shard, env.node);
+    if (!map || !copy || !isIngestionStatus(copy.status) || !acting(s, map.epoch)) return undefined;
+    return { epoch: map.epoch, version: map.mapper.assignmentVersion(shard) };
   };
 
   /**

@@ -12,7 +12,8 @@ import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
-import type { MetaStore } from '../store/meta-store.js';
+import type { Lease, MetaStore } from '../store/meta-store.js';
+import { LastAnswer } from './last-answer.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
@@ -21,6 +22,8 @@ import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
 import { CheckpointLoader } from './checkpoint-loader.js';
+import { NotMemberError } from './sink-call.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
@@ -66,6 +69,9 @@ export interface DetectorServices {
   /** Hears every verdict of every singleton's monitor (the simulator checks them). */
   readonly observe?: (verdict: Verdict) => void;
 }
+
+/** How long an operator's read waits for a fresh answer before it takes the last one. */
+const LOCAL_ANSWER_WAIT_MS = 20;
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
 
@@ -117,6 +123,13 @@ export class ShardherdNode {
   readonly problems: Problems;
   /** Where this node's ingested records go. */
   private readonly sink: RecordSink;
+  /** What /status and /metrics read, answered from local state (see `LastAnswer`). */
+  private readonly local: {
+    readonly running: LastAnswer<RunningShard[]>;
+    readonly singleton: LastAnswer<ShardManagerState | undefined>;
+    readonly cache: LastAnswer<GuardianCache | undefined>;
+    readonly lease: LastAnswer<Lease | undefined>;
+  };
 
   constructor(
     /** @internal The ports this node runs on; not part of the public API. */
@@ -143,15 +156,23 @@ export class ShardherdNode {
       },
     });
     this.problems = new Problems(() => services.clock.now());
+    const quick = <T>(ask: () => Promise<T>) => new LastAnswer(ask, services.clock, LOCAL_ANSWER_WAIT_MS);
+    this.local = {
+      running: quick(() => this.running()),
+      singleton: quick(() => this.singletonState()),
+      cache: quick(() => this.cache()),
+      // A store read: once the lease is known, the known one at once (read again in the background).
+      lease: new LastAnswer(() => services.metaStore.readLease(), services.clock, LOCAL_ANSWER_WAIT_MS, 0),
+    };
     this.metrics?.observe({
       node,
       busTopics: Object.values(topicsFor(services.settings.topicPrefix)),
       maps: async () => {
-        const cache = await this.cache();
+        const cache = await this.localCache();
         return cache ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [f.mapper.toSnapshot(f.epoch)] : [])) : [];
       },
-      isSingleton: async () => (await this.singletonState()) !== undefined,
-      knownEpoch: async () => (await this.cache())?.maxEpoch,
+      isSingleton: async () => (await this.localSingletonState()) !== undefined,
+      knownEpoch: async () => (await this.localCache())?.maxEpoch,
       membershipSize: () => (this.member ? this.lastView?.members.length ?? 0 : 0),
     });
   }
@@ -206,6 +227,7 @@ export class ShardherdNode {
     this.current = incarnation;
     this.gate = new Gate();
     this.hub = new NodeHub();
+    for (const answer of Object.values(this.local)) answer.reset();
     this.member = false;
     this.drained = false;
     this.lastView = undefined;
@@ -234,7 +256,7 @@ export class ShardherdNode {
       metaStore,
       lease: metaStore,
       source: gatedSource(s.source, gate),
-      sink: gatedSink({ accept: (ds, shard, records) => this.accept(detector, ds, shard, records) }, gate),
+      sink: gatedSink({ accept: (ds, shard, records, token) => this.accept(detector, ds, shard, records, token) }, gate),
       settings: s.settings,
       log,
       telemetry,
@@ -463,10 +485,11 @@ export class ShardherdNode {
    * lease granted under the epoch of the map it ingests the shard under (docs/ARCHITECTURE.md
    * §11.4): without one the write waits for the next grant, and no write starts after the lease ran out.
    */
-  private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void> {
+  private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken | undefined): Promise<void> {
     if (detector) await detector.whenHolding(() => this.followed?.get(ds.ref)?.epoch);
-    if (!this.member) throw new Error('not a member: records refused');
-    return this.sink.accept(ds, shard, records);
+    // A refusal the design expects (records fetched before the fence), not a failure of the shard.
+    if (!this.member) throw new NotMemberError(this.node);
+    return this.sink.accept(ds, shard, records, token);
   }
 
   // ---------------------------------------------------------------- client side
@@ -541,6 +564,29 @@ export class ShardherdNode {
   async checkShard(dataset: DatasetRef, shard: number, routerVersion: number): Promise<ShardCheck> {
     const cache = await this.cache();
     return checkShard(cache?.maps.get(dataset)?.mapper, this.node, shard, routerVersion);
+  }
+
+  /**
+   * For operators' reads (/status, /metrics): what `running`, `singletonState` and `cache` answer if
+   * they answer within a few milliseconds, else their last answer; and the singleton lease as last
+   * read. They never wait on the MetaStore or the bus (an actor busy with a slow write, a slow read).
+   */
+  localRunning(): Promise<RunningShard[]> {
+    return this.local.running.get().then((r) => r ?? []);
+  }
+
+  localSingletonState(): Promise<ShardManagerState | undefined> {
+    return this.local.singleton.get();
+  }
+
+  /** @internal */
+  localCache(): Promise<GuardianCache | undefined> {
+    return this.local.cache.get();
+  }
+
+  /** The singleton lease as last read from the MetaStore (read again in the background). */
+  localLease(): Promise<Lease | undefined> {
+    return this.local.lease.get();
   }
 
   /** @internal The guardian's cached maps and subscriptions (for the node's HTTP API and metrics). */

@@ -31,6 +31,19 @@ const schema = z.strictObject({
    * this much more; a shard that stops writes its last checkpoint first.
    */
   checkpointIntervalMs: ms('checkpointIntervalMs').default(1_000),
+  /**
+   * How long a sink call may take before the shard fails with `SINK_TIMEOUT` and is moved (0: no
+   * limit). The call cannot be cancelled: if it lands later, its token is older than the next
+   * owner's and a fencing sink refuses it.
+   */
+  sinkTimeoutMs: ms('sinkTimeoutMs').default(30_000),
+  /**
+   * Most records a shard may have accepted and not yet checkpointed: checkpoints are written in the
+   * background, and a shard reads on while they are; past this many it waits for them. A crash
+   * replays at most this many records more; a store slower than ingestion slows ingestion only past
+   * it. 0: every batch waits for its checkpoint (the behaviour before checkpoints were decoupled).
+   */
+  maxUncheckpointedRecords: z.number({ error: 'maxUncheckpointedRecords must be a number of records' }).int().min(0).max(Number.MAX_SAFE_INTEGER).default(100_000),
   /** Most records read per poll (one sink call). */
   batchSize: z.number().int().min(1).max(100_000).default(2_000),
   /** Recovery progress is reported when it has grown by this many percent (coalescing). */

@@ -11,6 +11,9 @@ export interface IngestionProbe {
   endOffset(): Promise<number>;
 }
 
+/** What a fenced write was: a batch to the sink, or a checkpoint to the MetaStore. */
+export type FencedWriteKind = 'sink' | 'checkpoint';
+
 export interface Telemetry {
   /** A singleton notice (reassignments, cooldown refusals, recoveries are counted from these). */
   notice(name: NoticeName, dataset: DatasetRef | undefined): void;
@@ -24,6 +27,8 @@ export interface Telemetry {
   metaStoreError(operation: string): void;
   /** A retriable failure is retried after a backoff. */
   retry(what: string): void;
+  /** A write was refused as fenced (a newer token was seen, or the node is no longer a member). */
+  fencedWrite(dataset: DatasetRef | string, kind: FencedWriteKind, cause: string): void;
   /** The sink accepted `records` records of a shard. */
   ingested(dataset: DatasetRef, shard: number, records: number): void;
   /** Follows a shard's ingestion until the returned function is called. */
@@ -43,6 +48,7 @@ export const NO_TELEMETRY: Telemetry = {
   busError: () => {},
   metaStoreError: () => {},
   retry: () => {},
+  fencedWrite: () => {},
   ingested: () => {},
   trackIngestion: () => () => {},
   datasetRemoved: () => {},

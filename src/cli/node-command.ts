@@ -2,15 +2,30 @@
 // Exit codes: 0 stopped on a signal, 1 could not start (Kafka or Cassandra unreachable, ...),
 // 2 a bad config (a `serve` handler module missing or without a handler included), 130 a second signal while stopping.
 import { pino, type Logger } from 'pino';
+import { Client } from 'cassandra-driver';
 import { JsonLinesSink, LogSink } from '../ingest/node-sinks.js';
+import { CassandraRecordSink } from '../ingest/cassandra-record-sink.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
 import { startNode } from '../node/run-node.js';
 import type { LogLevel } from './options.js';
 import { timestampWithIso } from './log-timestamp.js';
 
-function sinkFor(config: NodeConfig, log: Logger): RecordSink {
-  return config.sink.type === 'jsonl' ? new JsonLinesSink(config.sink.path) : new LogSink(log.child({ component: 'sink' }));
+function sinkFor(config: NodeConfig, log: Logger): { readonly sink: RecordSink; readonly close: () => Promise<void> } {
+  const sink = config.sink;
+  if (sink.type === 'jsonl') return { sink: new JsonLinesSink(sink.path), close: async () => {} };
+  if (sink.type === 'log') return { sink: new LogSink(log.child({ component: 'sink' })), close: async () => {} };
+  // Made at the first batch: the keyspace exists once the node's MetaStore has connected.
+  const client = new Client({ contactPoints: [...(sink.contactPoints ?? config.cassandra.contactPoints)], localDataCenter: config.cassandra.localDataCenter });
+  let made: Promise<CassandraRecordSink> | undefined;
+  const make = () => (made ??= client.connect().then(() => CassandraRecordSink.create({ client, keyspace: config.cassandra.keyspace, table: sink.table, recordsPerBatch: sink.recordsPerBatch })).catch((e: unknown) => {
+    made = undefined;
+    throw e;
+  }));
+  return {
+    sink: { accept: async (dataset, shard, records, token) => (await make()).accept(dataset, shard, records, token) },
+    close: () => client.shutdown(),
+  };
 }
 
 export async function runNodeCommand(configPath: string, logLevel: LogLevel | undefined): Promise<number> {
@@ -39,20 +54,24 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
   process.on('SIGINT', onSignal);
 
   let started: Awaited<ReturnType<typeof startNode>>;
+  const sink = sinkFor(config, log);
   try {
-    started = await startNode(config, { sink: sinkFor(config, log), log, configSource: configPath });
+    started = await startNode(config, { sink: sink.sink, log, configSource: configPath });
   } catch (e) {
     if (e instanceof NodeConfigError) {
       process.stderr.write(`shardherd node: ${e.message}\n`);
+      await sink.close().catch(() => undefined);
       return 2;
     }
     log.error({ err: e }, 'node could not start');
+    await sink.close().catch(() => undefined);
     return 1;
   }
   if (started.api) log.info({ event: 'node.status', url: started.api.url }, `status page at ${started.api.url}/, API at ${started.api.url}/api/v1`);
   log.info({ event: 'node.ready', incarnation: started.node.incarnation, cluster: config.cluster }, `node ${config.node} is running`);
   await stopSignal;
   await started.stop();
+  await sink.close().catch(() => undefined);
   log.info({ event: 'node.stopped' }, 'node stopped');
   return 0;
 }

@@ -33,8 +33,9 @@ export interface SingletonStatus {
   readonly watchers: RecoveryData['watchers'];
 }
 
+/** From local state only (docs/ARCHITECTURE.md §12.4): never waits on the MetaStore or the bus. */
 export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
-  const [running, state, cache, lease] = await Promise.all([node.running(), node.singletonState(), node.cache(), node.services.metaStore.readLease().catch(() => undefined)]);
+  const [running, state, cache, lease] = await Promise.all([node.localRunning(), node.localSingletonState(), node.localCache(), node.localLease()]);
   const address = node.view?.members.find((m) => m.node === lease?.node)?.address;
   return {
     node: node.node,

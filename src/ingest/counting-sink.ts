@@ -1,6 +1,8 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import type { RecordSink, SourceRecord } from './ingestion-source.js';
+import { TokenFence } from './token-fence.js';
 
 /** What one shard's sink has seen. */
 export interface ShardTally {
@@ -12,18 +14,28 @@ export interface ShardTally {
   duplicates: number;
   /** Offsets at or beyond `covered` that arrived out of order. */
   readonly ahead: Set<number>;
+  /** Batches refused for a token older than one already applied (late writes of a former owner). */
+  refused: number;
 }
 
 /**
  * A sink that counts records per shard so a demo, a test or the simulator can prove nothing was
  * lost (every offset below the source's end was ingested at least once) and say how much was
- * ingested twice.
+ * ingested twice. It fences by token (see `RecordSink`): a batch whose token is older than one
+ * it applied for the shard is refused with `StaleTokenError` and counted in `refused`.
  */
 export class CountingSink implements RecordSink {
   private readonly tallies = new Map<string, ShardTally>();
+  private readonly fence = new TokenFence();
 
-  async accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void> {
+  async accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token?: FencingToken): Promise<void> {
     const t = this.tally(dataset.ref, shard);
+    try {
+      this.fence.admit(dataset.ref, shard, token);
+    } catch (e) {
+      t.refused += 1;
+      throw e;
+    }
     for (const r of records) {
       t.accepted += 1;
       if (r.offset < t.covered || t.ahead.has(r.offset)) {
@@ -43,7 +55,7 @@ export class CountingSink implements RecordSink {
     const key = `${dataset}/${shard}`;
     let t = this.tallies.get(key);
     if (!t) {
-      t = { covered: 0, accepted: 0, duplicates: 0, ahead: new Set() };
+      t = { covered: 0, accepted: 0, duplicates: 0, ahead: new Set(), refused: 0 };
       this.tallies.set(key, t);
     }
     return t;

@@ -1,5 +1,6 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
+import type { FencingToken } from '../core/fencing-token.js';
 
 /** One record of a shard's stream; with Kafka, offset is the partition offset. */
 export interface SourceRecord {
@@ -55,14 +56,35 @@ export interface IngestionSource {
 /**
  * Where ingested records go: the user's code. A batch counts as ingested once `accept` resolves.
  *
+ * **Fencing tokens.** Every batch comes with the `token` of the assignment the node acts on
+ * (`FencingToken`: the map's epoch and the shard's assignment version, compared lexicographically;
+ * docs/ARCHITECTURE.md §12). It only grows, and every copy the current map names holds the same
+ * one. A node can be paused or cut off in the middle of `accept` and have its write land after
+ * another node took the shard over; to refuse such a late write a sink keeps, per (dataset, shard),
+ * the newest token it has applied and, atomically with applying a write:
+ *
+ * - applies it when its token is as new as that one or newer (and remembers the newer);
+ * - refuses it when its token is older, by throwing `StaleTokenError(dataset, shard, given,
+ *   newest)` (nothing of the batch applied). The node does not count the batch as ingested: it
+ *   tries it again once its own map gives it a newer token, or stops the shard when the map says
+ *   the copy moved. Refusals are expected around every move and failover; the node logs them once
+ *   per shard at info and counts them (`shardherd_fenced_writes_total`).
+ *
+ * `TokenFence` does this for a sink whose state is in the process; the bundled sinks use it. The
+ * parameter is optional so that sinks written for the three-argument API still compile and work,
+ * unfenced: a late write of a node that lost its shard then lands.
+ *
  * Gotchas: delivery is at least once, and one shard's records can reach `accept` on two nodes at
  * the same time: on every copy of a replicated dataset (`replicationFactor` > 1), and during a
  * planned move (rebalance, drain, replace) on both the Leaving copy and the Initializing one that
  * replays from the shard's checkpoint until it has caught up (docs/ARCHITECTURE.md I1's declared handoff).
- * Make `accept` idempotent by (dataset, shard, offset). The copies of a shard share its checkpoint.
+ * Make `accept` idempotent by (dataset, shard, offset). A refusal must be a `StaleTokenError` whose
+ * `newest` is newer than `given`: any other error, or a refusal that names no newer token, is the
+ * sink failing (the shard reports `IngestionError`), and so is a call that does not settle within
+ * `sinkTimeoutMs`.
  */
 export interface RecordSink {
-  accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[]): Promise<void>;
+  accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token?: FencingToken): Promise<void>;
 }
 
 /** A record the source cannot read (a poison record): the shard reports `IngestionError`. */

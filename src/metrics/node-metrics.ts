@@ -6,7 +6,9 @@ import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DROP_CAUSES, type DropCause } from '../cluster/failure-detector/messages.js';
-import type { IngestionProbe, Telemetry } from '../actors/telemetry.js';
+import type { FencedWriteKind, IngestionProbe, Telemetry } from '../actors/telemetry.js';
+import { LastAnswer } from '../actors/last-answer.js';
+import { RealClock } from '../cluster/clock.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
@@ -34,13 +36,16 @@ let promClientModule: typeof PromClient | undefined;
 const promClient = (): typeof PromClient => (promClientModule ??= createRequire(import.meta.url)('prom-client') as typeof PromClient);
 
 const STATUSES: readonly ShardStatusType[] = ['Unassigned', 'Assigned', 'Recovery', 'Active', 'Error', 'Stopped', 'Down'];
-/** How long a scrape waits for one shard's end offset before it leaves its lag out. */
-const END_OFFSET_TIMEOUT_MS = 2_000;
+/**
+ * How long a scrape waits for a shard's end offset before it takes the last one it read (or leaves
+ * the lag out before the first): a slow broker makes the gauge older, never the scrape slow.
+ */
+const END_OFFSET_WAIT_MS = 50;
 
 export class NodeMetrics implements Telemetry {
   readonly registry: Registry = new (promClient().Registry)();
   private subject: MetricsSubject | undefined;
-  private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe }>();
+  private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe; end: LastAnswer<number> }>();
   /** The shards of each dataset with an ingested-records series, to remove them with the dataset. */
   private readonly countedShards = new Map<DatasetRef, Set<string>>();
   /** Datasets removed and not started again here since. */
@@ -53,6 +58,9 @@ export class NodeMetrics implements Telemetry {
   private readonly malformed: Counter<'topic'>;
   private readonly metaStoreErrors: Counter<'operation'>;
   private readonly retries: Counter<'what'>;
+  private readonly fencedWrites: Counter<'dataset' | 'kind' | 'cause'>;
+  /** The fenced-write series of each dataset, to remove them with the dataset. */
+  private readonly fencedSeries = new Map<string, Map<string, { kind: FencedWriteKind; cause: string }>>();
   private readonly records: Counter<'dataset' | 'shard'>;
   private readonly detectorDrops: Counter<'cause'>;
   private readonly detectorEvictions: Counter;
@@ -94,6 +102,11 @@ export class NodeMetrics implements Telemetry {
     for (const operation of META_STORE_OPERATIONS) this.metaStoreErrors.inc({ operation }, 0);
     // `what` names whatever was retried (free text): its series appear with the first retry.
     this.retries = new Counter({ name: 'shardherd_retries_total', help: 'Retriable failures retried after a backoff', labelNames: ['what'], registers });
+    // Per dataset, kind and cause; series appear with the first refusal (the causes are few but
+    // datasets come and go).
+    this.fencedWrites = new Counter({
+      name: 'shardherd_fenced_writes_total', help: 'Writes refused as fenced: sink batches and checkpoints of a token older than one seen, or of a node no longer a member', labelNames: ['dataset', 'kind', 'cause'], registers,
+    });
     this.records = new Counter({
       name: 'shardherd_ingested_records_total', help: 'Records the sink accepted, per shard this node ingests', labelNames: ['dataset', 'shard'], registers,
       collect: () => this.dropMovedShards(),
@@ -162,6 +175,13 @@ export class NodeMetrics implements Telemetry {
     this.retries.inc({ what });
   }
 
+  fencedWrite(dataset: string, kind: FencedWriteKind, cause: string): void {
+    this.fencedWrites.inc({ dataset, kind, cause });
+    let seen = this.fencedSeries.get(dataset);
+    if (!seen) this.fencedSeries.set(dataset, (seen = new Map()));
+    seen.set(`${kind} ${cause}`, { kind, cause });
+  }
+
   ingested(dataset: DatasetRef, shard: number, records: number): void {
     // A shard of a removed dataset that was still stopping: its series is gone and stays gone.
     if (this.removed.has(dataset)) return;
@@ -197,13 +217,16 @@ export class NodeMetrics implements Telemetry {
     this.countedShards.delete(dataset);
     this.reassignments.remove({ dataset });
     this.cooldownRefusals.remove({ dataset });
+    for (const labels of this.fencedSeries.get(dataset)?.values() ?? []) this.fencedWrites.remove({ dataset, ...labels });
+    this.fencedSeries.delete(dataset);
   }
 
   trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void {
     // A dataset set up again under the same name: counted afresh.
     this.removed.delete(dataset);
     const key = `${dataset}/${shard}`;
-    const entry = { dataset, shard, probe };
+    // The lag gauge reads the end offset through it: a slow broker makes the gauge older, never the scrape slower.
+    const entry = { dataset, shard, probe, end: new LastAnswer(() => probe.endOffset(), new RealClock(), END_OFFSET_WAIT_MS) };
     this.probes.set(key, entry);
     this.countShard(dataset, shard, 0);
     return () => {
@@ -247,8 +270,8 @@ export class NodeMetrics implements Telemetry {
       g.set(this.subject?.membershipSize() ?? 0);
     });
     this.gauge('shardherd_ingestion_lag_records', 'Per shard this node ingests: end offset of its stream minus the next offset to ingest', ['dataset', 'shard'], async (g) => {
-      const lags = await Promise.all([...this.probes.values()].map(async ({ dataset, shard, probe }) => {
-        const end = await withTimeout(probe.endOffset(), END_OFFSET_TIMEOUT_MS).catch(() => undefined);
+      const lags = await Promise.all([...this.probes.values()].map(async ({ dataset, shard, probe, end: lastEnd }) => {
+        const end = await lastEnd.get();
         return { dataset, shard, lag: end === undefined ? undefined : Math.max(0, end - probe.position()) };
       }));
       for (const { dataset, shard, lag } of lags) if (lag !== undefined) g.set({ dataset, shard: String(shard) }, lag);
@@ -274,9 +297,3 @@ export class NodeMetrics implements Telemetry {
   }
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
-    p.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
-}

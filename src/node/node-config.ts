@@ -53,6 +53,14 @@ const schema = z.strictObject({
     .discriminatedUnion('type', [
       z.strictObject({ type: z.literal('log') }),
       z.strictObject({ type: z.literal('jsonl'), path: z.string().min(1) }),
+      // The example sink over Cassandra, fenced by token: in the node's keyspace, through its own client.
+      z.strictObject({
+        type: z.literal('cassandra'),
+        table: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd_records'),
+        recordsPerBatch: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000, 'must be at most 1000').default(100),
+        /** Other contact points than the MetaStore's (default: the same). */
+        contactPoints: z.array(hostPort).min(1, 'needs at least one contact point').optional(),
+      }),
     ])
     .default({ type: 'log' }),
   status: z

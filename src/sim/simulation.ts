@@ -25,9 +25,10 @@ import { MemoryMetaStore } from '../store/memory-meta-store.js';
 import { SimDriver } from './driver.js';
 import { SeededRandom } from './random.js';
 import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
+import { LateWrites, TokenOrderCheck } from './late-writes.js';
 import { failureDetectorSettings, leaseWaitMs } from '../cluster/failure-detector/settings.js';
 
-export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | DetectorInvariant;
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | DetectorInvariant;
 
 export interface Violation {
   readonly seed: number;
@@ -53,6 +54,11 @@ export interface SimulationOptions {
    * silently dropped, which the simulation must report as lost (I5).
    */
   readonly sinkDrops?: (dataset: string, shard: number, offset: number) => boolean;
+  /**
+   * A sink that ignores fencing tokens, for testing the checker itself: the late writes it lets
+   * through must show up as I13 violations.
+   */
+  readonly unfencedSink?: boolean;
   /**
    * Runs the failure detector (`failureDetector.mode: 'heartbeat'`, docs/ARCHITECTURE.md §11) with
    * a Kafka-like 6 s membership session behind it, its own faults (message loss and delay, one-way
@@ -87,6 +93,9 @@ export interface SimulationReport {
     readonly evictions: number;
     readonly departures: number;
     readonly cuts: number;
+    /** Sink calls under way when their node paused, landed after it resumed; and those the sink's fence refused. */
+    readonly lateWrites: number;
+    readonly lateWritesRefused: number;
   };
 }
 
@@ -172,9 +181,14 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (!addressBook.has(address)) for (const m of cluster.membership.view().members) if (m.detector) addressBook.set(m.detector, m.node);
     return addressBook.get(address);
   };
-  const sharedSink = options.sinkDrops
-    ? { accept: (ds: Parameters<CountingSink['accept']>[0], shard: Parameters<CountingSink['accept']>[1], records: Parameters<CountingSink['accept']>[2]) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset))) }
+  const droppingSink = options.sinkDrops
+    ? { accept: (...[ds, shard, records, token]: Parameters<CountingSink['accept']>) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset)), token) }
     : sink;
+  // Every write the sink applies is checked for I13; an unfenced sink (testing the checker) never sees the token.
+  const sharedSink = new TokenOrderCheck((message) => violate('I13', message)).wrap(droppingSink, options.unfencedSink ? () => undefined : (token) => token);
+  // Late writes: some sink calls land later, and one under way when its node pauses lands after the
+  // pause. Their own random source, so the fault schedule of a seed is the same as without them.
+  const late: LateWrites = new LateWrites(clock, new SeededRandom(seed ^ 0x1a7e), (node: string): string => cluster.node(node).state, () => lossy);
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
   const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
   const cluster = new EmbeddedCluster({
@@ -186,13 +200,14 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     // With the detector every write is watched (I11): who wrote, as which incarnation, when.
     sink: world
       ? (node) => ({
-          accept: (ds, shard, records) => {
+          accept: (ds, shard, records, token) => {
+            // I11 at the call: what the node starts while it holds its lease; when it lands is the fence's business.
             const writer = cluster.node(node);
             for (const v of world.wrote(`${node}@${writer.incarnation}`, writer.lease?.epoch, `${ds.ref}/${shard}`)) violate(v.invariant, v.message);
-            return sharedSink.accept(ds, shard, records);
+            return late.wrap(node, sharedSink).accept(ds, shard, records, token);
           },
         })
-      : sharedSink,
+      : (node) => late.wrap(node, sharedSink),
     log: options.log ?? pino({ level: 'silent' }),
     sessionTimeoutMs: sessionMs,
     ...(world
@@ -412,6 +427,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       evictions: world?.stats.evictions ?? 0,
       departures: world?.stats.departures ?? 0,
       cuts: world?.stats.cuts ?? 0,
+      lateWrites: late.stats.landedAfterPause,
+      lateWritesRefused: late.stats.refusedAfterPause,
     },
   };
 

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, policies, types } from 'cassandra-driver';
 import type { Logger } from 'pino';
 import { schemaCql, type KeyspaceReplication } from './cassandra-schema.js';
+import { addMissingColumns } from './cassandra-migrations.js';
 import { isUnavailable, summarize } from './cassandra-session.js';
 import { MetaStoreUnavailableError } from './meta-store.js';
 
@@ -39,6 +40,8 @@ export async function connectClient(settings: ConnectSettings, log: Logger): Pro
     try {
       await client.connect();
       await createSchema(client, settings);
+      const added = await addMissingColumns(client, settings.keyspace);
+      if (added.length > 0) log.info({ event: 'metastore.schema-migrated', added }, 'columns of this version added to the tables of an older one');
       log.info({ contactPoints: settings.contactPoints, attempt }, 'connected to Cassandra; schema ready');
       return client;
     } catch (e) {

@@ -42,8 +42,9 @@
  * - A map that cannot be read whole (a part missing or malformed, a header this version cannot
  *   read) is left out of `shardMaps()` and logged as `metastore.map-unreadable`: the singleton
  *   recovers it from the nodes' copies, while throwing would stop every singleton for good.
- * - Checkpoints are written by shard owners, not the singleton: a plain table (`copy_checkpoints`),
- *   one partition per shard, a row per copy (node id) and group, the latest write winning;
+ * - Checkpoints are written by shard owners, not the singleton: a table of their own
+ *   (`copy_checkpoints`), one partition per shard, a row per copy (node id) and group, each write a
+ *   lightweight transaction on the row's fencing token and offset (`cassandra-checkpoints.ts`);
  *   `readCheckpointsOf` reads up to 100 shards per request. The per-shard `checkpoints` table of
  *   older versions is kept and read alongside (its rows start every copy without its own), never
  *   written: the schema only grows, so older and newer nodes may share a keyspace while upgrading.
@@ -91,8 +92,10 @@ import {
   type MetaStoreCql,
   type RecordKind,
 } from './cassandra-schema.js';
-import { CassandraSession, LWT, PLAIN_WRITE, READ, refuseIfFenced, safeNumber, SERIAL_READ, settleAll, summarize, type ReadOptions } from './cassandra-session.js';
+import { CassandraSession, LWT, READ, refuseIfFenced, safeNumber, SERIAL_READ, settleAll, summarize, type ReadOptions } from './cassandra-session.js';
 import { CassandraShardMaps } from './cassandra-shard-maps.js';
+import { storedFence, writeFencedCheckpoint } from './cassandra-checkpoints.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 import type { LimiterStats } from './request-limiter.js';
 
@@ -398,10 +401,9 @@ export class CassandraMetaStore implements MetaStore {
     }));
   }
 
-  /** Not fenced (shard owners write it); per copy; the latest write wins, even if its offset is lower. */
-  async writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void> {
-    if (!Number.isSafeInteger(offset)) throw new RangeError(`a checkpoint offset must be a safe integer, got ${offset}`);
-    await this.session.write('writeCheckpoint', `checkpoint of ${dataset} shard ${shard} on ${node}`, this.cql.writeCheckpoint, [types.Long.fromNumber(offset), this.cluster, dataset, shard, node, group], PLAIN_WRITE, dataset);
+  /** Per copy, fenced by token with a lightweight transaction on the copy's row (see `cassandra-checkpoints.ts`). */
+  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken): Promise<void> {
+    return writeFencedCheckpoint(this.session, this.cql, this.cluster, dataset, shard, node, group, offset, token);
   }
 
   async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {
@@ -413,10 +415,10 @@ export class CassandraMetaStore implements MetaStore {
    * limit; each copy's checkpoints and the shared ones of an older store are read side by side.
    */
   async readCheckpointsOf(dataset: DatasetRef, shards: readonly number[]): Promise<ReadonlyMap<number, ShardCheckpoints>> {
-    const result = new Map<number, { copies: Map<NodeId, Map<string, number>>; shared: Map<string, number> }>();
+    const result = new Map<number, { copies: Map<NodeId, Map<string, number>>; shared: Map<string, number>; tokens: Map<NodeId, Map<string, FencingToken>> }>();
     for (const shard of shards) {
       if (!Number.isInteger(shard) || shard < 0 || shard > 0x7fffffff) throw new RangeError(`a shard is a whole number >= 0, got ${shard}`);
-      result.set(shard, { copies: new Map(), shared: new Map() });
+      result.set(shard, { copies: new Map(), shared: new Map(), tokens: new Map() });
     }
     const unique = [...result.keys()];
     const slices: number[][] = [];
@@ -427,12 +429,23 @@ export class CassandraMetaStore implements MetaStore {
       settleAll(slices.map((slice) => read('readSharedCheckpointsOf', slice))),
     ]);
     for (const row of copyPages.flat()) {
-      const cell = result.get(row.get('shard') as number);
+      const shard = row.get('shard') as number;
+      const cell = result.get(shard);
       if (!cell) continue;
       const node = row.get('node') as NodeId;
+      const group = row.get('group_name') as string;
       let groups = cell.copies.get(node);
       if (!groups) cell.copies.set(node, (groups = new Map()));
-      groups.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
+      // `last_offset` is the offset (an older version's node writes only that during a rolling
+      // upgrade); the fence gives the token. A malformed fence fails the read: the shard stops
+      // with the reason instead of resuming from a checkpoint nobody can vouch for.
+      groups.set(group, safeNumber(row.get('last_offset')) ?? 0);
+      const fence = storedFence(row.get('fence'), dataset, shard);
+      if (fence?.token) {
+        let tokens = cell.tokens.get(node);
+        if (!tokens) cell.tokens.set(node, (tokens = new Map()));
+        tokens.set(group, fence.token);
+      }
     }
     for (const row of sharedPages.flat()) result.get(row.get('shard') as number)?.shared.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
     return result;

@@ -101,9 +101,11 @@ export function schemaCql(keyspace: string, replication: KeyspaceReplication): s
       last_offset bigint,
       PRIMARY KEY ((cluster, dataset, shard), group_name)
     ) WITH comment = 'shardherd: ingestion checkpoints, the last offset each group accepted'`,
-    // Written by shard owners, not the singleton: plain writes, one partition per shard, one row
-    // per copy (the node id: a restarted node resumes its copy) and group. A new table, not a
-    // changed one: a primary key cannot be altered, and an older store keeps its rows above.
+    // Written by shard owners, not the singleton: one partition per shard, one row per copy (the
+    // node id: a restarted node resumes its copy) and group, each write conditioned on `fence`
+    // (token and offset, see cassandra-checkpoints.ts). A new table, not a changed one: a primary
+    // key cannot be altered, and an older store keeps its rows above. `fence` came later: a table
+    // created without it gets it from `addMissingColumns`.
     `CREATE TABLE IF NOT EXISTS ${keyspace}.copy_checkpoints (
       cluster text,
       dataset text,
@@ -111,6 +113,7 @@ export function schemaCql(keyspace: string, replication: KeyspaceReplication): s
       node text,
       group_name text,
       last_offset bigint,
+      fence frozen<tuple<bigint, bigint, bigint>>,
       PRIMARY KEY ((cluster, dataset, shard), node, group_name)
     ) WITH comment = 'shardherd: ingestion checkpoints of each copy, the last offset its sink accepted per group'`,
   ];
@@ -122,6 +125,7 @@ export function metaStoreCql(keyspace: string) {
   const parts = `${keyspace}.map_parts`;
   const row = 'cluster = ? AND kind = ? AND dataset = ? AND shard = ?';
   const partRow = 'cluster = ? AND dataset = ? AND part = ?';
+  const checkpointRow = 'cluster = ? AND dataset = ? AND shard = ? AND node = ? AND group_name = ?';
   return {
     /** The lease with its renewal (no row in a store never taken since renewals existed). */
     readLease: `SELECT epoch, node, incarnation, value FROM ${state} WHERE ${row}`,
@@ -153,9 +157,14 @@ export function metaStoreCql(keyspace: string) {
     deletePartRowsBelow: `DELETE FROM ${parts} WHERE ${partRow} AND (epoch, version) < (?, ?)`,
     deletePartRowsBetween: `DELETE FROM ${parts} WHERE ${partRow} AND (epoch, version) > (?, ?) AND (epoch, version) <= (?, ?)`,
     deleteParts: `DELETE FROM ${parts} WHERE cluster = ? AND dataset = ?`,
-    writeCheckpoint: `UPDATE ${keyspace}.copy_checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND node = ? AND group_name = ?`,
+    /** A copy's checkpoint over one at most as new (`fence` is `(epoch, version, offset)`; tuples compare lexicographically). */
+    writeCheckpoint: `UPDATE ${keyspace}.copy_checkpoints SET last_offset = ?, fence = ? WHERE ${checkpointRow} IF fence <= ?`,
+    /** Over a row without a fence (written before fences existed): a null compares with nothing, so `<=` never applies to it. */
+    writeCheckpointOverUnfenced: `UPDATE ${keyspace}.copy_checkpoints SET last_offset = ?, fence = ? WHERE ${checkpointRow} IF fence = null`,
+    /** A copy's first checkpoint. */
+    writeFirstCheckpoint: `INSERT INTO ${keyspace}.copy_checkpoints (last_offset, fence, cluster, dataset, shard, node, group_name) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
     /** Many shards' partitions in one request (an IN on the last partition key column). */
-    readCheckpointsOf: `SELECT shard, node, group_name, last_offset FROM ${keyspace}.copy_checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
+    readCheckpointsOf: `SELECT shard, node, group_name, last_offset, fence FROM ${keyspace}.copy_checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
     /** The shared checkpoints of an older store, read with each copy's. */
     readSharedCheckpointsOf: `SELECT shard, group_name, last_offset FROM ${keyspace}.checkpoints WHERE cluster = ? AND dataset = ? AND shard IN ?`,
   } as const;

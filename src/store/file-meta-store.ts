@@ -10,13 +10,15 @@ import { parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
  * The version of the file layout this code writes. Format 2 keeps shard maps in the compact
  * encoding (`encodeSnapshot`): a map of 65 536 shards × 3 copies is a few MB instead of tens, and
  * the whole file is written on every write. Format 3 adds each copy's checkpoints (a `node` in a
- * checkpoint entry). Formats 1 (maps as `ShardMapSnapshot` JSON) and 2 are still read; their
+ * checkpoint entry) and, optionally, their fencing token (`token: [epoch, version]`; entries
+ * written before tokens lack it and are replaced by any tokened write). Formats 1 (maps as `ShardMapSnapshot` JSON) and 2 are still read; their
  * checkpoints, one per shard, become the shared start of every copy without one of its own.
  */
 export const META_FILE_FORMAT = 3;
@@ -124,8 +126,8 @@ export class FileMetaStore implements MetaStore {
     return this.read((s) => ops.appliedRequests(s));
   }
 
-  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void> {
-    return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, node, group, offset));
+  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken): Promise<void> {
+    return this.write('writeCheckpoint', (s) => ops.writeCheckpoint(s, dataset, shard, node, group, offset, token));
   }
 
   readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {
@@ -210,6 +212,8 @@ interface CheckpointEntry {
   readonly node?: string;
   readonly group: string;
   readonly offset: number;
+  /** `[epoch, version]`: the fencing token a copy's checkpoint was written with (absent before tokens existed). */
+  readonly token?: readonly [number, number];
 }
 
 function toDocument(state: ops.MetaState): MetaDocument {
@@ -217,7 +221,12 @@ function toDocument(state: ops.MetaState): MetaDocument {
   for (const [key, cell] of state.checkpoints) {
     const { dataset, shard } = ops.splitCellKey(key);
     for (const [group, offset] of cell.shared) checkpoints.push({ dataset, shard, group, offset });
-    for (const [node, groups] of cell.copies) for (const [group, offset] of groups) checkpoints.push({ dataset, shard, node, group, offset });
+    for (const [node, groups] of cell.copies) {
+      for (const [group, offset] of groups) {
+        const token = cell.tokens.get(node)?.get(group);
+        checkpoints.push({ dataset, shard, node, group, offset, ...(token ? { token: [token.epoch, token.version] as const } : {}) });
+      }
+    }
   }
   return {
     format: META_FILE_FORMAT,
@@ -247,6 +256,8 @@ const checkpointSchema = z.strictObject({
   node: z.string().refine((s) => parseNodeId(s).ok, 'malformed node id').optional(),
   group: z.string(),
   offset: z.number().int(),
+  // An optional field of format 3: files written before tokens lack it.
+  token: z.tuple([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)]).optional(),
 });
 const subscriberSchema = z.string().refine((s) => parseSubscriberId(s).ok, 'malformed subscriber id');
 const subscriptionsSchema = z.strictObject({
@@ -343,11 +354,11 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
   d.checkpoints.forEach((entry, i) => {
     const r = checkpointSchema.safeParse(entry);
     if (!r.success) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: ${issueText(r.error)}`);
-    const { dataset, shard, node, group, offset } = r.data;
+    const { dataset, shard, node, group, offset, token } = r.data;
     // A copy's checkpoint needs format 3: an older file holds only shared ones.
-    if (node !== undefined && d.format < 3) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: a file of format ${d.format} holds no per-copy checkpoints (node)`);
+    if ((node !== undefined || token !== undefined) && d.format < 3) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: a file of format ${d.format} holds no per-copy checkpoints (node)`);
     if (node === undefined) ops.loadSharedCheckpoint(state, dataset as DatasetRef, shard, group, offset);
-    else ops.writeCheckpoint(state, dataset as DatasetRef, shard, node as NodeId, group, offset);
+    else ops.writeCheckpoint(state, dataset as DatasetRef, shard, node as NodeId, group, offset, token && { epoch: token[0], version: token[1] });
   });
   return ops.freezeStoredValues(state);
 }

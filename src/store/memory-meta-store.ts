@@ -3,6 +3,7 @@ import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import * as ops from './meta-state.js';
+import type { FencingToken } from '../core/fencing-token.js';
 import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 export interface MemoryMetaStoreOptions {
@@ -113,9 +114,9 @@ export class MemoryMetaStore implements MetaStore {
     return ops.cooldowns(this.state);
   }
 
-  async writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void> {
+  async writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken): Promise<void> {
     this.gate('writeCheckpoint', true);
-    ops.writeCheckpoint(this.state, dataset, shard, node, group, offset);
+    ops.writeCheckpoint(this.state, dataset, shard, node, group, offset, token);
   }
 
   async readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints> {

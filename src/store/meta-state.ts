@@ -3,7 +3,8 @@ import { frozenJsonCopy } from '../core/json-data.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot, type ShardRecord } from '../core/shard-map-snapshot.js';
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
-import { FencedError, type Lease, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import type { FencingToken } from '../core/fencing-token.js';
+import { CheckpointRefusedError, checkpointAdmits, FencedError, type Lease, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
  * The whole content of a MetaStore as plain data, and the operations on it: the semantics shared
@@ -25,10 +26,11 @@ export interface MetaState {
   readonly checkpoints: Map<string, CellCheckpoints>;
 }
 
-/** One shard's checkpoints: per copy (node → group → offset), and the shared ones of older stores. */
+/** One shard's checkpoints: per copy (node → group → offset, and → token), and the shared ones of older stores. */
 export interface CellCheckpoints {
   readonly copies: Map<string, Map<string, number>>;
   readonly shared: Map<string, number>;
+  readonly tokens: Map<string, Map<string, FencingToken>>;
 }
 
 export function emptyMetaState(): MetaState {
@@ -189,28 +191,46 @@ export function cooldowns(state: MetaState): StoredCooldown[] {
 }
 
 function copyCell(cell: CellCheckpoints): CellCheckpoints {
-  return { copies: new Map([...cell.copies].map(([node, groups]) => [node, new Map(groups)])), shared: new Map(cell.shared) };
+  return {
+    copies: new Map([...cell.copies].map(([node, groups]) => [node, new Map(groups)])),
+    shared: new Map(cell.shared),
+    tokens: new Map([...cell.tokens].map(([node, groups]) => [node, new Map(groups)])),
+  };
 }
 
 function cellOf(state: MetaState, dataset: string, shard: number): CellCheckpoints {
   const k = cellKey(dataset, shard);
   let cell = state.checkpoints.get(k);
   if (!cell) {
-    cell = { copies: new Map(), shared: new Map() };
+    cell = { copies: new Map(), shared: new Map(), tokens: new Map() };
     state.checkpoints.set(k, cell);
   }
   return cell;
 }
 
-/** Not fenced; per copy (the node's id); the latest write wins (as in Cassandra), even if its offset is lower. */
-export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): void {
+/**
+ * Per copy (the node's id), fenced by token (`checkpointAdmits`): throws `CheckpointRefusedError`,
+ * changing nothing, when the stored checkpoint is newer. Without a token only when loading a file
+ * written before tokens existed.
+ */
+export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken | undefined): void {
   const cell = cellOf(state, dataset, shard);
-  let groups = cell.copies.get(node);
-  if (!groups) {
-    groups = new Map();
-    cell.copies.set(node, groups);
+  if (token !== undefined) {
+    const stored = cell.copies.get(node)?.get(group);
+    if (stored !== undefined) {
+      const storedToken = cell.tokens.get(node)?.get(group);
+      if (!checkpointAdmits({ offset: stored, token: storedToken }, offset, token)) throw new CheckpointRefusedError(dataset, shard, node, group, offset, token, { offset: stored, token: storedToken });
+    }
   }
+  let groups = cell.copies.get(node);
+  if (!groups) cell.copies.set(node, (groups = new Map()));
   groups.set(group, offset);
+  let tokens = cell.tokens.get(node);
+  if (token === undefined) tokens?.delete(group);
+  else {
+    if (!tokens) cell.tokens.set(node, (tokens = new Map()));
+    tokens.set(group, { epoch: token.epoch, version: token.version });
+  }
 }
 
 /** A shard's checkpoint of the kind written before copies had their own (a file of an older version). */
@@ -221,7 +241,7 @@ export function loadSharedCheckpoint(state: MetaState, dataset: DatasetRef, shar
 /** Copies, so a caller that changes what it read changes nothing stored. */
 export function readCheckpoints(state: MetaState, dataset: DatasetRef, shard: number): ShardCheckpoints {
   const cell = state.checkpoints.get(cellKey(dataset, shard));
-  if (!cell) return { copies: new Map(), shared: new Map() };
+  if (!cell) return { copies: new Map(), shared: new Map(), tokens: new Map() };
   return copyCell(cell) as unknown as ShardCheckpoints;
 }
 

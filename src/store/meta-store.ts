@@ -3,6 +3,7 @@ import type { DatasetRef, Epoch, Incarnation, NodeId, SubscriberId } from '../co
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardherdError } from '../core/errors.js';
+import { compareTokens, tokenText, type FencingToken } from '../core/fencing-token.js';
 
 /** Who holds the singleton lease, at which epoch. */
 export interface Lease {
@@ -78,12 +79,19 @@ export interface MetaStore {
   cooldowns(): Promise<StoredCooldown[]>;
 
   /**
-   * Ingestion checkpoints are written by shard owners, not the singleton: not fenced by epoch. Each
-   * copy of a shard has its own, keyed by the node that holds it (its id, not its incarnation: a
-   * restarted node resumes the same copy), so a copy that restarts resumes where its own sink
-   * stopped, not where the furthest copy is.
+   * Ingestion checkpoints are written by shard owners, not the singleton: not fenced by the lease's
+   * epoch but by the copy's fencing token (docs/ARCHITECTURE.md §12.3). Each copy of a shard has its
+   * own, keyed by the node that holds it (its id, not its incarnation: a restarted node resumes the
+   * same copy), so a copy that restarts resumes where its own sink stopped, not where the furthest
+   * copy is.
+   *
+   * The write applies only if `(token, offset)` is at least the stored `(token, offset)`, compared
+   * lexicographically (a stored checkpoint without a token, written before tokens existed, is
+   * older than any): a former owner can neither overwrite a newer owner's checkpoint nor move its
+   * own backwards. Otherwise nothing changes and it throws `CheckpointRefusedError` with what is
+   * stored. Writing the same checkpoint again applies (a retry after a lost answer).
    */
-  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number): Promise<void>;
+  writeCheckpoint(dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken): Promise<void>;
   /** A shard's checkpoints: each copy's, and the shared ones of a store written before copies had their own. */
   readCheckpoints(dataset: DatasetRef, shard: number): Promise<ShardCheckpoints>;
   /**
@@ -109,7 +117,8 @@ const _everyOperationListed: [UnlistedOperation] extends [never] ? true : Unlist
 
 /**
  * What is stored of one shard's ingestion progress. An offset is the last one a sink accepted
- * (inclusive), per checkpoint group.
+ * (inclusive), per checkpoint group; `tokens` has the fencing token each copy's checkpoint was
+ * written with (none for a checkpoint written before tokens existed).
  *
  * Gotchas: `shared` holds checkpoints written per shard by versions before each copy had its own
  * (every copy wrote the same row, so it is the furthest copy's offset). Nothing writes them any
@@ -120,6 +129,52 @@ export interface ShardCheckpoints {
   readonly copies: ReadonlyMap<NodeId, ReadonlyMap<string, number>>;
   /** group → offset: the shard's checkpoints from before they were per copy. */
   readonly shared: ReadonlyMap<string, number>;
+  /** node → group → token: the token of each copy's checkpoint that has one. */
+  readonly tokens?: ReadonlyMap<NodeId, ReadonlyMap<string, FencingToken>>;
+}
+
+/** A copy's stored checkpoint as the fencing rule compares it. */
+export interface StoredCheckpoint {
+  readonly offset: number;
+  /** Undefined for a checkpoint written before tokens existed. */
+  readonly token: FencingToken | undefined;
+}
+
+/**
+ * Whether a checkpoint write of `(token, offset)` may replace `stored`: no stored checkpoint, or one
+ * without a token, or `(token, offset) >= (stored.token, stored.offset)` lexicographically. The rule
+ * every MetaStore applies atomically with the write.
+ */
+export function checkpointAdmits(stored: StoredCheckpoint | undefined, offset: number, token: FencingToken): boolean {
+  if (stored === undefined || stored.token === undefined) return true;
+  const c = compareTokens(token, stored.token);
+  return c > 0 || (c === 0 && offset >= stored.offset);
+}
+
+/**
+ * A checkpoint write refused by its fencing token: the stored checkpoint has a newer token (a newer
+ * owner wrote it, or this node acts on an older map) or the same token and a higher offset (a late
+ * write of an earlier incarnation). Nothing was changed; not retriable.
+ */
+export class CheckpointRefusedError extends ShardherdError {
+  constructor(
+    dataset: string,
+    shard: number,
+    node: string,
+    readonly group: string,
+    readonly offset: number,
+    readonly token: FencingToken,
+    readonly stored: StoredCheckpoint,
+  ) {
+    super('CHECKPOINT_REFUSED', `checkpoint ${offset} of ${dataset} shard ${shard} on ${node} (group ${group}) with token ${tokenText(token)} refused: the stored one is ${stored.offset} with token ${stored.token ? tokenText(stored.token) : 'none'}`, { dataset, shard, node });
+  }
+}
+
+/** A stored checkpoint this version cannot read (a malformed token or offset): the shard stops with this reason. */
+export class MalformedCheckpointError extends ShardherdError {
+  constructor(dataset: string, shard: number, detail: string) {
+    super('MALFORMED_CHECKPOINT', `the stored checkpoint of ${dataset} shard ${shard} is malformed: ${detail}`, { dataset, shard });
+  }
 }
 
 /** A shard with no checkpoint at all. */

@@ -7,8 +7,11 @@ import type { AppliedRequest } from '../../src/core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
-import { FencedError, type MetaStore, type ShardCheckpoints } from '../../src/store/meta-store.js';
+import { CheckpointRefusedError, FencedError, type MetaStore, type ShardCheckpoints } from '../../src/store/meta-store.js';
 import { largeMap, mapDifference, withChanges, withProgress } from './large-maps.js';
+
+/** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
+const TOKEN = { epoch: 1, version: 1 };
 
 export interface MetaStoreFixture {
   readonly store: MetaStore;
@@ -19,6 +22,11 @@ export interface MetaStoreFixture {
    * reads it (for a file, one opened on it). Absent for a store with no older layout (memory).
    */
   readonly withSharedCheckpoints?: (rows: readonly SharedCheckpointRow[]) => Promise<MetaStore>;
+  /**
+   * Stores copies' checkpoints as a version before fencing tokens wrote them (no token), and returns
+   * the store that reads them. Absent for a store with no older layout (memory).
+   */
+  readonly withUntokenedCheckpoints?: (rows: readonly (SharedCheckpointRow & { readonly node: string })[]) => Promise<MetaStore>;
 }
 
 export interface SharedCheckpointRow {
@@ -273,7 +281,7 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         await store.putShardMap(shardMap(ds2, 1, 2));
         await store.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 10 }, epoch(1));
         await store.putCooldown({ dataset: ds2, shard: 0, reassignedAt: 20 }, epoch(1));
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 99);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 99, TOKEN);
 
         await store.deleteDataset(ds1, epoch(1));
         expect((await store.shardMaps()).map((s) => s.dataset)).toEqual([ds2]);
@@ -326,11 +334,11 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
     describe('checkpoints', () => {
       it('round trip per (dataset, shard), copy and group, latest write winning, with no lease needed', async () => {
         expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(NONE);
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 10);
-        await store.writeCheckpoint(ds1, 0, nodeA, 'archive', 4);
-        await store.writeCheckpoint(ds1, 1, nodeA, 'sink', 77);
-        await store.writeCheckpoint(ds2, 0, nodeA, 'sink', 5);
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 12);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 10, TOKEN);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'archive', 4, TOKEN);
+        await store.writeCheckpoint(ds1, 1, nodeA, 'sink', 77, TOKEN);
+        await store.writeCheckpoint(ds2, 0, nodeA, 'sink', 5, TOKEN);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 12, TOKEN);
         expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 12, archive: 4 }));
         expect(plainCheckpoints(await store.readCheckpoints(ds1, 1))).toEqual(onlyCopy(nodeA, { sink: 77 }));
         expect(plainCheckpoints(await store.readCheckpoints(ds2, 0))).toEqual(onlyCopy(nodeA, { sink: 5 }));
@@ -338,26 +346,66 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
       });
 
       it('keeps each copy of a shard apart: a copy far ahead never moves a lagging copy', async () => {
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 900);
-        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 15);
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1_000);
-        // The latest write of a copy wins even when lower (a copy replaying after its sink lost data).
-        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 12);
-        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 12 } }, shared: {} });
-        expect(plainCheckpoints((await store.readCheckpointsOf(ds1, [0])).get(0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 12 } }, shared: {} });
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 900, TOKEN);
+        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 15, TOKEN);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1_000, TOKEN);
+        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 16, TOKEN);
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 16 } }, shared: {} });
+        expect(plainCheckpoints((await store.readCheckpointsOf(ds1, [0])).get(0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 16 } }, shared: {} });
+      });
+
+      it('are fenced by token: an older token, or the same token with a lower offset, is refused and changes nothing', async () => {
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 100, { epoch: 2, version: 7 });
+        // A former owner (older assignment version, or older epoch with any version) is refused.
+        for (const [offset, token] of [[500, { epoch: 2, version: 6 }], [500, { epoch: 1, version: 99 }], [99, { epoch: 2, version: 7 }]] as const) {
+          const e = await store.writeCheckpoint(ds1, 0, nodeA, 'sink', offset, token).catch((x: unknown) => x);
+          expect(e, `${offset} at ${token.epoch}/${token.version}`).toBeInstanceOf(CheckpointRefusedError);
+          expect((e as CheckpointRefusedError).stored).toEqual({ offset: 100, token: { epoch: 2, version: 7 } });
+          expect((e as CheckpointRefusedError).code).toBe('CHECKPOINT_REFUSED');
+        }
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 100 }));
+        // The same write again applies (a retry after a lost answer); a newer token may go lower
+        // (a copy placed again replays from where it starts).
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 100, { epoch: 2, version: 7 });
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 40, { epoch: 2, version: 9 });
+        const read = await store.readCheckpoints(ds1, 0);
+        expect(plainCheckpoints(read)).toEqual(onlyCopy(nodeA, { sink: 40 }));
+        expect(read.tokens?.get(nodeA)?.get('sink')).toEqual({ epoch: 2, version: 9 });
+        // Each copy and group is fenced on its own.
+        await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 3, { epoch: 1, version: 1 });
+        await store.writeCheckpoint(ds1, 0, nodeA, 'archive', 3, { epoch: 1, version: 1 });
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({ copies: { [nodeA]: { sink: 40, archive: 3 }, [nodeB]: { sink: 3 } }, shared: {} });
+      });
+
+      it('a copy\'s checkpoint stored before tokens existed is read without a token and replaced by any tokened write', async () => {
+        if (!fixture.withUntokenedCheckpoints) return; // memory: nothing was ever stored without a token
+        const old = await fixture.withUntokenedCheckpoints([
+          { dataset: ds1, shard: 0, node: nodeA, group: 'sink', offset: 700 },
+          { dataset: ds1, shard: 1, node: nodeB, group: 'sink', offset: 9 },
+        ]);
+        const read = await old.readCheckpointsOf(ds1, [0, 1]);
+        expect(plainCheckpoints(read.get(0))).toEqual(onlyCopy(nodeA, { sink: 700 }));
+        expect(read.get(0)!.tokens?.get(nodeA)?.get('sink')).toBeUndefined();
+        // Any token outranks none, whatever the offset; from then on the row is fenced.
+        await old.writeCheckpoint(ds1, 0, nodeA, 'sink', 650, { epoch: 1, version: 1 });
+        await expect(old.writeCheckpoint(ds1, 0, nodeA, 'sink', 651, { epoch: 1, version: 0 })).rejects.toBeInstanceOf(CheckpointRefusedError);
+        const after = await old.readCheckpointsOf(ds1, [0, 1]);
+        expect(plainCheckpoints(after.get(0))).toEqual(onlyCopy(nodeA, { sink: 650 }));
+        expect(after.get(0)!.tokens?.get(nodeA)?.get('sink')).toEqual({ epoch: 1, version: 1 });
+        expect(plainCheckpoints(after.get(1))).toEqual(onlyCopy(nodeB, { sink: 9 }));
       });
 
       it('are written by shard owners, so they are not fenced by the lease epoch', async () => {
         await leaseForA();
         await store.takeLease(nodeB, incB, 1);
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 3);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 3, TOKEN);
         expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 3 }));
       });
 
       it('a store of an older version: its per-shard checkpoints are read as shared, beside the copies written since', async () => {
         if (!fixture.withSharedCheckpoints) {
           // A store with no older layout (memory) holds nothing but copies' checkpoints.
-          await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1);
+          await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1, TOKEN);
           expect(plainCheckpoints(await store.readCheckpoints(ds1, 0)).shared).toEqual({});
           return;
         }
@@ -367,7 +415,7 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
           { dataset: ds1, shard: 3, group: 'sink', offset: 7 },
         ]);
         expect(plainCheckpoints(await old.readCheckpoints(ds1, 0))).toEqual({ copies: {}, shared: { sink: 500, archive: 40 } });
-        await old.writeCheckpoint(ds1, 0, nodeB, 'sink', 520);
+        await old.writeCheckpoint(ds1, 0, nodeB, 'sink', 520, TOKEN);
         // A copy's write never touches the shared checkpoint: the other copies still start from it.
         const both = await old.readCheckpointsOf(ds1, [0, 1, 3]);
         expect(plainCheckpoints(both.get(0))).toEqual({ copies: { [nodeB]: { sink: 520 } }, shared: { sink: 500, archive: 40 } });
@@ -398,7 +446,7 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         tryToChange(() => { readMap.shards.length = 0; });
         const readCooldown = (await store.cooldowns())[0] as { reassignedAt: number };
         tryToChange(() => { readCooldown.reassignedAt = -1; });
-        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 8);
+        await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 8, TOKEN);
         const readCheckpoints = await store.readCheckpoints(ds1, 0);
         tryToChange(() => { (readCheckpoints.copies.get(nodeA) as Map<string, number>).set('sink', 0); });
         tryToChange(() => { (readCheckpoints.copies as unknown as Map<string, unknown>).delete(nodeA); });
@@ -480,9 +528,9 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
       it('readCheckpointsOf answers for thousands of shards at once, every shard asked included', async () => {
         const shards = Array.from({ length: 4_096 }, (_, s) => s);
         const written = shards.filter((s) => s % 8 === 0);
-        await Promise.all(written.map((s) => store.writeCheckpoint(ds1, s, nodeA, 'sink', s * 10)));
-        await Promise.all(written.filter((s) => s % 64 === 0).map((s) => store.writeCheckpoint(ds1, s, nodeB, 'sink', s)));
-        await store.writeCheckpoint(ds2, 1, nodeA, 'sink', 5); // another dataset's: not among ds1's
+        await Promise.all(written.map((s) => store.writeCheckpoint(ds1, s, nodeA, 'sink', s * 10, TOKEN)));
+        await Promise.all(written.filter((s) => s % 64 === 0).map((s) => store.writeCheckpoint(ds1, s, nodeB, 'sink', s, TOKEN)));
+        await store.writeCheckpoint(ds2, 1, nodeA, 'sink', 5, TOKEN); // another dataset's: not among ds1's
 
         const read = await store.readCheckpointsOf(ds1, [...shards, 8, 4_096]);
         expect(read.size).toBe(4_097);

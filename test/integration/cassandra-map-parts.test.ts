@@ -19,6 +19,9 @@ import { largeMap, mapDifference, withChanges } from '../contracts/large-maps.js
 import { ds1, ds2, incA, incB, nodeA, nodeB } from '../contracts/meta-store-contract.js';
 import { services, uniqueName } from './support.js';
 
+/** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
+const TOKEN = { epoch: 1, version: 1 };
+
 const KEYSPACE = 'shardherd_test';
 const silent = pino({ level: 'silent' });
 
@@ -252,7 +255,7 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
 
   it('5 000 checkpoint reads at once all succeed with never more than maxConcurrentRequests at the driver', async () => {
     const store = await open({ maxConcurrentRequests: 32 });
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.writeCheckpoint(ds1, i * 100, nodeA, 'sink', i)));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.writeCheckpoint(ds1, i * 100, nodeA, 'sink', i, TOKEN)));
     const counts = countStatements(store);
     const reads = await Promise.all(Array.from({ length: 5_000 }, (_, shard) => store.readCheckpoints(ds1, shard)));
     reads.forEach((r, shard) => expect(r.copies.get(nodeA)?.get('sink')).toBe(shard % 100 === 0 ? shard / 100 : undefined));

@@ -7,10 +7,13 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { epoch, type SubscriberId } from '../../src/core/ids.js';
 import { CassandraMetaStore, MetaStoreRowError, type CassandraMetaStoreOptions } from '../../src/store/cassandra-meta-store.js';
-import { FencedError, MetaStoreUnavailableError, type Lease } from '../../src/store/meta-store.js';
+import { CheckpointRefusedError, FencedError, MalformedCheckpointError, MetaStoreUnavailableError, type Lease } from '../../src/store/meta-store.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, NONE, nodeA, nodeB, onlyCopy, plainCheckpoints, shardMap } from '../contracts/meta-store-contract.js';
 import { services, uniqueName } from './support.js';
+
+/** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
+const TOKEN = { epoch: 1, version: 1 };
 
 const KEYSPACE = 'shardherd_test';
 const silent = pino({ level: 'silent' });
@@ -38,6 +41,14 @@ metaStoreContract('cassandra', async () => {
       const client = store['client'];
       for (const r of rows) {
         await client.execute(`INSERT INTO ${KEYSPACE}.checkpoints (cluster, dataset, shard, group_name, last_offset) VALUES (?, ?, ?, ?, ?)`, [options.cluster, r.dataset, r.shard, r.group, types.Long.fromNumber(r.offset)], { prepare: true });
+      }
+      return store;
+    },
+    // Rows of copy_checkpoints as versions before fencing tokens wrote them: no fence.
+    withUntokenedCheckpoints: async (rows) => {
+      const client = store['client'];
+      for (const r of rows) {
+        await client.execute(`UPDATE ${KEYSPACE}.copy_checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND node = ? AND group_name = ?`, [types.Long.fromNumber(r.offset), options.cluster, r.dataset, r.shard, r.node, r.group], { prepare: true });
       }
       return store;
     },
@@ -249,7 +260,7 @@ describe('CassandraMetaStore', () => {
       await x.putShardMap(shardMap(ds1, 1, 7));
       await x.putCooldown({ dataset: ds1, shard: 0, reassignedAt: 10 }, epoch(1));
       await x.putSubscriptions({ subscriptions: [], watchers: ['x@1/guardian' as SubscriberId] }, epoch(1));
-      await x.writeCheckpoint(ds1, 0, nodeA, 'sink', 42);
+      await x.writeCheckpoint(ds1, 0, nodeA, 'sink', 42, TOKEN);
       await y.putDataset(datasetConfig(ds1, 16), epoch(1));
 
       // y's epoch is its own: x moving to epoch 2 fences none of y's writes.
@@ -269,6 +280,75 @@ describe('CassandraMetaStore', () => {
       expect(await y.cooldowns()).toEqual([]);
       expect(await y.subscriptions()).toEqual({ subscriptions: [], watchers: [] });
       expect(plainCheckpoints(await y.readCheckpoints(ds1, 0))).toEqual(NONE);
+    });
+  });
+
+  describe('fenced checkpoints', () => {
+    // The table as the version before fencing tokens created it, verbatim.
+    const oldCopyCheckpoints = (keyspace: string) => `CREATE TABLE ${keyspace}.copy_checkpoints (
+      cluster text,
+      dataset text,
+      shard int,
+      node text,
+      group_name text,
+      last_offset bigint,
+      PRIMARY KEY ((cluster, dataset, shard), node, group_name)
+    )`;
+
+    it('migration: a keyspace of the previous version gets the fence column when stores connect (two at once), and its checkpoints are read and then fenced', async () => {
+      const keyspace = freshKeyspace();
+      createdKeyspaces.push(keyspace);
+      const cluster = uniqueName('migrate');
+      await raw.execute(`CREATE KEYSPACE ${keyspace} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`);
+      await raw.execute(oldCopyCheckpoints(keyspace));
+      const put = `INSERT INTO ${keyspace}.copy_checkpoints (cluster, dataset, shard, node, group_name, last_offset) VALUES (?, ?, ?, ?, ?, ?)`;
+      await raw.execute(put, [cluster, ds1, 0, nodeA, 'sink', types.Long.fromNumber(1_000)], { prepare: true });
+      await raw.execute(put, [cluster, ds1, 1, nodeB, 'sink', types.Long.fromNumber(77)], { prepare: true });
+
+      const [a, b] = await Promise.all([open({ keyspace, cluster }), open({ keyspace, cluster })]);
+      const columns = await raw.execute('SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [keyspace, 'copy_checkpoints'], { prepare: true });
+      expect(columns.rows.find((r) => r.get('column_name') === 'fence')?.get('type')).toBe('frozen<tuple<bigint, bigint, bigint>>');
+
+      // Stored offsets survive, with no token.
+      const before = await a.readCheckpointsOf(ds1, [0, 1]);
+      expect(plainCheckpoints(before.get(0))).toEqual(onlyCopy(nodeA, { sink: 1_000 }));
+      expect(plainCheckpoints(before.get(1))).toEqual(onlyCopy(nodeB, { sink: 77 }));
+      expect(before.get(0)!.tokens?.size ?? 0).toBe(0);
+      // A first tokened write replaces an untokened row; from then on an older token is refused.
+      await b.writeCheckpoint(ds1, 0, nodeA, 'sink', 1_010, { epoch: 3, version: 12 });
+      const refused = await a.writeCheckpoint(ds1, 0, nodeA, 'sink', 5_000, { epoch: 3, version: 11 }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(CheckpointRefusedError);
+      expect((refused as CheckpointRefusedError).stored).toEqual({ offset: 1_010, token: { epoch: 3, version: 12 } });
+      const after = await a.readCheckpoints(ds1, 0);
+      expect(plainCheckpoints(after)).toEqual(onlyCopy(nodeA, { sink: 1_010 }));
+      expect(after.tokens?.get(nodeA)?.get('sink')).toEqual({ epoch: 3, version: 12 });
+      expect(plainCheckpoints(await a.readCheckpoints(ds1, 1))).toEqual(onlyCopy(nodeB, { sink: 77 }));
+      // A store connecting later finds the column there and changes nothing.
+      const later = await open({ keyspace, cluster });
+      expect(plainCheckpoints(await later.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 1_010 }));
+    });
+
+    it('writers racing on one copy\'s row: the newest (token, offset) is what stays, every older one refused or overwritten', async () => {
+      const cluster = uniqueName('race');
+      const [x, y] = await Promise.all([open({ cluster }), open({ cluster })]);
+      const writes = Array.from({ length: 24 }, (_, i) => ({ offset: 100 + (i % 7) * 10, token: { epoch: 1 + (i % 3), version: i % 5 } }));
+      const outcomes = await Promise.all(writes.map((w, i) => (i % 2 === 0 ? x : y).writeCheckpoint(ds1, 2, nodeA, 'sink', w.offset, w.token).then(() => 'applied', (e: unknown) => (e instanceof CheckpointRefusedError ? 'refused' : e))));
+      expect(outcomes.every((o) => o === 'applied' || o === 'refused')).toBe(true);
+      const best = [...writes].sort((p, q) => p.token.epoch - q.token.epoch || p.token.version - q.token.version || p.offset - q.offset).at(-1)!;
+      const read = await x.readCheckpoints(ds1, 2);
+      expect(plainCheckpoints(read)).toEqual(onlyCopy(nodeA, { sink: best.offset }));
+      expect(read.tokens?.get(nodeA)?.get('sink')).toEqual(best.token);
+    });
+
+    it('a malformed fence is a typed error naming the shard, not a checkpoint', async () => {
+      const cluster = uniqueName('malformed');
+      const store = await open({ cluster });
+      const put = `INSERT INTO ${KEYSPACE}.copy_checkpoints (cluster, dataset, shard, node, group_name, last_offset, fence) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+      const fence = new types.Tuple(types.Long.fromNumber(2), types.Long.fromNumber(-5), types.Long.fromNumber(10));
+      await raw.execute(put, [cluster, ds1, 3, nodeA, 'sink', types.Long.fromNumber(10), fence], { prepare: true });
+      const e = await store.readCheckpoints(ds1, 3).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(MalformedCheckpointError);
+      expect((e as Error).message).toMatch(/ds1 shard 3 is malformed/);
     });
   });
 

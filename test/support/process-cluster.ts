@@ -47,6 +47,10 @@ export interface ProcessClusterOptions {
    * of the node's name when nodes differ (each its own endpoint port, say).
    */
   readonly failureDetector?: Record<string, unknown> | ((name: string) => Record<string, unknown>);
+  /** Each node's `sink` config instead of a JSON-lines file (then `ingested()` reads nothing). */
+  readonly sinkOf?: (name: string) => unknown;
+  /** A node's MetaStore contact points instead of `cassandraContactPoints` (a proxy in front of Cassandra, say). */
+  readonly cassandraOf?: (name: string) => readonly string[] | undefined;
 }
 
 export interface NodeProcess {
@@ -102,12 +106,12 @@ export class ProcessCluster {
         ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
         ...(o.topicReplicationFactor ? { topicReplicationFactor: o.topicReplicationFactor } : {}),
       },
-      cassandra: { contactPoints: o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
+      cassandra: { contactPoints: o.cassandraOf?.(name) ?? o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
       runtime: o.runtime ?? {},
       ...(o.failureDetector ? { failureDetector: typeof o.failureDetector === 'function' ? o.failureDetector(name) : o.failureDetector } : {}),
       datasets: o.datasets ?? [],
       ...(o.serve ? { serve: o.serve } : {}),
-      sink: { type: 'jsonl', path: this.sinkPath(name) },
+      sink: o.sinkOf?.(name) ?? { type: 'jsonl', path: this.sinkPath(name) },
       status: { host: '127.0.0.1', port: 0 },
       logLevel: o.logLevel ?? 'info',
     };

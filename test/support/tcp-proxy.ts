@@ -1,7 +1,9 @@
 // A TCP proxy on 127.0.0.1 that a test can cut and restore, to make a real server unreachable
-// for a while without stopping it (the clients see connections reset and refused, as in an outage).
-// For a protocol of newline-delimited frames (the failure detector's) it can also drop single
-// frames, as a lossy network would lose single messages: `dropFrame` decides for each one.
+// for a while without stopping it (the clients see connections reset and refused, as in an outage),
+// or slow down: `delayMs` holds every chunk that long in each direction, in order (a slow network
+// or a slow server, as the clients see it). For a protocol of newline-delimited frames (the failure
+// detector's) it can also drop single frames, as a lossy network would lose single messages:
+// `dropFrame` decides for each one.
 import net from 'node:net';
 
 export interface TcpProxyOptions {
@@ -10,6 +12,8 @@ export interface TcpProxyOptions {
    * frames; true drops it. Absent: bytes are forwarded as they come, unframed.
    */
   readonly dropFrame?: (frame: string, toServer: boolean) => boolean;
+  /** Initial `delayMs`. */
+  readonly delayMs?: number;
 }
 
 export class TcpProxy {
@@ -17,6 +21,8 @@ export class TcpProxy {
   private cutOff = false;
   /** Frames forwarded and dropped (with `dropFrame` only). */
   readonly frames = { forwarded: 0, dropped: 0 };
+  /** Added to every chunk, each way, on connections opened from then on (not with `dropFrame`). */
+  delayMs = 0;
   private constructor(private readonly server: net.Server) {}
 
   /** Forwards `127.0.0.1:<port>` to `target` (`host:port`). */
@@ -43,13 +49,28 @@ export class TcpProxy {
           proxy.forwardFrames(client, upstream, (f) => dropFrame(f, true));
           proxy.forwardFrames(upstream, client, (f) => dropFrame(f, false));
         } else {
-          client.pipe(upstream);
-          upstream.pipe(client);
+          proxy.forward(client, upstream);
+          proxy.forward(upstream, client);
         }
       }),
     );
+    proxy.delayMs = options.delayMs ?? 0;
     await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     return proxy;
+  }
+
+  /** `from` → `to`, each chunk after `delayMs` (its own timer; timers of equal delay fire in order). */
+  private forward(from: net.Socket, to: net.Socket): void {
+    if (this.delayMs === 0) {
+      from.pipe(to);
+      return;
+    }
+    from.on('data', (chunk: Buffer) => {
+      setTimeout(() => {
+        if (!to.destroyed) to.write(chunk);
+      }, this.delayMs);
+    });
+    from.on('end', () => setTimeout(() => to.end(), this.delayMs));
   }
 
   get address(): string {

@@ -13,6 +13,9 @@ import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, N
 import { largeMap, mapDifference } from '../contracts/large-maps.js';
 import { encodeSnapshot } from '../../src/core/map-codec.js';
 
+/** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
+const TOKEN = { epoch: 1, version: 1 };
+
 metaStoreContract('FileMetaStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'shardherd-meta-'));
   return {
@@ -22,6 +25,11 @@ metaStoreContract('FileMetaStore', async () => {
     withSharedCheckpoints: async (rows) => {
       const old = join(dir, 'format-2.json');
       await writeFile(old, JSON.stringify({ format: 2, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: rows }));
+      return new FileMetaStore(old);
+    },
+    withUntokenedCheckpoints: async (rows) => {
+      const old = join(dir, 'format-3-untokened.json');
+      await writeFile(old, JSON.stringify({ format: 3, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: rows }));
       return new FileMetaStore(old);
     },
   };
@@ -49,8 +57,8 @@ describe('FileMetaStore', () => {
     await store.putDataset(datasetConfig(ds2, 8, 50), epoch(1));
     await store.putShardMap(shardMap(ds1, 1, 4));
     await store.putCooldown({ dataset: ds1, shard: 2, reassignedAt: 1234 }, epoch(1));
-    await store.writeCheckpoint(ds1, 2, a, 'sink', 99);
-    await store.writeCheckpoint(ds1, 2, a, 'archive', 7);
+    await store.writeCheckpoint(ds1, 2, a, 'sink', 99, TOKEN);
+    await store.writeCheckpoint(ds1, 2, a, 'archive', 7, TOKEN);
     return store;
   }
 
@@ -82,8 +90,8 @@ describe('FileMetaStore', () => {
     expect(doc.shardMaps).toEqual([JSON.parse(JSON.stringify(encodeSnapshot(shardMap(ds1, 1, 4))))]);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
     expect(doc.checkpoints).toEqual([
-      { dataset: ds1, shard: 2, node: a, group: 'sink', offset: 99 },
-      { dataset: ds1, shard: 2, node: a, group: 'archive', offset: 7 },
+      { dataset: ds1, shard: 2, node: a, group: 'sink', offset: 99, token: [1, 1] },
+      { dataset: ds1, shard: 2, node: a, group: 'archive', offset: 7, token: [1, 1] },
     ]);
     expect(await readdir(join(dir, 'state'))).toEqual(['meta.json']);
   });
@@ -106,7 +114,7 @@ describe('FileMetaStore', () => {
     await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [], shardMaps: [map], cooldowns: [], checkpoints: [] }, null, 2));
     const store = new FileMetaStore(path);
     expect(mapDifference((await store.shardMaps())[0]!, map)).toBeUndefined();
-    await store.writeCheckpoint(ds1, 0, a, 'sink', 1);
+    await store.writeCheckpoint(ds1, 0, a, 'sink', 1, TOKEN);
     const doc = await readJson();
     expect(doc.format).toBe(3);
     expect((doc.shardMaps as { format: number }[])[0]!.format).toBe(3);
@@ -132,6 +140,14 @@ describe('FileMetaStore', () => {
     const error = await new FileMetaStore(path).shardMaps().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MetaStoreFileError);
     expect((error as Error).message).toMatch(/shardMaps\[0\] \(ds1\): unsupported shard map format 2: a file of format 2 holds compact maps \(format 3\)/);
+  });
+
+  it('refuses a checkpoint with a malformed token, naming the entry', async () => {
+    await mkdir(join(dir, 'state'));
+    await writeFile(path, JSON.stringify({ format: 3, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [{ dataset: ds1, shard: 0, node: a, group: 'sink', offset: 5, token: [1, -2] }] }));
+    const error = await new FileMetaStore(path).readCheckpoints(ds1, 0).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MetaStoreFileError);
+    expect((error as Error).message).toMatch(/invalid entry checkpoints\[0\]: token/);
   });
 
   it('a missing file is an empty store, and reading it creates no file', async () => {
@@ -165,7 +181,7 @@ describe('FileMetaStore', () => {
     expect(message).toContain('datasets[1] (ds2)');
     expect(message).toContain('numShards');
     // Every operation refuses: nothing is served from a half-read file, and nothing overwrites it.
-    await expect(store.writeCheckpoint(ds1, 0, a, 'sink', 1)).rejects.toBeInstanceOf(MetaStoreFileError);
+    await expect(store.writeCheckpoint(ds1, 0, a, 'sink', 1, TOKEN)).rejects.toBeInstanceOf(MetaStoreFileError);
     expect(((await readJson()).datasets as { numShards: number }[])[1]!.numShards).toBe(3);
   });
 
@@ -200,7 +216,7 @@ describe('FileMetaStore', () => {
     const store = new FileMetaStore(path);
     await store.takeLease(a, incA, 0);
     const writes: Promise<void>[] = [];
-    for (let shard = 0; shard < 20; shard += 1) writes.push(store.writeCheckpoint(ds1, shard, a, 'sink', shard * 10));
+    for (let shard = 0; shard < 20; shard += 1) writes.push(store.writeCheckpoint(ds1, shard, a, 'sink', shard * 10, TOKEN));
     writes.push(store.putDataset(datasetConfig(ds1), epoch(1)), store.putDataset(datasetConfig(ds2), epoch(1)));
     for (let shard = 0; shard < 4; shard += 1) writes.push(store.putCooldown({ dataset: ds2, shard, reassignedAt: shard }, epoch(1)));
     await Promise.all(writes);
@@ -224,14 +240,14 @@ describe('FileMetaStore', () => {
   it('a write that cannot be saved rejects as retriable, changes nothing, and a later write succeeds', async () => {
     const store = await populated();
     await mkdir(`${path}.tmp`); // the temporary file cannot be created
-    const error = await store.writeCheckpoint(ds2, 0, a, 'sink', 5).catch((e: unknown) => e);
+    const error = await store.writeCheckpoint(ds2, 0, a, 'sink', 5, TOKEN).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MetaStoreUnavailableError);
     expect(error).toMatchObject({ retriable: true });
     expect(plainCheckpoints(await store.readCheckpoints(ds2, 0))).toEqual(NONE);
     expect((await readJson()).checkpoints).toHaveLength(2);
 
     await rm(`${path}.tmp`, { recursive: true });
-    await store.writeCheckpoint(ds2, 0, a, 'sink', 5);
+    await store.writeCheckpoint(ds2, 0, a, 'sink', 5, TOKEN);
     expect(plainCheckpoints(await new FileMetaStore(path).readCheckpoints(ds2, 0))).toEqual(onlyCopy(a, { sink: 5 }));
   });
 });

@@ -13,6 +13,9 @@ import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { datasetConfig, ds1, formatOneMap, metaStoreContract, nodeA, shardMap } from '../contracts/meta-store-contract.js';
 
+/** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
+const TOKEN = { epoch: 1, version: 1 };
+
 busContract('MemoryBus', async (limits) => {
   const clock = new SimulatedClock();
   // Records overtake each other in a memory log only by the delay fault: writeInterleaved delays
@@ -224,7 +227,7 @@ describe('MemoryMetaStore fault injection', () => {
     expect(first).toBeInstanceOf(MetaStoreUnavailableError);
     expect(first).toMatchObject({ code: 'METASTORE_UNAVAILABLE', retriable: true });
     expect(await store.readLease()).toBeUndefined();
-    await expect(store.writeCheckpoint(ds1, 0, nodeA, 'sink', 5)).rejects.toBeInstanceOf(MetaStoreUnavailableError);
+    await expect(store.writeCheckpoint(ds1, 0, nodeA, 'sink', 5, TOKEN)).rejects.toBeInstanceOf(MetaStoreUnavailableError);
     expect((await store.readCheckpoints(ds1, 0)).copies.size).toBe(0);
 
     // The third write goes through.

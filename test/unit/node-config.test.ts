@@ -48,6 +48,13 @@ describe('node config', () => {
     expect(c.runtime.publishIntervalMs).toBe(5_000);
   });
 
+  it('a cassandra sink: its documented defaults, and bad keys refused by name', () => {
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra' } }).sink).toEqual({ type: 'cassandra', table: 'shardherd_records', recordsPerBatch: 100 });
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['10.0.0.1:9042'] } }).sink).toEqual({ type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['10.0.0.1:9042'] });
+    expect(refusal({ ...minimal, sink: { type: 'cassandra', table: 'Bad-Name' } })).toMatch(/sink\.table/);
+    expect(refusal({ ...minimal, sink: { type: 'cassandra', recordsPerBatch: 0 } })).toMatch(/sink\.recordsPerBatch/);
+  });
+
   it("hands the cassandra keys to the MetaStore's options (what each changes: test/integration/cassandra-map-parts.test.ts)", () => {
     const log = pino({ level: 'silent' });
     const c = parseNodeConfig({ ...minimal, cluster: 'prod', cassandra: { ...minimal.cassandra, keyspace: 'sh', replicationFactor: 3, maxConcurrentRequests: 16, maxMutationBytes: 4096 } });

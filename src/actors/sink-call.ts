@@ -1,0 +1,81 @@
+// One call of the user's sink for a batch, and what its outcome means for the shard: accepted;
+// refused as the design expects (a newer token was seen, or this node is no longer a member: the
+// batch is tried again later, never counted as ingested); or a failure of the sink (it threw, it
+// did not answer in time, or it refused without naming a newer token), which fails the shard.
+import type { Clock } from '../cluster/clock.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import { ShardherdError } from '../core/errors.js';
+import { compareTokens, StaleTokenError, tokenText, type FencingToken } from '../core/fencing-token.js';
+import type { ShardNum } from '../core/ids.js';
+import type { RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
+
+/** The node refused the batch itself: this incarnation is no longer a member (it restarts). */
+export class NotMemberError extends ShardherdError {
+  constructor(node: string) {
+    super('NOT_A_MEMBER', `${node} is no longer a member: records refused`, { node });
+  }
+}
+
+/** The sink did not settle a call within `sinkTimeoutMs`: the shard fails, so it moves with a newer token and the call, if it lands, is fenced. */
+export class SinkTimeoutError extends ShardherdError {
+  constructor(dataset: string, shard: number, readonly timeoutMs: number) {
+    super('SINK_TIMEOUT', `the sink did not answer a batch of ${dataset} shard ${shard} within ${timeoutMs} ms`, { dataset, shard });
+  }
+}
+
+/** The sink broke the fencing contract (a refusal that names no newer token than the write's). */
+export class SinkContractError extends ShardherdError {
+  constructor(dataset: string, shard: number, message: string) {
+    super('SINK_CONTRACT', `the sink broke its contract for ${dataset} shard ${shard}: ${message}`, { dataset, shard });
+  }
+}
+
+export type SinkOutcome =
+  | { readonly kind: 'accepted' }
+  | { readonly kind: 'refused'; readonly cause: 'stale-token' | 'not-a-member'; readonly detail: Readonly<Record<string, unknown>>; readonly message: string };
+
+/**
+ * Hands `records` to `sink` with `token`, waiting at most `timeoutMs` (0: for ever). Throws
+ * `SinkTimeoutError`, `SinkContractError`, or what the sink threw, when the sink failed.
+ */
+export async function callSink(sink: RecordSink, clock: Clock, timeoutMs: number, dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken): Promise<SinkOutcome> {
+  try {
+    await withTimeout(sink.accept(dataset, shard, records, token), clock, timeoutMs, () => new SinkTimeoutError(dataset.ref, shard, timeoutMs));
+    return { kind: 'accepted' };
+  } catch (e) {
+    if (e instanceof NotMemberError) return { kind: 'refused', cause: 'not-a-member', detail: { token: tokenText(token) }, message: 'records fetched before this node was fenced were refused' };
+    if (e instanceof StaleTokenError) {
+      // A refusal must name a token newer than the one given: anything else is a sink bug, and
+      // retrying it would loop for ever.
+      if (compareTokens(e.newest, token) <= 0) throw new SinkContractError(dataset.ref, shard, `it refused token ${tokenText(token)} naming token ${tokenText(e.newest)}, which is not newer`);
+      return { kind: 'refused', cause: 'stale-token', detail: { token: tokenText(token), newest: tokenText(e.newest) }, message: 'the sink refused records of an older token than one it has seen' };
+    }
+    throw e;
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, clock: Clock, ms: number, error: () => Error): Promise<T> {
+  if (ms <= 0) return p;
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const cancel = clock.schedule(ms, () => {
+      if (done) return;
+      done = true;
+      reject(error());
+    });
+    p.then(
+      (v) => {
+        if (done) return;
+        done = true;
+        cancel();
+        resolve(v);
+      },
+      (e: unknown) => {
+        if (done) return;
+        done = true;
+        cancel();
+        reject(e);
+      },
+    );
+  });
+}

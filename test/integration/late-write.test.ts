@@ -1,0 +1,122 @@
+// A late write on real processes (docs/ARCHITECTURE.md §12): four `shardherd node` processes on
+// the real Kafka and Cassandra, storing records with the fenced Cassandra sink. One shard owner's
+// sink reaches Cassandra through a proxy that delays every packet, so its sink calls are long (one
+// conditional write per record) and it is SIGSTOPped in the middle of one, past its session. Its
+// shards move and their new owner writes them; on SIGCONT (before the driver's 12 s request timeout,
+// which would fail the frozen call instead) the call goes on with the old token, and Cassandra
+// refuses it. Then: every produced record is stored (0 lost), no record of an
+// older token was stored after a newer token's (0 applied out of order), and the woken node counted
+// the refusal (`shardherd_fenced_writes_total`).
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'cassandra-driver';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { compareTokens } from '../../src/core/fencing-token.js';
+import { CassandraRecordSink } from '../../src/ingest/cassandra-record-sink.js';
+import { CHAOS_RUNTIME, chaosTeardown, createTopics } from '../support/chaos-run.js';
+import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
+import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { services, uniqueName } from './support.js';
+
+const SHARDS = 8;
+const DATASET = 'metrics';
+const SESSION_MS = 6_000;
+const KEYSPACE = 'shardherd_test';
+const VICTIM = 'node-3';
+
+describe('a late write on real processes', () => {
+  let dir: string;
+  let cluster: ProcessCluster;
+  let producer: Producer;
+  let numbered: NumberedProducer;
+  let proxy: TcpProxy;
+  let client: Client;
+  let reader: CassandraRecordSink;
+  const table = `late_${Date.now().toString(36)}`;
+
+  beforeAll(async () => {
+    const s = services();
+    dir = await mkdtemp(join(tmpdir(), 'shardherd-late-'));
+    const name = uniqueName('late').replace(/-/g, '_');
+    const topic = `${name}.metrics`;
+    const kafka = new Kafka({ clientId: 'late-write-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
+    await createTopics(kafka, [topic], SHARDS);
+    producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    // 30 ms each way: every conditional write of the victim's sink takes more than 60 ms.
+    proxy = await TcpProxy.start(s.cassandraContactPoints[0]!, { delayMs: 30 });
+    cluster = new ProcessCluster({
+      dir,
+      cluster: name,
+      kafkaBrokers: s.kafkaBrokers,
+      cassandraContactPoints: s.cassandraContactPoints,
+      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+      keyspace: KEYSPACE,
+      sessionTimeoutMs: SESSION_MS,
+      heartbeatIntervalMs: 500,
+      runtime: { ...CHAOS_RUNTIME, batchSize: 40 },
+      // minNumNodes 3: three nodes hold the shards, the fourth has room for the victim's.
+      datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 3, source: { type: 'kafka', topic } }],
+      sinkOf: (node) => ({ type: 'cassandra', table, recordsPerBatch: 1, ...(node === VICTIM ? { contactPoints: [proxy.address] } : {}) }),
+    });
+    for (const n of ['node-1', 'node-2', 'node-3', 'node-4']) await cluster.start(n);
+    client = new Client({ contactPoints: s.cassandraContactPoints, localDataCenter: s.cassandraLocalDataCenter });
+    await client.connect();
+    reader = await CassandraRecordSink.create({ client, keyspace: KEYSPACE, table });
+    numbered = new NumberedProducer(producer, topic, SHARDS);
+    numbered.start();
+  }, 180_000);
+
+  chaosTeardown('late-write', () => ({ numbered, producer, cluster, dir, stopServices: async () => {
+    await client?.shutdown();
+    await proxy?.close();
+  } }));
+
+  it('the frozen owner\'s late write is refused by token: 0 lost, 0 applied out of order', async () => {
+    const before = await waitConverged(cluster, DATASET, SHARDS, 90_000);
+    const victimShards = before.statuses.get(VICTIM)?.running.map((r) => r.shard) ?? [];
+    expect(victimShards.length).toBeGreaterThan(0);
+    // Let the victim's calls queue up behind the slow path, then freeze it in the middle of one.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const frozenWith = (await reader.read(DATASET, victimShards[0]!)).token!;
+    cluster.signal(VICTIM, 'SIGSTOP');
+    // Past its session: the group drops it, its shards go to node-4, which writes them with a newer
+    // token. Woken before its driver's 12 s request timeout, so that its call goes on, not fails.
+    const frozenAt = Date.now();
+    await new Promise((r) => setTimeout(r, SESSION_MS));
+    for (;;) {
+      const now = (await reader.read(DATASET, victimShards[0]!)).token!;
+      if (compareTokens(now, frozenWith) > 0) break;
+      if (Date.now() - frozenAt > 11_000) throw new Error(`the victim's shard ${victimShards[0]} was not written by a newer owner within 11 s of the SIGSTOP`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    cluster.signal(VICTIM, 'SIGCONT');
+    await waitConverged(cluster, DATASET, SHARDS, 90_000);
+    await new Promise((r) => setTimeout(r, 3_000));
+    await numbered.stop();
+
+    // 0 lost.
+    const stored = async () => (await Promise.all(Array.from({ length: SHARDS }, (_, shard) => reader.read(DATASET, shard)))).flatMap((s) => s.records);
+    const missing = await missingRecords(numbered.acked, stored, 60_000);
+    expect(numbered.acked.size).toBeGreaterThan(500);
+    expect(missing.slice(0, 20), `${missing.length} of ${numbered.acked.size} records never stored`).toEqual([]);
+
+    // 0 applied out of order: in each shard, in offset order, the token that stored a record never goes back.
+    for (const shard of victimShards) {
+      const { records, token } = await reader.read(DATASET, shard);
+      for (let i = 1; i < records.length; i++) {
+        const [a, b] = [records[i - 1]!.writtenWith!, records[i]!.writtenWith!];
+        expect(compareTokens(b, a), `shard ${shard}: offset ${records[i]!.offset} stored with ${b.epoch}/${b.version} after ${a.epoch}/${a.version}`).toBeGreaterThanOrEqual(0);
+      }
+      expect(compareTokens(token!, records.at(-1)!.writtenWith!)).toBeGreaterThanOrEqual(0);
+    }
+
+    // The late write happened and was refused: the woken node counted it.
+    const metrics = await (await fetch(`${cluster.get(VICTIM).url}/metrics`)).text();
+    const refused = [...metrics.matchAll(/^shardherd_fenced_writes_total\{dataset="metrics",kind="sink",cause="stale-token"\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(refused, metrics.split('\n').filter((l) => l.includes('fenced')).join('\n')).toBeGreaterThan(0);
+  }, 300_000);
+});
