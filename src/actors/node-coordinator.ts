@@ -26,6 +26,8 @@ interface Running {
   readonly ref: ActorRef<IngestionMsg>;
   readonly dataset: DatasetRef;
   readonly shard: ShardNum;
+  /** The assignment it was started for: the map's epoch and the shard's assignment version then. */
+  readonly assignment: { readonly epoch: Epoch; readonly version: number };
   status: ShardStatus;
 }
 
@@ -75,15 +77,23 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       const running = s.running.get(key);
-      if (running) {
+      const assignment = { epoch: map.epoch, version: map.mapper.assignmentVersion(shard) };
+      if (running && running.status.type === 'Error' && isNewAssignment(running, assignment)) {
+        // It failed here, the singleton took the copy away and has given it back since (an
+        // incremental map may carry both changes at once): a new start, not the failed one kept.
+        stopShard(s, key, 'it failed here and the map gives it to this node again: it starts over');
+      } else if (running) {
         restateIfRestarted(running, map.mapper.copyOnNode(shard, env.node)!.status);
         continue;
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
       const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u));
-      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, status: Status.assigned });
+      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, assignment, status: Status.assigned });
     }
   };
+
+  /** Whether the map gives the copy under another assignment than the one `r` was started for. */
+  const isNewAssignment = (r: Running, a: Running['assignment']): boolean => r.assignment.epoch !== a.epoch || r.assignment.version !== a.version;
 
   /**
    * A start sent again for a copy this node already runs (the map says Assigned: a recovering
