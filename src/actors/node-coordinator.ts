@@ -5,7 +5,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
-import type { FencingToken } from '../core/fencing-token.js';
+import { compareTokens, type FencingToken } from '../core/fencing-token.js';
 import type { RunningShard } from '../core/shard-manager/protocol.js';
 import type { MembersRecord } from './followed-maps.js';
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
@@ -27,6 +27,8 @@ interface Running {
   readonly ref: ActorRef<IngestionMsg>;
   readonly dataset: DatasetRef;
   readonly shard: ShardNum;
+  /** The assignment it was started for: its copy's fencing token then. */
+  readonly assignment: FencingToken;
   status: ShardStatus;
 }
 
@@ -76,15 +78,23 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       const running = s.running.get(key);
-      if (running) {
+      const assignment = { epoch: map.epoch, version: map.mapper.assignmentVersion(shard) };
+      if (running && running.status.type === 'Error' && isNewAssignment(running, assignment)) {
+        // It failed here, the singleton took the copy away and has given it back since (an
+        // incremental map may carry both changes at once): a new start, not the failed one kept.
+        stopShard(s, key, 'it failed here and the map gives it to this node again: it starts over');
+      } else if (running) {
         restateIfRestarted(running, map.mapper.copyOnNode(shard, env.node)!.status);
         continue;
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
       const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u), () => tokenOf(s, dataset, shard));
-      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, status: Status.assigned });
+      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, assignment, status: Status.assigned });
     }
   };
+
+  /** Whether the map gives the copy under another assignment than the one `r` was started for. */
+  const isNewAssignment = (r: Running, a: FencingToken): boolean => compareTokens(r.assignment, a) !== 0;
 
   /**
    * The fencing token of this node's copy of a shard in the map it acts on now (the map's epoch and

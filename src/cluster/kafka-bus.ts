@@ -16,6 +16,7 @@ import { kafkaBusSettings, type KafkaBusOptions, type KafkaBusSettings } from '.
 import { KafkaSubscription } from './kafka-bus/subscription.js';
 import { BusTopics, checkTopicName } from './kafka-bus/topics.js';
 import { SharedAttempt } from './shared-attempt.js';
+import { fetchTopicOffsets } from './topic-offsets.js';
 
 export { KafkaBusError, type KafkaBusErrorCode } from './kafka-bus/errors.js';
 export { kafkaBusSettings, type BusCompression, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
@@ -175,7 +176,7 @@ export class KafkaBus implements Bus {
       await this.topics.check(topic);
       // Fixed before joining: with `latest`, a record produced after subscribe() resolves has an
       // offset at or after this one, whenever the member actually starts reading.
-      [watermarks] = await kafkaCall('reading the topic offsets', { topic }, async () => (await this.connectedAdmin()).fetchTopicOffsets(topic));
+      [watermarks] = await kafkaCall('reading the topic offsets', { topic }, async () => fetchTopicOffsets(await this.connectedAdmin(), topic));
     } catch (e) {
       throw this.closedInstead(e, topic);
     }

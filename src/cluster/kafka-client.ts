@@ -3,6 +3,7 @@
 // creating topics and waiting for their leaders, which works on a cluster of several brokers.
 import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
+import { fetchTopicOffsets } from './topic-offsets.js';
 
 export interface KafkaConnection {
   /** `host:port` of one or more brokers. */
@@ -118,7 +119,7 @@ async function topicsHaveLeaders(admin: Admin, topics: readonly string[]): Promi
  */
 export async function leadersAnswer(admin: Admin, topics: readonly string[]): Promise<boolean> {
   try {
-    for (const topic of topics) await admin.fetchTopicOffsets(topic);
+    for (const topic of topics) await fetchTopicOffsets(admin, topic);
     return true;
   } catch (e) {
     if (topicNotKnownYet(e)) return false;

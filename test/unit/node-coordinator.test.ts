@@ -20,6 +20,7 @@ import { epoch, incarnation, nodeId, type ShardNum } from '../../src/core/ids.js
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents, type ShardEvent } from '../../src/core/status.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
+import type { IngestionSource } from '../../src/ingest/ingestion-source.js';
 import { SyntheticSource } from '../../src/ingest/synthetic-source.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 
@@ -59,40 +60,51 @@ async function settle(clock: SimulatedClock, ms: number): Promise<void> {
   }
 }
 
+/** A coordinator of node n1 (a member at epoch 1) on a simulated clock, with the reports it sends. */
+function startCoordinator(sourceOf: (clock: SimulatedClock) => IngestionSource = (clock) => new SyntheticSource(clock)) {
+  const clock = new SimulatedClock(0);
+  const log = pino({ level: 'silent' });
+  const rt = new ActorRuntime(`coordinator-${Math.floor(performance.now() * 1000)}`, log);
+  runtime = rt;
+  const metaStore = new MemoryMetaStore();
+  const sink = new CountingSink();
+  const env: NodeEnv = {
+    node: me,
+    incarnation: inc,
+    runtime: rt,
+    clock,
+    bus: new MemoryBus(clock),
+    topics: topicsFor('test'),
+    metaStore,
+    lease: metaStore,
+    source: sourceOf(clock),
+    sink,
+    settings: runtimeSettings({ pollIntervalMs: 50, checkpointIntervalMs: 100 }),
+    log,
+    telemetry: NO_TELEMETRY,
+    problems: new Problems(() => clock.now()),
+    checkpoints: new CheckpointLoader(metaStore),
+  };
+  const reports: ShardEvent[] = [];
+  const reporter = rt.spawn<undefined, ReporterMsg>(rt.system, 'reporter', (st, msg) => {
+    if (msg.type === 'Report') reports.push(msg.event);
+    return st;
+  }, { initialState: undefined });
+  const coordinator: ActorRef<CoordinatorMsg> = spawnNodeCoordinator(env, rt.system as never, reporter);
+  rt.send(coordinator, { type: 'Members', members: { epoch: epoch(1), version: 1, members: [{ node: me, incarnation: inc }] } });
+  return {
+    clock,
+    sink,
+    reports,
+    send: (mapper: ShardMapper) => rt.send(coordinator, { type: 'MapState', dataset: config().ref, epoch: epoch(1), mapper, config: config() }),
+    running: () => new Promise<readonly { status: { type: string } }[]>((resolve) => rt.send(coordinator, { type: 'GetRunning', reply: resolve })),
+  };
+}
+
 describe('node coordinator: a start sent again', () => {
   it('keeps a running Leaving copy ingesting and Active: no second start, no Recovery, its status said again', async () => {
-    const clock = new SimulatedClock(0);
-    const log = pino({ level: 'silent' });
-    runtime = new ActorRuntime(`coordinator-${Math.floor(performance.now() * 1000)}`, log);
-    const metaStore = new MemoryMetaStore();
-    const sink = new CountingSink();
-    const env: NodeEnv = {
-      node: me,
-      incarnation: inc,
-      runtime,
-      clock,
-      bus: new MemoryBus(clock),
-      topics: topicsFor('test'),
-      metaStore,
-      lease: metaStore,
-      source: new SyntheticSource(clock),
-      sink,
-      settings: runtimeSettings({ pollIntervalMs: 50, checkpointIntervalMs: 100 }),
-      log,
-      telemetry: NO_TELEMETRY,
-      problems: new Problems(() => clock.now()),
-      checkpoints: new CheckpointLoader(metaStore),
-    };
-    const reports: ShardEvent[] = [];
-    const reporter = runtime.spawn<undefined, ReporterMsg>(runtime.system, 'reporter', (s, msg) => {
-      if (msg.type === 'Report') reports.push(msg.event);
-      return s;
-    }, { initialState: undefined });
-    const coordinator: ActorRef<CoordinatorMsg> = spawnNodeCoordinator(env, runtime.system as never, reporter);
+    const { clock, sink, reports, send, running } = startCoordinator();
     const ref = config().ref;
-    const send = (mapper: ShardMapper) => runtime!.send(coordinator, { type: 'MapState', dataset: ref, epoch: epoch(1), mapper, config: config() });
-
-    runtime.send(coordinator, { type: 'Members', members: { epoch: epoch(1), version: 1, members: [{ node: me, incarnation: inc }] } });
     const placed = [ShardEvents.assignmentStarted(ref, shard, me)];
     send(mapOf(placed));
     await settle(clock, 1_000);
@@ -115,7 +127,46 @@ describe('node coordinator: a start sent again', () => {
     const tally = sink.tally(ref, shard);
     expect(tally.accepted).toBeGreaterThan(before);
     expect(tally.duplicates).toBe(0);
-    const running = await new Promise<readonly { status: { type: string } }[]>((resolve) => runtime!.send(coordinator, { type: 'GetRunning', reply: resolve }));
-    expect(running.map((r) => r.status.type)).toEqual(['Active']);
+    expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
+  });
+});
+
+describe('node coordinator: a copy that failed here', () => {
+  // Seen on real processes: a copy's start failed (a transient Kafka error), the singleton took the
+  // copy away and a balancing round gave it back before the node saw the removal. The node kept the
+  // failed run and never started the copy again: Assigned in the map for ever, the cluster never settled.
+  it('starts again when the map gives it back under a new assignment, even if the node never saw it taken away', async () => {
+    let opens = 0;
+    const { clock, reports, send, running } = startCoordinator((c) => {
+      const synthetic = new SyntheticSource(c);
+      return {
+        open: async (ds, s) => {
+          opens += 1;
+          if (opens === 1) throw new Error('the topic offsets could not be read');
+          return synthetic.open(ds, s);
+        },
+      };
+    });
+    const ref = config().ref;
+    const placed = [ShardEvents.ingestionStarted(ref, shard, other), ShardEvents.copyAdded(ref, shard, me)];
+    send(mapOf(placed));
+    await settle(clock, 500);
+    expect(reports.map((e) => e.type)).toContain('IngestionError');
+    expect(await running()).toEqual([]);
+
+    // The same assignment again (a republished map): the failed run is kept, nothing restarts.
+    send(mapOf(placed));
+    await settle(clock, 500);
+    expect(opens).toBe(1);
+
+    // Taken away for the error and given back, both in the one map the node sees.
+    const givenBack = mapOf([...placed, ShardEvents.ingestionError(ref, shard, me, 'the topic offsets could not be read'), ShardEvents.copyAdded(ref, shard, me)]);
+    expect(givenBack.copyOnNode(shard, me)).toMatchObject({ placement: 'Initializing', status: { type: 'Assigned' } });
+    const reported = reports.length;
+    send(givenBack);
+    await settle(clock, 1_000);
+    expect(opens).toBe(2);
+    expect(reports.slice(reported).map((e) => e.type)).toContain('IngestionStarted');
+    expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
   });
 });

@@ -4,6 +4,7 @@ import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../core/dataset-config.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
+import { fetchTopicOffsets, type TopicOffsets } from '../../cluster/topic-offsets.js';
 import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
 import { checkKafkaTopic } from '../kafka-topic-check.js';
 import { FeedConsumer, type JoinPlan } from './consumer.js';
@@ -181,10 +182,10 @@ export class DatasetFeed {
    * a look at the lag of hundreds of shards (a metrics scrape, the status page) costs one request,
    * not one per shard, each answering every partition.
    */
-  private topicOffsets(): Promise<Awaited<ReturnType<Admin['fetchTopicOffsets']>>> {
+  private topicOffsets(): Promise<TopicOffsets> {
     this.offsetsBatch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.offsetsBatch = undefined;
-      return this.ctx.admin().then((admin) => admin.fetchTopicOffsets(this.topic));
+      return this.ctx.admin().then((admin) => fetchTopicOffsets(admin, this.topic));
     });
     return this.offsetsBatch;
   }
