@@ -16,7 +16,7 @@ function sinkFor(config: NodeConfig, log: Logger): { readonly sink: RecordSink; 
   if (sink.type === 'jsonl') return { sink: new JsonLinesSink(sink.path), close: async () => {} };
   if (sink.type === 'log') return { sink: new LogSink(log.child({ component: 'sink' })), close: async () => {} };
   // Made at the first batch: the keyspace exists once the node's MetaStore has connected.
-  const client = new Client({ contactPoints: [...(sink.contactPoints ?? config.cassandra.contactPoints)], localDataCenter: config.cassandra.localDataCenter });
+  const client = new Client({ contactPoints: [...(sink.contactPoints ?? config.cassandra.contactPoints)], localDataCenter: config.cassandra.localDataCenter, socketOptions: { readTimeout: sink.requestTimeoutMs } });
   let made: Promise<CassandraRecordSink> | undefined;
   const make = () => (made ??= client.connect().then(() => CassandraRecordSink.create({ client, keyspace: config.cassandra.keyspace, table: sink.table, recordsPerBatch: sink.recordsPerBatch })).catch((e: unknown) => {
     made = undefined;

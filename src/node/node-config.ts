@@ -60,6 +60,8 @@ const schema = z.strictObject({
         recordsPerBatch: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000, 'must be at most 1000').default(100),
         /** Other contact points than the MetaStore's (default: the same). */
         contactPoints: z.array(hostPort).min(1, 'needs at least one contact point').optional(),
+        /** How long one write may wait for Cassandra before it fails (the driver's `readTimeout`). */
+        requestTimeoutMs: z.number().int('must be a whole number').min(100, 'must be at least 100').max(600_000, 'must be at most 600000').default(12_000),
       }),
     ])
     .default({ type: 'log' }),

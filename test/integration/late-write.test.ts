@@ -2,9 +2,9 @@
 // the real Kafka and Cassandra, storing records with the fenced Cassandra sink. One shard owner's
 // sink reaches Cassandra through a proxy that delays every packet, so its sink calls are long (one
 // conditional write per record) and it is SIGSTOPped in the middle of one, past its session. Its
-// shards move and their new owner writes them; on SIGCONT (before the driver's 12 s request timeout,
-// which would fail the frozen call instead) the call goes on with the old token, and Cassandra
-// refuses it. Then: every produced record is stored (0 lost), no record of an
+// shards move and their new owner writes them; on SIGCONT (before its sink's request timeout, set to
+// 60 s here, which would fail the frozen call instead) the call goes on with the old token, and
+// Cassandra refuses it. Then: every produced record is stored (0 lost), no record of an
 // older token was stored after a newer token's (0 applied out of order), and the woken node counted
 // the refusal (`shardherd_fenced_writes_total`).
 import { mkdtemp } from 'node:fs/promises';
@@ -26,6 +26,8 @@ const DATASET = 'metrics';
 const SESSION_MS = 6_000;
 const KEYSPACE = 'shardherd_test';
 const VICTIM = 'node-3';
+/** The victim's sink waits this long for Cassandra: a frozen call outlives the takeover, however slow the machine. */
+const VICTIM_REQUEST_TIMEOUT_MS = 60_000;
 
 describe('a late write on real processes', () => {
   let dir: string;
@@ -60,7 +62,7 @@ describe('a late write on real processes', () => {
       runtime: { ...CHAOS_RUNTIME, batchSize: 40 },
       // minNumNodes 3: three nodes hold the shards, the fourth has room for the victim's.
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 3, source: { type: 'kafka', topic } }],
-      sinkOf: (node) => ({ type: 'cassandra', table, recordsPerBatch: 1, ...(node === VICTIM ? { contactPoints: [proxy.address] } : {}) }),
+      sinkOf: (node) => ({ type: 'cassandra', table, recordsPerBatch: 1, ...(node === VICTIM ? { contactPoints: [proxy.address], requestTimeoutMs: VICTIM_REQUEST_TIMEOUT_MS } : {}) }),
     });
     for (const n of ['node-1', 'node-2', 'node-3', 'node-4']) await cluster.start(n);
     client = new Client({ contactPoints: s.cassandraContactPoints, localDataCenter: s.cassandraLocalDataCenter });
@@ -84,13 +86,13 @@ describe('a late write on real processes', () => {
     const frozenWith = (await reader.read(DATASET, victimShards[0]!)).token!;
     cluster.signal(VICTIM, 'SIGSTOP');
     // Past its session: the group drops it, its shards go to node-4, which writes them with a newer
-    // token. Woken before its driver's 12 s request timeout, so that its call goes on, not fails.
+    // token. Woken before its sink's request timeout, so that its call goes on, not fails.
     const frozenAt = Date.now();
     await new Promise((r) => setTimeout(r, SESSION_MS));
     for (;;) {
       const now = (await reader.read(DATASET, victimShards[0]!)).token!;
       if (compareTokens(now, frozenWith) > 0) break;
-      if (Date.now() - frozenAt > 11_000) throw new Error(`the victim's shard ${victimShards[0]} was not written by a newer owner within 11 s of the SIGSTOP`);
+      if (Date.now() - frozenAt > VICTIM_REQUEST_TIMEOUT_MS - 10_000) throw new Error(`the victim's shard ${victimShards[0]} was not written by a newer owner within ${(VICTIM_REQUEST_TIMEOUT_MS - 10_000) / 1000} s of the SIGSTOP`);
       await new Promise((r) => setTimeout(r, 100));
     }
     cluster.signal(VICTIM, 'SIGCONT');

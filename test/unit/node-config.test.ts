@@ -49,10 +49,11 @@ describe('node config', () => {
   });
 
   it('a cassandra sink: its documented defaults, and bad keys refused by name', () => {
-    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra' } }).sink).toEqual({ type: 'cassandra', table: 'shardherd_records', recordsPerBatch: 100 });
-    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['10.0.0.1:9042'] } }).sink).toEqual({ type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['10.0.0.1:9042'] });
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra' } }).sink).toEqual({ type: 'cassandra', table: 'shardherd_records', recordsPerBatch: 100, requestTimeoutMs: 12_000 });
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['127.0.0.2:9042'], requestTimeoutMs: 60_000 } }).sink).toEqual({ type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['127.0.0.2:9042'], requestTimeoutMs: 60_000 });
     expect(refusal({ ...minimal, sink: { type: 'cassandra', table: 'Bad-Name' } })).toMatch(/sink\.table/);
     expect(refusal({ ...minimal, sink: { type: 'cassandra', recordsPerBatch: 0 } })).toMatch(/sink\.recordsPerBatch/);
+    expect(refusal({ ...minimal, sink: { type: 'cassandra', requestTimeoutMs: 'soon' } })).toMatch(/sink\.requestTimeoutMs/);
   });
 
   it("hands the cassandra keys to the MetaStore's options (what each changes: test/integration/cassandra-map-parts.test.ts)", () => {
