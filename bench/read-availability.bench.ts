@@ -21,6 +21,9 @@
  * Windows: a crash's from the kill until 1 s after every dead shard is served by another copy in
  * the map; a drain's from the request until 500 ms after the drained node serves nothing and every
  * shard has all its copies serving.
+ *
+ * SHARDHERD_READS_DETECTOR=heartbeat runs the real nodes with the failure detector (default
+ * `session-only`); SHARDHERD_READS_RFS and SHARDHERD_READS_MODES (`embedded,real`) pick the parts.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -53,6 +56,12 @@ const ATTEMPT_TIMEOUT_MS = 500;
 const BASELINE_MS = 4_000;
 const RFS = (process.env.SHARDHERD_READS_RFS ?? '1,2,3').split(',').map(Number);
 const MODES = (process.env.SHARDHERD_READS_MODES ?? 'embedded,real').split(',');
+/**
+ * SHARDHERD_READS_DETECTOR=heartbeat: the real nodes detect failures with the failure detector
+ * (docs/ARCHITECTURE.md §11) instead of their Kafka session alone (`session-only`, the default).
+ */
+const DETECTOR = process.env.SHARDHERD_READS_DETECTOR ?? 'session-only';
+if (DETECTOR !== 'session-only' && DETECTOR !== 'heartbeat') throw new Error(`SHARDHERD_READS_DETECTOR must be session-only or heartbeat, got ${JSON.stringify(DETECTOR)}`);
 /** SHARDHERD_READS_HEDGE=1: the router hedges (a second copy asked after the recent p95). */
 const HEDGE = process.env.SHARDHERD_READS_HEDGE === '1';
 
@@ -215,6 +224,7 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
     datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic } }],
     serve: [{ dataset: DATASET, handler: ECHO_HANDLER }],
     built: true,
+    failureDetector: { mode: DETECTOR },
   });
   const dead = new Set<string>();
   const observer = () => NODES.find((n) => !dead.has(n) && cluster.live().some((p) => p.name === n))!;
@@ -304,7 +314,7 @@ async function run(): Promise<Table> {
     for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
   });
   return {
-    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}`,
+    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}, real nodes in ${DETECTOR} detection`,
     columns: ['cluster', 'RF', 'fault', 'node (shards)', 'requests', 'failed', 'past deadline', 'fault-free p50 / p99 ms', 'window p50 / p99 ms', 'added p50 / p99 ms', 'served elsewhere / drained after', 'dead shards failed until', 'errors', 'slowest failure ms', 'failures on other shards'],
     rows: out,
     notes: [
