@@ -305,6 +305,10 @@ export class ShardherdNode {
 
   private onView(view: MembershipView): void {
     if (!this.runtime || !this.guardian || !this.current) return;
+    // The view `join` resolved with can come after a newer one the listener already delivered
+    // (another node joined meanwhile): taking it would drop that node from this one's view, and a
+    // singleton recovering with that view fences a member and moves its shards (sim seed 10430).
+    if (this.lastView && view.generation < this.lastView.generation) return;
     // Synchronously, before any actor runs: a node out of the group accepts no more records.
     this.member = isMember(view, this.node, this.current);
     this.lastView = view;

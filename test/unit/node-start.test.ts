@@ -7,8 +7,9 @@ import { runtimeSettings } from '../../src/actors/settings.js';
 import type { Bus } from '../../src/cluster/bus.js';
 import { RealClock } from '../../src/cluster/clock.js';
 import { MemoryBus } from '../../src/cluster/memory-bus.js';
+import type { Membership } from '../../src/cluster/membership.js';
 import { MemoryMembershipService } from '../../src/cluster/memory-membership.js';
-import { nodeId } from '../../src/core/ids.js';
+import { incarnation, nodeId } from '../../src/core/ids.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { SyntheticSource } from '../../src/ingest/synthetic-source.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
@@ -35,13 +36,13 @@ describe('the first start of a node', () => {
     await Promise.all(nodes.splice(0).map((n) => n.stop()));
   });
 
-  const node = (bus: Bus, logs: Record<string, unknown>[]) => {
+  const node = (bus: Bus, logs: Record<string, unknown>[], connectMembership?: (service: MemoryMembershipService) => Membership) => {
     const clock = new RealClock();
     const membership = new MemoryMembershipService(clock, { sessionTimeoutMs: 3_000, heartbeatIntervalMs: 500, onListenerError: () => {} });
     const services: ClusterServices = {
       clock,
       bus,
-      connectMembership: () => membership.connect(),
+      connectMembership: () => (connectMembership ? connectMembership(membership) : membership.connect()),
       metaStore: new MemoryMetaStore(),
       source: new SyntheticSource(clock),
       sink: new CountingSink(),
@@ -84,5 +85,24 @@ describe('the first start of a node', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(bus.attempts).toBeGreaterThan(2);
     expect(n.state).toBe('stopped');
+  });
+
+  // Seen in the simulator (seed 10430): another node joined between the group's answer to this
+  // node's join and the moment `join` resolved, so the listener delivered the newer view first and
+  // the view `join` resolved with came last. A singleton that recovered with that older view fenced
+  // the other node, a member, and moved its shards.
+  it('keeps the newest view when the one its join resolved with comes after a newer one', async () => {
+    const n = node(new MemoryBus(new RealClock()), [], (service) => {
+      const handle = service.connect();
+      const join = handle.join.bind(handle);
+      handle.join = async (self) => {
+        const joined = await join(self);
+        await service.connect().join({ node: nodeId('n2'), incarnation: incarnation('n2#1') });
+        return joined;
+      };
+      return handle;
+    });
+    await n.startPatiently(5_000);
+    expect(n.view?.members.map((m) => m.node)).toEqual(['n1', 'n2']);
   });
 });

@@ -167,6 +167,45 @@ describe('drain (RemoveNode)', () => {
   });
 });
 
+describe('AddNode while other copies catch up (sim seed 15579)', () => {
+  // A shard whose drained copy is Leaving may have another copy catching up, re-created for a lost
+  // node. Taking the drain back must drop the move's own new copy, not that one: dropping the wrong
+  // one left the move's copy beside the one taken back, two copies in one rack.
+  function drainBesideARecreatedCopy(replace: boolean) {
+    const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B'], ['c1', 'C'], ['c2', 'C']]);
+    setup(h, balanced(ds1, 16, 2, { replacementDelayMs: 0 }));
+    catchUp(h, ds1);
+    const before = h.mapper(ds1);
+    // The other copy of a2's first shard is lost first: re-created elsewhere, it still catches up.
+    const lost = before.nodesForShard(before.shardsForNode(nodeId('a2'))[0]!).find((x) => x !== 'a2')!;
+    const shards = before.shardsForNode(nodeId('a2')).filter((shard) => before.nodesForShard(shard).includes(lost));
+    h.run({ type: 'MemberDown', node: lost, incarnation: incarnation(`${lost}#1`) });
+    const recreated = new Map(shards.map((shard) => [shard, h.mapper(ds1).recordForShard(shard).assignments.filter((a) => a.placement === 'Initializing').map((a) => a.node)]));
+    expect([...recreated.values()].every((nodes) => nodes.length === 1)).toBe(true);
+    if (replace) {
+      op(h, { type: 'ReplaceNode', old: 'a2', new: 'a3' });
+      h.run({ type: 'MemberUp', member: member('a3', 'A') });
+    } else {
+      op(h, { type: 'RemoveNode', node: 'a2' });
+    }
+    expect(shards.some((shard) => h.mapper(ds1).recordForShard(shard).assignments.filter((a) => a.placement === 'Initializing').length === 2)).toBe(true);
+    expect(op(h, { type: 'AddNode', node: 'a2' })).toMatchObject({ type: 'NodeOperationAccepted', operation: 'add' });
+    const after = h.mapper(ds1);
+    for (const shard of shards) {
+      const nodes = after.nodesForShard(shard);
+      expect(nodes).toContain(nodeId('a2'));
+      // A replacement's new copy is known: the re-created copy stays. A plain drain's is not (any
+      // copy catching up may be it): one of them goes, and the racks stay distinct.
+      if (replace) for (const x of recreated.get(shard)!) expect(nodes).toContain(x);
+      expect(nodes).toHaveLength(2);
+      expect(new Set(nodes.map((x) => rackOf(h, x))).size).toBe(nodes.length);
+    }
+  }
+
+  it('a replacement taken back drops the new node\'s copy', () => drainBesideARecreatedCopy(true));
+  it('a drain taken back drops one copy catching up, and the racks stay distinct', () => drainBesideARecreatedCopy(false));
+});
+
 describe('replace (ReplaceNode)', () => {
   it('waits for the new node, then moves exactly the old node\'s copies into it', () => {
     const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B']]);

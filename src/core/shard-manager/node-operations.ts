@@ -134,10 +134,11 @@ export function addNode(step: Step, raw: string, replyTo: ReplyTo): void {
   const pending = [...step.pendingReplacements].find(([to, old]) => to === node || old === node);
   if (pending) step.pendingReplacements.delete(pending[0]);
   if (step.draining.has(node)) {
+    const into = step.draining.get(node);
     step.draining.delete(node);
     step.released.delete(node);
     for (const ref of step.datasetRefs()) {
-      rollBackMovesOff(step, ref, node);
+      rollBackMovesOff(step, ref, node, into);
       step.assignShards(ref);
     }
     step.notice({ name: 'node.operation-cancelled', level: 'info', node, message: `${node} is no longer drained: it takes copies again` });

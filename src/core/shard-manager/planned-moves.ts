@@ -89,13 +89,25 @@ function addCopy(step: Step, ref: DatasetRef, shard: ShardNum, node: NodeId): vo
 
 /**
  * Rolls back the handoffs off `node` whose new copy has not caught up: its Leaving copies stay,
- * and those new copies are dropped (an operator took back a drain). Moves already caught up finish.
+ * and those new copies are dropped (an operator took back a drain, or the replacement of `node` by
+ * `into`). Moves already caught up finish.
  */
-export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId): void {
+export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into?: NodeId): void {
   const mapper = () => step.dataset(ref)!.mapper;
+  const groupOf = (n: NodeId) => {
+    const m = step.member(n);
+    return m ? placementNode(m).group : `node:${n}`;
+  };
   for (const { shard, copy } of mapper().copiesForNode(node)) {
     if (copy.placement !== 'Leaving') continue;
-    const successor = mapper().recordForShard(shard).assignments.find((a) => a.placement === 'Initializing' && !isServingCopy(a));
+    const copies = mapper().recordForShard(shard).assignments;
+    const catchingUp = copies.filter((a) => a.placement === 'Initializing' && !isServingCopy(a));
+    const besideIt = (a: { readonly node: NodeId }) => a.node !== node && groupOf(a.node) === groupOf(node);
+    // The move's own new copy: the replacement's; else one catching up in `node`'s rack; else, if
+    // no other copy is in that rack, any one catching up. Another copy catching up (one re-created
+    // for a lost node) is not this move's: dropping it kept the move's copy, caught up in `node`'s
+    // rack, beside the one taken back, two copies in one rack (sim seed 15579). Such a move finishes.
+    const successor = into !== undefined ? catchingUp.find((a) => a.node === into) : catchingUp.find(besideIt) ?? (copies.some(besideIt) ? undefined : catchingUp[0]);
     if (!successor) continue;
     step.apply(ref, ShardEvents.left(ref, shard, successor.node));
     addCopy(step, ref, shard, node);
