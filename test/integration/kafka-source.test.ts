@@ -195,8 +195,11 @@ describe('KafkaIngestionSource', () => {
     }
     const decodedBefore = fetchDecoding().batches;
     const reader = await newSource().open(dataset(topic, 1), shardNum(0));
-    const end = await reader.endOffset();
-    // Nine records, a commit and an abort marker, two aborted records: 13 offsets.
+    // Nine records, a commit and an abort marker, two aborted records: 13 offsets. The transaction
+    // coordinator writes the markers after commit() and abort() return: until the abort marker is
+    // in, the end (the last stable offset) stays at the first aborted record.
+    let end = await reader.endOffset();
+    for (const deadline = Date.now() + 15_000; end < 13 && Date.now() < deadline; end = await reader.endOffset()) await sleep(100);
     expect(end).toBe(13);
     const records = await readRecords(reader, 0, 9);
     expect(records.map((r) => r.value)).toEqual(Array.from({ length: 9 }, (_, n) => ({ p: 0, n })));
