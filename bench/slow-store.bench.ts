@@ -16,7 +16,7 @@ import { CHAOS_RUNTIME, createTopics } from '../test/support/chaos-run.js';
 import { NumberedProducer } from '../test/support/numbered-producer.js';
 import { ProcessCluster, waitConverged } from '../test/support/process-cluster.js';
 import { TcpProxy } from '../test/support/tcp-proxy.js';
-import { register, type Table } from './harness.js';
+import { quantile, register, type Table } from './harness.js';
 import { withRealServices } from './real-services.js';
 import { sleep } from './runtime-support.js';
 
@@ -25,11 +25,6 @@ const NODES = ['node-1', 'node-2', 'node-3', 'node-4'];
 const SLOW = 'node-2';
 const SLOW_MS = Number(process.env.SHARDHERD_SLOW_STORE_MS ?? 1_250);
 const WINDOW_S = Number(process.env.SHARDHERD_SLOW_STORE_WINDOW_S ?? 30);
-
-const percentile = (xs: readonly number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
 
 async function ingestedBy(cluster: ProcessCluster, name: string): Promise<number> {
   const text = await (await fetch(`${cluster.get(name).url}/metrics`)).text();
@@ -94,8 +89,8 @@ async function run(): Promise<Table> {
           n === SLOW ? `+${SLOW_MS} ms` : 'direct',
           rates[i]!.toFixed(1),
           n === SLOW ? `${((rates[i]! / othersMean - 1) * 100).toFixed(1)} %` : '',
-          percentile(status[n]!, 50).toFixed(1),
-          percentile(status[n]!, 99).toFixed(1),
+          quantile(status[n]!, 0.5).toFixed(1),
+          quantile(status[n]!, 0.99).toFixed(1),
           Math.max(...status[n]!).toFixed(1),
         ]),
         notes: [`Two shards per node; the producer writes ${SHARDS} records per send, one per partition, as fast as the broker acknowledges (pausing 25 ms).`],
