@@ -78,8 +78,9 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       const running = s.running.get(key);
-      const assignment = { epoch: map.epoch, version: map.mapper.assignmentVersion(shard) };
-      if (running && running.status.type === 'Error' && isNewAssignment(running, assignment)) {
+      // Defined: the copy is wanted and the node acts on this map.
+      const assignment = tokenOf(s, dataset, shard)!;
+      if (running && running.status.type === 'Error' && compareTokens(running.assignment, assignment) !== 0) {
         // It failed here, the singleton took the copy away and has given it back since (an
         // incremental map may carry both changes at once): a new start, not the failed one kept.
         stopShard(s, key, 'it failed here and the map gives it to this node again: it starts over');
@@ -92,9 +93,6 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, assignment, status: Status.assigned });
     }
   };
-
-  /** Whether the map gives the copy under another assignment than the one `r` was started for. */
-  const isNewAssignment = (r: Running, a: FencingToken): boolean => compareTokens(r.assignment, a) !== 0;
 
   /**
    * The fencing token of this node's copy of a shard in the map it acts on now (the map's epoch and
