@@ -70,9 +70,15 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * `join` resolved with came after a newer one, another node's join, and replaced it; the next
  * singleton recovered with that older view, fenced the other node and moved its shards); 15579 (I8:
  * an undrain rolled back the wrong one of two copies catching up, keeping the drain's new copy beside
- * the one taken back, in the same rack).
+ * the one taken back, in the same rack); 18322, 20305 (I10: two nodes evicted on silence still ran,
+ * unreachable, and the group listed them; the singleton no longer counted them, so with one member
+ * left its own vote was the quorum, and cut off from everyone it evicted that reachable member —
+ * an incarnation evicted on silence now counts in the majority while the group lists it).
  */
-const DETECTOR_REGRESSION_SEEDS = [5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 320, 337, 350, 375, 397, 843, 917, 992, 1094, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 10430, 12637, 15579];
+const DETECTOR_REGRESSION_SEEDS = [
+  5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 320, 337, 350, 375, 397, 843, 917, 992, 1094, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 10430, 12637, 15579,
+  18322, 20305,
+];
 
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;

@@ -165,6 +165,36 @@ describe('LivenessJudge', () => {
     expect(evictions(log)).toEqual([{ t: 2800, node: 'a' }]);
   });
 
+  it('counts an evicted incarnation that may still run in the majority: a singleton that hears nobody evicts nobody on its own vote', () => {
+    const { judge, members } = cluster(['a', 'b']);
+    const [a, b] = members as [MemberRef, MemberRef];
+    // b is cut off from everyone at 1000 and evicted (the singleton and a vote), but its process
+    // runs on and the group lists it; at 4000 the singleton is cut off from a.
+    const world: World = {
+      beats: (m, t) => (m === 'b' ? t <= 1000 : t <= 4000),
+      reach: (o, target, t) => (target === 'b' ? (t > 1000 ? 'silent' : 'alive') : o === 's' && t > 4000 ? 'silent' : 'alive'),
+    };
+    expect(evictions(run(judge, members, world, 0, 4000))).toEqual([{ t: 2500, node: 'b' }]);
+    expect(evictions(run(judge, members, world, 4100, 10_000))).toEqual([]);
+    expect(judge.hearsMajority(10_000)).toBe(false); // it gives way instead (§11.9)
+    // Once the group no longer lists b, the cluster is the singleton and a: its vote is the majority.
+    judge.view([judged(S), judged(a)], 10_000);
+    expect(judge.isEvicted(b)).toBe(false);
+    expect(evictions(run(judge, [a], world, 10_100, 14_000))).toEqual([{ t: 10_100, node: 'a' }]); // silent for 6 s by now
+  });
+
+  it('does not count an evicted incarnation whose process is known gone', () => {
+    const { judge, members } = cluster(['a', 'b']);
+    const world: World = {
+      beats: (m, t) => (m === 'b' ? t <= 1000 : t <= 4000),
+      reach: (o, target, t) => (target === 'b' ? (t > 1000 ? 'refused' : 'alive') : o === 's' && t > 4000 ? 'silent' : 'alive'),
+    };
+    run(judge, members, world, 0, 1000);
+    judge.closed(members[1]!); // b crashed: its connection closed, its port refuses
+    expect(evictions(run(judge, members, world, 1100, 4000))).toEqual([{ t: 1600, node: 'b' }]);
+    expect(evictions(run(judge, members, world, 4100, 8000))).toEqual([{ t: 5800, node: 'a' }]);
+  });
+
   it('does not count its own stall as anyone’s silence, and reads the queued heartbeats before judging', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     const world: World = { beats: () => true, reach: everyone('alive') };

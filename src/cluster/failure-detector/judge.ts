@@ -79,8 +79,14 @@ export class LivenessJudge<M extends MemberRef> {
   private readonly tracked = new Map<string, Tracked<M>>();
   /** Gone from the group's view, lease still running: the core still counts them. */
   private readonly departing = new Map<string, Tracked<M>>();
-  /** Evicted incarnations the group may still list: left out of every view. */
-  private readonly evicted = new Map<string, M>();
+  /**
+   * Evicted incarnations the group may still list: left out of every view. One evicted on silence
+   * may still run (cut off, or paused) until it hears of it: it stays part of the cluster whose
+   * majority an eviction needs, or a singleton that evicted the nodes it could not reach would go on
+   * to evict the rest on its own vote (§11.5). One whose process is known gone (a refused probe, a
+   * closed connection) does not.
+   */
+  private readonly evicted = new Map<string, { readonly member: M; readonly refused: boolean; closed: boolean; lastHeard: number }>();
   private lastTick: number | undefined;
   /** After a stall of its own, the singleton judges nobody until then. */
   private quietUntil = Number.NEGATIVE_INFINITY;
@@ -149,6 +155,11 @@ export class LivenessJudge<M extends MemberRef> {
 
   /** A heartbeat or ack from `m`: it is alive; any suspicion ends. */
   heard(m: MemberRef, now: number): void {
+    const e = this.evicted.get(memberKey(m));
+    if (e) {
+      e.lastHeard = Math.max(e.lastHeard, now);
+      e.closed = false;
+    }
     const t = this.tracked.get(memberKey(m));
     if (!t) return;
     t.lastHeard = Math.max(t.lastHeard, now);
@@ -164,7 +175,7 @@ export class LivenessJudge<M extends MemberRef> {
 
   /** `m`'s connection to the singleton closed (a strong hint: it is late at once). */
   closed(m: MemberRef): void {
-    const t = this.tracked.get(memberKey(m));
+    const t = this.tracked.get(memberKey(m)) ?? this.evicted.get(memberKey(m));
     if (t) t.closed = true;
   }
 
@@ -233,7 +244,7 @@ export class LivenessJudge<M extends MemberRef> {
       const evidence = this.evidence(t, now);
       if (!evidence) continue;
       this.tracked.delete(key);
-      this.evicted.set(key, t.judged.member);
+      this.evicted.set(key, { member: t.judged.member, refused: evidence.refused, closed: t.closed, lastHeard: t.lastHeard });
       actions.push({ type: 'evict', target: t.judged.member, evidence });
     }
     return actions;
@@ -248,7 +259,10 @@ export class LivenessJudge<M extends MemberRef> {
     // A member whose process is known gone (its connection closed, or a probe refused) is no part of
     // a majority to reach: when many crash at once (the group lists them for a session still), the
     // singleton must not give way for that, or its successor would too, and nobody would evict them.
-    const counted = [...this.tracked.values()].filter((t) => !t.closed && t.suspicion?.votes.get(this.selfKey)?.vote !== 'refused');
+    const counted = [
+      ...[...this.tracked.values()].filter((t) => !t.closed && t.suspicion?.votes.get(this.selfKey)?.vote !== 'refused'),
+      ...this.evictedRunning(),
+    ];
     const needed = Math.floor(counted.length / 2);
     let heard = 0;
     for (const t of counted) if (now - t.lastHeard < 2 * lateAfterMs(this.settings)) heard++;
@@ -257,7 +271,7 @@ export class LivenessJudge<M extends MemberRef> {
 
   /** Evicted incarnations the group still lists: they may still run, and must learn it. */
   get evictedListed(): M[] {
-    return [...this.evicted.values()];
+    return [...this.evicted.values()].map((e) => e.member);
   }
 
   /** The members being probed now (for /status and tests). */
@@ -266,6 +280,16 @@ export class LivenessJudge<M extends MemberRef> {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Evicted incarnations the group still lists that may still run (evicted on silence). */
+  private evictedRunning(): { readonly lastHeard: number }[] {
+    return [...this.evicted.values()].filter((e) => !e.refused && !e.closed);
+  }
+
+  /** The members whose majority an eviction needs: the monitored ones, the singleton, and evicted ones that may still run. */
+  private clusterSize(): number {
+    return this.tracked.size + 1 + this.evictedRunning().length;
+  }
 
   /**
    * The singleton did not run for `stall` ms: that time is nobody's silence, its own probes of the
@@ -276,6 +300,7 @@ export class LivenessJudge<M extends MemberRef> {
       t.lastHeard = Math.min(now, t.lastHeard + stall);
       t.suspicion?.votes.delete(this.selfKey);
     }
+    for (const e of this.evicted.values()) e.lastHeard = Math.min(now, e.lastHeard + stall);
     this.quietUntil = now + 2 * this.settings.heartbeatIntervalMs;
   }
 
@@ -294,7 +319,7 @@ export class LivenessJudge<M extends MemberRef> {
       const h = this.tracked.get(memberKey(j.member));
       return h !== undefined && h !== t && !h.released && !h.suspicion;
     };
-    const want = Math.max(this.settings.indirectProbes, quorum(this.tracked.size + 1) - 1);
+    const want = Math.max(this.settings.indirectProbes, quorum(this.clusterSize()) - 1);
     const helpers = s.helpers.filter(fit);
     const candidates = [...this.tracked.values()]
       .map((h) => h.judged)
@@ -312,7 +337,7 @@ export class LivenessJudge<M extends MemberRef> {
   /** Whether `t` may be evicted now, and on what evidence (§11.5: quorum, timeouts, lease). */
   private evidence(t: Tracked<M>, now: number): Evidence | undefined {
     const s = t.suspicion!;
-    const q = quorum(this.tracked.size + 1);
+    const q = quorum(this.clusterSize());
     const votes = [...s.votes].map(([observer, v]) => ({ observer, vote: v.vote, since: v.failingSince, round: v.round }));
     // Only fresh votes count: of this round or the one before (this one's answers may be on their
     // way). An observer that no longer answers says nothing of now (a singleton cut off from its

@@ -101,6 +101,7 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
       return;
     }
     if (this.judge.isEvicted(m.from)) {
+      this.judge.heard(m.from, now); // it still runs: part of the majority this singleton must hear
       link.send({ format: DETECTOR_FORMAT, cluster, type: 'evicted', from: self, to: m.from, seq: m.seq, epoch });
       return;
     }
