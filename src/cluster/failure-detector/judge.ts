@@ -251,9 +251,10 @@ export class LivenessJudge<M extends MemberRef> {
   }
 
   /**
-   * Whether the singleton heard lately (within two lateness windows) from enough monitored members
-   * that, with itself, they make a majority: one cut off from most of the cluster stops renewing
-   * its own lease and gives way (§11.9). In a cluster of two, itself is enough.
+   * Whether the singleton heard lately (within two lateness windows) from enough members that, with
+   * itself, they make a majority: one cut off from most of the cluster stops renewing its own lease
+   * and gives way (§11.9). In a cluster of two, itself is enough. The members are those of the
+   * quorum: the monitored ones and the incarnations evicted on silence the group still lists.
    */
   hearsMajority(now: number): boolean {
     // A member whose process is known gone (its connection closed, or a probe refused) is no part of
