@@ -73,11 +73,14 @@ const DETECTOR_SEEDS = Number(process.env.SHARDHERD_SIM_DETECTOR_SEEDS ?? 1000);
  * the one taken back, in the same rack); 18322, 20305 (I10: two nodes evicted on silence still ran,
  * unreachable, and the group listed them; the singleton no longer counted them, so with one member
  * left its own vote was the quorum, and cut off from everyone it evicted that reachable member —
- * an incarnation evicted on silence now counts in the majority while the group lists it).
+ * an incarnation evicted on silence now counts in the majority while the group lists it); 59523
+ * (never ended: the new copy of a shard moving off a drained node failed on a poison record, and
+ * the round after the failure moved it to the same node again at once, for ever — the move now
+ * waits for the shard's cooldown while the drained node's copy serves).
  */
 const DETECTOR_REGRESSION_SEEDS = [
   5, 18, 24, 44, 45, 55, 92, 199, 208, 209, 224, 320, 337, 350, 375, 397, 843, 917, 992, 1094, 1688, 2057, 3705, 4043, 4428, 4580, 4874, 7225, 10430, 12637, 15579,
-  18322, 20305,
+  18322, 20305, 59523,
 ];
 
 const describeFailure = (r: SeedResult) =>

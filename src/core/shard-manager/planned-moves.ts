@@ -243,6 +243,13 @@ export function startDrainMoves(step: Step, ref: DatasetRef): void {
       const orphan = copy.placement === 'Leaving' && mapper().recordForShard(shard).assignments.every((a) => a.placement === 'Leaving');
       if (copy.placement === 'Leaving' && !orphan) continue;
       if (!orphan && budget <= 0) continue;
+      // Its last new copy failed (a poison record): the next try waits for the shard's cooldown,
+      // or the move would be made and fail again at once, for ever. This copy serves meanwhile.
+      const failedAt = step.dataset(ref)!.cooldowns.get(shard);
+      if (failedAt !== undefined && step.inCooldown(failedAt)) {
+        step.schedule(step.cooldownEnd(failedAt));
+        continue;
+      }
       const to = candidates.find((n) => mapper().numShardsForNode(n) < cap && !mapper().copyOnNode(shard, n));
       if (to === undefined) {
         step.notice({ name: 'shard.reassignment-skipped', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} cannot leave drained ${node} yet: no other member has room under the cap of ${cap} shards` });

@@ -1,4 +1,4 @@
-import { isShardInRange, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
+import { isShardInRange, type DatasetRef, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
 import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
 import { roundUnlessSettling } from './settle-window.js';
@@ -77,6 +77,24 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
     });
     return;
   }
+  // The failed copy was a drain's new copy (FiloDB's strategy): the old one still serves, and the
+  // move is tried again once the cooldown ends (`startDrainMoves`), not at once: the round would
+  // hand the shard to the same node again, and it would fail again, for ever.
+  const ds = step.dataset(dataset)!;
+  const leaving = ds.config.strategy === 'balanced' ? undefined : ds.mapper.recordForShard(shard).assignments.find((a) => a.placement === 'Leaving');
+  if (leaving !== undefined) {
+    step.setCooldown(dataset, shard, step.now);
+    step.schedule(step.cooldownEnd(step.now));
+    step.notice({
+      name: 'shard.reassignment-skipped',
+      level: 'warn',
+      dataset,
+      shard,
+      node: reporter,
+      message: `${dataset}/${shard} failed on ${reporter} (${error}) while moving there from ${leaving.node}; ${leaving.node} serves it, and the move is tried again after its cooldown, at ${isoInstant(step.cooldownEnd(step.now))}`,
+    });
+    return;
+  }
   const placed = step.assignShards(dataset, { exclude: reporter });
   if (placed.includes(shard)) {
     step.setCooldown(dataset, shard, step.now);
@@ -101,6 +119,7 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
  */
 export function checkCooldowns(step: Step): void {
   for (const ref of step.datasetRefs()) {
+    retryFailedDrainMoves(step, ref);
     const ds = step.dataset(ref)!;
     const waiting = (s: number) => ds.mapper.nodeForShard(s) === undefined && ds.mapper.statusForShard(s).type === 'Error';
     for (const [s, at] of ds.cooldowns) if (step.inCooldown(at) && waiting(s)) step.schedule(step.cooldownEnd(at));
@@ -113,6 +132,18 @@ export function checkCooldowns(step: Step): void {
       step.notice({ name: 'shard.cooldown-ended', level: 'info', dataset: ref, shard: s, message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}` });
     }
   }
+}
+
+/**
+ * Moves off a drained node whose new copy failed wait for the shard's cooldown (`startDrainMoves`);
+ * once it ended, they are tried again, in a round that places no unassigned shard.
+ */
+function retryFailedDrainMoves(step: Step, ref: DatasetRef): void {
+  const ds = step.dataset(ref)!;
+  if (ds.config.strategy === 'balanced' || step.draining.size === 0) return;
+  const moveWaiting = (s: number) => ds.mapper.recordForShard(s).assignments.some((a) => a.placement === 'Leaving' && step.draining.has(a.node));
+  if (![...ds.cooldowns].some(([s, at]) => !step.inCooldown(at) && moveWaiting(s))) return;
+  step.assignShards(ref, { hold: new Set(ds.mapper.unassignedShards()) });
 }
 
 /** The next `ScheduleCheck` times for every shard held in a cooldown. */
