@@ -63,18 +63,12 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
  * shard then waits, unassigned and in Error, until the cooldown ends (a `ScheduleCheck`).
  */
 function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: ShardNum, reporter: NodeId, error: string): void {
+  const skipped = (message: string) => step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset, shard, node: reporter, message });
   const last = step.dataset(dataset)!.cooldowns.get(shard);
   if (last !== undefined && step.inCooldown(last)) {
     const until = step.cooldownEnd(last);
     step.schedule(until);
-    step.notice({
-      name: 'shard.reassignment-skipped',
-      level: 'warn',
-      dataset,
-      shard,
-      node: reporter,
-      message: `${dataset}/${shard} failed again on ${reporter} (${error}); it stays unassigned until its cooldown ends at ${isoInstant(until)} (${until})`,
-    });
+    skipped(`${dataset}/${shard} failed again on ${reporter} (${error}); it stays unassigned until its cooldown ends at ${isoInstant(until)} (${until})`);
     return;
   }
   // The failed copy was a drain's new copy (FiloDB's strategy): the old one still serves, and the
@@ -84,15 +78,9 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
   const leaving = ds.config.strategy === 'balanced' ? undefined : ds.mapper.recordForShard(shard).assignments.find((a) => a.placement === 'Leaving');
   if (leaving !== undefined) {
     step.setCooldown(dataset, shard, step.now);
-    step.schedule(step.cooldownEnd(step.now));
-    step.notice({
-      name: 'shard.reassignment-skipped',
-      level: 'warn',
-      dataset,
-      shard,
-      node: reporter,
-      message: `${dataset}/${shard} failed on ${reporter} (${error}) while moving there from ${leaving.node}; ${leaving.node} serves it, and the move is tried again after its cooldown, at ${isoInstant(step.cooldownEnd(step.now))}`,
-    });
+    const until = step.cooldownEnd(step.now);
+    step.schedule(until);
+    skipped(`${dataset}/${shard} failed on ${reporter} (${error}) while moving there from ${leaving.node}; ${leaving.node} serves it, and the move is tried again after its cooldown, at ${isoInstant(until)} (${until})`);
     return;
   }
   const placed = step.assignShards(dataset, { exclude: reporter });
@@ -101,14 +89,7 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
     const to = step.dataset(dataset)!.mapper.nodeForShard(shard);
     step.notice({ name: 'shard.reassigned', level: 'warn', dataset, shard, node: reporter, message: `${dataset}/${shard} moved from ${reporter} to ${to} after an ingestion error: ${error}` });
   } else {
-    step.notice({
-      name: 'shard.reassignment-skipped',
-      level: 'warn',
-      dataset,
-      shard,
-      node: reporter,
-      message: `${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it`,
-    });
+    skipped(`${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it`);
   }
 }
 
