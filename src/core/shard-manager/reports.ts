@@ -60,7 +60,8 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
 /**
  * Moves an errored shard to another node, at most once per cooldown. Never inside the cooldown: a
  * poison record would bounce the shard around the cluster, failing on every node in turn. The
- * shard then waits, unassigned and in Error, until the cooldown ends (a `ScheduleCheck`).
+ * shard then waits, unassigned and in Error, until the cooldown ends (a `ScheduleCheck`). The new
+ * copy of a drain's move that fails starts the cooldown too, and the drained node's copy serves.
  */
 function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: ShardNum, reporter: NodeId, error: string): void {
   const skipped = (message: string) => step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset, shard, node: reporter, message });
@@ -94,7 +95,8 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
 }
 
 /**
- * Places errored shards whose cooldown has ended, and nothing else. One still waiting is checked
+ * Places errored shards whose cooldown has ended, and nothing else, after trying again the drain
+ * moves whose new copy failed (`retryFailedDrainMoves`). One still waiting is checked
  * again at its cooldown's end: the check may come a moment early by the clock `now` comes from (see
  * `endSettleWindows`), and no other check would come for it.
  */
