@@ -5,6 +5,19 @@ import type { EmbeddedCluster } from '../embedded/embedded-cluster.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * Simulated time stopped moving: the cluster kept working without ever waiting on the clock (turns
+ * without end) or kept arming timers for the instant it was at. Either is a livelock; the simulator
+ * reports it as a broken invariant of its seed rather than running that seed for ever.
+ */
+export class SimulationStuck extends Error {}
+
+/**
+ * Timers fired at one simulated instant before the driver calls it a livelock: a step's busiest
+ * instant fires a few hundred, so this is far past any real burst, and still reached in seconds.
+ */
+const MAX_FIRINGS_AT_ONE_INSTANT = 20_000;
+
 interface Progress {
   handled: number;
   inFlight: number;
@@ -55,16 +68,21 @@ export class SimDriver {
         quiet = 0;
       }
     }
-    throw new Error(`the cluster did not settle within ${maxTurns} turns`);
+    throw new SimulationStuck(`the cluster did not settle within ${maxTurns} turns at ${this.clock.now()} ms`);
   }
 
   /** Moves simulated time forward by `ms`, firing timers one instant at a time and settling after each. */
   async advance(ms: number): Promise<void> {
     const target = this.clock.now() + ms;
     await this.settle();
+    let firingsHere = 0;
     for (;;) {
       const next = this.clock.nextTimerAt();
       if (next === undefined || next > target) break;
+      firingsHere = next === this.clock.now() ? firingsHere + 1 : 0;
+      if (firingsHere > MAX_FIRINGS_AT_ONE_INSTANT) {
+        throw new SimulationStuck(`simulated time stuck at ${next} ms: timers kept falling due at that instant ${MAX_FIRINGS_AT_ONE_INSTANT} times`);
+      }
       this.clock.advanceTo(next);
       await this.settle();
     }

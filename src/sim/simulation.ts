@@ -22,13 +22,13 @@ import { ShardEventSubscriber } from '../client/shard-event-subscriber.js';
 import { EmbeddedCluster } from '../embedded/embedded-cluster.js';
 import { CountingSink } from '../ingest/counting-sink.js';
 import { MemoryMetaStore } from '../store/memory-meta-store.js';
-import { SimDriver } from './driver.js';
+import { SimDriver, SimulationStuck } from './driver.js';
 import { SeededRandom } from './random.js';
 import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
 import { LateWrites, TokenOrderCheck } from './late-writes.js';
 import { failureDetectorSettings, leaseWaitMs } from '../cluster/failure-detector/settings.js';
 
-export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | DetectorInvariant;
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | 'I14' | DetectorInvariant;
 
 export interface Violation {
   readonly seed: number;
@@ -363,51 +363,58 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return { sub, node, incarnation: node.incarnation!, last: { epoch: -1, version: -1 } };
   }
 
-  for (step = 1; step <= steps + quietSteps; step++) {
-    const faultStep = faultsOn && step <= steps;
-    if (step === steps + 1) setLossy(false);
-    // The detector's own faults leave less room for restarts in the schedule: before the quiet steps
-    // every dead node comes back, so the cluster ends with room for every shard and I5 judges
-    // ingestion, not a cluster too small to hold its shards (a drained node takes none).
-    if (world && step === steps + 1) {
-      for (const n of crashed()) {
-        note(`restart ${n.node} (new incarnation) before the quiet steps`);
-        await n.start();
-        world.started(n.node);
-        stats.restarts++;
+  try {
+    for (step = 1; step <= steps + quietSteps; step++) {
+      const faultStep = faultsOn && step <= steps;
+      if (step === steps + 1) setLossy(false);
+      // The detector's own faults leave less room for restarts in the schedule: before the quiet steps
+      // every dead node comes back, so the cluster ends with room for every shard and I5 judges
+      // ingestion, not a cluster too small to hold its shards (a drained node takes none).
+      if (world && step === steps + 1) {
+        for (const n of crashed()) {
+          note(`restart ${n.node} (new incarnation) before the quiet steps`);
+          await n.start();
+          world.started(n.node);
+          stats.restarts++;
+        }
       }
+      const noted = history.length;
+      const preCrash = faultStep ? await injectFault() : undefined;
+      if (history.length > noted) quietSince = step;
+      await driver.advance(stepMs);
+      // A member coming or going is not quiet either (a fenced node rejoining long after its fault).
+      const membersNow = cluster.membership.view().members.map((m) => `${m.node}@${m.incarnation}`).join(' ');
+      if (membersNow !== lastMembers) quietSince = step;
+      lastMembers = membersNow;
+      if (world) {
+        // Nor is a singleton's takeover: with the detector a dead singleton's successor waits out its
+        // lease (5 s when its process did not refuse a probe), and then recovers.
+        const epochNow = (await metaStore.readLease())?.epoch ?? 0;
+        if (epochNow !== epochAtLastStep || (await cluster.singletonNode()) === undefined) quietSince = step;
+        epochAtLastStep = epochNow;
+      }
+      const viewNow = new Set(cluster.membership.view().members.map((m) => m.node as string));
+      for (const node of viewBefore ?? []) if (!viewNow.has(node)) departedAt.set(node, clock.now());
+      for (const node of viewNow) departedAt.delete(node);
+      viewBefore = viewNow;
+      simLog?.info({ step, at: clock.now() }, 'sim: checks');
+      await checkEveryStep(preCrash);
+      // With the detector's 6 s session, the group may still list a dead node (or an evicted
+      // incarnation) steps after it is gone for the singleton: not at rest until it no longer does.
+      const settled = !world || cluster.membership.view().members.every((m) => {
+        const n = cluster.node(m.node);
+        return n.state === 'running' && n.incarnation === m.incarnation && !world.wasRemoved(`${m.node}@${m.incarnation}`);
+      });
+      const quiet = step - quietSince >= 3 && paused().length === 0 && settled;
+      if (quiet) await checkAtRest();
     }
-    const noted = history.length;
-    const preCrash = faultStep ? await injectFault() : undefined;
-    if (history.length > noted) quietSince = step;
-    await driver.advance(stepMs);
-    // A member coming or going is not quiet either (a fenced node rejoining long after its fault).
-    const membersNow = cluster.membership.view().members.map((m) => `${m.node}@${m.incarnation}`).join(' ');
-    if (membersNow !== lastMembers) quietSince = step;
-    lastMembers = membersNow;
-    if (world) {
-      // Nor is a singleton's takeover: with the detector a dead singleton's successor waits out its
-      // lease (5 s when its process did not refuse a probe), and then recovers.
-      const epochNow = (await metaStore.readLease())?.epoch ?? 0;
-      if (epochNow !== epochAtLastStep || (await cluster.singletonNode()) === undefined) quietSince = step;
-      epochAtLastStep = epochNow;
-    }
-    const viewNow = new Set(cluster.membership.view().members.map((m) => m.node as string));
-    for (const node of viewBefore ?? []) if (!viewNow.has(node)) departedAt.set(node, clock.now());
-    for (const node of viewNow) departedAt.delete(node);
-    viewBefore = viewNow;
-    simLog?.info({ step, at: clock.now() }, 'sim: checks');
-    await checkEveryStep(preCrash);
-    // With the detector's 6 s session, the group may still list a dead node (or an evicted
-    // incarnation) steps after it is gone for the singleton: not at rest until it no longer does.
-    const settled = !world || cluster.membership.view().members.every((m) => {
-      const n = cluster.node(m.node);
-      return n.state === 'running' && n.incarnation === m.incarnation && !world.wasRemoved(`${m.node}@${m.incarnation}`);
-    });
-    const quiet = step - quietSince >= 3 && paused().length === 0 && settled;
-    if (quiet) await checkAtRest();
+    await checkAtEnd();
+  } catch (error) {
+    // I14: a livelock stops the seed where it is, reported like any broken invariant (the checks
+    // after it would judge a cluster stopped mid-step).
+    if (!(error instanceof SimulationStuck)) throw error;
+    violate('I14', error.message);
   }
-  await checkAtEnd();
   const epochNow = (await metaStore.readLease())?.epoch ?? 0;
   await cluster.stop();
   const totals = sink.total();
