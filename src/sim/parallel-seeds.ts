@@ -28,6 +28,8 @@ export interface ParallelSeedsOptions {
   readonly workers?: number;
   /** Seeds per batch (default 5). */
   readonly batchSize?: number;
+  /** Seeds of the range not to run (those a resumed run's journal already holds). */
+  readonly skip?: (seed: number) => boolean;
   /** Every finished seed, in completion order. */
   readonly onResult?: (result: SeedResult) => void;
   /**
@@ -70,13 +72,9 @@ export async function runSeedsInParallel(o: ParallelSeedsOptions): Promise<SeedR
         if (o.keep !== 'violations' || r.violations.length > 0) results.push(r);
         o.onResult?.(r);
       }
-      if (next.seed >= end) {
-        worker.postMessage(null);
-        return;
-      }
-      const seeds = Array.from({ length: Math.min(batchSize, end - next.seed) }, (_, i) => next.seed + i);
-      next.seed += seeds.length;
-      worker.postMessage({ seeds } satisfies SeedBatch);
+      const seeds: number[] = [];
+      for (; next.seed < end && seeds.length < batchSize; next.seed++) if (!o.skip?.(next.seed)) seeds.push(next.seed);
+      worker.postMessage(seeds.length > 0 ? ({ seeds } satisfies SeedBatch) : null);
     });
     worker.on('error', reject);
     worker.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a simulation worker exited with code ${code}`))));
