@@ -2,14 +2,13 @@
 // user runs it: tables by default, --json for scripts, the token found in the node's token file,
 // exit codes 0 (done), 1 (refused or unreachable) and 2 (bad usage).
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase } from './support.js';
 
 const MAIN = join(import.meta.dirname, '../../src/cli/main.ts');
 
@@ -30,19 +29,14 @@ describe('shardherd admin commands', () => {
     });
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-cli-'));
-    prefix = uniqueName('cli').replace(/-/g, '_');
+    const base = await processClusterBase('cli');
+    const s = base.services;
+    ({ dir, name: prefix } = base);
     admin = new Kafka({ clientId: 'admin-cli-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }).admin();
     await admin.connect();
     await admin.createTopics({ topics: [{ topic: `${prefix}.metrics`, numPartitions: 4, replicationFactor: 1 }], waitForLeaders: true });
     cluster = new ProcessCluster({
-      dir,
-      cluster: prefix,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
       sessionTimeoutMs: 8_000,
       runtime: { publishIntervalMs: 1_000, pollIntervalMs: 50 },
       datasets: [{ ref: 'metrics', numShards: 4, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.metrics` } }],

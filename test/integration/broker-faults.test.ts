@@ -6,8 +6,7 @@
 // converges (every shard Active on exactly one live node), no node process exits (each retries with
 // backoff and logs it), and in the end every acknowledged record was ingested at least once.
 // Convergence times are printed (`[broker-faults]`) for docs/BENCHMARKS.md.
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +14,7 @@ import { CHAOS_SESSION_TIMEOUT_MS, chaosCluster, chaosTeardown, createTopics } f
 import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { waitConverged, type ProcessCluster } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase } from './support.js';
 
 const SHARDS = 8;
 const SESSION_TIMEOUT_MS = CHAOS_SESSION_TIMEOUT_MS;
@@ -45,24 +44,19 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
   const noProcessExited = () => expect(NODES.filter((n) => !cluster.get(n).alive), 'node processes that exited').toEqual([]);
 
   beforeAll(async () => {
-    const s = services();
     const started = await startServices({ instance, kafka: true, cassandra: false, owned: true, log: report });
     const brokers = started.kafka!.brokers;
     brokerPid = started.kafka!.pid!;
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-broker-faults-'));
-    const name = uniqueName('brokerfaults').replace(/-/g, '_');
-    const topic = `${name}.metrics`;
+    const base = await processClusterBase('broker-faults');
+    dir = base.dir;
+    const topic = `${base.name}.metrics`;
     const kafka = new Kafka({ clientId: 'broker-faults-test', brokers, logLevel: logLevel.NOTHING });
     await createTopics(kafka, [topic], SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     cluster = chaosCluster({
-      dir,
-      cluster: name,
-      kafkaBrokers: brokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
+      kafkaBrokers: brokers, // this file's own broker, which it kills
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
     });
     for (const n of NODES) await cluster.start(n);

@@ -5,8 +5,7 @@
 // singleton fails over. After each: the cluster converges, no node process exits (MetaStore calls
 // are retried with backoff and logged), and in the end every acknowledged record was ingested at
 // least once. Convergence times are printed (`[cassandra-faults]`) for docs/BENCHMARKS.md.
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +13,7 @@ import { CHAOS_SESSION_TIMEOUT_MS, chaosCluster, chaosTeardown, createTopics } f
 import { restartService, startServices, stopInstance } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { waitConverged, type Convergence, type ProcessCluster } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase, services } from './support.js';
 
 const SHARDS = 4;
 const SESSION_TIMEOUT_MS = CHAOS_SESSION_TIMEOUT_MS;
@@ -52,20 +51,18 @@ describe('Cassandra faults: real node processes while their database is killed a
     const s = services();
     const started = await startServices({ instance, kafka: false, cassandra: true, owned: true, durableSchema: true, log: report });
     cassandraPid = started.cassandra!.pid!;
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-cassandra-faults-'));
-    const name = uniqueName('cassfaults').replace(/-/g, '_');
-    topics = { first: `${name}.first`, second: `${name}.second` };
+    const base = await processClusterBase('cassandra-faults', 'shardherd_faults');
+    dir = base.dir;
+    topics = { first: `${base.name}.first`, second: `${base.name}.second` };
     const kafka = new Kafka({ clientId: 'cassandra-faults-test', brokers: s.kafkaBrokers, logLevel: logLevel.NOTHING });
     await createTopics(kafka, Object.values(topics), SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     cluster = chaosCluster({
-      dir,
-      cluster: name,
-      kafkaBrokers: s.kafkaBrokers,
+      ...base.options,
+      // This file's own database, which it kills.
       cassandraContactPoints: started.cassandra!.contactPoints,
       cassandraLocalDataCenter: started.cassandra!.localDataCenter,
-      keyspace: 'shardherd_faults',
       datasets: [{ ref: 'first', numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic: topics.first } }],
     });
     for (const n of NODES) await cluster.start(n);

@@ -4,15 +4,12 @@
 // SIGSTOP the singleton past its session and SIGCONT it — and after each: every shard Active on exactly one live node, the
 // singleton recovered every dataset and subscription; at the end every produced record was
 // ingested at least once. The simulator gives breadth; these few give the real thing.
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chaosCluster, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { converged, waitConverged, type Convergence, type ProcessCluster } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase } from './support.js';
 
 const SHARDS = 8;
 const DATASET = 'metrics';
@@ -45,21 +42,16 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
   };
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-chaos-'));
-    const name = uniqueName('chaos').replace(/-/g, '_');
-    const topic = `${name}.metrics`;
+    const base = await processClusterBase('chaos');
+    const s = base.services;
+    dir = base.dir;
+    const topic = `${base.name}.metrics`;
     kafka = new Kafka({ clientId: 'chaos-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
     await createTopics(kafka, [topic], SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     cluster = chaosCluster({
-      dir,
-      cluster: name,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic } }],
     });
     // One after the other: join order makes node-1 the oldest member, hence the first singleton.

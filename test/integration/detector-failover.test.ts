@@ -4,9 +4,6 @@
 // lease and the reassignment, long before the Kafka session would have noticed; SIGKILL of the
 // singleton: a new singleton answers and the dead node's shards are served again within the
 // singleton's bound; at the end every acknowledged record reached a sink.
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIFT_FACTOR, FAILURE_DETECTOR_DEFAULTS, leaseWaitMs } from '../../src/cluster/failure-detector/settings.js';
@@ -14,7 +11,7 @@ import { CHAOS_RUNTIME, chaosTeardown, createTopics } from '../support/chaos-run
 import { departures, MapWatch, singletonAnswers, singletonOf, until, type WatchedDataset } from '../support/failover-run.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { converged, ProcessCluster, waitConverged } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase } from './support.js';
 
 const NODES = ['node-1', 'node-2', 'node-3', 'node-4'];
 /** At most 4 shards a node (minNumNodes 2): two owners and two spares, so each lost node's shards all have somewhere to go. */
@@ -61,21 +58,17 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
   let watch: MapWatch | undefined;
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-detector-'));
-    const name = uniqueName('detector').replace(/-/g, '_');
+    const base = await processClusterBase('detector');
+    const s = base.services;
+    dir = base.dir;
+    const name = base.name;
     const topic = `${name}.metrics`;
     const kafka = new Kafka({ clientId: 'detector-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
     await createTopics(kafka, [topic], DATASET.numShards);
     producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     cluster = new ProcessCluster({
-      dir,
-      cluster: name,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
       runtime: CHAOS_RUNTIME,
       // The detector's default timings: the bounds above are derived from them.

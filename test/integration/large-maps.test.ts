@@ -3,15 +3,13 @@
 // node ids of realistic length set it up, run every copy, and no bus record nor MetaStore write
 // comes near a limit. Before maps travelled as changes and were stored in parts, this size never
 // started: every whole-map record was refused by the broker, every map write by Cassandra.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CassandraMetaStore } from '../../src/store/cassandra-meta-store.js';
 import { readTopics } from '../support/bus-traffic.js';
 import { everyCopyActive, ProcessCluster } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase, services } from './support.js';
 
 const NODES = [1, 2, 3].map((i) => `ingest-${i}.prod-eu-west-1.example.internal`);
 const SHARDS = 16_384;
@@ -24,16 +22,10 @@ describe('a map of 16 384 shards × 3 copies', () => {
   let prefix: string;
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-large-'));
-    prefix = uniqueName('large').replace(/-/g, '_');
+    const base = await processClusterBase('large');
+    ({ dir, name: prefix } = base);
     cluster = new ProcessCluster({
-      dir,
-      cluster: prefix,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
       sessionTimeoutMs: 8_000,
       runtime: { publishIntervalMs: 2_000, pollIntervalMs: 100 },
     });

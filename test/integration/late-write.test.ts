@@ -7,9 +7,6 @@
 // Cassandra refuses it. Then: every produced record is stored (0 lost), no record of an
 // older token was stored after a newer token's (0 applied out of order), and the woken node counted
 // the refusal (`shardherd_fenced_writes_total`).
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from 'cassandra-driver';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +16,7 @@ import { CHAOS_RUNTIME, chaosTeardown, createTopics } from '../support/chaos-run
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase } from './support.js';
 
 const SHARDS = 8;
 const DATASET = 'metrics';
@@ -40,10 +37,10 @@ describe('a late write on real processes', () => {
   const table = `late_${Date.now().toString(36)}`;
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-late-'));
-    const name = uniqueName('late').replace(/-/g, '_');
-    const topic = `${name}.metrics`;
+    const base = await processClusterBase('late', KEYSPACE);
+    const s = base.services;
+    dir = base.dir;
+    const topic = `${base.name}.metrics`;
     const kafka = new Kafka({ clientId: 'late-write-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
     await createTopics(kafka, [topic], SHARDS);
     producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -51,12 +48,7 @@ describe('a late write on real processes', () => {
     // 30 ms each way: every conditional write of the victim's sink takes more than 60 ms.
     proxy = await TcpProxy.start(s.cassandraContactPoints[0]!, { delayMs: 30 });
     cluster = new ProcessCluster({
-      dir,
-      cluster: name,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: KEYSPACE,
+      ...base.options,
       sessionTimeoutMs: SESSION_MS,
       heartbeatIntervalMs: 500,
       runtime: { ...CHAOS_RUNTIME, batchSize: 40 },

@@ -1,15 +1,13 @@
 // `shardherd node` as an operator runs it, on the real Kafka and Cassandra: datasets set up over
 // the status endpoint (a topic that does not match is refused with the reason), and SIGTERM hands
 // the singleton over at once instead of after a session timeout.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKafkaClient } from '../../src/client/kafka-client.js';
 import type { DatasetRef } from '../../src/core/ids.js';
 import { ECHO_HANDLER, ProcessCluster, waitConverged } from '../support/process-cluster.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase, services } from './support.js';
 
 const SESSION_TIMEOUT_MS = 8_000;
 
@@ -20,9 +18,9 @@ describe('shardherd node processes', () => {
   let admin: ReturnType<Kafka['admin']>;
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-node-'));
-    prefix = uniqueName('nodes').replace(/-/g, '_');
+    const base = await processClusterBase('nodes');
+    const s = base.services;
+    ({ dir, name: prefix } = base);
     admin = new Kafka({ clientId: 'node-process-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }).admin();
     await admin.connect();
     await admin.createTopics({
@@ -33,12 +31,7 @@ describe('shardherd node processes', () => {
       waitForLeaders: true,
     });
     cluster = new ProcessCluster({
-      dir,
-      cluster: prefix,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
       sessionTimeoutMs: SESSION_TIMEOUT_MS,
       runtime: { publishIntervalMs: 1_000, pollIntervalMs: 50 },
       // Served before the dataset exists: the server answers once it does.

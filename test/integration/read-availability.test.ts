@@ -4,10 +4,7 @@
 // rate over random keys, and the node serving the most shards is SIGKILLed under load. Every
 // request must succeed within its deadline: the dead node's shards are served by their other copy.
 // And a client pointed at a wrong prefix or an unreachable broker fails typed, in time.
-import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
@@ -20,7 +17,7 @@ import { ShardherdClientError } from '../../src/client/client-errors.js';
 import { chaosCluster, chaosTeardown, createTopics, CHAOS_SESSION_TIMEOUT_MS } from '../support/chaos-run.js';
 import { ECHO_HANDLER, everyCopyActive, type ProcessCluster } from '../support/process-cluster.js';
 import { figures, sentBetween, startRouter, type Outcome, type RouterRun } from '../support/router-run.js';
-import { services, uniqueName } from './support.js';
+import { processClusterBase, services } from './support.js';
 
 const SHARDS = 8;
 const RF = 2;
@@ -36,18 +33,13 @@ describe('read availability: a router process and three serving node processes, 
   let router: RouterRun | undefined;
 
   beforeAll(async () => {
-    const s = services();
-    dir = await mkdtemp(join(tmpdir(), 'shardherd-reads-'));
-    name = uniqueName('reads').replace(/-/g, '_');
+    const base = await processClusterBase('reads');
+    const s = base.services;
+    ({ dir, name } = base);
     const topic = `${name}.reads`;
     await createTopics(new Kafka({ clientId: 'reads-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }), [topic], SHARDS);
     cluster = chaosCluster({
-      dir,
-      cluster: name,
-      kafkaBrokers: s.kafkaBrokers,
-      cassandraContactPoints: s.cassandraContactPoints,
-      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
-      keyspace: 'shardherd_test',
+      ...base.options,
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 3, strategy: 'balanced', replicationFactor: RF, source: { type: 'kafka', topic } }],
       serve: [{ dataset: DATASET, handler: ECHO_HANDLER }],
     });

@@ -1,4 +1,8 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { inject } from 'vitest';
+import type { ProcessClusterOptions } from '../support/process-cluster.js';
 import type { ProvidedServices } from './global-setup.js';
 
 export type Services = Extract<ProvidedServices, { ok: true }>;
@@ -19,4 +23,24 @@ export function services(): Services {
 /** A name no other run or test uses (topics, groups, row keys). */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** What every cluster of node processes in these tests starts from. */
+export interface ProcessClusterBase {
+  readonly services: Services;
+  /** The nodes' configs, logs and sinks (kept when a test failed). */
+  readonly dir: string;
+  /** The cluster's name, unique to this run; its topics are named after it. */
+  readonly name: string;
+  /** ProcessCluster's options for that folder, name and keyspace on the shared Kafka and Cassandra. */
+  readonly options: Pick<ProcessClusterOptions, 'dir' | 'cluster' | 'kafkaBrokers' | 'cassandraContactPoints' | 'cassandraLocalDataCenter' | 'keyspace'>;
+}
+
+/** A new folder and cluster name for a test file's node processes (`label` names both), on the shared services. */
+export async function processClusterBase(label: string, keyspace = 'shardherd_test'): Promise<ProcessClusterBase> {
+  const s = services();
+  const dir = await mkdtemp(join(tmpdir(), `shardherd-${label}-`));
+  const name = uniqueName(label).replace(/-/g, '_');
+  const options = { dir, cluster: name, kafkaBrokers: s.kafkaBrokers, cassandraContactPoints: s.cassandraContactPoints, cassandraLocalDataCenter: s.cassandraLocalDataCenter, keyspace };
+  return { services: s, dir, name, options };
 }
