@@ -16,7 +16,7 @@ import { ShardherdError } from '../core/errors.js';
 import { compareTokens, tokenText, type FencingToken } from '../core/fencing-token.js';
 import type { SourceRecord } from '../ingest/ingestion-source.js';
 import { type NodeEnv, withRetry } from './node-env.js';
-import { callSink } from './sink-call.js';
+import { callSink, SinkTimeoutError } from './sink-call.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
 import { WriteRefusals } from './write-refusals.js';
 import type { ReporterMsg } from './reporter.js';
@@ -148,15 +148,58 @@ export function spawnIngestionActor(
     writer.offer(s.offset - 1, s.acceptedToken);
     s.checkpointOfferedAt = env.clock.now();
   };
+  /** The assignment a failure is reported for: the singleton ignores a report of an older one (§12.2). */
+  const tokenOfFailure = (s: State): FencingToken | undefined => tokenOf() ?? s.acceptedToken;
+  const leaseKey = `${config.ref}/${shard}`;
+  const endLeaseWait = () => {
+    const waitedMs = env.leaseWaits?.end(leaseKey, env.clock.now());
+    if (waitedMs !== undefined) log.info({ event: 'lease.wait-ended', waitedMs }, 'the node holds a lease again: the shard writes again');
+  };
+  /** Polls again at the first grant under the epoch of the map the copy is ingested under (§11.4). */
+  const waitForLease = (s: State, self: ActorRef<IngestionMsg>) => {
+    if (env.leaseWaits && env.leaseWaits.count === 0) log.debug({ event: 'lease.wait-began' }, 'this node holds no lease: its shards hold their batches until a grant');
+    env.leaseWaits?.begin(leaseKey, env.clock.now());
+    const detector = env.detector;
+    if (!detector) {
+      schedulePoll(s, self, env.settings.pollIntervalMs); // cannot happen: only a detector refuses for a lease
+      return;
+    }
+    void detector.whenHolding(() => tokenOf()?.epoch).then(() => {
+      if (!s.failed && s.timer === undefined) schedulePoll(s, self, 0);
+    });
+  };
+  /**
+   * Reports the failure once the sink call that failed has ended: a call that timed out may still
+   * be writing, and the singleton moves the shard on this report, so the report is this node's
+   * word that it writes no more (docs/ARCHITECTURE.md §12.2). A call that never ends is given up
+   * after one more `sinkTimeoutMs` (then only the token fences it).
+   */
   const fail = (s: State, e: unknown) => {
     s.failed = true;
+    endLeaseWait();
+    if (e instanceof SinkTimeoutError) {
+      const message = e.message;
+      log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed; the failure is reported once the call has ended');
+      notify({ type: 'ShardStatus', dataset: config.ref, shard, status: Status.error(message) });
+      let reported = false;
+      const reportOnce = (abandoned: boolean) => {
+        if (reported) return;
+        reported = true;
+        cancelAbandon();
+        if (abandoned) log.warn({ code: e.code, waitedMs: e.timeoutMs }, 'the sink call that timed out has still not ended: the failure is reported anyway, and only the fencing token refuses the call if it lands');
+        report(ShardEvents.ingestionError(config.ref, shard, env.node, message, tokenOfFailure(s)), Status.error(message));
+      };
+      const cancelAbandon = env.clock.schedule(e.timeoutMs, () => reportOnce(true));
+      void e.settled.then(() => reportOnce(false));
+      return;
+    }
     const message = e instanceof Error ? e.message : String(e);
     // A poison record is an expected condition (a warning with its offset); so is a sink that times
     // out or breaks its contract (the user's to fix, said with its code); anything else is a bug or an outage.
     if (e instanceof IngestionFailure) log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
-    else if (e instanceof ShardherdError && (e.code === 'SINK_TIMEOUT' || e.code === 'SINK_CONTRACT')) log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed');
+    else if (e instanceof ShardherdError && e.code === 'SINK_CONTRACT') log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed');
     else log.error({ err: e, offset: s.offset }, 'ingestion failed');
-    report(ShardEvents.ingestionError(config.ref, shard, env.node, message), Status.error(message));
+    report(ShardEvents.ingestionError(config.ref, shard, env.node, message, tokenOfFailure(s)), Status.error(message));
   };
 
   const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointOfferedAt: -Infinity, heldBack: false, untrack: () => {}, emptyReads: 0, pending: undefined, refusedInARow: 0, startsRefused: 0, acceptedToken: undefined };
@@ -228,6 +271,14 @@ export function spawnIngestionActor(
         const outcome = token === undefined
           ? { kind: 'refused' as const, cause: 'not-assigned' as const, detail: {}, message: 'records fetched before the map moved this copy were not written' }
           : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token);
+        if (outcome.kind === 'lease-lapsed') {
+          // No lease for the map's epoch: nothing was written and nothing failed. The batch waits
+          // for the next grant; no poll runs meanwhile (the grant's wake-up is the next poll).
+          s.pending = records;
+          waitForLease(s, ctx.self);
+          return s;
+        }
+        endLeaseWait();
         if (outcome.kind === 'refused') {
           s.pending = records;
           s.refusedInARow += 1;
@@ -277,6 +328,8 @@ export function spawnIngestionActor(
     onCrash: 'stop',
     afterStop: async (s) => {
       s.timer?.();
+      s.failed = true; // a lease's wake-up after the stop polls nothing
+      endLeaseWait();
       s.untrack();
       refusals.endAll('the shard stopped');
       // The last checkpoint, so the next owner replays little (best effort: a crashed node's

@@ -12,6 +12,7 @@ import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
+import type { LeaseWaits } from './lease-waits.js';
 
 /** Everything a node's actors use: its identity, its ports, its settings. */
 export interface NodeEnv {
@@ -34,6 +35,8 @@ export interface NodeEnv {
   readonly problems: Problems;
   /** Reads the shards' checkpoints from `metaStore`, many per request. */
   readonly checkpoints: CheckpointLoader;
+  /** The shards waiting for a lease to write (heartbeat mode; for /status and metrics). */
+  readonly leaseWaits?: LeaseWaits;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
   readonly detector?: NodeDetector;
 }

@@ -22,10 +22,11 @@ import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
 import { CheckpointLoader } from './checkpoint-loader.js';
-import { NotMemberError } from './sink-call.js';
+import { LeaseLapsedError, NotMemberError } from './sink-call.js';
 import type { FencingToken } from '../core/fencing-token.js';
 import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
+import { LeaseWaits } from './lease-waits.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
@@ -91,6 +92,8 @@ export class ShardherdNode {
   private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
   /** The current incarnation's failure detector, in `heartbeat` mode. */
   private detector: NodeDetector | undefined;
+  /** The current incarnation's shards waiting for a lease to write. */
+  private leaseWaits: LeaseWaits | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
   private readonly unanswered = new Set<() => void>();
   private subscriptions: BusSubscription[] = [];
@@ -174,7 +177,18 @@ export class ShardherdNode {
       isSingleton: async () => (await this.localSingletonState()) !== undefined,
       knownEpoch: async () => (await this.localCache())?.maxEpoch,
       membershipSize: () => (this.member ? this.lastView?.members.length ?? 0 : 0),
+      leaseWaitingShards: () => this.leaseWaits?.count ?? 0,
     });
+  }
+
+  /**
+   * In `heartbeat` mode, whether this incarnation holds a lease now and how many of its shards hold
+   * a batch until it does (a lapse pauses writes and fails nothing: docs/ARCHITECTURE.md §11.4).
+   */
+  get writeLease(): { readonly held: boolean; readonly waitingShards: number; readonly longestWaitMs: number } | undefined {
+    const { detector, leaseWaits } = this;
+    if (!detector || !leaseWaits || this.lifecycle !== 'running') return undefined;
+    return { held: detector.holds(), waitingShards: leaseWaits.count, longestWaitMs: leaseWaits.longestMs(this.services.clock.now()) };
   }
 
   /** The membership view this incarnation last heard (undefined before it joined). */
@@ -236,6 +250,8 @@ export class ShardherdNode {
     this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
     const gate = this.gate;
     const telemetry = this.metrics ?? NO_TELEMETRY;
+    const leaseWaits = new LeaseWaits(telemetry);
+    this.leaseWaits = leaseWaits;
     /** Out of the cluster while running (the group dropped it, the singleton evicted it): a new incarnation starts. */
     const fenced = (event: string, reason: string) => {
       if (this.lifecycle !== 'running' || this.current !== incarnation) return; // leaving on purpose
@@ -262,6 +278,7 @@ export class ShardherdNode {
       telemetry,
       problems: this.problems,
       checkpoints: new CheckpointLoader(metaStore),
+      leaseWaits,
       ...(detector ? { detector } : {}),
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
@@ -486,11 +503,15 @@ export class ShardherdNode {
 
   /**
    * Hands records to the sink while this incarnation is a member and, in `heartbeat` mode, holds a
-   * lease granted under the epoch of the map it ingests the shard under (docs/ARCHITECTURE.md
-   * §11.4): without one the write waits for the next grant, and no write starts after the lease ran out.
+   * lease granted under the epoch of the token's map (docs/ARCHITECTURE.md §11.4). Checked here, the
+   * last step before the sink, with nothing awaited in between: no write starts after the lease ran
+   * out. Without one it throws `LeaseLapsedError` at once, never waiting inside the call that
+   * `sinkTimeoutMs` times: the shard waits for the grant itself (`whenLeaseHeld`), so a lapse
+   * pauses ingestion and fails nothing.
    */
   private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken | undefined): Promise<void> {
-    if (detector) await detector.whenHolding(() => this.followed?.get(ds.ref)?.epoch);
+    const epoch = token?.epoch ?? this.followed?.get(ds.ref)?.epoch;
+    if (detector && (epoch === undefined || !detector.holds(epoch))) throw new LeaseLapsedError(this.node, epoch ?? 0);
     // A refusal the design expects (records fetched before the fence), not a failure of the shard.
     if (!this.member) throw new NotMemberError(this.node);
     return this.sink.accept(ds, shard, records, token);

@@ -16,9 +16,25 @@ export class NotMemberError extends ShardherdError {
   }
 }
 
-/** The sink did not settle a call within `sinkTimeoutMs`: the shard fails, so it moves with a newer token and the call, if it lands, is fenced. */
+/**
+ * The node may not write now: in `heartbeat` mode its lease has lapsed, or was granted under another
+ * epoch than the map the shard is ingested under (docs/ARCHITECTURE.md §11.4). Thrown before the
+ * sink is called, so it is never sink time: the shard waits for the next grant, nothing fails.
+ */
+export class LeaseLapsedError extends ShardherdError {
+  constructor(node: string, readonly epoch: number) {
+    super('LEASE_LAPSED', `${node} holds no lease under epoch ${epoch}: the write waits for a grant`, { node });
+  }
+}
+
+/**
+ * The sink did not settle a call within `sinkTimeoutMs`: the shard fails. `settled` resolves once
+ * the call does end (or never): the shard reports its failure only then (or after a second
+ * `sinkTimeoutMs`), so the singleton never moves the shard while this node's call is still under way
+ * (docs/ARCHITECTURE.md §12.2).
+ */
 export class SinkTimeoutError extends ShardherdError {
-  constructor(dataset: string, shard: number, readonly timeoutMs: number) {
+  constructor(dataset: string, shard: number, readonly timeoutMs: number, readonly settled: Promise<void>) {
     super('SINK_TIMEOUT', `the sink did not answer a batch of ${dataset} shard ${shard} within ${timeoutMs} ms`, { dataset, shard });
   }
 }
@@ -32,7 +48,9 @@ export class SinkContractError extends ShardherdError {
 
 export type SinkOutcome =
   | { readonly kind: 'accepted' }
-  | { readonly kind: 'refused'; readonly cause: 'stale-token' | 'not-a-member'; readonly detail: Readonly<Record<string, unknown>>; readonly message: string };
+  | { readonly kind: 'refused'; readonly cause: 'stale-token' | 'not-a-member'; readonly detail: Readonly<Record<string, unknown>>; readonly message: string }
+  /** No write was made: the node holds no lease for the token's epoch (a wait, not a refusal). */
+  | { readonly kind: 'lease-lapsed'; readonly detail: Readonly<Record<string, unknown>>; readonly message: string };
 
 /**
  * Hands `records` to `sink` with `token`, waiting at most `timeoutMs` (0: for ever). Throws
@@ -40,9 +58,12 @@ export type SinkOutcome =
  */
 export async function callSink(sink: RecordSink, clock: Clock, timeoutMs: number, dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken): Promise<SinkOutcome> {
   try {
-    await withTimeout(sink.accept(dataset, shard, records, token), clock, timeoutMs, () => new SinkTimeoutError(dataset.ref, shard, timeoutMs));
+    const call = sink.accept(dataset, shard, records, token);
+    const settled = call.then(() => undefined, () => undefined);
+    await withTimeout(call, clock, timeoutMs, () => new SinkTimeoutError(dataset.ref, shard, timeoutMs, settled));
     return { kind: 'accepted' };
   } catch (e) {
+    if (e instanceof LeaseLapsedError) return { kind: 'lease-lapsed', detail: { token: tokenText(token) }, message: 'this node holds no lease for the map\'s epoch: the batch waits for a grant' };
     if (e instanceof NotMemberError) return { kind: 'refused', cause: 'not-a-member', detail: { token: tokenText(token) }, message: 'records fetched before this node was fenced were refused' };
     if (e instanceof StaleTokenError) {
       // A refusal must name a token newer than the one given: anything else is a sink bug, and

@@ -39,6 +39,8 @@ export interface Telemetry {
   detectorDropped(cause: DropCause): void;
   /** This node's singleton evicted a member on the failure detector's evidence. */
   detectorEvicted(): void;
+  /** A shard's wait for a lease to write (heartbeat mode) ended after `waitedMs`. */
+  leaseWaitEnded(waitedMs: number): void;
 }
 
 export const NO_TELEMETRY: Telemetry = {
@@ -54,4 +56,5 @@ export const NO_TELEMETRY: Telemetry = {
   datasetRemoved: () => {},
   detectorDropped: () => {},
   detectorEvicted: () => {},
+  leaseWaitEnded: () => {},
 };

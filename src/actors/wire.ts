@@ -135,7 +135,7 @@ const eventS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ShardAssignmentStarted'), ...eventBase }),
   z.object({ type: z.literal('RecoveryInProgress'), progressPct: z.number(), ...eventBase }),
   z.object({ type: z.literal('IngestionStarted'), ...eventBase }),
-  z.object({ type: z.literal('IngestionError'), error: z.string(), ...eventBase }),
+  z.object({ type: z.literal('IngestionError'), error: z.string(), token: z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0) }).optional(), ...eventBase }),
   z.object({ type: z.literal('IngestionStopped'), ...eventBase }),
   z.object({ type: z.literal('ShardDown'), ...eventBase }),
   z.object({ type: z.literal('ShardCopyAdded'), ...eventBase }),

@@ -1,3 +1,4 @@
+import type { FencingToken } from './fencing-token.js';
 import type { DatasetRef, NodeId, ShardNum } from './ids.js';
 import { assertNever } from './result.js';
 
@@ -93,7 +94,12 @@ export type ShardEvent =
   | (EventBase & { readonly type: 'ShardAssignmentStarted' })
   | (EventBase & { readonly type: 'RecoveryInProgress'; readonly progressPct: number })
   | (EventBase & { readonly type: 'IngestionStarted' })
-  | (EventBase & { readonly type: 'IngestionError'; readonly error: string })
+  /**
+   * `token`: the assignment (fencing token) of the copy that failed, as the node knew it. The
+   * singleton ignores the report when the map has given the copy a newer assignment since
+   * (a report of a former assignment, delivered late or to the next singleton).
+   */
+  | (EventBase & { readonly type: 'IngestionError'; readonly error: string; readonly token?: FencingToken })
   | (EventBase & { readonly type: 'IngestionStopped' })
   | (EventBase & { readonly type: 'ShardDown' })
   | (EventBase & { readonly type: 'ShardCopyAdded' })
@@ -125,8 +131,8 @@ export const ShardEvents = {
     ({ type: 'RecoveryInProgress', dataset, shard, node, progressPct }),
   ingestionStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
     ({ type: 'IngestionStarted', dataset, shard, node }),
-  ingestionError: (dataset: DatasetRef, shard: ShardNum, node: NodeId, error: string): ShardEvent =>
-    ({ type: 'IngestionError', dataset, shard, node, error: boundedMessage(error) }),
+  ingestionError: (dataset: DatasetRef, shard: ShardNum, node: NodeId, error: string, token?: FencingToken): ShardEvent =>
+    ({ type: 'IngestionError', dataset, shard, node, error: boundedMessage(error), ...(token ? { token } : {}) }),
   ingestionStopped: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
     ({ type: 'IngestionStopped', dataset, shard, node }),
   shardDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>

@@ -16,6 +16,11 @@ export interface NodeStatus {
   readonly knownEpoch: number | undefined;
   /** Where the singleton is (from its lease), whether or not this node hosts it. */
   readonly singletonAt: { readonly node: string; readonly incarnation: string; readonly epoch: number; readonly address?: string } | undefined;
+  /**
+   * `heartbeat` mode only: whether this node holds a lease to write, and the shards holding a batch
+   * until it does (a lapse pauses writes, it fails and moves nothing: docs/ARCHITECTURE.md §11.4).
+   */
+  readonly writeLease?: { readonly held: boolean; readonly waitingShards: number; readonly longestWaitMs: number };
   /** The maps this node follows (its guardian's copies), as stamps, shard counts per status and copy counts per status. */
   readonly maps: readonly { readonly dataset: string; readonly epoch: number; readonly version: number; readonly numShards: number; readonly statuses: Record<string, number>; readonly copies: Record<string, number> }[];
   /** The state of the singleton, on the node that hosts it only. */
@@ -47,6 +52,7 @@ export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
     running,
     knownEpoch: cache?.maxEpoch,
     singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
+    ...(node.writeLease ? { writeLease: node.writeLease } : {}),
     maps: [...(cache?.maps.values() ?? [])].flatMap((f) => {
       if (!f.mapper) return [];
       const statuses: Record<string, number> = {};

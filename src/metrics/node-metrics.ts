@@ -28,6 +28,8 @@ export interface MetricsSubject {
   /** The newest singleton epoch this node heard of. */
   knownEpoch(): Promise<number | undefined>;
   membershipSize(): number;
+  /** Shards waiting for a lease to write (heartbeat mode). */
+  leaseWaitingShards?(): number;
 }
 
 // prom-client takes tens of milliseconds to load: it is loaded with the first node's metrics, not
@@ -64,6 +66,7 @@ export class NodeMetrics implements Telemetry {
   private readonly records: Counter<'dataset' | 'shard'>;
   private readonly detectorDrops: Counter<'cause'>;
   private readonly detectorEvictions: Counter;
+  private readonly leaseWaits: Counter;
 
   constructor(options: { readonly defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -116,6 +119,7 @@ export class NodeMetrics implements Telemetry {
     });
     for (const cause of DROP_CAUSES) this.detectorDrops.inc({ cause }, 0);
     this.detectorEvictions = new Counter({ name: 'shardherd_detector_evictions_total', help: 'Members this node\'s singleton evicted on the failure detector\'s evidence (heartbeat mode)', registers });
+    this.leaseWaits = new Counter({ name: 'shardherd_lease_wait_seconds_total', help: 'Time shards spent holding a batch while this node held no lease to write it (heartbeat mode): writes paused, nothing failed', registers });
     this.defineStateGauges();
   }
 
@@ -157,6 +161,10 @@ export class NodeMetrics implements Telemetry {
 
   detectorEvicted(): void {
     this.detectorEvictions.inc();
+  }
+
+  leaseWaitEnded(waitedMs: number): void {
+    this.leaseWaits.inc(waitedMs / 1000);
   }
 
   malformedRecord(topic: string): void {
@@ -265,6 +273,9 @@ export class NodeMetrics implements Telemetry {
     });
     this.gauge('shardherd_singleton_epoch', 'The newest singleton epoch this node heard of', [], async (g) => {
       g.set((await this.subject?.knownEpoch()) ?? 0);
+    });
+    this.gauge('shardherd_lease_waiting_shards', 'Shards holding a batch until this node holds a lease to write it (heartbeat mode; a lapse pauses writes, it fails nothing)', [], async (g) => {
+      g.set(this.subject?.leaseWaitingShards?.() ?? 0);
     });
     this.gauge('shardherd_membership_size', 'Members in this node\'s membership view', [], async (g) => {
       g.set(this.subject?.membershipSize() ?? 0);

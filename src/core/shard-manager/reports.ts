@@ -1,4 +1,5 @@
 import { isShardInRange, type DatasetRef, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
+import { compareTokens, tokenText, type FencingToken } from '../fencing-token.js';
 import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
 import { roundUnlessSettling } from './settle-window.js';
@@ -17,10 +18,34 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
     // Expected after a restart or a failover (a dead incarnation's reports are replayed): info, not a warning.
     step.notice({ name: 'report.rejected', level: 'info', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
   } else {
-    // An error's text is cut as the map keeps it, so the changes carry what the map says.
-    for (const e of events) applyReported(step, node, e.type === 'IngestionError' ? { ...e, error: boundedMessage(e.error) } : e);
+    for (const e of events) {
+      if (e.type !== 'IngestionError') {
+        applyReported(step, node, e);
+        continue;
+      }
+      // An error's text is cut as the map keeps it, so the changes carry what the map says; its
+      // token only says which assignment failed, and is not part of the map's event.
+      const { token, ...error } = e;
+      const stale = token && staleAssignment(step, error, token);
+      if (stale) step.notice({ name: 'report.rejected', level: 'info', dataset: e.dataset, shard: e.shard, node, message: `IngestionError for ${e.dataset}/${e.shard} from ${node} ignored: ${stale}` });
+      else applyReported(step, node, { ...error, error: boundedMessage(error.error) });
+    }
   }
   step.ack({ type: 'AckReport', node, incarnation, seq });
+}
+
+/**
+ * Why an error report speaks of an assignment the copy no longer has, if it does: the map gave the
+ * copy a newer one since (this singleton's epoch, or a newer assignment version), for instance a
+ * recovering singleton started the copy again before the report of its former failure reached it.
+ * Acting on it would take the copy from a node that now runs it under the newer assignment.
+ */
+function staleAssignment(step: Step, e: ShardEvent, token: FencingToken): string | undefined {
+  const ds = step.dataset(e.dataset);
+  if (!ds || !isShardInRange(e.shard, ds.config.numShards) || !ds.mapper.copyOnNode(e.shard, e.node)) return undefined;
+  const current: FencingToken = { epoch: step.epoch, version: ds.mapper.assignmentVersion(e.shard) };
+  if (compareTokens(token, current) >= 0) return undefined;
+  return `it reports a failure under assignment ${tokenText(token)}, and the copy has had assignment ${tokenText(current)} since`;
 }
 
 function refusal(step: Step, node: NodeId, e: ShardEvent): string | undefined {

@@ -158,6 +158,7 @@ export const NodeStatus = {
     running: { type: 'array', items: object({ dataset: str, shard: int, status: shardStatus }) },
     knownEpoch: int,
     singletonAt: object({ node: str, incarnation: str, epoch: int, address: str }, ['address']),
+    writeLease: object({ held: bool, waitingShards: int, longestWaitMs: int }),
     maps: { type: 'array', items: object({ dataset: str, epoch: int, version: int, numShards: int, statuses: countsPerStatus, copies: countsPerStatus }) },
     singleton: object({
       epoch: int,
@@ -167,7 +168,7 @@ export const NodeStatus = {
       watchers: strings,
     }),
     problems: { type: 'array', items: object(problem) },
-  }, ['incarnation', 'restarting', 'knownEpoch', 'singletonAt', 'singleton']),
+  }, ['incarnation', 'restarting', 'knownEpoch', 'singletonAt', 'writeLease', 'singleton']),
 };
 
 export const RESPONSE_SCHEMAS = [
