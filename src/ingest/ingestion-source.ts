@@ -89,10 +89,11 @@ export interface IngestionSource {
  * - `per-copy` (the default, also when left out, so sinks written before it are unchanged): each
  *   copy holds what it ingested itself (a node's memory, file or database). A copy resumes from its
  *   own checkpoint: another copy's progress says nothing about what this copy holds.
- * - `shared`: every copy of a shard, on every node, writes the same store (one database table) and
- *   the store's fence is the one `accept` compares with. A copy resumes from the shard's newest
- *   fenced checkpoint, of whichever copy, when that is beyond its own: the records before it are in
- *   the store already. A node moving a shard back then replays almost nothing.
+ * - `shared`: every copy of a shard, on every node, writes the same store (one database table),
+ *   which keeps what it accepted. A copy resumes after the shard's newest fenced checkpoint, of
+ *   whichever copy, when that is further than where it would start otherwise (its own checkpoint,
+ *   or `copyStartFrom`'s rule): the records up to it are in the store already. A shard moved back
+ *   to a node then replays almost nothing.
  *
  * Declare `shared` only if it is true: a per-copy sink declared shared skips, on a copy coming
  * back, the records another copy ingested meanwhile, and that copy never holds them.
