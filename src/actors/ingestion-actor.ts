@@ -1,9 +1,9 @@
 // One copy of a shard's ingestion on its node: from the copy's own checkpoint (or where `copyStart`
 // says a copy without one, or a copy of a sink that declares one shared store, starts), catching up
-// to the end offset seen at start while reporting `RecoveryInProgress`, then `IngestionStarted`; every batch goes to the user's sink and is
-// checkpointed, under this node's id, only after the sink accepted it, in the background
-// (`CheckpointWriter`): reading goes on while a checkpoint is written, up to
-// `maxUncheckpointedRecords`. Every batch carries the fencing token of the copy's assignment
+// to the end offset seen at start while reporting `RecoveryInProgress`, then `IngestionStarted`;
+// every batch goes to the user's sink and is checkpointed, under this node's id, only after the sink
+// accepted it, in the background (`CheckpointWriter`): reading goes on while a checkpoint is
+// written, up to `maxUncheckpointedRecords`. Every batch carries the fencing token of the copy's assignment
 // (docs/ARCHITECTURE.md §12); a batch refused as fenced is kept and tried again, with backoff,
 // never counted as ingested and never an error.
 import type { Cancel } from '../cluster/clock.js';
