@@ -101,7 +101,7 @@ export type { Lease, MetaStore, StoredCooldown, StoredSubscriptions } from './st
 export { FencedError, MetaStoreUnavailableError, MetaStoreWriteTooLargeError } from './store/meta-store.js';
 export { MemoryMetaStore } from './store/memory-meta-store.js';
 export { FileMetaStore, MetaStoreFileError } from './store/file-meta-store.js';
-export type { IngestionSource, RecordSink, ShardReader, SourceRecord } from './ingest/ingestion-source.js';
+export type { IngestionSource, RecordSink, ShardReader, SinkStorage, SourceRecord } from './ingest/ingestion-source.js';
 export { IngestionFailure } from './ingest/ingestion-source.js';
 export type { SyntheticSourceOptions } from './ingest/synthetic-source.js';
 export { SyntheticSource } from './ingest/synthetic-source.js';

@@ -115,5 +115,6 @@ export function gatedSource(source: IngestionSource, gate: Gate): IngestionSourc
 }
 
 export function gatedSink(sink: RecordSink, gate: Gate): RecordSink {
-  return { accept: async (dataset, shard, records, token) => gate.pass().then(() => sink.accept(dataset, shard, records, token)) };
+  // What the sink declares passes through: it decides where the node's copies resume.
+  return { accept: async (dataset, shard, records, token) => gate.pass().then(() => sink.accept(dataset, shard, records, token)), ...(sink.storage ? { storage: sink.storage } : {}) };
 }

@@ -1,9 +1,9 @@
 // One copy of a shard's ingestion on its node: from the copy's own checkpoint (or where `copyStart`
-// says a copy without one starts), catching up to the end offset seen at start while reporting
-// `RecoveryInProgress`, then `IngestionStarted`; every batch goes to the user's sink and is
-// checkpointed, under this node's id, only after the sink accepted it, in the background
-// (`CheckpointWriter`): reading goes on while a checkpoint is written, up to
-// `maxUncheckpointedRecords`. Every batch carries the fencing token of the copy's assignment
+// says a copy without one, or a copy of a sink that declares one shared store, starts), catching up
+// to the end offset seen at start while reporting `RecoveryInProgress`, then `IngestionStarted`;
+// every batch goes to the user's sink and is checkpointed, under this node's id, only after the sink
+// accepted it, in the background (`CheckpointWriter`): reading goes on while a checkpoint is
+// written, up to `maxUncheckpointedRecords`. Every batch carries the fencing token of the copy's assignment
 // (docs/ARCHITECTURE.md §12); a batch refused as fenced is kept and tried again, with backoff,
 // never counted as ingested and never an error.
 import type { Cancel } from '../cluster/clock.js';
@@ -11,7 +11,7 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { copyStart } from '../ingest/copy-start.js';
-import { IngestionFailure, type ShardReader } from '../ingest/ingestion-source.js';
+import { IngestionFailure, sinkStorage, type ShardReader } from '../ingest/ingestion-source.js';
 import { ShardherdError } from '../core/errors.js';
 import { compareTokens, tokenText, type FencingToken } from '../core/fencing-token.js';
 import type { SourceRecord } from '../ingest/ingestion-source.js';
@@ -234,6 +234,8 @@ export function spawnIngestionActor(
           newShardStartFrom: config.source.type === 'kafka' ? config.source.startFrom : 'earliest',
           earliest,
           endAtStart: s.endAtStart,
+          // A sink of one store for all copies lets a copy resume from the shard's newest fenced checkpoint.
+          storage: sinkStorage(env.sink),
         });
         if (plan.lostToRetention > 0) log.warn({ from: plan.from, reason: plan.reason, earliest, lost: plan.lostToRetention }, 'records before the earliest available offset were never ingested: lost to retention');
         s.start = plan.from;

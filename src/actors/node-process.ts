@@ -272,7 +272,7 @@ export class ShardherdNode {
       metaStore,
       lease: metaStore,
       source: gatedSource(s.source, gate),
-      sink: gatedSink({ accept: (ds, shard, records, token) => this.accept(detector, ds, shard, records, token) }, gate),
+      sink: gatedSink({ accept: (ds, shard, records, token) => this.accept(detector, ds, shard, records, token), ...(this.sink.storage ? { storage: this.sink.storage } : {}) }, gate),
       settings: s.settings,
       log,
       telemetry,

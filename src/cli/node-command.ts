@@ -23,7 +23,8 @@ function sinkFor(config: NodeConfig, log: Logger): { readonly sink: RecordSink; 
     throw e;
   }));
   return {
-    sink: { accept: async (dataset, shard, records, token) => (await make()).accept(dataset, shard, records, token) },
+    // One table for every node's copies (see `CassandraRecordSink.storage`).
+    sink: { accept: async (dataset, shard, records, token) => (await make()).accept(dataset, shard, records, token), storage: 'shared' },
     close: () => client.shutdown(),
   };
 }

@@ -9,7 +9,7 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import { compareTokens, isFencingToken, StaleTokenError, type FencingToken } from '../core/fencing-token.js';
 import type { ShardNum } from '../core/ids.js';
 import { CQL_KEYSPACE_NAME } from '../store/cassandra-schema.js';
-import type { RecordSink, SourceRecord } from './ingestion-source.js';
+import type { RecordSink, SinkStorage, SourceRecord } from './ingestion-source.js';
 
 export interface CassandraRecordSinkOptions {
   /** A connected cassandra-driver client. */
@@ -37,6 +37,13 @@ const LWT = { prepare: true, consistency: types.consistencies.localQuorum, seria
 const READ = { prepare: true, consistency: types.consistencies.localQuorum, isIdempotent: true };
 
 export class CassandraRecordSink implements RecordSink {
+  /**
+   * One table for every copy of every shard, on every node, fenced in the table: a shard's newest
+   * fenced checkpoint vouches for what its partition holds, whichever node wrote it, so a copy
+   * resumes from it (docs/ARCHITECTURE.md §12.3).
+   */
+  readonly storage: SinkStorage = 'shared';
+
   private constructor(
     private readonly client: Client,
     private readonly table: string,

@@ -1,7 +1,7 @@
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { ShardNum } from '../core/ids.js';
 import type { FencingToken } from '../core/fencing-token.js';
-import type { RecordSink, SourceRecord } from './ingestion-source.js';
+import type { RecordSink, SinkStorage, SourceRecord } from './ingestion-source.js';
 import { TokenFence } from './token-fence.js';
 
 /** What one shard's sink has seen. */
@@ -23,10 +23,21 @@ export interface ShardTally {
  * lost (every offset below the source's end was ingested at least once) and say how much was
  * ingested twice. It fences by token (see `RecordSink`): a batch whose token is older than one
  * it applied for the shard is refused with `StaleTokenError` and counted in `refused`.
+ *
+ * Gotchas: whether it is a shared store depends on how it is used, which the object cannot see.
+ * One instance given to every node (an embedded cluster's default sink, the simulator's) holds
+ * every copy's records in one tally: it is one shared store, and may say so with
+ * `new CountingSink({ storage: 'shared' })`. One instance per node (a sink factory) is per-copy.
+ * The default is `per-copy`, the declaration that is never wrong: it costs replays, never records.
  */
 export class CountingSink implements RecordSink {
+  readonly storage: SinkStorage;
   private readonly tallies = new Map<string, ShardTally>();
   private readonly fence = new TokenFence();
+
+  constructor(options: { readonly storage?: SinkStorage } = {}) {
+    this.storage = options.storage ?? 'per-copy';
+  }
 
   async accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token?: FencingToken): Promise<void> {
     const t = this.tally(dataset.ref, shard);

@@ -82,9 +82,34 @@ export interface IngestionSource {
  * `newest` is newer than `given`: any other error, or a refusal that names no newer token, is the
  * sink failing (the shard reports `IngestionError`), and so is a call that does not settle within
  * `sinkTimeoutMs`.
+ *
+ * **Storage.** `storage` says whether the shard's copies keep their own data or all write one
+ * store, which decides where a copy resumes (docs/ARCHITECTURE.md §12.3):
+ *
+ * - `per-copy` (the default, also when left out, so sinks written before it are unchanged): each
+ *   copy holds what it ingested itself (a node's memory, file or database). A copy resumes from its
+ *   own checkpoint: another copy's progress says nothing about what this copy holds.
+ * - `shared`: every copy of a shard, on every node, writes the same store (one database table),
+ *   which keeps what it accepted. A copy resumes after the shard's newest fenced checkpoint, of
+ *   whichever copy, when that is further than where it would start otherwise (its own checkpoint,
+ *   or `copyStartFrom`'s rule): the records up to it are in the store already. A shard moved back
+ *   to a node then replays almost nothing.
+ *
+ * Declare `shared` only if it is true: a per-copy sink declared shared skips, on a copy coming
+ * back, the records another copy ingested meanwhile, and that copy never holds them.
  */
 export interface RecordSink {
   accept(dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token?: FencingToken): Promise<void>;
+  /** Whether the copies of a shard write one store (`shared`) or each its own (`per-copy`, the default). */
+  readonly storage?: SinkStorage;
+}
+
+/** Where a sink keeps a shard's records: one store for all copies, or one per copy (see `RecordSink`). */
+export type SinkStorage = 'shared' | 'per-copy';
+
+/** What `sink` declares: `per-copy` when it says nothing. */
+export function sinkStorage(sink: Pick<RecordSink, 'storage'>): SinkStorage {
+  return sink.storage ?? 'per-copy';
 }
 
 /** A record the source cannot read (a poison record): the shard reports `IngestionError`. */
