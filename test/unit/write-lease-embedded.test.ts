@@ -53,7 +53,7 @@ afterEach(async () => {
   cluster = undefined;
 });
 
-async function start(delayed: { node?: string; ms: number }) {
+async function start(delayed: { node: string | undefined; ms: number }) {
   const clock = new SimulatedClock(0);
   const log = new CallLog(clock);
   cluster = new EmbeddedCluster({
@@ -89,7 +89,7 @@ async function start(delayed: { node?: string; ms: number }) {
 
 describe('the lease gates writes; it never fails them', () => {
   it('a detector link slowed past the lease pauses the node\'s writes for as long as it lasts; nothing fails or moves', async () => {
-    const delayed: { node?: string; ms: number } = { ms: 300 };
+    const delayed: { node: string | undefined; ms: number } = { node: undefined, ms: 300 };
     const w = await start(delayed);
     const shards = (await w.map()).shardsForNode('n3' as NodeId);
     expect(shards.length).toBeGreaterThan(0);
@@ -118,7 +118,7 @@ describe('the lease gates writes; it never fails them', () => {
   });
 
   it('a sink call that times out moves the shard only once the call has ended: the next owner writes after it', async () => {
-    const w = await start({ ms: 0 });
+    const w = await start({ node: undefined, ms: 0 });
     const shard = (await w.map()).shardsForNode('n3' as NodeId)[0]!;
     // Past its timeout, within the second `sinkTimeoutMs` the node waits for a call to end.
     w.log.slowOnce.set(`n3/${shard}`, SINK_TIMEOUT_MS + 600);
@@ -135,7 +135,7 @@ describe('the lease gates writes; it never fails them', () => {
   });
 
   it('a sink call that never ends is given up one more sinkTimeoutMs after its timeout: the shard does not wait for ever', async () => {
-    const w = await start({ ms: 0 });
+    const w = await start({ node: undefined, ms: 0 });
     const shard = (await w.map()).shardsForNode('n3' as NodeId)[0]!;
     w.log.slowOnce.set(`n3/${shard}`, 3_600_000);
     await w.driver.until(async () => (await w.map()).nodeForShard(shard) !== 'n3', 10_000, 20);
