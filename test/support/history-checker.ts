@@ -216,16 +216,23 @@ const tok = (t: Call['token']) => (t ? `(${t[0]},${t[1]})` : '(none)');
 const describe = (c: Call) =>
   `${c.node} token ${tok(c.token)} ${iso(c.start)}–${iso(c.end)} (${(c.end - c.start).toFixed(1)} ms${c.delayedMs ? `, held ${c.delayedMs} ms by the test hook` : ''}) offsets ${c.firstOffset ?? '-'}..${c.lastOffset ?? '-'} (${c.count} records)`;
 
+/** One example per call: a call that overlapped hundreds of others (a hung one) shows once, with the first of them. */
+function firstPerCall<T>(items: readonly T[], call: (t: T) => Call): T[] {
+  const seen = new Set<Call>();
+  return items.filter((t) => !seen.has(call(t)) && seen.add(call(t)) !== undefined);
+}
+
 /** The checker's findings as text: the figures, then up to `examples` of each kind of violation. */
 export function formatReport(r: HistoryReport, examples = 10): string {
+  const overlapCalls = new Set(r.overlaps.flatMap((o) => [o.first, o.second]));
   const lines = [
     `history: ${r.calls} sink calls by ${r.nodes.join(', ') || 'no node'} (${r.accepted} accepted, ${r.refused} refused as fenced, ${r.failed} failed)${r.malformedLines ? `, ${r.malformedLines} malformed lines` : ''}`,
     `(a) overlapping accepted writes of one RF 1 shard by two nodes: ${r.overlaps.length}` +
-      (r.overlaps.length ? `, on ${new Set(r.overlaps.map((o) => `${o.dataset}/${o.shard}`)).size} shards, longest ${Math.max(...r.overlaps.map((o) => o.overlapMs)).toFixed(1)} ms` : '') +
+      (r.overlaps.length ? ` pairs of calls (${overlapCalls.size} calls) on ${new Set(r.overlaps.map((o) => `${o.dataset}/${o.shard}`)).size} shards, longest overlap ${Math.max(...r.overlaps.map((o) => o.overlapMs)).toFixed(1)} ms` : '') +
       ` (overlaps where one side was refused or failed, not counted: ${r.attemptedOverlaps})`,
-    ...r.overlaps.slice(0, examples).map((o) => `    ${o.dataset}/${o.shard}: ${o.overlapMs.toFixed(1)} ms overlap\n      ${describe(o.first)}\n      ${describe(o.second)}`),
+    ...firstPerCall(r.overlaps, (o) => o.first).slice(0, examples).map((o) => `    ${o.dataset}/${o.shard}: ${o.overlapMs.toFixed(1)} ms overlap\n      ${describe(o.first)}\n      ${describe(o.second)}`),
     `(b) accepted writes with a token older than one accepted before: ${r.outOfOrder.length}`,
-    ...r.outOfOrder.slice(0, examples).map((v) => `    ${v.dataset}/${v.shard}:\n      before: ${describe(v.earlier)}\n      after:  ${describe(v.later)}`),
+    ...firstPerCall(r.outOfOrder, (v) => v.earlier).slice(0, examples).map((v) => `    ${v.dataset}/${v.shard}:\n      before: ${describe(v.earlier)}\n      after:  ${describe(v.later)}`),
     `(c) acknowledged records in no accepted write: ${r.lost.length} of ${r.acked}`,
     ...(r.lost.length ? [`    ${r.lost.slice(0, examples * 2).map((l) => `${l.dataset}/${l.shard}@${l.offset}`).join(', ')}${r.lost.length > examples * 2 ? ', …' : ''}`] : []),
   ];

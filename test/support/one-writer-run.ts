@@ -72,6 +72,9 @@ const senderOf = (firstBytes: string): string | undefined => /"from":\{[^}]*"nod
 export class OneWriterRun {
   readonly timeline: FaultEvent[] = [];
   private readonly background = new Set<Promise<unknown>>();
+  /** Nodes under a slow link or a pause now: a second one of the same kind would end the first early. */
+  private readonly slowed = new Set<string>();
+  private readonly paused = new Set<string>();
 
   private constructor(
     readonly options: OneWriterOptions,
@@ -155,10 +158,27 @@ export class OneWriterRun {
     return { singleton, owners, members: members.map(([n]) => n) };
   }
 
+  /**
+   * `roles()` once `ok` holds of them, asked again every 500 ms for up to `timeoutMs` (a node busy
+   * with a fault may answer `/status` late); throws naming `what` if it never does, so a schedule
+   * never skips a fault silently.
+   */
+  async rolesWhen(ok: (r: Awaited<ReturnType<OneWriterRun['roles']>>) => boolean, what: string, timeoutMs = 20_000): Promise<Awaited<ReturnType<OneWriterRun['roles']>>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.roles();
+      if (ok(r)) return r;
+      if (Date.now() > deadline) throw new Error(`no ${what} answered within ${timeoutMs} ms (members: ${r.members.join(', ') || 'none'})`);
+      await sleep(500);
+    }
+  }
+
   // ---------------------------------------------------------------- faults
 
   /** Adds `ms` each way to every detector connection of `node`: to its endpoint, and from it to the others'. */
   async slowDetectorLink(node: string, ms: number, forMs: number): Promise<void> {
+    if (this.slowed.has(node)) return;
+    this.slowed.add(node);
     this.note(`detector link of ${node}: +${ms} ms each way for ${forMs} ms`);
     const own = this.detectorProxies.get(node)!;
     own.delayMs = ms;
@@ -166,6 +186,7 @@ export class OneWriterRun {
     await sleep(forMs);
     own.delayMs = 0;
     for (const [n, p] of this.detectorProxies) if (n !== node) p.delayFor(node, 0);
+    this.slowed.delete(node);
     this.note(`detector link of ${node}: latency removed`);
   }
 
@@ -202,9 +223,13 @@ export class OneWriterRun {
   }
 
   async pause(node: string, ms: number): Promise<void> {
+    if (this.paused.has(node)) return;
+    this.paused.add(node);
     this.note(`SIGSTOP ${node} for ${ms} ms`);
     this.cluster.signal(node, 'SIGSTOP');
     await sleep(ms);
+    this.paused.delete(node);
+    if (!this.cluster.get(node).alive) return;
     this.cluster.signal(node, 'SIGCONT');
     this.note(`SIGCONT ${node}`);
   }
@@ -290,33 +315,26 @@ const pick = <T>(xs: readonly T[], random: () => number): T | undefined => xs[Ma
  * started again.
  */
 export async function fixedSchedule(run: OneWriterRun, joiner: string): Promise<void> {
-  let r = await run.roles();
-  const [a, b] = r.owners;
-  if (a === undefined) throw new Error('no owner besides the singleton to put faults on');
-  const latency = run.slowDetectorLink(a, SLOW_LINK_MS, 15_000);
+  const [a, b] = (await run.rolesWhen((r) => r.owners.length > 0, 'an owner besides the singleton')).owners;
+  const latency = run.slowDetectorLink(a!, SLOW_LINK_MS, 15_000);
   await sleep(5_000);
-  await run.slowSinkCall(b ?? a);
+  await run.slowSinkCall(b ?? a!);
   await latency;
-  r = await run.roles();
-  if (r.singleton) await run.resetDetector(r.singleton, 5, 1_000);
-  else run.timeline.push({ at: Date.now(), what: 'no singleton answered: resets skipped' });
+  let singleton = (await run.rolesWhen((r) => r.singleton !== undefined, 'a singleton')).singleton!;
+  await run.resetDetector(singleton, 5, 1_000);
   await sleep(2_000);
-  r = await run.roles();
-  if (r.singleton) await run.blackholeCassandra(r.singleton, 5_000);
-  else run.timeline.push({ at: Date.now(), what: 'no singleton answered: blackhole skipped' });
+  singleton = (await run.rolesWhen((r) => r.singleton !== undefined, 'a singleton')).singleton!;
+  await run.blackholeCassandra(singleton, 5_000);
   run.inBackground(run.join(joiner));
   await sleep(3_000);
-  r = await run.roles();
-  const paused = r.owners[0];
-  if (paused) await run.pause(paused, 2_000);
+  const paused = (await run.rolesWhen((r) => r.owners.length > 0, 'an owner besides the singleton')).owners[0]!;
+  await run.pause(paused, 2_000);
   await sleep(5_000);
-  r = await run.roles();
-  const victim = r.owners.find((n) => n !== joiner) ?? r.owners[0];
-  if (victim) {
-    await run.kill(victim);
-    await sleep(5_000);
-    run.inBackground(run.join(victim));
-  }
+  const { owners } = await run.rolesWhen((r) => r.owners.length > 0, 'an owner besides the singleton');
+  const victim = owners.find((n) => n !== joiner) ?? owners[0]!;
+  await run.kill(victim);
+  await sleep(5_000);
+  run.inBackground(run.join(victim));
   // Let the cluster work through the kill and the join under load.
   await sleep(10_000);
 }

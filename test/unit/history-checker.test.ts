@@ -52,13 +52,22 @@ describe('history checker', () => {
         ['b', 'a', 2],
         ['a', 'b', 2],
       ]);
-      expect(formatReport(r)).toMatch(/\(a\) overlapping accepted writes of one RF 1 shard by two nodes: 2, on 1 shards, longest 2\.0 ms/);
+      expect(formatReport(r)).toMatch(/\(a\) overlapping accepted writes of one RF 1 shard by two nodes: 2 pairs of calls \(3 calls\) on 1 shards, longest overlap 2\.0 ms/);
     });
 
     it('a call that contains another one is an overlap too', () => {
       const r = checkHistory({ calls: [call('a', 0, 100, [1, 1], [0, 5], { delayedMs: 90 }), call('b', 40, 50, [1, 2], [0, 5])], rf1Datasets: RF1, acked: [] });
       expect(r.overlaps.map((o) => o.overlapMs)).toEqual([10]);
       expect(formatReport(r)).toContain('held 90 ms by the test hook');
+    });
+
+    it('a hung call that overlaps many others counts every pair, and shows as one example', () => {
+      const hung = call('a', 0, 100, [1, 1], [0, 0], { delayedMs: 95 });
+      const r = checkHistory({ calls: [hung, call('b', 10, 11, [1, 2], [1, 1]), call('b', 20, 21, [1, 2], [2, 2]), call('b', 30, 31, [1, 2], [3, 3])], rf1Datasets: RF1, acked: [] });
+      expect(r.overlaps).toHaveLength(3);
+      const text = formatReport(r);
+      expect(text).toMatch(/3 pairs of calls \(4 calls\) on 1 shards/);
+      expect(text.match(/ms overlap/g)).toHaveLength(1);
     });
 
     it('quiet when the other side was refused, when one node overlaps itself, at touching ends, and for a replicated dataset', () => {
