@@ -148,14 +148,14 @@ export class OneWriterRun {
     while (this.background.size > 0) await Promise.all([...this.background]);
   }
 
-  /** The live node hosting the singleton (undefined if none answers as one), and the other live members that run shards. */
-  async roles(): Promise<{ singleton: string | undefined; owners: string[]; members: string[] }> {
+  /** The live node hosting the singleton (undefined if none answers as one), the members that run shards (`writers`), those of them that do not host the singleton (`owners`). */
+  async roles(): Promise<{ singleton: string | undefined; owners: string[]; writers: string[]; members: string[] }> {
     const statuses = await Promise.all(this.cluster.live().map(async (p) => [p.name, await this.cluster.status(p.name, 2_000)] as const));
     const members = statuses.filter(([, s]) => s?.member && s.state === 'running');
     const singletons = members.filter(([, s]) => s?.singleton !== undefined).map(([n]) => n);
     const singleton = singletons.length === 1 ? singletons[0] : undefined;
-    const owners = members.filter(([n, s]) => n !== singleton && s!.running.some((r) => r.dataset === DATASET)).map(([n]) => n);
-    return { singleton, owners, members: members.map(([n]) => n) };
+    const writers = members.filter(([, s]) => s!.running.some((r) => r.dataset === DATASET)).map(([n]) => n);
+    return { singleton, owners: writers.filter((n) => n !== singleton), writers, members: members.map(([n]) => n) };
   }
 
   /**
@@ -315,10 +315,12 @@ const pick = <T>(xs: readonly T[], random: () => number): T | undefined => xs[Ma
  * started again.
  */
 export async function fixedSchedule(run: OneWriterRun, joiner: string): Promise<void> {
-  const [a, b] = (await run.rolesWhen((r) => r.owners.length > 0, 'an owner besides the singleton')).owners;
-  const latency = run.slowDetectorLink(a!, SLOW_LINK_MS, 15_000);
+  const first = await run.rolesWhen((r) => r.owners.length > 0, 'an owner besides the singleton');
+  const a = first.owners[0]!;
+  const latency = run.slowDetectorLink(a, SLOW_LINK_MS, 15_000);
   await sleep(5_000);
-  await run.slowSinkCall(b ?? a!);
+  // Another writer than the slowed one if there is one (the singleton's node may be it).
+  await run.slowSinkCall(first.writers.find((n) => n !== a) ?? a);
   await latency;
   let singleton = (await run.rolesWhen((r) => r.singleton !== undefined, 'a singleton')).singleton!;
   await run.resetDetector(singleton, 5, 1_000);
@@ -377,10 +379,12 @@ export async function randomSchedule(run: OneWriterRun, o: RandomScheduleOptions
         else did = false;
         break;
       }
-      case 'slow-sink-call':
-        if (owner) await run.slowSinkCall(owner);
+      case 'slow-sink-call': {
+        const node = pick(r.writers, random);
+        if (node) await run.slowSinkCall(node);
         else did = false;
         break;
+      }
       case 'detector-resets':
         if (r.singleton) run.inBackground(run.resetDetector(r.singleton, between(3, 10), between(500, 2_000)));
         else did = false;
