@@ -5,7 +5,8 @@
 //
 // Rules, per (dataset, shard):
 // (a) two calls by different nodes that the sink accepted must not overlap in time, for an RF 1
-//     dataset (any overlap of [start, end] counts);
+//     dataset (any overlap of [start, end] counts; each is classed by whether the older token's
+//     call began before or after a newer token was in use, to say where to look);
 // (b) an accepted call must not carry an older token than a call accepted before it, "before"
 //     meaning that the earlier call had ended when the later one started;
 // (c) every acknowledged record must be in some accepted call.
@@ -40,6 +41,14 @@ export interface Overlap {
   readonly first: Call;
   readonly second: Call;
   readonly overlapMs: number;
+  /**
+   * `in-flight`: the call of the older token had started before any accepted call of a newer token
+   * on the shard (a write under way when the shard moved; docs/ARCHITECTURE.md §11.7 leaves such a
+   * write to a sink that fences across processes); `stale-start`: it started after a newer token
+   * was in use (a write begun without the right to); `same-token`: both calls carry one token.
+   * Every kind is a violation; the kind says where to look.
+   */
+  readonly kind: 'in-flight' | 'stale-start' | 'same-token';
 }
 
 export interface OutOfOrder {
@@ -95,15 +104,40 @@ function byShard(calls: readonly Call[]): Map<string, Call[]> {
   return out;
 }
 
+/** For a shard's calls: the earliest start of a call whose token is newer than a given one. */
+function firstNewerStart(calls: readonly Call[]): (t: readonly [number, number]) => number {
+  const byToken = calls.filter((c) => c.token !== null).sort((x, y) => compareToken(x.token!, y.token!));
+  // suffixMin[i]: the earliest start among byToken[i..].
+  const suffixMin = new Array<number>(byToken.length + 1).fill(Infinity);
+  for (let i = byToken.length - 1; i >= 0; i--) suffixMin[i] = Math.min(suffixMin[i + 1]!, byToken[i]!.start);
+  return (t) => {
+    let lo = 0;
+    let hi = byToken.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareToken(byToken[mid]!.token!, t) > 0) hi = mid;
+      else lo = mid + 1;
+    }
+    return suffixMin[lo]!;
+  };
+}
+
+function kindOf(a: Call, b: Call, newerStart: (t: readonly [number, number]) => number): Overlap['kind'] {
+  if (a.token === null || b.token === null || compareToken(a.token, b.token) === 0) return 'same-token';
+  const older = compareToken(a.token, b.token) < 0 ? a : b;
+  return older.start < newerStart(older.token!) ? 'in-flight' : 'stale-start';
+}
+
 /** Pairs of calls by different nodes whose intervals overlap (touching ends do not), by a sweep over start times. */
 function overlapsOf(calls: readonly Call[]): Overlap[] {
+  const newerStart = firstNewerStart(calls);
   const sorted = [...calls].sort((x, y) => x.start - y.start);
   const open: Call[] = [];
   const found: Overlap[] = [];
   for (const c of sorted) {
     for (let i = open.length - 1; i >= 0; i--) if (open[i]!.end <= c.start) open.splice(i, 1);
     for (const o of open) {
-      if (o.node !== c.node) found.push({ dataset: c.dataset, shard: c.shard, first: o, second: c, overlapMs: Math.min(o.end, c.end) - c.start });
+      if (o.node !== c.node) found.push({ dataset: c.dataset, shard: c.shard, first: o, second: c, overlapMs: Math.min(o.end, c.end) - c.start, kind: kindOf(o, c, newerStart) });
     }
     open.push(c);
   }
@@ -216,6 +250,12 @@ const tok = (t: Call['token']) => (t ? `(${t[0]},${t[1]})` : '(none)');
 const describe = (c: Call) =>
   `${c.node} token ${tok(c.token)} ${iso(c.start)}–${iso(c.end)} (${(c.end - c.start).toFixed(1)} ms${c.delayedMs ? `, held ${c.delayedMs} ms by the test hook` : ''}) offsets ${c.firstOffset ?? '-'}..${c.lastOffset ?? '-'} (${c.count} records)`;
 
+/** How many overlaps of each kind, as text. */
+function kinds(overlaps: readonly Overlap[]): string {
+  const kind = (k: Overlap['kind']) => overlaps.filter((o) => o.kind === k).length;
+  return `${kind('stale-start')} stale-start (the older token's call began after a newer token was in use), ${kind('in-flight')} in-flight (it began before: a write under way when the shard moved), ${kind('same-token')} same-token`;
+}
+
 /** One example per call: a call that overlapped hundreds of others (a hung one) shows once, with the first of them. */
 function firstPerCall<T>(items: readonly T[], call: (t: T) => Call): T[] {
   const seen = new Set<Call>();
@@ -228,9 +268,9 @@ export function formatReport(r: HistoryReport, examples = 10): string {
   const lines = [
     `history: ${r.calls} sink calls by ${r.nodes.join(', ') || 'no node'} (${r.accepted} accepted, ${r.refused} refused as fenced, ${r.failed} failed)${r.malformedLines ? `, ${r.malformedLines} malformed lines` : ''}`,
     `(a) overlapping accepted writes of one RF 1 shard by two nodes: ${r.overlaps.length}` +
-      (r.overlaps.length ? ` pairs of calls (${overlapCalls.size} calls) on ${new Set(r.overlaps.map((o) => `${o.dataset}/${o.shard}`)).size} shards, longest overlap ${Math.max(...r.overlaps.map((o) => o.overlapMs)).toFixed(1)} ms` : '') +
+      (r.overlaps.length ? ` pairs of calls (${overlapCalls.size} calls) on ${new Set(r.overlaps.map((o) => `${o.dataset}/${o.shard}`)).size} shards, longest overlap ${Math.max(...r.overlaps.map((o) => o.overlapMs)).toFixed(1)} ms; ${kinds(r.overlaps)}` : '') +
       ` (overlaps where one side was refused or failed, not counted: ${r.attemptedOverlaps})`,
-    ...firstPerCall(r.overlaps, (o) => o.first).slice(0, examples).map((o) => `    ${o.dataset}/${o.shard}: ${o.overlapMs.toFixed(1)} ms overlap\n      ${describe(o.first)}\n      ${describe(o.second)}`),
+    ...firstPerCall(r.overlaps, (o) => o.first).slice(0, examples).map((o) => `    ${o.dataset}/${o.shard}: ${o.overlapMs.toFixed(1)} ms overlap, ${o.kind}\n      ${describe(o.first)}\n      ${describe(o.second)}`),
     `(b) accepted writes with a token older than one accepted before: ${r.outOfOrder.length}`,
     ...firstPerCall(r.outOfOrder, (v) => v.earlier).slice(0, examples).map((v) => `    ${v.dataset}/${v.shard}:\n      before: ${describe(v.earlier)}\n      after:  ${describe(v.later)}`),
     `(c) acknowledged records in no accepted write: ${r.lost.length} of ${r.acked}`,

@@ -57,8 +57,18 @@ describe('history checker', () => {
 
     it('a call that contains another one is an overlap too', () => {
       const r = checkHistory({ calls: [call('a', 0, 100, [1, 1], [0, 5], { delayedMs: 90 }), call('b', 40, 50, [1, 2], [0, 5])], rf1Datasets: RF1, acked: [] });
-      expect(r.overlaps.map((o) => o.overlapMs)).toEqual([10]);
+      expect(r.overlaps.map((o) => [o.overlapMs, o.kind])).toEqual([[10, 'in-flight']]);
       expect(formatReport(r)).toContain('held 90 ms by the test hook');
+    });
+
+    it('says whether the older token’s call began after a newer token was in use, or was under way when it came', () => {
+      const stale = checkHistory({ calls: [call('b', 0, 10, [1, 5], [0, 1]), call('a', 20, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [2, 3])], rf1Datasets: RF1, acked: [] });
+      expect(stale.overlaps.map((o) => o.kind)).toEqual(['stale-start']);
+      const inFlight = checkHistory({ calls: [call('a', 0, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [1, 3])], rf1Datasets: RF1, acked: [] });
+      expect(inFlight.overlaps.map((o) => o.kind)).toEqual(['in-flight']);
+      const same = checkHistory({ calls: [call('a', 0, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 1], [1, 3])], rf1Datasets: RF1, acked: [] });
+      expect(same.overlaps.map((o) => o.kind)).toEqual(['same-token']);
+      expect(formatReport(stale)).toMatch(/1 stale-start .*, 0 in-flight .*, 0 same-token/);
     });
 
     it('a hung call that overlaps many others counts every pair, and shows as one example', () => {
