@@ -10,6 +10,9 @@
 // Then the independent history checker over every node's calls and the producer's acknowledgements:
 // no overlapping writes of a shard by two nodes, no write of an older token after a newer one, no
 // acknowledged record lost.
+//
+// SHARDHERD_ONE_WRITER_SINK=cassandra records around the Cassandra sink instead, which fences across
+// processes: late writes are then refused, and the checker counts accepted writes only.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import { fixedSchedule, OneWriterRun } from '../support/one-writer-run.js';
@@ -26,7 +29,8 @@ describe('one writer per RF 1 shard: real node processes under network faults, p
   beforeAll(async () => {
     const base = await processClusterBase('onewriter');
     dir = base.dir;
-    run = await OneWriterRun.start({ base: base.options, nodes: NODES, initial: 3, log: (line) => process.stderr.write(`[one-writer] ${line}\n`) });
+    const sink = process.env.SHARDHERD_ONE_WRITER_SINK === 'cassandra' ? 'cassandra' : 'jsonl';
+    run = await OneWriterRun.start({ base: base.options, nodes: NODES, initial: 3, sink, log: (line) => process.stderr.write(`[one-writer] ${line}\n`) });
   }, 150_000);
 
   afterEach((ctx) => {

@@ -124,8 +124,14 @@ export class OneWriterRun {
     const numbered = new NumberedProducer(producer, topic, NUM_SHARDS);
     const run = new OneWriterRun(o, cluster, producer, numbered, detectorProxies, cassandraProxies);
     log(`starting ${o.nodes.slice(0, o.initial).join(', ')}`);
-    await Promise.all(o.nodes.slice(0, o.initial).map((n) => cluster.start(n, 120_000)));
-    await waitConverged(cluster, DATASET, NUM_SHARDS, 120_000);
+    try {
+      await Promise.all(o.nodes.slice(0, o.initial).map((n) => cluster.start(n, 120_000)));
+      await waitConverged(cluster, DATASET, NUM_SHARDS, 120_000);
+    } catch (e) {
+      // Nothing of a run that did not start may outlive it.
+      await run.stop();
+      throw e;
+    }
     numbered.start();
     log('converged; producing');
     return run;
