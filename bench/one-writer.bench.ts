@@ -1,9 +1,9 @@
 /**
  * `npm run bench -- one-writer`: the one-writer check of test/integration/one-writer.test.ts for
- * longer, with random faults (test/support/one-writer-run.ts, the same code): four `shardherd node`
- * processes (built package) in `heartbeat` mode on real Kafka and Cassandra (three at first, the
- * fourth joins), an 8-shard RF 1 dataset fed by a producer of numbered records, every sink call
- * recorded. Faults one after another, 1–6 s apart: 300 ms on a node's detector link for 5–20 s, a
+ * longer, with random faults (the same code: test/support/one-writer-run.ts and
+ * one-writer-schedules.ts): four `shardherd node` processes (built package) in `heartbeat` mode
+ * on real Kafka and Cassandra (three at first, the fourth joins), an 8-shard RF 1 dataset fed by a
+ * producer of numbered records, every sink call recorded. Faults one after another, 1–6 s apart: 300 ms on a node's detector link for 5–20 s, a
  * sink call slower than `sinkTimeoutMs`, connection resets on the singleton's detector endpoint,
  * the singleton's Cassandra path blackholed for 2–8 s, SIGSTOP of an owner or the singleton for
  * 0.2–9 s, SIGKILL of an owner or of the singleton, a graceful stop; a node down starts again
@@ -19,7 +19,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
-import { OneWriterRun, randomSchedule, violations } from '../test/support/one-writer-run.js';
+import { violations } from '../test/support/history-checker.js';
+import { OneWriterRun } from '../test/support/one-writer-run.js';
+import { randomSchedule } from '../test/support/one-writer-schedules.js';
 import { busyCores } from './disturbances.js';
 import { register, type Table } from './harness.js';
 import { withRealServices } from './real-services.js';

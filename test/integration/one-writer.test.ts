@@ -4,7 +4,7 @@
 // numbered records, every sink call recorded by the `recorded` sink around a JSON-lines sink (which
 // fences only its own process's writes, so two nodes writing at once both land and show), TCP
 // proxies in front of each node's detector endpoint and Cassandra. About a minute of faults
-// (test/support/one-writer-run.ts): 300 ms on an owner's detector link, a sink call slower than
+// (test/support/one-writer-schedules.ts): 300 ms on an owner's detector link, a sink call slower than
 // `sinkTimeoutMs`, connection resets on the singleton's detector endpoint, the singleton's
 // Cassandra blackholed, a node joining, an owner paused 2 s, an owner killed and started again.
 // Then the independent history checker over every node's calls and the producer's acknowledgements:
@@ -15,7 +15,8 @@
 // processes: late writes are then refused, and the checker counts accepted writes only.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
-import { fixedSchedule, OneWriterRun } from '../support/one-writer-run.js';
+import { OneWriterRun } from '../support/one-writer-run.js';
+import { fixedSchedule } from '../support/one-writer-schedules.js';
 import { processClusterBase } from './support.js';
 
 const NODES = ['node-1', 'node-2', 'node-3', 'node-4'];
