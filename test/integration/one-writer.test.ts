@@ -31,7 +31,13 @@ describe('one writer per RF 1 shard: real node processes under network faults, p
     const base = await processClusterBase('onewriter');
     dir = base.dir;
     const sink = process.env.SHARDHERD_ONE_WRITER_SINK === 'cassandra' ? 'cassandra' : 'jsonl';
-    run = await OneWriterRun.start({ base: base.options, nodes: NODES, initial: 3, sink, log: (line) => process.stderr.write(`[one-writer] ${line}\n`) });
+    try {
+      run = await OneWriterRun.start({ base: base.options, nodes: NODES, initial: 3, sink, log: (line) => process.stderr.write(`[one-writer] ${line}\n`) });
+    } catch (e) {
+      // The nodes' logs say why the cluster did not start: keep them.
+      failed = true;
+      throw e;
+    }
   }, 150_000);
 
   afterEach((ctx) => {
