@@ -6,7 +6,8 @@
  * code depends on what ran before, and that alone moved some figures by 2×. A benchmark's figures
  * are thus the same whether it runs alone (filtered) or with the others.
  *
- * The soak (`npm run bench -- soak`, SHARDHERD_SOAK_MINUTES, default 10) runs only when named.
+ * The soak (`npm run bench -- soak`, SHARDHERD_SOAK_MINUTES, default 10) runs only when named, as
+ * does the one-writer check (`npm run bench -- one-writer`, SHARDHERD_ONE_WRITER_MINUTES, default 30).
  * A filter that is a benchmark's exact name runs that one alone (`failover`, not `deploy-failover`
  * too); arguments after the filter go to the benchmark's process (`npm run bench -- failover
  * --kills 3`).
@@ -37,6 +38,7 @@ import './import-time.bench.js';
 import './read-availability.bench.js';
 import './failover.bench.js';
 import './slow-store.bench.js';
+import './one-writer.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

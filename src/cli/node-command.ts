@@ -5,14 +5,22 @@ import { pino, type Logger } from 'pino';
 import { Client } from 'cassandra-driver';
 import { JsonLinesSink, LogSink } from '../ingest/node-sinks.js';
 import { CassandraRecordSink } from '../ingest/cassandra-record-sink.js';
+import { HistorySink } from '../ingest/history-sink.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
 import { startNode } from '../node/run-node.js';
 import type { LogLevel } from './options.js';
 import { timestampWithIso } from './log-timestamp.js';
 
-function sinkFor(config: NodeConfig, log: Logger): { readonly sink: RecordSink; readonly close: () => Promise<void> } {
+type MadeSink = { readonly sink: RecordSink; readonly close: () => Promise<void> };
+
+function sinkFor(config: NodeConfig, log: Logger): MadeSink {
   const sink = config.sink;
+  if (sink.type === 'recorded') {
+    // The recorder goes outermost: it sees each call exactly as the node makes it and the wrapped sink answers it.
+    const inner = sinkFor({ ...config, sink: sink.sink }, log);
+    return { sink: new HistorySink(inner.sink, sink.history, config.node, sink.slowCall), close: inner.close };
+  }
   if (sink.type === 'jsonl') return { sink: new JsonLinesSink(sink.path), close: async () => {} };
   if (sink.type === 'log') return { sink: new LogSink(log.child({ component: 'sink' })), close: async () => {} };
   // Made at the first batch: the keyspace exists once the node's MetaStore has connected.

@@ -19,6 +19,22 @@ const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** The sinks a node process can make itself (config key `sink`); `recorded` wraps one of them. */
+const SINKS = [
+  z.strictObject({ type: z.literal('log') }),
+  z.strictObject({ type: z.literal('jsonl'), path: z.string().min(1) }),
+  // The example sink over Cassandra, fenced by token: in the node's keyspace, through its own client.
+  z.strictObject({
+    type: z.literal('cassandra'),
+    table: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd_records'),
+    recordsPerBatch: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000, 'must be at most 1000').default(100),
+    /** Other contact points than the MetaStore's (default: the same). */
+    contactPoints: z.array(hostPort).min(1, 'needs at least one contact point').optional(),
+    /** How long one write may wait for Cassandra before it fails (the driver's `readTimeout`). */
+    requestTimeoutMs: z.number().int('must be a whole number').min(100, 'must be at least 100').max(600_000, 'must be at most 600000').default(12_000),
+  }),
+] as const;
+
 const schema = z.strictObject({
   node: z.string().refine((s) => parseNodeId(s).ok, 'must be a node id: a letter or digit, then up to 127 letters, digits, ".", "_" or "-"'),
   cluster: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,47}$/, 'must be a letter, then up to 47 letters, digits or "_"').default('shardherd'),
@@ -51,17 +67,15 @@ const schema = z.strictObject({
   datasets: z.array(z.unknown()).default([]),
   sink: z
     .discriminatedUnion('type', [
-      z.strictObject({ type: z.literal('log') }),
-      z.strictObject({ type: z.literal('jsonl'), path: z.string().min(1) }),
-      // The example sink over Cassandra, fenced by token: in the node's keyspace, through its own client.
+      ...SINKS,
+      // Every call of the wrapped sink recorded in a history file (src/ingest/history-sink.ts), for
+      // checkers of the one-writer promise on real processes.
       z.strictObject({
-        type: z.literal('cassandra'),
-        table: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd_records'),
-        recordsPerBatch: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000, 'must be at most 1000').default(100),
-        /** Other contact points than the MetaStore's (default: the same). */
-        contactPoints: z.array(hostPort).min(1, 'needs at least one contact point').optional(),
-        /** How long one write may wait for Cassandra before it fails (the driver's `readTimeout`). */
-        requestTimeoutMs: z.number().int('must be a whole number').min(100, 'must be at least 100').max(600_000, 'must be at most 600000').default(12_000),
+        type: z.literal('recorded'),
+        history: z.string().min(1),
+        sink: z.discriminatedUnion('type', SINKS).default({ type: 'log' }),
+        /** A test hook: one call held back `delayMs` each time a file appears at `triggerPath`. */
+        slowCall: z.strictObject({ triggerPath: z.string().min(1), delayMs: ms.max(600_000, 'must be at most 600000') }).optional(),
       }),
     ])
     .default({ type: 'log' }),

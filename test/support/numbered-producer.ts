@@ -10,6 +10,10 @@ import type { Producer } from 'kafkajs';
 
 export class NumberedProducer {
   readonly acked = new Set<number>();
+  /** Where the broker put each acknowledged record: its partition and offset (one record a partition per send, so the partition's base offset). */
+  readonly ackedAt: { readonly partition: number; readonly offset: number }[] = [];
+  /** Acknowledged records whose answer named no offset (not in `ackedAt`). */
+  ackedWithoutOffset = 0;
   /** Sends that failed and were retried (the broker was away). */
   failedSends = 0;
   private next = 0;
@@ -35,6 +39,10 @@ export class NumberedProducer {
             const unwritten = batch.filter((n) => !answered.has(n % this.partitions));
             if (unwritten.length > 0) throw new Error(`no answer for the partitions of ${unwritten.join(', ')}`);
             for (const n of batch) this.acked.add(n);
+            for (const r of written) {
+              if (r.baseOffset === undefined) this.ackedWithoutOffset += 1;
+              else this.ackedAt.push({ partition: r.partition, offset: Number(r.baseOffset) });
+            }
             break;
           } catch {
             this.failedSends += 1;
