@@ -20,8 +20,11 @@ export const DATASET = 'metrics';
 export const NUM_SHARDS = 8;
 /** Short, so that the slow-call hook's call fails the shard within the schedule. */
 export const SINK_TIMEOUT_MS = 3_000;
-/** The slow call: well past `SINK_TIMEOUT_MS`, so the shard fails and moves while the call is still under way. */
-export const SLOW_CALL_MS = 6_000;
+/**
+ * The slow call: past `SINK_TIMEOUT_MS`, so the shard fails, and within the second `SINK_TIMEOUT_MS`
+ * its node waits for a timed-out call to end before it reports the failure (and the shard moves).
+ */
+export const SLOW_CALL_MS = 4_500;
 /** The added latency of a slow detector link, each way. */
 export const SLOW_LINK_MS = 300;
 
@@ -72,6 +75,8 @@ const senderOf = (firstBytes: string): string | undefined => /"from":\{[^}]*"nod
 
 export class OneWriterRun {
   readonly timeline: FaultEvent[] = [];
+  /** Stops of node processes (SIGSTOP to SIGCONT), on the histories' clock: for the checker. */
+  private readonly pauses: { readonly node: string; readonly from: number; to: number }[] = [];
   private readonly background = new Set<Promise<unknown>>();
   /** Nodes under a slow link or a pause now: a second one of the same kind would end the first early. */
   private readonly slowed = new Set<string>();
@@ -233,9 +238,12 @@ export class OneWriterRun {
     if (this.paused.has(node)) return;
     this.paused.add(node);
     this.note(`SIGSTOP ${node} for ${ms} ms`);
+    const window = { node, from: performance.timeOrigin + performance.now(), to: Infinity };
+    this.pauses.push(window);
     this.cluster.signal(node, 'SIGSTOP');
     await sleep(ms);
     this.paused.delete(node);
+    window.to = performance.timeOrigin + performance.now();
     if (!this.cluster.get(node).alive) return;
     this.cluster.signal(node, 'SIGCONT');
     this.note(`SIGCONT ${node}`);
@@ -279,7 +287,7 @@ export class OneWriterRun {
     let report: HistoryReport;
     for (;;) {
       const { calls, malformedLines } = await readHistories(paths);
-      report = checkHistory({ calls, rf1Datasets: new Set([DATASET]), acked, malformedLines });
+      report = checkHistory({ calls, rf1Datasets: new Set([DATASET]), acked, malformedLines, paused: this.pauses });
       if (report.lost.length === 0 || Date.now() > deadline) break;
       await sleep(500);
     }

@@ -71,6 +71,20 @@ describe('history checker', () => {
       expect(formatReport(stale)).toMatch(/1 stale-start .*, 0 in-flight .*, 0 same-token/);
     });
 
+    it('an in-flight call cut by a stop of its own process is set apart; any other overlap still counts', () => {
+      const calls = [call('a', 0, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [1, 3])];
+      const cut = checkHistory({ calls, rf1Datasets: RF1, acked: [], paused: [{ node: 'a', from: 5, to: 28 }] });
+      expect(violations(cut)).toBe(0);
+      expect(cut.pausedOverlaps.map((o) => o.kind)).toEqual(['in-flight']);
+      expect(formatReport(cut)).toContain('in-flight calls cut by a stop of their own process, 1');
+      // The stop of another node, or one outside the call, excuses nothing.
+      expect(checkHistory({ calls, rf1Datasets: RF1, acked: [], paused: [{ node: 'b', from: 5, to: 28 }] }).overlaps).toHaveLength(1);
+      expect(checkHistory({ calls, rf1Datasets: RF1, acked: [], paused: [{ node: 'a', from: 31, to: 40 }] }).overlaps).toHaveLength(1);
+      // Nor a stale start: a call begun after a newer token was in use is never a pause's doing.
+      const stale = [call('b', 0, 10, [1, 5], [0, 1]), call('a', 20, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [2, 3])];
+      expect(checkHistory({ calls: stale, rf1Datasets: RF1, acked: [], paused: [{ node: 'a', from: 21, to: 29 }] }).overlaps).toHaveLength(1);
+    });
+
     it('a hung call that overlaps many others counts every pair, and shows as one example', () => {
       const hung = call('a', 0, 100, [1, 1], [0, 0], { delayedMs: 95 });
       const r = checkHistory({ calls: [hung, call('b', 10, 11, [1, 2], [1, 1]), call('b', 20, 21, [1, 2], [2, 2]), call('b', 30, 31, [1, 2], [3, 3])], rf1Datasets: RF1, acked: [] });
