@@ -23,7 +23,7 @@ export class HandoffWindows {
   constructor(private readonly tailMs: number) {}
 
   /** A map of `dataset` was persisted at `now`. */
-  noteMap(dataset: string, map: ShardMapper, now: number): void {
+  noteMap(dataset: string, map: Pick<ShardMapper, 'numShards' | 'recordForShard'>, now: number): void {
     for (let shard = 0; shard < map.numShards; shard++) {
       const key = `${dataset}/${shard}`;
       const copies = map.recordForShard(shard).assignments;
