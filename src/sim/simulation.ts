@@ -376,7 +376,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     });
     await driver.settle();
     for (let waited = 0; !done; waited += 50) {
-      if (waited > 10_000) throw new Error(`seed ${seed} step ${step}: no answer from the cluster within 10 s of simulated time`);
+      // The cluster never answering is reported as it being stuck (I14), so the seed's report, not the run, ends.
+      if (waited > 10_000) throw new SimulationStuck(`no answer from the cluster within 10 s of simulated time (seed ${seed} step ${step})`);
       await driver.advance(50);
     }
     return value as T;
