@@ -320,7 +320,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     persisted.set(ref, { map: now, members });
     if (!last) return;
     const moving = (shard: number) => [last.map, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
-    const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
+    const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`) || sinkFaults?.faulted(ref, shard) === true;
     // (An incarnation the detector took out is gone, as a crashed one, whatever the group still says.)
     const same = (node: string, shard: number) =>
       members.get(node) !== undefined && members.get(node) === last.members.get(node) && incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)! && !world?.wasRemoved(`${node}@${members.get(node)}`);
@@ -825,7 +825,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       for (let s = 0; s < b.numShards; s++) {
         const owner = b.nodeForShard(s);
         const planned = pre.draining.has(owner ?? '') || b.recordForShard(s).assignments.length > 1;
-        if (owner && owner !== pre.node && alive.has(owner) && !planned && !poison.has(`${ref}/${s}`) && a.nodeForShard(s) !== owner) {
+        if (owner && owner !== pre.node && alive.has(owner) && !planned && !poison.has(`${ref}/${s}`) && !sinkFaults?.faulted(ref, s) && a.nodeForShard(s) !== owner) {
           violate('I4', `${ref}/${s} was on ${owner}, which is still alive, and is now on ${a.nodeForShard(s) ?? 'nobody'}`);
         }
       }

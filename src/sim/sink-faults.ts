@@ -19,6 +19,8 @@ export class SinkFaults {
   readonly stats: SinkFaultStats = { slow: 0, failed: 0 };
   /** `node/dataset/shard` → calls still to fail in a row. */
   private readonly failing = new Map<string, number>();
+  /** `dataset/shard` of every shard a fault hit. */
+  private readonly hit = new Set<string>();
 
   constructor(
     private readonly clock: Clock,
@@ -40,6 +42,7 @@ export class SinkFaults {
         const left = this.failing.get(key) ?? 0;
         if (left > 0) return this.fail(key, left);
         if (!this.enabled() || !this.rng.chance(FAULT_SHARE)) return sink.accept(ds, shard, records, token);
+        this.hit.add(`${ds.ref}/${shard}`);
         if (this.rng.chance(0.5)) {
           const times = this.rng.int(1, 3);
           this.note(`the sink fails the next ${times} calls of ${node} for ${ds.ref}/${shard}`);
@@ -56,6 +59,11 @@ export class SinkFaults {
         });
       },
     };
+  }
+
+  /** Whether a fault of this sink hit the shard: its node rightly failed it, and it may have moved off a live owner. */
+  faulted(dataset: string, shard: number): boolean {
+    return this.hit.has(`${dataset}/${shard}`);
   }
 
   private fail(key: string, left: number): Promise<void> {

@@ -1,7 +1,9 @@
 // The whole cluster — real nodes, actors and core over in-memory adapters — under a seeded fault
 // schedule, with docs/ARCHITECTURE.md §9's invariants checked after every step; and again with the
-// failure detector of §11 on a lossy, cut network and drifting clocks, with I10–I12 besides. A
-// failure names the seed: `npm run sim -- --seed <n> [--detector] --verbose` replays it step by step.
+// failure detector of §11 on a lossy, cut network and drifting clocks, with I10–I12 besides; and
+// with the real world's faults (sink failures and hangs, refusals and resets from live processes,
+// stalls, slow joins), with every sink call recorded and I15 checked on them. A failure names the
+// seed: `npm run sim -- --seed <n> [--detector] [--no-world-faults] --verbose` replays it step by step.
 import { describe, expect, it } from 'vitest';
 import { runSeedsInParallel, type SeedResult } from '../../src/sim/parallel-seeds.js';
 import { runSimulation } from '../../src/sim/simulation.js';
@@ -83,6 +85,16 @@ const DETECTOR_REGRESSION_SEEDS = [
   18322, 20305, 59523,
 ];
 
+/**
+ * Seeds that broke I15 (one writer per RF-1 shard at a time, from the recorded sink calls) on the
+ * code of the commit that added it, before the product's fixes for the overlapping writers real
+ * processes showed: run them once those fixes are in. `worldFaults: false` ones broke it in the
+ * detector world as it was before the real world's faults; the others with them.
+ */
+const ONE_WRITER_SEEDS: readonly { readonly seed: number; readonly worldFaults: boolean }[] = [
+  // ONE_WRITER_SEEDS_LIST
+];
+
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
 
@@ -144,7 +156,7 @@ describe('whole-cluster simulation', () => {
 
 describe('whole-cluster simulation with the failure detector', () => {
   it(`keeps I1–I13 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
-    const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true });
+    const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true, worldFaults: false });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
     expect(results).toHaveLength(DETECTOR_SEEDS);
@@ -156,7 +168,8 @@ describe('whole-cluster simulation with the failure detector', () => {
   }, 900_000);
 
   it.each(DETECTOR_REGRESSION_SEEDS)('keeps every invariant on detector regression seed %i', async (seed) => {
-    const r = await runSimulation({ seed, detector: true });
+    // As they ran when they were found: without the real world's faults, which came later.
+    const r = await runSimulation({ seed, detector: true, worldFaults: false });
     expect(r.violations, describeFailure(r)).toEqual([]);
   });
 
@@ -166,5 +179,31 @@ describe('whole-cluster simulation with the failure detector', () => {
     expect(b.history).toEqual(a.history);
     expect(b.stats).toEqual(a.stats);
     expect(a.stats.cuts).toBeGreaterThan(0);
+  });
+});
+
+const WORLD_SEEDS = Number(process.env.SHARDHERD_SIM_WORLD_SEEDS ?? 200);
+
+describe('whole-cluster simulation with the failure detector in the real world', () => {
+  it(`keeps I1–I15 with sink faults, refusals and resets from live processes, stalls and slow joins for ${WORLD_SEEDS} seeds, on worker threads`, async () => {
+    const results = await runSeedsInParallel({ from: 1, count: WORLD_SEEDS, detector: true });
+    const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
+    expect(failed, failed.join('\n\n')).toEqual([]);
+    // The faults really happened.
+    const total = (k: 'stalls' | 'resets' | 'slowJoins' | 'sinkFailures' | 'slowSinkCalls') => results.reduce((n, r) => n + r.stats[k], 0);
+    for (const k of ['stalls', 'resets', 'slowJoins', 'sinkFailures', 'slowSinkCalls'] as const) expect(total(k), k).toBeGreaterThan(WORLD_SEEDS / 10);
+  }, 900_000);
+
+  it.each(ONE_WRITER_SEEDS)('keeps one writer per RF-1 shard on seed $seed (world faults: $worldFaults)', async ({ seed, worldFaults }) => {
+    const r = await runSimulation({ seed, detector: true, worldFaults });
+    expect(r.violations, describeFailure(r)).toEqual([]);
+  });
+
+  it('is deterministic with the real world’s faults too', async () => {
+    const a = await runSimulation({ seed: 4243, detector: true });
+    const b = await runSimulation({ seed: 4243, detector: true });
+    expect(b.history).toEqual(a.history);
+    expect(b.stats).toEqual(a.stats);
+    expect(b.violations).toEqual(a.violations);
   });
 });
