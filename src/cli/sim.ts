@@ -55,7 +55,7 @@ function print(r: SeedResult): void {
 function openJournal(path: string): RunJournal {
   const sources = fileURLToPath(new URL('..', import.meta.url));
   try {
-    return RunJournal.open(path, { from: o.from, seeds: o.seeds, steps: o.steps, detector: o.detector, code: codeHash(sources) });
+    return RunJournal.open(path, { from: o.from, seeds: o.seeds, steps: o.steps, detector: o.detector, ...(o.detector ? { worldFaults: o.worldFaults } : {}), code: codeHash(sources) });
   } catch (error) {
     if (!(error instanceof JournalMismatch)) throw error;
     process.stderr.write(`shardherd-sim: ${error.message}\n`);
