@@ -32,13 +32,14 @@ const program = new Command('shardherd-sim')
   .option('--seed <seed>', 'run this one seed (and print its history)', int('--seed'))
   .option('--steps <count>', 'fault steps per seed', int('--steps'), 25)
   .option('--detector', 'run the failure detector (heartbeat mode) with its faults and invariants I10–I12', false)
+  .option('--no-world-faults', 'with --detector: without the real world’s faults (sink failures and hangs, refusals and resets from live processes, stalls, slow joins), as seeds ran before them')
   .option('--verbose', 'print every seed’s history, and the cluster logs of a single seed', false)
   .option('--progress <seconds>', 'when stderr is not a terminal: a progress line this often', int('--progress', 1), 30)
   .option('--fingerprint', 'print a hash of each seed’s history, violations and stats (`seed N: hash`), in seed order', false)
   .addOption(new Option('--journal <file>', 'record each finished seed in this file; run the same command again to go on where it stopped').conflicts(['seed', 'fingerprint']))
   .showHelpAfterError();
 
-const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; verbose: boolean; progress: number; fingerprint: boolean; journal?: string }>();
+const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; worldFaults: boolean; verbose: boolean; progress: number; fingerprint: boolean; journal?: string }>();
 
 function printViolations(violations: SeedResult['violations']): void {
   for (const v of violations) process.stdout.write(`  ${v.invariant} at step ${v.step} (${v.time} ms): ${v.message}\n`);
@@ -54,7 +55,7 @@ function print(r: SeedResult): void {
 function openJournal(path: string): RunJournal {
   const sources = fileURLToPath(new URL('..', import.meta.url));
   try {
-    return RunJournal.open(path, { from: o.from, seeds: o.seeds, steps: o.steps, detector: o.detector, code: codeHash(sources) });
+    return RunJournal.open(path, { from: o.from, seeds: o.seeds, steps: o.steps, detector: o.detector, ...(o.detector ? { worldFaults: o.worldFaults } : {}), code: codeHash(sources) });
   } catch (error) {
     if (!(error instanceof JournalMismatch)) throw error;
     process.stderr.write(`shardherd-sim: ${error.message}\n`);
@@ -77,7 +78,7 @@ const count = (r: Pick<SeedResult, 'violations' | 'seed' | 'fingerprint'>) => {
 };
 if (o.seed !== undefined) {
   const log = o.verbose ? pino({ level: 'info', timestamp: timestampWithIso }, pino.destination(2)) : undefined;
-  const r = await runSimulation({ seed: o.seed, steps: o.steps, detector: o.detector, ...(log ? { log } : {}) });
+  const r = await runSimulation({ seed: o.seed, steps: o.steps, detector: o.detector, worldFaults: o.worldFaults, ...(log ? { log } : {}) });
   count({ ...r, ...(o.fingerprint ? { fingerprint: fingerprintOf(r) } : {}) });
   print(r);
 } else {
@@ -97,6 +98,7 @@ if (o.seed !== undefined) {
     count: o.seeds,
     steps: o.steps,
     detector: o.detector,
+    worldFaults: o.worldFaults,
     workers: o.workers,
     fingerprint: o.fingerprint,
     keep: 'violations',

@@ -238,6 +238,11 @@ export class DetectorWorld {
     return Math.ceil((leaseWaitMs(s) + 3 * probePeriodMs(s) + 2 * s.heartbeatIntervalMs) * (1 + MAX_CLOCK_DRIFT));
   }
 
+  /** Whether `node` was paused, stalled or dead at some moment of `from .. to` (both included). */
+  stoppedDuring(node: string, from: number, to: number): boolean {
+    return (this.down.get(node) ?? []).some((i) => i.from <= to && i.to > from);
+  }
+
   // ---------------------------------------------------------------- internals
 
   private isCut(from: string, to: string, t: number): boolean {

@@ -22,6 +22,8 @@ export interface ParallelSeedsOptions {
   readonly steps?: number;
   /** Run the failure detector with its faults and invariants (`SimulationOptions.detector`). */
   readonly detector?: boolean;
+  /** With `detector`, the real world's faults (`SimulationOptions.worldFaults`, default on). */
+  readonly worldFaults?: boolean;
   /** Also send back each seed's fingerprint (`fingerprint.ts`). Default off. */
   readonly fingerprint?: boolean;
   /** Default: the machine's available parallelism. */
@@ -50,8 +52,8 @@ const YOUNG_GENERATION_MB = 192;
  * A worker running seed-worker: the compiled .js in dist; from the .ts sources (tsx, vitest) a
  * worker does not inherit the TypeScript loader, so a one-line bootstrap registers tsx first.
  */
-function startWorker(steps: number, detector: boolean, fingerprint: boolean): Worker {
-  const workerData = { steps, detector, fingerprint };
+function startWorker(steps: number, detector: boolean, worldFaults: boolean, fingerprint: boolean): Worker {
+  const workerData = { steps, detector, worldFaults, fingerprint };
   const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB };
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./seed-worker.js', import.meta.url), { workerData, resourceLimits });
   const source = JSON.stringify(new URL('./seed-worker.ts', import.meta.url).href);
@@ -66,7 +68,7 @@ export async function runSeedsInParallel(o: ParallelSeedsOptions): Promise<SeedR
   const results: SeedResult[] = [];
   const workers = Math.max(1, Math.min(o.workers ?? availableParallelism(), o.count));
   await Promise.all(Array.from({ length: workers }, () => new Promise<void>((resolve, reject) => {
-    const worker = startWorker(o.steps ?? 25, o.detector ?? false, o.fingerprint ?? false);
+    const worker = startWorker(o.steps ?? 25, o.detector ?? false, o.worldFaults ?? true, o.fingerprint ?? false);
     worker.on('message', (batch: SeedResult[]) => {
       for (const r of batch) {
         if (o.keep !== 'violations' || r.violations.length > 0) results.push(r);

@@ -15,6 +15,8 @@ export interface RunIdentity {
   readonly seeds: number;
   readonly steps: number;
   readonly detector: boolean;
+  /** With `detector`: whether the real world's faults ran (`SimulationOptions.worldFaults`). */
+  readonly worldFaults?: boolean;
   /** `codeHash` of the sources the run ran. */
   readonly code: string;
 }

@@ -6,7 +6,7 @@ import { fingerprintOf } from './fingerprint.js';
 import { runSimulation } from './simulation.js';
 import type { SeedBatch, SeedResult } from './parallel-seeds.js';
 
-const { steps, detector, fingerprint } = workerData as { steps: number; detector: boolean; fingerprint: boolean };
+const { steps, detector, worldFaults, fingerprint } = workerData as { steps: number; detector: boolean; worldFaults: boolean; fingerprint: boolean };
 const port = parentPort!;
 
 port.on('message', async (batch: SeedBatch | null) => {
@@ -16,7 +16,7 @@ port.on('message', async (batch: SeedBatch | null) => {
   }
   const results: SeedResult[] = [];
   for (const seed of batch.seeds) {
-    const r = await runSimulation({ seed, steps, detector });
+    const r = await runSimulation({ seed, steps, detector, worldFaults });
     results.push({ seed, violations: r.violations, stats: r.stats, history: r.violations.length > 0 ? r.history : [], ...(fingerprint ? { fingerprint: fingerprintOf(r) } : {}) });
   }
   port.postMessage(results);

@@ -5,8 +5,11 @@
 // drained nodes that stop), nodes in racks, a replicated `balanced` dataset beside FiloDB's, and
 // docs/ARCHITECTURE.md §9's invariants I1–I9 checked after every step. With `detector`, the cluster
 // runs the failure detector (§11) on a network that loses, delays and cuts (one direction at a time)
-// its messages, on drifting clocks, with I10–I12 (`detector-world.ts`). A violation names the seed
-// and the step, so `npm run sim -- --seed N [--detector]` replays it.
+// its messages, on drifting clocks, with I10–I12 (`detector-world.ts`); and, chosen per seed, the
+// faults real processes meet (`real-world.ts`: sink failures and hangs, refusals and resets from
+// live processes, stalled event loops, slow joins), with every sink call recorded and I15 checked
+// on them (`sink-calls.ts`). A violation names the seed and the step, so
+// `npm run sim -- --seed N [--detector]` replays it.
 import { pino, type Logger } from 'pino';
 import { SimulatedClock } from '../cluster/clock.js';
 import type { BusFault, MemoryChunk } from '../cluster/memory-bus.js';
@@ -27,8 +30,13 @@ import { SeededRandom } from './random.js';
 import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
 import { LateWrites, TokenOrderCheck } from './late-writes.js';
 import { failureDetectorSettings, leaseWaitMs } from '../cluster/failure-detector/settings.js';
+import { RealWorld } from './real-world.js';
+import { SinkFaults } from './sink-faults.js';
+import { LinkResets } from './link-resets.js';
+import { oneWriterViolations, SinkCallLog, type SinkCall } from './sink-calls.js';
+import { HandoffWindows } from './handoffs.js';
 
-export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | 'I14' | DetectorInvariant;
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | 'I14' | 'I15' | DetectorInvariant;
 
 export interface Violation {
   readonly seed: number;
@@ -66,6 +74,14 @@ export interface SimulationOptions {
    * run is then exactly the session-only one.
    */
   readonly detector?: boolean;
+  /**
+   * With `detector`: the faults real processes meet, each chosen per seed from a random source of
+   * its own (`real-world.ts`). Default on; off, a seed runs as it did before they existed (the
+   * regression seeds found before them replay so).
+   */
+  readonly worldFaults?: boolean;
+  /** Return every sink call of the run in the report (for looking into an I15 violation). Default off. */
+  readonly keepSinkCalls?: boolean;
   readonly log?: Logger;
 }
 
@@ -76,6 +92,8 @@ export interface SimulationReport {
   /** What happened, step by step (the fault schedule as it ran). */
   readonly history: readonly string[];
   readonly violations: readonly Violation[];
+  /** With `keepSinkCalls`: every sink call, in the order they began. */
+  readonly sinkCalls?: readonly SinkCall[];
   readonly stats: {
     readonly failovers: number;
     readonly crashes: number;
@@ -96,6 +114,13 @@ export interface SimulationReport {
     /** Sink calls under way when their node paused, landed after it resumed; and those the sink's fence refused. */
     readonly lateWrites: number;
     readonly lateWritesRefused: number;
+    /** With the real world's faults: event-loop stalls, refusal/reset windows, slow joins, sink calls failed and slow, sink calls made. */
+    readonly stalls: number;
+    readonly resets: number;
+    readonly slowJoins: number;
+    readonly sinkFailures: number;
+    readonly slowSinkCalls: number;
+    readonly sinkCalls: number;
   };
 }
 
@@ -189,6 +214,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   // Late writes: some sink calls land later, and one under way when its node pauses lands after the
   // pause. Their own random source, so the fault schedule of a seed is the same as without them.
   const late: LateWrites = new LateWrites(clock, new SeededRandom(seed ^ 0x1a7e), (node: string): string => cluster.node(node).state, () => lossy);
+  // The real world's faults (chosen per seed, with their own random sources) and every sink call, recorded.
+  const real = new RealWorld(seed, world !== undefined && (options.worldFaults ?? true));
+  const sinkFaults: SinkFaults | undefined = real.choices.sinkFaults
+    ? new SinkFaults(clock, real.sinkRng, real.choices.sinkTimeoutMs, (node: string): string => cluster.node(node).state, () => lossy, (what: string): void => note(what))
+    : undefined;
+  const resets = new LinkResets(clock);
+  const sinkCalls = new SinkCallLog(() => clock.now());
   const names = Array.from({ length: options.nodes ?? 4 }, (_, i) => `n${i + 1}`);
   const rackOf = new Map<string, string>(names.map((name, i) => [name, RACKS[i % RACKS.length]!]));
   const cluster = new EmbeddedCluster({
@@ -204,7 +236,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
             // I11 at the call: what the node starts while it holds its lease; when it lands is the fence's business.
             const writer = cluster.node(node);
             for (const v of world.wrote(`${node}@${writer.incarnation}`, writer.lease?.epoch, `${ds.ref}/${shard}`)) violate(v.invariant, v.message);
-            return late.wrap(node, sharedSink).accept(ds, shard, records, token);
+            // Recorded from the outside (I15), with the sink's own faults inside the record.
+            const lands = late.wrap(node, sharedSink);
+            const incarnation: string = writer.incarnation ?? '-';
+            return sinkCalls.wrap(node, () => incarnation, sinkFaults ? sinkFaults.wrap(node, lands) : lands).accept(ds, shard, records, token);
           },
         })
       : (node) => late.wrap(node, sharedSink),
@@ -213,7 +248,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     ...(world
       ? {
           detector: {
-            ...world.networkOptions(nodeOfAddress),
+            ...(real.choices.resets ? resets.networkOptions(nodeOfAddress, world.networkOptions(nodeOfAddress)) : world.networkOptions(nodeOfAddress)),
             pick: (n: number) => world.pick(n),
             clockOf: (node: string) => world.clockOf(node),
             observe: (v) => {
@@ -238,6 +273,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       retryInitialMs: 50,
       retryMaxMs: 400,
       ...(world ? { failureDetector: world.settings } : {}),
+      ...(real.any ? { sinkTimeoutMs: real.choices.sinkTimeoutMs } : {}),
     },
   });
   const driver = new SimDriver(cluster);
@@ -259,6 +295,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     declaredNow.set(snapshot.dataset, keys);
     for (const key of keys) if (!placedAt.has(key)) placedAt.set(key, clock.now());
     checkPlannedMoves(snapshot.dataset, map);
+    handoffs.noteMap(snapshot.dataset, map, clock.now());
     const kept = new Set(keys);
     for (const key of before) if (!kept.has(key)) placedAt.delete(key);
   };
@@ -283,7 +320,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     persisted.set(ref, { map: now, members });
     if (!last) return;
     const moving = (shard: number) => [last.map, now].some((m) => m.recordForShard(shard).assignments.some((a) => a.placement === 'Leaving'));
-    const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`);
+    const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`) || sinkFaults?.faulted(ref, shard) === true;
     // (An incarnation the detector took out is gone, as a crashed one, whatever the group still says.)
     const same = (node: string, shard: number) =>
       members.get(node) !== undefined && members.get(node) === last.members.get(node) && incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)! && !world?.wasRemoved(`${node}@${members.get(node)}`);
@@ -293,6 +330,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   // With the detector's 6 s session a paused singleton (up to 2.5 s) keeps its role, and publishes
   // the change that removed a copy only when it runs again: the copy's node hears of it that much later.
   const removalGraceMs = REMOVAL_GRACE_MS + (world ? 2_500 : 0);
+  // The RF-1 datasets' planned handoffs, for I15.
+  const handoffs = new HandoffWindows(removalGraceMs);
   const declaredRecently = (dataset: string) => (shard: number, node: string) => clock.now() - (declared.get(`${dataset}/${shard}/${node}`) ?? -Infinity) <= removalGraceMs;
   const history: string[] = [];
   const violations: Violation[] = [];
@@ -337,7 +376,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     });
     await driver.settle();
     for (let waited = 0; !done; waited += 50) {
-      if (waited > 10_000) throw new Error(`seed ${seed} step ${step}: no answer from the cluster within 10 s of simulated time`);
+      // The cluster never answering is reported as it being stuck (I14), so the seed's report, not the run, ends.
+      if (waited > 10_000) throw new SimulationStuck(`no answer from the cluster within 10 s of simulated time (seed ${seed} step ${step})`);
       await driver.advance(50);
     }
     return value as T;
@@ -380,6 +420,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       }
       const noted = history.length;
       const preCrash = faultStep ? await injectFault() : undefined;
+      if (faultStep && world && real.any) await worldFaults(world);
       if (history.length > noted) quietSince = step;
       await driver.advance(stepMs);
       // A member coming or going is not quiet either (a fenced node rejoining long after its fault).
@@ -415,6 +456,16 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (!(error instanceof SimulationStuck)) throw error;
     violate('I14', error.message);
   }
+  // I15, from the sink calls themselves: one writer at a time for every shard of a single-copy dataset.
+  if (world) {
+    const rules = {
+      singleCopy: (dataset: string) => FILODB_DATASETS.some((d) => d.ref === dataset),
+      stoppedDuring: (node: string, from: number, to: number) => world.stoppedDuring(node, from, to),
+      sinkTimeoutMs: real.choices.sinkTimeoutMs,
+      inHandoff: (dataset: string, shard: number, a: string, b: string, from: number, to: number) => handoffs.covers(dataset, shard, a, b, from, to),
+    };
+    for (const message of oneWriterViolations(sinkCalls.calls, rules)) violate('I15', message);
+  }
   const epochNow = (await metaStore.readLease())?.epoch ?? 0;
   await cluster.stop();
   const totals = sink.total();
@@ -424,6 +475,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     simulatedMs: clock.now(),
     history,
     violations,
+    ...(options.keepSinkCalls ? { sinkCalls: sinkCalls.calls } : {}),
     // Replicas ingest every record once per copy: only single-copy datasets count as duplicates.
     stats: {
       ...stats,
@@ -436,6 +488,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       cuts: world?.stats.cuts ?? 0,
       lateWrites: late.stats.landedAfterPause,
       lateWritesRefused: late.stats.refusedAfterPause,
+      stalls: real.stats.stalls,
+      resets: real.stats.resets,
+      slowJoins: real.stats.slowJoins,
+      sinkFailures: sinkFaults?.stats.failed ?? 0,
+      slowSinkCalls: sinkFaults?.stats.slow ?? 0,
+      sinkCalls: sinkCalls.calls.length,
     },
   };
 
@@ -473,6 +531,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       await node.start();
       world?.started(node.node);
       stats.restarts++;
+      slowJoin(node);
     } else if (r < 46 && live().length > 2) {
       const node = rng.pick(live());
       const ms = rng.pick([300, 2_500]);
@@ -549,6 +608,45 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return undefined;
   }
 
+  /**
+   * This step's faults of the real world: an event loop stalled (the process runs nothing, its
+   * timers fire late all at once afterwards: the product cannot tell it from a SIGSTOP, so it is a
+   * pause), and a node's endpoint refusing and resetting connections though it runs.
+   */
+  async function worldFaults(w: DetectorWorld): Promise<void> {
+    const singleton = await cluster.singletonNode();
+    for (const f of real.step(live().map((n) => n.node), singleton?.node)) {
+      if (f.kind === 'stall') {
+        const node = cluster.node(f.node);
+        if (node.state !== 'running') continue;
+        note(`stall ${f.node}${node === singleton ? ' (the singleton)' : ''} for ${f.ms} ms (its event loop is busy)`);
+        node.pause();
+        w.paused(f.node, f.ms);
+        stats.pauses++;
+        clock.schedule(f.ms, () => node.resume());
+      } else {
+        note(`${f.to}${f.to === singleton?.node ? ' (the singleton)' : ''} refuses and resets ${f.from.join(',')}${f.bothWays ? ' both ways' : ''} for ${f.ms} ms (detector endpoints, both processes run)`);
+        for (const from of f.from) {
+          resets.add(from, f.to, f.ms);
+          if (f.bothWays) resets.add(f.to, from, f.ms);
+        }
+        w.disturbed(f.ms);
+      }
+    }
+  }
+
+  /** A node that just joined stays silent a while (a slow start): no heartbeat, no ingestion. */
+  function slowJoin(node: ShardherdNode): void {
+    if (!world || node.state !== 'running') return;
+    const ms = real.slowJoinMs();
+    if (ms === 0) return;
+    note(`${node.node} is slow after joining: it runs nothing for ${ms} ms`);
+    node.pause();
+    world.paused(node.node, ms);
+    stats.pauses++;
+    clock.schedule(ms, () => node.resume());
+  }
+
   async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash | undefined> {
     // Asking the singleton lets simulated time pass: everything else is read after, with no time
     // passing before the crash, so it is what the MetaStore and the membership held at the crash.
@@ -595,7 +693,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       rackOf.set(name, rack);
       const reply = await adminRequest((replyTo) => ({ type: 'ReplaceNode', old: old.node, new: name, replyTo }));
       note(`replace ${old.node} by ${name} (${rack}): ${reply.type}`);
-      await cluster.add(name, { rack }).start();
+      const added = cluster.add(name, { rack });
+      await added.start();
+      slowJoin(added);
     } else {
       const released = live().filter((n) => n.isDrained && n !== singleton);
       if (released.length === 0) return undefined;
@@ -725,7 +825,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       for (let s = 0; s < b.numShards; s++) {
         const owner = b.nodeForShard(s);
         const planned = pre.draining.has(owner ?? '') || b.recordForShard(s).assignments.length > 1;
-        if (owner && owner !== pre.node && alive.has(owner) && !planned && !poison.has(`${ref}/${s}`) && a.nodeForShard(s) !== owner) {
+        if (owner && owner !== pre.node && alive.has(owner) && !planned && !poison.has(`${ref}/${s}`) && !sinkFaults?.faulted(ref, s) && a.nodeForShard(s) !== owner) {
           violate('I4', `${ref}/${s} was on ${owner}, which is still alive, and is now on ${a.nodeForShard(s) ?? 'nobody'}`);
         }
       }

@@ -1,7 +1,9 @@
 // The whole cluster — real nodes, actors and core over in-memory adapters — under a seeded fault
 // schedule, with docs/ARCHITECTURE.md §9's invariants checked after every step; and again with the
-// failure detector of §11 on a lossy, cut network and drifting clocks, with I10–I12 besides. A
-// failure names the seed: `npm run sim -- --seed <n> [--detector] --verbose` replays it step by step.
+// failure detector of §11 on a lossy, cut network and drifting clocks, with I10–I12 besides; and
+// with the real world's faults (sink failures and hangs, refusals and resets from live processes,
+// stalls, slow joins), with every sink call recorded and I15 checked on them. A failure names the
+// seed: `npm run sim -- --seed <n> [--detector] [--no-world-faults] --verbose` replays it step by step.
 import { describe, expect, it } from 'vitest';
 import { runSeedsInParallel, type SeedResult } from '../../src/sim/parallel-seeds.js';
 import { runSimulation } from '../../src/sim/simulation.js';
@@ -83,6 +85,53 @@ const DETECTOR_REGRESSION_SEEDS = [
   18322, 20305, 59523,
 ];
 
+/**
+ * Seeds that broke the promise of one writer per RF-1 shard on the code of the commit that added
+ * I15 and the real world's faults, before the product's fixes for the overlapping writers real
+ * processes showed (issue 32, item 6): run them once those fixes are in. Not regression seeds of
+ * fixed bugs: on that code they fail.
+ * - With the real world's faults, I15 (the first 40 of seeds 1..2000 that broke it; 1111 of the
+ *   2000 did): mostly a sink call that waited for the lease inside the node's sink timeout, timed
+ *   out (SINK_TIMEOUT), its shard moved, and the call went on to the sink when the lease came back,
+ *   under the old token, while the new owner wrote (seed 4: alpha/0, n4 under 2/21 at 12 315 ms
+ *   while n3 wrote under 2/51 from 12 304 ms); or a live node writing under epoch-2 tokens while
+ *   another wrote under epoch 3 (seed 126).
+ * - Without them (`worldFaults: false`: 13 of seeds 1..300, and detector regression seeds 5, 4428
+ *   and 20305), I15: a node writes under the token of a map that lags its lease's (seed 5: n4,
+ *   paused 2.5 s and evicted meanwhile, wrote alpha/1 under 1/22 at 10 439 ms, after n2 had
+ *   written it under 1/52; seed 35: n3 under 1/74 at 27 726 ms, 6 s after a replacement moved
+ *   alpha/2 to m2, which wrote under 1/110).
+ * - I11, with resets from live processes: a node writes under the lease of a singleton that a
+ *   reset made look gone, after its successor took it out (seed 294: n3 under epoch 3 at 14 501
+ *   ms, taken out by epoch 4 at 14 475 ms).
+ */
+const ONE_WRITER_SEEDS: readonly { readonly seed: number; readonly worldFaults: boolean }[] = [
+  { seed: 3, worldFaults: true }, { seed: 4, worldFaults: true }, { seed: 5, worldFaults: true }, { seed: 7, worldFaults: true },
+  { seed: 8, worldFaults: true }, { seed: 9, worldFaults: true }, { seed: 10, worldFaults: true }, { seed: 11, worldFaults: true },
+  { seed: 13, worldFaults: true }, { seed: 17, worldFaults: true }, { seed: 19, worldFaults: true }, { seed: 21, worldFaults: true },
+  { seed: 23, worldFaults: true }, { seed: 25, worldFaults: true }, { seed: 27, worldFaults: true }, { seed: 29, worldFaults: true },
+  { seed: 32, worldFaults: true }, { seed: 33, worldFaults: true }, { seed: 34, worldFaults: true }, { seed: 35, worldFaults: true },
+  { seed: 37, worldFaults: true }, { seed: 38, worldFaults: true }, { seed: 39, worldFaults: true }, { seed: 41, worldFaults: true },
+  { seed: 42, worldFaults: true }, { seed: 43, worldFaults: true }, { seed: 45, worldFaults: true }, { seed: 48, worldFaults: true },
+  { seed: 51, worldFaults: true }, { seed: 53, worldFaults: true }, { seed: 56, worldFaults: true }, { seed: 57, worldFaults: true },
+  { seed: 61, worldFaults: true }, { seed: 64, worldFaults: true }, { seed: 65, worldFaults: true }, { seed: 66, worldFaults: true },
+  { seed: 68, worldFaults: true }, { seed: 69, worldFaults: true }, { seed: 70, worldFaults: true }, { seed: 72, worldFaults: true },
+  { seed: 5, worldFaults: false }, { seed: 35, worldFaults: false }, { seed: 68, worldFaults: false }, { seed: 80, worldFaults: false },
+  { seed: 91, worldFaults: false }, { seed: 111, worldFaults: false }, { seed: 117, worldFaults: false }, { seed: 133, worldFaults: false },
+  { seed: 151, worldFaults: false }, { seed: 153, worldFaults: false }, { seed: 167, worldFaults: false }, { seed: 253, worldFaults: false },
+  { seed: 290, worldFaults: false }, { seed: 4428, worldFaults: false }, { seed: 20305, worldFaults: false },
+  { seed: 294, worldFaults: true }, { seed: 514, worldFaults: true }, { seed: 570, worldFaults: true }, { seed: 857, worldFaults: true },
+  { seed: 905, worldFaults: true }, { seed: 1181, worldFaults: true }, { seed: 1216, worldFaults: true }, { seed: 1229, worldFaults: true },
+];
+
+/**
+ * Seeds whose live nodes were evicted (I10) after a refusal or reset of a live process's detector
+ * endpoint: the detector took the refusal for a process gone (a `refused` vote ends the wait). 162
+ * of seeds 1..2000 did, each with a `refused` vote (seed 3: n1 evicted by n3 with n3 and n2
+ * voting `refused`, though every observer could reach it). For after the same fixes.
+ */
+const RESET_EVICTION_SEEDS: readonly number[] = [3, 7, 105, 117, 127, 139, 145, 153, 160, 162, 176, 179, 197, 209, 249];
+
 const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
 
@@ -144,7 +193,7 @@ describe('whole-cluster simulation', () => {
 
 describe('whole-cluster simulation with the failure detector', () => {
   it(`keeps I1–I13 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
-    const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true });
+    const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true, worldFaults: false });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
     expect(results).toHaveLength(DETECTOR_SEEDS);
@@ -156,7 +205,8 @@ describe('whole-cluster simulation with the failure detector', () => {
   }, 900_000);
 
   it.each(DETECTOR_REGRESSION_SEEDS)('keeps every invariant on detector regression seed %i', async (seed) => {
-    const r = await runSimulation({ seed, detector: true });
+    // As they ran when they were found: without the real world's faults, which came later.
+    const r = await runSimulation({ seed, detector: true, worldFaults: false });
     expect(r.violations, describeFailure(r)).toEqual([]);
   });
 
@@ -166,5 +216,36 @@ describe('whole-cluster simulation with the failure detector', () => {
     expect(b.history).toEqual(a.history);
     expect(b.stats).toEqual(a.stats);
     expect(a.stats.cuts).toBeGreaterThan(0);
+  });
+});
+
+const WORLD_SEEDS = Number(process.env.SHARDHERD_SIM_WORLD_SEEDS ?? 200);
+
+describe('whole-cluster simulation with the failure detector in the real world', () => {
+  it(`keeps I1–I15 with sink faults, refusals and resets from live processes, stalls and slow joins for ${WORLD_SEEDS} seeds, on worker threads`, async () => {
+    const results = await runSeedsInParallel({ from: 1, count: WORLD_SEEDS, detector: true });
+    const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
+    expect(failed, failed.join('\n\n')).toEqual([]);
+    // The faults really happened.
+    const total = (k: 'stalls' | 'resets' | 'slowJoins' | 'sinkFailures' | 'slowSinkCalls') => results.reduce((n, r) => n + r.stats[k], 0);
+    for (const k of ['stalls', 'resets', 'slowJoins', 'sinkFailures', 'slowSinkCalls'] as const) expect(total(k), k).toBeGreaterThan(WORLD_SEEDS / 10);
+  }, 900_000);
+
+  it.each(ONE_WRITER_SEEDS)('keeps one writer per RF-1 shard on seed $seed (world faults: $worldFaults)', async ({ seed, worldFaults }) => {
+    const r = await runSimulation({ seed, detector: true, worldFaults });
+    expect(r.violations, describeFailure(r)).toEqual([]);
+  });
+
+  it.each(RESET_EVICTION_SEEDS)('evicts no live node after refusals and resets on seed %i', async (seed) => {
+    const r = await runSimulation({ seed, detector: true });
+    expect(r.violations.filter((v) => v.invariant === 'I10'), describeFailure(r)).toEqual([]);
+  });
+
+  it('is deterministic with the real world’s faults too', async () => {
+    const a = await runSimulation({ seed: 4243, detector: true });
+    const b = await runSimulation({ seed: 4243, detector: true });
+    expect(b.history).toEqual(a.history);
+    expect(b.stats).toEqual(a.stats);
+    expect(b.violations).toEqual(a.violations);
   });
 });

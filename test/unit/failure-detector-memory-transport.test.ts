@@ -111,6 +111,27 @@ describe('MemoryDetectorTransport', () => {
     expect((await probe(env, a, b)).outcome).toEqual({ kind: 'acked' });
   });
 
+  it('lets a live endpoint refuse connects and reset connections for a while (the simulator’s resets): both ends hear closed', async () => {
+    const refusing = new Set<string>();
+    const env = await setup({
+      refuses: (from, to) => refusing.has(`${from}>${to}`),
+      faults: (from, to) => (refusing.has(`${from}>${to}`) ? { kind: 'reset' } : { kind: 'deliver' }),
+    });
+    const [a, b] = [await env.node('a'), await env.node('b')];
+    let aEnded: LinkEnd | undefined;
+    const link = a.transport.connect(b.address, { message: () => {}, ended: (why) => (aEnded = why) });
+    await env.advance(5);
+    refusing.add(`${a.address}>${b.address}`);
+    // A message on the open connection resets it: lost, and a's end hears closed though b runs.
+    link.send({ format: DETECTOR_FORMAT, cluster: 'sim', kind: 'ping', seq: 1, from: a.self, to: b.self } as unknown as DetectorMessage);
+    await env.advance(5);
+    expect(aEnded).toBe('closed');
+    // A connect is refused meanwhile, as a dead process's would be.
+    expect((await probe(env, a, b)).outcome).toEqual({ kind: 'refused' });
+    refusing.clear();
+    expect((await probe(env, a, b)).outcome).toEqual({ kind: 'acked' });
+  });
+
   it('survives a lost ping: the probe pings again at a third of its timeout', async () => {
     let first = true;
     const env = await setup({ faults: (_from, _to, m) => {

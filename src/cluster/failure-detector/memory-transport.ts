@@ -2,14 +2,16 @@
 // TCP does where the detector can tell: a dead endpoint's connections end `closed` at their peers
 // and a connect to it is refused; a paused one accepts connections and queues what it is sent
 // until it runs again; each direction of a connection delivers in order. The simulator adds loss,
-// delay and partitions per link, each direction on its own.
+// delay and partitions per link, each direction on its own, and the refusals and resets a live
+// process's endpoint gives now and then (a full accept queue, a proxy or a kernel resetting a
+// connection): the endpoint still runs, but a connect to it is refused, or a connection ends `closed`.
 import type { Clock } from '../clock.js';
 import type { DroppedFrames } from './dropped.js';
 import { encodeFrame, parseFrame, type DetectorMessage } from './messages.js';
 import type { DetectorLink, DetectorTransport, LinkEnd, LinkEvents } from './transport.js';
 
 /** What happens to one message on its way (the simulator's link faults). */
-export type LinkFault = { readonly kind: 'deliver' } | { readonly kind: 'drop' } | { readonly kind: 'delay'; readonly ms: number };
+export type LinkFault = { readonly kind: 'deliver' } | { readonly kind: 'drop' } | { readonly kind: 'delay'; readonly ms: number } | { readonly kind: 'reset' };
 
 export interface MemoryDetectorNetworkOptions {
   /**
@@ -24,6 +26,12 @@ export interface MemoryDetectorNetworkOptions {
   readonly connectTimeoutMs?: number;
   /** The fate of each message from endpoint `from` to endpoint `to` (addresses). Default: delivered. */
   readonly faults?: (from: string, to: string, message: DetectorMessage) => LinkFault;
+  /**
+   * Whether a connect from `from` to the live endpoint `to` is refused now, as a dead one's is
+   * (a reset of the handshake). Default: never. `reset` among the `faults` ends a connection
+   * instead: the message is lost and both ends hear `closed`, though both processes run.
+   */
+  readonly refuses?: (from: string, to: string) => boolean;
   /** Whether anything sent from `from` reaches `to` now: a partition, one direction at a time. Default: always. */
   readonly reachable?: (from: string, to: string) => boolean;
 }
@@ -46,6 +54,8 @@ class MemoryLink implements DetectorLink {
   private chain: Promise<void> = Promise.resolve();
   /** When the last message to this end is delivered: a direction never reorders. */
   lastArrival = Number.NEGATIVE_INFINITY;
+  /** The network reset this connection: nothing more travels on it, its ends hear `closed`. */
+  reset = false;
 
   constructor(
     readonly transport: MemoryDetectorTransport,
@@ -232,7 +242,7 @@ export class MemoryDetectorNetwork {
         this.clock.schedule(Math.max(0, this.connectTimeoutMs - this.latencyMs), () => client.hear({ kind: 'ended', why: 'timeout' }));
         return;
       }
-      if (!endpoint || endpoint.refusing) {
+      if (!endpoint || endpoint.refusing || this.options.refuses?.(client.address, address) === true) {
         this.clock.schedule(this.latencyMs, () => client.hear({ kind: 'ended', why: 'refused' }));
         return;
       }
@@ -251,11 +261,26 @@ export class MemoryDetectorNetwork {
     this.clock.schedule(at - this.clock.now(), () => to.hear({ kind: 'ended', why: 'closed' }));
   }
 
+  /** A reset of a live connection: the message is lost, and each end hears `closed` (after what was already on its way to it). */
+  private resetLink(a: MemoryLink, b: MemoryLink): void {
+    a.reset = true;
+    b.reset = true;
+    for (const end of [a, b]) {
+      const at = Math.max(this.clock.now() + this.latencyMs, end.lastArrival);
+      end.lastArrival = at;
+      this.clock.schedule(at - this.clock.now(), () => end.hear({ kind: 'ended', why: 'closed' }));
+    }
+  }
+
   /** @internal One message, subject to partitions and faults, in order per direction. */
   carry(from: MemoryLink, to: MemoryLink, message: DetectorMessage): void {
-    if (!this.reachable(from.address, to.address)) return;
+    if (!this.reachable(from.address, to.address) || from.reset || to.reset) return;
     const fault = this.options.faults?.(from.address, to.address, message) ?? { kind: 'deliver' };
     if (fault.kind === 'drop') return;
+    if (fault.kind === 'reset') {
+      this.resetLink(from, to);
+      return;
+    }
     const at = Math.max(this.clock.now() + this.latencyMs + (fault.kind === 'delay' ? fault.ms : 0), to.lastArrival);
     to.lastArrival = at;
     const frame = encodeFrame(message);
