@@ -14,6 +14,7 @@ import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingest
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { Lease, MetaStore } from '../store/meta-store.js';
 import { LastAnswer } from './last-answer.js';
+import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
@@ -91,6 +92,8 @@ export class ShardherdNode {
   private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
   /** The current incarnation's failure detector, in `heartbeat` mode. */
   private detector: NodeDetector | undefined;
+  /** Whether the singleton this incarnation hosts still acts: /status reads it, never a blocked actor's last answer. */
+  private singletonRole: SingletonRole | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
   private readonly unanswered = new Set<() => void>();
   private subscriptions: BusSubscription[] = [];
@@ -246,6 +249,8 @@ export class ShardherdNode {
     this.detector = detector;
     const detectorAddress = await detector?.start();
     const metaStore = countedMetaStore(gatedMetaStore(s.metaStore, gate), telemetry);
+    const singletonRole = new SingletonRole();
+    this.singletonRole = singletonRole;
     const env: NodeEnv = {
       node: this.node,
       incarnation,
@@ -263,6 +268,7 @@ export class ShardherdNode {
       problems: this.problems,
       checkpoints: new CheckpointLoader(metaStore),
       ...(detector ? { detector } : {}),
+      singletonRole,
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => fenced('node.fenced', reason),
@@ -435,6 +441,7 @@ export class ShardherdNode {
     await this.serving.stopped(false);
     const detector = this.detector;
     this.detector = undefined;
+    this.singletonRole = undefined;
     await detector?.close();
     this.stopListening();
     this.stopListening = () => {};
@@ -579,8 +586,12 @@ export class ShardherdNode {
     return this.local.running.get().then((r) => r ?? []);
   }
 
-  localSingletonState(): Promise<ShardManagerState | undefined> {
-    return this.local.singleton.get();
+  async localSingletonState(): Promise<ShardManagerState | undefined> {
+    const state = await this.local.singleton.get();
+    // The last answer may be of a singleton that has stopped since (its actor, blocked on a hanging
+    // store call, cannot say so): only the one that acts now is shown.
+    const acting = this.singletonRole?.actingEpoch;
+    return acting !== undefined && state?.epoch === acting ? state : undefined;
   }
 
   /** @internal */
