@@ -26,7 +26,7 @@ import { SimDriver, SimulationStuck } from './driver.js';
 import { SeededRandom } from './random.js';
 import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
 import { LateWrites, TokenOrderCheck } from './late-writes.js';
-import { failureDetectorSettings, leaseWaitMs } from '../cluster/failure-detector/settings.js';
+import { failureDetectorSettings, leaseWaitMs, singletonLeaseWaitMs, singletonRenewalMs } from '../cluster/failure-detector/settings.js';
 
 export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | 'I14' | DetectorInvariant;
 
@@ -169,7 +169,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   };
   let lossy = false;
   let chunkedMessages = 0;
-  const world = options.detector ? new DetectorWorld(clock, seed, failureDetectorSettings({ mode: 'heartbeat' }), DETECTOR_SESSION_MS + 2_000) : undefined;
+  // Without a singleton nobody evicts: after its crash, until its successor took over (a session
+  // without the detector; with it, once its lease ran out, up to a renewal after its last) and recovered.
+  const detectorSettings = failureDetectorSettings({ mode: 'heartbeat' });
+  const singletonGoneMs = Math.max(DETECTOR_SESSION_MS, singletonLeaseWaitMs(detectorSettings) + singletonRenewalMs(detectorSettings)) + 2_000;
+  const world = options.detector ? new DetectorWorld(clock, seed, detectorSettings, singletonGoneMs) : undefined;
   const sessionMs = world ? DETECTOR_SESSION_MS : SESSION_MS;
   const setLossy = (on: boolean) => {
     lossy = on;
