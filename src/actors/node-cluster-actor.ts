@@ -589,7 +589,11 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         s.keeper?.stop();
         for (const cancel of s.timers) cancel();
         void s.inbox?.close().catch(() => undefined);
-        callbacks.onStopped('crashed');
+        // A singleton that already stopped by its own clock told the guardian then: once is enough.
+        if (!stopReported) {
+          stopReported = true;
+          callbacks.onStopped('crashed');
+        }
       }
     },
   });
