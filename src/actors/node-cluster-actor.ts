@@ -275,6 +275,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
    * failover is harmless (reports are idempotent, requests are answered again).
    */
   async function commit(s: State): Promise<void> {
+    mustAct('committing the inbox');
     if (s.inbox && s.lastOffset >= 0) await s.inbox.commit(s.lastOffset + 1);
   }
 
@@ -331,6 +332,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     }
     const m = parsed.value;
     if (m.kind === 'invalid-setup') {
+      mustAct('a reply');
       await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: m.replyTo, reply: { type: 'BadSchema', message: m.message } });
     } else if (m.kind === 'cluster-state') {
       if (s.phase === 'recovering' && m.requestId === requestId) {
@@ -362,6 +364,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       log.warn({ event: 'dataset.refused', dataset: config.ref, reason: message }, 'dataset refused: its source does not match');
+      mustAct('a reply');
       await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: replyTo, reply: { type: 'BadData', message } });
       return false;
     }
@@ -493,6 +496,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
         case 'AskGuardians':
           if (s.phase !== 'recovering') return s;
+          mustAct('asking the guardians');
           await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps });
           later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
           return s;
