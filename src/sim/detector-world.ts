@@ -163,6 +163,11 @@ export class DetectorWorld {
     this.disturbed(0);
   }
 
+  /** A node joined for the first time (a spare added by a replacement): its join grace starts. */
+  joined(node: string): void {
+    this.startedAt.set(node, this.clock.now());
+  }
+
   /** Incarnation `key` ended without a crash (a graceful stop, a restart as a new incarnation). */
   stopped(key: string): void {
     if (!this.ended.has(key)) this.ended.set(key, this.clock.now());

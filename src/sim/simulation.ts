@@ -600,6 +600,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       const reply = await adminRequest((replyTo) => ({ type: 'ReplaceNode', old: old.node, new: name, replyTo }));
       note(`replace ${old.node} by ${name} (${rack}): ${reply.type}`);
       await cluster.add(name, { rack }).start();
+      world?.joined(name);
     } else {
       const released = live().filter((n) => n.isDrained && n !== singleton);
       if (released.length === 0) return undefined;
@@ -622,7 +623,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (world) {
       for (const n of cluster.nodes) {
         const before = lastIncarnation.get(n.node);
-        if (before !== undefined && before !== n.incarnation) world.stopped(`${n.node}@${before}`);
+        if (before !== undefined && before !== n.incarnation) {
+          world.stopped(`${n.node}@${before}`);
+          // A new incarnation (a fenced or evicted node restarts by itself): its join grace started
+          // within the last step (counted from now, later than it did: I12 judges it no sooner).
+          if (n.incarnation !== undefined) world.joined(n.node);
+        }
         if (n.incarnation !== undefined) lastIncarnation.set(n.node, n.incarnation);
       }
       for (const v of world.overdueEvictions()) violate(v.invariant, v.message);
