@@ -560,7 +560,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           env.telemetry.detectorEvicted();
           log.warn(
             { event: 'detector.evicted', member: member.node, incarnation: member.incarnation, silentMs: evidence.silentMs, refused: evidence.refused, neededMs: evidence.neededMs, quorum: evidence.quorum, votes: evidence.votes },
-            `${member.node} was evicted by the failure detector: ${evidence.refused ? 'its process no longer listens' : `silent for ${Math.round(evidence.silentMs)} ms`}, and its lease has run out`,
+            `${member.node} was evicted by the failure detector: silent for ${Math.round(evidence.silentMs)} ms${evidence.refused ? ' and its endpoint refused probes' : ''}, and its lease has run out`,
           );
           await detectorChanged(s, { type: 'MemberDown', node: member.node, incarnation: member.incarnation });
           return s;
