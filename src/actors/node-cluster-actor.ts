@@ -17,6 +17,7 @@ import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { FencedError, type StoredCooldown, type StoredSubscriptions } from '../store/meta-store.js';
 import { type NodeEnv, skipMalformed, withRetry } from './node-env.js';
+import { SingletonRole } from './singleton-role.js';
 import { inboxGroup, inboxStart } from './inbox-group.js';
 import type { ActorRef } from './runtime.js';
 import { isPermanentBusFailure } from '../cluster/bus-failures.js';
@@ -114,13 +115,40 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     s.timers.add(cancel);
   };
 
+  /**
+   * Whether this singleton may still act, and the stop when it may not. Read before every effect and
+   * every store call; set synchronously by whatever decides the stop (the lease keeper's timer, the
+   * guardian), never by a message, which would wait behind a store call that hangs (§11.9).
+   */
+  const role = env.singletonRole ?? new SingletonRole();
+  /** The lease keeper, once started: its lease, counted on the local clock, must still run. */
+  let keeper: SingletonLeaseKeeper | undefined;
+  const stopReason = (): string | undefined => {
+    const stopped = role.stoppedBecause(epoch);
+    if (stopped !== undefined) return stopped;
+    if (!role.acting(epoch)) return 'another singleton acts on this node';
+    if (keeper && keeper.remainingMs() <= 0) return `the singleton lease ran out: not renewed within ${env.settings.failureDetector.singletonLeaseMs} ms`;
+    return undefined;
+  };
+  /** Throws `Fenced` (the singleton stops) when it may not act any more. */
+  const mustAct = (what: string) => {
+    const reason = stopReason();
+    if (reason !== undefined) throw new Fenced(`${reason} (before ${what})`);
+  };
+  /** `withRetry` that gives up as soon as the singleton may not act: no attempt starts after its stop. */
+  const retrying = <T>(what: string, op: () => Promise<T>) =>
+    withRetry(env, what, () => {
+      mustAct(what);
+      return op();
+    });
+
   const produceEvents = (m: EventsMessage) => env.bus.produce(env.topics.events, m);
   const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, encodeRepliesMessage(m));
 
   /** Runs one store write; a fencing error means another singleton took over. */
   const persist = async (what: string, op: () => Promise<void>) => {
     try {
-      await withRetry(env, what, op);
+      await retrying(what, op);
     } catch (e) {
       if (e instanceof FencedError) throw new Fenced(e.message);
       throw e;
@@ -153,6 +181,8 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
     const queueReply = (m: RepliesMessage) => sendLater(m.kind, produceReplies(m));
     for (const e of effects) {
+      // A singleton that lost its role meanwhile (a store call hung past its lease) does nothing more.
+      mustAct(e.type);
       switch (e.type) {
         case 'PersistDataset':
           await persist('writing a dataset', () => env.metaStore.putDataset(e.config, epoch));
@@ -231,6 +261,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   }
 
   async function decide(s: State, input: ShardManagerInput): Promise<void> {
+    mustAct(input.type);
     const before = s.core;
     const d = manager.decide(before, input, env.clock.now());
     s.core = d.state;
@@ -244,6 +275,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
    * failover is harmless (reports are idempotent, requests are answered again).
    */
   async function commit(s: State): Promise<void> {
+    mustAct('committing the inbox');
     if (s.inbox && s.lastOffset >= 0) await s.inbox.commit(s.lastOffset + 1);
   }
 
@@ -300,6 +332,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     }
     const m = parsed.value;
     if (m.kind === 'invalid-setup') {
+      mustAct('a reply');
       await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: m.replyTo, reply: { type: 'BadSchema', message: m.message } });
     } else if (m.kind === 'cluster-state') {
       if (s.phase === 'recovering' && m.requestId === requestId) {
@@ -331,6 +364,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       log.warn({ event: 'dataset.refused', dataset: config.ref, reason: message }, 'dataset refused: its source does not match');
+      mustAct('a reply');
       await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: replyTo, reply: { type: 'BadData', message } });
       return false;
     }
@@ -353,16 +387,30 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     await dropSubscribersOfDepartedNodes(s);
   }
 
-  async function stopSelf(s: State, reason: string): Promise<void> {
-    if (s.phase === 'stopped') return;
-    s.phase = 'stopped';
+  /**
+   * What stops at once, without the actor: the role's flag, grants and judging, the timers, and the
+   * guardian is told (it may watch for a successor again). Called on the keeper's timer while the
+   * actor may be blocked; `stopSelf` does it too, and the rest.
+   */
+  let stopReported = false;
+  function stopNow(s: State, reason: string): void {
+    role.stop(epoch, reason);
     s.monitor?.stop();
     s.keeper?.stop();
     for (const cancel of s.timers) cancel();
     s.timers.clear();
+    if (!stopReported) {
+      stopReported = true;
+      log.warn({ event: 'singleton.stopped', reason }, 'singleton stopped');
+      callbacks.onStopped(reason);
+    }
+  }
+
+  async function stopSelf(s: State, reason: string): Promise<void> {
+    if (s.phase === 'stopped') return;
+    s.phase = 'stopped';
+    stopNow(s, reason);
     await s.inbox?.close().catch(() => undefined);
-    log.warn({ event: 'singleton.stopped', reason }, 'singleton stopped');
-    callbacks.onStopped(reason);
     env.runtime.stop(self);
   }
 
@@ -392,10 +440,11 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       switch (msg.type) {
         case 'Begin': {
           s.takeoverAt = env.clock.now();
+          role.begin(epoch);
           s.groupView = msg.view;
           const detector = env.detector;
           if (detector) {
-            const keeper = new SingletonLeaseKeeper({
+            keeper = new SingletonLeaseKeeper({
               store: env.lease,
               epoch,
               settings: env.settings.failureDetector,
@@ -403,16 +452,21 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
               log,
               takenAt: msg.takenAt ?? detector.clock.now(),
               hearsMajority: () => s.monitor?.hearsMajority() ?? true,
-              onLost: (reason) => env.runtime.send(ctx.self, { type: 'Stop', reason }),
+              // On the keeper's timer, not through the mailbox: the actor may be blocked on the store.
+              onLost: (reason) => {
+                stopNow(s, reason);
+                env.runtime.send(ctx.self, { type: 'Stop', reason });
+              },
             });
-            s.keeper = keeper;
+            const k = keeper;
+            s.keeper = k;
             s.monitor = detector.hostSingleton(msg.view.members, {
               epoch,
-              leaseForMs: () => keeper.remainingMs(),
+              leaseForMs: () => k.remainingMs(),
               onEvict: (member, evidence) => env.runtime.send(ctx.self, { type: 'Evicted', member, evidence }),
               onDepart: (member) => env.runtime.send(ctx.self, { type: 'Departed', member }),
             });
-            keeper.start();
+            k.start();
             // A predecessor's grants may still run (it cannot be asked): nothing moves before they end.
             s.predecessorLeasesOver = false;
             later(s, leaseWaitMs(env.settings.failureDetector), () => env.runtime.send(ctx.self, { type: 'PredecessorLeasesOver' }));
@@ -420,28 +474,29 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           s.view = effectiveView(s);
           log.info({ event: 'singleton.takeover', epoch }, 'singleton lease taken: recovering');
           s.stored = {
-            datasets: await withRetry(env, 'reading datasets', () => env.metaStore.datasets()),
-            maps: await withRetry(env, 'reading shard maps', () => env.metaStore.shardMaps()),
-            cooldowns: await withRetry(env, 'reading cooldowns', () => env.metaStore.cooldowns()),
-            subscriptions: await withRetry(env, 'reading subscriptions', () => env.metaStore.subscriptions()),
-            operations: await withRetry(env, 'reading node operations', () => env.metaStore.nodeOperations()),
-            applied: await withRetry(env, 'reading the applied requests', () => env.metaStore.appliedRequests()),
+            datasets: await retrying('reading datasets', () => env.metaStore.datasets()),
+            maps: await retrying('reading shard maps', () => env.metaStore.shardMaps()),
+            cooldowns: await retrying('reading cooldowns', () => env.metaStore.cooldowns()),
+            subscriptions: await retrying('reading subscriptions', () => env.metaStore.subscriptions()),
+            operations: await retrying('reading node operations', () => env.metaStore.nodeOperations()),
+            applied: await retrying('reading the applied requests', () => env.metaStore.appliedRequests()),
           };
           s.storedStamps = usableStamps(s.stored.datasets, s.stored.maps);
           s.phase = 'recovering';
           const inbox = env.topics.inbox;
-          const startAt = await withRetry(env, 'reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
+          const startAt = await retrying('reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
           s.inbox = await env.bus.subscribe(inbox, inboxGroup(inbox, epoch), (record) => {
             env.runtime.send(ctx.self, { type: 'Inbox', record });
           }, { start: 'earliest', ...(startAt === undefined ? {} : { startAt }), onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
           // This group holds the position from now on, even if this singleton dies before it applies anything.
-          if (startAt !== undefined) await withRetry(env, 'committing the inbox position', () => s.inbox!.commit(startAt));
+          if (startAt !== undefined) await retrying('committing the inbox position', () => s.inbox!.commit(startAt));
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
           env.runtime.send(ctx.self, { type: 'AskGuardians' });
           return s;
         }
         case 'AskGuardians':
           if (s.phase !== 'recovering') return s;
+          mustAct('asking the guardians');
           await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps });
           later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
           return s;
@@ -487,7 +542,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
         case 'Tick': {
           if (s.phase !== 'active') return s;
-          const lease = await withRetry(env, 'reading the lease', () => env.lease.readLease());
+          const lease = await retrying('reading the lease', () => env.lease.readLease());
           if (lease?.epoch !== epoch) {
             await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
             return s;
@@ -505,7 +560,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           env.telemetry.detectorEvicted();
           log.warn(
             { event: 'detector.evicted', member: member.node, incarnation: member.incarnation, silentMs: evidence.silentMs, refused: evidence.refused, neededMs: evidence.neededMs, quorum: evidence.quorum, votes: evidence.votes },
-            `${member.node} was evicted by the failure detector: ${evidence.refused ? 'its process no longer listens' : `silent for ${Math.round(evidence.silentMs)} ms`}, and its lease has run out`,
+            `${member.node} was evicted by the failure detector: silent for ${Math.round(evidence.silentMs)} ms${evidence.refused ? ' and its endpoint refused probes' : ''}, and its lease has run out`,
           );
           await detectorChanged(s, { type: 'MemberDown', node: member.node, incarnation: member.incarnation });
           return s;
@@ -533,11 +588,16 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     onCrash: 'stop',
     afterStop: (s) => {
       if (s.phase !== 'stopped') {
+        role.stop(epoch, 'crashed');
         s.monitor?.stop();
         s.keeper?.stop();
         for (const cancel of s.timers) cancel();
         void s.inbox?.close().catch(() => undefined);
-        callbacks.onStopped('crashed');
+        // A singleton that already stopped by its own clock told the guardian then: once is enough.
+        if (!stopReported) {
+          stopReported = true;
+          callbacks.onStopped('crashed');
+        }
       }
     },
   });

@@ -13,6 +13,7 @@ import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
 import type { LeaseWaits } from './lease-waits.js';
+import type { SingletonRole } from './singleton-role.js';
 
 /** Everything a node's actors use: its identity, its ports, its settings. */
 export interface NodeEnv {
@@ -39,6 +40,11 @@ export interface NodeEnv {
   readonly leaseWaits?: LeaseWaits;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
   readonly detector?: NodeDetector;
+  /**
+   * Whether the singleton this incarnation hosts still acts, readable without waiting for its actor
+   * (see `SingletonRole`). Absent: the singleton keeps a flag of its own.
+   */
+  readonly singletonRole?: SingletonRole;
 }
 
 /** A bus record that did not parse: skipped, changing nothing, but logged and counted. */

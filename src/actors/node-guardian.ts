@@ -22,7 +22,7 @@ import type { NodeHub } from './node-hub.js';
 import { spawnReporter, type ReporterMsg } from './reporter.js';
 import type { EventsRecord } from './wire-events.js';
 import type { Lease } from '../store/meta-store.js';
-import { LeaseWatch, placeInLine, placeWaitMs } from '../cluster/failure-detector/succession.js';
+import { leaseRowProblem, LeaseWatch, placeInLine, placeWaitMs, StandBackoff, standBackoffMs } from '../cluster/failure-detector/succession.js';
 import { singletonLeaseWaitMs } from '../cluster/failure-detector/settings.js';
 import type { ActorRef } from './runtime.js';
 import { parseEventsMessage } from './wire-events.js';
@@ -37,8 +37,6 @@ export type GuardianMsg =
   | { readonly type: 'RetryCandidacy' }
   /** Heartbeat mode: look at the singleton lease again (§11.9). */
   | { readonly type: 'WatchLease' }
-  /** Heartbeat mode: the lease's holder refused a probe (its process is gone): take `lease` now. */
-  | { readonly type: 'HolderGone'; readonly lease: Lease }
   /** A `SyncMaps` got no complete answer in time: what is still lacking is asked again. */
   | { readonly type: 'SyncTimeout' }
   | { readonly type: 'Request'; readonly request: Request }
@@ -76,10 +74,12 @@ interface State {
   /** Heartbeat mode: the lease as this node watches it, and its next look. */
   readonly leaseWatch: LeaseWatch | undefined;
   watchTimer: Cancel | undefined;
-  /** A probe of the lease's holder is under way. */
-  probingHolder: boolean;
+  /** Heartbeat mode: after a lost race for the lease, or a lost lease, no standing before this has passed. */
+  readonly standBackoff: StandBackoff;
   /** The last failure to read the lease was logged; later ones of the same run are not. */
   leaseReadFailing: boolean;
+  /** The last lease row read was held by an incarnation the group does not list (counted once per renewal). */
+  holderNotMemberSeen: boolean;
   readonly coordinator: ActorRef<CoordinatorMsg>;
   readonly reporter: ActorRef<ReporterMsg>;
 }
@@ -217,13 +217,22 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
   }
 
+  /**
+   * Stops this node's singleton: at once through its role's flag (it may be blocked on a store call,
+   * and must not act when that returns), then by the message that makes it clean up.
+   */
+  function stopSingleton(singleton: { readonly ref: ActorRef<ClusterMsg>; readonly epoch: Epoch }, reason: string): void {
+    env.singletonRole?.stop(singleton.epoch, reason);
+    env.runtime.send(singleton.ref, { type: 'Stop', reason });
+  }
+
   async function onView(s: State, view: MembershipView, self: ActorRef<GuardianMsg>): Promise<void> {
     s.view = view;
     const member = isMember(view, env.node, env.incarnation);
     if (!member) {
       if (s.joined) {
         // Out of the group (paused too long, partitioned): stop acting as a member at once.
-        if (s.singleton) env.runtime.send(s.singleton.ref, { type: 'Stop', reason: 'this node is no longer a member' });
+        if (s.singleton) stopSingleton(s.singleton, 'this node is no longer a member');
         env.runtime.send(s.coordinator, { type: 'StopAll', reason: 'this node is no longer a member' });
         callbacks.onFenced('no longer a member of the cluster');
       }
@@ -238,7 +247,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
     const oldest = oldestMember(view);
     const isOldest = oldest?.node === env.node && oldest.incarnation === env.incarnation;
-    if (s.singleton && !isOldest) env.runtime.send(s.singleton.ref, { type: 'Stop', reason: `${oldest?.node} is now the oldest member` });
+    if (s.singleton && !isOldest) stopSingleton(s.singleton, `${oldest?.node} is now the oldest member`);
     if (s.singleton && isOldest) env.runtime.send(s.singleton.ref, { type: 'View', view });
     if (!s.singleton && isOldest) await stand(s, self);
   }
@@ -259,7 +268,11 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       if (!env.runtime.isAlive(self)) return;
       if (!lease) {
         env.log.info({ current: current?.epoch }, 'another candidate took the singleton lease first; trying again');
-        if (s.leaseWatch) watchSoon(s, self, 0);
+        if (s.leaseWatch) {
+          // The winner may be renewing already: back off rather than race it again (§11.9).
+          backOff(s, 'lost a race for the singleton lease');
+          watchSoon(s, self, 0);
+        }
         else env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
         return;
       }
@@ -283,6 +296,15 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
   }
 
+  /** Heartbeat mode: no standing for a singleton lease and a random part of one more (`standBackoffMs`). */
+  function backOff(s: State, why: string): void {
+    const settings = env.settings.failureDetector;
+    const detector = env.detector!;
+    const ms = standBackoffMs(settings, detector.random(Math.ceil(settings.singletonLeaseMs / 2) + 1));
+    s.standBackoff.backOff(detector.clock.now(), ms);
+    env.log.info({ event: 'singleton.backoff', why, backoffMs: ms }, `this node does not stand for the singleton lease for ${ms} ms: ${why}`);
+  }
+
   /** Heartbeat mode: the next look at the lease in `ms` (an earlier one already due stays). */
   function watchSoon(s: State, self: ActorRef<GuardianMsg>, ms: number): void {
     if (s.watchTimer) {
@@ -294,9 +316,10 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
 
   /**
    * Heartbeat mode, while this node hosts no singleton: reads the lease; the next in line takes it
-   * once it ran out (or its holder's process is gone) and looks every heartbeat; the others look
-   * every half singleton lease (the holder may change, and with it the line) and take it half a
-   * lease later per place (the one before them in line may be dead).
+   * once it ran out, never sooner, and looks every heartbeat; the others look every half singleton
+   * lease (the holder may change, and with it the line) and take it half a lease later per place
+   * (the one before them in line may be dead). A row no singleton of this cluster can have written
+   * (an epoch far ahead) is refused and counted; nobody stands while backing off.
    */
   async function watchLease(s: State, self: ActorRef<GuardianMsg>): Promise<void> {
     s.watchTimer = undefined;
@@ -315,16 +338,37 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
     if (s.singleton || !s.view) return;
     const place = placeInLine(inLine(s, s.view), lease, { node: env.node, incarnation: env.incarnation });
+    const nextLookMs = place === 0 ? settings.heartbeatIntervalMs : Math.ceil(settings.singletonLeaseMs / 2);
+    const watch = s.leaseWatch!;
+    if (lease) {
+      const problem = leaseRowProblem(lease, Math.max(s.maxEpoch, watch.newestEpoch), s.view.members);
+      if (problem === 'future-epoch') {
+        detector.dropped.drop({ cause: problem, detail: `singleton lease row of epoch ${lease.epoch} held by ${lease.node}@${lease.incarnation}; the newest epoch seen is ${Math.max(s.maxEpoch, watch.newestEpoch)}` });
+        watchSoon(s, self, nextLookMs);
+        return;
+      }
+      if (problem === 'holder-not-member' && (watch.changed || !s.holderNotMemberSeen)) {
+        // Counted once per renewal seen, not per look.
+        detector.dropped.drop({ cause: problem, detail: `singleton lease row of epoch ${lease.epoch} renewed (${lease.renewal}) by ${lease.node}@${lease.incarnation}, which the group does not list` });
+      }
+      s.holderNotMemberSeen = problem === 'holder-not-member';
+    }
+    const now = detector.clock.now();
     const extraMs = place === undefined ? 0 : placeWaitMs(place, settings);
-    const verdict = s.leaseWatch!.observe(lease, detector.clock.now(), extraMs);
+    const verdict = watch.observe(lease, now, extraMs);
+    if (watch.clockWentBack) detector.dropped.drop({ cause: 'clock-jump', detail: 'the monotonic clock went back between two looks at the singleton lease: its wait starts over' });
+    const backingOffMs = s.standBackoff.remainingMs(now);
+    if (backingOffMs > 0 && (verdict.kind === 'free' || verdict.kind === 'expired')) {
+      watchSoon(s, self, Math.min(nextLookMs, backingOffMs));
+      return;
+    }
     if (place === 0 && verdict.kind === 'free') return stand(s, self, { lease: undefined, why: 'no lease yet' });
     if (place !== undefined && verdict.kind === 'expired') {
       // The watch is not reset: if the compare-and-set fails for want of the store, the lease is
       // still as expired at the next look (a new holder or renewal starts the watch over anyway).
       return stand(s, self, { lease: verdict.lease, why: `its lease was not renewed for ${singletonLeaseWaitMs(settings) + extraMs} ms` });
     }
-    if (place === 0 && verdict.kind === 'held') probeHolder(s, self, verdict.lease);
-    watchSoon(s, self, place === 0 ? settings.heartbeatIntervalMs : Math.ceil(settings.singletonLeaseMs / 2));
+    watchSoon(s, self, nextLookMs);
   }
 
   /**
@@ -337,20 +381,6 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     if (!counted) return view.members;
     const self = (m: { node: string; incarnation: string }) => m.node === env.node && m.incarnation === env.incarnation;
     return view.members.filter((m) => self(m) || counted.some((c) => c.node === m.node && c.incarnation === m.incarnation));
-  }
-
-  /**
-   * A refused probe proves the holder's process no longer listens; its endpoint closes only when its
-   * incarnation ends, after its singleton stopped, so it grants nothing more (§11.9).
-   */
-  function probeHolder(s: State, self: ActorRef<GuardianMsg>, lease: Lease): void {
-    const holder = s.view?.members.find((m) => m.node === lease.node && m.incarnation === lease.incarnation);
-    if (s.probingHolder || holder?.detector === undefined) return;
-    s.probingHolder = true;
-    void env.detector!.probe(holder.detector, holder).then((outcome) => {
-      s.probingHolder = false;
-      if (outcome.kind === 'refused') env.runtime.send(self, { type: 'HolderGone', lease });
-    });
   }
 
   const reporterAndCoordinator = (self: ActorRef<GuardianMsg>) => {
@@ -374,7 +404,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       singletonCrashes: 0,
       leaseWatch: env.detector ? new LeaseWatch(env.settings.failureDetector) : undefined,
       watchTimer: undefined,
-      probingHolder: false,
+      standBackoff: new StandBackoff(),
+      holderNotMemberSeen: false,
       leaseReadFailing: false,
       ...children,
     };
@@ -400,7 +431,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         if (s.singleton?.epoch !== msg.epoch) return s;
         const ranMs = env.clock.now() - s.singleton.startedAt;
         s.singleton = undefined;
-        if (s.leaseWatch) watchSoon(s, ctx.self, 0);
+        if (s.leaseWatch) {
+          // It lost or gave up the lease: it must not take it back at once (§11.9).
+          s.leaseWatch.reset();
+          backOff(s, `its singleton stopped: ${msg.reason}`);
+          watchSoon(s, ctx.self, 0);
+        }
         // A singleton that crashed (Kafka or the MetaStore failed it past its retries: a commit
         // refused while a broker was away) is replaced at once by a new epoch if this node is still
         // the oldest member; nothing else would start one before the next membership change.
@@ -416,12 +452,6 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       }
       case 'WatchLease':
         await watchLease(s, ctx.self);
-        return s;
-      case 'HolderGone':
-        if (!s.singleton && !s.candidacy && s.joined) {
-          s.leaseWatch?.reset();
-          await stand(s, ctx.self, { lease: msg.lease, why: 'its detector endpoint refused a probe: its process is gone' });
-        }
         return s;
       case 'RetryCandidacy': {
         if (s.leaseWatch) {

@@ -14,6 +14,7 @@ import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingest
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { Lease, MetaStore } from '../store/meta-store.js';
 import { LastAnswer } from './last-answer.js';
+import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
@@ -94,6 +95,8 @@ export class ShardherdNode {
   private detector: NodeDetector | undefined;
   /** The current incarnation's shards waiting for a lease to write. */
   private leaseWaits: LeaseWaits | undefined;
+  /** Whether the singleton this incarnation hosts still acts: /status reads it, never a blocked actor's last answer. */
+  private singletonRole: SingletonRole | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
   private readonly unanswered = new Set<() => void>();
   private subscriptions: BusSubscription[] = [];
@@ -262,6 +265,8 @@ export class ShardherdNode {
     this.detector = detector;
     const detectorAddress = await detector?.start();
     const metaStore = countedMetaStore(gatedMetaStore(s.metaStore, gate), telemetry);
+    const singletonRole = new SingletonRole();
+    this.singletonRole = singletonRole;
     const env: NodeEnv = {
       node: this.node,
       incarnation,
@@ -280,6 +285,7 @@ export class ShardherdNode {
       checkpoints: new CheckpointLoader(metaStore),
       leaseWaits,
       ...(detector ? { detector } : {}),
+      singletonRole,
     };
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => fenced('node.fenced', reason),
@@ -452,6 +458,7 @@ export class ShardherdNode {
     await this.serving.stopped(false);
     const detector = this.detector;
     this.detector = undefined;
+    this.singletonRole = undefined;
     await detector?.close();
     this.stopListening();
     this.stopListening = () => {};
@@ -600,8 +607,12 @@ export class ShardherdNode {
     return this.local.running.get().then((r) => r ?? []);
   }
 
-  localSingletonState(): Promise<ShardManagerState | undefined> {
-    return this.local.singleton.get();
+  async localSingletonState(): Promise<ShardManagerState | undefined> {
+    const state = await this.local.singleton.get();
+    // The last answer may be of a singleton that has stopped since (its actor, blocked on a hanging
+    // store call, cannot say so): only the one that acts now is shown.
+    const acting = this.singletonRole?.actingEpoch;
+    return acting !== undefined && state?.epoch === acting ? state : undefined;
   }
 
   /** @internal */

@@ -9,11 +9,13 @@
 //   or its departure let through once its lease ran out) writes nothing after, so its last write
 //   precedes the first of whoever gets its shards;
 // - I12 every dead node evicted within the bound: a crashed node leaves the singleton's view within
-//   its lease wait and three rounds of probes, when nothing else disturbed the cluster meanwhile.
+//   the wait of a silent one (a refused port is no proof) and three rounds of probes, counted from
+//   the end of its join grace if it crashed during it, when nothing else disturbed the cluster.
 import type { SimulatedClock } from '../cluster/clock.js';
 import type { MemoryDetectorNetworkOptions } from '../cluster/failure-detector/memory-transport.js';
 import type { Verdict } from '../cluster/failure-detector/node-detector.js';
-import { leaseWaitMs, probePeriodMs, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
+import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
+import { SHORTEST_SILENCE } from '../cluster/failure-detector/suspicion.js';
 import { MAX_CLOCK_DRIFT } from '../cluster/failure-detector/settings.js';
 import { DriftingClock } from './drifting-clock.js';
 import { SeededRandom } from './random.js';
@@ -37,6 +39,8 @@ interface Crash {
   readonly key: string;
   readonly node: string;
   readonly at: number;
+  /** When its eviction's bound starts: the crash, or the end of its join grace if it crashed during it. */
+  readonly judgedFrom: number;
   removedAt: number | undefined;
   reported: boolean;
 }
@@ -60,6 +64,8 @@ export class DetectorWorld {
   /** Incarnations that have ended (crashed, stopped, restarted), and when. */
   private readonly ended = new Map<string, number>();
   private readonly crashes: Crash[] = [];
+  /** When each node's current incarnation started (by name): its join grace runs from about then. */
+  private readonly startedAt = new Map<string, number>();
   /** When faults happened that may rightly slow an eviction down (I12 does not judge across them). */
   private readonly disturbances: number[] = [];
   readonly stats = { evictions: 0, departures: 0, cuts: 0 };
@@ -135,15 +141,31 @@ export class DetectorWorld {
     this.downFor(node, { from: now, to: Number.POSITIVE_INFINITY });
     // Without a singleton nobody evicts: until the membership has replaced it, crashes are not judged.
     if (singleton) this.disturbed(this.singletonGoneMs);
-    else this.crashes.push({ key, node, at: now, removedAt: undefined, reported: false });
+    else this.crashes.push({ key, node, at: now, judgedFrom: Math.max(now, this.graceEndOf(node)), removedAt: undefined, reported: false });
+  }
+
+  /**
+   * When the join grace of `node`'s current incarnation surely ended: the singleton lists it a
+   * little after it started (the membership's propagation), so a suspicion timeout is added.
+   */
+  private graceEndOf(node: string): number {
+    const started = this.startedAt.get(node);
+    if (started === undefined || this.settings.joinGraceMs === 0) return Number.NEGATIVE_INFINITY;
+    return started + this.settings.joinGraceMs + this.settings.suspicionTimeoutMs;
   }
 
   /** A new incarnation of `node` started: the node is up again. */
   started(node: string): void {
     const now = this.clock.now();
+    this.startedAt.set(node, now);
     const intervals = this.down.get(node) ?? [];
     this.down.set(node, intervals.map((i) => (i.to === Number.POSITIVE_INFINITY ? { from: i.from, to: now } : i)));
     this.disturbed(0);
+  }
+
+  /** A node joined for the first time (a spare added by a replacement): its join grace starts. */
+  joined(node: string): void {
+    this.startedAt.set(node, this.clock.now());
   }
 
   /** Incarnation `key` ended without a crash (a graceful stop, a restart as a new incarnation). */
@@ -220,9 +242,9 @@ export class DetectorWorld {
     const bound = this.evictionBoundMs();
     const out: DetectorViolation[] = [];
     for (const c of this.crashes) {
-      if (c.reported || now < c.at + bound) continue;
-      const late = c.removedAt === undefined || c.removedAt > c.at + bound;
-      if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.at + bound, c.at)) continue;
+      if (c.reported || now < c.judgedFrom + bound) continue;
+      const late = c.removedAt === undefined || c.removedAt > c.judgedFrom + bound;
+      if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.judgedFrom + bound, c.at)) continue;
       c.reported = true;
       out.push({ invariant: 'I12', message: `${c.key} crashed at ${c.at} ms and was ${c.removedAt === undefined ? 'still not' : `only at ${c.removedAt} ms`} taken out of the singleton's view (the bound is ${bound} ms)` });
     }
@@ -230,12 +252,15 @@ export class DetectorWorld {
   }
 
   /**
-   * How soon a crashed node must be out: its last lease surely run out (stretched by the drift
-   * bound), and three rounds of probes (a lost ping-req or vote costs a round), and two ticks.
+   * How soon a crashed node must be out: as a silent one (its refused port is no proof), the later
+   * of ¾ of the suspicion timeout and the majority's failures lasting their time from the first
+   * round of probes, and its last lease surely run out (stretched by the drift bound); then three
+   * rounds of probes (a lost ping-req or vote costs a round), and two ticks.
    */
   evictionBoundMs(): number {
     const s = this.settings;
-    return Math.ceil((leaseWaitMs(s) + 3 * probePeriodMs(s) + 2 * s.heartbeatIntervalMs) * (1 + MAX_CLOCK_DRIFT));
+    const silent = Math.max(Math.ceil(s.suspicionTimeoutMs * SHORTEST_SILENCE), lateAfterMs(s) + quorumSilenceMs(s), leaseWaitMs(s));
+    return Math.ceil((silent + 3 * probePeriodMs(s) + 2 * s.heartbeatIntervalMs) * (1 + MAX_CLOCK_DRIFT));
   }
 
   /** Whether `node` was paused, stalled or dead at some moment of `from .. to` (both included). */

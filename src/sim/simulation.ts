@@ -29,7 +29,7 @@ import { SimDriver, SimulationStuck } from './driver.js';
 import { SeededRandom } from './random.js';
 import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
 import { LateWrites, TokenOrderCheck } from './late-writes.js';
-import { failureDetectorSettings, leaseWaitMs } from '../cluster/failure-detector/settings.js';
+import { failureDetectorSettings, leaseWaitMs, singletonLeaseWaitMs, singletonRenewalMs } from '../cluster/failure-detector/settings.js';
 import { RealWorld } from './real-world.js';
 import { SinkFaults } from './sink-faults.js';
 import { LinkResets } from './link-resets.js';
@@ -194,7 +194,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   };
   let lossy = false;
   let chunkedMessages = 0;
-  const world = options.detector ? new DetectorWorld(clock, seed, failureDetectorSettings({ mode: 'heartbeat' }), DETECTOR_SESSION_MS + 2_000) : undefined;
+  // Without a singleton nobody evicts: after its crash, until its successor took over (a session
+  // without the detector; with it, once its lease ran out, up to a renewal after its last) and recovered.
+  const detectorSettings = failureDetectorSettings({ mode: 'heartbeat' });
+  const singletonGoneMs = Math.max(DETECTOR_SESSION_MS, singletonLeaseWaitMs(detectorSettings) + singletonRenewalMs(detectorSettings)) + 2_000;
+  const world = options.detector ? new DetectorWorld(clock, seed, detectorSettings, singletonGoneMs) : undefined;
   const sessionMs = world ? DETECTOR_SESSION_MS : SESSION_MS;
   const setLossy = (on: boolean) => {
     lossy = on;
@@ -695,6 +699,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       note(`replace ${old.node} by ${name} (${rack}): ${reply.type}`);
       const added = cluster.add(name, { rack });
       await added.start();
+      world?.joined(name);
       slowJoin(added);
     } else {
       const released = live().filter((n) => n.isDrained && n !== singleton);
@@ -718,7 +723,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (world) {
       for (const n of cluster.nodes) {
         const before = lastIncarnation.get(n.node);
-        if (before !== undefined && before !== n.incarnation) world.stopped(`${n.node}@${before}`);
+        if (before !== undefined && before !== n.incarnation) {
+          world.stopped(`${n.node}@${before}`);
+          // A new incarnation (a fenced or evicted node restarts by itself): its join grace started
+          // within the last step (counted from now, later than it did: I12 judges it no sooner).
+          if (n.incarnation !== undefined) world.joined(n.node);
+        }
         if (n.incarnation !== undefined) lastIncarnation.set(n.node, n.incarnation);
       }
       for (const v of world.overdueEvictions()) violate(v.invariant, v.message);

@@ -1,12 +1,13 @@
 // The failure detector on real processes (docs/ARCHITECTURE.md §11): four `shardherd node`
 // processes in `heartbeat` mode on the real Kafka and Cassandra, an 8-shard dataset fed by a
 // producer of numbered records. SIGKILL of a shard owner: its shards are Active elsewhere within a
-// lease and the reassignment, long before the Kafka session would have noticed; SIGKILL of the
+// silent node's eviction (its refused port is no proof) and the reassignment, long before the Kafka
+// session would have noticed; SIGKILL of the
 // singleton: a new singleton answers and the dead node's shards are served again within the
 // singleton's bound; at the end every acknowledged record reached a sink.
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIFT_FACTOR, FAILURE_DETECTOR_DEFAULTS, leaseWaitMs } from '../../src/cluster/failure-detector/settings.js';
+import { DRIFT_FACTOR, FAILURE_DETECTOR_DEFAULTS, lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs } from '../../src/cluster/failure-detector/settings.js';
 import { CHAOS_RUNTIME, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { departures, MapWatch, singletonAnswers, singletonOf, until, type WatchedDataset } from '../support/failover-run.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
@@ -30,15 +31,19 @@ const SESSION_TIMEOUT_MS = 10_000;
 const REASSIGNMENT_SLACK_MS = 4_000;
 /**
  * SIGKILL of an owner → its shards Active elsewhere. A killed process's connections close at once
- * (§11.3), so it is evicted as soon as its last lease has surely run out: `leaseMs × δ` after the
- * last grant (§11.5), then reassigned.
+ * (§11.3), which starts its probes, but a refusal is no proof (§11.5): it is evicted as a silent
+ * node is, once a majority has failed to reach it for ⅔ of the suspicion timeout and a heartbeat
+ * (after ¾ of it of silence, and its lease), with three rounds of probes for lost votes; then
+ * reassigned. (The nodes start together, long enough before the kill for their join grace to end.)
  */
-const OWNER_FAILOVER_BOUND_MS = leaseWaitMs(FAILURE_DETECTOR_DEFAULTS) + REASSIGNMENT_SLACK_MS;
+const d = FAILURE_DETECTOR_DEFAULTS;
+const OWNER_EVICTION_MS = Math.max(lateAfterMs(d) + quorumSilenceMs(d), leaseWaitMs(d)) + 3 * probePeriodMs(d);
+const OWNER_FAILOVER_BOUND_MS = OWNER_EVICTION_MS + REASSIGNMENT_SLACK_MS;
 /**
  * How long a dead singleton goes unnoticed: at most its own lease in the MetaStore (§11.9), the next
- * in line taking over once it saw no renewal for that long; a killed singleton's endpoint refuses the
- * successor's probe, so it is usually taken over within a heartbeat or two. (The new singleton reads
- * the inbox in a consumer group of its own epoch: the dead one's Kafka session holds nothing up.)
+ * in line taking over once it saw no renewal for that long; its refused endpoint is no proof and
+ * shortens nothing. (The new singleton reads the inbox in a consumer group of its own epoch: the
+ * dead one's Kafka session holds nothing up.)
  */
 const SINGLETON_DETECTION_MS = FAILURE_DETECTOR_DEFAULTS.singletonLeaseMs;
 /**
@@ -85,7 +90,7 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
   chaosTeardown('detector-failover', () => ({ numbered, producer, cluster, dir }));
   afterAll(async () => watch?.close());
 
-  it('SIGKILL of an owner: the detector evicts it and its shards are Active elsewhere within a lease and the reassignment', async () => {
+  it('SIGKILL of an owner: the detector evicts it and its shards are Active elsewhere within a silent node’s eviction and the reassignment', async () => {
     const c = await waitConverged(cluster, DATASET.ref, DATASET.numShards, 90_000);
     const victim = [...c.statuses.values()].find((st) => st.node !== c.singleton!.name && st.running.length > 0)!.node;
     const shards = watch!.shardsOn(victim);
@@ -94,7 +99,7 @@ describe('failure detector: real node processes in heartbeat mode on real Kafka 
     const killed = performance.now();
     const served = Math.round((await until(`${victim}'s shards Active elsewhere`, () => watch!.replaced(shards, victim), 3 * SESSION_TIMEOUT_MS)) - killed);
     expect(served, 'ms from the kill until its shards were Active elsewhere').toBeLessThan(OWNER_FAILOVER_BOUND_MS);
-    // The detector's doing: the singleton logged the eviction, with the refused connection as evidence
+    // The detector's doing: the singleton logged the eviction, with the refused connection among the evidence
     // (its log reaches the file through a pipe: give the line a moment).
     const evictions = () => departures(cluster, [c.singleton!.name]).then((d) => d.evicted);
     await until('the eviction in the singleton’s log', async () => (await evictions()).length > 0, 5_000, 100).catch(() => undefined);

@@ -1,7 +1,9 @@
 // The singleton's judgement (docs/ARCHITECTURE.md §11.5) on a simulated clock: a crashed member is
-// evicted once its lease ran out, a silent one after ¾ of the suspicion timeout with every helper
-// confirming (longer with fewer), a paused one not at all; no eviction without a majority of votes;
-// the singleton's own stalls are nobody's silence; departures wait out the lease.
+// evicted as a silent one is, a refusal only shortening the silence needed to ¾ of the suspicion
+// timeout (a reset is no proof of death); a silent one after ¾ of the timeout with every helper
+// confirming (longer with fewer), a paused one not at all; no eviction without a majority of votes,
+// and no reset shrinks that majority; a member in its join grace is not evicted on silence; a stall
+// a member reports, and the singleton's own, are nobody's silence; departures wait out the lease.
 import { describe, expect, it } from 'vitest';
 import { LivenessJudge, type JudgeAction } from '../../src/cluster/failure-detector/judge.js';
 import { memberKey, type MemberRef, type Vote } from '../../src/cluster/failure-detector/messages.js';
@@ -62,17 +64,18 @@ const evictions = (log: { t: number; action: JudgeAction<MemberRef> }[]) => log.
 const everyone = (vote: Vote, who = 'a'): Reach => (_o, target) => (target === who ? vote : 'alive');
 
 describe('LivenessJudge', () => {
-  it('evicts a crashed member (refused probes) once its last lease has surely run out, not before', () => {
+  it('evicts a crashed member (refused probes) as a silent one: after ¾ of the timeout and a majority failing long enough, never on the refusal alone', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     const world: World = { beats: (m, t) => m !== 'a' || t <= 1000, reach: (o, target, t) => (target === 'a' && t > 1000 ? 'refused' : 'alive') };
     run(judge, members, world, 0, 1000);
     judge.closed(members[0]!); // its heartbeat connection closed at the crash
     const log = run(judge, members, world, 1100, 3000);
-    // Probed at once (closed), refused by everyone within ms; the lease granted at 1000 runs to 1511.
+    // Probed at once (closed: late, not gone), refused by everyone within ms; the lease granted at
+    // 1000 ran out at 1511, but the majority's failures (from the round at 1100) must last 1300 ms.
     expect(log[0]).toMatchObject({ t: 1100, action: { type: 'probe' } });
-    expect(evictions(log)).toEqual([{ t: 1600, node: 'a' }]);
+    expect(evictions(log)).toEqual([{ t: 2400, node: 'a' }]);
     const evict = log.find((x) => x.action.type === 'evict')!.action as Extract<JudgeAction<MemberRef>, { type: 'evict' }>;
-    expect(evict.evidence).toMatchObject({ refused: true, quorum: 3, neededMs: 0, silentMs: 600 });
+    expect(evict.evidence).toMatchObject({ refused: true, quorum: 3, neededMs: 1350, silentMs: 1400 });
     expect(judge.mayGrant(members[0]!)).toBe(false);
     expect(judge.effective([S, ...members]).map((m) => m.node)).toEqual(['s', 'b', 'c', 'd']);
   });
@@ -108,10 +111,14 @@ describe('LivenessJudge', () => {
     const reach: Reach = (o, target, t) => (target !== 'a' ? 'alive' : o === 's' ? 'silent' : Math.floor(t / 300) % 2 === 0 ? 'silent' : 'alive');
     const log = run(judge, members, { beats: (m, t) => m !== 'a' || t <= 1000, reach }, 0, 10_000);
     expect(evictions(log)).toEqual([]);
-    // A refusal needs no second round: the process is gone.
+    // Refusals in every other round do no better: a refusal is a failure like a silence, not proof.
+    const refusedHalf = cluster(['a', 'b', 'c', 'd']);
+    const reachR: Reach = (o, target, t) => (target !== 'a' ? 'alive' : o === 's' ? 'refused' : Math.floor(t / 300) % 2 === 0 ? 'refused' : 'alive');
+    expect(evictions(run(refusedHalf.judge, refusedHalf.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: reachR }, 0, 10_000))).toEqual([]);
+    // Refused by everyone in every round: late at 1200, the majority has failed for 1300 ms at 2500.
     const refused = cluster(['a', 'b', 'c', 'd']);
     const log2 = run(refused.judge, refused.members, { beats: (m, t) => m !== 'a' || t <= 1000, reach: everyone('refused') }, 0, 3000);
-    expect(evictions(log2)).toEqual([{ t: 1600, node: 'a' }]); // late at 1300, refused at once, lease out at 1511
+    expect(evictions(log2)).toEqual([{ t: 2500, node: 'a' }]);
   });
 
   it('waits until a majority has failed long enough, whatever the singleton’s own silence (its link was cut first)', () => {
@@ -183,16 +190,85 @@ describe('LivenessJudge', () => {
     expect(evictions(run(judge, [a], world, 10_100, 14_000))).toEqual([{ t: 10_100, node: 'a' }]); // silent for 6 s by now
   });
 
-  it('does not count an evicted incarnation whose process is known gone', () => {
+  it('does not let a reset shrink the majority: an incarnation evicted after refusals counts until the group drops it', () => {
     const { judge, members } = cluster(['a', 'b']);
+    const [a, b] = members as [MemberRef, MemberRef];
     const world: World = {
       beats: (m, t) => (m === 'b' ? t <= 1000 : t <= 4000),
       reach: (o, target, t) => (target === 'b' ? (t > 1000 ? 'refused' : 'alive') : o === 's' && t > 4000 ? 'silent' : 'alive'),
     };
     run(judge, members, world, 0, 1000);
-    judge.closed(members[1]!); // b crashed: its connection closed, its port refuses
-    expect(evictions(run(judge, members, world, 1100, 4000))).toEqual([{ t: 1600, node: 'b' }]);
-    expect(evictions(run(judge, members, world, 4100, 8000))).toEqual([{ t: 5800, node: 'a' }]);
+    judge.closed(b); // b's connection was reset, its port refuses: crashed, or a middlebox
+    expect(evictions(run(judge, members, world, 1100, 4000))).toEqual([{ t: 2400, node: 'b' }]);
+    // The singleton is then cut off from a: with b still counted (3 members, 2 votes needed) its own vote is not enough.
+    expect(evictions(run(judge, members, world, 4100, 8000))).toEqual([]);
+    expect(judge.hearsMajority(8000)).toBe(false);
+    // Once the group drops b, the singleton's vote is the majority of two.
+    judge.view([judged(S), judged(a)], 8000);
+    expect(evictions(run(judge, [a], world, 8100, 8100))).toEqual([{ t: 8100, node: 'a' }]);
+  });
+
+  it('never evicts a live member whose connection was reset and whose probes are refused while its heartbeats arrive', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const world: World = { beats: () => true, reach: everyone('refused') };
+    run(judge, members, world, 0, 1000);
+    judge.closed(members[0]!); // a reset on its heartbeat connection
+    expect(evictions(run(judge, members, world, 1100, 10_000))).toEqual([]);
+    expect(judge.hearsMajority(10_000)).toBe(true); // nor does it count as gone for the singleton's own majority
+  });
+
+  it('counts a closed connection as no proof in the singleton’s majority: a reset does not make it give way, nor keep it', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    run(judge, members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    for (const m of members.slice(0, 3)) judge.closed(m); // three resets; only d is heard after
+    run(judge, members, { beats: (m) => m === 'd', reach: everyone('alive') }, 1100, 1100);
+    // 4 others counted, 2 must be heard: a, b and c are not heard any more, whatever closed.
+    expect(judge.hearsMajority(1100 + 800)).toBe(false);
+  });
+
+  it('does not evict a member on silence during its join grace; after it, as any other', () => {
+    const { judge, members } = cluster(['a', 'b', 'c']);
+    const late = ref('n');
+    run(judge, members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    judge.view([judged(S), ...members.map(judged), judged(late)], 1000); // n joins at 1000 and never heartbeats
+    const world: World = { beats: (m) => m !== 'n', reach: everyone('refused', 'n') };
+    const log = run(judge, [...members, late], world, 1100, 8000);
+    // Its grace runs to 1000 + 3 × 1800 = 6400; it is suspected and probed meanwhile, but not evicted.
+    expect(log.some((x) => x.action.type === 'probe' && x.t < 6400)).toBe(true);
+    expect(evictions(log)).toEqual([{ t: 6400, node: 'n' }]);
+    // Members of the takeover's first view get no grace (the predecessor judged them).
+    const { judge: j2, members: m2 } = cluster(['a', 'b', 'c']);
+    expect(evictions(run(j2, m2, { beats: (m) => m !== 'a', reach: everyone('silent') }, 0, 3000))).toEqual([{ t: 1500, node: 'a' }]);
+  });
+
+  it('does not count a stall the member reported as silence, at most one suspicion timeout per claim, and only once heard', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const a = members[0]!;
+    run(judge, members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    judge.heard(a, 1000, 1500); // its heartbeat says its event loop stalled 1.5 s
+    const silent: World = { beats: (m) => m !== 'a', reach: everyone('silent') };
+    const log = run(judge, members, silent, 1100, 6000);
+    // Its silence counts from 2500: late at 2700, the majority has failed 1300 ms at 4000.
+    expect(log.find((x) => x.action.type === 'probe')?.t).toBe(2700);
+    expect(evictions(log)).toEqual([{ t: 4000, node: 'a' }]);
+    // A claim of an hour excuses one suspicion timeout (1800 ms), no more.
+    const c2 = cluster(['a', 'b', 'c', 'd']);
+    run(c2.judge, c2.members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    c2.judge.heard(c2.members[0]!, 1000, 3_600_000);
+    expect(evictions(run(c2.judge, c2.members, silent, 1100, 8000))).toEqual([{ t: 4300, node: 'a' }]);
+  });
+
+  it('does not let a tick that comes late (a stall, or a clock that leapt forward) count towards anyone’s lease', () => {
+    const { judge, members } = cluster(['a', 'b', 'c']);
+    const [a, b, c] = members as [MemberRef, MemberRef, MemberRef];
+    run(judge, members, { beats: () => true, reach: everyone('alive') }, 0, 1000);
+    judge.view([judged(S), judged(b), judged(c)], 1050); // a left the group; its last grant was at 1000
+    const departs = (t: number) => judge.tick(t).filter((x) => x.type === 'depart');
+    expect(departs(1100)).toEqual([]);
+    // The next tick comes 2 s later: without the rule, a's lease (1000 + 511) would count as run out.
+    expect(departs(3100)).toEqual([]);
+    for (let t = 3200; t <= 3400; t += 100) expect(departs(t)).toEqual([]);
+    expect(departs(3500)).toEqual([{ type: 'depart', target: a }]); // 1000 + 1900 of stall + 511
   });
 
   it('does not count its own stall as anyone’s silence, and reads the queued heartbeats before judging', () => {

@@ -1,8 +1,10 @@
 // A node's lease (docs/ARCHITECTURE.md §11.4) on a simulated clock: measured from the heartbeat's
 // sending, never lengthened by a late grant, dropped when stale or replayed, and bound to the epoch
-// that granted it.
+// that granted it; a grant from an implausible future epoch is refused, and a clock that goes back
+// voids the lease.
 import { describe, expect, it } from 'vitest';
-import { NodeLease } from '../../src/cluster/failure-detector/node-lease.js';
+import { MAX_EPOCH_LEAP, NodeLease } from '../../src/cluster/failure-detector/node-lease.js';
+import type { Dropped } from '../../src/cluster/failure-detector/messages.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';
 
 const s1 = { node: nodeId('s'), incarnation: incarnation('s-1') };
@@ -80,5 +82,41 @@ describe('NodeLease', () => {
     lease.release();
     expect(lease.grant({ from: s1, seq, epoch: 1, leaseMs: 500 })?.cause).toBe('replayed');
     expect(lease.holds(1)).toBe(false);
+  });
+
+  it('refuses a grant or eviction far ahead of every epoch seen: taking it would make every genuine grant look stale', () => {
+    const lease = new NodeLease();
+    // Nothing seen yet: the first grant says which epoch it is, whatever it is.
+    expect(lease.grant({ from: s1, seq: lease.send(s1, 0), epoch: 5000, leaseMs: 500 })).toBeUndefined();
+    expect(lease.grant({ from: s1, seq: lease.send(s1, 10), epoch: 5000 + MAX_EPOCH_LEAP, leaseMs: 500 })).toBeUndefined();
+    const seq = lease.send(s1, 20);
+    expect(lease.grant({ from: s1, seq, epoch: 5001 + 2 * MAX_EPOCH_LEAP, leaseMs: 500 })?.cause).toBe('future-epoch');
+    expect(lease.evicted({ from: s1, seq, epoch: 5001 + 2 * MAX_EPOCH_LEAP })?.cause).toBe('future-epoch');
+    expect(lease.epoch).toBe(5000 + MAX_EPOCH_LEAP); // nothing of it was taken
+    expect(lease.grant({ from: s1, seq, epoch: 6000, leaseMs: 500 })).toBeUndefined(); // the genuine answer still counts
+    // An epoch seen elsewhere (a map of the events topic) counts as seen.
+    const fresh = new NodeLease();
+    fresh.sawEpoch(7);
+    expect(fresh.grant({ from: s1, seq: fresh.send(s1, 0), epoch: 8 + MAX_EPOCH_LEAP, leaseMs: 500 })?.cause).toBe('future-epoch');
+    expect(fresh.newestKnownEpoch).toBe(7);
+  });
+
+  it('is void when the clock goes back: it was measured on readings now ahead of the clock', () => {
+    const jumps: Dropped[] = [];
+    const lease = new NodeLease((d) => jumps.push(d));
+    const early = lease.send(s1, 10_000);
+    lease.grant({ from: s1, seq: lease.send(s1, 10_050), epoch: 2, leaseMs: 500 });
+    expect(lease.holds(10_100)).toBe(true);
+    // The clock reads 9000: the lease would seem to run 1.1 s more than it was granted.
+    expect(lease.holds(9_000)).toBe(false);
+    expect(jumps).toEqual([{ cause: 'clock-jump', detail: expect.stringMatching(/went back 1100 ms/) as unknown as string }]);
+    // A heartbeat sent before the jump is not outstanding any more; one sent after it holds again.
+    expect(lease.grant({ from: s1, seq: early, epoch: 2, leaseMs: 500 })?.cause).toBe('replayed');
+    expect(lease.grant({ from: s1, seq: lease.send(s1, 9_010), epoch: 2, leaseMs: 500 })).toBeUndefined();
+    expect(lease.holds(9_500)).toBe(true);
+    expect(lease.holds(9_510)).toBe(false);
+    expect(jumps).toHaveLength(1); // a clock that leaps forward only ends it sooner: nothing to say
+    expect(lease.holds(100_000)).toBe(false);
+    expect(jumps).toHaveLength(1);
   });
 });

@@ -14,6 +14,7 @@ const base = { format: DETECTOR_FORMAT, cluster: 'metrics', from: a, to: s, seq:
 
 const MESSAGES: DetectorMessage[] = [
   { ...base, type: 'heartbeat' },
+  { ...base, type: 'heartbeat', stalledMs: 1200 },
   { ...base, from: s, to: a, type: 'grant', epoch: 3, leaseMs: 500, heartbeatIntervalMs: 100 },
   { ...base, from: s, to: a, type: 'evicted', epoch: 0 },
   { ...base, type: 'ping' },
@@ -31,7 +32,7 @@ const EDGES: unknown[] = [
   'alive', 'silent', 'unsure', 'maybe', 'heartbeat', 'grant', 'ping-req', 'hello', DETECTOR_FORMAT, '1', 2,
 ];
 const anyValue = fc.oneof(fc.constantFrom(...EDGES), fc.jsonValue());
-const FIELDS = ['format', 'cluster', 'from', 'to', 'seq', 'type', 'epoch', 'leaseMs', 'heartbeatIntervalMs', 'target', 'address', 'vote', 'node', 'incarnation', '__proto__', 'constructor', 'lease'];
+const FIELDS = ['format', 'cluster', 'from', 'to', 'seq', 'type', 'stalledMs', 'epoch', 'leaseMs', 'heartbeatIntervalMs', 'target', 'address', 'vote', 'node', 'incarnation', '__proto__', 'constructor', 'lease'];
 
 /** Reads `value` as a receiver would: through JSON text (so Infinity becomes what JSON.parse makes of 1e999). */
 const asReceived = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (_k, v: unknown) => (v === Infinity ? '__inf__' : v === -Infinity ? '__-inf__' : v)).replaceAll('"__inf__"', '1e999').replaceAll('"__-inf__"', '-1e999'));

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DRIFT_FACTOR,
   FAILURE_DETECTOR_DEFAULTS,
+  stallCreditMs,
   failureDetectorSettings,
   FailureDetectorSettingsError,
   lateAfterMs,
@@ -27,7 +28,7 @@ const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsErro
 
 describe('failureDetectorSettings', () => {
   it('defaults to session-only with the documented timings, which pass their own checks', () => {
-    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000 });
+    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000, joinGraceMs: 5400 });
     expect(failureDetectorSettings({})).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings(null)).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings({ mode: 'heartbeat', leaseMs: null }).mode).toBe('heartbeat');
@@ -91,6 +92,26 @@ describe('failureDetectorSettings', () => {
     expect(singletonRenewalMs(s)).toBe(150);
     expect(singletonLeaseWaitMs(s)).toBe(613); // ceil(600 × 1.0202…)
     expect(singletonLeaseWaitMs(FAILURE_DETECTOR_DEFAULTS)).toBe(5102); // ceil(5000 × 1.0202…)
+  });
+
+  it('derives the join grace from the suspicion timeout set, takes 0 (no grace), and refuses one shorter than the timeout', () => {
+    expect(failureDetectorSettings({ suspicionTimeoutMs: 3000 }).joinGraceMs).toBe(9000);
+    expect(failureDetectorSettings({ joinGraceMs: 0 }).joinGraceMs).toBe(0);
+    expect(failureDetectorSettings({ joinGraceMs: 1800 }).joinGraceMs).toBe(1800);
+    const e = refusal({ joinGraceMs: 1799 });
+    expect(e.key).toBe('failureDetector.joinGraceMs');
+    expect(e.message).toMatch(/must be 0 \(no grace\) or at least the suspicion timeout \(1800\)/);
+    expect(refusal({ joinGraceMs: -1 }).message).toMatch(/whole number of milliseconds >= 0, got -1/);
+  });
+
+  it('credits a reported stall up to one suspicion timeout, and nothing for none or nonsense', () => {
+    const s = failureDetectorSettings({});
+    expect(stallCreditMs(undefined, s)).toBe(0);
+    expect(stallCreditMs(0, s)).toBe(0);
+    expect(stallCreditMs(-5, s)).toBe(0);
+    expect(stallCreditMs(Number.NaN, s)).toBe(0);
+    expect(stallCreditMs(700, s)).toBe(700);
+    expect(stallCreditMs(3_600_000, s)).toBe(1800);
   });
 
   it('names the key under the prefix it is given', () => {

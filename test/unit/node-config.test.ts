@@ -99,7 +99,7 @@ describe('node config', () => {
 
   it('takes the failure detector section: session-only by default, timings into the runtime, the endpoint apart', () => {
     const d = parseNodeConfig(minimal);
-    expect(d.runtime.failureDetector).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000 });
+    expect(d.runtime.failureDetector).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000, joinGraceMs: 5400 });
     expect(d.detector).toEqual({ host: '127.0.0.1', port: 0 });
     expect('failureDetector' in d).toBe(false);
     const c = parseNodeConfig({ ...minimal, failureDetector: { mode: 'heartbeat', leaseMs: 400, host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' } });

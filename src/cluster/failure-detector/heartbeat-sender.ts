@@ -5,6 +5,7 @@ import type { Cancel, Clock } from '../clock.js';
 import type { DroppedFrames } from './dropped.js';
 import { DETECTOR_FORMAT, memberKey, sameMember, type DetectorMessage, type MemberRef } from './messages.js';
 import type { NodeLease } from './node-lease.js';
+import { stallThresholdMs } from './settings.js';
 import type { DetectorLink, DetectorTransport } from './transport.js';
 
 /** Where the singleton's endpoint is. */
@@ -28,6 +29,9 @@ export interface HeartbeatSenderOptions {
   readonly onEvicted: (by: MemberRef) => void;
 }
 
+/** The largest stall a heartbeat may report (the wire's bound). */
+const MAX_REPORTED_STALL_MS = 3_600_000;
+
 export class HeartbeatSender {
   private target: SingletonEndpoint | undefined;
   private link: DetectorLink | undefined;
@@ -36,6 +40,13 @@ export class HeartbeatSender {
   private stopped = false;
   /** Beats sent while the connection's handshake had not completed. */
   private beatsUnestablished = 0;
+  /** When the next beat's timer is due: one that fires much later means this process stalled. */
+  private dueAt: number | undefined;
+  /**
+   * A stall of this node's own event loop not yet known to have reached the singleton: reported in
+   * every heartbeat from `sinceSeq` on until a grant answers one of them (§11.5).
+   */
+  private stall: { readonly ms: number; readonly sinceSeq: number } | undefined;
 
   constructor(private readonly o: HeartbeatSenderOptions) {
     this.intervalMs = o.heartbeatIntervalMs;
@@ -51,6 +62,7 @@ export class HeartbeatSender {
     this.target = target;
     this.timer?.();
     this.timer = undefined;
+    this.dueAt = undefined;
     if (target) this.beat();
   }
 
@@ -88,9 +100,27 @@ export class HeartbeatSender {
       this.link = this.connect(target);
       this.beatsUnestablished = 0;
     }
-    const seq = this.o.lease.send(target.member, this.o.clock.now());
-    this.link.send({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'heartbeat', from: this.o.self, to: target.member, seq });
+    const now = this.o.clock.now();
+    const seq = this.o.lease.send(target.member, now);
+    const stalledMs = this.noteStall(now, seq);
+    this.link.send({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'heartbeat', from: this.o.self, to: target.member, seq, ...(stalledMs === undefined ? {} : { stalledMs }) });
+    this.dueAt = now + this.intervalMs;
     this.timer = this.o.clock.schedule(this.intervalMs, () => this.beat());
+  }
+
+  /**
+   * How late this beat's timer fired, when that means the process did not run (more than a heartbeat
+   * late, as the singleton judges its own stalls): the stall to report, the largest one not yet
+   * answered. The singleton does not count it as silence; the lease still runs from each
+   * heartbeat's sending, so a stall never lengthens it.
+   */
+  private noteStall(now: number, seq: number): number | undefined {
+    const lateMs = this.dueAt === undefined ? 0 : now - this.dueAt;
+    if (lateMs > stallThresholdMs({ heartbeatIntervalMs: this.intervalMs })) {
+      const ms = Math.min(Math.round(lateMs), MAX_REPORTED_STALL_MS);
+      if (!this.stall || ms > this.stall.ms) this.stall = { ms, sinceSeq: this.stall?.sinceSeq ?? seq };
+    }
+    return this.stall?.ms;
   }
 
   private connect(target: SingletonEndpoint): DetectorLink {
@@ -115,6 +145,8 @@ export class HeartbeatSender {
         return;
       }
       if (m.heartbeatIntervalMs !== this.intervalMs && sameMember(m.from, target.member)) this.intervalMs = m.heartbeatIntervalMs;
+      // The singleton has read a heartbeat that reported the stall: it need not be said again.
+      if (this.stall && m.seq >= this.stall.sinceSeq) this.stall = undefined;
       this.o.onGrant?.();
     } else if (m.type === 'evicted') {
       const dropped = this.o.lease.evicted(m);

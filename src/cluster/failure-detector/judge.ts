@@ -3,8 +3,8 @@
 // core (once the departed node's lease has run out). Pure and deterministic: time comes in as
 // `now` (a monotonic clock), randomness as `pick`; the caller does the I/O its actions ask for.
 import { memberKey, sameMember, type MemberRef, type Vote } from './messages.js';
-import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, stallThresholdMs, type FailureDetectorSettings } from './settings.js';
-import { quorum, silenceNeededMs } from './suspicion.js';
+import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, stallCreditMs, stallThresholdMs, type FailureDetectorSettings } from './settings.js';
+import { quorum, SHORTEST_SILENCE, silenceNeededMs } from './suspicion.js';
 
 /** A member of the group's view as the judge sees it: its detector endpoint, if it has one. */
 export interface JudgedMember<M extends MemberRef> {
@@ -18,9 +18,13 @@ export interface Evidence {
   readonly silentMs: number;
   readonly quorum: number;
   readonly votes: readonly { readonly observer: string; readonly vote: Vote }[];
-  /** A `refused` vote: the node's process no longer listens. */
+  /**
+   * A `refused` vote was among the failures: its endpoint refused or closed probes. A hint, never
+   * proof that its process is gone (a middlebox, a restarted listener or a full accept queue answer
+   * the same way): it only shortened the silence needed to ¾ of the timeout.
+   */
   readonly refused: boolean;
-  /** How long the silence had to be (the whole timeout, less with confirmations); 0 when refused. */
+  /** How long the silence had to be: the whole timeout, less with confirmations, ¾ of it at least. */
   readonly neededMs: number;
 }
 
@@ -52,8 +56,15 @@ interface Suspicion<M extends MemberRef> {
 interface Tracked<M extends MemberRef> {
   judged: JudgedMember<M>;
   lastHeard: number;
+  /**
+   * Its silence counts from here at the earliest: a stall it reported (§11.5) excuses that much
+   * silence after the heartbeat that said it, at most a suspicion timeout per claim.
+   */
+  excusedUntil: number;
   lastGrant: number;
-  /** Its connection to the singleton closed since it was last heard: late at once. */
+  /** Until then it is in its join grace: still starting, it is not evicted on silence. */
+  graceUntil: number;
+  /** Its connection to the singleton closed since it was last heard: late at once (probed sooner), no more. */
   closed: boolean;
   /** It said goodbye: no more grants, and its departure needs no wait. */
   released: boolean;
@@ -80,13 +91,15 @@ export class LivenessJudge<M extends MemberRef> {
   /** Gone from the group's view, lease still running: the core still counts them. */
   private readonly departing = new Map<string, Tracked<M>>();
   /**
-   * Evicted incarnations the group may still list: left out of every view. One evicted on silence
-   * may still run (cut off, or paused) until it hears of it: it stays part of the cluster whose
-   * majority an eviction needs, or a singleton that evicted the nodes it could not reach would go on
-   * to evict the rest on its own vote (§11.5). One whose process is known gone (a refused probe, a
-   * closed connection) does not.
+   * Evicted incarnations the group may still list: left out of every view. Every one of them may
+   * still run (cut off, paused, or behind a middlebox that resets its connections) until it hears of
+   * it: it stays part of the cluster whose majority an eviction needs, or a singleton that evicted the
+   * nodes it could not reach would go on to evict the rest on its own vote (§11.5). Only the group
+   * dropping it shrinks the cluster: no refusal or closed connection does (a reset proves nothing).
    */
-  private readonly evicted = new Map<string, { readonly member: M; readonly refused: boolean; closed: boolean; lastHeard: number }>();
+  private readonly evicted = new Map<string, { readonly member: M; lastHeard: number }>();
+  /** The first view is the takeover's: those members were judged by the predecessor, they get no join grace. */
+  private viewed = false;
   private lastTick: number | undefined;
   /** After a stall of its own, the singleton judges nobody until then. */
   private quietUntil = Number.NEGATIVE_INFINITY;
@@ -116,8 +129,10 @@ export class LivenessJudge<M extends MemberRef> {
       const t = this.tracked.get(key) ?? this.departing.get(key);
       this.departing.delete(key); // listed again (the group's view flapped): it never left
       if (t) t.judged = j;
-      this.tracked.set(key, t ?? { judged: j, lastHeard: now, lastGrant: now, closed: false, released: false, suspicion: undefined });
+      const graceUntil = this.viewed ? now + this.settings.joinGraceMs : now;
+      this.tracked.set(key, t ?? { judged: j, lastHeard: now, excusedUntil: now, lastGrant: now, graceUntil, closed: false, released: false, suspicion: undefined });
     }
+    this.viewed = true;
     for (const [key, t] of [...this.tracked]) {
       if (listed.has(key)) continue;
       this.tracked.delete(key);
@@ -153,16 +168,19 @@ export class LivenessJudge<M extends MemberRef> {
     return this.tracked.has(memberKey(m));
   }
 
-  /** A heartbeat or ack from `m`: it is alive; any suspicion ends. */
-  heard(m: MemberRef, now: number): void {
+  /**
+   * A heartbeat or ack from `m`: it is alive; any suspicion ends. `stalledMs`: the stall of its own
+   * event loop the heartbeat reports; that much silence after now is excused, at most a suspicion
+   * timeout per claim (`stallCreditMs`), and only because it was heard: a claim that does not arrive
+   * excuses nothing. Its lease is not lengthened by it (it runs from the heartbeat's sending).
+   */
+  heard(m: MemberRef, now: number, stalledMs?: number): void {
     const e = this.evicted.get(memberKey(m));
-    if (e) {
-      e.lastHeard = Math.max(e.lastHeard, now);
-      e.closed = false;
-    }
+    if (e) e.lastHeard = Math.max(e.lastHeard, now);
     const t = this.tracked.get(memberKey(m));
     if (!t) return;
     t.lastHeard = Math.max(t.lastHeard, now);
+    t.excusedUntil = Math.max(t.excusedUntil, now + stallCreditMs(stalledMs, this.settings));
     t.closed = false;
     t.suspicion = undefined;
   }
@@ -173,9 +191,12 @@ export class LivenessJudge<M extends MemberRef> {
     if (t) t.lastGrant = Math.max(t.lastGrant, now);
   }
 
-  /** `m`'s connection to the singleton closed (a strong hint: it is late at once). */
+  /**
+   * `m`'s connection to the singleton closed: it is late at once (probed now rather than two
+   * heartbeats on), nothing more. A close or reset is no proof that its process is gone.
+   */
   closed(m: MemberRef): void {
-    const t = this.tracked.get(memberKey(m)) ?? this.evicted.get(memberKey(m));
+    const t = this.tracked.get(memberKey(m));
     if (t) t.closed = true;
   }
 
@@ -232,7 +253,7 @@ export class LivenessJudge<M extends MemberRef> {
 
     for (const [key, t] of [...this.tracked]) {
       if (t.released) continue;
-      const late = t.closed || now - t.lastHeard >= lateAfterMs(s);
+      const late = t.closed || this.silentMs(t, now) >= lateAfterMs(s);
       if (!late) continue;
       if (!t.suspicion) {
         t.suspicion = { round: 0, roundAt: now, roundTimes: new Map(), helpers: [], asked: new Set([this.selfKey]), votes: new Map() };
@@ -244,7 +265,7 @@ export class LivenessJudge<M extends MemberRef> {
       const evidence = this.evidence(t, now);
       if (!evidence) continue;
       this.tracked.delete(key);
-      this.evicted.set(key, { member: t.judged.member, refused: evidence.refused, closed: t.closed, lastHeard: t.lastHeard });
+      this.evicted.set(key, { member: t.judged.member, lastHeard: t.lastHeard });
       actions.push({ type: 'evict', target: t.judged.member, evidence });
     }
     return actions;
@@ -257,13 +278,11 @@ export class LivenessJudge<M extends MemberRef> {
    * quorum: the monitored ones and the incarnations evicted on silence the group still lists.
    */
   hearsMajority(now: number): boolean {
-    // A member whose process is known gone (its connection closed, or a probe refused) is no part of
-    // a majority to reach: when many crash at once (the group lists them for a session still), the
-    // singleton must not give way for that, or its successor would too, and nobody would evict them.
-    const counted = [
-      ...[...this.tracked.values()].filter((t) => !t.closed && t.suspicion?.votes.get(this.selfKey)?.vote !== 'refused'),
-      ...this.evictedRunning(),
-    ];
+    // Every member the group lists counts, closed connections and refused probes included: a reset
+    // proves nothing, and a singleton that counted it would let a middlebox shrink the majority it
+    // must hear. When a majority crashes at once the singleton gives way and so do its successors
+    // until the group drops the dead: a majority is down, and the group's session is the backstop.
+    const counted = [...this.tracked.values(), ...this.evicted.values()];
     const needed = Math.floor(counted.length / 2);
     let heard = 0;
     for (const t of counted) if (now - t.lastHeard < 2 * lateAfterMs(this.settings)) heard++;
@@ -282,21 +301,25 @@ export class LivenessJudge<M extends MemberRef> {
 
   // ---------------------------------------------------------------- internals
 
-  /** Evicted incarnations the group still lists that may still run (evicted on silence). */
-  private evictedRunning(): { readonly lastHeard: number }[] {
-    return [...this.evicted.values()].filter((e) => !e.refused && !e.closed);
+  /** The members whose majority an eviction needs: the monitored ones, the singleton, and the evicted ones the group still lists. */
+  private clusterSize(): number {
+    return this.tracked.size + 1 + this.evicted.size;
   }
 
-  /** The members whose majority an eviction needs: the monitored ones, the singleton, and evicted ones that may still run. */
-  private clusterSize(): number {
-    return this.tracked.size + 1 + this.evictedRunning().length;
+  /** How long `t` has been silent at `now`, less the stall it last reported (never below 0). */
+  private silentMs(t: Tracked<M>, now: number): number {
+    return Math.max(0, now - Math.max(t.lastHeard, t.excusedUntil));
   }
 
   /**
    * The singleton did not run for `stall` ms: that time is nobody's silence, its own probes of the
-   * time are worthless, and heartbeats queued meanwhile must be read before anyone is judged.
+   * time are worthless, and heartbeats queued meanwhile must be read before anyone is judged. Nor
+   * does it count towards the wait for anyone's lease: a monotonic clock that leapt forward looks
+   * just like a stall, and had no real time passed, a lease counted as run out would still run (a
+   * second writer). After a real stall this only makes the wait longer.
    */
   private stalled(stall: number, now: number): void {
+    for (const t of [...this.tracked.values(), ...this.departing.values()]) t.lastGrant = Math.min(now, t.lastGrant + stall);
     for (const t of this.tracked.values()) {
       t.lastHeard = Math.min(now, t.lastHeard + stall);
       t.suspicion?.votes.delete(this.selfKey);
@@ -346,20 +369,24 @@ export class LivenessJudge<M extends MemberRef> {
     const fresh = (round: number) => round >= s.round - 1;
     const failingVotes = votes.filter((v) => failing(v.vote) && fresh(v.round) && (v.observer === this.selfKey || this.tracked.has(v.observer)));
     if (failingVotes.length < q) return undefined;
-    // A refusal is proof that the process is gone: no silence to wait for, only the lease.
+    // A member still in its join grace is not evicted on silence: it may still be starting, and the
+    // group's session is the backstop if it never comes up.
+    if (now < t.graceUntil) return undefined;
+    // A majority must have failed to reach it in every round for long enough: the q observers
+    // that have failed the longest have all failed since the q-th earliest start of their runs.
+    // (The singleton's own silence alone says nothing of the others' links.) A refusal is a failure
+    // like a silence: it is not waited out any sooner.
+    const since = failingVotes.map((v) => v.since!).sort((a, b) => a - b)[q - 1]!;
+    if (now - since < quorumSilenceMs(this.settings)) return undefined;
+    // A refused or closed probe is no proof that the process is gone, only the strongest hint: it
+    // shortens the silence needed to ¾ of the timeout (as if every helper confirmed), never below.
     const refused = failingVotes.some((v) => v.vote === 'refused');
-    const silentMs = now - t.lastHeard;
-    let neededMs = 0;
-    if (!refused) {
-      // A majority must have failed to reach it in every round for long enough: the q observers
-      // that have failed the longest have all failed since the q-th earliest start of their runs.
-      // (The singleton's own silence alone says nothing of the others' links.)
-      const since = failingVotes.map((v) => v.since!).sort((a, b) => a - b)[q - 1]!;
-      if (now - since < quorumSilenceMs(this.settings)) return undefined;
-      const confirmations = failingVotes.filter((v) => v.observer !== this.selfKey).length;
-      neededMs = silenceNeededMs(this.settings.suspicionTimeoutMs, s.helpers.length, confirmations);
-      if (silentMs < neededMs) return undefined;
-    }
+    const confirmations = failingVotes.filter((v) => v.observer !== this.selfKey).length;
+    const T = this.settings.suspicionTimeoutMs;
+    const neededMs = refused ? Math.ceil(T * SHORTEST_SILENCE) : silenceNeededMs(T, s.helpers.length, confirmations);
+    const silentMs = this.silentMs(t, now);
+    if (silentMs < neededMs) return undefined;
+    // And in every case not before its last lease has surely run out.
     if (now < t.lastGrant + leaseWaitMs(this.settings)) return undefined;
     return { silentMs, quorum: q, votes: votes.map(({ observer, vote }) => ({ observer, vote })), refused, neededMs };
   }

@@ -38,8 +38,12 @@ interface Envelope {
 }
 
 export type DetectorMessage =
-  /** A node to the singleton: renew my lease. */
-  | (Envelope & { readonly type: 'heartbeat' })
+  /**
+   * A node to the singleton: renew my lease. `stalledMs`: how late the node's own timer fired just
+   * before (its event loop did not run): that stall is not counted as silence (§11.5). Optional, so
+   * frames of older nodes still parse.
+   */
+  | (Envelope & { readonly type: 'heartbeat'; readonly stalledMs?: number })
   /** The singleton's answer: the lease runs `leaseMs` from the heartbeat's sending, under `epoch`. */
   | (Envelope & { readonly type: 'grant'; readonly epoch: number; readonly leaseMs: number; readonly heartbeatIntervalMs: number })
   /** The singleton's answer to an incarnation it evicted: restart as a new one. */
@@ -78,6 +82,22 @@ export const DROP_CAUSES = [
   'not-a-member',
   /** A heartbeat or vote sent to a node that does not host the singleton (any more). */
   'not-singleton',
+  /**
+   * Of an epoch far ahead of the newest the receiver has seen (more than `MAX_EPOCH_LEAP`): a grant,
+   * an eviction, an announcement, or a singleton lease row read from the store. Accepting it would
+   * make every genuine epoch look stale; it is never acted on.
+   */
+  'future-epoch',
+  /**
+   * The singleton lease row is renewed by an incarnation the group does not list. Counted, and not
+   * trusted: nothing is taken before that lease has run out as any other (§11.9).
+   */
+  'holder-not-member',
+  /**
+   * The monotonic clock went backwards: every lease and wait measured on it is void (the node's
+   * lease ends until the next grant, a successor's watch starts over).
+   */
+  'clock-jump',
 ] as const;
 export type DropCause = (typeof DROP_CAUSES)[number];
 
@@ -99,7 +119,7 @@ const envelope = {
 };
 /** @internal The schema itself (the check without zod is tested against it). */
 export const detectorMessageSchema = z.discriminatedUnion('type', [
-  z.strictObject({ ...envelope, type: z.literal('heartbeat') }),
+  z.strictObject({ ...envelope, type: z.literal('heartbeat'), stalledMs: z.number().int().nonnegative().max(3_600_000).optional() }),
   z.strictObject({ ...envelope, type: z.literal('grant'), epoch: count, leaseMs: z.number().int().positive().max(3_600_000), heartbeatIntervalMs: z.number().int().positive().max(3_600_000) }),
   z.strictObject({ ...envelope, type: z.literal('evicted'), epoch: count }),
   z.strictObject({ ...envelope, type: z.literal('ping') }),
@@ -148,6 +168,8 @@ function conformingMember(v: unknown): MemberRef | undefined {
 }
 
 const ENVELOPE_KEYS = ['format', 'cluster', 'from', 'to', 'seq', 'type'];
+/** A heartbeat that reports a stall has this key more; one that does not, the envelope's only. */
+const HEARTBEAT_STALL_KEYS = [...ENVELOPE_KEYS, 'stalledMs'];
 /** Each type's keys: the envelope's, then its own in the schema's order. */
 const KEYS: Record<DetectorMessage['type'], readonly string[]> = {
   heartbeat: ENVELOPE_KEYS,
@@ -168,7 +190,9 @@ const KEYS: Record<DetectorMessage['type'], readonly string[]> = {
 export function conformingMessage(json: unknown): DetectorMessage | undefined {
   if (!isObject(json)) return undefined;
   const t = json.type;
-  if (typeof t !== 'string' || !Object.hasOwn(KEYS, t) || !hasOnlyKeys(json, KEYS[t as DetectorMessage['type']])) return undefined;
+  if (typeof t !== 'string' || !Object.hasOwn(KEYS, t)) return undefined;
+  const stallReported = t === 'heartbeat' && Object.hasOwn(json, 'stalledMs');
+  if (!hasOnlyKeys(json, stallReported ? HEARTBEAT_STALL_KEYS : KEYS[t as DetectorMessage['type']])) return undefined;
   const { cluster, seq } = json;
   if (json.format !== DETECTOR_FORMAT || !isString(cluster, 1, 200) || !isCount(seq)) return undefined;
   const from = conformingMember(json.from);
@@ -176,7 +200,13 @@ export function conformingMessage(json: unknown): DetectorMessage | undefined {
   if (!from || !to) return undefined;
   const format = DETECTOR_FORMAT;
   switch (t) {
-    case 'heartbeat':
+    case 'heartbeat': {
+      if (!stallReported) return { format, cluster, from, to, seq, type: t };
+      const { stalledMs } = json;
+      // `z.number().int().nonnegative().max(3_600_000)`
+      if (typeof stalledMs !== 'number' || !Number.isSafeInteger(stalledMs) || stalledMs < 0 || stalledMs > 3_600_000) return undefined;
+      return { format, cluster, from, to, seq, type: t, stalledMs };
+    }
     case 'ping':
     case 'ack':
     case 'goodbye':

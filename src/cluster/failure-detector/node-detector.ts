@@ -10,9 +10,8 @@ import { DetectorEndpoint } from './endpoint.js';
 import type { Evidence } from './judge.js';
 import { memberKey, memberRef, sameMember, type DropCause, type MemberRef } from './messages.js';
 import { HeartbeatSender, type SingletonEndpoint } from './heartbeat-sender.js';
-import { NodeLease } from './node-lease.js';
+import { isFutureEpoch, NodeLease } from './node-lease.js';
 import { Prober } from './prober.js';
-import type { ProbeOutcome } from './probe-vote.js';
 import type { FailureDetectorSettings } from './settings.js';
 import { SingletonMonitor, type DetectedMember } from './singleton-monitor.js';
 import type { DetectorTransport } from './transport.js';
@@ -72,7 +71,7 @@ function roleCap(memberForMs: (() => number | undefined) | undefined, leaseForMs
 
 export class NodeDetector {
   readonly dropped: DroppedFrames;
-  readonly lease = new NodeLease();
+  readonly lease: NodeLease;
   private readonly prober: Prober;
   private readonly endpoint: DetectorEndpoint;
   private readonly heartbeats: HeartbeatSender;
@@ -90,6 +89,7 @@ export class NodeDetector {
       o.counted,
     );
     const dropped = this.dropped;
+    this.lease = new NodeLease((d) => dropped.drop(d));
     const transport = o.transport(dropped);
     this.transport = transport;
     this.prober = new Prober({ transport, self, cluster, clock, settings, dropped });
@@ -115,9 +115,9 @@ export class NodeDetector {
     return this.o.clock;
   }
 
-  /** One direct probe of `target` (a successor checking whether the singleton's process is gone). */
-  probe(address: string, target: MemberRef): Promise<ProbeOutcome> {
-    return this.prober.probe(address, target);
+  /** A random index in `0 .. n-1` (seeded in the simulator): a candidate's backoff jitter. */
+  random(n: number): number {
+    return this.o.pick(n);
   }
 
   /** Opens the endpoint; resolves with the address to advertise in the membership. */
@@ -146,17 +146,26 @@ export class NodeDetector {
     return oldest?.detector === undefined ? undefined : { member: memberRef(oldest), address: oldest.detector };
   }
 
-  private singletonAnnounced(from: MemberRef, epoch: number, address: string): void {
+  /** `own`: the singleton this node hosts, whose epoch came from the store's compare-and-set, not a frame. */
+  private singletonAnnounced(from: MemberRef, epoch: number, address: string, own = false): void {
     if (this.announced && epoch < this.announced.epoch) {
       this.dropped.drop({ cause: 'stale-epoch', detail: `singleton of epoch ${epoch}, ${this.announced.epoch} announced before` }, memberKey(from));
       return;
     }
+    const newest = Math.max(this.announced?.epoch ?? -1, this.lease.newestKnownEpoch);
+    if (!own && isFutureEpoch(epoch, newest)) {
+      this.dropped.drop({ cause: 'future-epoch', detail: `singleton of epoch ${epoch}, the newest seen is ${newest}` }, memberKey(from));
+      return;
+    }
+    this.lease.sawEpoch(epoch);
     this.announced = { endpoint: { member: memberRef(from), address }, epoch };
     this.heartbeats.follow(this.target());
   }
 
   /** Whether the lease runs now (and, with `epoch`, was granted under it). */
   holds(epoch?: number): boolean {
+    // The epoch of a map this node follows was seen on the events topic: a grant far ahead of it is forged.
+    if (epoch !== undefined) this.lease.sawEpoch(epoch);
     return this.lease.holds(this.o.clock.now(), epoch);
   }
 
@@ -196,7 +205,7 @@ export class NodeDetector {
     });
     monitor.start(members);
     // Its own node follows it at once: no frame to lose.
-    if (this.endpoint.address !== undefined) this.singletonAnnounced(self, hooks.epoch, this.endpoint.address);
+    if (this.endpoint.address !== undefined) this.singletonAnnounced(self, hooks.epoch, this.endpoint.address, true);
     return monitor;
   }
 

@@ -1,5 +1,6 @@
 // What a probe's outcome is worth as a vote (docs/ARCHITECTURE.md §11.5), for the singleton's own
-// probes and a helper's alike: a slow observer does not vote (Orleans), a refusal is proof.
+// probes and a helper's alike: a slow observer does not vote (Orleans); a refusal is a failure that
+// shortens the silence needed, never proof that the process is gone (a middlebox answers the same).
 import type { Vote } from './messages.js';
 import { stallThresholdMs, type FailureDetectorSettings } from './settings.js';
 

@@ -1,6 +1,7 @@
 // Probes (docs/ARCHITECTURE.md §11.5): a direct `ping` that waits for its `ack`, and a `ping-req`
 // that asks a helper to probe for us and waits for its vote. One connection per address is kept
-// and reused; how it ends is part of the answer (refused or closed: the process is gone).
+// and reused; how it ends is part of the answer (refused or closed: nothing answered there, a hint
+// that the process is gone, never proof of it: §11.3).
 import type { Clock, Cancel } from '../clock.js';
 import type { DroppedFrames } from './dropped.js';
 import { DETECTOR_FORMAT, memberKey, memberRef, sameMember, type DetectorMessage, type MemberRef, type Vote } from './messages.js';

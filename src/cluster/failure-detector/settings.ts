@@ -35,9 +35,15 @@ export interface FailureDetectorOptions {
    * How long the singleton's own lease in the MetaStore runs after its last renewal was sent.
    * Default 5000 ms: well above a Cassandra lightweight transaction's own timeouts (2 s to write,
    * 1 s of contention), so a slow store does not take the role away; a crashed singleton is
-   * replaced at once anyway (its endpoint refuses), only a paused or cut-off one waits this long.
+   * replaced after this long too: a refused connection is no proof that its process is gone.
    */
   readonly singletonLeaseMs?: number | undefined;
+  /**
+   * How long after a member is first listed the singleton does not evict it on silence: a node that
+   * is still starting (loading, compiling, connecting) may not heartbeat yet, and the group's
+   * session is the backstop meanwhile. Default three suspicion timeouts (5400 ms); 0 turns it off.
+   */
+  readonly joinGraceMs?: number | undefined;
 }
 
 /** The settings with their defaults, checked. */
@@ -48,7 +54,11 @@ export interface FailureDetectorSettings {
   readonly indirectProbes: number;
   readonly leaseMs: number;
   readonly singletonLeaseMs: number;
+  readonly joinGraceMs: number;
 }
+
+/** The join grace when none is set: this many suspicion timeouts. */
+export const JOIN_GRACE_TIMEOUTS = 3;
 
 export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze({
   mode: 'session-only',
@@ -57,6 +67,7 @@ export const FAILURE_DETECTOR_DEFAULTS: FailureDetectorSettings = Object.freeze(
   indirectProbes: 3,
   leaseMs: 500,
   singletonLeaseMs: 5000,
+  joinGraceMs: JOIN_GRACE_TIMEOUTS * 1800,
 });
 
 /** Absent (undefined or null) means the default. */
@@ -69,6 +80,7 @@ const schema = z.strictObject({
   indirectProbes: wholeNumber(0, 'must be a whole number >= 0').max(64, { error: (issue) => `must be at most 64, got ${String(issue.input)}` }).nullish(),
   leaseMs: ms,
   singletonLeaseMs: ms,
+  joinGraceMs: wholeNumber(0, 'must be a whole number of milliseconds >= 0').nullish(),
 });
 
 /** A setting that cannot work: `key` names it with its prefix (`failureDetector.leaseMs`). */
@@ -105,6 +117,8 @@ export function failureDetectorSettings(options: unknown = {}, prefix = 'failure
     indirectProbes: o.indirectProbes ?? d.indirectProbes,
     leaseMs: o.leaseMs ?? d.leaseMs,
     singletonLeaseMs: o.singletonLeaseMs ?? d.singletonLeaseMs,
+    // Derived from the suspicion timeout actually set, so a longer timeout gets a longer grace.
+    joinGraceMs: o.joinGraceMs ?? JOIN_GRACE_TIMEOUTS * (o.suspicionTimeoutMs ?? d.suspicionTimeoutMs),
   };
   const h = s.heartbeatIntervalMs;
   if (s.suspicionTimeoutMs < 3 * h) {
@@ -122,6 +136,9 @@ export function failureDetectorSettings(options: unknown = {}, prefix = 'failure
   }
   if (s.singletonLeaseMs < s.leaseMs) {
     throw new FailureDetectorSettingsError(name('singletonLeaseMs'), `(${s.singletonLeaseMs}) must be at least leaseMs (${s.leaseMs}): the singleton grants no node lease past its own, so a shorter one would cut every grant short`);
+  }
+  if (s.joinGraceMs > 0 && s.joinGraceMs < s.suspicionTimeoutMs) {
+    throw new FailureDetectorSettingsError(name('joinGraceMs'), `(${s.joinGraceMs}) must be 0 (no grace) or at least the suspicion timeout (${s.suspicionTimeoutMs}): a shorter grace ends before any eviction on silence could happen anyway`);
   }
   return Object.freeze(s);
 }
@@ -167,6 +184,17 @@ export function probeTimeoutMs(s: Pick<FailureDetectorSettings, 'heartbeatInterv
 /** While a node stays late, its probes are repeated this often. */
 export function probePeriodMs(s: Pick<FailureDetectorSettings, 'heartbeatIntervalMs'>): number {
   return 3 * s.heartbeatIntervalMs;
+}
+
+/**
+ * The most silence one self-reported stall excuses (§11.5): a node that says its event loop stalled
+ * for `stalledMs` is not counted as silent for that long after the heartbeat that said it, but never
+ * for more than one suspicion timeout per claim; each claim must come in a heartbeat that is heard,
+ * so a node that stops being heard is evicted at most one timeout later than one that claims nothing.
+ */
+export function stallCreditMs(stalledMs: number | undefined, s: Pick<FailureDetectorSettings, 'suspicionTimeoutMs'>): number {
+  if (stalledMs === undefined || !Number.isFinite(stalledMs) || stalledMs <= 0) return 0;
+  return Math.min(stalledMs, s.suspicionTimeoutMs);
 }
 
 /** A timer that fires more than this late means the process did not run meanwhile (a stall). */

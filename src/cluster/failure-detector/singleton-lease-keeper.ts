@@ -3,7 +3,9 @@
 // a majority of the members, and counts it as lost `singletonLeaseMs` after it *sent* its last
 // successful renewal. Its grants never reach past that moment, so when a successor sees a renewal
 // unchanged for a whole lease (stretched by the drift factor), every lease this singleton granted has
-// run out too.
+// run out too. The stop is decided here, on this keeper's own timer and clock, never by reading or
+// writing the store, so a store call that hangs cannot hold it back; `onLost` must stop the singleton
+// without waiting for its actor (see `SingletonRole`).
 import type { Logger } from 'pino';
 import type { Epoch } from '../../core/ids.js';
 import type { MetaStore } from '../../store/meta-store.js';
@@ -33,6 +35,8 @@ export class SingletonLeaseKeeper {
   private renewing = false;
   /** Failed renewals in a row: the first of a run is logged, the others only counted here. */
   private failures = 0;
+  /** The latest reading of the clock: one that goes back makes the lease void (it was measured on readings now ahead). */
+  private lastNow = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: SingletonLeaseKeeperOptions) {
     this.validUntil = o.takenAt + o.settings.singletonLeaseMs;
@@ -49,7 +53,17 @@ export class SingletonLeaseKeeper {
 
   /** For how much longer (ms) this node surely holds the singleton's role; 0 once it may not. */
   remainingMs(): number {
-    return this.stopped ? 0 : Math.max(0, this.validUntil - this.o.clock.now());
+    if (this.stopped) return 0;
+    const now = this.now();
+    return this.stopped ? 0 : Math.max(0, this.validUntil - now);
+  }
+
+  /** The clock now; one that went back loses the lease at once (a grant computed on it could outlast the role). */
+  private now(): number {
+    const now = this.o.clock.now();
+    if (now < this.lastNow) this.lose(`the monotonic clock went back ${this.lastNow - now} ms: the singleton lease is void`);
+    this.lastNow = Math.max(this.lastNow, now);
+    return now;
   }
 
   private schedule(): void {
@@ -62,7 +76,9 @@ export class SingletonLeaseKeeper {
   private tick(): void {
     this.timer = undefined;
     if (this.stopped) return;
-    if (this.o.clock.now() >= this.validUntil) {
+    const now = this.now();
+    if (this.stopped) return;
+    if (now >= this.validUntil) {
       this.lose(`the singleton lease ran out: not renewed within ${this.o.settings.singletonLeaseMs} ms`);
       return;
     }
@@ -71,8 +87,9 @@ export class SingletonLeaseKeeper {
   }
 
   private async renew(): Promise<void> {
+    const sentAt = this.now();
+    if (this.stopped) return;
     this.renewing = true;
-    const sentAt = this.o.clock.now();
     const renewal = ++this.renewal;
     try {
       const renewed = await this.o.store.renewLease(this.o.epoch, renewal);

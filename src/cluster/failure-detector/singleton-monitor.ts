@@ -111,7 +111,8 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
       this.o.dropped.drop({ cause, detail: `heartbeat ${m.seq} from ${memberKey(m.from)}` }, memberKey(m.from));
       return;
     }
-    this.judge.heard(m.from, now);
+    // A stall the node reports is not counted as its silence (bounded, §11.5); its lease is not lengthened by it.
+    this.judge.heard(m.from, now, m.stalledMs);
     const leaseMs = this.grantable();
     if (leaseMs <= 0) return;
     if (link.send({ format: DETECTOR_FORMAT, cluster, type: 'grant', from: self, to: m.from, seq: m.seq, epoch, leaseMs, heartbeatIntervalMs: settings.heartbeatIntervalMs })) {

@@ -1,11 +1,15 @@
 // Who takes the singleton's role when its holder is gone, in `heartbeat` mode (docs/ARCHITECTURE.md
 // §11.9). The group's view orders the members, oldest first; the next in line is the first member
 // that does not hold the lease. It watches the lease and takes it by compare-and-set on the
-// `(epoch, renewal)` it saw, either once that renewal stayed the same for a whole singleton lease
-// stretched by the drift factor (the holder's lease, and every node lease it granted, has run out),
-// or at once when the holder's detector endpoint refuses connections (its process is gone).
+// `(epoch, renewal)` it saw, only once that renewal stayed the same for a whole singleton lease
+// stretched by the drift factor (the holder's lease, and every node lease it granted, has run out).
+// Nothing shortens that wait: a refused or reset connection to the holder proves nothing (a
+// middlebox, a restarted listener or a full accept queue answer the same way), and taking the lease
+// on one made two live nodes trade it eleven times in five seconds. A candidate that lost a race for
+// the lease, or the lease itself, backs off before it stands again.
 import type { Lease } from '../../store/meta-store.js';
-import { sameMember, type MemberRef } from './messages.js';
+import { sameMember, type DropCause, type MemberRef } from './messages.js';
+import { isFutureEpoch } from './node-lease.js';
 import { singletonLeaseWaitMs, type FailureDetectorSettings } from './settings.js';
 
 /**
@@ -41,26 +45,98 @@ export type LeaseVerdict =
   /** The holder renews (or may still): wait. */
   | { readonly kind: 'held'; readonly lease: Lease };
 
+/**
+ * The most one step between two looks at the lease counts towards its wait: half a singleton lease
+ * (the longest a watcher waits between looks). A longer gap (the watcher was paused, or its
+ * monotonic clock leapt forward) counts only this much, so no single leap of the clock can skip
+ * more than half the wait; a real pause only makes the takeover later.
+ */
+export function maxWatchStepMs(s: Pick<FailureDetectorSettings, 'singletonLeaseMs'>): number {
+  return Math.ceil(s.singletonLeaseMs / 2);
+}
+
 /** Follows one lease's renewals on the watcher's own clock. */
 export class LeaseWatch {
-  private seen: { readonly lease: Lease; readonly since: number } | undefined;
+  private seen: { readonly lease: Lease; unchangedMs: number } | undefined;
+  private lastNow: number | undefined;
+  /** The newest epoch of a lease seen (-1 before any): a row far ahead of it is refused. */
+  private newest = -1;
+  /** The clock went backwards at the last look: the wait started over (the caller counts it). */
+  clockWentBack = false;
+  /** The last look saw a lease (a holder, an epoch or a renewal) other than the one before. */
+  changed = false;
 
   constructor(private readonly settings: Pick<FailureDetectorSettings, 'singletonLeaseMs'>) {}
 
+  /** The newest lease epoch this watch has seen (-1 before any). */
+  get newestEpoch(): number {
+    return this.newest;
+  }
+
   /** `lease` as read at `now` (the watcher's clock); it ran out once unchanged for a stretched lease and `extraMs`. */
   observe(lease: Lease | undefined, now: number, extraMs = 0): LeaseVerdict {
+    const stepMs = this.lastNow === undefined ? 0 : now - this.lastNow;
+    this.clockWentBack = stepMs < 0;
+    this.lastNow = now;
     if (lease === undefined) {
+      this.changed = this.seen !== undefined;
       this.seen = undefined;
       return { kind: 'free' };
     }
+    if (lease.epoch > this.newest) this.newest = lease.epoch;
     const same = this.seen !== undefined && this.seen.lease.epoch === lease.epoch && this.seen.lease.renewal === lease.renewal && sameMember(this.seen.lease, lease);
-    if (!same) this.seen = { lease, since: now };
-    const unchangedForMs = now - this.seen!.since;
-    return unchangedForMs >= singletonLeaseWaitMs(this.settings) + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease };
+    this.changed = !same;
+    if (!same || this.clockWentBack) {
+      // A new renewal, or a clock that went back (what was measured on it is void): the wait starts over.
+      this.seen = { lease, unchangedMs: 0 };
+    } else {
+      this.seen!.unchangedMs += Math.min(stepMs, maxWatchStepMs(this.settings));
+    }
+    return this.seen!.unchangedMs >= singletonLeaseWaitMs(this.settings) + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease };
   }
 
   /** Forget what was seen (the watcher stood, or stopped watching). */
   reset(): void {
     this.seen = undefined;
+  }
+}
+
+/**
+ * What is wrong with a lease row read from the store, if anything: an epoch far ahead of any this
+ * node has seen (`knownEpoch`: the newest of the events topic's and the leases'; -1 if none), which
+ * no singleton of this cluster wrote; or a holder the group does not list. The first is not acted on
+ * at all (standing on it would make epochs leap and every genuine grant look stale); the second is
+ * only counted: its lease is waited out as any other, since that holder may still think it holds the
+ * role until its own lease runs out.
+ */
+export function leaseRowProblem(lease: Lease, knownEpoch: number, members: readonly MemberRef[]): Extract<DropCause, 'future-epoch' | 'holder-not-member'> | undefined {
+  if (isFutureEpoch(lease.epoch, knownEpoch)) return 'future-epoch';
+  if (!members.some((m) => sameMember(m, lease))) return 'holder-not-member';
+  return undefined;
+}
+
+/**
+ * How long a candidate waits before it may stand again after it lost a compare-and-set race for the
+ * lease, or after its own singleton stopped (it lost or gave up the lease): a whole singleton lease
+ * and up to half of one more (`jitterMs`, random), so a former holder does not take back at once a
+ * lease it just lost, and two candidates that raced do not race again in step.
+ */
+export function standBackoffMs(s: Pick<FailureDetectorSettings, 'singletonLeaseMs'>, jitterMs: number): number {
+  const most = Math.ceil(s.singletonLeaseMs / 2);
+  return s.singletonLeaseMs + Math.min(Math.max(0, Math.floor(jitterMs)), most);
+}
+
+/** When a candidate may stand again, on its own clock. */
+export class StandBackoff {
+  private notBefore = Number.NEGATIVE_INFINITY;
+
+  /** It lost a race or its lease at `now`: no standing for `ms`. */
+  backOff(now: number, ms: number): void {
+    this.notBefore = Math.max(this.notBefore, now + ms);
+  }
+
+  /** How long it must still wait at `now` (0: it may stand). A clock that went back cannot shorten it. */
+  remainingMs(now: number): number {
+    return Math.max(0, this.notBefore - now);
   }
 }

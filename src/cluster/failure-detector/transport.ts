@@ -6,7 +6,8 @@ import type { DetectorMessage } from './messages.js';
 
 /**
  * How a connection ended, seen from this side:
- * - `refused`: nothing listens at the address (the process is gone, or never was there);
+ * - `refused`: nothing listens at the address (the process is gone, or never was there — or a
+ *   middlebox or a full accept queue answers as if: a hint, never proof);
  * - `closed`: the other side closed it or died (its kernel closed the socket);
  * - `error`: the network failed it (unreachable, reset by a middlebox): no proof of anything;
  * - `timeout`: it could not be opened in time (a host that does not answer at all).

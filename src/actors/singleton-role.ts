@@ -1,0 +1,40 @@
+// Whether the singleton a node hosts still acts (docs/ARCHITECTURE.md §11.9). Its stop must not
+// wait for the singleton's actor: that actor may be blocked for as long as a MetaStore call hangs
+// (a blackholed Cassandra path), and a stop sent to it as a message is read only after that call
+// returns. So the stop is this flag, set at once on the path that decides it (the lease keeper's
+// timer, the guardian), and read synchronously by everything that acts in the singleton's name:
+// each effect before it is carried out (no map change, no publish, no reply after it), the
+// grants (through the lease keeper), and the node's /status and metrics, which would otherwise show
+// the last state the blocked actor gave them.
+
+export class SingletonRole {
+  private current: { readonly epoch: number; stoppedBecause: string | undefined } | undefined;
+
+  /** The singleton of `epoch` starts acting here. */
+  begin(epoch: number): void {
+    this.current = { epoch, stoppedBecause: undefined };
+  }
+
+  /** The singleton of `epoch` must not act any more; returns false if it had stopped already (or another epoch acts). */
+  stop(epoch: number, reason: string): boolean {
+    const c = this.current;
+    if (c?.epoch !== epoch || c.stoppedBecause !== undefined) return false;
+    c.stoppedBecause = reason;
+    return true;
+  }
+
+  /** Whether the singleton of `epoch` may still act. */
+  acting(epoch: number): boolean {
+    return this.current?.epoch === epoch && this.current.stoppedBecause === undefined;
+  }
+
+  /** The epoch of the singleton acting here now, if any. */
+  get actingEpoch(): number | undefined {
+    return this.current?.stoppedBecause === undefined ? this.current?.epoch : undefined;
+  }
+
+  /** Why the singleton of `epoch` stopped, if it did. */
+  stoppedBecause(epoch: number): string | undefined {
+    return this.current?.epoch === epoch ? this.current.stoppedBecause : undefined;
+  }
+}
