@@ -60,13 +60,18 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
           seq: s.seq,
           events: unsent.map((p) => p.event),
         };
-        await env.bus.produce(env.topics.inbox, report);
+        // The resend is armed whatever the produce does: a report whose produce failed is sent again
+        // like one whose acknowledgement never came (it used to wait for the next report's ack).
         s.resend?.();
         s.resend = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(ctx.self, { type: 'Resend' }));
+        await env.bus.produce(env.topics.inbox, report);
         return s;
       }
       case 'Ack':
-        for (const [key, p] of s.pending) if (p.sentIn !== undefined && p.sentIn <= msg.seq) s.pending.delete(key);
+        // Only the events of the report acknowledged: an acknowledgement of a later report says
+        // nothing of an earlier one whose produce failed (the singleton never saw it), so an event
+        // in it stays until it is sent again and acknowledged (sim seed 45 lost an IngestionError so).
+        for (const [key, p] of s.pending) if (p.sentIn === msg.seq) s.pending.delete(key);
         if (s.pending.size === 0) {
           s.resend?.();
           s.resend = undefined;

@@ -75,15 +75,28 @@ export async function callSink(sink: RecordSink, clock: Clock, timeoutMs: number
   }
 }
 
+/**
+ * A timer that fires this much later than it was due (beyond a quarter of its wait) says that this
+ * process did not run (a pause, a stall of its event loop), not that the sink is slow: the answer
+ * may be waiting behind the timer in the same turn. The wait starts over instead of failing.
+ */
+const STALLED_TIMER_FRACTION = 0.25;
+
 function withTimeout<T>(p: Promise<T>, clock: Clock, ms: number, error: () => Error): Promise<T> {
   if (ms <= 0) return p;
   return new Promise<T>((resolve, reject) => {
     let done = false;
-    const cancel = clock.schedule(ms, () => {
-      if (done) return;
-      done = true;
-      reject(error());
-    });
+    let cancel: () => void = () => {};
+    const arm = () => {
+      const due = clock.now() + ms;
+      cancel = clock.schedule(ms, () => {
+        if (done) return;
+        if (clock.now() - due > ms * STALLED_TIMER_FRACTION) return arm();
+        done = true;
+        reject(error());
+      });
+    };
+    arm();
     p.then(
       (v) => {
         if (done) return;
