@@ -14,17 +14,25 @@ export interface BalanceProblem {
  * `nodes`: the members that may hold copies (not drained), with their racks. Skipped (undefined)
  * while a planned move is in flight: balance is judged once the dataset is quiet.
  */
-export function balanceViolation(map: ShardMapper, nodes: readonly { node: string; rack: string }[], replicationFactor: number): BalanceProblem | undefined {
+/**
+ * `cooling`: shards in their reassignment cooldown after a copy failed. One short of its copies
+ * waits for the cooldown's end by design (as an errored shard without a copy does), and while one
+ * does the spread is not judged.
+ */
+export function balanceViolation(map: ShardMapper, nodes: readonly { node: string; rack: string }[], replicationFactor: number, cooling: ReadonlySet<number> = new Set()): BalanceProblem | undefined {
   if (nodes.length === 0) return undefined;
   const racks = new Set(nodes.map((n) => n.rack)).size;
   const copies = Math.min(replicationFactor, racks);
   const short: number[] = [];
+  let waiting = false;
   for (let s = 0; s < map.numShards; s++) {
     const assignments = map.recordForShard(s).assignments;
     if (assignments.some((a) => a.placement === 'Leaving')) return undefined;
-    if (assignments.length !== copies) short.push(s);
+    if (assignments.length < copies && cooling.has(s)) waiting = true;
+    else if (assignments.length !== copies) short.push(s);
   }
   if (short.length > 0) return { invariant: 'I2', message: `shards ${short.join(',')} do not hold ${copies} copies` };
+  if (waiting) return undefined;
   const loads = nodes.map((n) => map.numShardsForNode(n.node as never));
   const spread = Math.max(...loads) - Math.min(...loads);
   const bound = spreadLowerBound(map.numShards, copies, nodes.map((n) => ({ id: n.node as NodeId, group: n.rack, weight: 1 })));

@@ -57,6 +57,8 @@ export class DetectorWorld {
   private readonly clocks = new Map<string, DriftingClock>();
   /** Directed cuts between nodes (by name): nothing from `from` reaches `to` during `interval`. */
   private readonly cuts: { readonly from: string; readonly to: string; readonly interval: Interval }[] = [];
+  /** Refusals and resets from live processes (`refusing`): unreachable time for I10 only. */
+  private readonly refusals: { readonly from: string; readonly to: string; readonly interval: Interval }[] = [];
   /** When each node was paused or dead (by name). */
   private readonly down = new Map<string, Interval[]>();
   /** When the singleton of which epoch took each incarnation (`node@incarnation`) out (the first time). */
@@ -119,6 +121,18 @@ export class DetectorWorld {
   }
 
   // ---------------------------------------------------------------- the fault schedule as it ran
+
+  /**
+   * For `ms`, `to`'s endpoint refuses `from`'s connects and resets them (a live process, both run):
+   * nothing `from` sends reaches `to` on the detector, though the network delivers. For I10 it is
+   * unreachable time as a cut is (a node whose heartbeats are refused is silent); it is no cut for
+   * the network, which `LinkResets` shapes. Windows are at most 1 s, under the 1 s of unreachable
+   * time an eviction needs to be no false one, so a refusal alone still never excuses an eviction.
+   */
+  refusing(from: string, to: string, ms: number): void {
+    const now = this.clock.now();
+    this.refusals.push({ from, to, interval: { from: now, to: now + ms } });
+  }
 
   /** Nothing from `from` reaches `to` for `ms` (one direction). */
   cut(from: string, to: string, ms: number): void {
@@ -306,17 +320,26 @@ export class DetectorWorld {
       if (i.to > from && i.to < to) points.add(i.to);
     };
     for (const n of [node, ...observers]) for (const i of this.down.get(n) ?? []) if (overlaps(i, from, to)) add(i);
-    for (const c of this.cuts) if ((c.from === node || c.to === node) && overlaps(c.interval, from, to)) add(c.interval);
+    for (const c of [...this.cuts, ...this.refusals]) if ((c.from === node || c.to === node) && overlaps(c.interval, from, to)) add(c.interval);
     const sorted = [...points].sort((a, b) => a - b);
     let longest = 0;
     let run = 0;
+    let gap = 0;
     for (let k = 0; k + 1 < sorted.length; k++) {
       const a = sorted[k]!;
       const b = sorted[k + 1]!;
       const mid = (a + b) / 2;
-      const reachedBy = this.isDown(node, mid) ? 0 : observers.filter((o) => !this.isDown(o, mid) && !this.isCut(node, o, mid) && !this.isCut(o, node, mid)).length;
-      if (reachedBy * 2 > observers.length) run = 0;
-      else run += b - a;
+      const blocked = (a: string, b: string) => this.isCut(a, b, mid) || this.refusals.some((r) => r.from === a && r.to === b && inside(r.interval, mid));
+      const reachedBy = this.isDown(node, mid) ? 0 : observers.filter((o) => !this.isDown(o, mid) && !blocked(node, o) && !blocked(o, node)).length;
+      // A moment of reach shorter than a heartbeat interval carries no heartbeat for sure: it
+      // does not end the run (a refusal window ending 10 ms before a pause, say).
+      if (reachedBy * 2 > observers.length) {
+        gap += b - a;
+        if (gap >= this.settings.heartbeatIntervalMs) run = 0;
+      } else {
+        run += b - a;
+        gap = 0;
+      }
       longest = Math.max(longest, run);
     }
     return longest;

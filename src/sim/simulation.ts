@@ -632,7 +632,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         note(`${f.to}${f.to === singleton?.node ? ' (the singleton)' : ''} refuses and resets ${f.from.join(',')}${f.bothWays ? ' both ways' : ''} for ${f.ms} ms (detector endpoints, both processes run)`);
         for (const from of f.from) {
           resets.add(from, f.to, f.ms);
-          if (f.bothWays) resets.add(f.to, from, f.ms);
+          world?.refusing(from, f.to, f.ms);
+          if (f.bothWays) {
+            resets.add(f.to, from, f.ms);
+            world?.refusing(f.to, from, f.ms);
+          }
         }
         w.disturbed(f.ms);
       }
@@ -849,6 +853,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const strategy = new DefaultShardAssignmentStrategy();
     const draining = new Set<string>((await operations()).draining);
     const placeable = view.members.filter((m) => !draining.has(m.node)).map((m) => ({ node: m.node as string, rack: rackOf.get(m.node) ?? m.node }));
+    const cooldowns = await metaStore.cooldowns();
     for (const d of DATASETS) {
       const snap = maps.get(d.ref as DatasetRef);
       if (!snap) {
@@ -870,7 +875,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       if ('strategy' in d && !kept) {
         // I2 and I9 for a balanced dataset: every shard has its copies, spread at its lower bound
         // (once no copy is kept for a lost node: until then the map waits for it, by design).
-        const problem = balanceViolation(m, placeable, d.replicationFactor);
+        const cooling = new Set(cooldowns.filter((c) => c.dataset === d.ref && c.reassignedAt + COOLDOWN_MS > clock.now()).map((c) => c.shard));
+        const problem = balanceViolation(m, placeable, d.replicationFactor, cooling);
         if (problem) violate(problem.invariant, `${d.ref}: ${problem.message}`);
       }
       const free = 'strategy' in d ? [] : m.unassignedShards().filter((s) => m.statusForShard(s).type !== 'Error');

@@ -129,12 +129,20 @@ export function checkCooldowns(step: Step): void {
   for (const ref of step.datasetRefs()) {
     retryFailedDrainMoves(step, ref);
     const ds = step.dataset(ref)!;
-    const waiting = (s: number) => ds.mapper.nodeForShard(s) === undefined && ds.mapper.statusForShard(s).type === 'Error';
+    // Waiting for its cooldown: an errored shard without a copy, or a replicated one that lost the
+    // copy that failed and has fewer than its copies (its other copies serve meanwhile; nothing
+    // else would place the missing one once the cooldown is over: the sim found shards left short).
+    const waiting = (s: number) => {
+      const copies = ds.mapper.recordForShard(s).assignments.length;
+      if (copies === 0) return ds.mapper.statusForShard(s).type === 'Error';
+      return copies < ds.config.replicationFactor;
+    };
     for (const [s, at] of ds.cooldowns) if (step.inCooldown(at) && waiting(s)) step.schedule(step.cooldownEnd(at));
     const ended = [...ds.cooldowns].filter(([s, at]) => !step.inCooldown(at) && waiting(s));
     if (ended.length === 0) continue;
     const endedShards = new Set(ended.map(([s]) => s));
-    const hold = new Set<number>(ds.mapper.unassignedShards().filter((s) => !endedShards.has(s)));
+    const stillCooling = [...ds.cooldowns].filter(([s, at]) => step.inCooldown(at) && waiting(s)).map(([s]) => s);
+    const hold = new Set<number>([...ds.mapper.unassignedShards().filter((s) => !endedShards.has(s)), ...stillCooling]);
     const placed = step.assignShards(ref, { hold });
     for (const s of placed) {
       step.notice({ name: 'shard.cooldown-ended', level: 'info', dataset: ref, shard: s, message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}` });
