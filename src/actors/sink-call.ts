@@ -76,22 +76,26 @@ export async function callSink(sink: RecordSink, clock: Clock, timeoutMs: number
 }
 
 /**
- * A timer that fires this much later than it was due (beyond a quarter of its wait) says that this
- * process did not run (a pause, a stall of its event loop), not that the sink is slow: the answer
- * may be waiting behind the timer in the same turn. The wait starts over instead of failing.
+ * A timer that fires later than it was due by more than this (50 ms, or 5 % of a long wait) says
+ * that this process did not run for a while (a pause, a stall of its event loop, CPU starvation):
+ * the sink's answer may be waiting behind the timer, and the call may not have run at all. The
+ * wait starts over instead of failing, at most `MAX_STALLED_REARMS` times, so a sink that hangs on
+ * a node whose timers are always late still fails.
  */
-const STALLED_TIMER_FRACTION = 0.25;
+const stalledAfterMs = (ms: number) => Math.max(50, ms * 0.05);
+const MAX_STALLED_REARMS = 3;
 
 function withTimeout<T>(p: Promise<T>, clock: Clock, ms: number, error: () => Error): Promise<T> {
   if (ms <= 0) return p;
   return new Promise<T>((resolve, reject) => {
     let done = false;
     let cancel: () => void = () => {};
+    let rearms = 0;
     const arm = () => {
       const due = clock.now() + ms;
       cancel = clock.schedule(ms, () => {
         if (done) return;
-        if (clock.now() - due > ms * STALLED_TIMER_FRACTION) return arm();
+        if (clock.now() - due > stalledAfterMs(ms) && rearms++ < MAX_STALLED_REARMS) return arm();
         done = true;
         reject(error());
       });
