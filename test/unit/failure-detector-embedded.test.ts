@@ -6,15 +6,13 @@
 // its shards are written elsewhere; a crashed singleton is replaced after its lease, never sooner; a
 // singleton whose store hangs stops by its own clock and is shown by nobody's /status after;
 // `session-only` starts none of it.
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetConfig } from '../../src/core/dataset-config.js';
 import type { NodeId, ShardNum } from '../../src/core/ids.js';
-import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { RecordSink, SourceRecord } from '../../src/ingest/ingestion-source.js';
-import { SimDriver } from '../../src/sim/driver.js';
+import { SESSION_MS, startDetectorCluster } from '../support/detector-cluster.js';
 import type { FailureDetectorOptions } from '../../src/cluster/failure-detector/settings.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import type { MetaStore } from '../../src/store/meta-store.js';
@@ -48,9 +46,6 @@ function hangingStore() {
   };
 }
 
-const SESSION_MS = 10_000; // a Kafka-like session: the detector must beat it by far
-const DATASET = { ref: 'alpha', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 50 } } as const;
-
 /** Every write, by node and time: who wrote which shard when. */
 class WriteLog {
   readonly writes: { node: string; shard: number; at: number }[] = [];
@@ -77,36 +72,20 @@ afterEach(async () => {
 });
 
 async function start(failureDetector: FailureDetectorOptions, reachable?: (from: string, to: string) => boolean, metaStore?: MetaStore) {
-  const clock = new SimulatedClock(0);
-  const log = new WriteLog(clock);
-  cluster = new EmbeddedCluster({
-    name: `fd-${Math.random().toString(36).slice(2)}`,
-    clock,
-    metrics: false,
-    nodes: ['n1', 'n2', 'n3', 'n4'],
-    sessionTimeoutMs: SESSION_MS,
-    heartbeatIntervalMs: 1_000,
-    sink: (node) => log.sink(node),
-    log: pino({ level: 'silent' }),
-    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, reportResendMs: 500, retryInitialMs: 50, retryMaxMs: 400, failureDetector },
-    detector: { pick: () => 0, ...(reachable ? { reachable } : {}) },
+  let log: WriteLog | undefined;
+  const started = await startDetectorCluster({
+    failureDetector,
+    sink: (node, clock) => (log ??= new WriteLog(clock)).sink(node),
+    ...(reachable ? { detector: { reachable } } : {}),
     ...(metaStore ? { metaStore } : {}),
   });
-  const driver = new SimDriver(cluster);
-  await cluster.startNodes();
-  await driver.advance(500);
-  const reply = cluster.setupDataset(DATASET, 5_000);
-  await driver.advance(100);
-  expect((await reply).type).toBe('DatasetVerified');
-  await driver.advance(2_000);
-  const c = cluster;
-  const mapper = async () => ShardMapper.fromSnapshot((await c.metaStore.shardMaps()).find((m) => m.dataset === DATASET.ref)!);
+  cluster = started.cluster;
   /** The singleton's stored map, asked by node name. */
   const map = async () => {
-    const m = await mapper();
+    const m = await started.map();
     return { shardsForNode: (node: string) => m.shardsForNode(node as NodeId) };
   };
-  return { cluster: c, clock, driver, log, map };
+  return { cluster: started.cluster, clock: started.clock, driver: started.driver, log: log!, map };
 }
 
 const HEARTBEAT: FailureDetectorOptions = { mode: 'heartbeat', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1_800, leaseMs: 500 };

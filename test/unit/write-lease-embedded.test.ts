@@ -4,18 +4,15 @@
 //   moves, and the shards write again when grants arrive in time (the lease wait is not sink time);
 // - a sink call that times out fails the shard, but the shard is reported failed, and so moved,
 //   only once that call has ended: the next owner's first call starts after it.
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { FailureDetectorOptions } from '../../src/cluster/failure-detector/settings.js';
 import type { DatasetConfig } from '../../src/core/dataset-config.js';
 import type { NodeId, ShardNum } from '../../src/core/ids.js';
-import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { RecordSink, SourceRecord } from '../../src/ingest/ingestion-source.js';
-import { SimDriver } from '../../src/sim/driver.js';
+import { startDetectorCluster } from '../support/detector-cluster.js';
 
-const DATASET = { ref: 'alpha', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 50 } } as const;
 const HEARTBEAT: FailureDetectorOptions = { mode: 'heartbeat', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1_800, leaseMs: 500 };
 const SINK_TIMEOUT_MS = 1_000;
 
@@ -54,20 +51,12 @@ afterEach(async () => {
 });
 
 async function start(delayed: { node: string | undefined; ms: number }) {
-  const clock = new SimulatedClock(0);
-  const log = new CallLog(clock);
-  cluster = new EmbeddedCluster({
-    name: `lease-${Math.random().toString(36).slice(2)}`,
-    clock,
-    metrics: false,
-    nodes: ['n1', 'n2', 'n3', 'n4'],
-    sessionTimeoutMs: 10_000,
-    heartbeatIntervalMs: 1_000,
-    sink: (node) => log.sink(node),
-    log: pino({ level: process.env.TEST_LOG ?? 'silent' }),
-    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, reportResendMs: 500, retryInitialMs: 50, retryMaxMs: 400, sinkTimeoutMs: SINK_TIMEOUT_MS, failureDetector: HEARTBEAT },
+  let log: CallLog | undefined;
+  const started = await startDetectorCluster({
+    failureDetector: HEARTBEAT,
+    sink: (node, clock) => (log ??= new CallLog(clock)).sink(node),
+    settings: { sinkTimeoutMs: SINK_TIMEOUT_MS },
     detector: {
-      pick: () => 0,
       // Every frame to or from the delayed node's endpoint takes `ms` more, while `node` is set.
       faults: (from, to) => {
         const at = delayed.node && cluster?.membership.view().members.find((m) => m.node === delayed.node)?.detector;
@@ -75,16 +64,8 @@ async function start(delayed: { node: string | undefined; ms: number }) {
       },
     },
   });
-  const driver = new SimDriver(cluster);
-  await cluster.startNodes();
-  await driver.advance(500);
-  const reply = cluster.setupDataset(DATASET, 5_000);
-  await driver.advance(100);
-  expect((await reply).type).toBe('DatasetVerified');
-  await driver.advance(2_000);
-  const c = cluster;
-  const map = async () => ShardMapper.fromSnapshot((await c.metaStore.shardMaps()).find((m) => m.dataset === DATASET.ref)!);
-  return { cluster: c, clock, driver, log, map };
+  cluster = started.cluster;
+  return { ...started, log: log! };
 }
 
 describe('the lease gates writes; it never fails them', () => {
