@@ -31,7 +31,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
@@ -44,6 +43,7 @@ import { busyCores, randomPauses } from './disturbances.js';
 import { markdownTable, ms, quantile, register, type Table } from './harness.js';
 import { withRealServices, type BenchServices } from './real-services.js';
 import { sleep } from './runtime-support.js';
+import { freePort } from '../test/support/free-port.js';
 
 type Mode = 'session-only' | 'heartbeat';
 type Part = 'owner' | 'singleton' | 'silent' | 'soak';
@@ -105,13 +105,6 @@ function parseOptions(argv: readonly string[]): Options {
 const log = (line: string) => process.stderr.write(`[failover] ${line}\n`);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 // ------------------------------------------------------------------ a cluster under load
 

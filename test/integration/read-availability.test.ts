@@ -4,7 +4,6 @@
 // rate over random keys, and the node serving the most shards is SIGKILLed under load. Every
 // request must succeed within its deadline: the dead node's shards are served by their other copy.
 // And a client pointed at a wrong prefix or an unreachable broker fails typed, in time.
-import { createServer } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
@@ -18,6 +17,7 @@ import { chaosCluster, chaosTeardown, createTopics, CHAOS_SESSION_TIMEOUT_MS } f
 import { ECHO_HANDLER, everyCopyActive, type ProcessCluster } from '../support/process-cluster.js';
 import { figures, sentBetween, startRouter, type Outcome, type RouterRun } from '../support/router-run.js';
 import { processClusterBase, services } from './support.js';
+import { freePort as closedPort } from '../support/free-port.js';
 
 const SHARDS = 8;
 const RF = 2;
@@ -155,11 +155,3 @@ async function waitUntil(probe: () => Promise<boolean>, timeoutMs: number, messa
   }
 }
 
-/** A port nothing listens on: one the OS just handed out and that was closed again. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((ok) => server.close(() => ok()));
-  return port;
-}

@@ -7,7 +7,6 @@
 // (./history-checker.ts) over what the nodes recorded and what the producer had acknowledged. The
 // schedules of faults are in ./one-writer-schedules.ts.
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { CHAOS_RUNTIME, createTopics } from './chaos-run.js';
@@ -15,6 +14,7 @@ import { checkHistory, formatReport, readHistories, type HistoryReport } from '.
 import { NumberedProducer } from './numbered-producer.js';
 import { ProcessCluster, waitConverged, type ProcessClusterOptions } from './process-cluster.js';
 import { TcpProxy } from './tcp-proxy.js';
+import { freePort } from './free-port.js';
 
 export const DATASET = 'metrics';
 export const NUM_SHARDS = 8;
@@ -62,13 +62,6 @@ export interface OneWriterResult {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const iso = (ms: number) => new Date(ms).toISOString().slice(11, 23);
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The sending node of a detector frame (`"from":{"node":...}`): the proxy's tag of a connection. */
 const senderOf = (firstBytes: string): string | undefined => /"from":\{[^}]*"node":"([^"]+)"/.exec(firstBytes)?.[1];
