@@ -1,7 +1,6 @@
 // An embedded cluster of four nodes with the failure detector, on a simulated clock, a dataset of
 // eight RF-1 shards set up and ingesting: the start the embedded detector tests share.
 import { pino } from 'pino';
-import { expect } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { RuntimeOptions } from '../../src/actors/settings.js';
 import type { FailureDetectorOptions } from '../../src/cluster/failure-detector/settings.js';
@@ -10,7 +9,7 @@ import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../../src/embedded/embedded-cluster.js';
 import type { RecordSink } from '../../src/ingest/ingestion-source.js';
 import type { MetaStore } from '../../src/store/meta-store.js';
-import { SimDriver } from '../../src/sim/driver.js';
+import { startWithDataset } from './dataset-setup.js';
 
 /** A Kafka-like session: the detector must beat it by far. */
 export const SESSION_MS = 10_000;
@@ -42,13 +41,7 @@ export async function startDetectorCluster(o: DetectorClusterOptions) {
     detector: { pick: () => 0, ...o.detector },
     ...(o.metaStore ? { metaStore: o.metaStore } : {}),
   });
-  const driver = new SimDriver(cluster);
-  await cluster.startNodes();
-  await driver.advance(500);
-  const reply = cluster.setupDataset(DATASET, 5_000);
-  await driver.advance(100);
-  expect((await reply).type).toBe('DatasetVerified');
-  await driver.advance(2_000);
+  const driver = await startWithDataset(cluster, DATASET, 2_000);
   /** The singleton's stored map of the dataset. */
   const map = async () => ShardMapper.fromSnapshot((await cluster.metaStore.shardMaps()).find((m) => m.dataset === DATASET.ref)!);
   return { cluster, clock, driver, map };

@@ -1,14 +1,14 @@
 // An embedded cluster of four nodes over two racks on a simulated clock, quiet logs and short
 // timeouts: the setting of the tests of replicas, planned moves and routing.
 import { pino } from 'pino';
-import { expect } from 'vitest';
 import type { RuntimeOptions } from '../../src/actors/settings.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetConfigInput } from '../../src/core/dataset-config.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
-import { SimDriver } from '../../src/sim/driver.js';
+import type { SimDriver } from '../../src/sim/driver.js';
+import { startWithDataset } from './dataset-setup.js';
 
 export interface RackedClusterOptions {
   /** One sink for all nodes (the default: a fresh one), or a sink per node. */
@@ -39,13 +39,7 @@ export function rackedCluster(prefix: string, sink: CountingSink | 'per-node' = 
 /** A racked cluster with a sink per node, started on its simulated clock with `dataset` set up and settled. */
 export async function startRackedWithDataset(prefix: string, dataset: DatasetConfigInput, settings: Partial<RuntimeOptions> = {}): Promise<{ cluster: EmbeddedCluster; driver: SimDriver }> {
   const cluster = rackedCluster(prefix, 'per-node', { checkpointIntervalMs: 200, ...settings });
-  const driver = new SimDriver(cluster);
-  await cluster.startNodes();
-  await driver.advance(500);
-  const reply = cluster.setupDataset(dataset, 5_000);
-  await driver.advance(100);
-  expect((await reply).type).toBe('DatasetVerified');
-  await driver.advance(3_000);
+  const driver = await startWithDataset(cluster, dataset, 3_000);
   return { cluster, driver };
 }
 

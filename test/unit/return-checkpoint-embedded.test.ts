@@ -14,8 +14,8 @@ import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import type { RecordSink, SinkStorage } from '../../src/ingest/ingestion-source.js';
 import type { Request } from '../../src/actors/wire.js';
-import { SimDriver } from '../../src/sim/driver.js';
 import { storedMap } from '../support/racked-cluster.js';
+import { startWithDataset } from '../support/dataset-setup.js';
 
 const RATE = 50;
 const DATASET = { ref: 'returns', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
@@ -72,13 +72,7 @@ async function startWith(names: readonly string[], storage: SinkStorage, dataset
     settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, checkpointIntervalMs: 200 },
   });
   const w = cluster;
-  const driver = new SimDriver(w);
-  await w.startNodes();
-  await driver.advance(500);
-  const setUp = w.setupDataset(dataset, 5_000);
-  await driver.advance(100);
-  expect((await setUp).type).toBe('DatasetVerified');
-  await driver.advance(5_000);
+  const driver = await startWithDataset(w, dataset, 5_000);
   const request = async (build: (replyTo: unknown) => unknown): Promise<Reply> => {
     const reply = w.request((replyTo) => build(replyTo) as Request, 5_000);
     await driver.advance(100);
