@@ -19,6 +19,22 @@ export interface MembersRecord {
   readonly members: readonly MemberIncarnation[];
 }
 
+/** Where this node stands in the members: since which members version the singleton counts it. */
+export interface Admission {
+  readonly epoch: Epoch;
+  readonly version: number;
+}
+
+/**
+ * Whether a map of `epoch`, made for the members at version `madeFor`, is one a node admitted at
+ * `admission` may act on: made for its admission's members or later ones. A map of another epoch
+ * is judged by the members of its own epoch (the node does not act on it before those list it),
+ * and a map that does not say what it was made for is taken as it was before the stamp existed.
+ */
+export function madeForAdmission(epoch: Epoch, madeFor: number | undefined, admission: Admission | undefined): boolean {
+  return admission === undefined || epoch !== admission.epoch || madeFor === undefined || madeFor >= admission.version;
+}
+
 /** What the node does with what it learned: its runner, its local subscribers, the singleton. */
 export interface FollowedMapsPorts {
   /**
@@ -40,11 +56,43 @@ export class FollowedMaps {
   readonly followers = new Map<DatasetRef, ShardMapFollower>();
   readonly configs = new Map<DatasetRef, DatasetConfig>();
   members: MembersRecord | undefined;
+  /**
+   * The members version each map was made for (`map-snapshot`, `map-changes`); undefined for a
+   * map from a singleton that does not say, taken as made for any members.
+   */
+  private readonly madeFor = new Map<DatasetRef, number | undefined>();
+  /** Since when the singleton counts `self` (the first members record of its epoch that lists it). */
+  private admittedAt: Admission | undefined;
   /** What the node lacks: these maps (`all`: every dataset's, at start), the members. */
   private readonly wanted = { datasets: new Set<DatasetRef>(), all: false, members: false };
   private asking = false;
 
-  constructor(private readonly ports: FollowedMapsPorts) {}
+  /** `self`: the node incarnation that acts on these maps (none for a client that only follows them). */
+  constructor(
+    private readonly ports: FollowedMapsPorts,
+    private readonly self?: MemberIncarnation,
+  ) {}
+
+  /** Since when the singleton counts this node, if it does. */
+  get admission(): Admission | undefined {
+    return this.admittedAt;
+  }
+
+  /**
+   * Whether this node may act on its map of `dataset`: one made for the members that admitted it,
+   * or later ones. An older map may still give it its previous incarnation's copies (a delayed
+   * record, a sync answer overtaken by the changes that took them away); the node asks for the map
+   * again instead.
+   */
+  madeForThisNode(dataset: DatasetRef): boolean {
+    const f = this.followers.get(dataset);
+    return f === undefined || madeForAdmission(f.epoch, this.madeFor.get(dataset), this.admittedAt);
+  }
+
+  /** The members version the node's map of `dataset` was made for (undefined: not said). */
+  madeForMembers(dataset: DatasetRef): number | undefined {
+    return this.madeFor.get(dataset);
+  }
 
   /** One decision's changes: applied if they continue this node's map, else the map is asked for. */
   changes(m: Record<'map-changes'>): void {
@@ -53,7 +101,12 @@ export class FollowedMaps {
     const outcome = f.applyChanges({ epoch: m.epoch, base: m.base, events: m.events });
     if (outcome === 'gap') return this.want({ dataset: m.dataset });
     if (outcome !== 'applied') return;
-    this.ports.mapChanged(m.dataset, f, this.configs.get(m.dataset)!, new Set(m.events.map((e) => e.shard)));
+    const wasCurrent = this.madeForThisNode(m.dataset);
+    this.madeFor.set(m.dataset, m.members);
+    // A map that becomes one the node may act on is reconciled whole, not only where it changed.
+    const whole = !wasCurrent && this.madeForThisNode(m.dataset);
+    this.ports.mapChanged(m.dataset, f, this.configs.get(m.dataset)!, whole ? undefined : new Set(m.events.map((e) => e.shard)));
+    this.askIfMadeForOthers(m.dataset);
     if (m.base.epoch === m.epoch) {
       m.events.forEach((event, i) => this.ports.deliver(m.dataset, { type: 'StampedShardEvent', epoch: m.epoch, version: m.base.version + i + 1, event }));
     } else {
@@ -77,12 +130,18 @@ export class FollowedMaps {
       const fresh = new ShardMapFollower(m.dataset);
       fresh.applySnapshot(snapshot.value);
       this.followers.set(m.dataset, fresh);
+      this.madeFor.set(m.dataset, m.members);
       taken = true;
     }
     const current = this.followers.get(m.dataset)!;
+    // The same map, said now to be made for newer members: the node may act on it where it waited.
+    const made = this.madeFor.get(m.dataset);
+    const remade = !taken && compareStamps(current, { epoch: m.epoch, version: m.version }) === 0 && m.members !== undefined && made !== undefined && m.members > made;
+    if (remade) this.madeFor.set(m.dataset, m.members);
     if (compareStamps(current, { epoch: m.epoch, version: m.version }) >= 0) this.satisfied(() => this.wanted.datasets.delete(m.dataset));
     this.satisfied(() => (this.wanted.all = false));
-    if (taken || configChanged) this.ports.mapChanged(m.dataset, current, m.config);
+    if (taken || configChanged || remade) this.ports.mapChanged(m.dataset, current, m.config);
+    this.askIfMadeForOthers(m.dataset);
     const message: SubscriberMessage = { type: 'CurrentShardSnapshot', snapshot: current.mapper!.toSnapshot(current.epoch) };
     if (taken) this.ports.deliver(m.dataset, message);
     else if (m.to.length > 0) this.ports.deliver(m.dataset, message, m.to);
@@ -105,8 +164,18 @@ export class FollowedMaps {
 
   private setMembers(members: MembersRecord): void {
     this.members = members;
+    const self = this.self;
+    const listed = self !== undefined && members.members.some((m) => m.node === self.node && m.incarnation === self.incarnation);
+    if (!listed) this.admittedAt = undefined;
+    else if (this.admittedAt?.epoch !== members.epoch) this.admittedAt = { epoch: members.epoch, version: members.version };
     this.satisfied(() => (this.wanted.members = false));
     this.ports.membersChanged(members);
+    for (const dataset of this.followers.keys()) this.askIfMadeForOthers(dataset);
+  }
+
+  /** A map made for members older than this node's admission is asked for again (see `madeForThisNode`). */
+  private askIfMadeForOthers(dataset: DatasetRef): void {
+    if (!this.madeForThisNode(dataset)) this.want({ dataset });
   }
 
   /**

@@ -272,7 +272,7 @@ export function spawnIngestionActor(
         const token = tokenOf();
         const outcome = token === undefined
           ? { kind: 'refused' as const, cause: 'not-assigned' as const, detail: {}, message: 'records fetched before the map moved this copy were not written' }
-          : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token);
+          : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token, env.runGaps);
         if (outcome.kind === 'lease-lapsed') {
           // No lease for the map's epoch: nothing was written and nothing failed. The batch waits
           // for the next grant; no poll runs meanwhile (the grant's wake-up is the next poll).

@@ -212,11 +212,11 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
           break;
         case 'PublishChanges':
-          queueEvent({ format: WIRE_FORMAT, kind: 'map-changes', epoch, dataset: e.dataset, numShards: e.numShards, base: e.base, changes: encodeEvents(e.events) });
+          queueEvent({ format: WIRE_FORMAT, kind: 'map-changes', epoch, dataset: e.dataset, numShards: e.numShards, base: e.base, changes: encodeEvents(e.events), members: e.members });
           break;
         case 'PublishSnapshot': {
           const { dataset, numShards, version } = e.snapshot;
-          queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot: encodeSnapshot(e.snapshot) });
+          queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot: encodeSnapshot(e.snapshot), members: e.members });
           break;
         }
         case 'PublishMembers':

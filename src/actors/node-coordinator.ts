@@ -7,7 +7,7 @@ import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { compareTokens, type FencingToken } from '../core/fencing-token.js';
 import type { RunningShard } from '../core/shard-manager/protocol.js';
-import type { MembersRecord } from './followed-maps.js';
+import { madeForAdmission, type Admission, type MembersRecord } from './followed-maps.js';
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { spawnIngestionActor, type IngestionMsg, type ShardStatusUpdate } from './ingestion-actor.js';
 import type { NodeEnv } from './node-env.js';
@@ -16,8 +16,9 @@ import type { ActorRef } from './runtime.js';
 
 export type CoordinatorMsg =
   /** The node's copy of a dataset's map changed (the mapper is never changed afterwards). */
-  | { readonly type: 'MapState'; readonly dataset: DatasetRef; readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig; readonly shards?: ReadonlySet<number> }
-  | { readonly type: 'Members'; readonly members: MembersRecord }
+  | { readonly type: 'MapState'; readonly dataset: DatasetRef; readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig; readonly shards?: ReadonlySet<number>; readonly madeFor?: number }
+  /** `admission`: since when the singleton counts this incarnation (absent: it does not). */
+  | { readonly type: 'Members'; readonly members: MembersRecord; readonly admission?: Admission }
   | { readonly type: 'DatasetGone'; readonly dataset: DatasetRef }
   | { readonly type: 'StopAll'; readonly reason: string }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
@@ -33,8 +34,9 @@ interface Running {
 }
 
 interface State {
-  readonly maps: Map<DatasetRef, { readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig }>;
+  readonly maps: Map<DatasetRef, { readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig; readonly madeFor: number | undefined }>;
   members: MembersRecord | undefined;
+  admission: Admission | undefined;
   /** `dataset/shard` → the ingestion running it. */
   readonly running: Map<string, Running>;
   /**
@@ -53,9 +55,16 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     env.log.info({ dataset: r.dataset, shard: r.shard, why }, 'shard stopped');
   };
 
-  /** Whether the singleton counts this incarnation as a member under the epoch the map is of. */
-  const acting = (s: State, epoch: Epoch): boolean =>
-    s.members !== undefined && s.members.epoch === epoch && s.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation);
+  /**
+   * Whether the singleton counts this incarnation as a member under the epoch the map is of, and
+   * the map was made for those members (not an older map that may still give this node its
+   * previous incarnation's copies; see `madeForAdmission`).
+   */
+  const acting = (s: State, map: { readonly epoch: Epoch; readonly madeFor: number | undefined }): boolean =>
+    s.members !== undefined &&
+    s.members.epoch === map.epoch &&
+    s.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation) &&
+    madeForAdmission(map.epoch, map.madeFor, s.admission);
 
   /**
    * Runs exactly the copies this node holds in the map (Leaving ones too: they ingest until
@@ -63,7 +72,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
    */
   const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, only?: ReadonlySet<number>) => {
     const map = s.maps.get(dataset);
-    if (!map || !acting(s, map.epoch)) return;
+    if (!map || !acting(s, map)) return;
     const mine = (shard: number) => {
       const copy = map.mapper.copyOnNode(shard, env.node);
       return copy !== undefined && isIngestionStatus(copy.status);
@@ -102,7 +111,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
   const tokenOf = (s: State, dataset: DatasetRef, shard: number): FencingToken | undefined => {
     const map = s.maps.get(dataset);
     const copy = map?.mapper.copyOnNode(shard, env.node);
-    if (!map || !copy || !isIngestionStatus(copy.status) || !acting(s, map.epoch)) return undefined;
+    if (!map || !copy || !isIngestionStatus(copy.status) || !acting(s, map)) return undefined;
     return { epoch: map.epoch, version: map.mapper.assignmentVersion(shard) };
   };
 
@@ -124,12 +133,12 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     env.runtime.send(reporter, { type: 'Report', event });
   };
 
-  const initialState: State = { maps: new Map(), members: undefined, running: new Map(), shards: undefined };
+  const initialState: State = { maps: new Map(), members: undefined, admission: undefined, running: new Map(), shards: undefined };
   return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
     switch (msg.type) {
       case 'MapState': {
         const before = s.maps.get(msg.dataset);
-        s.maps.set(msg.dataset, { epoch: msg.epoch, mapper: msg.mapper, config: msg.config });
+        s.maps.set(msg.dataset, { epoch: msg.epoch, mapper: msg.mapper, config: msg.config, madeFor: msg.madeFor });
         // Only the shards a change touched, unless the map came whole or under a new epoch (the
         // node may have started acting with it).
         const incremental = msg.shards !== undefined && before !== undefined && before.epoch === msg.epoch;
@@ -138,6 +147,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       }
       case 'Members':
         s.members = msg.members;
+        s.admission = msg.admission;
         // With the failure detector the singleton may evict this incarnation while the group still
         // lists it (docs/ARCHITECTURE.md §11.5): once the singleton no longer counts it, it runs
         // nothing (its lease has run out anyway); it starts again when the singleton counts it.

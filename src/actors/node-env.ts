@@ -13,6 +13,7 @@ import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
 import type { LeaseWaits } from './lease-waits.js';
+import type { RunGaps } from './run-gaps.js';
 import type { SingletonRole } from './singleton-role.js';
 
 /** Everything a node's actors use: its identity, its ports, its settings. */
@@ -38,6 +39,8 @@ export interface NodeEnv {
   readonly checkpoints: CheckpointLoader;
   /** The shards waiting for a lease to write (heartbeat mode; for /status and metrics). */
   readonly leaseWaits?: LeaseWaits;
+  /** When this process did not run (pauses, stalls): a sink wait that spans one starts over. */
+  readonly runGaps?: RunGaps;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
   readonly detector?: NodeDetector;
   /**

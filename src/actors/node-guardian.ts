@@ -107,9 +107,15 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
 
   /** The node's copy of every map, wired to its coordinator, its local subscribers and the singleton. */
   function followedMaps(self: ActorRef<GuardianMsg>, coordinator: ActorRef<CoordinatorMsg>, state: () => State): FollowedMaps {
-    return new FollowedMaps({
-      mapChanged: (dataset, follower, config, shards) => env.runtime.send(coordinator, { type: 'MapState', dataset, epoch: follower.epoch, mapper: follower.mapper!, config, ...(shards ? { shards } : {}) }),
-      membersChanged: (members) => env.runtime.send(coordinator, { type: 'Members', members }),
+    const maps: FollowedMaps = new FollowedMaps({
+      mapChanged: (dataset, follower, config, shards) => {
+        const madeFor = maps.madeForMembers(dataset);
+        env.runtime.send(coordinator, { type: 'MapState', dataset, epoch: follower.epoch, mapper: follower.mapper!, config, ...(shards ? { shards } : {}), ...(madeFor === undefined ? {} : { madeFor }) });
+      },
+      membersChanged: (members) => {
+        const admission = maps.admission;
+        env.runtime.send(coordinator, { type: 'Members', members, ...(admission ? { admission } : {}) });
+      },
       datasetGone: (dataset) => {
         env.runtime.send(coordinator, { type: 'DatasetGone', dataset });
         env.telemetry.datasetRemoved(dataset);
@@ -127,7 +133,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         env.log.debug({ ...wanted }, 'this node is behind on some maps: asking the singleton');
         void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted }).catch((e: unknown) => env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'));
       },
-    });
+    }, { node: env.node, incarnation: env.incarnation });
+    return maps;
   }
 
   async function onPublish(s: State, to: readonly SubscriberId[], message: Extract<EventsRecord, { kind: 'publish' }>['message']): Promise<void> {

@@ -28,6 +28,7 @@ import type { FencingToken } from '../core/fencing-token.js';
 import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
 import { LeaseWaits } from './lease-waits.js';
+import { RunGaps } from './run-gaps.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
@@ -95,6 +96,7 @@ export class ShardherdNode {
   private detector: NodeDetector | undefined;
   /** The current incarnation's shards waiting for a lease to write. */
   private leaseWaits: LeaseWaits | undefined;
+  private runGaps: RunGaps | undefined;
   /** Whether the singleton this incarnation hosts still acts: /status reads it, never a blocked actor's last answer. */
   private singletonRole: SingletonRole | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
@@ -255,6 +257,10 @@ export class ShardherdNode {
     const telemetry = this.metrics ?? NO_TELEMETRY;
     const leaseWaits = new LeaseWaits(telemetry);
     this.leaseWaits = leaseWaits;
+    const clock = gatedClock(s.clock, gate);
+    const runGaps = new RunGaps(clock);
+    this.runGaps = runGaps;
+    runGaps.start();
     /** Out of the cluster while running (the group dropped it, the singleton evicted it): a new incarnation starts. */
     const fenced = (event: string, reason: string) => {
       if (this.lifecycle !== 'running' || this.current !== incarnation) return; // leaving on purpose
@@ -271,7 +277,7 @@ export class ShardherdNode {
       node: this.node,
       incarnation,
       runtime: this.runtime,
-      clock: gatedClock(s.clock, gate),
+      clock,
       bus: countedBus(gatedBus(s.bus, gate), telemetry),
       topics: topicsFor(s.settings.topicPrefix),
       metaStore,
@@ -284,6 +290,7 @@ export class ShardherdNode {
       problems: this.problems,
       checkpoints: new CheckpointLoader(metaStore),
       leaseWaits,
+      runGaps,
       ...(detector ? { detector } : {}),
       singletonRole,
     };
@@ -456,6 +463,8 @@ export class ShardherdNode {
 
   private async teardown(): Promise<void> {
     await this.serving.stopped(false);
+    this.runGaps?.stop();
+    this.runGaps = undefined;
     const detector = this.detector;
     this.detector = undefined;
     this.singletonRole = undefined;
@@ -605,6 +614,11 @@ export class ShardherdNode {
    */
   localRunning(): Promise<RunningShard[]> {
     return this.local.running.get().then((r) => r ?? []);
+  }
+
+  /** The epoch of the singleton acting on this node now, if one does (one that stopped by its own clock does not). */
+  get actingSingletonEpoch(): number | undefined {
+    return this.lifecycle === 'running' ? this.singletonRole?.actingEpoch : undefined;
   }
 
   async localSingletonState(): Promise<ShardManagerState | undefined> {

@@ -8,6 +8,7 @@ import { ShardherdError } from '../core/errors.js';
 import { compareTokens, StaleTokenError, tokenText, type FencingToken } from '../core/fencing-token.js';
 import type { ShardNum } from '../core/ids.js';
 import type { RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
+import type { RunGaps } from './run-gaps.js';
 
 /** The node refused the batch itself: this incarnation is no longer a member (it restarts). */
 export class NotMemberError extends ShardherdError {
@@ -56,11 +57,20 @@ export type SinkOutcome =
  * Hands `records` to `sink` with `token`, waiting at most `timeoutMs` (0: for ever). Throws
  * `SinkTimeoutError`, `SinkContractError`, or what the sink threw, when the sink failed.
  */
-export async function callSink(sink: RecordSink, clock: Clock, timeoutMs: number, dataset: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken): Promise<SinkOutcome> {
+export async function callSink(
+  sink: RecordSink,
+  clock: Clock,
+  timeoutMs: number,
+  dataset: DatasetConfig,
+  shard: ShardNum,
+  records: readonly SourceRecord[],
+  token: FencingToken,
+  runGaps?: Pick<RunGaps, 'stalledSince'>,
+): Promise<SinkOutcome> {
   try {
     const call = sink.accept(dataset, shard, records, token);
     const settled = call.then(() => undefined, () => undefined);
-    await withTimeout(call, clock, timeoutMs, () => new SinkTimeoutError(dataset.ref, shard, timeoutMs, settled));
+    await withTimeout(call, clock, timeoutMs, () => new SinkTimeoutError(dataset.ref, shard, timeoutMs, settled), runGaps);
     return { kind: 'accepted' };
   } catch (e) {
     if (e instanceof LeaseLapsedError) return { kind: 'lease-lapsed', detail: { token: tokenText(token) }, message: 'this node holds no lease for the map\'s epoch: the batch waits for a grant' };
@@ -76,26 +86,29 @@ export async function callSink(sink: RecordSink, clock: Clock, timeoutMs: number
 }
 
 /**
- * A timer that fires later than it was due by more than this (50 ms, or 5 % of a long wait) says
- * that this process did not run for a while (a pause, a stall of its event loop, CPU starvation):
- * the sink's answer may be waiting behind the timer, and the call may not have run at all. The
- * wait starts over instead of failing, at most `MAX_STALLED_REARMS` times, so a sink that hangs on
- * a node whose timers are always late still fails.
+ * A timer that fires later than it was due by more than this (50 ms, or 5 % of a long wait), or a
+ * wait during which the process is known not to have run that long (`RunGaps`: a pause that began
+ * just after the call did fires the timer nearly on time), says that this process did not run for
+ * a while (a pause, a stall of its event loop, CPU starvation): the sink's answer may be waiting
+ * behind the timer, and the call may not have run at all. The wait starts over instead of failing,
+ * at most `MAX_STALLED_REARMS` times, so a sink that hangs on a node that always stalls still fails.
  */
 const stalledAfterMs = (ms: number) => Math.max(50, ms * 0.05);
 const MAX_STALLED_REARMS = 3;
 
-function withTimeout<T>(p: Promise<T>, clock: Clock, ms: number, error: () => Error): Promise<T> {
+function withTimeout<T>(p: Promise<T>, clock: Clock, ms: number, error: () => Error, runGaps?: Pick<RunGaps, 'stalledSince'>): Promise<T> {
   if (ms <= 0) return p;
   return new Promise<T>((resolve, reject) => {
     let done = false;
     let cancel: () => void = () => {};
     let rearms = 0;
     const arm = () => {
-      const due = clock.now() + ms;
+      const armedAt = clock.now();
+      const due = armedAt + ms;
       cancel = clock.schedule(ms, () => {
         if (done) return;
-        if (clock.now() - due > stalledAfterMs(ms) && rearms++ < MAX_STALLED_REARMS) return arm();
+        const stalled = Math.max(clock.now() - due, runGaps?.stalledSince(armedAt) ?? 0);
+        if (stalled > stalledAfterMs(ms) && rearms++ < MAX_STALLED_REARMS) return arm();
         done = true;
         reject(error());
       });

@@ -111,9 +111,10 @@ function checkEventsMessage(value: unknown): Result<EventsRecord, MalformedRecor
 }
 
 /** The first envelope field of a map record that is wrong, if any. */
-function checkMapEnvelope(m: { dataset?: unknown; numShards?: unknown }): string | undefined {
+function checkMapEnvelope(m: { dataset?: unknown; numShards?: unknown; members?: unknown }): string | undefined {
   if (!parseDatasetRef(m.dataset).ok) return 'dataset';
   if (typeof m.numShards !== 'number' || !isValidShardCount(m.numShards)) return 'numShards';
+  if (m.members !== undefined && !isWhole(m.members)) return 'members';
   return undefined;
 }
 

@@ -72,12 +72,14 @@ export type EventsMessage =
    * One decision's changes to a dataset's map, for every node: they turn the map at `base` into
    * the map at `(epoch, base.version + n)` (see the `PublishChanges` effect).
    */
-  | { readonly format: 2; readonly kind: 'map-changes'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly changes: EncodedEvents }
+  | { readonly format: 2; readonly kind: 'map-changes'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly changes: EncodedEvents; readonly members?: number }
   /**
    * A whole map, compact, with the dataset's config: anyone behind on it may take it; `to` are the
    * subscribers that asked. The stamp is outside the map so a reader that has it decodes nothing.
+   * `members` (both kinds): the members' version the map was made for; absent from a singleton of
+   * an earlier release, whose maps are taken as made for any members.
    */
-  | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot }
+  | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot; readonly members?: number }
   /** The member incarnations the maps are made for: a node acts on its map only while it is among them. */
   | { readonly format: 2; readonly kind: 'members'; readonly epoch: Epoch; readonly version: number; readonly members: readonly MemberIncarnation[] }
   /** How they changed: applies to the members at `version - 1` (see the `PublishMembersChange` effect). */

@@ -5,7 +5,7 @@ import { FollowedMaps, type FollowedMapsPorts, type MembersRecord } from '../../
 import { parseEventsMessage, type EventsRecord } from '../../src/actors/wire-events.js';
 import { WIRE_FORMAT, type EventsMessage } from '../../src/actors/wire.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
-import { datasetRef, epoch, incarnation, nodeId, shardNum, subscriberId, type DatasetRef, type SubscriberId } from '../../src/core/ids.js';
+import { datasetRef, epoch, incarnation, nodeId, shardNum, subscriberId, type DatasetRef, type Incarnation, type NodeId, type SubscriberId } from '../../src/core/ids.js';
 import { encodeEvents, encodeSnapshot } from '../../src/core/map-codec.js';
 import type { SubscriberMessage } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
@@ -29,32 +29,37 @@ function read(m: EventsMessage): EventsRecord {
   return r.value;
 }
 
-function snapshotRecord(map: ShardMapper, e: number, to: SubscriberId[] = [], ref = ds): Extract<EventsRecord, { kind: 'map-snapshot' }> {
+function snapshotRecord(map: ShardMapper, e: number, to: SubscriberId[] = [], ref = ds, members?: number): Extract<EventsRecord, { kind: 'map-snapshot' }> {
   const snap = map.toSnapshot(epoch(e), ref);
-  return read({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(e), dataset: ref, numShards: map.numShards, version: snap.version, to, config: config(ref, map.numShards), snapshot: encodeSnapshot(snap) }) as Extract<EventsRecord, { kind: 'map-snapshot' }>;
+  return read({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(e), dataset: ref, numShards: map.numShards, version: snap.version, to, config: config(ref, map.numShards), snapshot: encodeSnapshot(snap), ...(members === undefined ? {} : { members }) }) as Extract<EventsRecord, { kind: 'map-snapshot' }>;
 }
 
-function changesRecord(e: number, base: { epoch: number; version: number }, events: ShardEvent[], ref = ds): Extract<EventsRecord, { kind: 'map-changes' }> {
-  return read({ format: WIRE_FORMAT, kind: 'map-changes', epoch: epoch(e), dataset: ref, numShards: 4, base: { epoch: epoch(base.epoch), version: base.version }, changes: encodeEvents(events) }) as Extract<EventsRecord, { kind: 'map-changes' }>;
+function changesRecord(e: number, base: { epoch: number; version: number }, events: ShardEvent[], ref = ds, members?: number): Extract<EventsRecord, { kind: 'map-changes' }> {
+  return read({ format: WIRE_FORMAT, kind: 'map-changes', epoch: epoch(e), dataset: ref, numShards: 4, base: { epoch: epoch(base.epoch), version: base.version }, changes: encodeEvents(events), ...(members === undefined ? {} : { members }) }) as Extract<EventsRecord, { kind: 'map-changes' }>;
 }
 
 /** Records what the node would do. */
-function recorder() {
+function recorder(self?: { node: NodeId; incarnation: Incarnation }) {
   const seen = {
     maps: [] as { dataset: DatasetRef; version: number; epoch: number }[],
     members: [] as MembersRecord[],
     gone: [] as DatasetRef[],
     delivered: [] as { dataset: DatasetRef; message: SubscriberMessage; only?: readonly SubscriberId[] }[],
     asked: [] as { datasets: readonly DatasetRef[] | 'all'; members: boolean }[],
+    /** The shards each map change touched (undefined: the whole map). */
+    touched: [] as (readonly number[] | undefined)[],
   };
   const ports: FollowedMapsPorts = {
-    mapChanged: (dataset, f) => seen.maps.push({ dataset, version: f.version, epoch: f.epoch }),
+    mapChanged: (dataset, f, _config, shards) => {
+      seen.maps.push({ dataset, version: f.version, epoch: f.epoch });
+      seen.touched.push(shards ? [...shards] : undefined);
+    },
     membersChanged: (m) => seen.members.push(m),
     datasetGone: (dataset) => seen.gone.push(dataset),
     deliver: (dataset, message, only) => seen.delivered.push({ dataset, message, ...(only ? { only } : {}) }),
     askSync: (wanted) => seen.asked.push(wanted),
   };
-  return { seen, maps: new FollowedMaps(ports) };
+  return { seen, maps: new FollowedMaps(ports, self) };
 }
 
 /** A map at version 2: shard 0 Active on a, shard 1 assigned to b. */
@@ -187,5 +192,46 @@ describe('FollowedMaps', () => {
     maps.membersRecord(members(2, 1));
     maps.membersRecord(members(2, 2));
     expect(seen.members.map((m) => [m.epoch, m.version])).toEqual([[2, 1], [2, 2]]);
+  });
+
+  it('a node that just joined does not act on a map made for the members before it, and asks for the map again', () => {
+    // b's former incarnation held shard 1; b#2 joins at members version 5. A map made for version 4
+    // (it left the singleton before the join, and reached the node after it) still gives b shard 1.
+    const b2 = { node: b, incarnation: incarnation('b#2') };
+    const { seen, maps } = recorder(b2);
+    const members = (v: number) => read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: v, members: [{ node: a, incarnation: incarnation('a#1') }, b2] }) as Extract<EventsRecord, { kind: 'members' }>;
+    maps.membersRecord(members(5));
+    expect(maps.admission).toEqual({ epoch: 1, version: 5 });
+    maps.snapshot(snapshotRecord(startMap(), 1, [], ds, 4));
+    expect(maps.madeForThisNode(ds)).toBe(false);
+    expect(seen.asked.at(-1)).toEqual({ datasets: [ds], members: false });
+    // The answer: the same map, now said to be made for version 5 (nothing changed since): taken
+    // as one the node may act on, and handed to the runner again.
+    const before = seen.maps.length;
+    maps.snapshot(snapshotRecord(startMap(), 1, [], ds, 5));
+    expect(maps.madeForThisNode(ds)).toBe(true);
+    expect(seen.maps.length).toBe(before + 1);
+    // Later members do not move the admission; a change made for them keeps the map current.
+    maps.membersRecord(members(6));
+    expect(maps.admission).toEqual({ epoch: 1, version: 5 });
+    maps.changes(changesRecord(1, { epoch: 1, version: 2 }, [ShardEvents.ingestionStarted(ds, shardNum(1), b)], ds, 6));
+    expect(maps.madeForThisNode(ds)).toBe(true);
+    expect(maps.madeForMembers(ds)).toBe(6);
+  });
+
+  it('a change that makes a waiting map current is handed over whole; a map that does not say what it was made for is taken as before', () => {
+    const b2 = { node: b, incarnation: incarnation('b#2') };
+    const { seen, maps } = recorder(b2);
+    maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 5, members: [b2] }) as Extract<EventsRecord, { kind: 'members' }>);
+    maps.snapshot(snapshotRecord(startMap(), 1, [], ds, 3));
+    expect(maps.madeForThisNode(ds)).toBe(false);
+    maps.changes(changesRecord(1, { epoch: 1, version: 2 }, [ShardEvents.ingestionStarted(ds, shardNum(1), b)], ds, 5));
+    expect(maps.madeForThisNode(ds)).toBe(true);
+    expect(seen.maps.at(-1)).toEqual({ dataset: ds, version: 3, epoch: 1 });
+    expect(seen.touched.at(-1)).toBeUndefined(); // the node reconciles every shard, not shard 1 alone
+    maps.changes(changesRecord(1, { epoch: 1, version: 3 }, [ShardEvents.assignmentStarted(ds, shardNum(2), b)], ds, 5));
+    expect(seen.touched.at(-1)).toEqual([2]);
+    maps.snapshot(snapshotRecord(startMap(), 1, [], other));
+    expect(maps.madeForThisNode(other)).toBe(true);
   });
 });

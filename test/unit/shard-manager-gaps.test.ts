@@ -279,21 +279,41 @@ describe('reassignment cooldowns', () => {
     expect(() => new Harness({ reassignmentCooldownMs: -1 })).toThrow(/reassignmentCooldownMs/);
   });
 
-  it('the reporting node is never the new owner', () => {
+  it('the reporting node is never the new owner; with no room elsewhere the shard is tried again after its cooldown', () => {
     // 8 shards over 4 nodes sized for 4: every node is full (2 of 2).
-    const h = new Harness();
+    const h = new Harness({ reassignmentCooldownMs: 1000 });
     for (const c of ['c1', 'c2', 'c3', 'c4']) h.addMember(c);
     h.setup(ds1, 8, 4);
     expect(h.shardsByNode(ds1).c4).toEqual([0, 1]);
-    // No other node has room and the reporter is excluded: the shard stays in Error, no cooldown starts.
+    // No other node has room and the reporter is excluded: the shard stays in Error for a cooldown.
     const effects = h.report('c4', ShardEvents.ingestionError(ds1, s(0), n('c4'), 'bad'));
     expect(h.mapper(ds1).nodeForShard(0)).toBeUndefined();
-    expect(effects.some((e) => e.type === 'PersistCooldown')).toBe(false);
-    expect(noticesNamed(effects, 'shard.reassignment-skipped')[0]).toMatch(/no other node has room/);
+    expect(effects.some((e) => e.type === 'PersistCooldown')).toBe(true);
+    expect(effects).toContainEqual({ type: 'ScheduleCheck', at: h.now + 1001 });
+    expect(noticesNamed(effects, 'shard.reassignment-skipped')[0]).toMatch(/no other node has room for it; it is tried again after its cooldown/);
+    // Once it ended, the shard goes where there is room: back to c4 (a shard left unassigned for
+    // good after one failure was the bug).
+    h.now += 1001;
+    h.run({ type: 'CheckCooldowns' });
+    expect(h.mapper(ds1).nodeForShard(0)).toBe('c4');
   });
 });
 
 describe('membership', () => {
+  it('maps say which members they were made for: the changes a join makes carry the members version that lists the joiner', () => {
+    const h = threeNodes();
+    h.setup(ds1, 8, 2);
+    const effects = h.restartMember('c3');
+    const joined = effects.find((e) => e.type === 'PublishMembersChange' || e.type === 'PublishMembers');
+    const changes = effects.filter((e) => e.type === 'PublishChanges' || e.type === 'PublishSnapshot');
+    if (!joined) throw new Error('no members published after the restart');
+    expect(changes.length).toBeGreaterThan(0);
+    for (const c of changes) expect(c.members).toBe(joined.version);
+    // A whole map asked for later is made for the members of then.
+    const sync = h.run({ type: 'SyncMaps', subscriber: subscriberId('c1:guardian'), datasets: [ds1], members: false });
+    expect(sync.find((e) => e.type === 'PublishSnapshot')?.members).toBe(joined.version);
+  });
+
   it('a restarted node (new incarnation) loses its shards, which are placed again newest first', () => {
     const h = threeNodes();
     h.addMember('c4');

@@ -8,6 +8,7 @@ import type { DatasetConfig } from '../../src/core/dataset-config.js';
 import type { ShardNum } from '../../src/core/ids.js';
 import { callSink, SinkTimeoutError } from '../../src/actors/sink-call.js';
 import type { RecordSink } from '../../src/ingest/ingestion-source.js';
+import { RunGaps } from '../../src/actors/run-gaps.js';
 
 class HandClock implements Clock {
   current = 0;
@@ -58,5 +59,37 @@ describe('the sink timeout and the node\'s own stalls', () => {
     for (let i = 0; i < 3; i++) clock.fireNext(400);
     clock.fireNext(400);
     await expect(call).rejects.toBeInstanceOf(SinkTimeoutError);
+  });
+
+  it('starts the wait over when the process paused just after the call began (its timer fires nearly on time at resume)', async () => {
+    const clock = new HandClock();
+    const gaps = new RunGaps(clock);
+    gaps.start();
+    let finish: () => void = () => {};
+    const sink: RecordSink = { accept: () => new Promise<void>((resolve) => (finish = resolve)) };
+    const call = callSink(sink, clock, 1_000, DS, 0 as ShardNum, [], TOKEN, gaps);
+    // Paused from 10 ms to 1 010 ms: the ticker due at 200 ms runs at resume, then the sink timer
+    // (due at 1 000 ms) only 10 ms late: the process ran for 20 ms of the wait.
+    clock.fireNext(810);
+    clock.fireNext(10);
+    expect(gaps.stalledSince(0)).toBe(810);
+    expect(clock.timers.filter((t) => !t.cancelled && t.at >= 2_000)).toHaveLength(1); // the wait started over
+    finish();
+    await expect(call).resolves.toEqual({ kind: 'accepted' });
+    gaps.stop();
+  });
+
+  it('counts only the gaps since the call began', () => {
+    const clock = new HandClock();
+    const gaps = new RunGaps(clock);
+    gaps.start();
+    clock.fireNext(300); // a 300 ms gap ending at 500 ms
+    clock.fireNext(0);
+    clock.fireNext(0);
+    expect(gaps.stalledSince(0)).toBe(300);
+    expect(gaps.stalledSince(400)).toBe(100);
+    expect(gaps.stalledSince(600)).toBe(0);
+    gaps.stop();
+    expect(clock.timers.filter((t) => !t.cancelled)).toHaveLength(0);
   });
 });

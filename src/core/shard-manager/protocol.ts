@@ -328,9 +328,24 @@ export type Effect =
    * of the dataset. `base.epoch` is older than `epoch` only after a failover: the new singleton
    * continues the map it recovered, and whoever holds that map continues with it.
    */
-  | { readonly type: 'PublishChanges'; readonly to: readonly SubscriberId[]; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly events: readonly ShardEvent[] }
+  | {
+      readonly type: 'PublishChanges';
+      readonly to: readonly SubscriberId[];
+      readonly epoch: Epoch;
+      readonly dataset: DatasetRef;
+      readonly numShards: number;
+      readonly base: { readonly epoch: Epoch; readonly version: number };
+      readonly events: readonly ShardEvent[];
+      /** The members' version the changed map was made for (see `PublishSnapshot`). */
+      readonly members: number;
+    }
   /** A whole map, for everyone behind on it (a new dataset, a sync, a subscribe); `to` must have it. */
-  | { readonly type: 'PublishSnapshot'; readonly to: readonly SubscriberId[]; readonly snapshot: ShardMapSnapshot }
+  /**
+   * `members`: the members' version the map was made for. A node that joined at a members version
+   * acts only on a map made for that version or a later one: an older map may still give it the
+   * copies of its previous incarnation (a delayed record, a sync answer overtaken).
+   */
+  | { readonly type: 'PublishSnapshot'; readonly to: readonly SubscriberId[]; readonly snapshot: ShardMapSnapshot; readonly members: number }
   /**
    * The member incarnations the maps are made for, whole (after a failover, or for a node that
    * asked): a node acts on its map only while its own incarnation is among them, so a restarted

@@ -115,7 +115,12 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
     const to = step.dataset(dataset)!.mapper.nodeForShard(shard);
     step.notice({ name: 'shard.reassigned', level: 'warn', dataset, shard, node: reporter, message: `${dataset}/${shard} moved from ${reporter} to ${to} after an ingestion error: ${error}` });
   } else {
-    skipped(`${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it`);
+    // Without a cooldown nothing would ever place it again (the sim found shards that stayed
+    // unassigned for good): once it ends, `checkCooldowns` tries every node, the reporter too.
+    step.setCooldown(dataset, shard, step.now);
+    const until = step.cooldownEnd(step.now);
+    step.schedule(until);
+    skipped(`${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it; it is tried again after its cooldown, at ${isoInstant(until)} (${until})`);
   }
 }
 

@@ -367,7 +367,7 @@ function subscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef): v
 /** The whole map of a dataset, after any change of it this step (a snapshot must not overtake them). */
 function sendSnapshot(step: Step, dataset: DatasetRef, to: readonly SubscriberId[]): void {
   step.flush(dataset);
-  step.send({ type: 'PublishSnapshot', to, snapshot: step.dataset(dataset)!.mapper.toSnapshot(step.epoch) });
+  step.send({ type: 'PublishSnapshot', to, snapshot: step.dataset(dataset)!.mapper.toSnapshot(step.epoch), members: step.membersVersionNow });
 }
 
 /**

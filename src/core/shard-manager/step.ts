@@ -412,8 +412,9 @@ export class Step {
     const snapshot = w.mapper.toSnapshot(this.epoch, ref);
     if (!w.removed) this.persist({ type: 'PersistShardMap', snapshot });
     const to = this.subscriptions.subscribersOf(ref);
-    if (w.snapshotInstead) this.sends.push({ type: 'PublishSnapshot', to, snapshot });
-    else this.sends.push({ type: 'PublishChanges', to, epoch: this.epoch, dataset: ref, numShards: w.mapper.numShards, base: w.base, events: w.events });
+    const members = this.membersVersionNow;
+    if (w.snapshotInstead) this.sends.push({ type: 'PublishSnapshot', to, snapshot, members });
+    else this.sends.push({ type: 'PublishChanges', to, epoch: this.epoch, dataset: ref, numShards: w.mapper.numShards, base: w.base, events: w.events, members });
     w.events = [];
     w.base = { epoch: this.epoch, version: w.mapper.version };
     w.snapshotInstead = false;
