@@ -103,6 +103,39 @@ function parseOptions(argv: readonly string[]): Options {
 }
 
 const log = (line: string) => process.stderr.write(`[failover] ${line}\n`);
+
+/** The longest window in which a live node's detector endpoint resets and refuses connections in the soak. */
+const MAX_RESET_MS = 500;
+
+/**
+ * Now and then (every 3–10 s) a random live node's detector endpoint resets every connection and
+ * refuses new ones for up to `MAX_RESET_MS` (a middlebox, a restarted listener): no proof that the
+ * process is gone, and no eviction may follow. Its proxy is the one in front of that endpoint.
+ */
+function randomEndpointResets(proxies: ReadonlyMap<string, TcpProxy>): { figures: { resets: number; longestMs: number }; stop(): Promise<void> } {
+  const figures = { resets: 0, longestMs: 0 };
+  let running = proxies.size > 0;
+  const loop = (async () => {
+    while (running) {
+      await sleep(3_000 + Math.random() * 7_000);
+      if (!running) break;
+      const proxy = pick([...proxies.values()]);
+      const windowMs = 20 + Math.round(Math.random() * (MAX_RESET_MS - 20));
+      proxy.cut();
+      await sleep(windowMs);
+      proxy.restore();
+      figures.resets += 1;
+      figures.longestMs = Math.max(figures.longestMs, windowMs);
+    }
+  })();
+  return {
+    figures,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
 
@@ -354,6 +387,9 @@ interface SoakResult {
   readonly minutes: number;
   readonly pauses: number;
   readonly longestPauseMs: number;
+  /** Windows in which a live node's detector endpoint reset its connections and refused new ones. */
+  readonly resets: number;
+  readonly longestResetMs: number;
   /** Evictions of incarnations that were still running: false ones. */
   readonly evicted: number;
   readonly evictedDetail: string;
@@ -387,6 +423,7 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
   const at = (fraction: number) => sleep(Math.max(0, start + totalMs * fraction - performance.now()));
   const busy = busyCores();
   const pauses = randomPauses(run.cluster, NODES, MAX_PAUSE_MS, [1_000, 4_000]);
+  const resets = randomEndpointResets(proxies);
   const restarts: string[] = [];
   let settledAfterMs: number | undefined;
   try {
@@ -407,6 +444,7 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
     await at(1);
   } finally {
     await pauses.stop();
+    await resets.stop();
     await busy.stop();
   }
   try {
@@ -428,6 +466,8 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
     minutes: (performance.now() - start) / 60_000,
     pauses: pauses.figures.pauses,
     longestPauseMs: pauses.figures.longestMs,
+    resets: resets.figures.resets,
+    longestResetMs: resets.figures.longestMs,
     evicted: live.length,
     evictedDetail: count(live.map((e) => `${e.member}${e.refused ? ' (refused)' : ` (silent ${e.silentMs === undefined ? '?' : Math.round(e.silentMs)} ms)`}`)),
     evictedAfterFence: d.evicted.length - live.length,
@@ -473,10 +513,10 @@ async function failover(): Promise<Table> {
 
   if (soaks.length > 0) {
     console.log(markdownTable({
-      title: `Failover soak: ${NODES.length} nodes, pauses up to ${MAX_PAUSE_MS} ms, every core busy, ${DROP_RATE * 100} % of heartbeats dropped, a Kafka and a Cassandra restart`,
-      columns: ['mode', 'minutes', 'pauses (longest ms)', 'false evictions', 'evictions of fenced incarnations', 'fences (new incarnations)', 'heartbeats dropped / frames forwarded', 'restarts', 'settled after ms', 'records'],
+      title: `Failover soak: ${NODES.length} nodes, pauses up to ${MAX_PAUSE_MS} ms, every core busy, ${DROP_RATE * 100} % of heartbeats dropped, resets of live nodes' detector endpoints up to ${MAX_RESET_MS} ms, a Kafka and a Cassandra restart`,
+      columns: ['mode', 'minutes', 'pauses (longest ms)', 'endpoint resets (longest ms)', 'false evictions', 'evictions of fenced incarnations', 'fences (new incarnations)', 'heartbeats dropped / frames forwarded', 'restarts', 'settled after ms', 'records'],
       rows: soaks.map((r) => [
-        r.mode, r.minutes.toFixed(1), `${r.pauses} (${ms(r.longestPauseMs)})`, `${r.evicted}${r.evicted > 0 ? `: ${r.evictedDetail}` : ''}`, r.evictedAfterFence,
+        r.mode, r.minutes.toFixed(1), `${r.pauses} (${ms(r.longestPauseMs)})`, r.mode === 'heartbeat' ? `${r.resets} (${ms(r.longestResetMs)})` : '-', `${r.evicted}${r.evicted > 0 ? `: ${r.evictedDetail}` : ''}`, r.evictedAfterFence,
         `${r.fenced}${r.fenced > 0 ? `: ${r.fencedDetail}` : ''}`, r.mode === 'heartbeat' ? `${r.heartbeatsDropped} / ${r.framesForwarded}` : '-',
         r.restarts || '-', r.settledAfterMs === undefined ? 'not within 300 s' : ms(r.settledAfterMs), r.records.join(' '),
       ]),

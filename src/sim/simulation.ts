@@ -152,8 +152,8 @@ const DETECTOR_SESSION_MS = 6_000;
 const COOLDOWN_MS = 5_000;
 /** A cooldown counts as running this much past its end, for I2 (drift and the singleton's check latency). */
 const COOLDOWN_END_MARGIN_MS = 500;
-/** At most this many quiet steps more for shards that wait for a cooldown (a few retries' worth). */
-const MAX_COOLDOWN_STEPS = 20;
+/** At most this many quiet steps more while the cluster still recovers (a few cooldowns, or a takeover, worth). */
+const MAX_EXTRA_QUIET_STEPS = 20;
 
 /** What the MetaStore held just before the simulation killed the singleton. */
 interface PreCrash {
@@ -412,8 +412,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   }
 
   try {
-    // A shard that failed again on its retry waits out one more cooldown each time; the quiet steps
-    // go on (a bounded number more) until none waits, so I5 judges a lost record, not a retry due.
+    // A shard that failed again on its retry waits out one more cooldown each time, and a singleton
+    // that gave way at the end of the faults (its lease, a backoff, a recovery: 10 s or more) leaves
+    // every lease lapsed until its successor acts: the quiet steps go on (a bounded number more)
+    // until the cluster is at rest and no shard waits, so I5 judges a lost record, not a retry due
+    // or a takeover under way.
     let lastStep = steps + quietSteps;
     for (step = 1; step <= lastStep; step++) {
       const faultStep = faultsOn && step <= steps;
@@ -461,7 +464,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       });
       const quiet = step - quietSince >= 3 && paused().length === 0 && settled;
       if (quiet) await checkAtRest();
-      if (step === lastStep && lastStep < steps + quietSteps + MAX_COOLDOWN_STEPS && (await shardsWaitingForCooldown())) lastStep++;
+      const recovering = !quiet || (await shardsWaitingForCooldown());
+      if (step === lastStep && lastStep < steps + quietSteps + MAX_EXTRA_QUIET_STEPS && recovering) lastStep++;
     }
     await checkAtEnd();
   } catch (error) {

@@ -10,6 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { CHAOS_RUNTIME, createTopics } from './chaos-run.js';
+import { departures, evictionsOfLive, type Departures } from './failover-run.js';
 import { checkHistory, formatReport, readHistories, type HistoryReport } from './history-checker.js';
 import { NumberedProducer } from './numbered-producer.js';
 import { ProcessCluster, waitConverged, type ProcessClusterOptions } from './process-cluster.js';
@@ -52,6 +53,13 @@ export interface FaultEvent {
 
 export interface OneWriterResult {
   readonly report: HistoryReport;
+  /**
+   * The detector's evictions (`detector.evicted` in the nodes' logs): all of them, and the false
+   * ones: of an incarnation still running that no fault of the schedule explains (it was not
+   * stopped by a SIGSTOP within the `EXPLAINED_AFTER_MS` before, nor killed or stopped since its
+   * last start: a dead incarnation's eviction is right).
+   */
+  readonly evictions: { readonly total: number; readonly false: readonly Departures['evicted'][number][] };
   /** Why the cluster did not converge at the end, if it did not. */
   readonly notConverged?: string;
   readonly timeline: readonly FaultEvent[];
@@ -60,6 +68,9 @@ export interface OneWriterResult {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A SIGSTOP that ended this long before an eviction, or later, explains it (its silence, and the singleton's time to judge it). */
+const EXPLAINED_AFTER_MS = 5_000;
 const iso = (ms: number) => new Date(ms).toISOString().slice(11, 23);
 
 
@@ -70,6 +81,8 @@ export class OneWriterRun {
   readonly timeline: FaultEvent[] = [];
   /** Stops of node processes (SIGSTOP to SIGCONT), on the histories' clock: for the checker. */
   private readonly pauses: { readonly node: string; readonly from: number; to: number }[] = [];
+  /** SIGKILLs and graceful stops, on the same clock: the incarnation that ran then is gone. */
+  private readonly ends: { readonly node: string; readonly at: number }[] = [];
   private readonly background = new Set<Promise<unknown>>();
   /** Nodes under a slow link or a pause now: a second one of the same kind would end the first early. */
   private readonly slowed = new Set<string>();
@@ -244,12 +257,14 @@ export class OneWriterRun {
 
   async kill(node: string): Promise<void> {
     this.note(`SIGKILL ${node}`);
+    this.ends.push({ node, at: performance.timeOrigin + performance.now() });
     await this.cluster.kill(node);
   }
 
   /** SIGTERM: a graceful stop (it leaves the group, giving its shards up). */
   async stopGracefully(node: string): Promise<void> {
     this.note(`SIGTERM ${node}`);
+    this.ends.push({ node, at: performance.timeOrigin + performance.now() });
     const p = this.cluster.get(node);
     p.child.kill('SIGTERM');
     await p.exited;
@@ -284,14 +299,30 @@ export class OneWriterRun {
       if (report.lost.length === 0 || Date.now() > deadline) break;
       await sleep(500);
     }
+    const evictions = await this.evictions();
     const text = [
       formatReport(report),
+      `evictions: ${evictions.total}, false: ${evictions.false.length}${evictions.false.map((e) => `; ${e.member}@${e.incarnation} at ${iso(e.time)}`).join('')}`,
       `converged at the end: ${notConverged === undefined ? 'yes' : `no: ${notConverged}`}`,
       `producer: ${this.numbered.acked.size} records acknowledged (${this.numbered.ackedWithoutOffset} without an offset, not checked), ${this.numbered.failedSends} sends retried`,
       'faults (UTC):',
       ...this.timeline.map((e) => `  ${iso(e.at)} ${e.what}`),
     ].join('\n');
-    return { report, ...(notConverged === undefined ? {} : { notConverged }), timeline: this.timeline, text };
+    return { report, evictions, ...(notConverged === undefined ? {} : { notConverged }), timeline: this.timeline, text };
+  }
+
+  /** The detector's evictions, and those no fault of the schedule explains (see `OneWriterResult.evictions`). */
+  private async evictions(): Promise<OneWriterResult['evictions']> {
+    const d = await departures(this.cluster, this.options.nodes);
+    const explained = (e: Departures['evicted'][number]) =>
+      this.pauses.some((p) => p.node === e.member && p.from <= e.time && p.to >= e.time - EXPLAINED_AFTER_MS) ||
+      // Killed or stopped after this incarnation's start: the eviction is of a dead incarnation.
+      this.ends.some((k) => k.node === e.member && k.at <= e.time && !this.startedBetween(e.member, k.at, e.time));
+    return { total: d.evicted.length, false: evictionsOfLive(d).filter((e) => !explained(e)) };
+  }
+
+  private startedBetween(node: string, from: number, to: number): boolean {
+    return this.timeline.some((t) => t.what === `${node} is up` && t.at > from && t.at < to);
   }
 
   /** Stops the producer, the nodes and the proxies. */

@@ -281,6 +281,31 @@ describe('failover in the middle of a handoff', () => {
   });
 });
 
+describe('draining a node whose single copy is still catching up', () => {
+  it('keeps the copy in the map as Leaving until its successor caught up: its node may still be writing, and the map names both writers', () => {
+    // One shard, FiloDB's strategy (a single copy): a1 holds it, still catching up, when it is drained.
+    const h = cluster([['a1'], ['b1']]);
+    setup(h, filodb(ds1, 1, 1));
+    const owner = h.mapper(ds1).nodeForShard(0)!;
+    const other = owner === 'a1' ? 'b1' : 'a1';
+    h.report(owner, ShardEvents.recoveryInProgress(ds1, s(0), nodeId(owner), 40));
+    expect(op(h, { type: 'RemoveNode', node: owner })?.type).toBe('NodeOperationAccepted');
+    const copies = () => h.mapper(ds1).recordForShard(0).assignments.map((a) => `${a.node}:${a.placement}`).sort();
+    expect(copies()).toEqual([`${other}:Initializing`, `${owner}:Leaving`]);
+    // Once the new copy caught up, the drained node's copy goes.
+    h.report(other, ShardEvents.ingestionStarted(ds1, s(0), nodeId(other)));
+    expect(copies()).toEqual([`${other}:Available`]);
+  });
+
+  it('drops a replica still catching up at once (a balanced dataset: each copy has its own data)', () => {
+    const h = cluster([['a1', 'A'], ['b1', 'B'], ['b2', 'B']]);
+    setup(h, balanced(ds1, 1, 2));
+    const inB = h.mapper(ds1).nodesForShard(0).find((n) => n.startsWith('b'))!;
+    expect(op(h, { type: 'RemoveNode', node: inB })?.type).toBe('NodeOperationAccepted');
+    expect(h.mapper(ds1).recordForShard(0).assignments.map((a) => a.node)).not.toContain(inB);
+  });
+});
+
 describe('planned moves that wait for the move budget', () => {
   it('go on as new copies catch up, even when the moves only replaced copies still catching up', () => {
     // Two racks, then a third: every copy is still catching up when c1 joins, so each move just drops
