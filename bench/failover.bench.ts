@@ -56,6 +56,8 @@ interface Options {
   readonly soakMinutes: number;
   readonly sessionMs: number;
   readonly rf2: boolean;
+  /** Two processes spinning a core each beside the kill samples (`--busy`). */
+  readonly busy: boolean;
 }
 
 const NODES = ['node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
@@ -99,6 +101,7 @@ function parseOptions(argv: readonly string[]): Options {
     soakMinutes: number('--soak-minutes', 10),
     sessionMs: Math.round(number('--session-ms', 10_000)),
     rf2: !argv.includes('--no-rf2'),
+    busy: argv.includes('--busy'),
   };
 }
 
@@ -498,12 +501,14 @@ async function failover(): Promise<Table> {
     for (const mode of o.modes) {
       if (!['owner', 'singleton', 'silent'].some((p) => o.parts.has(p as Part))) break;
       const run = await startRun(s, o, mode, mode === 'heartbeat' ? 'hb' : 'so');
+      const busy = o.busy ? [busyCores(1), busyCores(1)] : [];
       try {
         if (o.parts.has('owner')) await samples(run, m, 'SIGKILL owner', o.kills.owner, ownerKill);
         if (o.parts.has('singleton')) await samples(run, m, 'SIGKILL singleton', o.kills.singleton, singletonKill);
         if (o.parts.has('silent')) await samples(run, m, 'SIGSTOP owner', o.kills.silent, silentStop);
         await settle(run).catch((e: unknown) => notes.push(`${mode}: did not settle at the end: ${e instanceof Error ? e.message : String(e)}`));
       } finally {
+        for (const b of busy) await b.stop();
         if (run.unexpectedExits > 0) notes.push(`${mode}: ${run.unexpectedExits} node processes exited on their own and were started again.`);
         notes.push(...(await run.finish()));
       }
@@ -531,7 +536,7 @@ async function failover(): Promise<Table> {
   const loadAfter = os.loadavg();
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(', ');
   return {
-    title: `Failover of real node processes by detection mode: ${NODES.length} nodes, ${RF1.numShards} shards RF 1${o.rf2 ? ` and ${RF2.numShards} shards RF 2` : ''}, Kafka session ${o.sessionMs} ms, Kafka + Cassandra on this machine`,
+    title: `Failover of real node processes by detection mode: ${NODES.length} nodes, ${RF1.numShards} shards RF 1${o.rf2 ? ` and ${RF2.numShards} shards RF 2` : ''}, Kafka session ${o.sessionMs} ms, Kafka + Cassandra on this machine${o.busy ? ', two busy-loop processes beside the samples' : ''}`,
     columns: ['mode', 'measure', 'observed on', 'n', 'p50 ms', 'p99 ms', 'max ms', 'min ms', 'failed'],
     rows: m.all.map((x) => {
       const v = x.values;
