@@ -917,8 +917,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   async function shardsWaitingForCooldown(): Promise<boolean> {
     const maps = await storedMaps();
     return (await metaStore.cooldowns()).some((c) => {
-      // A poisoned shard fails after every cooldown, for ever: nothing to wait for.
-      if (c.reassignedAt + COOLDOWN_MS <= clock.now() || poison.has(`${c.dataset}/${c.shard}`)) return false;
+      // A poisoned shard that reached its poison record fails after every cooldown, for ever: nothing
+      // to wait for (one that has not, a sink failure before it, still is: seed 9670).
+      const poisonedAt = poison.get(`${c.dataset}/${c.shard}`);
+      if (c.reassignedAt + COOLDOWN_MS <= clock.now() || (poisonedAt !== undefined && sink.tally(c.dataset, c.shard).covered >= poisonedAt)) return false;
       const snap = maps.get(c.dataset);
       if (!snap) return false;
       const m = ShardMapper.fromSnapshot(snap);

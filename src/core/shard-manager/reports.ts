@@ -1,7 +1,7 @@
 import { isShardInRange, type DatasetRef, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
 import { compareTokens, tokenText, type FencingToken } from '../fencing-token.js';
 import { isoInstant } from '../instant.js';
-import { boundedMessage, NODE_REPORTED_EVENTS, type ShardEvent } from '../status.js';
+import { boundedMessage, NODE_REPORTED_EVENTS, ShardEvents, type ShardEvent } from '../status.js';
 import { roundUnlessSettling } from './settle-window.js';
 import type { Step } from './step.js';
 
@@ -152,7 +152,33 @@ export function checkCooldowns(step: Step): void {
     for (const s of placed) {
       step.notice({ name: 'shard.cooldown-ended', level: 'info', dataset: ref, shard: s, message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}` });
     }
+    for (const s of endedShards) if (!placed.includes(s as ShardNum)) placeOnLeastLoaded(step, ref, s as ShardNum);
   }
+}
+
+/**
+ * An errored shard of FiloDB's strategy that left its cooldown and still finds no member with room:
+ * FiloDB sizes by `minNumNodes`, and once failures have spread a dataset over more owners than that,
+ * it gives no member room at all, so the shard would stay unassigned for good (the simulator found
+ * it: seeds 7315, 8084). Nothing is left unassigned over a sizing rule: the member with the fewest
+ * of the dataset's shards (the newest on a tie) takes it, as a drained member takes what no other
+ * has room for.
+ */
+function placeOnLeastLoaded(step: Step, ref: DatasetRef, shard: ShardNum): void {
+  const ds = step.dataset(ref)!;
+  if (ds.config.strategy === 'balanced' || ds.mapper.recordForShard(shard).assignments.length > 0 || ds.mapper.statusForShard(shard).type !== 'Error') return;
+  const members = step.placeableMembers().map((m) => m.node).reverse();
+  if (members.length === 0) return;
+  const node = members.reduce((best, n) => (ds.mapper.numShardsForNode(n) < ds.mapper.numShardsForNode(best) ? n : best));
+  step.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
+  step.notice({
+    name: 'shard.reassigned',
+    level: 'warn',
+    dataset: ref,
+    shard,
+    node,
+    message: `${ref}/${shard} left its cooldown and no member has room for it by FiloDB's sizing (more owners than minNumNodes): ${node}, the least loaded, takes it`,
+  });
 }
 
 /**
