@@ -28,8 +28,12 @@ interface Running {
   readonly ref: ActorRef<IngestionMsg>;
   readonly dataset: DatasetRef;
   readonly shard: ShardNum;
-  /** The assignment it was started for: its copy's fencing token then. */
-  readonly assignment: FencingToken;
+  /**
+   * The newest fencing token of its copy in a map this node acted on while the copy was running:
+   * once it failed, only a newer token is a new assignment (a map that still carries the token it
+   * failed under, or an older one, is the singleton not having heard of the failure yet).
+   */
+  assignment: FencingToken;
   status: ShardStatus;
 }
 
@@ -89,11 +93,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       const running = s.running.get(key);
       // Defined: the copy is wanted and the node acts on this map.
       const assignment = tokenOf(s, dataset, shard)!;
-      if (running && running.status.type === 'Error' && compareTokens(running.assignment, assignment) !== 0) {
+      if (running && running.status.type === 'Error' && compareTokens(assignment, running.assignment) > 0) {
         // It failed here, the singleton took the copy away and has given it back since (an
         // incremental map may carry both changes at once): a new start, not the failed one kept.
         stopShard(s, key, 'it failed here and the map gives it to this node again: it starts over');
       } else if (running) {
+        // A failed copy waits for a newer token; a running one follows the map's (§12).
+        if (running.status.type !== 'Error') running.assignment = assignment;
         restateIfRestarted(running, map.mapper.copyOnNode(shard, env.node)!.status);
         continue;
       }
@@ -166,7 +172,11 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         return s;
       case 'ShardStatus': {
         const r = s.running.get(`${msg.dataset}/${msg.shard}`);
-        if (r) r.status = msg.status;
+        if (!r) return s;
+        r.status = msg.status;
+        // The copy wrote under the token its map gave it at each write: that is what it failed under.
+        const now = tokenOf(s, msg.dataset, msg.shard);
+        if (msg.status.type === 'Error' && now !== undefined && compareTokens(now, r.assignment) > 0) r.assignment = now;
         return s;
       }
       case 'GetRunning':

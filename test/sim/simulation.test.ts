@@ -161,10 +161,16 @@ const RESET_EVICTION_SEEDS: readonly number[] = [3, 7, 105, 117, 127, 139, 145, 
  *   seeds 7315 and 8084: I5, a FiloDB-strategy shard that failed where no member had room stayed
  *   unassigned for good after its cooldown (failures had spread the dataset over more owners than
  *   minNumNodes, and FiloDB's sizing then gives nobody room): the least loaded member now takes it.
+ * - I15, seed 12142: a copy whose token had moved on while it ran failed by a sink timeout; the
+ *   singleton moved the shard, and a Members message made the node reconcile the whole map it still
+ *   had, which gave it the copy under the token it had failed under. It took the token's change
+ *   since the start for a new assignment and restarted the copy beside the new owner (n2 under 1/19
+ *   at 13 300 ms while n3 wrote under 1/30). A failed copy now restarts only under a newer token
+ *   than any it ran under.
  */
 const WORLD_REGRESSION_SEEDS: readonly { readonly seed: number; readonly worldFaults: boolean }[] = [
   { seed: 540, worldFaults: false }, { seed: 868, worldFaults: false },
-  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670].map((seed) => ({ seed, worldFaults: true })),
+  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142].map((seed) => ({ seed, worldFaults: true })),
 ];
 
 const describeFailure = (r: SeedResult) =>

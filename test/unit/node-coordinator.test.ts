@@ -91,8 +91,11 @@ function startCoordinator(sourceOf: (clock: SimulatedClock) => IngestionSource =
     return st;
   }, { initialState: undefined });
   const coordinator: ActorRef<CoordinatorMsg> = spawnNodeCoordinator(env, rt.system as never, reporter);
-  rt.send(coordinator, { type: 'Members', members: { epoch: epoch(1), version: 1, members: [{ node: me, incarnation: inc }] } });
+  const members = () => rt.send(coordinator, { type: 'Members', members: { epoch: epoch(1), version: 1, members: [{ node: me, incarnation: inc }] } });
+  members();
   return {
+    /** The members said again: the coordinator reconciles every whole map. */
+    members,
     clock,
     sink,
     reports,
@@ -167,6 +170,56 @@ describe('node coordinator: a copy that failed here', () => {
     await settle(clock, 1_000);
     expect(opens).toBe(2);
     expect(reports.slice(reported).map((e) => e.type)).toContain('IngestionStarted');
+    expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
+  });
+});
+
+describe('node coordinator: a copy that failed under a token its map had moved on to', () => {
+  // Seen in the simulator (seed 12142): a running copy's token moved on while it ran (another copy
+  // of the shard changed), then its sink call timed out. The singleton moved the shard; before the
+  // node heard of it, a Members message made it reconcile the whole map it had, which still gave it
+  // the copy under the token it failed under. It restarted the copy on that token and wrote beside
+  // the new owner: a failed copy restarts only under a newer token.
+  it('does not start again on the token it failed under, and does on a newer one', async () => {
+    let opens = 0;
+    let failFirstOpen: ((e: Error) => void) | undefined;
+    const { clock, reports, send, members, running } = startCoordinator((c) => {
+      const synthetic = new SyntheticSource(c);
+      return {
+        open: async (ds, s) => {
+          opens += 1;
+          if (opens === 1) return new Promise<never>((_, reject) => (failFirstOpen = reject));
+          return synthetic.open(ds, s);
+        },
+      };
+    });
+    const ref = config().ref;
+    const placed = [ShardEvents.copyAdded(ref, shard, me)];
+    send(mapOf(placed));
+    await settle(clock, 200);
+    expect(opens).toBe(1);
+
+    // The shard's copies change (a second copy): this node's copy keeps running under the newer token.
+    const moved = mapOf([...placed, ShardEvents.copyAdded(ref, shard, other)]);
+    expect(moved.assignmentVersion(shard)).toBeGreaterThan(mapOf(placed).assignmentVersion(shard));
+    send(moved);
+    await settle(clock, 200);
+    expect(opens).toBe(1);
+    failFirstOpen!(new Error('the topic offsets could not be read'));
+    await settle(clock, 200);
+    expect(reports.map((e) => e.type)).toContain('IngestionError');
+
+    // Whole reconciles on the map it failed under: nothing restarts.
+    members();
+    send(moved);
+    await settle(clock, 500);
+    expect(opens).toBe(1);
+    expect(await running()).toEqual([]);
+
+    // Taken away and given back: a newer token, a new start.
+    send(mapOf([...placed, ShardEvents.copyAdded(ref, shard, other), ShardEvents.ingestionError(ref, shard, me, 'the topic offsets could not be read'), ShardEvents.copyAdded(ref, shard, me)]));
+    await settle(clock, 1_000);
+    expect(opens).toBe(2);
     expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
   });
 });
