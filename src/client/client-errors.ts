@@ -17,6 +17,8 @@ export type ClientErrorCode =
   | 'SHARD_UNAVAILABLE'
   /** The deadline passed before any copy answered. */
   | 'DEADLINE_EXCEEDED'
+  /** The client has `maxInFlight` requests in flight already: refused at once, nothing sent. */
+  | 'OVERLOADED'
   /** More redirections than `maxRedirects` (a map that keeps moving, or two nodes that disagree). */
   | 'TOO_MANY_REDIRECTS'
   /** The client is closed. */
@@ -29,7 +31,7 @@ export interface ClientErrorContext {
   readonly cause?: unknown;
 }
 
-const RETRIABLE: ReadonlySet<ClientErrorCode> = new Set(['CONNECT_FAILED', 'SHARD_UNAVAILABLE', 'DEADLINE_EXCEEDED', 'TOO_MANY_REDIRECTS']);
+const RETRIABLE: ReadonlySet<ClientErrorCode> = new Set(['CONNECT_FAILED', 'SHARD_UNAVAILABLE', 'DEADLINE_EXCEEDED', 'OVERLOADED', 'TOO_MANY_REDIRECTS']);
 
 /**
  * A client's typed error. `retriable` says whether the same call may succeed later (a copy coming

@@ -94,8 +94,8 @@ export class ClusterFollower {
     return this.endpoints.get(dataset)?.get(node);
   }
 
-  /** Called after every change of any map the client applies (waits for a map to move on). */
-  onMapChange(listener: () => void): () => void {
+  /** Called after every change of any map the client applies, and of any node's endpoints. */
+  onChange(listener: () => void): () => void {
     this.changeListeners.add(listener);
     return () => this.changeListeners.delete(listener);
   }
@@ -194,5 +194,6 @@ export class ClusterFollower {
     } else if (byNode?.get(r.node)?.incarnation === r.incarnation) {
       byNode.delete(r.node);
     }
+    for (const l of this.changeListeners) l();
   }
 }

@@ -1,10 +1,14 @@
 // One routed request for one shard, through the copies that serve it: the failover rules shared by
-// `ShardherdClient` and `ShardRouter`. A transport error or a timeout → the node is suspected and
-// the next serving copy is asked at once; TRYAGAIN → the next copy, and when every copy said so, again
-// after a short backoff (a handoff in progress); MOVED → the copies it names (learned for later
-// requests); ASK → that copy, this once; an application error → the caller, at once. All inside one
-// deadline, with a per-attempt timeout, and optionally a hedge: a second copy asked after a delay,
-// the first answer winning and the other cancelled.
+// `ShardherdClient` and `ShardRouter`. The deadline is the only give-up time:
+// - a transport error → the node is suspected and the next serving copy is asked at once;
+// - no answer within the attempt timeout → the next copy is asked too, and the slow one is not
+//   given up: whichever answers first wins (a slow handler still answers its request);
+// - TRYAGAIN → the next copy; MOVED → the copies it names (learned for later requests); ASK → that
+//   copy, this once; an application error → the caller, at once;
+// - when every copy was asked in a round and none is left to ask, all again after a backoff
+//   (doubling, to 8×), until one answers or the deadline passes.
+// Attempts beyond the first (not redirections) draw on the caller's retry budget, so a sick cluster
+// sees a bounded share of extra load. Optionally a hedge: a second copy asked after a delay.
 import type { Clock, Cancel } from '../cluster/clock.js';
 import type { NodeId } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
@@ -34,6 +38,8 @@ export interface CallPorts<T> {
   failed(node: NodeId, error: unknown): void;
   /** `node` answered (any check) after `ms`. */
   answered(node: NodeId, ms: number, ok: boolean): void;
+  /** Attempts beyond the first (retries, slow-copy and hedged asks, new rounds); absent: unbounded. */
+  readonly retryBudget?: { tryWithdraw(): boolean };
   started?(node: NodeId): void;
   finished?(node: NodeId): void;
 }
@@ -41,13 +47,13 @@ export interface CallPorts<T> {
 export interface CallOptions {
   /** The whole call, redirections and failovers included. */
   readonly deadlineMs: number;
-  /** One attempt on one copy (cut to what is left of the deadline). */
+  /** How long a copy may take before the next one is asked as well (it is not given up). */
   readonly attemptTimeoutMs: number;
   /** Ask a second copy when the first has not answered after this long (none: no hedging). */
   readonly hedgeDelayMs?: number | undefined;
   /** MOVED and ASK answers followed before `TOO_MANY_REDIRECTS`. */
   readonly maxRedirects: number;
-  /** First wait when every copy said TRYAGAIN (doubling to 8×). */
+  /** First wait before a new round, once every copy was asked (doubling to 8×). */
   readonly retryBackoffMs: number;
   /** For errors. */
   readonly dataset: string;
@@ -59,14 +65,18 @@ class AttemptTimeout extends Error {
 
 type Event<T> =
   | { readonly kind: 'done'; readonly id: number; readonly node: NodeId; readonly answer?: AttemptAnswer<T>; readonly error?: unknown }
+  /** An attempt ran for the attempt timeout without an answer. */
+  | { readonly kind: 'slow'; readonly id: number; readonly node: NodeId; readonly afterMs: number }
   | { readonly kind: 'hedge' }
-  | { readonly kind: 'retry' }
+  | { readonly kind: 'round' }
   | { readonly kind: 'deadline' };
+
+/** The most a new round's backoff grows to, as a multiple of `retryBackoffMs`. */
+const MAX_BACKOFF_FACTOR = 8;
 
 export async function callShard<T>(ports: CallPorts<T>, shard: number, options: CallOptions): Promise<T | undefined> {
   const { clock } = ports;
-  const started = clock.now();
-  const deadline = started + options.deadlineMs;
+  const deadline = clock.now() + options.deadlineMs;
   const context = { dataset: options.dataset, shard };
   const events: Event<T>[] = [];
   let wake: (() => void) | undefined;
@@ -76,15 +86,18 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     wake = undefined;
   };
   const inflight = new Map<number, { node: NodeId; cancellation: Cancellation; cancel: Cancel; at: number }>();
-  // No timer of its own for the deadline while an attempt runs: each attempt's timeout is cut to the
-  // deadline, so it fires then (one timer per request, not two: they cost on the hot path).
+  // No timer of its own for the deadline on the usual path: an attempt's timer is cut to the
+  // deadline and, once it fired as slow, set again for the deadline, and a round's wait is cut to
+  // it too, so something always fires then (one timer per request, not two: they cost).
   const timers: Cancel[] = [];
-  /** Copies asked in this round; a round ends when every copy was asked (then a backoff, then a new round). */
+  /** Copies asked in this round; a new round (after a backoff) asks them all again. */
   const tried = new Set<NodeId>();
-  const failures: { node: NodeId; error: unknown }[] = [];
+  /** Each copy's last failure, for the error at the end. */
+  const failures = new Map<NodeId, unknown>();
   let askNext: NodeId | undefined;
   let redirects = 0;
-  let retryLater = false;
+  let waitedForAnswer = false; // an attempt ran out its timeout, or a copy said TRYAGAIN
+  let roundPending = false;
   let hedged = options.hedgeDelayMs === undefined;
   let backoff = options.retryBackoffMs;
   let ids = 0;
@@ -92,13 +105,17 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
   const launch = (node: NodeId): void => {
     const id = ++ids;
     const cancellation = new Cancellation();
-    const timeoutMs = Math.max(0, Math.min(options.attemptTimeoutMs, deadline - clock.now()));
+    const at = clock.now();
+    const timeoutMs = Math.max(0, Math.min(options.attemptTimeoutMs, deadline - at));
+    const atDeadline = () => push({ kind: 'deadline' });
     const cancel = clock.schedule(timeoutMs, () => {
-      const timeout = new AttemptTimeout(`no answer from ${node} within ${timeoutMs} ms`);
-      cancellation.cancel(timeout);
-      push(clock.now() >= deadline ? { kind: 'deadline' } : { kind: 'done', id, node, error: timeout });
+      if (clock.now() >= deadline) return atDeadline();
+      // Not given up: it may still answer. Its timer now stands for the deadline.
+      const attempt = inflight.get(id);
+      if (attempt) attempt.cancel = clock.schedule(deadline - clock.now(), atDeadline);
+      push({ kind: 'slow', id, node, afterMs: timeoutMs });
     });
-    inflight.set(id, { node, cancellation, cancel, at: clock.now() });
+    inflight.set(id, { node, cancellation, cancel, at });
     tried.add(node);
     ports.started?.(node);
     let sent: Promise<AttemptAnswer<T>>;
@@ -113,66 +130,88 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
       timers.push(clock.schedule(options.hedgeDelayMs, () => push({ kind: 'hedge' })));
     }
   };
+  const busy = (node: NodeId): boolean => {
+    for (const a of inflight.values()) if (a.node === node) return true;
+    return false;
+  };
+  /** The copy to ask next: an ASK's, else the first candidate neither asked in this round nor in flight. */
   const pick = (): NodeId | undefined => {
     if (askNext !== undefined) {
       const n = askNext;
       askNext = undefined;
       return n;
     }
-    const candidates = ports.candidates(shard);
-    if (inflight.size === 0) return candidates.find((n) => !tried.has(n));
-    const busy = new Set([...inflight.values()].map((a) => a.node));
-    return candidates.find((n) => !tried.has(n) && !busy.has(n));
+    return ports.candidates(shard).find((n) => !tried.has(n) && !busy(n));
   };
-  /** Nothing in flight: the next copy, a new round after a backoff, or the end. */
-  const goOn = (): void => {
-    if (inflight.size > 0) return;
+  /**
+   * Asks another copy if one is left in this round (a redirection's is `free` of the retry budget),
+   * else plans a new round after a backoff, unless an attempt in flight may still answer and no
+   * copy is idle. Throws when the retry budget is spent with nothing left in flight.
+   */
+  const askAnother = (free = false): void => {
     if (clock.now() >= deadline) return push({ kind: 'deadline' });
     const node = pick();
-    if (node !== undefined) return launch(node);
-    if (retryLater) {
-      retryLater = false;
-      const wait = Math.min(backoff, deadline - clock.now());
-      backoff = Math.min(backoff * 2, options.retryBackoffMs * 8);
-      timers.push(clock.schedule(wait, () => push({ kind: 'retry' })));
+    if (node !== undefined) {
+      if (free || ids === 0 || ports.retryBudget?.tryWithdraw() !== false) return launch(node);
+      if (inflight.size === 0) throw unavailable('every copy asked failed and the client\'s retry budget is spent (no more attempts now)');
       return;
     }
-    const why = failures.length > 0
-      ? `every serving copy failed: ${failures.map((f) => `${f.node}: ${describe(f.error)}`).join('; ')}`
-      : 'the map shows no serving copy';
-    throw new ShardherdClientError('SHARD_UNAVAILABLE', `${options.dataset}/${shard}: ${why}`, { ...context, cause: failures.at(-1)?.error });
+    const candidates = ports.candidates(shard);
+    const someIdle = candidates.length === 0 || candidates.some((n) => !busy(n));
+    if (roundPending || (inflight.size > 0 && !someIdle)) return;
+    roundPending = true;
+    const wait = Math.min(backoff, deadline - clock.now());
+    backoff = Math.min(backoff * 2, options.retryBackoffMs * MAX_BACKOFF_FACTOR);
+    timers.push(clock.schedule(wait, () => push({ kind: 'round' })));
   };
+  const failuresText = (): string =>
+    failures.size > 0 ? [...failures].map(([node, error]) => `${node}: ${describe(error)}`).join('; ') : 'the map shows no serving copy';
+  function unavailable(why: string): ShardherdClientError {
+    return new ShardherdClientError('SHARD_UNAVAILABLE', `${options.dataset}/${shard}: ${why}: ${failuresText()}`, { ...context, cause: [...failures.values()].at(-1) });
+  }
 
   try {
-    goOn();
+    askAnother();
     for (;;) {
       while (events.length === 0) await new Promise<void>((resolve) => (wake = resolve));
       const e = events.shift()!;
       switch (e.kind) {
         case 'deadline': {
-          const last = failures.at(-1);
-          throw new ShardherdClientError('DEADLINE_EXCEEDED', `${options.dataset}/${shard}: no answer within ${options.deadlineMs} ms${last ? ` (last failure: ${last.node}: ${describe(last.error)})` : ''}`, { ...context, cause: last?.error });
+          // Nothing but fast failures (or no copy at all): the shard is unavailable; else it was slow.
+          if (!waitedForAnswer && inflight.size === 0) throw unavailable(`no copy could be reached within the deadline (${options.deadlineMs} ms)`);
+          throw new ShardherdClientError('DEADLINE_EXCEEDED', `${options.dataset}/${shard}: no answer within ${options.deadlineMs} ms (${failuresText()})`, { ...context, cause: [...failures.values()].at(-1) });
         }
-        case 'hedge': {
-          const node = inflight.size > 0 ? pick() : undefined;
-          if (node !== undefined) launch(node);
+        case 'slow': {
+          if (!inflight.has(e.id)) break;
+          waitedForAnswer = true;
+          const timeout = new AttemptTimeout(`no answer from ${e.node} within ${e.afterMs} ms`);
+          failures.set(e.node, timeout);
+          ports.failed(e.node, timeout);
+          askAnother();
           break;
         }
-        case 'retry':
+        case 'hedge': {
+          if (inflight.size === 0) break;
+          const node = pick();
+          if (node !== undefined && ports.retryBudget?.tryWithdraw() !== false) launch(node);
+          break;
+        }
+        case 'round':
+          roundPending = false;
           tried.clear();
-          goOn();
+          askAnother();
           break;
         case 'done': {
           const attempt = inflight.get(e.id);
-          if (!attempt) break; // timed out already, or lost to the other copy
+          if (!attempt) break;
           inflight.delete(e.id);
           attempt.cancel();
           ports.finished?.(e.node);
           if (e.answer === undefined) {
             if (ports.isApplicationError(e.error)) throw e.error;
-            failures.push({ node: e.node, error: e.error });
+            failures.set(e.node, e.error);
             ports.failed(e.node, e.error);
-            goOn();
+            askAnother();
             break;
           }
           const { check, value } = e.answer;
@@ -184,18 +223,21 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
               if (++redirects > options.maxRedirects) throw tooManyRedirects(options, shard, redirects);
               ports.learn(shard, check);
               tried.clear();
+              askAnother(true);
               break;
             case 'ask':
               if (++redirects > options.maxRedirects) throw tooManyRedirects(options, shard, redirects);
               askNext = check.node;
+              askAnother(true);
               break;
             case 'tryagain':
             case 'unknown':
               // `unknown` from a node that has no map of the dataset yet (it just started): as TRYAGAIN.
-              retryLater = true;
+              waitedForAnswer = true;
+              failures.set(e.node, new Error(check.type === 'tryagain' ? 'not serving right now (TRYAGAIN)' : 'has no map of the dataset yet'));
+              askAnother();
               break;
           }
-          goOn();
           break;
         }
       }

@@ -10,6 +10,7 @@ import type { ShardherdNode } from '../actors/node-process.js';
 import { ShardherdClientError, type ClientErrorCode } from './client-errors.js';
 import { LearnedMoves } from './learned-moves.js';
 import { ReplicaChoice, Suspicions, type SpreadPolicy } from './replica-choice.js';
+import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { callShard } from './shard-call.js';
 
 const REASONS: Partial<Record<ClientErrorCode, RoutingError['reason']>> = {
@@ -33,8 +34,10 @@ export interface ShardRouterOptions {
   readonly maxHops?: number;
   /** The whole request. Default 5000 ms. */
   readonly deadlineMs?: number;
-  /** One `send`, before the next copy is asked. Default 1000 ms. */
+  /** How long one `send` may take before the next copy is asked as well (the first still counts). Default 1000 ms. */
   readonly attemptTimeoutMs?: number;
+  /** Sends beyond each request's first (see `RetryBudget`). Default 0.2 per request, 10 per second. */
+  readonly retryBudget?: RetryBudgetOptions;
   /** How requests spread over a shard's copies. Default `round-robin`. */
   readonly spread?: SpreadPolicy;
   /** How long a node whose `send` threw is asked last (doubling while it keeps failing, to 5 s). Default 500 ms. */
@@ -49,6 +52,7 @@ export class ShardRouter {
   private readonly suspicions: Suspicions;
   private readonly choice: ReplicaChoice;
   private readonly options: ShardRouterOptions;
+  private readonly retryBudget: RetryBudget;
 
   constructor(private readonly node: ShardherdNode, readonly dataset: DatasetRef, options: ShardRouterOptions = {}) {
     this.subscriber = new ShardEventSubscriber(node, dataset);
@@ -56,6 +60,7 @@ export class ShardRouter {
     // No probe: the router has no transport of its own; a suspicion lapses and the node is tried again.
     this.suspicions = new Suspicions(node.services.clock, undefined, { probeInitialMs: options.suspectMs ?? 500 });
     this.choice = new ReplicaChoice(this.suspicions, () => undefined, options.spread ? { spread: options.spread } : {});
+    this.retryBudget = new RetryBudget(node.services.clock, options.retryBudget);
   }
 
   /** The router's map version (0 before its first snapshot). */
@@ -86,14 +91,18 @@ export class ShardRouter {
    * - `ok`: the payload is returned. MOVED: the nodes it names are asked (and learned for later
    *   requests); ASK: that node, this once; TRYAGAIN (or `unknown`: a node without the map yet): the
    *   next copy, and when every copy said so, all again after a short backoff.
-   * - `send` throws (unless `isApplicationError` says it is the application's, then it is rethrown),
-   *   or does not settle within `attemptTimeoutMs` (its `signal` is aborted): the next serving copy
-   *   is asked at once, and the node is asked last by later requests for a while.
+   * - `send` throws (unless `isApplicationError` says it is the application's, then it is rethrown):
+   *   the next serving copy is asked at once, and the node is asked last by later requests for a
+   *   while. A `send` that has not settled within `attemptTimeoutMs` is kept (its answer still
+   *   counts) and the next copy is asked as well; the others' `signal`s abort once one answered.
+   * - When every copy was asked, all again after a backoff, until `deadlineMs`: the only give-up
+   *   time. Sends beyond each request's first draw on the router's retry budget.
    * - Copies are asked in a rotating order (the load spreads), suspected ones last.
-   * - Gives up with a `RoutingError`: `no-serving-node` (every copy failed, or the map shows none),
-   *   `too-many-redirects`, `deadline` (`deadlineMs` passed).
+   * - Gives up with a `RoutingError`: `no-serving-node` (every copy failed until the deadline, or
+   *   the retry budget is spent, or the map shows none), `too-many-redirects`, `deadline`.
    */
   async request<T>(shard: number, send: (node: NodeId, routerVersion: number, signal: AbortSignal) => Promise<RoutedAnswer<T>>): Promise<T | undefined> {
+    this.retryBudget.deposit();
     try {
       return await callShard<T>(
         {
@@ -105,6 +114,7 @@ export class ShardRouter {
           isApplicationError: (e) => this.options.isApplicationError?.(e) ?? false,
           failed: (node) => this.suspicions.suspect(node),
           answered: (node) => this.suspicions.cleared(node),
+          retryBudget: this.retryBudget,
         },
         shard,
         {

@@ -18,6 +18,7 @@ import { ClusterFollower } from './cluster-follower.js';
 import { HttpTransport, type RequestTransport } from './http-transport.js';
 import { LearnedMoves } from './learned-moves.js';
 import { LatencyWindow, ReplicaChoice, Suspicions, type SpreadPolicy, type SuspicionOptions } from './replica-choice.js';
+import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { callShard, type CallPorts } from './shard-call.js';
 
 /** Labels: a shard key (`_ws_`, `_ns_`, `_metric_`…) or a series' full label set. */
@@ -47,8 +48,19 @@ export interface ShardherdClientOptions {
   readonly connectTimeoutMs?: number;
   /** Default deadline of a request. Default 5000 ms. */
   readonly deadlineMs?: number;
-  /** One attempt on one copy, before the next copy is asked. Default 1000 ms. */
+  /**
+   * How long a copy may take before the next copy is asked as well (the first is not given up: the
+   * first answer wins; only the deadline ends a request). Default 1000 ms.
+   */
   readonly attemptTimeoutMs?: number;
+  /**
+   * Shard requests this client has in flight at most (a fan-out counts one per shard); one more is
+   * refused at once with `OVERLOADED`, so a router under more load than the cluster answers keeps
+   * its memory and answers on time. Default 1024.
+   */
+  readonly maxInFlight?: number;
+  /** Attempts beyond each request's first (see `RetryBudget`). Default 0.2 per request, 10 per second. */
+  readonly retryBudget?: RetryBudgetOptions;
   /** How reads spread over a shard's serving copies. Default `round-robin`. */
   readonly spread?: SpreadPolicy;
   /** This client's rack: copies in it are asked first. */
@@ -60,7 +72,7 @@ export interface ShardherdClientOptions {
   readonly hedge?: boolean | { readonly delayMs: number };
   /** MOVED and ASK answers followed per request. Default 5. */
   readonly maxRedirects?: number;
-  /** First wait when every copy said TRYAGAIN (doubling to 8×). Default 10 ms. */
+  /** First wait before every copy is asked again (doubling to 8×). Default 10 ms. */
   readonly retryBackoffMs?: number;
   /** Probing of suspected nodes. */
   readonly probe?: SuspicionOptions;
@@ -112,7 +124,9 @@ export class ShardherdClient {
   private readonly suspicions: Suspicions;
   private readonly choice: ReplicaChoice;
   private readonly routing = new Map<DatasetRef, DatasetRouting>();
-  private readonly o: Required<Pick<ShardherdClientOptions, 'deadlineMs' | 'attemptTimeoutMs' | 'maxRedirects' | 'retryBackoffMs' | 'connectTimeoutMs'>>;
+  private readonly o: Required<Pick<ShardherdClientOptions, 'deadlineMs' | 'attemptTimeoutMs' | 'maxRedirects' | 'retryBackoffMs' | 'connectTimeoutMs' | 'maxInFlight'>>;
+  private readonly retryBudget: RetryBudget;
+  private inFlight = 0;
   private closed = false;
 
   private constructor(private readonly options: ShardherdClientOptions) {
@@ -124,7 +138,9 @@ export class ShardherdClient {
       maxRedirects: options.maxRedirects ?? 5,
       retryBackoffMs: positive(options.retryBackoffMs, 10, 'retryBackoffMs'),
       connectTimeoutMs: positive(options.connectTimeoutMs, 10_000, 'connectTimeoutMs'),
+      maxInFlight: wholeAtLeastOne(options.maxInFlight, 1024, 'maxInFlight'),
     };
+    this.retryBudget = new RetryBudget(this.clock, options.retryBudget);
     const id = `${options.name ?? 'client'}@${randomBytes(6).toString('hex')}`;
     this.follower = new ClusterFollower({
       bus: options.bus,
@@ -185,6 +201,41 @@ export class ShardherdClient {
     const config = this.follower.config(dataset);
     if (!config) throw new ShardherdClientError('UNKNOWN_DATASET', `the cluster ${this.options.topicPrefix ?? 'shardherd'} has no dataset ${dataset}`, { dataset });
     return config;
+  }
+
+  /**
+   * Resolves once the client can route every shard of `dataset`: it has the map, and each shard has
+   * a serving copy on a node whose request endpoint it knows. A router that awaits this after
+   * `connect` is ready to take traffic, instead of failing its first requests while it learns.
+   * Rejects with `UNKNOWN_DATASET`, or `DEADLINE_EXCEEDED` naming shards still without such a copy
+   * once `deadlineMs` (default the client's `connectTimeoutMs`) passed.
+   */
+  async whenServed(dataset: DatasetRef, options: { readonly deadlineMs?: number } = {}): Promise<void> {
+    const deadlineMs = options.deadlineMs ?? this.o.connectTimeoutMs;
+    const started = this.clock.now();
+    const map = await this.mapWithin(dataset, deadlineMs);
+    const unserved = (): number[] => {
+      const now = this.map(dataset) ?? map;
+      const left: number[] = [];
+      for (let s = 0; s < now.numShards; s++) if (!now.servingNodes(s).some((n) => this.follower.endpoint(dataset, n) !== undefined)) left.push(s);
+      return left;
+    };
+    if (unserved().length === 0) return;
+    this.follower.hello();
+    await new Promise<void>((resolve, reject) => {
+      let stopListening: () => void = () => {};
+      const cancel = this.clock.schedule(Math.max(0, deadlineMs - (this.clock.now() - started)), () => {
+        stopListening();
+        const left = unserved();
+        reject(new ShardherdClientError('DEADLINE_EXCEEDED', `${dataset}: ${left.length} of ${map.numShards} shards had no serving copy this client can reach within ${deadlineMs} ms (shards ${left.slice(0, 10).join(', ')}${left.length > 10 ? ', …' : ''}): are their nodes serving the dataset (node.serve)?`, { dataset }));
+      });
+      stopListening = this.follower.onChange(() => {
+        if (this.closed || unserved().length > 0) return;
+        stopListening();
+        cancel();
+        resolve();
+      });
+    });
   }
 
   /** The client's current map of a dataset (undefined if it has none). Do not mutate it. */
@@ -288,7 +339,20 @@ export class ShardherdClient {
     return r;
   }
 
-  private call<R>(dataset: DatasetRef, shard: number, body: string, deadlineMs: number, options: RequestOptions): Promise<R> {
+  private async call<R>(dataset: DatasetRef, shard: number, body: string, deadlineMs: number, options: RequestOptions): Promise<R> {
+    if (this.inFlight >= this.o.maxInFlight) {
+      throw new ShardherdClientError('OVERLOADED', `${dataset}/${shard}: this client has ${this.inFlight} requests in flight already (maxInFlight ${this.o.maxInFlight}); nothing was sent`, { dataset, shard });
+    }
+    this.inFlight += 1;
+    this.retryBudget.deposit();
+    try {
+      return await this.callCopies<R>(dataset, shard, body, deadlineMs, options);
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  private callCopies<R>(dataset: DatasetRef, shard: number, body: string, deadlineMs: number, options: RequestOptions): Promise<R> {
     const routing = this.routingOf(dataset);
     const path = requestPath(dataset, shard);
     const version = () => this.follower.follower(dataset)?.version ?? 0;
@@ -315,6 +379,7 @@ export class ShardherdClient {
       },
       started: (node) => this.choice.started(node),
       finished: (node) => this.choice.finished(node),
+      retryBudget: this.retryBudget,
     };
     const hedge = options.hedge ?? (this.options.hedge !== undefined && this.options.hedge !== false);
     const hedgeDelayMs = !hedge ? undefined : typeof this.options.hedge === 'object' ? this.options.hedge.delayMs : routing.latencies.p95() === undefined ? undefined : Math.max(1, routing.latencies.p95()!);
@@ -366,7 +431,9 @@ function interpret<R>(status: number, body: string, where: { dataset: string; sh
     case STATUS.handlerFailed:
       throw new HandlerError(remoteOf(body), where);
     case STATUS.notServing:
-      // Stopping, or not a member right now: another copy, or this one again after a backoff.
+    case STATUS.overloaded:
+      // Stopping, not a member right now, or running as many requests as it takes: another copy,
+      // or this one again after a backoff.
       return { check: { type: 'tryagain', version: 0 } };
     default:
       throw new Error(`${where.node} answered HTTP ${status} for ${where.dataset}/${where.shard}: ${body.slice(0, 200)}`);
@@ -396,6 +463,12 @@ function serialise(payload: unknown, dataset: string): string {
 
 function asClientError(e: unknown, dataset: string, shard: number): ShardherdClientError {
   return e instanceof ShardherdClientError ? e : new ShardherdClientError('SHARD_UNAVAILABLE', `${dataset}/${shard}: ${e instanceof Error ? e.message : String(e)}`, { dataset, shard, cause: e });
+}
+
+function wholeAtLeastOne(value: number | undefined, fallback: number, key: string): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`ShardherdClient option ${key} must be a whole number >= 1, got ${String(value)}`);
+  return v;
 }
 
 function positive(value: number | undefined, fallback: number, key: string): number {

@@ -40,7 +40,16 @@ export interface DatasetServerOptions {
   readonly port?: number;
   /** The host clients are told to connect to; default `host`. */
   readonly advertisedHost?: string;
+  /**
+   * Requests the handler runs at once on this node for this dataset; one more is answered at once
+   * as overloaded (HTTP 429), and the client asks another copy, instead of queueing past its
+   * deadline. Default 256.
+   */
+  readonly maxInFlight?: number;
 }
+
+/** The handler calls a dataset server runs at once when `maxInFlight` is not set. */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 export class DatasetServer {
   private constructor(
@@ -51,6 +60,9 @@ export class DatasetServer {
 
   static async open(dataset: DatasetRef, handler: ShardRequestHandler, node: ServingNode, options: DatasetServerOptions = {}): Promise<DatasetServer> {
     const host = options.host ?? '127.0.0.1';
+    const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`serve option maxInFlight must be a whole number >= 1, got ${String(options.maxInFlight)}`);
+    let inFlight = 0;
     const prefix = requestPath(dataset, 0).slice(0, -1);
     // A request that fails before it is answered (its connection lost mid-body) is dropped with its socket.
     const server = createServer((req, res) => void answer(req, res).catch(() => res.destroy()));
@@ -72,12 +84,14 @@ export class DatasetServer {
       } catch (e) {
         return send(res, STATUS.badRequest, { error: { name: 'BadPayload', message: `the payload is not JSON: ${(e as Error).message}` } });
       }
+      if (inFlight >= maxInFlight) return send(res, STATUS.overloaded, { error: { name: 'Overloaded', message: `this node runs ${inFlight} requests of ${dataset} already (maxInFlight ${maxInFlight})` } });
       // The handler's signal is made only if the handler looks at it (an AbortController per request costs).
       const callerGone = new Cancellation();
       res.on('close', () => {
         if (!res.writableFinished) callerGone.cancel(new Error('the caller went away'));
       });
       let result: unknown;
+      inFlight += 1;
       try {
         result = await handler({
           dataset,
@@ -89,6 +103,8 @@ export class DatasetServer {
         });
       } catch (e) {
         return send(res, STATUS.handlerFailed, { error: remoteError(e) });
+      } finally {
+        inFlight -= 1;
       }
       let json: string;
       try {

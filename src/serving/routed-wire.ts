@@ -18,7 +18,7 @@ export const MAP_VERSION_HEADER = 'x-shardherd-map-version';
  * `ok` (MOVED, ASK, TRYAGAIN, unknown); 500 the handler threw (`{ error: RemoteError }`); 400 a body
  * that is not JSON; 404 no such path or dataset; 503 the node is not serving (stopping, not a member).
  */
-export const STATUS = { ok: 200, redirect: 421, handlerFailed: 500, badRequest: 400, notFound: 404, notServing: 503 } as const;
+export const STATUS = { ok: 200, redirect: 421, handlerFailed: 500, badRequest: 400, notFound: 404, overloaded: 429, notServing: 503 } as const;
 
 /** The body of a 421 answer. */
 export type RedirectBody = Exclude<ShardCheck, { type: 'ok' }>;

@@ -1,5 +1,6 @@
 // The failover rules of routed requests, on a simulated clock with a fake transport: the next copy
-// at once after a transport error or a timeout, TRYAGAIN rounds with backoff inside the deadline,
+// at once after a transport error, and as well (not instead) after a timeout, rounds with backoff
+// until the deadline, the retry budget,
 // application errors not failed over, MOVED and ASK, hedging; suspicion with probes; spreading.
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
@@ -7,6 +8,7 @@ import type { NodeId } from '../../src/core/ids.js';
 import type { ShardCheck } from '../../src/core/shard-check.js';
 import { ShardherdClientError } from '../../src/client/client-errors.js';
 import { LatencyWindow, ReplicaChoice, Suspicions } from '../../src/client/replica-choice.js';
+import { RetryBudget } from '../../src/client/retry-budget.js';
 import { callShard, type AttemptAnswer, type CallOptions, type CallPorts } from '../../src/client/shard-call.js';
 
 const n = (x: string) => x as NodeId;
@@ -48,6 +50,14 @@ function fakePorts(clock: SimulatedClock, nodes: string[], behaviours: Record<st
   return { ports, asked, failed, aborted, learned, setServing: (x: string[]) => (serving = x.map(n)) };
 }
 
+/** Runs the simulated clock forward `ms`, letting promises settle at each 10 ms step. */
+async function advance(clock: SimulatedClock, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += 10) {
+    clock.advance(10);
+    for (let i = 0; i < 5; i++) await flush();
+  }
+}
+
 async function settle<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
   return p.then((value) => ({ value }), (error: unknown) => ({ error }));
 }
@@ -78,12 +88,67 @@ describe('callShard', () => {
     expect(f.failed).toEqual(['a']);
   });
 
-  it('fails fast with SHARD_UNAVAILABLE when every copy fails, or none serves', async () => {
+  it('asks every copy again in rounds with backoff while they fail, until the deadline: then SHARD_UNAVAILABLE naming each copy', async () => {
     const clock = new SimulatedClock(0);
     const f = fakePorts(clock, ['a', 'b'], { a: refused, b: refused });
-    await expect(callShard(f.ports, 3, OPTIONS)).rejects.toMatchObject({ code: 'SHARD_UNAVAILABLE', shard: 3, retriable: true });
+    const call = settle(callShard(f.ports, 3, OPTIONS));
+    await advance(clock, 1_000);
+    const { error } = await call;
+    expect(error).toMatchObject({ code: 'SHARD_UNAVAILABLE', shard: 3, retriable: true });
+    expect((error as Error).message).toMatch(/a: ECONNREFUSED; b: ECONNREFUSED/);
+    // Rounds at 0, 10, 30, 70, 150, 230 ... ms: backoff doubling to 8 × 10 ms.
+    expect(f.asked.length).toBeGreaterThan(10);
+    expect(f.asked.length).toBeLessThan(40);
+
     const none = fakePorts(clock, [], {});
-    await expect(callShard(none.ports, 3, OPTIONS)).rejects.toMatchObject({ code: 'SHARD_UNAVAILABLE' });
+    const nothing = settle(callShard(none.ports, 3, OPTIONS));
+    await advance(clock, 1_000);
+    expect((await nothing).error).toMatchObject({ code: 'SHARD_UNAVAILABLE', message: expect.stringContaining('the map shows no serving copy') as unknown });
+  });
+
+  it('answers once a failing copy comes back or a serving copy appears, within the deadline', async () => {
+    const clock = new SimulatedClock(0);
+    let down = true;
+    const flaky: Behaviour = (node) => (down ? refused() : ok(node));
+    const f = fakePorts(clock, ['a', 'b'], { a: flaky, b: flaky });
+    const call = settle(callShard(f.ports, 0, OPTIONS));
+    await advance(clock, 300);
+    down = false;
+    await advance(clock, 100);
+    expect((await call).value).toMatch(/^from [ab]$/);
+
+    const later = fakePorts(clock, [], {});
+    const waiting = settle(callShard(later.ports, 0, OPTIONS));
+    await advance(clock, 200);
+    later.setServing(['c']);
+    await advance(clock, 100);
+    expect((await waiting).value).toBe('from c');
+  });
+
+  it('a slow copy is not given up: the next is asked as well, and the first answer wins (a slow handler still answers)', async () => {
+    const clock = new SimulatedClock(0);
+    // Both copies take 1200 ms; attempts time out after 1000 ms; the deadline is 5000 ms.
+    const slow: Behaviour = (node) => new Promise((resolve) => clock.schedule(1_200, () => void ok(node).then(resolve)));
+    const f = fakePorts(clock, ['a', 'b'], { a: slow, b: slow });
+    const call = settle(callShard(f.ports, 0, { ...OPTIONS, deadlineMs: 5_000, attemptTimeoutMs: 1_000 }));
+    await advance(clock, 1_000);
+    expect(f.asked).toEqual(['a', 'b']);
+    expect(f.aborted).toEqual([]);
+    await advance(clock, 200);
+    expect((await call).value).toBe('from a');
+    expect(f.asked).toEqual(['a', 'b']);
+    expect(f.aborted).toEqual(['b']);
+    expect(clock.now()).toBe(1_200);
+  });
+
+  it('draws attempts beyond the first from the retry budget, and fails at once when it is spent and nothing is in flight', async () => {
+    const clock = new SimulatedClock(0);
+    let left = 1;
+    const f = fakePorts(clock, ['a', 'b', 'c'], { a: refused, b: refused, c: refused });
+    const ports = { ...f.ports, retryBudget: { tryWithdraw: () => left-- > 0 } };
+    const { error } = await settle(callShard(ports, 0, OPTIONS));
+    expect(f.asked).toEqual(['a', 'b']);
+    expect(error).toMatchObject({ code: 'SHARD_UNAVAILABLE', message: expect.stringContaining('retry budget is spent') as unknown });
     expect(clock.now()).toBe(0);
   });
 
@@ -163,10 +228,35 @@ describe('callShard', () => {
   it('errors are typed ShardherdClientErrors with the dataset and shard', async () => {
     const clock = new SimulatedClock(0);
     const f = fakePorts(clock, ['a'], { a: refused });
-    const { error } = await settle(callShard(f.ports, 7, OPTIONS));
+    const call = settle(callShard(f.ports, 7, OPTIONS));
+    await advance(clock, 1_000);
+    const { error } = await call;
     expect(error).toBeInstanceOf(ShardherdClientError);
     expect(error).toMatchObject({ dataset: 'ds', shard: 7 });
     expect((error as Error).message).toContain('ECONNREFUSED');
+  });
+});
+
+describe('RetryBudget', () => {
+  it('allows the reserve per second plus ratio × requests, saved up to a cap, and counts what it refused', () => {
+    const clock = new SimulatedClock(0);
+    const budget = new RetryBudget(clock, { ratio: 0.2, minPerSecond: 2, maxSaved: 3 });
+    const drain = () => {
+      let n = 0;
+      while (budget.tryWithdraw()) n++;
+      return n;
+    };
+    expect(drain()).toBe(2); // the reserve
+    for (let i = 0; i < 10; i++) budget.deposit();
+    expect(drain()).toBe(2); // 10 requests × 0.2
+    for (let i = 0; i < 100; i++) budget.deposit();
+    expect(drain()).toBe(3); // saved up to the cap only
+    clock.advance(500);
+    expect(drain()).toBe(1); // half a second of a 2-per-second reserve
+    clock.advance(10_000);
+    expect(drain()).toBe(2); // the reserve never holds more than a second's worth
+    expect(budget.refused).toBe(5);
+    expect(() => new RetryBudget(clock, { ratio: -1 })).toThrow(/retryBudget.ratio/);
   });
 });
 
