@@ -1,13 +1,25 @@
 import { z } from 'zod';
-import { parseNodeId } from '../core/ids.js';
+import { parseIncarnation, parseNodeId } from '../core/ids.js';
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 
 const nodeIdSchema = z.string().refine((s) => parseNodeId(s).ok, 'malformed node id');
 
-/** How every MetaStore checks stored node operations on the way back. */
+const memberSchema = z.strictObject({
+  node: nodeIdSchema,
+  incarnation: z.string().refine((s) => parseIncarnation(s).ok, 'malformed incarnation'),
+  joinedAt: z.number().finite(),
+  rack: z.string().optional(),
+  address: z.string().optional(),
+  weight: z.number().positive().finite().optional(),
+  detector: z.string().optional(),
+});
+
+/** How every MetaStore checks stored node operations on the way back (`absent`, `members`: absent in older records). */
 export const nodeOperationsSchema = z.strictObject({
   draining: z.array(nodeIdSchema),
   replacements: z.array(z.strictObject({ old: nodeIdSchema, new: nodeIdSchema })),
+  absent: z.array(z.strictObject({ member: memberSchema, since: z.number().finite() })).optional(),
+  members: z.array(memberSchema).optional(),
 }) as unknown as z.ZodType<NodeOperations>;
 
 /**

@@ -192,6 +192,14 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         await expect(store.putNodeOperations({ draining: [], replacements: [] }, epoch(1))).rejects.toBeInstanceOf(FencedError);
         expect(await store.nodeOperations()).toEqual(ops);
       });
+
+      it('keep the absences and the members a successor needs, racks and weights included', async () => {
+        await leaseForA();
+        const member = { node: nodeB, incarnation: incB, joinedAt: 1_700_000_000_000, rack: 'r1', weight: 2, detector: '127.0.0.1:7400' };
+        const ops = { draining: [], replacements: [], absent: [{ member, since: 1_700_000_100_000 }], members: [member] };
+        await store.putNodeOperations(ops, epoch(1));
+        expect(await store.nodeOperations()).toEqual(ops);
+      });
     });
 
     describe('applied requests', () => {

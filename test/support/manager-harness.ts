@@ -144,7 +144,12 @@ export function changesOf(effects: readonly Effect[]): Extract<Effect, { type: '
 }
 
 /** Effects other than notices: what anybody outside the singleton would see. */
-export const visible = (effects: readonly Effect[]): Effect[] => effects.filter((e) => e.type !== 'Notice' && e.type !== 'ScheduleCheck');
+/**
+ * The effects the FiloDB reference speaks of: not notices, timers, nor the node-operations record
+ * (it is written at every change of the members, for a successor; `shard-manager-recovery.test.ts`
+ * checks what it holds).
+ */
+export const visible = (effects: readonly Effect[]): Effect[] => effects.filter((e) => e.type !== 'Notice' && e.type !== 'ScheduleCheck' && e.type !== 'PersistNodeOperations');
 
 /** The member incarnations published whole, if they were (`PublishMembers`). */
 export const membersPublished = (effects: readonly Effect[]): string[] | undefined => {

@@ -238,7 +238,7 @@ describe('replace (ReplaceNode)', () => {
     expect(op(h, { type: 'ReplaceNode', old: 'a1', new: busy })).toMatchObject({ type: 'NodeOperationRefused', reason: 'serving' });
     expect(op(h, { type: 'ReplaceNode', old: 'a1', new: idle })).toMatchObject({ type: 'NodeOperationRefused', reason: 'isolation' });
     expect(op(h, { type: 'ReplaceNode', old: 'a1', new: 'a1' })).toMatchObject({ type: 'NodeOperationRefused', reason: 'bad-node' });
-    expect(h.state.operations).toEqual({ draining: [], replacements: [] });
+    expect(h.state.operations).toMatchObject({ draining: [], replacements: [] });
   });
 });
 
@@ -273,7 +273,7 @@ describe('failover in the middle of a handoff', () => {
     h.removeMember('n4');
     expect(unserved(h.mapper(ds1))).toBe(0);
     // n3 stays drained, now into whichever member has room (n1; n2 is at FiloDB's cap of 4).
-    expect(h.state.operations).toEqual({ draining: ['n3'], replacements: [] });
+    expect(h.state.operations).toMatchObject({ draining: ['n3'], replacements: [] });
     expect(h.mapper(ds1).shardsForNode(nodeId('n1'))).toEqual([0, 1, 2, 3]);
     catchUp(h, ds1);
     expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
@@ -363,7 +363,7 @@ describe('requests replayed from the inbox after a failover', () => {
     expect(replyOf(again)).toEqual(first);
     expect(changed(again)).toEqual([]);
     expect(noticesNamed(again, 'request.replayed')).toHaveLength(1);
-    expect(next.state.operations).toEqual({ draining: [], replacements: [] });
+    expect(next.state.operations).toMatchObject({ draining: [], replacements: [] });
     // The same drain asked anew (a new reply address) is a new request: now it is accepted.
     expect(replyOf(next.run({ ...request, replyTo: replyTo('n9@x/req-8') }))).toMatchObject({ type: 'NodeOperationAccepted' });
   });

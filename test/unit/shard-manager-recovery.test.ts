@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { epoch, incarnation, subscriberId, type ShardNum } from '../../src/core/ids.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
+import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import type { RecoveryData } from '../../src/core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../../src/core/shard-manager/step.js';
 import { ShardEvents, Status } from '../../src/core/status.js';
@@ -209,3 +210,61 @@ describe('failover recovery', () => {
     expect(noticesNamed(h.effects, 'input.ignored')).toHaveLength(1);
   });
 });
+
+describe('failover recovery of absences (balanced datasets, replacement delay)', () => {
+  const DELAY = 60_000;
+  const balanced = () => {
+    const r = validateDatasetConfig({ ref: 'ds1', numShards: 4, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: DELAY, source: { type: 'synthetic' } });
+    if (!r.ok) throw new Error(r.error.message);
+    return r.value;
+  };
+  /** c1..c4 in racks a, b, a, b holding ds1 at RF 2, every copy Active. */
+  function racked(): Harness {
+    const h = new Harness({ settleWindowMs: 0 });
+    for (const [name, rack] of [['c1', 'a'], ['c2', 'b'], ['c3', 'a'], ['c4', 'b']] as const) h.run({ type: 'MemberUp', member: { ...h.memberFor(name), rack } });
+    h.run({ type: 'SetupDataset', config: balanced(), replyTo: 'admin-absence' as never });
+    for (let shard = 0; shard < 4; shard++) for (const node of h.mapper(ds1).nodesForShard(shard)) h.report(node, ShardEvents.ingestionStarted(ds1, s(shard), n(node)));
+    return h;
+  }
+  const persisted = (h: Harness) => {
+    const e = h.effects.find((x) => x.type === 'PersistNodeOperations');
+    return e?.type === 'PersistNodeOperations' ? e.operations : undefined;
+  };
+
+  it('a successor keeps waiting for a node its predecessor saw leave, until the same end, and moves nothing', () => {
+    const old = racked();
+    const c2Shards = old.mapper(ds1).shardsForNode(n('c2'));
+    expect(c2Shards.length).toBeGreaterThan(0);
+    const leftAt = old.now;
+    old.removeMember('c2');
+    const operations = persisted(old)!;
+    expect(operations.absent?.map((a) => [a.member.node, a.member.rack, a.since])).toEqual([['c2', 'b', leftAt]]);
+
+    const next = new Harness({ settleWindowMs: 0 }, { ...recoveryFrom(old.state), operations });
+    next.now = old.now + 10_000;
+    expect(next.mapper(ds1).shardsForNode(n('c2'))).toEqual(c2Shards);
+    for (const shard of c2Shards) expect(next.mapper(ds1).copyOnNode(shard, n('c2'))?.status.type).toBe('Down');
+    // Its delay ends when it would have under the old singleton: the copies are re-created then.
+    next.now = leftAt + DELAY + 1;
+    next.run({ type: 'CheckCooldowns' });
+    expect(next.mapper(ds1).shardsForNode(n('c2'))).toEqual([]);
+  });
+
+  it('a successor keeps the copies of its predecessor\'s own host, lost while no singleton ran, for its delay', () => {
+    const old = racked();
+    // The oldest member hosted the singleton; it goes with it. The record its successor reads was
+    // written at the last change of the members, with every member's rack.
+    const operations = old.state.operations;
+    expect(operations.members?.map((m) => m.node)).toEqual(['c1', 'c2', 'c3', 'c4']);
+    const c1Shards = old.mapper(ds1).shardsForNode(n('c1'));
+    const members = old.state.members.filter((m) => m.node !== 'c1');
+    const next = new Harness({ settleWindowMs: 0 }, { ...recoveryFrom(old.state), members, operations });
+    expect(next.mapper(ds1).shardsForNode(n('c1'))).toEqual(c1Shards);
+    expect(noticesNamed(next.effects, 'node.absent').length).toBeGreaterThan(0);
+    // Back within the delay: its copies restart on it, no copy elsewhere was created.
+    const before = Array.from({ length: 4 }, (_, shard) => next.mapper(ds1).nodesForShard(shard).slice().sort());
+    next.restartMember('c1');
+    expect(Array.from({ length: 4 }, (_, shard) => next.mapper(ds1).nodesForShard(shard).slice().sort())).toEqual(before);
+  });
+});
+

@@ -46,11 +46,12 @@ function anyDelay(step: Step): boolean {
  * `returning`: the node is already back (a restart seen as a new incarnation), so every copy is
  * kept: `nodeBack` restarts them in the same decision. A node being drained is not waited for: the
  * operator wanted its copies elsewhere.
+ * `since`: when it left (a new singleton carrying on an absence its predecessor recorded).
  */
-export function nodeLost(step: Step, member: Member, wasDraining: boolean, returning: boolean): void {
+export function nodeLost(step: Step, member: Member, wasDraining: boolean, returning: boolean, since = step.now): void {
   const node = member.node;
   const waitFor = !wasDraining && anyDelay(step);
-  if (waitFor) step.absent.set(node, { member, since: step.now });
+  if (waitFor) step.absent.set(node, { member, since });
   for (const ref of step.datasetRefs()) {
     const { config } = step.dataset(ref)!;
     if (config.strategy !== 'balanced') continue;
@@ -65,16 +66,19 @@ export function nodeLost(step: Step, member: Member, wasDraining: boolean, retur
       // A Leaving copy was on its way out: its successor goes on without it.
       const keep = until !== undefined && (returning || (servedElsewhere && copy.placement !== 'Leaving'));
       if (keep) {
-        step.apply(ref, ShardEvents.copyDown(ref, shard, node));
+        if (copy.status.type !== 'Down') step.apply(ref, ShardEvents.copyDown(ref, shard, node));
         kept++;
       } else {
         step.apply(ref, ShardEvents.shardDown(ref, shard, node));
         if (!servedElsewhere) dropped++;
       }
     }
-    // Nothing kept and nothing lost here: nothing to say, nothing to wait for.
-    if (until === undefined || returning || kept + dropped === 0) continue;
+    if (until === undefined || returning) continue;
+    // Its absence ends on time even when it held nothing (a node back within it is still back, not
+    // a newcomer that ends the others' absences).
     step.schedule(until);
+    // Nothing kept and nothing lost here: nothing to say.
+    if (kept + dropped === 0) continue;
     step.notice({
       name: 'node.absent',
       level: 'warn',

@@ -26,6 +26,27 @@ export interface Member {
 export interface NodeOperations {
   readonly draining: readonly NodeId[];
   readonly replacements: readonly { readonly old: NodeId; readonly new: NodeId }[];
+  /**
+   * Members that left and whose copies are kept for them (`balanced` datasets' replacement delay),
+   * so a new singleton keeps waiting for them instead of re-creating their copies. Absent in the
+   * records of older singletons and in answers to operators.
+   */
+  readonly absent?: readonly AbsentNode[];
+  /**
+   * The members the singleton counted at its last change: a successor finds here the rack and
+   * weight of a member lost while no singleton ran (its own host, in a rolling restart), and keeps
+   * its copies for it as any absent member's. Absent as `absent` is.
+   */
+  readonly members?: readonly Member[];
+}
+
+/**
+ * A member that left or stopped answering and whose copies may be kept for it: absent for each
+ * `balanced` dataset until `since` plus that dataset's `replacementDelayMs`.
+ */
+export interface AbsentNode {
+  readonly member: Member;
+  readonly since: number;
 }
 
 export const NO_NODE_OPERATIONS: NodeOperations = { draining: [], replacements: [] };

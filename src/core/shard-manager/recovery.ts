@@ -5,6 +5,7 @@ import { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents, type ShardStatus } from '../status.js';
 import { ShardSubscriptions } from '../subscriptions.js';
 import type { RecoveryData, RunningShard } from './protocol.js';
+import { absentUntil, nodeLost } from './absence.js';
 import { scheduleHeldShards } from './reports.js';
 import type { Step } from './step.js';
 
@@ -30,6 +31,7 @@ export function recover(step: Step, data: RecoveryData): void {
   for (const c of configs) subs = subs.addDataset(c.ref);
   step.subscriptions = step.subscriptions.union(subs);
 
+  carryOnAbsences(step, data);
   const running = liveReports(step, data);
   const reporters = [...running.keys()];
   const reports = byDataset(running);
@@ -41,6 +43,29 @@ export function recover(step: Step, data: RecoveryData): void {
     level: 'info',
     message: `singleton recovered at epoch ${step.epoch}: ${configs.length} datasets, ${step.members.length} members, ${data.running.length} nodes reported`,
   });
+}
+
+/**
+ * The members the last singleton kept copies for (`balanced` datasets' replacement delay), and
+ * those lost while no singleton ran (its own host, in a rolling restart: found in the members it
+ * last counted): each is absent as if this singleton had seen it leave, since when its predecessor
+ * recorded it, or now. Without this a new singleton re-created their copies at once and they moved
+ * back when the nodes returned. A node that is a member again is back: its kept copies restart in
+ * the reconcile that follows.
+ */
+function carryOnAbsences(step: Step, data: RecoveryData): void {
+  const live = new Set<string>(step.memberNodes());
+  const recorded = new Map((data.operations?.absent ?? []).map((a) => [a.member.node as string, a]));
+  const lastMembers = new Map((data.operations?.members ?? []).map((m) => [m.node as string, m]));
+  const holders = new Set<string>();
+  for (const ref of step.datasetRefs()) for (const node of step.dataset(ref)!.mapper.allNodes()) holders.add(node);
+  for (const node of [...new Set([...recorded.keys(), ...holders])].sort()) {
+    if (live.has(node)) continue;
+    const absence = recorded.get(node);
+    const member = absence?.member ?? lastMembers.get(node);
+    if (!member) continue; // a node no record describes: its copies are dropped and placed again
+    nodeLost(step, member, step.draining.has(member.node), false, absence?.since ?? step.now);
+  }
 }
 
 function uniqueConfigs(step: Step, configs: readonly DatasetConfig[]): DatasetConfig[] {
@@ -142,9 +167,10 @@ function reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], ru
   const numShards = step.dataset(ref)!.config.numShards;
   const mapper = () => step.dataset(ref)!.mapper;
 
-  // Copies on nodes that are gone: those copies are down (then placed again below).
+  // Copies on nodes that are gone: those copies are down (then placed again below), unless they
+  // are kept for an absent node (see `carryOnAbsences`).
   for (const s of mapper().assignedShards()) {
-    for (const node of mapper().nodesForShard(s)) if (!live.has(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));
+    for (const node of mapper().nodesForShard(s)) if (!live.has(node) && absentUntil(step, ref, node) === undefined) step.apply(ref, ShardEvents.shardDown(ref, s, node));
   }
 
   const held = step.held(ref);

@@ -6,7 +6,7 @@ import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
 import { balancedRound, completeHandoffs, startDrainMoves } from './planned-moves.js';
-import { APPLIED_REQUESTS_KEPT, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
+import { APPLIED_REQUESTS_KEPT, type AbsentNode, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
 export interface DatasetState {
@@ -26,14 +26,6 @@ export interface DatasetState {
   readonly roundDueAt?: number | undefined;
 }
 
-/**
- * A member that left or stopped answering and whose copies may be kept for it: absent for each
- * `balanced` dataset until `since` plus that dataset's `replacementDelayMs`. Not persisted.
- */
-export interface AbsentNode {
-  readonly member: Member;
-  readonly since: number;
-}
 
 /** The singleton's whole state. Treat it as immutable: `decide` returns a new one. */
 export interface ShardManagerState {
@@ -194,6 +186,12 @@ export class Step {
       ...[...this.pendingReplacements].map(([to, old]) => ({ old, new: to })),
     ].sort((a, b) => (a.old < b.old ? -1 : a.old > b.old ? 1 : 0));
     return { draining: [...this.draining.keys()].sort(), replacements };
+  }
+
+  /** What is persisted of the operations: with the absences and the members a successor needs. */
+  persistedOperations(): NodeOperations {
+    const absent = [...this.absent.values()].sort((a, b) => (a.member.node < b.member.node ? -1 : a.member.node > b.member.node ? 1 : 0));
+    return { ...this.operations(), absent, members: this.members };
   }
 
   /**
@@ -447,7 +445,7 @@ export class Step {
       this.persist({ type: 'PersistSubscriptions', subscriptions: this.subscriptions.toList(), watchers: this.subscriptions.watcherList() });
     }
     this.membersVersion = membersVersion;
-    const operations = this.operations();
+    const operations = this.persistedOperations();
     if (JSON.stringify(operations) !== JSON.stringify(this.baseOperations)) this.persist({ type: 'PersistNodeOperations', operations });
     this.persistApplied();
     const datasets = new Map<DatasetRef, DatasetState>();
