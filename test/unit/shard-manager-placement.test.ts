@@ -167,6 +167,21 @@ describe('drain (RemoveNode)', () => {
   });
 });
 
+describe('AddNode after a drain finished (issue 33: "moves":0, then handoffs seconds later)', () => {
+  it('gives the node its share in the same decision, and the answer counts those moves', () => {
+    const h = cluster([['n1'], ['n2'], ['n3'], ['n4']]);
+    setup(h, balanced(ds1, 8, 1));
+    catchUp(h, ds1);
+    op(h, { type: 'RemoveNode', node: 'n4' });
+    catchUp(h, ds1);
+    expect(h.mapper(ds1).shardsForNode(nodeId('n4'))).toEqual([]);
+    const reply = op(h, { type: 'AddNode', node: 'n4' });
+    const started = h.mapper(ds1).copiesForNode(nodeId('n4')).filter((c) => c.copy.placement === 'Initializing').length;
+    expect(started).toBe(2);
+    expect(reply).toMatchObject({ type: 'NodeOperationAccepted', operation: 'add', moves: started });
+  });
+});
+
 describe('AddNode while other copies catch up (sim seed 15579)', () => {
   // A shard whose drained copy is Leaving may have another copy catching up, re-created for a lost
   // node. Taking the drain back must drop the move's own new copy, not that one: dropping the wrong

@@ -2,7 +2,7 @@
 // reply, refused with nothing changed when it would break isolation, when the new node already
 // serves, or when the others could not take the copies. Drains persist, so a new singleton carries
 // them on; a drained node is told it may stop once it holds no copy.
-import { parseNodeId, type NodeId, type ReplyTo } from '../ids.js';
+import { parseNodeId, type DatasetRef, type NodeId, type ReplyTo } from '../ids.js';
 import { count } from '../plural.js';
 import { endAbsence } from './absence.js';
 import { groupsOf, placementNode, rollBackMovesOff } from './planned-moves.js';
@@ -137,18 +137,29 @@ export function addNode(step: Step, raw: string, replyTo: ReplyTo): void {
     const into = step.draining.get(node);
     step.draining.delete(node);
     step.released.delete(node);
+    let moves = 0;
+    let kept = 0;
     for (const ref of step.datasetRefs()) {
-      rollBackMovesOff(step, ref, node, into);
-      step.assignShards(ref);
+      kept += rollBackMovesOff(step, ref, node, into);
+      moves += copiesGivenTo(step, ref, node);
     }
     step.notice({ name: 'node.operation-cancelled', level: 'info', node, message: `${node} is no longer drained: it takes copies again` });
-    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves: 0, pending: false, message: `${node} takes copies again; its planned moves are rolled back where the strategy keeps its copies` });
+    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves, pending: false, message: `${node} takes copies again: ${count(kept, 'handoff')} rolled back (it keeps those copies), ${count(moves, 'copy', 'copies')} move to it now (more as moves finish, maxConcurrentMoves at a time)` });
   }
   if (!step.member(node)) {
     if (pending) return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves: 0, pending: false, message: `the pending replacement with ${node} was cancelled` });
     return refuse(step, replyTo, 'add', 'unknown-node', `${node} is not a member: start it and it joins by itself`);
   }
-  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves: 0, pending: false, message: `${node} is a member and takes copies` });
+  // A member that holds less than its share (a drain that finished, then was undone) gets its
+  // copies in this decision, and the answer says how many: not a round some seconds later.
+  let moves = 0;
+  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy === 'balanced') moves += copiesGivenTo(step, ref, node);
+  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves, pending: false, message: `${node} is a member and takes copies: ${count(moves, 'copy', 'copies')} move to it now` });
+}
+
+/** Runs the dataset's round now; the copies it started on `node`. */
+function copiesGivenTo(step: Step, ref: DatasetRef, node: NodeId): number {
+  return step.assignShards(ref).filter((shard) => step.dataset(ref)!.mapper.copyOnNode(shard, node)?.placement === 'Initializing').length;
 }
 
 /** A member left: it is no longer drained or waited for. */

@@ -96,7 +96,8 @@ function addCopy(step: Step, ref: DatasetRef, shard: ShardNum, node: NodeId): vo
  * and those new copies are dropped (an operator took back a drain, or the replacement of `node` by
  * `into`). Moves already caught up finish.
  */
-export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into?: NodeId): void {
+export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into?: NodeId): number {
+  let rolledBack = 0;
   const mapper = () => step.dataset(ref)!.mapper;
   const groupOf = (n: NodeId) => {
     const m = step.member(n);
@@ -115,7 +116,9 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into
     if (!successor) continue;
     step.apply(ref, ShardEvents.left(ref, shard, successor.node));
     addCopy(step, ref, shard, node);
+    rolledBack++;
   }
+  return rolledBack;
 }
 
 /**
