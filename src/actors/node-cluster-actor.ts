@@ -440,7 +440,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       switch (msg.type) {
         case 'Begin': {
           s.takeoverAt = env.clock.now();
-          role.begin(epoch);
+          role.begin(epoch, (reason) => {
+            stopNow(s, reason);
+            env.runtime.send(ctx.self, { type: 'Stop', reason });
+          });
           s.groupView = msg.view;
           const detector = env.detector;
           if (detector) {

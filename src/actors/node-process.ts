@@ -7,12 +7,12 @@ import { IncompleteMessageError, type Bus, type BusSubscription } from '../clust
 import type { Clock } from '../cluster/clock.js';
 import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
-import type { DatasetRef, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../core/ids.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../core/ids.js';
 import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
-import type { Lease, MetaStore } from '../store/meta-store.js';
+import { RELEASED_RENEWAL, type Lease, type MetaStore } from '../store/meta-store.js';
 import { LastAnswer } from './last-answer.js';
 import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
@@ -34,6 +34,7 @@ import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { NodeServing } from '../serving/node-serving.js';
 import { NodeDetector, type Verdict } from '../cluster/failure-detector/node-detector.js';
+import { leaseWaitMs } from '../cluster/failure-detector/settings.js';
 import type { DetectorTransport } from '../cluster/failure-detector/transport.js';
 import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
@@ -99,6 +100,8 @@ export class ShardherdNode {
   private runGaps: RunGaps | undefined;
   /** Whether the singleton this incarnation hosts still acts: /status reads it, never a blocked actor's last answer. */
   private singletonRole: SingletonRole | undefined;
+  /** The incarnation's view of the MetaStore (closed with it), for handing the singleton's lease over. */
+  private leaseStore: Pick<MetaStore, 'renewLease'> | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
   private readonly unanswered = new Set<() => void>();
   private subscriptions: BusSubscription[] = [];
@@ -273,6 +276,7 @@ export class ShardherdNode {
     const metaStore = countedMetaStore(gatedMetaStore(s.metaStore, gate), telemetry);
     const singletonRole = new SingletonRole();
     this.singletonRole = singletonRole;
+    this.leaseStore = metaStore;
     const env: NodeEnv = {
       node: this.node,
       incarnation,
@@ -346,8 +350,12 @@ export class ShardherdNode {
     this.runtime.send(this.guardian, { type: 'View', view });
   }
 
-  /** Graceful: leaves the membership (the others react at once), then stops its actors. */
-  async stop(): Promise<void> {
+  /**
+   * Graceful: hands the singleton's role over if it runs here (heartbeat mode; `handOver: false`
+   * when the whole cluster stops), leaves the membership (the others react at once), then stops
+   * its actors.
+   */
+  async stop(options: { readonly handOver?: boolean } = {}): Promise<void> {
     if (this.restarting && this.lifecycle !== 'running') {
       this.restartAbandoned = true;
       await this.restarting;
@@ -356,11 +364,41 @@ export class ShardherdNode {
     this.lifecycle = 'stopping';
     this.member = false;
     await this.serving.stopped(true);
+    if (options.handOver !== false) await this.handOverSingleton();
     // Nothing is written any more: the lease goes back, so the singleton need not wait it out.
     this.detector?.goodbye();
     await this.membership?.leave();
     await this.teardown();
     this.lifecycle = 'stopped';
+  }
+
+  /**
+   * Heartbeat mode: a graceful stop of the singleton's host hands the role over, rather than leave
+   * the next in line to wait a whole singleton lease (every node's writes pausing meanwhile, their
+   * leases being the singleton's grants). The singleton stops acting at once (no grant, no
+   * decision), waits until every node lease it granted has surely run out, then marks its lease
+   * released; the next in line looks every heartbeat and takes it then (docs/ARCHITECTURE.md §11.9).
+   * A store that does not answer within a singleton lease costs only the usual wait.
+   */
+  private async handOverSingleton(): Promise<void> {
+    const detector = this.detector;
+    const store = this.leaseStore;
+    if (!detector || !store) return;
+    // The last member has nobody to hand over to.
+    if (!this.membership?.view().members.some((m) => m.node !== this.node)) return;
+    const epoch = this.singletonRole?.stepDown('its node stops: the role is handed over to the next in line');
+    if (epoch === undefined) return;
+    const { log } = this.services;
+    const settings = this.services.settings.failureDetector;
+    const after = (ms: number) => new Promise<'timeout'>((resolve) => detector.clock.schedule(ms, () => resolve('timeout')));
+    await after(leaseWaitMs(settings));
+    try {
+      const released = await Promise.race([store.renewLease(epoch as Epoch, RELEASED_RENEWAL), after(settings.singletonLeaseMs)]);
+      if (released === true) log.info({ event: 'singleton.handed-over', epoch }, 'singleton lease released once every node lease it granted had run out: the next in line takes it now');
+      else log.warn({ event: 'singleton.handed-over', epoch, released }, 'the singleton lease could not be released (taken over already, or the store did not answer): the next in line waits it out');
+    } catch (e) {
+      log.warn({ event: 'singleton.handed-over', epoch, err: e }, 'the singleton lease could not be released: the next in line waits it out');
+    }
   }
 
   /** Like SIGKILL: no goodbye; the others notice after the session timeout. */
@@ -468,6 +506,7 @@ export class ShardherdNode {
     const detector = this.detector;
     this.detector = undefined;
     this.singletonRole = undefined;
+    this.leaseStore = undefined;
     await detector?.close();
     this.stopListening();
     this.stopListening = () => {};

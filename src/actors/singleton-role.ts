@@ -8,11 +8,26 @@
 // the last state the blocked actor gave them.
 
 export class SingletonRole {
-  private current: { readonly epoch: number; stoppedBecause: string | undefined } | undefined;
+  private current: { readonly epoch: number; stoppedBecause: string | undefined; readonly stopNow: ((reason: string) => void) | undefined } | undefined;
 
-  /** The singleton of `epoch` starts acting here. */
-  begin(epoch: number): void {
-    this.current = { epoch, stoppedBecause: undefined };
+  /**
+   * The singleton of `epoch` starts acting here; `stopNow` stops everything it does at once (its
+   * grants, judging, timers), for `stepDown`.
+   */
+  begin(epoch: number, stopNow?: (reason: string) => void): void {
+    this.current = { epoch, stoppedBecause: undefined, stopNow };
+  }
+
+  /**
+   * Stops the singleton acting here, if one does, at once (a graceful stop of its node hands the
+   * role over); returns its epoch, or undefined when none acted.
+   */
+  stepDown(reason: string): number | undefined {
+    const c = this.current;
+    if (!c || c.stoppedBecause !== undefined) return undefined;
+    if (c.stopNow) c.stopNow(reason);
+    else c.stoppedBecause = reason;
+    return c.epoch;
   }
 
   /** The singleton of `epoch` must not act any more; returns false if it had stopped already (or another epoch acts). */

@@ -294,7 +294,8 @@ export class EmbeddedCluster {
       const i = order.indexOf(n.node);
       return i < 0 ? Number.MAX_SAFE_INTEGER : i;
     };
-    for (const n of [...this.nodes].sort((a, b) => rank(b) - rank(a))) if (n.state === 'running') await n.stop();
+    // Nobody stays to take the singleton's role: no handover.
+    for (const n of [...this.nodes].sort((a, b) => rank(b) - rank(a))) if (n.state === 'running') await n.stop({ handOver: false });
     for (const n of this.nodes) if (n.state === 'paused') n.crash();
   }
 }

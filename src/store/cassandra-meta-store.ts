@@ -96,7 +96,7 @@ import { CassandraSession, LWT, READ, refuseIfFenced, safeNumber, SERIAL_READ, s
 import { CassandraShardMaps } from './cassandra-shard-maps.js';
 import { storedFence, writeFencedCheckpoint } from './cassandra-checkpoints.js';
 import type { FencingToken } from '../core/fencing-token.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { MetaStoreUnavailableError, RELEASED_RENEWAL, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 import type { LimiterStats } from './request-limiter.js';
 
 export type { KeyspaceReplication } from './cassandra-schema.js';
@@ -228,7 +228,7 @@ function leaseFrom(row: types.Row | undefined, location: string): Lease | undefi
   const lease = { epoch: epoch as Epoch, node: node.value, incarnation: incarnation.value };
   if (!row.keys().includes('value')) return lease;
   const renewal = Number(row.get('value'));
-  if (!Number.isSafeInteger(renewal) || renewal < 0) throw new MetaStoreRowError(location, `invalid lease renewal: ${JSON.stringify(row.get('value'))}`);
+  if (!Number.isSafeInteger(renewal) || (renewal < 0 && renewal !== RELEASED_RENEWAL)) throw new MetaStoreRowError(location, `invalid lease renewal: ${JSON.stringify(row.get('value'))}`);
   return { ...lease, renewal };
 }
 

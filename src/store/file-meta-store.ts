@@ -11,7 +11,7 @@ import type { AppliedRequest, NodeOperations } from '../core/shard-manager/proto
 import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
 import type { FencingToken } from '../core/fencing-token.js';
-import { MetaStoreUnavailableError, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import { MetaStoreUnavailableError, RELEASED_RENEWAL, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
  * The version of the file layout this code writes. Format 2 keeps shard maps in the compact
@@ -247,7 +247,7 @@ const leaseSchema = z.strictObject({
   epoch: z.number().int().min(1),
   node: z.string().refine((s) => parseNodeId(s).ok, 'malformed node id'),
   incarnation: z.string().refine((s) => parseIncarnation(s).ok, 'malformed incarnation'),
-  renewal: z.number().int().min(0).optional(),
+  renewal: z.number().int().min(RELEASED_RENEWAL).optional(),
 });
 const cooldownSchema = z.strictObject({ dataset: datasetSchema, shard: shardSchema, reassignedAt: z.number().finite() });
 const checkpointSchema = z.strictObject({

@@ -18,6 +18,12 @@ export interface Lease {
   readonly renewal?: number;
 }
 
+/**
+ * The renewal a holder writes when it hands its lease over on a graceful stop, having stopped acting
+ * and waited out every node lease it granted: the next in line may take it at once (§11.9).
+ */
+export const RELEASED_RENEWAL = -1;
+
 /** Who is subscribed to what, as the singleton last persisted it. */
 export interface StoredSubscriptions {
   readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];

@@ -7,7 +7,7 @@ import type { AppliedRequest } from '../../src/core/shard-manager/protocol.js';
 import type { ShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
-import { CheckpointRefusedError, FencedError, type MetaStore, type ShardCheckpoints } from '../../src/store/meta-store.js';
+import { CheckpointRefusedError, FencedError, RELEASED_RENEWAL, type MetaStore, type ShardCheckpoints } from '../../src/store/meta-store.js';
 import { largeMap, mapDifference, withChanges, withProgress } from './large-maps.js';
 
 /** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
@@ -145,6 +145,14 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         expect(await store.renewLease(epoch(1), 3)).toBe(false);
         expect(await store.readLease()).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
         expect(await store.renewLease(epoch(2), 1)).toBe(true);
+      });
+
+      it('a holder that hands over marks its lease released; the successor takes it on that mark', async () => {
+        await leaseForA();
+        expect(await store.renewLease(epoch(1), 4)).toBe(true);
+        expect(await store.renewLease(epoch(1), RELEASED_RENEWAL)).toBe(true);
+        expect(await store.readLease()).toEqual({ epoch: 1, node: nodeA, incarnation: incA, renewal: RELEASED_RENEWAL });
+        expect(await store.takeLease(nodeB, incB, 1, RELEASED_RENEWAL)).toEqual({ epoch: 2, node: nodeB, incarnation: incB, renewal: 0 });
       });
 
       it('nobody renews a lease that was never taken', async () => {

@@ -208,6 +208,30 @@ describe('failure detector in an embedded cluster', () => {
     }
   });
 
+  it('a graceful stop of the singleton\'s host hands the role over: the next in line acts after a node lease, not a singleton lease, and no shard has two writers', async () => {
+    const w = await start(HEARTBEAT);
+    const before = (await activeSingleton(w))!;
+    expect(before.node).toBe('n1');
+    const owned = (await w.map()).shardsForNode(before.node);
+    const stoppedAt = w.clock.now();
+    const stopping = w.cluster.node(before.node).stop();
+    let after: { node: string; epoch: number } | undefined;
+    await w.driver.until(async () => (after = await activeSingleton(w)) !== undefined && after.epoch > before.epoch, 9_000, 10);
+    // It waited out its grants (511 ms), released the lease, and the next in line looked within a
+    // heartbeat: not the 5102 ms of a lease left to run out.
+    expect(w.clock.now() - stoppedAt).toBeGreaterThanOrEqual(511);
+    expect(w.clock.now() - stoppedAt).toBeLessThan(1_500);
+    expect(after!.node).toBe('n2');
+    await w.driver.advance(2_000);
+    await stopping;
+    for (const shard of owned) {
+      const last = w.log.lastBy(before.node, shard);
+      const next = w.log.firstByOtherAfter(before.node, shard, stoppedAt);
+      expect(next, `shard ${shard} was written by another node`).toBeLessThan(Infinity);
+      expect(last, `shard ${shard}: the stopped node's last write precedes the next owner's first`).toBeLessThan(next);
+    }
+  });
+
   it('a paused singleton loses its role to the next in line after its lease, and stops when it wakes: one singleton at a time', async () => {
     const w = await start(HEARTBEAT);
     const before = (await activeSingleton(w))!;

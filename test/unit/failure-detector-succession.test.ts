@@ -9,7 +9,7 @@ import { SimulatedClock } from '../../src/cluster/clock.js';
 import { SingletonLeaseKeeper } from '../../src/cluster/failure-detector/singleton-lease-keeper.js';
 import { leaseRowProblem, LeaseWatch, maxWatchStepMs, placeInLine, placeWaitMs, StandBackoff, standBackoffMs } from '../../src/cluster/failure-detector/succession.js';
 import { epoch, incarnation, nodeId, type Epoch } from '../../src/core/ids.js';
-import type { Lease } from '../../src/store/meta-store.js';
+import { RELEASED_RENEWAL, type Lease } from '../../src/store/meta-store.js';
 
 const settings = { singletonLeaseMs: 1000 };
 const member = (n: string, i = 1) => ({ node: nodeId(n), incarnation: incarnation(`${n}#${i}`) });
@@ -146,6 +146,16 @@ describe('succession', () => {
     expect(w.observe(lease('b', 2, 0), 2_800).kind).toBe('held');
     expect(w.observe(lease('b', 2, 0), 3_300).kind).toBe('held');
     expect(w.observe(lease('b', 2, 0), 3_321).kind).toBe('expired');
+  });
+
+  it('a lease its holder released (a graceful stop, its grants waited out) is taken at once by the next in line; the others still wait their place', () => {
+    const w = new LeaseWatch(settings);
+    expect(w.observe(lease('a', 1, 5), 0).kind).toBe('held');
+    expect(w.observe(lease('a', 1, RELEASED_RENEWAL), 100)).toEqual({ kind: 'expired', lease: lease('a', 1, RELEASED_RENEWAL) });
+    const second = new LeaseWatch(settings);
+    expect(second.observe(lease('a', 1, RELEASED_RENEWAL), 0, placeWaitMs(1, settings)).kind).toBe('held');
+    expect(second.observe(lease('a', 1, RELEASED_RENEWAL), 499, placeWaitMs(1, settings)).kind).toBe('held');
+    expect(second.observe(lease('a', 1, RELEASED_RENEWAL), 500, placeWaitMs(1, settings)).kind).toBe('expired');
   });
 
   it('counts at most half a lease per look, so no leap of the clock skips the wait', () => {

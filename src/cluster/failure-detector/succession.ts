@@ -7,7 +7,7 @@
 // middlebox, a restarted listener or a full accept queue answer the same way), and taking the lease
 // on one made two live nodes trade it eleven times in five seconds. A candidate that lost a race for
 // the lease, or the lease itself, backs off before it stands again.
-import type { Lease } from '../../store/meta-store.js';
+import { RELEASED_RENEWAL, type Lease } from '../../store/meta-store.js';
 import { sameMember, type DropCause, type MemberRef } from './messages.js';
 import { isFutureEpoch } from './node-lease.js';
 import { singletonLeaseWaitMs, type FailureDetectorSettings } from './settings.js';
@@ -92,7 +92,9 @@ export class LeaseWatch {
     } else {
       this.seen!.unchangedMs += Math.min(stepMs, maxWatchStepMs(this.settings));
     }
-    return this.seen!.unchangedMs >= singletonLeaseWaitMs(this.settings) + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease };
+    // A lease handed over needs no waiting out, only the watcher's place in line.
+    const waitMs = lease.renewal === RELEASED_RENEWAL ? 0 : singletonLeaseWaitMs(this.settings);
+    return this.seen!.unchangedMs >= waitMs + extraMs ? { kind: 'expired', lease } : { kind: 'held', lease };
   }
 
   /** Forget what was seen (the watcher stood, or stopped watching). */
