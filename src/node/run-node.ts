@@ -20,6 +20,7 @@ import { startNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
 import { metaStoreOptions, type NodeConfig } from './node-config.js';
 import { loadServeHandlers } from './serve-handlers.js';
+import { holdStatusPort } from './status-port.js';
 
 export interface StartNodeOptions {
   /** Where ingested records go. */
@@ -80,6 +81,11 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     for (const close of closers.reverse()) await close().catch((e: unknown) => log.warn({ err: e }, 'closing a connection failed'));
   };
   try {
+    // Before anything connects: a status port another process holds fails the start here, naming
+    // `status.port`, while the node has changed nothing in the cluster. The API takes this very
+    // socket over once the node runs, so no other process can take the port meanwhile.
+    const heldPort = config.status ? await holdStatusPort(config.status, options.configSource) : undefined;
+    if (heldPort) closers.push(() => heldPort.close());
     const metaStore = await CassandraMetaStore.connect(metaStoreOptions(config, log.child({ component: 'metastore' })));
     closers.push(() => metaStore.close());
 
@@ -129,9 +135,8 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
     await node.startPatiently(FIRST_START_PATIENCE_MS);
     closers.push(() => node.stop());
-    // A port in use, say: the caller gets the error rather than a node without the endpoint its config asks for.
-    const api = config.status
-      ? await startNodeApi(node, { host: config.status.host, port: config.status.port, token: config.status.token, log: log.child({ component: 'http' }) })
+    const api = config.status && heldPort
+      ? await startNodeApi(node, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
       : undefined;
     if (api) closers.push(() => api.close());
     for (const { serve, handler } of handlers) {
