@@ -2,6 +2,7 @@
 // Cassandra for the MetaStore, the same ShardherdNode as embedded mode. `shardherd node` runs it;
 // an application that wants its own sink embeds it with `startNode`.
 import type { Logger } from 'pino';
+import { explainUnreachableBrokers } from '../cluster/broker-reach.js';
 import { MonotonicClock, RealClock } from '../cluster/clock.js';
 import { TcpDetectorTransport } from '../cluster/failure-detector/tcp-transport.js';
 import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
@@ -91,7 +92,8 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
 
     const bus = new KafkaBus(kafkaBusOptions(config, log.child({ component: 'bus' })));
     closers.push(() => bus.close());
-    await bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix)));
+    // The node's first Kafka call: brokers out of reach are reported as such, naming the key.
+    await explainUnreachableBrokers(brokers, `kafka.brokers of ${options.configSource ?? 'the config'}`, () => bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix))));
 
     const clock = new RealClock();
     const kafkaSource = new KafkaIngestionSource({
