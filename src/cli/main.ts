@@ -2,11 +2,12 @@
 // The `shardherd` command: the embedded cluster demo, or `shardherd node` (see `shardherd --help`).
 // Exit codes of the demo: 0 the story ran (or Ctrl-C stopped the demo cleanly), 1 the story failed,
 // 2 a bad command line (a --port in use included), 130 a second Ctrl-C while the cluster was stopping. `node`: see node-command.ts;
-// the admin commands (status, shards, dataset, ...): see admin/run-admin.ts.
+// `topics create`: see topics-command.ts; the admin commands (status, shards, dataset, ...): see admin/run-admin.ts.
 import { pino } from 'pino';
 import { runDemo } from './demo/run.js';
 import { runAdmin } from './admin/run-admin.js';
 import { runNodeCommand } from './node-command.js';
+import { runTopicsCreate } from './topics-command.js';
 import { parseCommandLine } from './options.js';
 import { timestampWithIso } from './log-timestamp.js';
 
@@ -21,6 +22,10 @@ async function main(): Promise<number> {
     // Everything is stopped and closed by now; a client library's leftover timer (kafkajs leaves
     // some behind) must not keep a stopped node alive until its supervisor SIGKILLs it.
     process.exit(await runNodeCommand(parsed.configPath, parsed.logLevel));
+  }
+  if (parsed.kind === 'topics-create') {
+    // As for a node: kafkajs leaves timers behind that would keep the command from ending.
+    process.exit(await runTopicsCreate(parsed.configPath, parsed.datasets, parsed.logLevel, { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) }));
   }
   if (parsed.kind === 'admin') {
     return runAdmin(parsed.command, {

@@ -1,6 +1,8 @@
 // `shardherd node --config <file>`: one node of a real deployment, until SIGTERM or Ctrl-C.
 // Exit codes: 0 stopped on a signal, 1 could not start (Kafka or Cassandra unreachable, ...),
-// 2 a bad config (a `serve` handler module missing or without a handler included), 130 a second signal while stopping.
+// 2 a bad config (a `serve` handler module missing or without a handler included, and a
+// `status.port` another process listens on: found before the node connects to anything),
+// 130 a second signal while stopping.
 import { pino, type Logger } from 'pino';
 import { Client } from 'cassandra-driver';
 import { JsonLinesSink, LogSink } from '../ingest/node-sinks.js';

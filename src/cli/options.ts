@@ -1,5 +1,6 @@
-// The `shardherd` command line: the default action (the embedded cluster demo) with its flags, and
-// `shardherd node --config <file>`, one node of a real deployment.
+// The `shardherd` command line: the default action (the embedded cluster demo) with its flags,
+// `shardherd node --config <file>`, one node of a real deployment, `shardherd topics create`, the
+// Kafka topics a cluster needs, and the admin commands (./admin).
 // Parsing is a pure function of argv, so the tests can check good and bad flags without running
 // anything; main.ts does the I/O.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -36,6 +37,7 @@ export interface DemoOptions {
 export type ParsedCommandLine =
   | { readonly kind: 'run'; readonly options: DemoOptions }
   | { readonly kind: 'node'; readonly configPath: string; readonly logLevel: LogLevel | undefined }
+  | { readonly kind: 'topics-create'; readonly configPath: string; readonly datasets: readonly string[] | undefined; readonly logLevel: LogLevel }
   | { readonly kind: 'admin'; readonly command: AdminCommand }
   | { readonly kind: 'exit'; readonly code: number; readonly stdout: string; readonly stderr: string };
 
@@ -83,12 +85,37 @@ function nodeCommand(): Command {
   return new Command('node')
     .description(
       'Runs one node of a real deployment: Kafka for membership, messages and ingestion, Cassandra for the MetaStore.\n' +
-        'SIGTERM or Ctrl-C leaves the cluster gracefully (the singleton moves at once if it ran here).',
+        'SIGTERM or Ctrl-C leaves the cluster gracefully (the singleton moves at once if it ran here).\n' +
+        'The topics of the config\'s Kafka datasets must exist first: shardherd topics create --config <file> creates them.',
     )
     .requiredOption('--config <file>', 'the node configuration, JSON (see config/README.md)')
     .addOption(new Option('--log-level <level>', 'overrides the logLevel of the config').choices(LOG_LEVELS))
     .allowExcessArguments(false)
     .allowUnknownOption(false);
+}
+
+function topicsCommand(configure: (c: Command) => Command, done: (parsed: ParsedCommandLine) => void): Command {
+  const topics = configure(new Command('topics').description('the Kafka topics a cluster needs before its nodes start'));
+  topics.addCommand(
+    configure(
+      new Command('create')
+        .description(
+          'Creates the cluster\'s bus topics (<cluster>.inbox, .events, .replies, .endpoints) and the topic of each Kafka dataset of the config, ' +
+            'with numShards partitions (partition p is shard p), as the config\'s kafka section says.\n' +
+            'Topics that exist as they should are left as they are; one with another partition count is an error and is never changed.\n' +
+            'Exit codes: 0 done, 1 Kafka failed or a topic is not as it should be, 2 a bad config or an unknown --dataset.',
+        )
+        .requiredOption('--config <file>', 'a node configuration, JSON (see config/README.md): its brokers, cluster and datasets')
+        .addOption(new Option('--dataset <ref...>', 'only these datasets of the config (default: every one whose source is Kafka)'))
+        .addOption(new Option('--log-level <level>', 'level of the Kafka client\'s logs, written to stderr').choices(LOG_LEVELS).default('error'))
+        .allowExcessArguments(false)
+        .allowUnknownOption(false)
+        .action((opts: { config: string; dataset?: string[]; logLevel: LogLevel }) => {
+          done({ kind: 'topics-create', configPath: opts.config, datasets: opts.dataset, logLevel: opts.logLevel });
+        }),
+    ),
+  );
+  return topics;
 }
 
 /**
@@ -134,6 +161,7 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
         options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port, portGiven: port !== undefined && command.getOptionValueSource('port') === 'cli' },
       };
     });
+  cmd.addCommand(topicsCommand(configure, (p) => (parsed = p)));
   addAdminCommands(cmd, configure, (command) => {
     parsed = { kind: 'admin', command };
   });

@@ -2,7 +2,9 @@
 // client's own. Kept apart from the client so that the client (and the embedded mode) never load
 // kafkajs; exported from `shardherd/kafka`.
 import { pino } from 'pino';
-import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
+import { anyBrokerAccepts } from '../cluster/broker-reach.js';
+import { KafkaBus, KafkaBusError, type KafkaBusOptions } from '../cluster/kafka-bus.js';
+import { ShardherdClientError } from './client-errors.js';
 import { ShardherdClient, type ShardherdClientOptions } from './shardherd-client.js';
 
 export interface KafkaClientOptions extends Omit<ShardherdClientOptions, 'bus' | 'onClose'> {
@@ -15,10 +17,12 @@ export interface KafkaClientOptions extends Omit<ShardherdClientOptions, 'bus' |
 }
 
 /**
- * Connects a client to the cluster whose nodes run with `runtime.topicPrefix` = `topicPrefix` on
- * these brokers. Rejects with `CONNECT_FAILED` (nothing left open) when the prefix's topics do not
- * exist (a wrong prefix: the client never creates them), the brokers cannot be reached, or no
- * singleton answers within `connectTimeoutMs`.
+ * Connects a client to the cluster whose nodes run with `cluster` = `topicPrefix` in their config
+ * files on these brokers. Rejects with `CONNECT_FAILED` (nothing left open), saying which of these
+ * it was: no broker could be reached (naming the brokers); the brokers answered but the prefix's
+ * topics do not exist (a wrong prefix, or no node ever started: the client never creates them); or
+ * no singleton answered within `connectTimeoutMs`. Telling the first apart takes up to a second
+ * more after the failure (a connection attempt to each broker).
  */
 export async function connectKafkaClient(options: KafkaClientOptions): Promise<ShardherdClient> {
   const { brokers, clientId, kafka, ...clientOptions } = options;
@@ -29,5 +33,27 @@ export async function connectKafkaClient(options: KafkaClientOptions): Promise<S
     log: options.log ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
   });
-  return ShardherdClient.connect({ ...clientOptions, bus, onClose: () => bus.close() });
+  try {
+    return await ShardherdClient.connect({ ...clientOptions, bus, onClose: () => bus.close() });
+  } catch (e) {
+    throw await explained(e, brokers, options.topicPrefix ?? 'shardherd');
+  }
+}
+
+/** A failed connect as what it was: brokers out of reach, a prefix with no topics, or the client's own answer. */
+async function explained(e: unknown, brokers: readonly string[], prefix: string): Promise<unknown> {
+  if (!(e instanceof ShardherdClientError) || e.code !== 'CONNECT_FAILED') return e;
+  if (!(await anyBrokerAccepts(brokers))) {
+    return new ShardherdClientError('CONNECT_FAILED', `no Kafka broker could be reached at ${brokers.join(', ')} (the client's brokers): is Kafka running there, and are the addresses right?`, { cause: e });
+  }
+  const cause = e.cause;
+  if (cause instanceof KafkaBusError && cause.code === 'TOPIC_MISSING') {
+    return new ShardherdClientError(
+      'CONNECT_FAILED',
+      `Kafka at ${brokers.join(', ')} answered, but no shardherd cluster uses the topic prefix ${prefix} there: its topic ${cause.topic ?? `${prefix}.events`} does not exist ` +
+        '(is topicPrefix the `cluster` of the nodes\' config files, and has a node of it started on these brokers?)',
+      { cause: e },
+    );
+  }
+  return e;
 }

@@ -37,7 +37,10 @@ export interface RequestOptions {
 export interface ShardherdClientOptions {
   /** The cluster's bus: a `MemoryBus` of an embedded cluster, a `KafkaBus` (see `connectKafkaClient` in `shardherd/kafka`). */
   readonly bus: Bus;
-  /** The cluster's topic prefix (`runtime.topicPrefix` of its nodes). Default `shardherd`. */
+  /**
+   * The cluster's topic prefix: the `cluster` key of its nodes' config files (`topicPrefix` of the
+   * runtime settings for nodes made in code). Default `shardherd`, as `cluster`'s default.
+   */
   readonly topicPrefix?: string;
   /** Default a `RealClock`. */
   readonly clock?: Clock;

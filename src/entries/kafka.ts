@@ -3,6 +3,7 @@
  * source) and the gateway's `ShardedProducer`. Loads kafkajs.
  */
 export type { KafkaConnection } from '../cluster/kafka-client.js';
+export { BrokersUnreachableError } from '../cluster/broker-reach.js';
 export type { BusCompression, KafkaBusErrorCode, KafkaBusOptions } from '../cluster/kafka-bus.js';
 export { KafkaBus, KafkaBusError } from '../cluster/kafka-bus.js';
 export type { KafkaMembershipErrorCode, KafkaMembershipOptions } from '../cluster/kafka-membership.js';

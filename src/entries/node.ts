@@ -11,3 +11,8 @@ export type { DatasetServerOptions, ShardRequest, ShardRequestHandler } from '..
 export { loadNodeConfig, NodeConfigError, parseNodeConfig } from '../node/node-config.js';
 export type { StartedNode, StartNodeOptions } from '../node/run-node.js';
 export { startNode } from '../node/run-node.js';
+export { StatusPortError } from '../node/status-port.js';
+export { BrokersUnreachableError } from '../cluster/broker-reach.js';
+// What `shardherd topics create` runs: the topics a cluster needs before its nodes start.
+export type { ClusterTopic, CreateClusterTopicsOptions } from '../node/cluster-topics.js';
+export { createClusterTopics } from '../node/cluster-topics.js';

@@ -3,6 +3,7 @@
 // OpenAPI description at /api/v1/openapi.json. Any node answers; what needs the singleton goes to
 // it over the bus. Reads are open; every route that changes the cluster needs the bearer token.
 import { readFile } from 'node:fs/promises';
+import type { RequestListener } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -10,6 +11,7 @@ import type { ShardherdNode } from '../actors/node-process.js';
 import { bearerMatches, removeTokenFile, resolveAccessToken, type AccessToken } from './access-token.js';
 import { errorBody, sendError } from './api-error.js';
 import { FAVICON_SVG, FAVICON_TYPE } from './favicon.js';
+import type { HeldHttpPort } from './held-port.js';
 import { answers, registerApiSchemas, schemaRef, withAnswer } from './schemas/answers.js';
 import { readStrictBodies, STRICT_AJV } from './strict-bodies.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
@@ -24,6 +26,11 @@ export interface NodeApiOptions {
   readonly host?: string;
   /** 0 picks a free port. */
   readonly port: number;
+  /**
+   * A port already listening (`holdHttpPort`): the API answers on it instead of listening itself,
+   * and `host` and `port` are ignored. `close()` closes it.
+   */
+  readonly held?: HeldHttpPort;
   /** The bearer token for mutating routes; else `SHARDHERD_TOKEN`, else a generated one (see `resolveAccessToken`). */
   readonly token?: string | undefined;
   readonly log?: Logger;
@@ -57,8 +64,24 @@ const PAGE = new URL('./status-page.html', import.meta.url);
  * while the story kills and restarts nodes: each request is answered by the node it returns then.
  */
 export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), options: NodeApiOptions): Promise<NodeApi> {
+  const held = options.held;
+  // Fastify hands its request listener to the factory; a held port gets it once the routes are ready.
+  let listener: RequestListener | undefined;
   // forceCloseConnections: an open event stream must not keep `close()` waiting.
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, forceCloseConnections: true, ajv: STRICT_AJV });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    forceCloseConnections: true,
+    ajv: STRICT_AJV,
+    ...(held
+      ? {
+          serverFactory: (handler: RequestListener) => {
+            listener = handler;
+            return held.server;
+          },
+        }
+      : {}),
+  });
   // Answers are JSON as the handlers build them: the response schemas describe them (and a test
   // checks they do), they never reshape them (fast-json-stringify would drop a field they omit).
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -94,7 +117,14 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
   });
   registerRoutes(app, singleton, feed);
   const page = registerPageRoutes(app, singleton, feed, options.page);
-  const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port });
+  let url: string;
+  if (held) {
+    await app.ready();
+    held.handOver(listener!);
+    url = held.url;
+  } else {
+    url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port });
+  }
   const token = resolveAccessToken(options.token, (app.server.address() as { port: number }).port, options.env);
   access.token = token;
   if (token.origin === 'generated') {
@@ -108,6 +138,8 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
       page.close();
       feed.close();
       await app.close();
+      // Fastify closes only a server it listened with itself.
+      await held?.close();
       removeTokenFile(token);
     },
   };

@@ -39,7 +39,8 @@ export async function checkKafkaTopic(admin: Admin, dataset: DatasetConfig, who 
     throw new ShardherdError(
       'SOURCE_MISMATCH',
       `dataset ${dataset.ref}: Kafka topic "${topic}" does not exist; create it with ${dataset.numShards} partitions ` +
-        '(partition p is shard p), or set the dataset up with createTopic (`shardherd dataset setup --create-topic`)',
+        '(partition p is shard p): `shardherd topics create --config <node config>` for a dataset of a node config, ' +
+        'or set the dataset up with `shardherd dataset setup --create-topic`',
       { dataset: dataset.ref },
     );
   }

@@ -2,6 +2,7 @@
 // Cassandra for the MetaStore, the same ShardherdNode as embedded mode. `shardherd node` runs it;
 // an application that wants its own sink embeds it with `startNode`.
 import type { Logger } from 'pino';
+import { explainUnreachableBrokers } from '../cluster/broker-reach.js';
 import { MonotonicClock, RealClock } from '../cluster/clock.js';
 import { TcpDetectorTransport } from '../cluster/failure-detector/tcp-transport.js';
 import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
@@ -20,6 +21,7 @@ import { startNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
 import { metaStoreOptions, type NodeConfig } from './node-config.js';
 import { loadServeHandlers } from './serve-handlers.js';
+import { holdStatusPort } from './status-port.js';
 
 export interface StartNodeOptions {
   /** Where ingested records go. */
@@ -80,12 +82,18 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     for (const close of closers.reverse()) await close().catch((e: unknown) => log.warn({ err: e }, 'closing a connection failed'));
   };
   try {
+    // Before anything connects: a status port another process holds fails the start here, naming
+    // `status.port`, while the node has changed nothing in the cluster. The API takes this very
+    // socket over once the node runs, so no other process can take the port meanwhile.
+    const heldPort = config.status ? await holdStatusPort(config.status, options.configSource) : undefined;
+    if (heldPort) closers.push(() => heldPort.close());
     const metaStore = await CassandraMetaStore.connect(metaStoreOptions(config, log.child({ component: 'metastore' })));
     closers.push(() => metaStore.close());
 
     const bus = new KafkaBus(kafkaBusOptions(config, log.child({ component: 'bus' })));
     closers.push(() => bus.close());
-    await bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix)));
+    // The node's first Kafka call: brokers out of reach are reported as such, naming the key.
+    await explainUnreachableBrokers(brokers, `kafka.brokers of ${options.configSource ?? 'the config'}`, () => bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix))));
 
     const clock = new RealClock();
     const kafkaSource = new KafkaIngestionSource({
@@ -129,9 +137,8 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
     await node.startPatiently(FIRST_START_PATIENCE_MS);
     closers.push(() => node.stop());
-    // A port in use, say: the caller gets the error rather than a node without the endpoint its config asks for.
-    const api = config.status
-      ? await startNodeApi(node, { host: config.status.host, port: config.status.port, token: config.status.token, log: log.child({ component: 'http' }) })
+    const api = config.status && heldPort
+      ? await startNodeApi(node, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
       : undefined;
     if (api) closers.push(() => api.close());
     for (const { serve, handler } of handlers) {

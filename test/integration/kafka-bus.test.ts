@@ -188,7 +188,9 @@ describe('KafkaBus topics', () => {
     const produced = await bus.produce(topic, 'lost').catch((e: unknown) => e);
     expect(produced).toBeInstanceOf(KafkaBusError);
     expect((produced as KafkaBusError).code).toBe('TOPIC_MISSING');
-    expect((produced as Error).message).toBe(`topic ${topic} does not exist: the bus never creates topics implicitly; create it with ensureTopics()`);
+    expect((produced as Error).message).toBe(
+      `topic ${topic} does not exist: the bus never creates topics implicitly; create a cluster's topics with \`shardherd topics create --config <node config>\` or createClusterTopics() (shardherd/node), any other with KafkaBus.ensureTopics()`,
+    );
     await expect(bus.subscribe(topic, uniqueName('g'), () => {})).rejects.toMatchObject({ code: 'TOPIC_MISSING', topic });
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(await withAdmin((admin) => admin.listTopics())).not.toContain(topic);

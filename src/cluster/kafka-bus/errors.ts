@@ -3,7 +3,10 @@
 export type KafkaBusErrorCode =
   /** An option that cannot be used; the message names it. */
   | 'INVALID_OPTION'
-  /** The topic does not exist: the bus never creates topics implicitly (see `ensureTopics`). */
+  /**
+   * The topic does not exist: the bus never creates topics implicitly (`shardherd topics create`
+   * or `createClusterTopics` make a cluster's; `KafkaBus.ensureTopics` any).
+   */
   | 'TOPIC_MISSING'
   /** The topic exists with more than one partition: a bus topic is one ordered log. */
   | 'TOPIC_NOT_ONE_PARTITION'

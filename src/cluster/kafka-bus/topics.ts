@@ -89,7 +89,11 @@ export class BusTopics {
       else throw kafkaError(`reading the metadata of topic ${topic}`, { topic }, e);
     }
     if (partitions === 0) {
-      throw new KafkaBusError('TOPIC_MISSING', `topic ${topic} does not exist: the bus never creates topics implicitly; create it with ensureTopics()`, { topic });
+      throw new KafkaBusError(
+        'TOPIC_MISSING',
+        `topic ${topic} does not exist: the bus never creates topics implicitly; create a cluster's topics with \`shardherd topics create --config <node config>\` or createClusterTopics() (shardherd/node), any other with KafkaBus.ensureTopics()`,
+        { topic },
+      );
     }
     if (partitions !== 1) {
       throw new KafkaBusError('TOPIC_NOT_ONE_PARTITION', `topic ${topic} has ${partitions} partitions: a bus topic must have exactly one (one ordered log)`, { topic });
