@@ -394,10 +394,10 @@ export class ShardherdNode {
     await after(leaseWaitMs(settings));
     try {
       const released = await Promise.race([store.renewLease(epoch as Epoch, RELEASED_RENEWAL), after(settings.singletonLeaseMs)]);
-      if (released === true) log.info({ event: 'singleton.handed-over', epoch }, 'singleton lease released once every node lease it granted had run out: the next in line takes it now');
-      else log.warn({ event: 'singleton.handed-over', epoch, released }, 'the singleton lease could not be released (taken over already, or the store did not answer): the next in line waits it out');
+      if (released === true) log.info({ event: 'singleton.handed-over', node: this.node, epoch }, 'singleton lease released once every node lease it granted had run out: the next in line takes it now');
+      else log.warn({ event: 'singleton.handed-over', node: this.node, epoch, released }, 'the singleton lease could not be released (taken over already, or the store did not answer): the next in line waits it out');
     } catch (e) {
-      log.warn({ event: 'singleton.handed-over', epoch, err: e }, 'the singleton lease could not be released: the next in line waits it out');
+      log.warn({ event: 'singleton.handed-over', node: this.node, epoch, err: e }, 'the singleton lease could not be released: the next in line waits it out');
     }
   }
 

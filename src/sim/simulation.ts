@@ -187,6 +187,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const sink = new CountingSink();
   const poison = new Map<string, number>(); // dataset/shard → poisoned offset
   const busRng = new SeededRandom(seed ^ 0x5eed);
+  /** Graceful restarts of the singleton's host (with the real world's faults). */
+  const handoverRng = new SeededRandom(seed ^ 0x6ace);
   const busFault = (_topic: string, _value: unknown, chunk?: MemoryChunk): BusFault => {
     if (chunk?.index === 0) chunkedMessages += 1;
     if (!faultsOn || !lossy) return { kind: 'deliver' };
@@ -655,6 +657,29 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         w.disturbed(f.ms);
       }
     }
+    if (handoverRng.chance(0.08)) await gracefulRestartOfSingletonHost(w);
+  }
+
+  /**
+   * An operator's rolling restart reaches the singleton's host: its graceful stop hands the role
+   * over (it stops acting, waits out its grants, releases its lease; the next in line takes it at
+   * once), and the node starts again as a new incarnation a moment later. Drawn from a stream of its
+   * own, so the other faults of a seed draw as before.
+   */
+  async function gracefulRestartOfSingletonHost(w: DetectorWorld): Promise<void> {
+    const singleton = await cluster.singletonNode();
+    if (!singleton || singleton.state !== 'running' || live().length <= 2) return;
+    note(`graceful restart of the singleton's host ${singleton.node}: it hands the role over`);
+    const key = keyOf(singleton);
+    let stopped = false;
+    const stopping = singleton.stop().finally(() => (stopped = true));
+    for (let waited = 0; !stopped && waited < 10_000; waited += 50) await driver.advance(50);
+    await stopping;
+    w.stopped(key);
+    stats.restarts++;
+    await driver.advance(handoverRng.int(200, 3_000));
+    await singleton.start();
+    w.started(singleton.node);
   }
 
   /** A node that just joined stays silent a while (a slow start): no heartbeat, no ingestion. */
