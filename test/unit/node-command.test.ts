@@ -3,10 +3,10 @@
 // connect timeout saying where it tried — no crash loop, no stack trace.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { countingServer } from '../support/counting-server.js';
 
 const MAIN = resolve(import.meta.dirname, '../../src/cli/main.ts');
 
@@ -35,16 +35,6 @@ async function runNodeAsync(config: unknown): Promise<{ status: number | null; s
   return { status, stdout, stderr };
 }
 
-/** A TCP server on 127.0.0.1 that counts the connections it is offered. */
-async function countingServer(): Promise<{ server: Server; port: number; connections: () => number }> {
-  let connections = 0;
-  const server = createServer((socket) => {
-    connections += 1;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as { port: number }).port, connections: () => connections };
-}
 
 describe('shardherd node', () => {
   it('exits 2 on a bad config, naming the key', async () => {

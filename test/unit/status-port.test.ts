@@ -13,17 +13,8 @@ import { NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js'
 import { startNode } from '../../src/node/run-node.js';
 import { StatusPortError } from '../../src/node/status-port.js';
 import { liveCluster } from '../support/live-cluster.js';
+import { countingServer } from '../support/counting-server.js';
 
-/** A TCP server on 127.0.0.1 that counts the connections it is offered (a stand-in for a broker or Cassandra). */
-async function listener(): Promise<{ server: Server; port: number; connections: () => number }> {
-  let connections = 0;
-  const server = createServer((socket) => {
-    connections += 1;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as { port: number }).port, connections: () => connections };
-}
 
 const closeServer = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
@@ -34,9 +25,9 @@ describe('a node whose status port is taken', () => {
   });
 
   it('fails before it connects to Kafka or Cassandra, naming status.port and the address', async () => {
-    const taken = await listener();
-    const kafka = await listener();
-    const cassandra = await listener();
+    const taken = await countingServer();
+    const kafka = await countingServer();
+    const cassandra = await countingServer();
     servers.push(taken.server, kafka.server, cassandra.server);
     const config = parseNodeConfig(
       {
