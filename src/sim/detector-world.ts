@@ -177,6 +177,14 @@ export class DetectorWorld {
     this.disturbed(0);
   }
 
+  /**
+   * The singleton's host stopped gracefully and is handing the role over: like a singleton's crash,
+   * nobody evicts until the successor has taken over and judged the members afresh.
+   */
+  handingOver(): void {
+    this.disturbed(this.singletonGoneMs);
+  }
+
   /** A node joined for the first time (a spare added by a replacement): its join grace starts. */
   joined(node: string): void {
     this.startedAt.set(node, this.clock.now());

@@ -671,6 +671,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (!singleton || singleton.state !== 'running' || live().length <= 2) return;
     note(`graceful restart of the singleton's host ${singleton.node}: it hands the role over`);
     const key = keyOf(singleton);
+    w.handingOver();
     let stopped = false;
     const stopping = singleton.stop().finally(() => (stopped = true));
     for (let waited = 0; !stopped && waited < 10_000; waited += 50) await driver.advance(50);
