@@ -167,10 +167,14 @@ const RESET_EVICTION_SEEDS: readonly number[] = [3, 7, 105, 117, 127, 139, 145, 
  *   since the start for a new assignment and restarted the copy beside the new owner (n2 under 1/19
  *   at 13 300 ms while n3 wrote under 1/30). A failed copy now restarts only under a newer token
  *   than any it ran under.
+ * - Seed 1693, with the graceful restarts of the singleton's host (its handover) added to the real
+ *   world's faults: a node crashed just before the handover was evicted by the successor after the
+ *   bound of an undisturbed cluster (I12); the simulator now counts a handover as a disturbance, as
+ *   it does a singleton's crash. The seed keeps a handover right after a crash in the regressions.
  */
 const WORLD_REGRESSION_SEEDS: readonly { readonly seed: number; readonly worldFaults: boolean }[] = [
   { seed: 540, worldFaults: false }, { seed: 868, worldFaults: false },
-  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142].map((seed) => ({ seed, worldFaults: true })),
+  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142, 1693].map((seed) => ({ seed, worldFaults: true })),
 ];
 
 const describeFailure = (r: SeedResult) =>
