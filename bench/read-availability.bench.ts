@@ -24,6 +24,16 @@
  *
  * SHARDHERD_READS_DETECTOR=heartbeat runs the real nodes with the failure detector (default
  * `session-only`); SHARDHERD_READS_RFS and SHARDHERD_READS_MODES (`embedded,real`) pick the parts.
+ *
+ * SHARDHERD_READS_FAULTS picks the faults, in order (default `crash,drain`, as above); `all` runs an
+ * operator's whole day: `crash,sigstop-3s,sigstop-15s,rolling-start,rolling-reverse,drain`. With a
+ * rolling restart among them the dataset keeps a lost node's copies (`replacementDelayMs` 60 s), so
+ * a crashed node is started again once its shards are served elsewhere. `sigstop-Ns`: the busiest
+ * node is frozen (SIGSTOP; embedded: `pause()`) for N s. `rolling-start` / `rolling-reverse`: every
+ * node is stopped gracefully (SIGTERM; embedded: `stop()`) and started again, one at a time, in the
+ * order they started (the singleton's host first) or the reverse, each once every copy serves
+ * again; the column "copies created" counts the (shard, node) copies the map showed during the
+ * restarts that it did not show before them (0 is the promise).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -64,12 +74,32 @@ const DETECTOR = process.env.SHARDHERD_READS_DETECTOR ?? 'session-only';
 if (DETECTOR !== 'session-only' && DETECTOR !== 'heartbeat') throw new Error(`SHARDHERD_READS_DETECTOR must be session-only or heartbeat, got ${JSON.stringify(DETECTOR)}`);
 /** SHARDHERD_READS_HEDGE=1: the router hedges (a second copy asked after the recent p95). */
 const HEDGE = process.env.SHARDHERD_READS_HEDGE === '1';
+const FAULT_NAMES = ['crash', 'sigstop-3s', 'sigstop-15s', 'rolling-start', 'rolling-reverse', 'drain'] as const;
+type FaultName = (typeof FAULT_NAMES)[number];
+const FAULTS: readonly FaultName[] = (() => {
+  const raw = process.env.SHARDHERD_READS_FAULTS ?? 'crash,drain';
+  const names = raw === 'all' ? [...FAULT_NAMES] : raw.split(',');
+  for (const n of names) if (!(FAULT_NAMES as readonly string[]).includes(n)) throw new Error(`SHARDHERD_READS_FAULTS: unknown fault ${JSON.stringify(n)} (known: ${FAULT_NAMES.join(', ')}, or all)`);
+  return names as FaultName[];
+})();
+/** A rolling restart must find a node's copies kept for it; without one the drain need not wait a minute. */
+const REPLACEMENT_DELAY_MS = FAULTS.some((f) => f.startsWith('rolling')) ? 60_000 : 0;
 
 /** What a run needs of its cluster, embedded or real. */
 interface Harness {
   /** Each shard's serving nodes, as the cluster's map says now. */
   serving(): Promise<string[][]>;
+  /** Each shard's copies in any status (catching up, Down, Leaving too). */
+  copies(): Promise<string[][]>;
+  /** The nodes in the order they started. */
+  readonly nodes: readonly string[];
   crash(node: string): Promise<void>;
+  /** Starts a crashed or stopped node again (a new incarnation); resolves once it runs. */
+  start(node: string): Promise<void>;
+  /** Stops a node gracefully (SIGTERM), and waits until it exited. */
+  stopNode(node: string): Promise<void>;
+  /** Freezes a node (SIGSTOP) for `ms`, then lets it go on (SIGCONT). */
+  freeze(node: string, ms: number): Promise<void>;
   drain(node: string): Promise<void>;
   /** Starts the router; resolves once it has had a first answer. */
   startLoad(): Promise<{ stop(): Promise<Outcome[]> }>;
@@ -78,6 +108,8 @@ interface Harness {
 
 interface FaultFigures {
   readonly fault: string;
+  /** Rolling restarts: copies the map showed during them that it did not before. */
+  readonly copiesCreated?: number;
   readonly victim: string;
   readonly shardsOfVictim: number;
   readonly windowMs: number;
@@ -108,26 +140,72 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
   }
   const faults: FaultFigures[] = [];
 
-  const victim = await busiest([]);
-  const deadShards = await shardsOf(victim);
-  const crashAt = Date.now();
-  await h.crash(victim);
-  await waitFor(`RF ${rf}: ${victim}'s shards served elsewhere`, async () => (await h.serving()).every((nodes, s) => !deadShards.has(s) || nodes.some((n) => n !== victim)), 120_000, 50);
-  const servedElsewhere = Date.now();
-  await sleep(1_000);
-  faults.push({ fault: 'crash', victim, shardsOfVictim: deadShards.size, windowMs: Date.now() - crashAt, settledMs: servedElsewhere - crashAt, outcomes: [], deadShards, at: crashAt });
-  // Every copy back before the drain, so the drain starts from a whole map.
-  await waitFor(`RF ${rf}: every copy serving again after the crash`, () => everyCopyServing(victim), 120_000, 100);
-  await sleep(1_000);
-
-  const drained = await busiest([victim]);
-  const drainedShards = await shardsOf(drained);
-  const drainAt = Date.now();
-  await h.drain(drained);
-  await waitFor(`RF ${rf}: ${drained} drained`, () => everyCopyServing(drained), 180_000, 50);
-  const drainDone = Date.now();
-  await sleep(500);
-  faults.push({ fault: 'drain', victim: drained, shardsOfVictim: drainedShards.size, windowMs: Date.now() - drainAt, settledMs: drainDone - drainAt, outcomes: [], deadShards: drainedShards, at: drainAt });
+  const crashed = new Set<string>();
+  const pairs = async () => new Set((await h.copies()).flatMap((nodes, s) => nodes.map((n) => `${s}/${n}`)));
+  for (const fault of FAULTS) {
+    if (fault === 'crash') {
+      const victim = await busiest([]);
+      const deadShards = await shardsOf(victim);
+      const crashAt = Date.now();
+      await h.crash(victim);
+      crashed.add(victim);
+      await waitFor(`RF ${rf}: ${victim}'s shards served elsewhere`, async () => (await h.serving()).every((nodes, s) => !deadShards.has(s) || nodes.some((n) => n !== victim)), 120_000, 50);
+      const servedElsewhere = Date.now();
+      await sleep(1_000);
+      faults.push({ fault: 'crash', victim, shardsOfVictim: deadShards.size, windowMs: Date.now() - crashAt, settledMs: servedElsewhere - crashAt, outcomes: [], deadShards, at: crashAt });
+      if (REPLACEMENT_DELAY_MS > 0) {
+        // Its copies are kept for it: it comes back, as a restarted process does.
+        await h.start(victim);
+        crashed.delete(victim);
+        await waitFor(`RF ${rf}: every copy serving again after ${victim}'s return`, async () => (await h.serving()).every((nodes) => nodes.length === rf), 120_000, 100);
+      } else {
+        // Every copy back before the next fault, so it starts from a whole map.
+        await waitFor(`RF ${rf}: every copy serving again after the crash`, () => everyCopyServing(victim), 120_000, 100);
+      }
+      await sleep(1_000);
+    } else if (fault === 'sigstop-3s' || fault === 'sigstop-15s') {
+      const ms = fault === 'sigstop-3s' ? 3_000 : 15_000;
+      const victim = await busiest([...crashed]);
+      const itsShards = await shardsOf(victim);
+      const at = Date.now();
+      await h.freeze(victim, ms);
+      await waitFor(`RF ${rf}: every copy serving again after ${victim}'s freeze`, async () => (await h.serving()).every((nodes) => nodes.length === rf), 120_000, 100);
+      const settled = Date.now();
+      await sleep(1_000);
+      faults.push({ fault: `SIGSTOP ${ms / 1000} s`, victim, shardsOfVictim: itsShards.size, windowMs: Date.now() - at, settledMs: settled - at, outcomes: [], deadShards: itsShards, at });
+    } else if (fault === 'rolling-start' || fault === 'rolling-reverse') {
+      const order = h.nodes.filter((n) => !crashed.has(n));
+      if (fault === 'rolling-reverse') order.reverse();
+      const before = await pairs();
+      const seen = new Set<string>();
+      const watch = async () => {
+        for (const pair of await pairs()) seen.add(pair);
+      };
+      const at = Date.now();
+      for (const node of order) {
+        await h.stopNode(node);
+        await watch();
+        await h.start(node);
+        await waitFor(`RF ${rf}: every copy serving again after ${node}'s restart`, async () => {
+          await watch();
+          return (await h.serving()).every((nodes) => nodes.length === rf);
+        }, 120_000, 100);
+      }
+      const settled = Date.now();
+      await sleep(1_000);
+      const created = [...seen].filter((pair) => !before.has(pair)).length;
+      faults.push({ fault: `rolling restart (${fault === 'rolling-start' ? 'start order' : 'reverse order'})`, victim: order.join(','), shardsOfVictim: SHARDS * rf, windowMs: Date.now() - at, settledMs: settled - at, outcomes: [], deadShards: new Set(), at, copiesCreated: created });
+    } else {
+      const drained = await busiest([...crashed]);
+      const drainedShards = await shardsOf(drained);
+      const drainAt = Date.now();
+      await h.drain(drained);
+      await waitFor(`RF ${rf}: ${drained} drained`, () => everyCopyServing(drained), 180_000, 50);
+      const drainDone = Date.now();
+      await sleep(500);
+      faults.push({ fault: 'drain', victim: drained, shardsOfVictim: drainedShards.size, windowMs: Date.now() - drainAt, settledMs: drainDone - drainAt, outcomes: [], deadShards: drainedShards, at: drainAt });
+    }
+  }
 
   const all = await load.stop();
   for (const f of faults) f.outcomes.push(...sentBetween(all, f.at, f.at + f.windowMs));
@@ -148,7 +226,7 @@ async function embeddedHarness(rf: number): Promise<Harness> {
   });
   for (const node of cluster.nodes) await node.serve(ds, ({ shard }) => ({ node: node.node, shard }));
   await cluster.start();
-  const reply = await cluster.setupDataset({ ref: ds, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
+  const reply = await cluster.setupDataset({ ref: ds, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: REPLACEMENT_DELAY_MS, source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
   if (reply.type !== 'DatasetVerified') throw new Error(`setting up ${ds}: ${reply.type}`);
   const client = await ShardherdClient.connectEmbedded(cluster, { name: 'bench', deadlineMs: DEADLINE_MS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS, hedge: HEDGE });
   const serving = async () => {
@@ -158,7 +236,19 @@ async function embeddedHarness(rf: number): Promise<Harness> {
   await waitFor(`RF ${rf}: every copy serving`, async () => (await serving()).every((n) => n.length === rf), 60_000, 50);
   return {
     serving,
+    copies: async () => {
+      const map = client.map(ds);
+      return Array.from({ length: SHARDS }, (_, s) => (map?.nodesForShard(s) ?? []).map(String));
+    },
+    nodes: NODES,
     crash: async (node) => cluster.node(node).crash(),
+    start: (node) => cluster.node(node).start(),
+    stopNode: (node) => cluster.node(node).stop(),
+    freeze: async (node, ms) => {
+      cluster.node(node).pause();
+      await sleep(ms);
+      cluster.node(node).resume();
+    },
     drain: async (node) => {
       const r = await cluster.request((replyTo) => ({ type: 'RemoveNode', node, replyTo }) as never, 20_000);
       if (r.type !== 'NodeOperationAccepted') throw new Error(`drain of ${node}: ${r.type}`);
@@ -221,17 +311,18 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
-    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic } }],
+    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: REPLACEMENT_DELAY_MS, source: { type: 'kafka', topic } }],
     serve: [{ dataset: DATASET, handler: ECHO_HANDLER }],
     built: true,
     failureDetector: { mode: DETECTOR },
   });
   const dead = new Set<string>();
   const observer = () => NODES.find((n) => !dead.has(n) && cluster.live().some((p) => p.name === n))!;
-  const serving = async () => {
+  const owners = async (active: boolean) => {
     const view = await cluster.datasetView(observer(), DATASET, 5_000);
-    return Array.from({ length: SHARDS }, (_, sh) => (view?.shards[sh]?.owners ?? []).filter((o) => o.status === 'Active').map((o) => o.node));
+    return Array.from({ length: SHARDS }, (_, sh) => (view?.shards[sh]?.owners ?? []).filter((o) => !active || o.status === 'Active').map((o) => o.node));
   };
+  const serving = () => owners(true);
   try {
     for (const n of NODES) await cluster.start(n, 120_000);
     await waitFor(`RF ${rf}: every copy serving`, async () => (await serving()).every((n) => n.length === rf), 180_000, 200);
@@ -241,9 +332,25 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
   }
   return {
     serving,
+    copies: () => owners(false),
+    nodes: NODES,
     crash: async (node) => {
       dead.add(node);
       await cluster.kill(node);
+    },
+    start: async (node) => {
+      await cluster.start(node, 120_000);
+      dead.delete(node);
+    },
+    stopNode: async (node) => {
+      dead.add(node);
+      cluster.signal(node, 'SIGTERM');
+      await cluster.get(node).exited;
+    },
+    freeze: async (node, ms) => {
+      cluster.signal(node, 'SIGSTOP');
+      await sleep(ms);
+      cluster.signal(node, 'SIGCONT');
     },
     drain: async (node) => {
       const via = NODES.find((n) => n !== node && !dead.has(n))!;
@@ -275,7 +382,7 @@ function rows(mode: string, rf: number, r: Awaited<ReturnType<typeof runCase>>):
     return [
       mode, rf, f.fault, `${f.victim} (${f.shardsOfVictim})`, w.requests, w.failed, w.pastDeadline,
       `${ms(base.p50)} / ${ms(base.p99)}`, `${ms(w.p50)} / ${ms(w.p99)}`, `${added(w.p50, base.p50)} / ${added(w.p99, base.p99)}`,
-      `${f.settledMs} ms`, failedFor, codes, maxFailMs, elsewhere,
+      `${f.settledMs} ms`, failedFor, codes, maxFailMs, elsewhere, f.copiesCreated ?? '-',
     ];
   });
 }
@@ -314,8 +421,8 @@ async function run(): Promise<Table> {
     for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
   });
   return {
-    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}, real nodes in ${DETECTOR} detection`,
-    columns: ['cluster', 'RF', 'fault', 'node (shards)', 'requests', 'failed', 'past deadline', 'fault-free p50 / p99 ms', 'window p50 / p99 ms', 'added p50 / p99 ms', 'served elsewhere / drained after', 'dead shards failed until', 'errors', 'slowest failure ms', 'failures on other shards'],
+    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}, real nodes in ${DETECTOR} detection; faults ${FAULTS.join(', ')}`,
+    columns: ['cluster', 'RF', 'fault', 'node (shards)', 'requests', 'failed', 'past deadline', 'fault-free p50 / p99 ms', 'window p50 / p99 ms', 'added p50 / p99 ms', 'served elsewhere / drained after', 'dead shards failed until', 'errors', 'slowest failure ms', 'failures on other shards', 'copies created'],
     rows: out,
     notes: [
       'Embedded: crash() of a node in the benchmark\'s process, the router in the same process. Real: `shardherd node` processes (built) on real Kafka and Cassandra, SIGKILL, the router a process of its own (connectKafkaClient).',
