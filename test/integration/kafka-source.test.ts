@@ -126,7 +126,7 @@ describe('KafkaIngestionSource', () => {
     const missingTopic = uniqueName('missing');
     const missing = dataset(missingTopic, 8);
     await expect(source.validate(missing)).rejects.toThrow(
-      `dataset ${missing.ref}: Kafka topic "${missingTopic}" does not exist; create it with 8 partitions (partition p is shard p), or set the dataset up with createTopic`,
+      `dataset ${missing.ref}: Kafka topic "${missingTopic}" does not exist; create it with 8 partitions (partition p is shard p): \`shardherd topics create --config <node config>\` for a dataset of a node config, or set the dataset up with \`shardherd dataset setup --create-topic\``,
     );
     const { admin } = await kafkaClient();
     expect(await admin.listTopics()).not.toContain(missingTopic);
