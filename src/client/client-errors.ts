@@ -21,7 +21,9 @@ export type ClientErrorCode =
   | 'OVERLOADED'
   /** More redirections than `maxRedirects` (a map that keeps moving, or two nodes that disagree). */
   | 'TOO_MANY_REDIRECTS'
-  /** The client is closed. */
+  /** An option of the call is not usable (a deadline that is not a positive number of ms up to 24 days). Nothing was sent. */
+  | 'INVALID_OPTION'
+  /** The client is closed (before the request, or while it was in flight). */
   | 'CLOSED';
 
 export interface ClientErrorContext {

@@ -57,6 +57,8 @@ export interface CallOptions {
   readonly retryBackoffMs: number;
   /** For errors. */
   readonly dataset: string;
+  /** Ends the call at once with the cancellation's reason (the client closed). */
+  readonly cancellation?: AttemptCancellation;
 }
 
 class AttemptTimeout extends Error {
@@ -69,7 +71,8 @@ type Event<T> =
   | { readonly kind: 'slow'; readonly id: number; readonly node: NodeId; readonly afterMs: number }
   | { readonly kind: 'hedge' }
   | { readonly kind: 'round' }
-  | { readonly kind: 'deadline' };
+  | { readonly kind: 'deadline' }
+  | { readonly kind: 'cancelled'; readonly reason: unknown };
 
 /** The most a new round's backoff grows to, as a multiple of `retryBackoffMs`. */
 const MAX_BACKOFF_FACTOR = 8;
@@ -170,12 +173,16 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     return new ShardherdClientError('SHARD_UNAVAILABLE', `${options.dataset}/${shard}: ${why}: ${failuresText()}`, { ...context, cause: [...failures.values()].at(-1) });
   }
 
+  const stopListening = options.cancellation?.onCancel((reason) => push({ kind: 'cancelled', reason }));
   try {
+    if (options.cancellation?.cancelled) throw options.cancellation.reason;
     askAnother();
     for (;;) {
       while (events.length === 0) await new Promise<void>((resolve) => (wake = resolve));
       const e = events.shift()!;
       switch (e.kind) {
+        case 'cancelled':
+          throw e.reason;
         case 'deadline': {
           // Nothing but fast failures (or no copy at all): the shard is unavailable; else it was slow.
           if (!waitedForAnswer && inflight.size === 0) throw unavailable(`no copy could be reached within the deadline (${options.deadlineMs} ms)`);
@@ -243,6 +250,7 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
       }
     }
   } finally {
+    stopListening?.();
     for (const cancel of timers) cancel();
     for (const a of inflight.values()) {
       a.cancel();

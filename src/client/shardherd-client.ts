@@ -13,6 +13,7 @@ import type { ShardCheck } from '../core/shard-check.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { ingestionShard, queryShards } from '../core/spread.js';
 import { requestPath, STATUS, type RedirectBody } from '../serving/routed-wire.js';
+import { Cancellation } from '../core/cancellation.js';
 import { HandlerError, ShardherdClientError, type RemoteError } from './client-errors.js';
 import { ClusterFollower } from './cluster-follower.js';
 import { HttpTransport, type RequestTransport } from './http-transport.js';
@@ -131,6 +132,8 @@ export class ShardherdClient {
   private readonly retryBudget: RetryBudget;
   private inFlight = 0;
   private closed = false;
+  /** Ends every request in flight with `CLOSED` when the client closes. */
+  private readonly closing = new Cancellation();
 
   private constructor(private readonly options: ShardherdClientOptions) {
     this.clock = options.clock ?? new RealClock();
@@ -200,7 +203,7 @@ export class ShardherdClient {
    * Rejects with `UNKNOWN_DATASET` or `DEADLINE_EXCEEDED`.
    */
   async datasetConfig(dataset: DatasetRef, options: { readonly deadlineMs?: number } = {}): Promise<DatasetConfig> {
-    await this.mapWithin(dataset, options.deadlineMs ?? this.o.deadlineMs);
+    await this.mapWithin(dataset, deadlineOf(options, this.o.deadlineMs, dataset));
     const config = this.follower.config(dataset);
     if (!config) throw new ShardherdClientError('UNKNOWN_DATASET', `the cluster ${this.options.topicPrefix ?? 'shardherd'} has no dataset ${dataset}`, { dataset });
     return config;
@@ -214,7 +217,7 @@ export class ShardherdClient {
    * once `deadlineMs` (default the client's `connectTimeoutMs`) passed.
    */
   async whenServed(dataset: DatasetRef, options: { readonly deadlineMs?: number } = {}): Promise<void> {
-    const deadlineMs = options.deadlineMs ?? this.o.connectTimeoutMs;
+    const deadlineMs = deadlineOf(options, this.o.connectTimeoutMs, dataset);
     const started = this.clock.now();
     const map = await this.mapWithin(dataset, deadlineMs);
     const unserved = (): number[] => {
@@ -254,12 +257,14 @@ export class ShardherdClient {
   /**
    * Sends `payload` (JSON) to a copy serving the target shard and resolves with the handler's answer.
    * Rejects with a `ShardherdClientError`: `UNKNOWN_DATASET`, `SHARD_OUT_OF_RANGE`, `NOT_SERIALIZABLE`
-   * (nothing sent), `HANDLER_FAILED` (a `HandlerError`), `SHARD_UNAVAILABLE` (every serving copy failed,
-   * or none serves), `DEADLINE_EXCEEDED`, `TOO_MANY_REDIRECTS`, `CLOSED`.
+   * and `INVALID_OPTION` (nothing sent), `OVERLOADED` (`maxInFlight` requests in flight already:
+   * nothing sent), `HANDLER_FAILED` (a `HandlerError`), `SHARD_UNAVAILABLE` (every serving copy
+   * failed until the deadline, the retry budget is spent, or none serves), `DEADLINE_EXCEEDED`,
+   * `TOO_MANY_REDIRECTS`, `CLOSED` (also when the client closes while the request is in flight).
    */
   async request<R = unknown>(dataset: DatasetRef, target: RequestTarget, payload: unknown, options: RequestOptions = {}): Promise<R> {
+    const deadlineMs = deadlineOf(options, this.o.deadlineMs, dataset);
     const body = serialise(payload, dataset);
-    const deadlineMs = options.deadlineMs ?? this.o.deadlineMs;
     const started = this.clock.now();
     // The map at hand without a wait (the usual case): an await costs on every request.
     const map = (!this.closed && this.follower.follower(dataset)?.mapper) || (await this.mapWithin(dataset, deadlineMs));
@@ -273,8 +278,8 @@ export class ShardherdClient {
    * it never rejects for one shard's failure (only for the dataset or the payload).
    */
   async fanOut<R = unknown>(dataset: DatasetRef, query: { readonly shardKey: Labels; readonly spread?: number }, payload: unknown, options: RequestOptions = {}): Promise<FanOutResult<R>> {
+    const deadlineMs = deadlineOf(options, this.o.deadlineMs, dataset);
     const body = serialise(payload, dataset);
-    const deadlineMs = options.deadlineMs ?? this.o.deadlineMs;
     const started = this.clock.now();
     const map = await this.mapWithin(dataset, deadlineMs);
     const spread = query.spread ?? this.follower.config(dataset)?.spread ?? 0;
@@ -299,6 +304,7 @@ export class ShardherdClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closing.cancel(new ShardherdClientError('CLOSED', 'the client was closed while the request was in flight'));
     this.suspicions.close();
     await this.follower.close();
     this.transport.close();
@@ -343,6 +349,7 @@ export class ShardherdClient {
   }
 
   private async call<R>(dataset: DatasetRef, shard: number, body: string, deadlineMs: number, options: RequestOptions): Promise<R> {
+    if (this.closed) throw new ShardherdClientError('CLOSED', 'the client is closed', { dataset, shard });
     if (this.inFlight >= this.o.maxInFlight) {
       throw new ShardherdClientError('OVERLOADED', `${dataset}/${shard}: this client has ${this.inFlight} requests in flight already (maxInFlight ${this.o.maxInFlight}); nothing was sent`, { dataset, shard });
     }
@@ -393,6 +400,7 @@ export class ShardherdClient {
       maxRedirects: this.o.maxRedirects,
       retryBackoffMs: this.o.retryBackoffMs,
       dataset,
+      cancellation: this.closing,
     }) as Promise<R>;
   }
 
@@ -468,6 +476,19 @@ function asClientError(e: unknown, dataset: string, shard: number): ShardherdCli
   return e instanceof ShardherdClientError ? e : new ShardherdClientError('SHARD_UNAVAILABLE', `${dataset}/${shard}: ${e instanceof Error ? e.message : String(e)}`, { dataset, shard, cause: e });
 }
 
+/** The longest wait a timer can hold (Node's timers fire at once beyond it): about 24.8 days. */
+const MAX_WAIT_MS = 2_147_483_647;
+
+/** A call's deadline: its own, else the client's; a typed `INVALID_OPTION` when it cannot be waited for. */
+function deadlineOf(options: { readonly deadlineMs?: number }, fallback: number, dataset: string): number {
+  const v = options.deadlineMs;
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > MAX_WAIT_MS) {
+    throw new ShardherdClientError('INVALID_OPTION', `deadlineMs must be a positive number of milliseconds up to ${MAX_WAIT_MS}, got ${String(v)}; nothing was sent`, { dataset });
+  }
+  return v;
+}
+
 function wholeAtLeastOne(value: number | undefined, fallback: number, key: string): number {
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < 1) throw new RangeError(`ShardherdClient option ${key} must be a whole number >= 1, got ${String(value)}`);
@@ -476,6 +497,6 @@ function wholeAtLeastOne(value: number | undefined, fallback: number, key: strin
 
 function positive(value: number | undefined, fallback: number, key: string): number {
   const v = value ?? fallback;
-  if (!(v > 0) || !Number.isFinite(v)) throw new RangeError(`ShardherdClient option ${key} must be a positive number of milliseconds, got ${String(value)}`);
+  if (!(v > 0) || !Number.isFinite(v) || v > MAX_WAIT_MS) throw new RangeError(`ShardherdClient option ${key} must be a positive number of milliseconds up to ${MAX_WAIT_MS}, got ${String(value)}`);
   return v;
 }

@@ -51,6 +51,13 @@ export interface DatasetServerOptions {
 /** The handler calls a dataset server runs at once when `maxInFlight` is not set. */
 export const DEFAULT_MAX_IN_FLIGHT = 256;
 
+/** `maxInFlight` or its default; a `RangeError` naming it when it is not a whole number >= 1. */
+export function checkedMaxInFlight(options: DatasetServerOptions): number {
+  const v = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`serve option maxInFlight must be a whole number >= 1, got ${String(options.maxInFlight)}`);
+  return v;
+}
+
 export class DatasetServer {
   private constructor(
     private readonly server: Server,
@@ -60,8 +67,7 @@ export class DatasetServer {
 
   static async open(dataset: DatasetRef, handler: ShardRequestHandler, node: ServingNode, options: DatasetServerOptions = {}): Promise<DatasetServer> {
     const host = options.host ?? '127.0.0.1';
-    const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
-    if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`serve option maxInFlight must be a whole number >= 1, got ${String(options.maxInFlight)}`);
+    const maxInFlight = checkedMaxInFlight(options);
     let inFlight = 0;
     const prefix = requestPath(dataset, 0).slice(0, -1);
     // A request that fails before it is answered (its connection lost mid-body) is dropped with its socket.

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { Bus, BusSubscription } from '../cluster/bus.js';
 import type { DatasetRef, Incarnation, NodeId } from '../core/ids.js';
-import { DatasetServer, type DatasetServerOptions, type ServingNode, type ShardRequestHandler } from './dataset-server.js';
+import { checkedMaxInFlight, DatasetServer, type DatasetServerOptions, type ServingNode, type ShardRequestHandler } from './dataset-server.js';
 import { endpointRecord, parseEndpointsRecord, withdrawnRecord, type Endpoint } from './routed-wire.js';
 
 export interface NodeServingParams {
@@ -38,6 +38,8 @@ export class NodeServing {
 
   /** Registers (or replaces) a dataset's handler; opens its server now if the node runs. */
   async serve(dataset: DatasetRef, handler: ShardRequestHandler, options: DatasetServerOptions): Promise<void> {
+    // Refused at registration, not when a later start opens the server.
+    checkedMaxInFlight(options);
     this.handlers.set(dataset, { handler, options });
     const old = this.servers.get(dataset);
     this.servers.delete(dataset);

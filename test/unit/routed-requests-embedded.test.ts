@@ -187,6 +187,13 @@ describe('routed requests on an embedded cluster', () => {
     const t0 = Date.now();
     expect(await code(cl.request(ds, { shard: 1 }, { kind: 'hang' }, { deadlineMs: 800 }))).toBe('DEADLINE_EXCEEDED');
     expect(Date.now() - t0).toBeLessThan(1_500);
+    // Deadlines that cannot be waited for: refused before anything is sent (a timer beyond ~24.8
+    // days would fire at once).
+    for (const deadlineMs of [-5, 0, Number.NaN, Number.POSITIVE_INFINITY, 1e12]) {
+      expect(await code(cl.request(ds, { shard: 1 }, {}, { deadlineMs })), `deadlineMs ${deadlineMs}`).toBe('INVALID_OPTION');
+    }
+    await expect(ShardherdClient.connectEmbedded(c, { deadlineMs: 1e12 })).rejects.toThrow(/deadlineMs must be a positive number/);
+    await expect(c.node('a').serve(ds, () => null, { maxInFlight: 0 })).rejects.toThrow(/maxInFlight must be a whole number >= 1/);
     // A fan-out over every shard: answers merged, each shard once.
     const all = await cl.fanOut<Answer>(ds, { shardKey: { _ws_: 'w', _ns_: 'n' }, spread: 4 }, {});
     expect(all.errors).toEqual([]);
@@ -263,5 +270,18 @@ describe('routed requests on an embedded cluster', () => {
     } finally {
       await cl.close();
     }
+  }, 30_000);
+
+  it('a client closed while requests are in flight ends them at once with CLOSED, and refuses new ones', async () => {
+    const { cluster: c } = await servingCluster(2);
+    const cl = await ShardherdClient.connectEmbedded(c, { name: 'closing', deadlineMs: 10_000 });
+    await cl.whenServed(ds);
+    const t0 = Date.now();
+    const hanging = Promise.all([0, 1, 2].map((shard) => cl.request(ds, { shard }, { kind: 'hang' }).then(() => 'answered', (e: unknown) => (e as ShardherdClientError).code)));
+    await sleep(200);
+    await cl.close();
+    expect(await hanging).toEqual(['CLOSED', 'CLOSED', 'CLOSED']);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    await expect(cl.request(ds, { shard: 0 }, {})).rejects.toMatchObject({ code: 'CLOSED' });
   }, 30_000);
 });

@@ -9,6 +9,7 @@ import type { ShardCheck } from '../../src/core/shard-check.js';
 import { ShardherdClientError } from '../../src/client/client-errors.js';
 import { LatencyWindow, ReplicaChoice, Suspicions } from '../../src/client/replica-choice.js';
 import { RetryBudget } from '../../src/client/retry-budget.js';
+import { Cancellation } from '../../src/core/cancellation.js';
 import { callShard, type AttemptAnswer, type CallOptions, type CallPorts } from '../../src/client/shard-call.js';
 
 const n = (x: string) => x as NodeId;
@@ -223,6 +224,23 @@ describe('callShard', () => {
     clock.advance(100);
     await flush();
     expect((await single).value).toBe('from b');
+  });
+
+  it('ends at once with the reason of its cancellation (the client closed), calling off the attempts in flight', async () => {
+    const clock = new SimulatedClock(0);
+    const f = fakePorts(clock, ['a', 'b'], { a: never, b: never });
+    const closing = new Cancellation();
+    const call = settle(callShard(f.ports, 0, { ...OPTIONS, cancellation: closing }));
+    await flush();
+    expect(f.asked).toEqual(['a']);
+    const closed = new ShardherdClientError('CLOSED', 'the client was closed');
+    closing.cancel(closed);
+    expect((await call).error).toBe(closed);
+    expect(f.aborted).toEqual(['a']);
+    // Already cancelled: nothing is asked.
+    const g = fakePorts(clock, ['a'], {});
+    expect((await settle(callShard(g.ports, 0, { ...OPTIONS, cancellation: closing }))).error).toBe(closed);
+    expect(g.asked).toEqual([]);
   });
 
   it('errors are typed ShardherdClientErrors with the dataset and shard', async () => {
