@@ -183,8 +183,13 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
       };
       const at = Date.now();
       for (const node of order) {
+        const itsShards = await shardsOf(node);
         await h.stopNode(node);
-        await watch();
+        // Until the map shows its copies down: the cluster has seen it go (and so waits for it).
+        await waitFor(`RF ${rf}: ${node}'s copies seen down`, async () => {
+          await watch();
+          return (await h.serving()).every((nodes, s) => !itsShards.has(s) || !nodes.includes(node));
+        }, 60_000, 50);
         await h.start(node);
         await waitFor(`RF ${rf}: every copy serving again after ${node}'s restart`, async () => {
           await watch();
