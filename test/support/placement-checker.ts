@@ -7,7 +7,7 @@
 // output it lists what breaks the hard rules and measures it the same way. Each answer comes with a
 // witness map, so a claim "the strategy could have done better" can be checked by hand.
 import type { Placement, PlacementInput } from '../../src/core/placement/placement-types.js';
-import { readContract, sameObjective, scaledLoad, scoreMap, validityProblems, type ContractView, type MapScore, type Objective, type Problem } from './exact-placement/contract.js';
+import { readContract, sameObjective, scaledLoad, scoreMap, validityProblems, withChosenBounds, type ContractView, type MapScore, type Objective, type Problem } from './exact-placement/contract.js';
 import type { FairShare } from './exact-placement/fair-shares.js';
 import { bestMapWithin, type LoadBounds } from './exact-placement/placement-flow.js';
 
@@ -37,8 +37,13 @@ export interface PlacementVerdict {
 /** Scaled values closer than this are the same value (they come from different float divisions). */
 const SPREAD_TOLERANCE = 1e-9;
 
+/** The input read as the contract says, its bounds chosen by the flow (see `withChosenBounds`). */
+function contractView(input: PlacementInput): ContractView {
+  return withChosenBounds(readContract(input), (view) => scoreMap(view, bestMapWithin(view, view.shares)).violation === 0);
+}
+
 export function exactOptimum(input: PlacementInput): ExactOptimum {
-  const view = readContract(input);
+  const view = contractView(input);
   const witness = bestMapWithin(view, view.shares);
   const objective = objectiveOf(scoreMap(view, witness));
   const shares = view.present.map((n, i) => ({ id: n.id as string, share: view.shares[i]! }));
@@ -48,13 +53,13 @@ export function exactOptimum(input: PlacementInput): ExactOptimum {
 }
 
 export function checkPlacement(input: PlacementInput, output: Placement): PlacementVerdict {
-  const view = readContract(input);
+  const view = contractView(input);
   return { problems: validityProblems(view, output), own: scoreMap(view, output), exact: exactOptimum(input) };
 }
 
 /** The contract's measures of any map for this input (a witness, a map made by hand). */
 export function scorePlacement(input: PlacementInput, map: Placement): { readonly problems: readonly Problem[]; readonly score: MapScore } {
-  const view = readContract(input);
+  const view = contractView(input);
   return { problems: validityProblems(view, map), score: scoreMap(view, map) };
 }
 

@@ -11,6 +11,7 @@ import { bruteForceOptimum } from '../support/exact-placement/brute-force.js';
 import type { ContractNode } from '../support/exact-placement/contract.js';
 import { MinCostFlow } from '../support/exact-placement/min-cost-flow.js';
 import { checkPlacement, exactOptimum, fairShares, invalidInputReason, scorePlacement, type ProblemKind } from '../support/placement-checker.js';
+import { readContract } from '../support/exact-placement/contract.js';
 import { RandomPlacementHistory } from '../support/random-placement-steps.js';
 import { judgeStep } from '../support/strategy-vs-checker.js';
 
@@ -132,9 +133,28 @@ describe('the contract as the checker reads it', () => {
     // RF 2: shard 0 is frozen on absent `a` in r0, so it may only add a copy in r1; shard 1 may use
     // both. r0 may hold 1 copy, not 2: heavy `q` gets 1 (not 2.25), and `p` the other 2.
     const input: PlacementInput = { numShards: 2, replicationFactor: 2, nodes: [node('a', 'r0', 1, true), node('p', 'r1'), node('q', 'r0', 3)], current: map([['a'], []]) };
+    expect(readContract(input).shares.map((s) => s.q)).toEqual([2, 1]);
+    // The contract's bounds while `a` is absent are those as if it were present (issue 33), since a
+    // map meets them: r0 capped at 2 copies shared by weight, q 1.5 (1..2) and a 0.5; p 2.
     const best = exactOptimum(input);
-    expect(best.shares.map((s) => [s.id, s.share.q])).toEqual([['p', 2], ['q', 1]]);
+    expect(best.shares.map((s) => [s.id, s.share.q])).toEqual([['p', 2], ['q', 1.5]]);
     expect(best.objective).toEqual({ placed: 3, violation: 0, moves: 3 });
+  });
+
+  it('keeps a map while a node is away: the bounds as if it were present (issue 33\'s smallest case)', () => {
+    // 1 shard, RF 2; n0 (r0, weight 4) is absent and holds nothing; over the present nodes alone
+    // n3 (r0, weight 3) would have to hold the copy r0 may take, a move; as if n0 were present, r0's
+    // share is split 4:3 and n3 may hold none: the map stays.
+    const input: PlacementInput = { numShards: 1, replicationFactor: 2, nodes: [node('n0', 'r0', 4, true), node('n1', 'r1'), node('n2', 'r2'), node('n3', 'r0', 3)], current: map([['n1', 'n2']]) };
+    const brute = bruteForceOptimum(input);
+    expect(brute.objective).toEqual({ placed: 2, violation: 0, moves: 0 });
+    expect(exactOptimum(input).objective).toEqual(brute.objective);
+    // When no map meets those bounds (the absent node's copies had to be placed again), the shares
+    // over the present nodes decide, as before: RF 1, 6 shards, n0 absent with its 2 re-placed; as
+    // if present each would hold exactly 2, and 6 copies do not fit on two nodes at 2.
+    const lost: PlacementInput = { numShards: 6, replicationFactor: 1, nodes: [node('n0', 'r0', 1, true), node('n1', 'r1'), node('n2', 'r2')], current: map([[], [], ['n1'], ['n1'], ['n2'], ['n2']]) };
+    expect(exactOptimum(lost).shares.map((s) => s.share.q)).toEqual([3, 3]);
+    expect(bruteForceOptimum(lost).objective).toEqual(exactOptimum(lost).objective);
   });
 
   it('eases a bound before it saves a move: violation outranks moves', () => {
@@ -253,7 +273,7 @@ describe('the judge of a strategy (test/support/strategy-vs-checker.ts)', () => 
         previous = output!;
       }
     }
-  });
+  }, 60_000);
 
   it('flags a strategy whose map depends on the order of the nodes', () => {
     const firstListed: PlacementStrategy = { name: 'first-listed', place: (input) => ok(input.current.map(() => [input.nodes[0]!.id])) };

@@ -8,8 +8,10 @@
 // spread search (spread-search.ts) when weights or capped groups leave a choice of spread.
 import type { NodeId } from '../ids.js';
 import { err, ok, type Result } from '../result.js';
+import type { CopyTable } from './copy-table.js';
 import { placeByFlow } from './flow-placement.js';
 import { fillGroups } from './group-fill.js';
+import { outcomeOf } from './placement-outcome.js';
 import { PlacementProblem } from './placement-problem.js';
 import type { Placement, PlacementError, PlacementInput, PlacementStrategy } from './placement-types.js';
 import { narrowSpread } from './spread-search.js';
@@ -33,12 +35,27 @@ export class BalancedPlacementStrategy implements PlacementStrategy {
     const invalid = validate(input);
     if (invalid) return err({ type: 'InvalidPlacementInput', message: invalid });
     if (input.nodes.length === 0) return ok(input.current.map(() => []));
-    const problem = new PlacementProblem(input);
-    const table = fillGroups(problem) ?? narrowSpread(problem, placeByFlow(problem));
+    const { problem, table } = decide(input);
     const out = new Array<readonly NodeId[]>(input.numShards);
     for (let s = 0; s < input.numShards; s++) out[s] = problem.idsOf(s, table.nodes, s * table.width, table.count(s));
     return ok(out);
   }
+}
+
+/**
+ * While nodes are absent, the bounds of the shares as if they were present come first: the map that
+ * was at the optimum before an absence meets them, so an absence alone moves nothing. When no map
+ * placing every copy it can meets them (copies the absent nodes held had to be placed again), the
+ * shares over the present nodes decide, as without absences.
+ */
+function decide(input: PlacementInput): { problem: PlacementProblem; table: CopyTable } {
+  const problem = new PlacementProblem(input);
+  if (problem.anyAbsent) {
+    const asIf = new PlacementProblem(input, { asIfAbsentPresent: true });
+    const table = placeByFlow(asIf);
+    if (outcomeOf(asIf, table).violation === 0) return { problem: asIf, table: narrowSpread(asIf, table) };
+  }
+  return { problem, table: fillGroups(problem) ?? narrowSpread(problem, placeByFlow(problem)) };
 }
 
 function validate(input: PlacementInput): string | undefined {

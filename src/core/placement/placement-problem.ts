@@ -40,7 +40,12 @@ export class PlacementProblem {
   /** Weighted load of a node = load × scale / weight: W/N over present nodes (1 when all weigh 1). */
   readonly scale: number;
 
-  constructor(readonly input: PlacementInput) {
+  /**
+   * `asIfAbsentPresent`: the bounds of the shares every node would have if the absent ones were
+   * present (docs/PLACEMENT.md, "What exact means"; the strategy tries them first while nodes are
+   * absent). Otherwise the shares over the present nodes.
+   */
+  constructor(readonly input: PlacementInput, options: { readonly asIfAbsentPresent?: boolean } = {}) {
     this.nodes = sortedById(input.nodes);
     // Groups numbered by first appearance in id order: as independent of input order as a sort by name.
     const count = this.nodes.length;
@@ -96,10 +101,36 @@ export class PlacementProblem {
       this.groupCapacity[this.groupOf[i]!]! += this.heldLoad[i]!;
     }
     this.presentTotal = total;
-    const shares = fairShares(this.groupOf, this.presentWeight, total, this.groupCapacity);
+    const shares = options.asIfAbsentPresent ? this.sharesAsIfAbsentPresent() : fairShares(this.groupOf, this.presentWeight, total, this.groupCapacity);
     this.lo = shares.lo;
     this.hi = shares.hi;
     this.scale = presentCount > 0 ? presentWeight / presentCount : 1;
+  }
+
+  /** Whether some listed node is absent. */
+  get anyAbsent(): boolean {
+    return this.presentCount < this.nodes.length;
+  }
+
+  /**
+   * Every node's share as if the absent ones were present: each non-held shard's c copies to share
+   * by weight over every node, each group holding one copy of each at most, held copies where they
+   * are (`heldLoad` counts them on absent nodes too). The absent nodes' own shares are not used:
+   * their load is what they hold.
+   */
+  private sharesAsIfAbsentPresent(): { readonly lo: Int32Array; readonly hi: Int32Array } {
+    const count = this.nodes.length;
+    const weight = new Float64Array(count);
+    for (let i = 0; i < count; i++) weight[i] = this.nodes[i]!.weight;
+    let open = 0;
+    for (let s = 0; s < this.shards; s++) if (!(this.held.size > 0 && this.held.has(s))) open++;
+    const capacity = new Int32Array(this.groupCount).fill(open);
+    let total = open * this.copies;
+    for (let i = 0; i < count; i++) {
+      total += this.heldLoad[i]!;
+      capacity[this.groupOf[i]!]! += this.heldLoad[i]!;
+    }
+    return fairShares(this.groupOf, weight, total, capacity);
   }
 
   /**

@@ -3,7 +3,7 @@
 // scored from scratch. Exponential; meant for a handful of shards and nodes.
 import type { NodeId } from '../../../src/core/ids.js';
 import type { PlacementInput } from '../../../src/core/placement/placement-types.js';
-import { betterObjective, readContract, sameObjective, scaledLoad, shardProblems, type Objective } from './contract.js';
+import { betterObjective, readContract, sameObjective, scaledLoad, shardProblems, withChosenBounds, type ContractView, type Objective } from './contract.js';
 
 export interface BruteForceOptimum {
   readonly objective: Objective;
@@ -20,7 +20,12 @@ interface Option {
 }
 
 export function bruteForceOptimum(input: PlacementInput, maxMaps = 2_000_000): BruteForceOptimum {
-  const view = readContract(input);
+  // The bounds chosen by enumeration too: no flow in this checker of the flow checker.
+  const view = withChosenBounds(readContract(input), (asIf) => enumerate(asIf, maxMaps).objective.violation === 0);
+  return enumerate(view, maxMaps);
+}
+
+function enumerate(view: ContractView, maxMaps: number): BruteForceOptimum {
   const listed = [...view.groupOf.keys()].sort() as NodeId[];
   const options: Option[][] = [];
   for (let s = 0; s < view.numShards; s++) {

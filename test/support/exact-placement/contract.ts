@@ -13,6 +13,10 @@
 // - Fair share over P: T = Σ_held (copies on P) + Σ_non-held (c − |F_s|); a group g holds at most
 //   cap_g = Σ_held (copies on g's present nodes) + #{non-held s : |F_s| < c, F_s has no copy in g};
 //   water-filled by weight (fair-shares.ts) into q_i, bounds lo_i = ⌊q_i⌋ and hi_i = ⌈q_i⌉.
+// - While A is not empty (issue 33: an absence alone moves nothing), the bounds are instead those
+//   of the shares as if every node of A were present (P ∪ A by weight, every non-held shard's c
+//   copies to share, each group holding at most one of each, held copies where they are), read for
+//   P, whenever some valid map placing the most copies violates none of them; else those over P.
 // - Objective, lexicographic: placed = Σ|N_s| most; violation = Σ_i max(0, lo_i − load_i) +
 //   max(0, load_i − hi_i) least; moves = Σ|N_s \ current_s| least; then (when violation is 0)
 //   the weighted spread max − min of load_i·k/w_i, k = W_P/|P|, least.
@@ -53,6 +57,8 @@ export interface ContractView {
   /** cap_g for every group with a present node. */
   readonly capacity: ReadonlyMap<string, number>;
   readonly shares: readonly FairShare[];
+  /** While A is not empty: each present node's share as if A were present (see `withChosenBounds`). */
+  readonly sharesAsIfPresent: readonly FairShare[] | undefined;
   /** k = W_P/|P|: a node's load scaled by k/w is comparable across weights. */
   readonly scale: number;
 }
@@ -146,8 +152,48 @@ export function readContract(input: PlacementInput): ContractView {
     total,
     capacity,
     shares: fairShares(present, total, capacity),
+    sharesAsIfPresent: absent.size === 0 ? undefined : asIfPresent(input, nodes, present),
     scale: present.length === 0 ? 1 : weightSum / present.length,
   };
+}
+
+/** Each present node's share with every node present: c copies of each non-held shard, held copies where they are. */
+function asIfPresent(input: PlacementInput, nodes: readonly ContractNode[], present: readonly PlacementNode[]): FairShare[] {
+  const all = nodes.map(({ id, group, weight }) => ({ id, group, weight }));
+  const groups = new Set(all.map((n) => n.group));
+  const copies = Math.min(input.replicationFactor, groups.size);
+  const listed = new Set(all.map((n) => n.id as string));
+  const held = input.held ?? new Set<number>();
+  let open = 0;
+  let total = 0;
+  const heldIn = new Map<string, number>([...groups].map((g) => [g, 0]));
+  input.current.forEach((ids, s) => {
+    if (!held.has(s)) {
+      open++;
+      total += copies;
+      return;
+    }
+    for (const id of new Set(ids)) {
+      if (!listed.has(id)) continue;
+      const g = all.find((n) => n.id === id)!.group;
+      heldIn.set(g, heldIn.get(g)! + 1);
+      total++;
+    }
+  });
+  const capacity = new Map<string, number>([...groups].map((g) => [g, open + heldIn.get(g)!]));
+  const shares = fairShares(all, total, capacity);
+  return present.map((n) => shares[all.findIndex((m) => m.id === n.id)]!);
+}
+
+/**
+ * The contract's bounds: while A is not empty, the shares as if A were present when
+ * `violationFree(those shares)` (some valid map placing the most copies violates none of them),
+ * else the shares over P. Deciding it needs a solver, which the caller brings.
+ */
+export function withChosenBounds(view: ContractView, violationFree: (view: ContractView) => boolean): ContractView {
+  if (view.sharesAsIfPresent === undefined) return view;
+  const asIf = { ...view, shares: view.sharesAsIfPresent };
+  return violationFree(asIf) ? asIf : view;
 }
 
 /** The contract's lexicographic objective, best first: placed ↑, then violation ↓, then moves ↓. */
