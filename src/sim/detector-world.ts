@@ -339,11 +339,13 @@ export class DetectorWorld {
       const mid = (a + b) / 2;
       const blocked = (a: string, b: string) => this.isCut(a, b, mid) || this.refusals.some((r) => r.from === a && r.to === b && inside(r.interval, mid));
       const reachedBy = this.isDown(node, mid) ? 0 : observers.filter((o) => !this.isDown(o, mid) && !blocked(node, o) && !blocked(o, node)).length;
-      // A moment of reach shorter than a heartbeat interval carries no heartbeat for sure: it
-      // does not end the run (a refusal window ending 10 ms before a pause, say).
+      // A moment of reach shorter than a probe period does not end the run (a refusal window ending
+      // 10 ms before a pause, say): the helpers vote on probes, one per probe period, and a moment
+      // between two of them shows nobody that the node is back (seed 19010: 193 ms of reach
+      // between 807 ms of resets and a stall, the singleton's own link still cut one way).
       if (reachedBy * 2 > observers.length) {
         gap += b - a;
-        if (gap >= this.settings.heartbeatIntervalMs) run = 0;
+        if (gap >= Math.max(this.settings.heartbeatIntervalMs, probePeriodMs(this.settings))) run = 0;
       } else {
         run += b - a;
         gap = 0;

@@ -171,10 +171,14 @@ const RESET_EVICTION_SEEDS: readonly number[] = [3, 7, 105, 117, 127, 139, 145, 
  *   world's faults: a node crashed just before the handover was evicted by the successor after the
  *   bound of an undisturbed cluster (I12); the simulator now counts a handover as a disturbance, as
  *   it does a singleton's crash. The seed keeps a handover right after a crash in the regressions.
+ * - Seed 19010, I10 judged by the simulator too strictly: a node was evicted after 807 ms of
+ *   resets, 193 ms of reach (its link to the singleton still cut one way, so no reconnect) and a
+ *   stall, 1485 ms of silence in all; a moment of reach shorter than a probe period now does not
+ *   end the run of unreachable time (the helpers vote on probes, one per probe period).
  */
 const WORLD_REGRESSION_SEEDS: readonly { readonly seed: number; readonly worldFaults: boolean }[] = [
   { seed: 540, worldFaults: false }, { seed: 868, worldFaults: false },
-  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142, 1693].map((seed) => ({ seed, worldFaults: true })),
+  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142, 1693, 19010].map((seed) => ({ seed, worldFaults: true })),
 ];
 
 const describeFailure = (r: SeedResult) =>
