@@ -17,7 +17,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let cluster: EmbeddedCluster | undefined;
 let client: ShardherdClient | undefined;
+/** Clients a test connects besides the cluster's own, closed after it. */
+const others: ShardherdClient[] = [];
 afterEach(async () => {
+  for (const other of others.splice(0)) await other.close();
   await client?.close();
   await cluster?.stop();
   client = undefined;
@@ -33,6 +36,13 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 }
 
 type Answer = { node: string; shard: number };
+
+/** One more client of the embedded cluster, closed after the test. */
+async function anotherClient(c: EmbeddedCluster, options: Parameters<typeof ShardherdClient.connectEmbedded>[1]): Promise<ShardherdClient> {
+  const cl = await ShardherdClient.connectEmbedded(c, options);
+  others.push(cl);
+  return cl;
+}
 
 async function servingCluster(rf: number, serveOptions: { maxInFlight?: number } = {}): Promise<{ cluster: EmbeddedCluster; client: ShardherdClient }> {
   const c = new EmbeddedCluster({
@@ -208,42 +218,34 @@ describe('routed requests on an embedded cluster', () => {
 
   it('a slow handler still answers: the deadline is the only give-up time (RF 2, 1200 ms handler, 1000 ms attempts)', async () => {
     const { cluster: c } = await servingCluster(2);
-    const cl = await ShardherdClient.connectEmbedded(c, { name: 'slow' });
-    try {
-      await cl.whenServed(ds);
-      const t0 = Date.now();
-      const answers = await Promise.all([0, 5, 9].map((shard) => cl.request<Answer>(ds, { shard }, { kind: 'slow' }, { deadlineMs: 5_000 })));
-      expect(answers.map((a) => a.shard)).toEqual([0, 5, 9]);
-      // The first copy's answer, not a second 1200 ms after the attempt timer.
-      expect(Date.now() - t0).toBeLessThan(2_000);
-    } finally {
-      await cl.close();
-    }
+    const cl = await anotherClient(c, { name: 'slow' });
+    await cl.whenServed(ds);
+    const t0 = Date.now();
+    const answers = await Promise.all([0, 5, 9].map((shard) => cl.request<Answer>(ds, { shard }, { kind: 'slow' }, { deadlineMs: 5_000 })));
+    expect(answers.map((a) => a.shard)).toEqual([0, 5, 9]);
+    // The first copy's answer, not a second 1200 ms after the attempt timer.
+    expect(Date.now() - t0).toBeLessThan(2_000);
   }, 30_000);
 
   it('bounds requests in flight: one more than maxInFlight is refused at once, typed; the others are answered', async () => {
     const { cluster: c } = await servingCluster(2);
-    const cl = await ShardherdClient.connectEmbedded(c, { name: 'bounded', maxInFlight: 4 });
-    try {
-      await cl.whenServed(ds);
-      const outcomes = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => {
-          const t0 = Date.now();
-          return cl.request<Answer>(ds, { shard: i }, { kind: 'slow' }).then(
-            () => ({ ok: true as const, ms: Date.now() - t0 }),
-            (e: unknown) => ({ ok: false as const, code: (e as ShardherdClientError).code, ms: Date.now() - t0 }),
-          );
-        }),
-      );
-      expect(outcomes.filter((o) => o.ok)).toHaveLength(4);
-      const refused = outcomes.filter((o) => !o.ok);
-      expect(refused.map((o) => o.code)).toEqual(Array(6).fill('OVERLOADED'));
-      for (const o of refused) expect(o.ms).toBeLessThan(100);
-      // The bound frees as requests end.
-      expect((await cl.request<Answer>(ds, { shard: 1 }, {})).shard).toBe(1);
-    } finally {
-      await cl.close();
-    }
+    const cl = await anotherClient(c, { name: 'bounded', maxInFlight: 4 });
+    await cl.whenServed(ds);
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => {
+        const t0 = Date.now();
+        return cl.request<Answer>(ds, { shard: i }, { kind: 'slow' }).then(
+          () => ({ ok: true as const, ms: Date.now() - t0 }),
+          (e: unknown) => ({ ok: false as const, code: (e as ShardherdClientError).code, ms: Date.now() - t0 }),
+        );
+      }),
+    );
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(4);
+    const refused = outcomes.filter((o) => !o.ok);
+    expect(refused.map((o) => o.code)).toEqual(Array(6).fill('OVERLOADED'));
+    for (const o of refused) expect(o.ms).toBeLessThan(100);
+    // The bound frees as requests end.
+    expect((await cl.request<Answer>(ds, { shard: 1 }, {})).shard).toBe(1);
   }, 30_000);
 
   it('a node running maxInFlight requests answers one more as overloaded, and the client asks the other copy', async () => {
@@ -257,24 +259,20 @@ describe('routed requests on an embedded cluster', () => {
 
   it('whenServed resolves once every shard has a reachable serving copy, and names the shards that have none', async () => {
     const { cluster: c } = await servingCluster(2);
-    const cl = await ShardherdClient.connectEmbedded(c, { name: 'ready' });
-    try {
-      await cl.whenServed(ds, { deadlineMs: 5_000 });
-      const map = cl.map(ds)!;
-      for (let s = 0; s < NUM_SHARDS; s++) expect(map.servingNodes(s).length).toBeGreaterThan(0);
-      // Right after it resolves, a request to every shard answers at once.
-      const t0 = Date.now();
-      for (let s = 0; s < NUM_SHARDS; s++) expect((await cl.request<Answer>(ds, { shard: s }, {})).shard).toBe(s);
-      expect(Date.now() - t0).toBeLessThan(2_000);
-      await expect(cl.whenServed('nosuch' as DatasetRef, { deadlineMs: 1_000 })).rejects.toMatchObject({ code: 'UNKNOWN_DATASET' });
-    } finally {
-      await cl.close();
-    }
+    const cl = await anotherClient(c, { name: 'ready' });
+    await cl.whenServed(ds, { deadlineMs: 5_000 });
+    const map = cl.map(ds)!;
+    for (let s = 0; s < NUM_SHARDS; s++) expect(map.servingNodes(s).length).toBeGreaterThan(0);
+    // Right after it resolves, a request to every shard answers at once.
+    const t0 = Date.now();
+    for (let s = 0; s < NUM_SHARDS; s++) expect((await cl.request<Answer>(ds, { shard: s }, {})).shard).toBe(s);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    await expect(cl.whenServed('nosuch' as DatasetRef, { deadlineMs: 1_000 })).rejects.toMatchObject({ code: 'UNKNOWN_DATASET' });
   }, 30_000);
 
   it('a client closed while requests are in flight ends them at once with CLOSED, and refuses new ones', async () => {
     const { cluster: c } = await servingCluster(2);
-    const cl = await ShardherdClient.connectEmbedded(c, { name: 'closing', deadlineMs: 10_000 });
+    const cl = await anotherClient(c, { name: 'closing', deadlineMs: 10_000 });
     await cl.whenServed(ds);
     const t0 = Date.now();
     const hanging = Promise.all([0, 1, 2].map((shard) => cl.request(ds, { shard }, { kind: 'hang' }).then(() => 'answered', (e: unknown) => (e as ShardherdClientError).code)));
