@@ -148,7 +148,13 @@ export function spawnIngestionActor(
     writer.offer(s.offset - 1, s.acceptedToken);
     s.checkpointOfferedAt = env.clock.now();
   };
-  /** The assignment a failure is reported for: the singleton ignores a report of an older one (§12.2). */
+  /**
+   * The assignment a failure is reported for, read when the copy fails (the one its node now waits
+   * to see replaced): the singleton ignores a report of an older one (§12.2). Not read when the
+   * report leaves: a call that timed out is reported once it ends, and by then this node may have
+   * started the copy again under a newer map (a new singleton's epoch), whose run the report does
+   * not speak of.
+   */
   const tokenOfFailure = (s: State): FencingToken | undefined => tokenOf() ?? s.acceptedToken;
   const leaseKey = `${config.ref}/${shard}`;
   const endLeaseWait = () => {
@@ -176,6 +182,7 @@ export function spawnIngestionActor(
    */
   const fail = (s: State, e: unknown) => {
     s.failed = true;
+    const failedUnder = tokenOfFailure(s);
     endLeaseWait();
     if (e instanceof SinkTimeoutError) {
       const message = e.message;
@@ -187,7 +194,7 @@ export function spawnIngestionActor(
         reported = true;
         cancelAbandon();
         if (abandoned) log.warn({ code: e.code, waitedMs: e.timeoutMs }, 'the sink call that timed out has still not ended: the failure is reported anyway, and only the fencing token refuses the call if it lands');
-        report(ShardEvents.ingestionError(config.ref, shard, env.node, message, tokenOfFailure(s)), Status.error(message));
+        report(ShardEvents.ingestionError(config.ref, shard, env.node, message, failedUnder), Status.error(message));
       };
       const cancelAbandon = env.clock.schedule(e.timeoutMs, () => reportOnce(true));
       void e.settled.then(() => reportOnce(false));
@@ -199,7 +206,7 @@ export function spawnIngestionActor(
     if (e instanceof IngestionFailure) log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
     else if (e instanceof ShardherdError && e.code === 'SINK_CONTRACT') log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed');
     else log.error({ err: e, offset: s.offset }, 'ingestion failed');
-    report(ShardEvents.ingestionError(config.ref, shard, env.node, message, tokenOfFailure(s)), Status.error(message));
+    report(ShardEvents.ingestionError(config.ref, shard, env.node, message, failedUnder), Status.error(message));
   };
 
   const initialState: State = { reader: undefined, offset: 0, start: 0, endAtStart: 0, catchUpTo: 0, recovering: false, lastPct: 0, timer: undefined, failed: false, checkpointOfferedAt: -Infinity, heldBack: false, untrack: () => {}, emptyReads: 0, pending: undefined, refusedInARow: 0, startsRefused: 0, acceptedToken: undefined };

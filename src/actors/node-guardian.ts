@@ -473,10 +473,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         await request(msg.request);
         return s;
       case 'GetSingletonState':
-        if (!s.singleton || !env.runtime.send(s.singleton.ref, { type: 'GetState', reply: msg.reply })) msg.reply(undefined);
+        // A singleton that stops with the question in its mailbox (its lease ran out) answers none.
+        if (!s.singleton) msg.reply(undefined);
+        else env.runtime.ask(s.singleton.ref, (reply) => ({ type: 'GetState' as const, reply }), msg.reply, undefined);
         return s;
       case 'GetRunning':
-        if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: msg.reply })) msg.reply([]);
+        env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), msg.reply, []);
         return s;
       case 'GetCache':
         msg.reply({ maxEpoch: s.maxEpoch, maps: s.maps.followers, configs: s.maps.configs, members: s.maps.members, singletonEpoch: s.singleton?.epoch });

@@ -143,6 +143,24 @@ export class ActorRuntime {
   }
 
   /**
+   * Sends a question answered through a reply callback, and answers `ifStopped` instead if the
+   * actor is stopped or stops before it replied (its mailbox dropped with the question in it): a
+   * question to an actor that is stopping is answered, never left waiting for ever.
+   */
+  ask<M, T>(ref: ActorRef<M>, question: (reply: (answer: T) => void) => NoInfer<M>, reply: (answer: T) => void, ifStopped: NoInfer<T>): void {
+    let answered = false;
+    let unwatch = () => {};
+    const once = (answer: T) => {
+      if (answered) return;
+      answered = true;
+      unwatch();
+      reply(answer);
+    };
+    unwatch = this.watch(ref, () => once(ifStopped));
+    if (!answered && !this.send(ref, question(once))) once(ifStopped);
+  }
+
+  /**
    * Stops an actor and its children (children first). Messages already queued are dropped (and
    * counted). nact's own stop does not reach children (it hands them to a function that resolves
    * references only), so the children are stopped here one by one.

@@ -77,7 +77,10 @@ export class SimulatedClock implements Clock {
   }
 
   schedule(delayMs: number, fn: () => void): Cancel {
-    const timer: Timer = { at: this.current + Math.max(0, delayMs), seq: this.seq++, fn, done: false };
+    // As Node's timers: a delay of a fraction of a millisecond is one millisecond (a due time a
+    // fraction later could round to the same instant, and a timer set again for what remains would
+    // never let time move).
+    const timer: Timer = { at: this.current + (delayMs > 0 ? Math.max(1, delayMs) : 0), seq: this.seq++, fn, done: false };
     this.push(timer);
     return () => {
       if (timer.done) return;

@@ -375,9 +375,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const paused = () => cluster.nodes.filter((n) => n.state === 'paused');
   const storedMaps = async () => new Map((await metaStore.shardMaps()).map((m) => [m.dataset, m] as const));
   const operations = (): Promise<NodeOperations> => metaStore.nodeOperations();
-  const adminRequest = (build: Parameters<EmbeddedCluster['request']>[0]) => ask(cluster.request(build, 5_000).catch((e: unknown) => ({ type: 'Failed', message: String(e) }) as const));
+  const adminRequest = (build: Parameters<EmbeddedCluster['request']>[0]) => ask(cluster.request(build, 5_000).catch((e: unknown) => ({ type: 'Failed', message: String(e) }) as const), 'an admin request');
   /** Waits for an answer from the cluster, letting simulated time pass if an actor is waiting on it (a delayed record). */
-  const ask = async <T>(p: Promise<T>): Promise<T> => {
+  const ask = async <T>(p: Promise<T>, what = 'a question'): Promise<T> => {
     let done = false;
     let value: T | undefined;
     void p.then((v) => {
@@ -387,7 +387,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     await driver.settle();
     for (let waited = 0; !done; waited += 50) {
       // The cluster never answering is reported as it being stuck (I14), so the seed's report, not the run, ends.
-      if (waited > 10_000) throw new SimulationStuck(`no answer from the cluster within 10 s of simulated time (seed ${seed} step ${step})`);
+      if (waited > 10_000) throw new SimulationStuck(`no answer to ${what} from the cluster within 10 s of simulated time (seed ${seed} step ${step})`);
       await driver.advance(50);
     }
     return value as T;
@@ -698,7 +698,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   async function crashSingleton(singleton: ShardherdNode, when: string): Promise<PreCrash | undefined> {
     // Asking the singleton lets simulated time pass: everything else is read after, with no time
     // passing before the crash, so it is what the MetaStore and the membership held at the crash.
-    const state = await ask(singleton.singletonState());
+    const state = await ask(singleton.singletonState(), `the singleton state of ${singleton.node}`);
     if ((await cluster.singletonNode()) !== singleton) {
       // With the detector the role can pass while a step runs (its lease ran out during a pause):
       // this is a node's crash, not the singleton's, and no failover follows it.
@@ -778,7 +778,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       for (const v of world.overdueEvictions()) violate(v.invariant, v.message);
       const holder = await cluster.singletonNode();
       const askedAt = clock.now();
-      const state = holder ? await ask(holder.singletonState()) : undefined;
+      const state = holder ? await ask(holder.singletonState(), `the singleton state of ${holder.node}`) : undefined;
       if (state) for (const v of world.readmitted(state.epoch, state.members, askedAt)) violate(v.invariant, v.message);
     }
     // Forget subscribers whose node died or restarted: they are gone with it.
@@ -792,7 +792,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const mapsNow = new Map([...maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
     for (const n of live()) {
       const writes = await writable(n);
-      for (const r of await ask(n.running())) {
+      for (const r of await ask(n.running(), `the running shards of ${n.node}`)) {
         if (!writes(r.dataset)) continue;
         const key = `${r.dataset}/${r.shard}`;
         const map = mapsNow.get(r.dataset);
@@ -842,7 +842,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (!world) return () => true;
     const lease = n.lease;
     if (!lease || world.clockOf(n.node).now() >= lease.until) return () => false;
-    const cache = await ask(n.cache());
+    const cache = await ask(n.cache(), `the map cache of ${n.node}`);
     return (dataset) => cache?.maps.get(dataset as DatasetRef)?.epoch === lease.epoch;
   }
 
@@ -853,7 +853,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     await driver.advance(1_000);
     const after = await storedMaps();
     const holder = await cluster.singletonNode();
-    const state = holder ? await ask(holder.singletonState()) : undefined;
+    const state = holder ? await ask(holder.singletonState(), `the singleton state of ${holder.node}`) : undefined;
     // Every subscription the old singleton had, of a subscriber that is still alive, survives. (With
     // the detector the new singleton may rightly evict the subscriber's node, cut off meanwhile:
     // its incarnation, and the subscriber with it, is gone.)

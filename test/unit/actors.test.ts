@@ -162,6 +162,41 @@ describe('subscriptions', () => {
     expect(rt.deadLetters).toBe(1);
     rt.shutdown();
   });
+
+  // Seen in the simulator (seed 24388): a node asked for its singleton's state while the node was
+  // stalled; the singleton stopped (its lease ran out) with the question in its mailbox, and the
+  // question was never answered, so every caller of `singletonState()` waited for ever.
+  it('a question to an actor that stops before it answers gets the stopped answer, not silence', async () => {
+    const rt = new ActorRuntime(`ask-${Math.floor(performance.now() * 1000)}`, pino({ level: 'silent' }));
+    type Question = { readonly type: 'Q'; readonly reply: (n: number) => void };
+    const hold: Promise<void> = new Promise(() => {}); // the first message blocks the actor for good
+    const a = rt.spawn<number, Question>(rt.system, 'a', async (n, m) => {
+      await hold;
+      m.reply(n);
+      return n;
+    }, { initialState: 7 });
+    const answers: number[] = [];
+    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1); // being handled
+    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1); // queued
+    await new Promise((r) => setImmediate(r));
+    expect(answers).toEqual([]);
+    rt.stop(a);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(answers).toEqual([-1, -1]);
+    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1); // already stopped
+    expect(answers).toEqual([-1, -1, -1]);
+
+    const b = rt.spawn<number, Question>(rt.system, 'b', (n, m) => {
+      m.reply(n);
+      return n;
+    }, { initialState: 7 });
+    rt.ask(b, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    rt.stop(b); // answered before: the stop adds no second answer
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(answers).toEqual([-1, -1, -1, 7]);
+    rt.shutdown();
+  });
 });
 
 describe('reports and fencing', () => {

@@ -23,6 +23,20 @@ describe('SimulatedClock', () => {
     expect(fired.at(-1)).toEqual(['c', 130]);
   });
 
+  // Seen in the simulator (seed 34365): a backoff's remainder on a drifting clock was a few
+  // nanoseconds, each look set a timer for what was left, and the due time, rounded to the same
+  // instant, never let time move. Node waits a whole millisecond for such a delay; so does this clock.
+  it('waits a whole millisecond for a delay of a fraction of one, as Node does; 0 stays this instant', () => {
+    const clock = new SimulatedClock(32_837.424502575);
+    const fired: number[] = [];
+    clock.schedule(3.6e-12, () => fired.push(clock.now()));
+    clock.schedule(0, () => fired.push(clock.now()));
+    clock.advance(0);
+    expect(fired).toEqual([32_837.424502575]);
+    clock.advance(1);
+    expect(fired).toEqual([32_837.424502575, 32_838.424502575]);
+  });
+
   it('fires timers due at the same time in the order they were scheduled', () => {
     const clock = new SimulatedClock();
     const fired: number[] = [];

@@ -199,6 +199,7 @@ describe('succession', () => {
     expect(b.remainingMs(600)).toBe(700);
     b.backOff(200, 100); // a shorter one does not shorten it
     expect(b.remainingMs(1_299)).toBe(1);
+    expect(b.remainingMs(1_299.999_999_999)).toBe(1); // whole ms: never a fraction to wait for again
     expect(b.remainingMs(1_300)).toBe(0);
   });
 });

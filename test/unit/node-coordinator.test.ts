@@ -20,7 +20,7 @@ import { epoch, incarnation, nodeId, type ShardNum } from '../../src/core/ids.js
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents, type ShardEvent } from '../../src/core/status.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
-import type { IngestionSource } from '../../src/ingest/ingestion-source.js';
+import type { IngestionSource, RecordSink } from '../../src/ingest/ingestion-source.js';
 import { SyntheticSource } from '../../src/ingest/synthetic-source.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 
@@ -61,13 +61,12 @@ async function settle(clock: SimulatedClock, ms: number): Promise<void> {
 }
 
 /** A coordinator of node n1 (a member at epoch 1) on a simulated clock, with the reports it sends. */
-function startCoordinator(sourceOf: (clock: SimulatedClock) => IngestionSource = (clock) => new SyntheticSource(clock)) {
+function startCoordinator<S extends RecordSink = CountingSink>(sourceOf: (clock: SimulatedClock) => IngestionSource = (clock) => new SyntheticSource(clock), sink: S = new CountingSink() as RecordSink as S) {
   const clock = new SimulatedClock(0);
   const log = pino({ level: 'silent' });
   const rt = new ActorRuntime(`coordinator-${Math.floor(performance.now() * 1000)}`, log);
   runtime = rt;
   const metaStore = new MemoryMetaStore();
-  const sink = new CountingSink();
   const env: NodeEnv = {
     node: me,
     incarnation: inc,
@@ -79,7 +78,7 @@ function startCoordinator(sourceOf: (clock: SimulatedClock) => IngestionSource =
     lease: metaStore,
     source: sourceOf(clock),
     sink,
-    settings: runtimeSettings({ pollIntervalMs: 50, checkpointIntervalMs: 100 }),
+    settings: runtimeSettings({ pollIntervalMs: 50, checkpointIntervalMs: 100, sinkTimeoutMs: 1_000 }),
     log,
     telemetry: NO_TELEMETRY,
     problems: new Problems(() => clock.now()),
@@ -91,15 +90,15 @@ function startCoordinator(sourceOf: (clock: SimulatedClock) => IngestionSource =
     return st;
   }, { initialState: undefined });
   const coordinator: ActorRef<CoordinatorMsg> = spawnNodeCoordinator(env, rt.system as never, reporter);
-  const members = () => rt.send(coordinator, { type: 'Members', members: { epoch: epoch(1), version: 1, members: [{ node: me, incarnation: inc }] } });
+  const members = (at = 1) => rt.send(coordinator, { type: 'Members', members: { epoch: epoch(at), version: 1, members: [{ node: me, incarnation: inc }] } });
   members();
   return {
-    /** The members said again: the coordinator reconciles every whole map. */
+    /** The members said again (under a singleton's epoch, 1 unless said): the coordinator reconciles every whole map. */
     members,
     clock,
     sink,
     reports,
-    send: (mapper: ShardMapper) => rt.send(coordinator, { type: 'MapState', dataset: config().ref, epoch: epoch(1), mapper, config: config() }),
+    send: (mapper: ShardMapper, at = 1) => rt.send(coordinator, { type: 'MapState', dataset: config().ref, epoch: epoch(at), mapper, config: config() }),
     running: () => new Promise<readonly { status: { type: string } }[]>((resolve) => rt.send(coordinator, { type: 'GetRunning', reply: resolve })),
   };
 }
@@ -221,5 +220,42 @@ describe('node coordinator: a copy that failed under a token its map had moved o
     await settle(clock, 1_000);
     expect(opens).toBe(2);
     expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
+  });
+});
+
+describe('node coordinator: a copy whose sink call timed out, started again under a new singleton', () => {
+  // Seen in the simulator (seeds 14945, 29584): a sink call timed out under epoch 1, and the failure
+  // waited for the call to end before it was reported. Meanwhile a new singleton (epoch 2) sent the
+  // same assignment under its epoch, a newer token, and the node started the copy again. The report
+  // then left with the token of that moment, the new run's, and the singleton moved the shard while
+  // the new run wrote: two writers. The report speaks of the run that failed: its token is the one
+  // of the moment it failed, which the new singleton sees as a former assignment and ignores.
+  it('reports the failure under the token it failed under, not the one of the run started since', async () => {
+    let calls = 0;
+    let endHungCall: (() => void) | undefined;
+    const sink: RecordSink = {
+      accept: async () => {
+        calls += 1;
+        if (calls === 1) await new Promise<void>((resolve) => (endHungCall = resolve));
+      },
+    };
+    const { clock, reports, send, members, running } = startCoordinator(undefined, sink);
+    const ref = config().ref;
+    const placed = mapOf([ShardEvents.copyAdded(ref, shard, me)]);
+    send(placed);
+    await settle(clock, 1_500); // the first call hangs past the 1 s sink timeout
+    expect(reports.map((e) => e.type)).not.toContain('IngestionError'); // reported once the call ends
+
+    // A new singleton: the same assignment under epoch 2, a newer token; the copy starts again.
+    members(2);
+    send(placed, 2);
+    await settle(clock, 300);
+    expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
+
+    endHungCall!();
+    await settle(clock, 200);
+    const error = reports.find((e) => e.type === 'IngestionError');
+    expect(error).toMatchObject({ token: { epoch: 1, version: placed.assignmentVersion(shard) } });
+    expect(calls).toBeGreaterThan(1); // the new run writes
   });
 });

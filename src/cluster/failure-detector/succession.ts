@@ -137,8 +137,12 @@ export class StandBackoff {
     this.notBefore = Math.max(this.notBefore, now + ms);
   }
 
-  /** How long it must still wait at `now` (0: it may stand). A clock that went back cannot shorten it. */
+  /**
+   * How long it must still wait at `now`, in whole ms (0: it may stand). A clock that went back
+   * cannot shorten it. Whole: a look again after a fraction of a millisecond, on a clock that runs
+   * at another rate than the timers', may find a smaller fraction left, and so on without end.
+   */
   remainingMs(now: number): number {
-    return Math.max(0, this.notBefore - now);
+    return Math.max(0, Math.ceil(this.notBefore - now));
   }
 }
