@@ -180,7 +180,10 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         return s;
       }
       case 'GetRunning':
-        msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => ({ dataset: r.dataset, shard: r.shard, status: r.status })));
+        msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => {
+          const writingUnder = tokenOf(s, r.dataset, r.shard);
+          return { dataset: r.dataset, shard: r.shard, status: r.status, ...(writingUnder ? { writingUnder } : {}) };
+        }));
         return s;
     }
   }, { initialState, onCrash: 'resume' });

@@ -41,6 +41,8 @@ interface Crash {
   readonly at: number;
   /** When its eviction's bound starts: the crash, or the end of its join grace if it crashed during it. */
   readonly judgedFrom: number;
+  /** The other members running when it crashed (the votes its eviction can have, the singleton's own included). */
+  readonly liveOthers: number;
   removedAt: number | undefined;
   reported: boolean;
 }
@@ -149,13 +151,13 @@ export class DetectorWorld {
   }
 
   /** Incarnation `key` of `node` died now; `singleton`: it hosted the singleton. */
-  crashed(node: string, key: string, singleton: boolean): void {
+  crashed(node: string, key: string, singleton: boolean, liveOthers: number): void {
     const now = this.clock.now();
     this.ended.set(key, now);
     this.downFor(node, { from: now, to: Number.POSITIVE_INFINITY });
     // Without a singleton nobody evicts: until the membership has replaced it, crashes are not judged.
     if (singleton) this.disturbed(this.singletonGoneMs);
-    else this.crashes.push({ key, node, at: now, judgedFrom: Math.max(now, this.graceEndOf(node)), removedAt: undefined, reported: false });
+    else this.crashes.push({ key, node, at: now, judgedFrom: Math.max(now, this.graceEndOf(node)), liveOthers, removedAt: undefined, reported: false });
   }
 
   /**
@@ -266,7 +268,7 @@ export class DetectorWorld {
     for (const c of this.crashes) {
       if (c.reported || now < c.judgedFrom + bound) continue;
       const late = c.removedAt === undefined || c.removedAt > c.judgedFrom + bound;
-      if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.judgedFrom + bound, c.at)) continue;
+      if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.judgedFrom + bound, c.at) || !this.majorityLived(c, c.judgedFrom + bound)) continue;
       c.reported = true;
       out.push({ invariant: 'I12', message: `${c.key} crashed at ${c.at} ms and was ${c.removedAt === undefined ? 'still not' : `only at ${c.removedAt} ms`} taken out of the singleton's view (the bound is ${bound} ms)` });
     }
@@ -283,6 +285,19 @@ export class DetectorWorld {
     const s = this.settings;
     const silent = Math.max(Math.ceil(s.suspicionTimeoutMs * SHORTEST_SILENCE), lateAfterMs(s) + quorumSilenceMs(s), leaseWaitMs(s));
     return Math.ceil((silent + 3 * probePeriodMs(s) + 2 * s.heartbeatIntervalMs) * (1 + MAX_CLOCK_DRIFT));
+  }
+
+  /**
+   * Whether a strict majority of the members that counted when `c` crashed stayed alive to vote
+   * until `until`: an eviction needs a majority's votes (the singleton's own alone never does it),
+   * so with the dead still counted as members (crashed earlier and not taken out yet) or crashing
+   * meanwhile, nobody can evict within the bound, by design.
+   */
+  private majorityLived(c: Crash, until: number): boolean {
+    const deadBefore = this.crashes.filter((o) => o !== c && o.at <= c.at && (o.removedAt === undefined || o.removedAt > c.at)).length;
+    const diedSince = this.crashes.filter((o) => o.at > c.at && o.at < until).length;
+    const counted = c.liveOthers + 1 + deadBefore;
+    return c.liveOthers - diedSince >= Math.floor(counted / 2) + 1;
   }
 
   /** Whether `node` was paused, stalled or dead at some moment of `from .. to` (both included). */

@@ -369,6 +369,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
   const live = () => cluster.nodes.filter((n) => n.state === 'running' && n.isMember);
   const keyOf = (n: ShardherdNode) => `${n.node}@${n.incarnation}`;
+  /** The members running beside `n` (the votes on its eviction, should it die now). */
+  const liveOthers = (n: ShardherdNode) => live().filter((o) => o !== n).length;
   /** The incarnation each node ran at the last check: one that changed has ended (a fenced restart, say). */
   const lastIncarnation = new Map<string, string>();
   const crashed = () => cluster.nodes.filter((n) => n.state === 'crashed');
@@ -528,7 +530,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (r < 10 && others.length > 1 && live().length > 2) {
       const victim = rng.pick(others);
       note(`crash ${victim.node}`);
-      world?.crashed(victim.node, keyOf(victim), false);
+      world?.crashed(victim.node, keyOf(victim), false, liveOthers(victim));
       victim.crash();
       stats.crashes++;
     } else if (r < 18 && singleton && live().length > 2) {
@@ -537,13 +539,13 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       // The singleton dies while it is moving a departed node's shards.
       const victim = rng.pick(others);
       note(`crash ${victim.node}, then the singleton ${singleton.node} in the middle of the reassignment`);
-      world?.crashed(victim.node, keyOf(victim), false);
+      world?.crashed(victim.node, keyOf(victim), false, liveOthers(victim));
       victim.crash();
       stats.crashes += 2;
       // Until the singleton acts on the departure: the session, or the lease with the detector.
       await driver.advance(world ? leaseWaitMs(world.settings) + world.settings.heartbeatIntervalMs : SESSION_MS);
       for (let i = rng.int(0, 30); i > 0; i--) await new Promise<void>((res) => setImmediate(res));
-      world?.crashed(singleton.node, keyOf(singleton), true);
+      world?.crashed(singleton.node, keyOf(singleton), true, liveOthers(singleton));
       singleton.crash();
     } else if (r < 40 && crashed().length > 0) {
       const node = rng.pick(crashed());
@@ -703,7 +705,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       // With the detector the role can pass while a step runs (its lease ran out during a pause):
       // this is a node's crash, not the singleton's, and no failover follows it.
       note(`crash ${singleton.node} (no longer the singleton)${when ? ` ${when}` : ''}`);
-      world?.crashed(singleton.node, keyOf(singleton), false);
+      world?.crashed(singleton.node, keyOf(singleton), false, liveOthers(singleton));
       singleton.crash();
       stats.crashes++;
       return undefined;
@@ -714,7 +716,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const members = new Map(cluster.membership.view().members.map((m) => [m.node as string, m.incarnation as string]));
     const draining = new Set((await operations()).draining);
     note(`crash the singleton ${singleton.node}${when ? ` ${when}` : ''}`);
-    world?.crashed(singleton.node, keyOf(singleton), true);
+    world?.crashed(singleton.node, keyOf(singleton), true, liveOthers(singleton));
     singleton.crash();
     stats.crashes++;
     return { maps, node: singleton.node, epoch, members, subscriptions, draining };
@@ -788,12 +790,14 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
     // I1: a live member ingests a shard only where the singleton's map declares a copy (replicas,
     // and both copies of a handoff), or a Leaving copy it held a step ago (its removal is on the way).
+    // A copy that writes under no token (its node acts on no map that gives it the copy yet, such
+    // as a new singleton's host before its own map reached its coordinator) writes nothing.
     const maps = await storedMaps();
     const mapsNow = new Map([...maps].map(([ref, snap]) => [ref, ShardMapper.fromSnapshot(snap)]));
     for (const n of live()) {
       const writes = await writable(n);
       for (const r of await ask(n.running(), `the running shards of ${n.node}`)) {
-        if (!writes(r.dataset)) continue;
+        if (!writes(r.dataset) || r.writingUnder === undefined) continue;
         const key = `${r.dataset}/${r.shard}`;
         const map = mapsNow.get(r.dataset);
         if (map && !mayIngest(map, r.shard, n.node, declaredRecently(r.dataset))) {

@@ -176,21 +176,21 @@ describe('subscriptions', () => {
       return n;
     }, { initialState: 7 });
     const answers: number[] = [];
-    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1); // being handled
-    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1); // queued
+    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1); // being handled
+    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1); // queued
     await new Promise((r) => setImmediate(r));
     expect(answers).toEqual([]);
     rt.stop(a);
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     expect(answers).toEqual([-1, -1]);
-    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1); // already stopped
+    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1); // already stopped
     expect(answers).toEqual([-1, -1, -1]);
 
     const b = rt.spawn<number, Question>(rt.system, 'b', (n, m) => {
       m.reply(n);
       return n;
     }, { initialState: 7 });
-    rt.ask(b, (reply) => ({ type: 'Q' as const, reply }), (n) => answers.push(n), -1);
+    rt.ask(b, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1);
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     rt.stop(b); // answered before: the stop adds no second answer
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));

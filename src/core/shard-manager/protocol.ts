@@ -1,3 +1,4 @@
+import type { FencingToken } from '../fencing-token.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
 import type { ShardMapSnapshot } from '../shard-map-snapshot.js';
@@ -69,6 +70,11 @@ export interface RunningShard {
   readonly dataset: DatasetRef;
   readonly shard: number;
   readonly status: ShardStatus;
+  /**
+   * The fencing token its writes carry now; absent while the node acts on no map that gives it the
+   * copy (a new singleton's map not acted on yet, say): it then writes nothing, and waits.
+   */
+  readonly writingUnder?: FencingToken;
 }
 
 /** Everything a new singleton gathered before it acts (docs/ARCHITECTURE.md §6). */

@@ -155,7 +155,10 @@ export const NodeStatus = {
     state: { type: 'string', enum: ['stopped', 'running', 'stopping', 'paused', 'crashed'] },
     restarting: object({ attempt: int, error: str, retryInMs: int }),
     member: bool,
-    running: { type: 'array', items: object({ dataset: str, shard: int, status: shardStatus }) },
+    running: {
+      type: 'array',
+      items: object({ dataset: str, shard: int, status: shardStatus, writingUnder: object({ epoch: int, version: int }, [], { description: 'the fencing token its writes carry now; absent while the node acts on no map that gives it the copy (it writes nothing then)' }) }, ['writingUnder']),
+    },
     knownEpoch: int,
     singletonAt: object({ node: str, incarnation: str, epoch: int, address: str }, ['address']),
     writeLease: object({ held: bool, waitingShards: int, longestWaitMs: int }),
