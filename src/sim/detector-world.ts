@@ -80,6 +80,8 @@ export class DetectorWorld {
     readonly settings: FailureDetectorSettings,
     /** How long the cluster may go without a singleton after the singleton's node dies (the membership's session and a recovery). */
     private readonly singletonGoneMs: number,
+    /** How long the group lists a crashed incarnation (its session): the detector counts it for majorities until then, evicted or not. */
+    private readonly groupSessionMs: number,
   ) {
     this.linkRng = new SeededRandom(seed ^ 0x11ce);
     this.pickRng = new SeededRandom(seed ^ 0x91c4);
@@ -290,11 +292,12 @@ export class DetectorWorld {
   /**
    * Whether a strict majority of the members that counted when `c` crashed stayed alive to vote
    * until `until`: an eviction needs a majority's votes (the singleton's own alone never does it),
-   * so with the dead still counted as members (crashed earlier and not taken out yet) or crashing
-   * meanwhile, nobody can evict within the bound, by design.
+   * so with the dead still counted as members (crashed earlier, and listed by the group until its
+   * session for them ends, evicted or not) or crashing meanwhile, nobody can evict within the
+   * bound, by design.
    */
   private majorityLived(c: Crash, until: number): boolean {
-    const deadBefore = this.crashes.filter((o) => o !== c && o.at <= c.at && (o.removedAt === undefined || o.removedAt > c.at)).length;
+    const deadBefore = this.crashes.filter((o) => o !== c && o.at <= c.at && o.at + this.groupSessionMs > c.at).length;
     const diedSince = this.crashes.filter((o) => o.at > c.at && o.at < until).length;
     const counted = c.liveOthers + 1 + deadBefore;
     return c.liveOthers - diedSince >= Math.floor(counted / 2) + 1;

@@ -204,7 +204,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   // without the detector; with it, once its lease ran out, up to a renewal after its last) and recovered.
   const detectorSettings = failureDetectorSettings({ mode: 'heartbeat' });
   const singletonGoneMs = Math.max(DETECTOR_SESSION_MS, singletonLeaseWaitMs(detectorSettings) + singletonRenewalMs(detectorSettings)) + 2_000;
-  const world = options.detector ? new DetectorWorld(clock, seed, detectorSettings, singletonGoneMs) : undefined;
+  const world = options.detector ? new DetectorWorld(clock, seed, detectorSettings, singletonGoneMs, DETECTOR_SESSION_MS) : undefined;
   const sessionMs = world ? DETECTOR_SESSION_MS : SESSION_MS;
   const setLossy = (on: boolean) => {
     lossy = on;

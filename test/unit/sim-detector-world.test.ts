@@ -18,7 +18,7 @@ const MEMBERS = ['s', 'a', 'b', 'c'];
 
 function world() {
   const clock = new SimulatedClock(10_000);
-  return { clock, w: new DetectorWorld(clock, 1, SETTINGS, 8_000) };
+  return { clock, w: new DetectorWorld(clock, 1, SETTINGS, 8_000, 6_000) };
 }
 
 describe('DetectorWorld (the simulator’s judge of the failure detector)', () => {
@@ -121,6 +121,22 @@ describe('DetectorWorld (the simulator’s judge of the failure detector)', () =
     five.w.crashed('b', 'b@b-1', false, 3); // three of five still vote: b is judged
     five.clock.advance(bound * 2);
     expect(five.w.overdueEvictions().map((x) => x.message.split(' ')[0])).toEqual(['b@b-1']);
+
+    // Seen in the simulator (seed 23422): a taken out at once, but the group lists it for its
+    // session, and the detector counts it until then: s and c alone of four again.
+    const listed = world();
+    listed.w.crashed('a', 'a@a-1', false, 3);
+    listed.clock.advance(1_000);
+    listed.w.verdict(evicted('a'), MEMBERS);
+    listed.clock.advance(later);
+    listed.w.crashed('b', 'b@b-1', false, 2);
+    listed.clock.advance(bound * 2);
+    expect(listed.w.overdueEvictions()).toEqual([]);
+    // Once the group dropped a (its session over), a crash among three is judged again.
+    listed.clock.advance(6_000);
+    listed.w.crashed('c', 'c@c-1', false, 2);
+    listed.clock.advance(bound);
+    expect(listed.w.overdueEvictions().map((x) => x.message.split(' ')[0])).toEqual(['c@c-1']);
   });
 
   it('I12: a node that crashes during its join grace is judged from the grace’s end', () => {
