@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { LivenessJudge, type JudgeAction } from '../../src/cluster/failure-detector/judge.js';
 import { memberKey, type MemberRef, type Vote } from '../../src/cluster/failure-detector/messages.js';
-import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
+import { failureDetectorSettings, quorumSilenceMs } from '../../src/cluster/failure-detector/settings.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';
 
 const SETTINGS = failureDetectorSettings({ mode: 'heartbeat' }); // 100 ms heartbeats, T 1800, lease 500 (wait 511), 3 helpers
@@ -284,6 +284,24 @@ describe('LivenessJudge', () => {
     // during the quiet period after the stall, and the silence counts from the stall's end.
     const log = run(judge, members, { beats: () => false, reach: (_o, _t) => 'silent' }, 2600, 3400);
     expect(evictions(log)).toEqual([]);
+  });
+
+  // Seen in the simulator (seed 25855): the singleton paused while it suspected a member that was cut
+  // off; the member came back, then paused itself. At the singleton's first round after its pause,
+  // its helpers' runs of failures went on from before it — across a time nobody probed, when the
+  // member was reachable — and it was evicted after a 0.9 s pause. Nobody failed to reach it then.
+  it('starts every run of failures over after a gap in its rounds (its own stall): nobody probed meanwhile', () => {
+    const { judge, members } = cluster(['a', 'b', 'c', 'd']);
+    const cutOff = (o: string, target: string) => (target === 'a' ? 'silent' : 'alive') as Vote;
+    run(judge, members, { beats: (m, t) => m !== 'a' || t < 500, reach: cutOff }, 0, 1_700); // the round of 1500 answered
+    expect(judge.suspected.map((m) => m.node)).toEqual(['a']);
+    // The singleton does not run from 1700 to 4000; a is reachable from 2000 to 3000 (its
+    // heartbeats lost: its connection to the singleton was down), then pauses for good.
+    judge.tick(4_000); // its first round after the stall: the asks are lost with the helpers' answers
+    const log = run(judge, members, { beats: (m) => m !== 'a', reach: cutOff }, 4_100, 8_000);
+    const at = evictions(log)[0]?.t;
+    // Failures count from the first round after the stall, and must last their time.
+    expect(at).toBeGreaterThanOrEqual(4_100 + quorumSilenceMs(SETTINGS));
   });
 
   it('holds a departure from the group until the member’s lease ran out; a goodbye needs no wait', () => {

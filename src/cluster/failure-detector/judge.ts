@@ -222,10 +222,13 @@ export class LivenessJudge<M extends MemberRef> {
       if (before.round === round && vote === 'alive') s.votes.set(key, { vote, round, failingSince: undefined });
       return;
     }
-    // A run of failures goes on only from the round just before: an observer that did not answer a
-    // round (its ping-req or vote was lost, or the singleton could not reach it) may have reached
-    // the target meanwhile, so its run starts over.
-    const continues = before !== undefined && failing(before.vote) && before.round === previousRound(s, round);
+    // A run of failures goes on only from the round just before, and only if that round was
+    // recent: an observer that did not answer a round (its ping-req or vote was lost, or the
+    // singleton could not reach it) may have reached the target meanwhile, and so may everyone while
+    // no round ran (the singleton stalled): nobody probed then, and the run starts over.
+    const previous = previousRound(s, round);
+    const gapMs = previous === undefined ? Number.POSITIVE_INFINITY : s.roundTimes.get(round)! - s.roundTimes.get(previous)!;
+    const continues = before !== undefined && failing(before.vote) && before.round === previous && gapMs <= 2 * probePeriodMs(this.settings);
     const failingSince = !failing(vote) ? undefined : continues ? before.failingSince : s.roundTimes.get(round);
     s.votes.set(key, { vote, round, failingSince });
   }
@@ -364,9 +367,10 @@ export class LivenessJudge<M extends MemberRef> {
     const q = quorum(this.clusterSize());
     const votes = [...s.votes].map(([observer, v]) => ({ observer, vote: v.vote, since: v.failingSince, round: v.round }));
     // Only fresh votes count: of this round or the one before (this one's answers may be on their
-    // way). An observer that no longer answers says nothing of now (a singleton cut off from its
-    // helpers keeps their old votes, which must not evict anyone).
-    const fresh = (round: number) => round >= s.round - 1;
+    // way), and the one before only if it ran lately (not before a stall of the singleton, when
+    // nobody probed). An observer that no longer answers says nothing of now (a singleton cut off
+    // from its helpers keeps their old votes, which must not evict anyone).
+    const fresh = (round: number) => round === s.round || (round === s.round - 1 && s.roundAt - (s.roundTimes.get(round) ?? Number.NEGATIVE_INFINITY) <= 2 * probePeriodMs(this.settings));
     const failingVotes = votes.filter((v) => failing(v.vote) && fresh(v.round) && (v.observer === this.selfKey || this.tracked.has(v.observer)));
     if (failingVotes.length < q) return undefined;
     // A member still in its join grace is not evicted on silence: it may still be starting, and the
