@@ -392,6 +392,19 @@ function rows(mode: string, rf: number, r: Awaited<ReturnType<typeof runCase>>):
   });
 }
 
+/**
+ * Per fault with failures, its most frequent failure messages (node names and numbers kept: they
+ * say which copy failed how), so a failure can be told from another without the router's output.
+ */
+function failureMessages(mode: string, rf: number, r: Awaited<ReturnType<typeof runCase>>): string[] {
+  return r.faults.flatMap((f) => {
+    const counts = new Map<string, number>();
+    for (const o of f.outcomes) if (!o.ok) counts.set(o.message.slice(0, 400), (counts.get(o.message.slice(0, 400)) ?? 0) + 1);
+    const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3);
+    return top.length === 0 ? [] : [`${mode} RF ${rf} ${f.fault}: most frequent failures: ${top.map(([m, n]) => `${n} × "${m}"`).join('; ')}`];
+  });
+}
+
 async function run(): Promise<Table> {
   const out: (string | number)[][] = [];
   const notes: string[] = [];
@@ -409,6 +422,10 @@ async function run(): Promise<Table> {
       out.push(...made);
       // As each case ends: a later case that fails does not lose these.
       for (const row of made) process.stderr.write(`[read-availability] | ${row.join(' | ')} |\n`);
+      for (const line of failureMessages(mode, rf, r)) {
+        notes.push(line);
+        process.stderr.write(`[read-availability] ${line}\n`);
+      }
       const all = figures(r.all, DEADLINE_MS);
       notes.push(`${mode} RF ${rf}: ${all.requests} requests in the run (${(all.requests / ((r.all.at(-1)!.t - r.all[0]!.t) / 1000)).toFixed(0)}/s sent), ${all.failed} failed, ${all.pastDeadline} past the deadline, max ${ms(all.max)} ms.`);
       process.stderr.write(`[read-availability] ${mode} RF ${rf} done\n`);

@@ -163,7 +163,7 @@ export class ShardherdNode {
       log: services.log,
       servingNode: {
         check: (dataset, shard, routerVersion) => checkShard(this.followed?.get(dataset)?.mapper, this.node, shard, routerVersion),
-        serving: () => this.lifecycle === 'running' && this.member && (this.detector?.holds() ?? true),
+        serving: () => this.lifecycle === 'running' && this.member && (this.detector?.answersReads() ?? true),
       },
     });
     this.problems = new Problems(() => services.clock.now());

@@ -13,7 +13,7 @@ import type { NodeId, ShardNum } from '../../src/core/ids.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { RecordSink, SourceRecord } from '../../src/ingest/ingestion-source.js';
 import { SESSION_MS, startDetectorCluster } from '../support/detector-cluster.js';
-import type { FailureDetectorOptions } from '../../src/cluster/failure-detector/settings.js';
+import { failureDetectorSettings, readGraceMs, type FailureDetectorOptions } from '../../src/cluster/failure-detector/settings.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import type { MetaStore } from '../../src/store/meta-store.js';
 
@@ -161,6 +161,12 @@ describe('failure detector in an embedded cluster', () => {
       expect(next, `shard ${shard} was written by another node`).toBeLessThan(Infinity);
       expect(last, `shard ${shard}: n3's last write precedes the next owner's first`).toBeLessThan(next);
     }
+    // Its writes stopped with its lease; its answers to reads go on for the read grace (a failover
+    // of the singleton must not stop every read), then stop too.
+    const answersReads = () => (w.cluster.node('n3') as unknown as { detector: { answersReads(): boolean } }).detector.answersReads();
+    expect(answersReads()).toBe(true);
+    await w.driver.advance(readGraceMs(failureDetectorSettings(HEARTBEAT)) - 4_000 + 500);
+    expect(answersReads()).toBe(false);
   });
 
   it('applies a graceful stop at once: the goodbye releases the lease', async () => {

@@ -10,6 +10,7 @@ import { ShardherdClientError } from '../../src/client/client-errors.js';
 import type { DatasetRef, NodeId } from '../../src/core/ids.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { ShardherdNode } from '../../src/actors/node-process.js';
+import type { FailureDetectorOptions } from '../../src/cluster/failure-detector/settings.js';
 
 const ds = 'routed' as DatasetRef;
 const NUM_SHARDS = 16;
@@ -44,7 +45,7 @@ async function anotherClient(c: EmbeddedCluster, options: Parameters<typeof Shar
   return cl;
 }
 
-async function servingCluster(rf: number, serveOptions: { maxInFlight?: number } = {}): Promise<{ cluster: EmbeddedCluster; client: ShardherdClient }> {
+async function servingCluster(rf: number, serveOptions: { maxInFlight?: number } = {}, failureDetector?: FailureDetectorOptions): Promise<{ cluster: EmbeddedCluster; client: ShardherdClient }> {
   const c = new EmbeddedCluster({
     name: `routed-${rf}-${Math.floor(performance.now() * 1000)}`,
     nodes: [
@@ -56,7 +57,7 @@ async function servingCluster(rf: number, serveOptions: { maxInFlight?: number }
     log: pino({ level: 'silent' }),
     sessionTimeoutMs: 1_500,
     heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 500, reportResendMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 100 },
+    settings: { publishIntervalMs: 500, reportResendMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 100, ...(failureDetector ? { failureDetector } : {}) },
   });
   cluster = c;
   for (const node of c.nodes) {
@@ -140,6 +141,23 @@ describe('routed requests on an embedded cluster', () => {
     for (const n of c.nodes) expect(before.get(n.node) ?? 0).toBeGreaterThan(0);
     expect(cl.map(ds)!.servingNodes(0)).not.toContain(victim.node);
   }, 30_000);
+
+  // Seen on real processes (heartbeat mode): a node answered NotServing as soon as its write lease
+  // lapsed, and when the singleton's host died every node's lease lapsed until a successor took
+  // over (its whole lease, then a recovery): every shard failed for 5 s at RF 2 and RF 3, not only
+  // the dead node's. Reads do not need the singleton: a lapse pauses writes, not answers.
+  it('heartbeat mode, RF 2: a crash of the singleton\'s host fails no request while a successor takes over', async () => {
+    const { cluster: c, client: cl } = await servingCluster(2, {}, { mode: 'heartbeat', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1_800, leaseMs: 500, singletonLeaseMs: 2_000 });
+    const host = (await c.singletonNode())!;
+    const l = load(cl);
+    await sleep(500);
+    host.crash();
+    await until('a successor took over', async () => (await c.singletonNode()) !== undefined && (await c.singletonNode()) !== host, 15_000);
+    await sleep(1_000);
+    await l.stop();
+    expect(l.failures.map((f) => String(f.error))).toEqual([]);
+    expect(l.ok).toBeGreaterThan(200);
+  }, 40_000);
 
   it('RF 1: only the dead node\'s shards fail, typed and within their deadline, until they are served elsewhere', async () => {
     const { cluster: c, client: cl } = await servingCluster(1);

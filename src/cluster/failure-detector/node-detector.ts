@@ -12,7 +12,7 @@ import { memberKey, memberRef, sameMember, type DropCause, type MemberRef } from
 import { HeartbeatSender, type SingletonEndpoint } from './heartbeat-sender.js';
 import { isFutureEpoch, NodeLease } from './node-lease.js';
 import { Prober } from './prober.js';
-import type { FailureDetectorSettings } from './settings.js';
+import { readGraceMs, type FailureDetectorSettings } from './settings.js';
 import { SingletonMonitor, type DetectedMember } from './singleton-monitor.js';
 import type { DetectorTransport } from './transport.js';
 
@@ -160,6 +160,16 @@ export class NodeDetector {
     this.lease.sawEpoch(epoch);
     this.announced = { endpoint: { member: memberRef(from), address }, epoch };
     this.heartbeats.follow(this.target());
+  }
+
+  /**
+   * Whether this node answers routed requests now: its lease runs, or lapsed less than
+   * `readGraceMs` ago (a failover of the singleton must not stop every read; see `readGraceMs`).
+   * Never before a first grant, nor once the lease was given up (an eviction, a graceful stop).
+   */
+  answersReads(): boolean {
+    const s = this.lease.current;
+    return s !== undefined && !this.lease.released && this.o.clock.now() < s.until + readGraceMs(this.o.settings);
   }
 
   /** Whether the lease runs now (and, with `epoch`, was granted under it). */
