@@ -8,6 +8,7 @@ import { epoch, incarnation, nodeId, type DatasetRef, type NodeId, type ShardNum
 import { BalancedPlacementStrategy } from '../../src/core/placement/balanced-strategy.js';
 import { placementNode } from '../../src/core/shard-manager/planned-moves.js';
 import type { Member, ShardManagerInput } from '../../src/core/shard-manager/protocol.js';
+import { SETTLE_WINDOW_BOUND } from '../../src/core/shard-manager/settle-window.js';
 import { ShardManager, type ShardManagerOptions } from '../../src/core/shard-manager/shard-manager.js';
 import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
@@ -27,6 +28,8 @@ function balanced(numShards: number, replicationFactor: number, extra: Record<st
 class Cluster {
   readonly h: Harness;
   created = 0;
+  /** When the map changed (ms), in order. */
+  readonly changedAt: number[] = [];
   private joined = 0;
   private readonly incarnations = new Map<string, number>();
   private readonly racks = new Map<string, string>();
@@ -41,6 +44,7 @@ class Cluster {
     for (const e of this.h.effects) if (e.type === 'ScheduleCheck' && !this.pending.includes(e.at)) this.pending.push(e.at);
     const after = this.h.state.datasets.get(ds1)?.mapper;
     if (before && after) this.created += copiesCreated(before, after);
+    if (before && after && before.version !== after.version) this.changedAt.push(this.h.now);
   }
 
   member(name: string, rack: string): Member {
@@ -365,12 +369,42 @@ describe('the settle window', () => {
       c.advance(200);
     }
     expect(c.mapper.version).toBe(version);
-    expect(c.h.state.datasets.get(ds1)!.roundDueAt).toBe(c.h.now - 600 + SETTLE);
+    expect(c.h.state.datasets.get(ds1)!.roundDueAt).toBe(c.h.now - 200 + SETTLE); // a window after the last
     c.advance(SETTLE);
     expect(c.created).toBe(oneDecisionMinimum(start, c.h.state.members, 3));
     expect(c.created).toBeGreaterThan(0);
     c.catchUp();
     expect(c.created).toBe(oneDecisionMinimum(start, c.h.state.members, 3));
+  });
+
+  // Seen from outside: a rack added node by node 300 ms apart, more nodes than one window holds,
+  // made two decisions and created more copies than one decision needs (689 where 661 suffice).
+  it('an operation longer than one window, its changes less than a window apart, is one decision', () => {
+    const c = threeRacks({ maxConcurrentMoves: 1000 });
+    const start = c.mapper;
+    const version = c.mapper.version;
+    const gap = SETTLE * 0.6;
+    for (const [name, rack] of [['a3', 'A'], ['b3', 'B'], ['c3', 'C'], ['a4', 'A'], ['b4', 'B']] as const) {
+      c.up(name, rack);
+      c.advance(gap);
+    }
+    expect(c.mapper.version).toBe(version); // 2.4 windows long, and not decided yet
+    c.advance(SETTLE);
+    expect(c.created).toBe(oneDecisionMinimum(start, c.h.state.members, 3));
+    expect(c.created).toBeGreaterThan(0);
+  });
+
+  it('a stream of changes that never pauses is decided all the same, the bound after its window opened', () => {
+    const c = threeRacks({ maxConcurrentMoves: 1000 });
+    const version = c.mapper.version;
+    const opened = c.h.now;
+    const before = c.changedAt.length;
+    for (let i = 0; c.h.now < opened + SETTLE_WINDOW_BOUND * SETTLE + SETTLE; i++) {
+      c.up(`x${i}`, 'ABC'[i % 3]!);
+      c.advance(SETTLE / 2);
+    }
+    expect(c.mapper.version).toBeGreaterThan(version);
+    expect(c.changedAt[before]).toBe(opened + SETTLE_WINDOW_BOUND * SETTLE);
   });
 
   it('a rack lost node by node creates no copy while its nodes are absent, and after their delay only what the final racks need', () => {

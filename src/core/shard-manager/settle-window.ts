@@ -2,13 +2,19 @@
 // (several nodes down, a rack lost node by node, a replacement seen as down then up, several adds)
 // arrive one by one, and a `balanced` round after each would move copies that the next event moves
 // again. So a membership change that leaves every shard with a copy on a present member opens a
-// window, and one round at its end decides everything that arrived within it. A change that leaves
+// window, each further change moves its end to a window after that change (an operation's events
+// come less than a window apart, however many there are), and one round at its end decides
+// everything that arrived within it; a stream of changes that never pauses is decided after
+// `SETTLE_WINDOW_BOUND` windows all the same. A change that leaves
 // a shard with no such copy runs the round at once, everything pending included: availability first.
 // Rounds for other reasons (an operator's drain, replace or add, a new dataset, a cooldown's end, an
 // ingestion error) run at once too, and so also decide whatever was pending.
 import type { DatasetRef } from '../ids.js';
 import { noticeTime } from '../iso-time.js';
 import type { Step } from './step.js';
+
+/** An open window ends at most this many windows after it opened, however often the members change. */
+export const SETTLE_WINDOW_BOUND = 10;
 
 /**
  * A shard with no copy on a present member that a round would place (not one an operator stopped,
@@ -42,11 +48,13 @@ export function settleMembershipRounds(step: Step): void {
       step.assignShards(ref);
       continue;
     }
-    if (ds.roundDueAt !== undefined) continue; // the window is open: its round decides this too
-    const at = step.now + step.settings.settleWindowMs;
-    step.setRoundDue(ref, at);
+    const window = step.settings.settleWindowMs;
+    const opened = ds.roundDueAt === undefined ? step.now : (ds.windowOpenedAt ?? step.now);
+    const at = Math.min(step.now + window, opened + SETTLE_WINDOW_BOUND * window);
+    if (ds.roundDueAt !== undefined && at <= ds.roundDueAt) continue; // the open window's round decides this too
+    step.setRoundDue(ref, at, opened);
     step.schedule(at);
-    step.notice({ name: 'round.deferred', level: 'debug', dataset: ref, message: `${ref}: the members changed and every shard is still served: its round waits for more changes until ${noticeTime(at)} (settleWindowMs ${step.settings.settleWindowMs})` });
+    step.notice({ name: 'round.deferred', level: 'debug', dataset: ref, message: `${ref}: the members changed and every shard is still served: its round waits for more changes until ${noticeTime(at)} (settleWindowMs ${window})` });
   }
 }
 

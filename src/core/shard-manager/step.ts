@@ -24,6 +24,8 @@ export interface DatasetState {
    * window, so that the changes of one operation are decided together. Not persisted.
    */
   readonly roundDueAt?: number | undefined;
+  /** When the open settle window opened (ms): each change moves its end, never past a bound from here. */
+  readonly windowOpenedAt?: number | undefined;
 }
 
 
@@ -69,6 +71,7 @@ interface WorkingDataset {
   readonly cooldowns: Map<number, number>;
   movesWaiting: boolean;
   roundDueAt: number | undefined;
+  windowOpenedAt: number | undefined;
   /** The changes since the map was last published, and the stamp they apply to. */
   events: ShardEvent[];
   base: { readonly epoch: Epoch; readonly version: number };
@@ -259,9 +262,14 @@ export class Step {
     this.persist({ type: 'PersistAppliedRequests', applied: this.applied });
   }
 
-  /** Sets (or clears) the time a dataset's deferred round runs. */
-  setRoundDue(ref: DatasetRef, at: number | undefined): void {
-    if (this.dataset(ref)?.roundDueAt !== at) this.edit(ref).roundDueAt = at;
+  /** Sets (or clears) the time a dataset's deferred round runs, and when its window opened. */
+  setRoundDue(ref: DatasetRef, at: number | undefined, openedAt?: number): void {
+    const ds = this.dataset(ref);
+    const opened = at === undefined ? undefined : openedAt;
+    if (ds?.roundDueAt === at && ds?.windowOpenedAt === opened) return;
+    const w = this.edit(ref);
+    w.roundDueAt = at;
+    w.windowOpenedAt = opened;
   }
 
   /** Records whether a `balanced` round left planned moves waiting for the budget. */
@@ -455,7 +463,7 @@ export class Step {
         this.retiredVersions.set(ref, w.mapper.version);
         continue;
       }
-      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, movesWaiting: w.movesWaiting, ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt }) } : ds);
+      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, movesWaiting: w.movesWaiting, ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt, windowOpenedAt: w.windowOpenedAt }) } : ds);
     }
     const state: ShardManagerState = {
       phase: 'active',
@@ -487,6 +495,7 @@ export class Step {
         cooldowns: new Map(ds.cooldowns),
         movesWaiting: ds.movesWaiting ?? false,
         roundDueAt: ds.roundDueAt,
+        windowOpenedAt: ds.windowOpenedAt,
         events: [],
         base: { epoch: this.epoch, version: ds.mapper.version },
         created: false,
