@@ -23,7 +23,8 @@
  * Options: `--only owner,singleton,silent,soak`, `--mode heartbeat|session-only|both`, `--kills N`
  * (samples of each kill kind; default 20 owner, 10 singleton, 10 silent), `--soak-minutes M`
  * (default 10), `--soak-mode heartbeat|session-only|both`, `--session-ms T` (default 10000, the
- * node config's default), `--no-rf2`.
+ * node config's default), `--no-rf2`, `--singleton-lease-ms T` (heartbeat mode's singleton lease:
+ * what a crashed singleton's successor waits for).
  *
  * Times are wall ms on the monotonic clock from the signal's sending. Shards are observed on the
  * map a client follows on the cluster's events topic (`connectKafkaClient`), checked every 10 ms:
@@ -58,6 +59,8 @@ interface Options {
   readonly rf2: boolean;
   /** Two processes spinning a core each beside the kill samples (`--busy`). */
   readonly busy: boolean;
+  /** `--singleton-lease-ms T`: heartbeat mode's singleton lease (default: the setting's, 5000 ms). */
+  readonly singletonLeaseMs: number | undefined;
 }
 
 const NODES = ['node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
@@ -102,6 +105,7 @@ function parseOptions(argv: readonly string[]): Options {
     sessionMs: Math.round(number('--session-ms', 10_000)),
     rf2: !argv.includes('--no-rf2'),
     busy: argv.includes('--busy'),
+    singletonLeaseMs: value('--singleton-lease-ms') === undefined ? undefined : Math.round(number('--singleton-lease-ms', 5_000)),
   };
 }
 
@@ -171,7 +175,7 @@ async function startRun(s: BenchServices, o: Options, mode: Mode, label: string,
     // Publishing, resends and retries as the chaos tests have them; no reassignment cooldown, which
     // would keep a shard that moved a moment ago from moving again in the next sample.
     runtime: CHAOS_RUNTIME,
-    ...(failureDetector ? { failureDetector } : mode === 'heartbeat' ? { failureDetector: { mode: 'heartbeat' } } : {}),
+    ...(failureDetector ? { failureDetector } : mode === 'heartbeat' ? { failureDetector: { mode: 'heartbeat', ...(o.singletonLeaseMs ? { singletonLeaseMs: o.singletonLeaseMs } : {}) } } : {}),
     datasets: [
       { ref: RF1.ref, numShards: RF1.numShards, minNumNodes: 4, source: { type: 'kafka', topic: `${name}.${RF1.ref}` } },
       ...(o.rf2 ? [{ ref: RF2.ref, numShards: RF2.numShards, minNumNodes: 2, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic: `${name}.${RF2.ref}` } }] : []),
@@ -546,7 +550,7 @@ async function failover(): Promise<Table> {
     notes: [
       `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}); load average (1, 5, 15 min) ${load(loadBefore)} before, ${load(loadAfter)} after.`,
       'Wall ms from the signal\'s sending. p99 is the nearest rank: with fewer than 100 samples it is the largest.',
-      `heartbeat: failureDetector at its defaults (heartbeat 100 ms, lease 500 ms, suspicion 1800 ms, singleton lease 5000 ms); session-only: departures from the Kafka group alone, which also bounds the singleton's replacement there. Both with the same ${o.sessionMs} ms session.`,
+      `heartbeat: failureDetector at its defaults (heartbeat 100 ms, lease 500 ms, suspicion 1800 ms, singleton lease ${o.singletonLeaseMs ?? 5000} ms${o.singletonLeaseMs ? ', set by --singleton-lease-ms' : ''}); session-only: departures from the Kafka group alone, which also bounds the singleton's replacement there. Both with the same ${o.sessionMs} ms session.`,
       `RF 1: FiloDB's strategy, minNumNodes 4 (8 shards a node: four owners and a spare).${o.rf2 ? ' RF 2: `balanced`, no replacement delay; its figure is the time until each lost copy is Active again on another node (the shard was served by its other copy meanwhile), the settle window (`settleWindowMs`, 1000 ms by default) included: a lost copy whose shard is still served waits for it.' : ''} Runtime: ${JSON.stringify(CHAOS_RUNTIME)}.`,
       'Victims are chosen at random among the nodes that own RF 1 shards and do not host the singleton; each is started again (a new incarnation) and the cluster settles (every node a member, every copy Active, every node holding copies of a replicated dataset, no map change for 1.5 s) before the next sample.',
       ...(m.all.length === 0 ? ['No kill samples in this run (--only named none of owner, singleton, silent).'] : []),

@@ -60,6 +60,12 @@ const OPERATIONS: readonly Operation[] = [
       return [{ at: 0, kind: 'down', node: old }, { at: gap, kind: 'up', node: `${old}r`, rack: rackOf(shape, old) }];
     },
   })),
+  {
+    // Longer than one settle window: each join moves the window's end, so it is still one decision.
+    label: 'a new rack of 5 nodes added node by node, 300 ms apart',
+    goal: 'minimum',
+    events: () => Array.from({ length: 5 }, (_, i) => ({ at: i * 300, kind: 'up', node: `r${i + 1}`, rack: 'rack-new' })),
+  },
   ...[300, 5_000].map((gap): Operation => ({
     label: `3 nodes added one at a time (one per rack), ${gap} ms apart`,
     goal: 'minimum',

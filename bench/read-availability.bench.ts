@@ -23,7 +23,10 @@
  * shard has all its copies serving.
  *
  * SHARDHERD_READS_DETECTOR=heartbeat runs the real nodes with the failure detector (default
- * `session-only`); SHARDHERD_READS_RFS and SHARDHERD_READS_MODES (`embedded,real`) pick the parts.
+ * `session-only`); SHARDHERD_READS_RFS and SHARDHERD_READS_MODES (`embedded,real`) pick the parts;
+ * SHARDHERD_READS_BUSY=N runs N processes spinning a core each beside it. The notes give, per case,
+ * the failures by code, how many answers came more than 100 ms past the deadline, and the router
+ * process's peak memory and requests in flight (bounded by the client's `maxInFlight`).
  *
  * SHARDHERD_READS_FAULTS picks the faults, in order (default `crash,drain`, as above); `all` runs an
  * operator's whole day: `crash,sigstop-3s,sigstop-15s,rolling-start,rolling-reverse,drain`. With a
@@ -48,6 +51,7 @@ import { EmbeddedCluster } from '../src/embedded/embedded-cluster.js';
 import { createTopics } from '../test/support/chaos-run.js';
 import { ECHO_HANDLER, ProcessCluster } from '../test/support/process-cluster.js';
 import { figures, sentBetween, startRouter, type Outcome } from '../test/support/router-run.js';
+import { busyCores } from './disturbances.js';
 import { register, type Table } from './harness.js';
 import { withRealServices, type BenchServices } from './real-services.js';
 import { sleep, waitFor } from './runtime-support.js';
@@ -71,6 +75,9 @@ const MODES = (process.env.SHARDHERD_READS_MODES ?? 'embedded,real').split(',');
  * (docs/ARCHITECTURE.md §11) instead of their Kafka session alone (`session-only`, the default).
  */
 const DETECTOR = process.env.SHARDHERD_READS_DETECTOR ?? 'session-only';
+/** SHARDHERD_READS_BUSY=N: N processes spinning a core each beside the run (default 0). */
+const BUSY = Number(process.env.SHARDHERD_READS_BUSY ?? 0);
+if (!Number.isInteger(BUSY) || BUSY < 0) throw new Error(`SHARDHERD_READS_BUSY must be a whole number >= 0, got ${JSON.stringify(process.env.SHARDHERD_READS_BUSY)}`);
 if (DETECTOR !== 'session-only' && DETECTOR !== 'heartbeat') throw new Error(`SHARDHERD_READS_DETECTOR must be session-only or heartbeat, got ${JSON.stringify(DETECTOR)}`);
 /** SHARDHERD_READS_HEDGE=1: the router hedges (a second copy asked after the recent p95). */
 const HEDGE = process.env.SHARDHERD_READS_HEDGE === '1';
@@ -101,8 +108,8 @@ interface Harness {
   /** Freezes a node (SIGSTOP) for `ms`, then lets it go on (SIGCONT). */
   freeze(node: string, ms: number): Promise<void>;
   drain(node: string): Promise<void>;
-  /** Starts the router; resolves once it has had a first answer. */
-  startLoad(): Promise<{ stop(): Promise<Outcome[]> }>;
+  /** Starts the router; resolves once it has had a first answer. `peak`: the router's, if it is a process. */
+  startLoad(): Promise<{ stop(): Promise<Outcome[]>; readonly peak?: { readonly rss: number; readonly inFlight: number } }>;
   stop(): Promise<void>;
 }
 
@@ -120,7 +127,7 @@ interface FaultFigures {
   readonly at: number;
 }
 
-async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; faults: FaultFigures[]; all: Outcome[] }> {
+async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; faults: FaultFigures[]; all: Outcome[]; peak?: { readonly rss: number; readonly inFlight: number } }> {
   const busiest = async (exclude: readonly string[]) => {
     const count = new Map<string, number>();
     for (const nodes of await h.serving()) for (const n of nodes) if (!exclude.includes(n)) count.set(n, (count.get(n) ?? 0) + 1);
@@ -214,7 +221,7 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
 
   const all = await load.stop();
   for (const f of faults) f.outcomes.push(...sentBetween(all, f.at, f.at + f.windowMs));
-  return { baseline: sentBetween(all, baselineFrom, baselineFrom + BASELINE_MS), faults, all };
+  return { baseline: sentBetween(all, baselineFrom, baselineFrom + BASELINE_MS), faults, all, ...(load.peak ? { peak: load.peak } : {}) };
 }
 
 // ------------------------------------------------------------------ embedded
@@ -405,6 +412,15 @@ function failureMessages(mode: string, rf: number, r: Awaited<ReturnType<typeof 
   });
 }
 
+async function cases(one: (mode: string, rf: number, make: () => Promise<Harness>) => Promise<void>): Promise<void> {
+  if (MODES.includes('embedded')) for (const rf of RFS) await one('embedded', rf, () => embeddedHarness(rf));
+  if (MODES.includes('real')) await withRealServices(async (s) => {
+    // The node processes run the built package: build it, so they run these sources.
+    execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
+    for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
+  });
+}
+
 async function run(): Promise<Table> {
   const out: (string | number)[][] = [];
   const notes: string[] = [];
@@ -427,7 +443,10 @@ async function run(): Promise<Table> {
         process.stderr.write(`[read-availability] ${line}\n`);
       }
       const all = figures(r.all, DEADLINE_MS);
-      notes.push(`${mode} RF ${rf}: ${all.requests} requests in the run (${(all.requests / ((r.all.at(-1)!.t - r.all[0]!.t) / 1000)).toFixed(0)}/s sent), ${all.failed} failed, ${all.pastDeadline} past the deadline, max ${ms(all.max)} ms.`);
+      const late = r.all.filter((o) => o.ms > DEADLINE_MS + 100).length;
+      const codes = Object.entries(all.codes).map(([c, n]) => `${c} ${n}`).join(', ') || 'none';
+      const peak = r.peak ? `; the router's peak: ${(r.peak.rss / 2 ** 20).toFixed(0)} MiB resident, ${r.peak.inFlight} requests in flight` : '';
+      notes.push(`${mode} RF ${rf}: ${all.requests} requests in the run (${(all.requests / ((r.all.at(-1)!.t - r.all[0]!.t) / 1000)).toFixed(0)}/s sent), ${all.failed} failed (${codes}), ${all.pastDeadline} past the deadline, ${late} more than 100 ms past it, max ${ms(all.max)} ms${peak}.`);
       process.stderr.write(`[read-availability] ${mode} RF ${rf} done\n`);
     } catch (e) {
       notes.push(`${mode} RF ${rf}: failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -436,14 +455,15 @@ async function run(): Promise<Table> {
       await h.stop();
     }
   };
-  if (MODES.includes('embedded')) for (const rf of RFS) await one('embedded', rf, () => embeddedHarness(rf));
-  if (MODES.includes('real')) await withRealServices(async (s) => {
-    // The node processes run the built package: build it, so they run these sources.
-    execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
-    for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
-  });
+  // SHARDHERD_READS_BUSY=N: N processes spinning one core each beside the whole run (a busy machine).
+  const spinning = Array.from({ length: BUSY }, () => busyCores(1));
+  try {
+    await cases(one);
+  } finally {
+    for (const p of spinning) await p.stop();
+  }
   return {
-    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}, real nodes in ${DETECTOR} detection; faults ${FAULTS.join(', ')}`,
+    title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}, real nodes in ${DETECTOR} detection; faults ${FAULTS.join(', ')}${BUSY > 0 ? `; ${BUSY} busy-loop process${BUSY > 1 ? 'es' : ''} beside it` : ''}`,
     columns: ['cluster', 'RF', 'fault', 'node (shards)', 'requests', 'failed', 'past deadline', 'fault-free p50 / p99 ms', 'window p50 / p99 ms', 'added p50 / p99 ms', 'served elsewhere / drained after', 'dead shards failed until', 'errors', 'slowest failure ms', 'failures on other shards', 'copies created'],
     rows: out,
     notes: [

@@ -17,7 +17,11 @@ export type ClientErrorCode =
   | 'SHARD_UNAVAILABLE'
   /** The deadline passed before any copy answered. */
   | 'DEADLINE_EXCEEDED'
-  /** The client has `maxInFlight` requests in flight already: refused at once, nothing sent. */
+  /**
+   * The client protects the cluster from its own load: it has `maxInFlight` requests in flight
+   * already (refused at once, nothing sent), or a copy failed and its retry budget allows no other
+   * attempt now (a copy was left that it did not ask).
+   */
   | 'OVERLOADED'
   /** More redirections than `maxRedirects` (a map that keeps moving, or two nodes that disagree). */
   | 'TOO_MANY_REDIRECTS'

@@ -156,7 +156,8 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     const node = pick();
     if (node !== undefined) {
       if (free || ids === 0 || ports.retryBudget?.tryWithdraw() !== false) return launch(node);
-      if (inflight.size === 0) throw unavailable('every copy asked failed and the client\'s retry budget is spent (no more attempts now)');
+      // A copy is left to ask, and the client declines to: its own overload protection, not the shard's state.
+      if (inflight.size === 0) throw new ShardherdClientError('OVERLOADED', `${options.dataset}/${shard}: the client's retry budget is spent, so ${node} was not asked: ${failuresText()}`, { ...context, cause: [...failures.values()].at(-1) });
       return;
     }
     const candidates = ports.candidates(shard);

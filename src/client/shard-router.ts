@@ -17,11 +17,12 @@ const REASONS: Partial<Record<ClientErrorCode, RoutingError['reason']>> = {
   SHARD_UNAVAILABLE: 'no-serving-node',
   TOO_MANY_REDIRECTS: 'too-many-redirects',
   DEADLINE_EXCEEDED: 'deadline',
+  OVERLOADED: 'overloaded',
 };
 
 /** Why a routed request gave up: typed, never an endless loop. A `ShardherdClientError` with the router's `reason`. */
 export class RoutingError extends ShardherdClientError {
-  get reason(): 'no-serving-node' | 'too-many-redirects' | 'deadline' | 'unknown' {
+  get reason(): 'no-serving-node' | 'too-many-redirects' | 'deadline' | 'overloaded' | 'unknown' {
     return REASONS[this.code] ?? 'unknown';
   }
 }
@@ -99,7 +100,8 @@ export class ShardRouter {
    *   time. Sends beyond each request's first draw on the router's retry budget.
    * - Copies are asked in a rotating order (the load spreads), suspected ones last.
    * - Gives up with a `RoutingError`: `no-serving-node` (every copy failed until the deadline, or
-   *   the retry budget is spent, or the map shows none), `too-many-redirects`, `deadline`.
+   *   the map shows none), `overloaded` (a copy failed and the retry budget allows no other attempt
+   *   now), `too-many-redirects`, `deadline`.
    */
   async request<T>(shard: number, send: (node: NodeId, routerVersion: number, signal: AbortSignal) => Promise<RoutedAnswer<T>>): Promise<T | undefined> {
     this.retryBudget.deposit();

@@ -258,8 +258,9 @@ export class ShardherdClient {
    * Sends `payload` (JSON) to a copy serving the target shard and resolves with the handler's answer.
    * Rejects with a `ShardherdClientError`: `UNKNOWN_DATASET`, `SHARD_OUT_OF_RANGE`, `NOT_SERIALIZABLE`
    * and `INVALID_OPTION` (nothing sent), `OVERLOADED` (`maxInFlight` requests in flight already:
-   * nothing sent), `HANDLER_FAILED` (a `HandlerError`), `SHARD_UNAVAILABLE` (every serving copy
-   * failed until the deadline, the retry budget is spent, or none serves), `DEADLINE_EXCEEDED`,
+   * nothing sent; or a copy failed and the retry budget allows no other attempt now),
+   * `HANDLER_FAILED` (a `HandlerError`), `SHARD_UNAVAILABLE` (every serving copy failed until the
+   * deadline, or none serves), `DEADLINE_EXCEEDED`,
    * `TOO_MANY_REDIRECTS`, `CLOSED` (also when the client closes while the request is in flight).
    */
   async request<R = unknown>(dataset: DatasetRef, target: RequestTarget, payload: unknown, options: RequestOptions = {}): Promise<R> {

@@ -24,6 +24,13 @@ export interface RouterSettings {
   readonly hedge?: boolean;
 }
 
+/** The router's resident memory (bytes) and requests in flight, once a second. */
+export interface MemoryLine {
+  readonly type: 'mem';
+  readonly rss: number;
+  readonly inFlight: number;
+}
+
 /** One request's outcome: when it was sent (ms since the epoch), its shard, who answered or why not, and how long it took. */
 export type RouterLine =
   | { readonly type: 'r'; readonly t: number; readonly ms: number; readonly shard: number; readonly ok: true; readonly node: string }
@@ -68,6 +75,8 @@ async function main(): Promise<void> {
       )
       .finally(() => inFlight--);
   };
+  // What the router holds, every second: its memory must stay bounded by the client's in-flight limit.
+  const memory = setInterval(() => out({ type: 'mem', rss: process.memoryUsage().rss, inFlight }), 1_000);
   // Catch-up pacing: every tick sends what the rate owes since the start, so a late tick does not lower the rate.
   const timer = setInterval(() => {
     if (stopping) return;
@@ -81,6 +90,7 @@ async function main(): Promise<void> {
   });
   stopping = true;
   clearInterval(timer);
+  clearInterval(memory);
   while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
   await client.close();
   out({ type: 'done', sent });

@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { RouterLine, RouterSettings } from './router-process.js';
+import type { MemoryLine, RouterLine, RouterSettings } from './router-process.js';
 
 const ROUTER = resolve(import.meta.dirname, 'router-process.ts');
 
@@ -12,6 +12,8 @@ export type Outcome = RouterLine;
 export interface RouterRun {
   /** Every outcome so far (the array grows while the router runs). */
   readonly outcomes: Outcome[];
+  /** The router's largest resident memory (bytes) and number of requests in flight seen so far. */
+  readonly peak: { rss: number; inFlight: number };
   /** Closes the router's stdin, waits for its last requests and its exit; resolves with every outcome. */
   stop(): Promise<Outcome[]>;
   /** SIGKILL (a teardown after a failure). */
@@ -25,6 +27,7 @@ export async function startRouter(settings: RouterSettings, readyTimeoutMs = 60_
     env: { ...process.env, SHARDHERD_ROUTER: JSON.stringify(settings), FORCE_COLOR: '0' },
   });
   const outcomes: Outcome[] = [];
+  const peak = { rss: 0, inFlight: 0 };
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)));
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
@@ -32,8 +35,12 @@ export async function startRouter(settings: RouterSettings, readyTimeoutMs = 60_
   let failed: (e: Error) => void = () => {};
   const isReady = new Promise<void>((ok, fail) => ((ready = ok), (failed = fail)));
   createInterface({ input: child.stdout }).on('line', (text) => {
-    const line = JSON.parse(text) as Outcome | { type: 'ready' } | { type: 'done' } | { type: 'fatal'; code: string; message: string };
+    const line = JSON.parse(text) as Outcome | MemoryLine | { type: 'ready' } | { type: 'done' } | { type: 'fatal'; code: string; message: string };
     if (line.type === 'r') outcomes.push(line);
+    else if (line.type === 'mem') {
+      peak.rss = Math.max(peak.rss, line.rss);
+      peak.inFlight = Math.max(peak.inFlight, line.inFlight);
+    }
     else if (line.type === 'ready') ready();
     else if (line.type === 'fatal') failed(new Error(`the router could not start: ${line.code}: ${line.message}`));
   });
@@ -49,6 +56,7 @@ export async function startRouter(settings: RouterSettings, readyTimeoutMs = 60_
   }
   return {
     outcomes,
+    peak,
     async stop() {
       child.stdin.end();
       const code = await exited;

@@ -142,14 +142,14 @@ describe('callShard', () => {
     expect(clock.now()).toBe(1_200);
   });
 
-  it('draws attempts beyond the first from the retry budget, and fails at once when it is spent and nothing is in flight', async () => {
+  it('draws attempts beyond the first from the retry budget, and fails at once, OVERLOADED, when it is spent and nothing is in flight', async () => {
     const clock = new SimulatedClock(0);
     let left = 1;
     const f = fakePorts(clock, ['a', 'b', 'c'], { a: refused, b: refused, c: refused });
     const ports = { ...f.ports, retryBudget: { tryWithdraw: () => left-- > 0 } };
     const { error } = await settle(callShard(ports, 0, OPTIONS));
     expect(f.asked).toEqual(['a', 'b']);
-    expect(error).toMatchObject({ code: 'SHARD_UNAVAILABLE', message: expect.stringContaining('retry budget is spent') as unknown });
+    expect(error).toMatchObject({ code: 'OVERLOADED', message: expect.stringContaining('retry budget is spent, so c was not asked') as unknown });
     expect(clock.now()).toBe(0);
   });
 

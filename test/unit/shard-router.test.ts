@@ -136,15 +136,15 @@ describe('ShardRouter', () => {
     });
     expect(value).toBe(second);
     expect(asked).toEqual([first, second]);
-    // Every copy fails: asked again in rounds until the deadline (or the retry budget is spent),
-    // then a typed RoutingError, no endless loop.
+    // Every copy fails: asked again in rounds until the retry budget is spent (before the deadline
+    // here), then a typed RoutingError, no endless loop.
     let sends = 0;
     const failing = router.request(0, async () => {
       sends += 1;
       return Promise.reject(new Error('down'));
     }).then(() => undefined, (e: unknown) => e);
     await driver.advance(5_000);
-    expect(await failing).toMatchObject({ reason: 'no-serving-node', code: 'SHARD_UNAVAILABLE' });
+    expect(await failing).toMatchObject({ reason: 'overloaded', code: 'OVERLOADED' });
     expect(sends).toBeGreaterThan(2);
     // The first, then what the retry budget allows (a reserve of 10 per second), not a round every
     // 80 ms for the whole 5 s (about 130 sends).
