@@ -6,7 +6,8 @@
  * producer of numbered records, every sink call recorded. Faults one after another, 1–6 s apart: 300 ms on a node's detector link for 5–20 s, a
  * sink call slower than `sinkTimeoutMs`, connection resets on the singleton's detector endpoint,
  * the singleton's Cassandra path blackholed for 2–8 s, SIGSTOP of an owner or the singleton for
- * 0.2–9 s, SIGKILL of an owner or of the singleton, a graceful stop; a node down starts again
+ * 0.2–9 s, SIGKILL of an owner or of the singleton, a graceful stop (of the singleton's host too:
+ * its handover); a node down starts again
  * 2–10 s later (a new incarnation, a join), at most two down at once. At the end: convergence, then
  * the history checker over every node's calls and the producer's acknowledgements.
  *

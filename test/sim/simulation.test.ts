@@ -223,8 +223,10 @@ describe('whole-cluster simulation', () => {
   });
 
   it('reports a late write applied out of order: the checker catches what a sink without fencing lets through (I13)', async () => {
-    const fenced = await runSimulation({ seed: 3 });
-    const unfenced = await runSimulation({ seed: 3, unfencedSink: true });
+    // A seed with late writes (each seed's faults change with the code; any seed whose fenced run
+    // refused a late write will do).
+    const fenced = await runSimulation({ seed: 1 });
+    const unfenced = await runSimulation({ seed: 1, unfencedSink: true });
     expect(fenced.violations).toEqual([]);
     expect(fenced.stats.lateWritesRefused).toBeGreaterThan(0);
     const i13 = unfenced.violations.filter((v) => v.invariant === 'I13');

@@ -52,8 +52,9 @@ export type FaultCounts = Record<string, number>;
 /**
  * Random faults until `durationMs` has passed, one after another with 1–6 s between them: a slow
  * detector link (300 ms, 5–20 s), a slow sink call, resets on the singleton's detector endpoint,
- * the singleton's Cassandra blackholed (2–8 s), a node stopped and joining again, SIGSTOP of an
- * owner or the singleton (0.2–9 s), SIGKILL of an owner or of the singleton (started again 2–10 s later).
+ * the singleton's Cassandra blackholed (2–8 s), a node stopped and joining again, the singleton's
+ * host stopped gracefully (it hands the role over) and joining again, SIGSTOP of an owner or the
+ * singleton (0.2–9 s), SIGKILL of an owner or of the singleton (started again 2–10 s later).
  */
 export async function randomSchedule(run: OneWriterRun, o: RandomScheduleOptions): Promise<FaultCounts> {
   const random = o.random ?? Math.random;
@@ -66,7 +67,7 @@ export async function randomSchedule(run: OneWriterRun, o: RandomScheduleOptions
   while (performance.now() < deadline) {
     const r = await run.roles();
     const canLose = down().length < maxDown && r.members.length > 2;
-    const kinds = ['slow-link', 'slow-sink-call', 'detector-resets', 'cassandra-blackhole', 'pause', ...(canLose ? ['kill-owner', 'kill-singleton', 'stop-and-join'] : [])];
+    const kinds = ['slow-link', 'slow-sink-call', 'detector-resets', 'cassandra-blackhole', 'pause', ...(canLose ? ['kill-owner', 'kill-singleton', 'stop-and-join', 'handover'] : [])];
     const kind = pick(kinds, random)!;
     const owner = pick(r.owners, random);
     let did = true;
@@ -106,6 +107,13 @@ export async function randomSchedule(run: OneWriterRun, o: RandomScheduleOptions
         } else did = false;
         break;
       }
+      case 'handover':
+        // A graceful stop of the singleton's host: it hands the role over (ARCHITECTURE §11.9).
+        if (r.singleton) {
+          await run.stopGracefully(r.singleton);
+          restartLater(r.singleton);
+        } else did = false;
+        break;
       case 'stop-and-join': {
         const node = pick(r.members.filter((n) => n !== r.singleton), random);
         if (node) {
