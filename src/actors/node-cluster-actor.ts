@@ -76,6 +76,15 @@ interface State {
    * together, their changes go out as one record per dataset instead of one per report.
    */
   reports: NodeReportBody[];
+  /**
+   * While recovering: reports read before their incarnation's answer to the recovery. The inbox
+   * replays what the last singleton read but had not committed, so they may be old, already
+   * applied, and wrong now (a copy's `IngestionStarted` of a run long over): the answer, the node's
+   * own account given after them, supersedes them, and they are dropped unacknowledged (what one
+   * carried that nobody applied, the node sends again under a new number). Reports of nodes that
+   * never answer are applied after the recovery, as before.
+   */
+  beforeAnswer: NodeReportBody[];
   readonly timers: Set<Cancel>;
   readonly checks: Set<number>;
 }
@@ -309,6 +318,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     };
     await decide(s, { type: 'Recover', recovery: data });
     s.phase = 'active';
+    // Reports of nodes that did not answer in time: applied now, as any report.
+    if (s.beforeAnswer.length > 0) {
+      if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
+      s.reports.push(...s.beforeAnswer);
+      s.beforeAnswer = [];
+    }
     await dropSubscribersOfDepartedNodes(s);
     await commit(s);
     // guardianMaps: maps the guardians had newer than the MetaStore's (or of datasets it lacks); normally 0.
@@ -337,6 +352,11 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     } else if (m.kind === 'cluster-state') {
       if (s.phase === 'recovering' && m.requestId === requestId) {
         s.answers.set(m.node, m);
+        const superseded = s.beforeAnswer.filter((r) => r.node === m.node && r.incarnation === m.incarnation).length;
+        if (superseded > 0) {
+          s.beforeAnswer = s.beforeAnswer.filter((r) => r.node !== m.node || r.incarnation !== m.incarnation);
+          log.info({ event: 'recovery.reports-superseded', member: m.node, reports: superseded }, `${superseded} report(s) of ${m.node} read before its answer to the recovery were dropped: its answer gives its state after them`);
+        }
         if (allAnswered(s)) await finishRecovery(s);
       }
       return; // answers are not inputs: committing them is the recovery's job
@@ -344,8 +364,13 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       return;
     } else {
       if (m.kind === 'report') {
+        const report = { node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events };
+        if (s.phase === 'recovering' && s.answers.get(m.node)?.incarnation !== m.incarnation) {
+          s.beforeAnswer.push(report);
+          return;
+        }
         if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
-        s.reports.push({ node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events });
+        s.reports.push(report);
         return;
       }
       await decide(s, m.request);
@@ -430,6 +455,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     answers: new Map(),
     takeoverAt: 0,
     reports: [],
+    beforeAnswer: [],
     timers: new Set(),
     checks: new Set(),
   };
