@@ -254,8 +254,14 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
     const s = await cluster.status(p.name);
     if (s) statuses.set(p.name, s);
   }
-  const fail = (why: string): Convergence => ({ ok: false, why, statuses });
   const members = [...statuses.entries()].filter(([, s]) => s.member && s.state === 'running');
+  // Who is not counted, and why: a failure names them, so a run that does not converge says what each node showed.
+  const uncounted = cluster.live().flatMap((p) => {
+    const st = statuses.get(p.name);
+    if (!st) return [`${p.name}: no /status answer`];
+    return st.member && st.state === 'running' ? [] : [`${p.name}: ${st.state}${st.member ? '' : ', not a member'}, running ${st.running.map((r) => r.shard).join(',') || 'nothing'}`];
+  });
+  const fail = (why: string): Convergence => ({ ok: false, why: uncounted.length > 0 ? `${why}; not counted: ${uncounted.join('; ')}` : why, statuses });
   const singletons = members.filter(([, s]) => s.singleton !== undefined);
   if (singletons.length !== 1) return fail(`${singletons.length} singletons among ${members.map(([n]) => n).join(', ')}`);
   const [name, status] = singletons[0]!;
