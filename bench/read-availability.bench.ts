@@ -408,7 +408,12 @@ function failureMessages(mode: string, rf: number, r: Awaited<ReturnType<typeof 
     const counts = new Map<string, number>();
     for (const o of f.outcomes) if (!o.ok) counts.set(o.message.slice(0, 400), (counts.get(o.message.slice(0, 400)) ?? 0) + 1);
     const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3);
-    return top.length === 0 ? [] : [`${mode} RF ${rf} ${f.fault}: most frequent failures: ${top.map(([m, n]) => `${n} × "${m}"`).join('; ')}`];
+    // The slowest answers of the window, with the copy that gave them and when (ms after the fault): where a p99 comes from.
+    const slowest = f.outcomes.filter((o) => o.ok).sort((a, b) => b.ms - a.ms).slice(0, 5);
+    return [
+      ...(top.length === 0 ? [] : [`${mode} RF ${rf} ${f.fault}: most frequent failures: ${top.map(([m, n]) => `${n} × "${m}"`).join('; ')}`]),
+      ...(slowest.length === 0 ? [] : [`${mode} RF ${rf} ${f.fault}: slowest answers: ${slowest.map((o) => `${o.ms.toFixed(0)} ms (shard ${o.shard}, ${o.ok ? o.node : '-'}, sent ${o.t - f.at} ms in)`).join('; ')}`]),
+    ];
   });
 }
 
