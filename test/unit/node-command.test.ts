@@ -2,16 +2,16 @@
 // naming `status.port` before anything connects, an unreachable Cassandra exits 1 after its
 // connect timeout saying where it tried — no crash loop, no stack trace.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { countingServer } from '../support/counting-server.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const MAIN = resolve(import.meta.dirname, '../../src/cli/main.ts');
 
 async function configFile(config: unknown): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'shardherd-cmd-'));
+  const dir = tempDir('shardherd-cmd-');
   const path = join(dir, 'node.json');
   await writeFile(path, JSON.stringify(config));
   return path;

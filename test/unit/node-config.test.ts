@@ -1,5 +1,4 @@
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
@@ -9,6 +8,7 @@ import { KafkaBus } from '../../src/cluster/kafka-bus.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
 import { loadServeHandlers } from '../../src/node/serve-handlers.js';
 import type { DatasetRef, ShardNum } from '../../src/core/ids.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const minimal = { node: 'node-1', kafka: { brokers: ['127.0.0.1:9092'] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } };
 
@@ -133,7 +133,7 @@ describe('node config', () => {
   });
 
   it('says when the file is missing or not JSON', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'shardherd-config-'));
+    const dir = tempDir('shardherd-config-');
     await expect(loadNodeConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot be read: ENOENT/);
     await writeFile(join(dir, 'bad.json'), '{ node: 1 ');
     await expect(loadNodeConfig(join(dir, 'bad.json'))).rejects.toThrow(/bad\.json: is not JSON/);
@@ -144,7 +144,7 @@ const SUPPORT = resolve(import.meta.dirname, '../support');
 
 describe('node config: serve', () => {
   it('resolves handler modules against the config file, and keeps host and port', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'shardherd-config-'));
+    const dir = tempDir('shardherd-config-');
     await mkdir(join(dir, 'handlers'));
     await writeFile(join(dir, 'node.json'), JSON.stringify({ ...minimal, serve: [{ dataset: 'metrics', handler: './handlers/m.js', port: 9500, host: '0.0.0.0', advertisedHost: 'node-1.local' }, { dataset: 'logs', handler: '/abs/l.js' }] }));
     const c = await loadNodeConfig(join(dir, 'node.json'));

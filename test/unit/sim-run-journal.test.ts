@@ -2,16 +2,16 @@
 // stopped part-way goes on where it was, running only the seeds the journal lacks; a journal of
 // another run (other options or other code) is refused; a line cut short by a kill runs again.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { JournalMismatch, RunJournal, codeHash, type RunIdentity } from '../../src/sim/run-journal.js';
 import type { SeedResult } from '../../src/sim/parallel-seeds.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const SIM = resolve(import.meta.dirname, '../../src/cli/sim.ts');
 const IDENTITY: RunIdentity = { from: 1, seeds: 10, steps: 25, detector: true, code: 'abc' };
-const tempPath = () => join(mkdtempSync(join(tmpdir(), 'shardherd-journal-')), 'run.jsonl');
+const tempPath = () => join(tempDir('shardherd-journal-'), 'run.jsonl');
 
 function result(seed: number, violations = 0): SeedResult {
   const v = Array.from({ length: violations }, () => ({ seed, step: 3, time: 3_000, invariant: 'I5' as const, message: 'lost' }));
@@ -59,7 +59,7 @@ describe('RunJournal', () => {
   });
 
   it('hashes the sources so that any change to a file changes it', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shardherd-code-'));
+    const dir = tempDir('shardherd-code-');
     writeFileSync(join(dir, 'a.ts'), 'export const a = 1;\n');
     const before = codeHash(dir);
     expect(codeHash(dir)).toBe(before);

@@ -1,16 +1,16 @@
 // `shardherd topics create` without a broker: the command line it takes, and the refusals that
 // come before or instead of any topic — a dataset the config does not set up or that has no Kafka
 // topic (exit 2, naming the key), brokers where nothing listens (exit 1, naming them).
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
 import { runTopicsCreate } from '../../src/cli/topics-command.js';
 import { freePort } from '../support/free-port.js';
+import { tempDir } from '../support/temp-dir.js';
 
 async function configFile(brokers: string[]): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'shardherd-topics-'));
+  const dir = tempDir('shardherd-topics-');
   const path = join(dir, 'node.json');
   await writeFile(
     path,
