@@ -319,11 +319,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     await decide(s, { type: 'Recover', recovery: data });
     s.phase = 'active';
     // Reports of nodes that did not answer in time: applied now, as any report.
-    if (s.beforeAnswer.length > 0) {
-      if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
-      s.reports.push(...s.beforeAnswer);
-      s.beforeAnswer = [];
-    }
+    queueReports(s, s.beforeAnswer.splice(0));
     await dropSubscribersOfDepartedNodes(s);
     await commit(s);
     // guardianMaps: maps the guardians had newer than the MetaStore's (or of datasets it lacks); normally 0.
@@ -332,6 +328,13 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     env.telemetry.singletonRecovered(recoveryMs);
     log.info({ event: 'singleton.takeover', epoch, recoveryMs, answered: answers.length, members: s.view.members.length, guardianMaps }, 'singleton active');
     later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
+  }
+
+  /** Queues reports to apply together, and asks for them to be applied if none were queued. */
+  function queueReports(s: State, reports: readonly NodeReportBody[]): void {
+    if (reports.length === 0) return;
+    if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
+    s.reports.push(...reports);
   }
 
   function allAnswered(s: State): boolean {
@@ -352,9 +355,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     } else if (m.kind === 'cluster-state') {
       if (s.phase === 'recovering' && m.requestId === requestId) {
         s.answers.set(m.node, m);
-        const superseded = s.beforeAnswer.filter((r) => r.node === m.node && r.incarnation === m.incarnation).length;
+        const kept = s.beforeAnswer.filter((r) => r.node !== m.node || r.incarnation !== m.incarnation);
+        const superseded = s.beforeAnswer.length - kept.length;
+        s.beforeAnswer = kept;
         if (superseded > 0) {
-          s.beforeAnswer = s.beforeAnswer.filter((r) => r.node !== m.node || r.incarnation !== m.incarnation);
           log.info({ event: 'recovery.reports-superseded', member: m.node, reports: superseded }, `${superseded} report(s) of ${m.node} read before its answer to the recovery were dropped: its answer gives its state after them`);
         }
         if (allAnswered(s)) await finishRecovery(s);
@@ -369,8 +373,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           s.beforeAnswer.push(report);
           return;
         }
-        if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
-        s.reports.push(report);
+        queueReports(s, [report]);
         return;
       }
       await decide(s, m.request);

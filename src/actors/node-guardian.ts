@@ -187,9 +187,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return;
       case 'cluster-state-request': {
         const stored = new Map((m.stored ?? []).map((x) => [x.dataset, x]));
-        const running = await new Promise<RunningShard[]>((resolve) => {
-          if (!env.runtime.send(s.coordinator, { type: 'GetRunning', reply: resolve })) resolve([]);
-        });
+        const running = await new Promise<RunningShard[]>((resolve) => env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), resolve, []));
         await toInbox({
           format: WIRE_FORMAT,
           kind: 'cluster-state',

@@ -227,8 +227,7 @@ export class LivenessJudge<M extends MemberRef> {
     // singleton could not reach it) may have reached the target meanwhile, and so may everyone while
     // no round ran (the singleton stalled): nobody probed then, and the run starts over.
     const previous = previousRound(s, round);
-    const gapMs = previous === undefined ? Number.POSITIVE_INFINITY : s.roundTimes.get(round)! - s.roundTimes.get(previous)!;
-    const continues = before !== undefined && failing(before.vote) && before.round === previous && gapMs <= 2 * probePeriodMs(this.settings);
+    const continues = before !== undefined && failing(before.vote) && before.round === previous && this.ranLately(s, previous, s.roundTimes.get(round)!);
     const failingSince = !failing(vote) ? undefined : continues ? before.failingSince : s.roundTimes.get(round);
     s.votes.set(key, { vote, round, failingSince });
   }
@@ -331,6 +330,15 @@ export class LivenessJudge<M extends MemberRef> {
     this.quietUntil = now + 2 * this.settings.heartbeatIntervalMs;
   }
 
+  /**
+   * Whether `round` ran at most two probe periods before `at`: rounds run one a probe period, so a
+   * longer gap means the singleton did not run meanwhile (a stall), and nobody probed.
+   */
+  private ranLately(s: Suspicion<M>, round: number | undefined, at: number): boolean {
+    const ranAt = round === undefined ? undefined : s.roundTimes.get(round);
+    return ranAt !== undefined && at - ranAt <= 2 * probePeriodMs(this.settings);
+  }
+
   /** A new round of probes of `t`: the singleton's own, and its helpers' (kept, topped up). */
   private nextRound(t: Tracked<M>, now: number, actions: JudgeAction<M>[]): void {
     const s = t.suspicion!;
@@ -370,7 +378,7 @@ export class LivenessJudge<M extends MemberRef> {
     // way), and the one before only if it ran lately (not before a stall of the singleton, when
     // nobody probed). An observer that no longer answers says nothing of now (a singleton cut off
     // from its helpers keeps their old votes, which must not evict anyone).
-    const fresh = (round: number) => round === s.round || (round === s.round - 1 && s.roundAt - (s.roundTimes.get(round) ?? Number.NEGATIVE_INFINITY) <= 2 * probePeriodMs(this.settings));
+    const fresh = (round: number) => round === s.round || (round === s.round - 1 && this.ranLately(s, round, s.roundAt));
     const failingVotes = votes.filter((v) => failing(v.vote) && fresh(v.round) && (v.observer === this.selfKey || this.tracked.has(v.observer)));
     if (failingVotes.length < q) return undefined;
     // A member still in its join grace is not evicted on silence: it may still be starting, and the
