@@ -33,6 +33,8 @@ export type ClusterMsg =
   | { readonly type: 'Tick' }
   | { readonly type: 'CheckCooldowns' }
   | { readonly type: 'RecoveryDeadline' }
+  /** Writes the takeover record into the inbox, and again until it is read back (a record can be lost on the bus). */
+  | { readonly type: 'WriteTakeoverRecord' }
   /** Asks the guardians that have not answered yet, again: a question can be lost on the bus. */
   | { readonly type: 'AskGuardians' }
   /** Applies the reports read since the last one, in one decision. */
@@ -77,12 +79,25 @@ interface State {
    */
   reports: NodeReportBody[];
   /**
-   * While recovering: reports read before their incarnation's answer to the recovery. The inbox
-   * replays what the last singleton read but had not committed, so they may be old, already
-   * applied, and wrong now (a copy's `IngestionStarted` of a run long over): the answer, the node's
-   * own account given after them, supersedes them, and they are dropped unacknowledged (what one
-   * carried that nobody applied, the node sends again under a new number). Reports of nodes that
-   * never answer are applied after the recovery, as before.
+   * Whether this singleton has read its own takeover record back from the inbox. The inbox replays
+   * what the last singleton read but had not committed, so a report written before the takeover
+   * may be old, already applied, and wrong now (a copy's `IngestionStarted` of a run long over).
+   * Such a report was either applied and persisted by a predecessor (its writes are fenced by
+   * epoch, so only before this takeover), or never acknowledged, and then its node sends its
+   * events again under a new number. So every report before the takeover record is dropped,
+   * unacknowledged, whether its node answers the recovery or not (sim seeds 9250, 13878: a dead
+   * node's replayed report made a copy Active and removed the Leaving copy that served).
+   */
+  afterTakeoverRecord: boolean;
+  /** How often this singleton wrote its takeover record. */
+  takeoverRecordWrites: number;
+  /** Reports dropped for being written before the takeover (logged once, when the record is read). */
+  reportsBeforeTakeover: number;
+  /**
+   * While recovering: reports written after the takeover but read before their incarnation's
+   * answer to the recovery. The answer, the node's own account given after them, supersedes them,
+   * and they are dropped unacknowledged (what one carried that nobody applied, the node sends again
+   * under a new number). Reports of nodes that never answer are applied after the recovery.
    */
   beforeAnswer: NodeReportBody[];
   readonly timers: Set<Cancel>;
@@ -352,6 +367,13 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     if (m.kind === 'invalid-setup') {
       mustAct('a reply');
       await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: m.replyTo, reply: { type: 'BadSchema', message: m.message } });
+    } else if (m.kind === 'takeover') {
+      if (m.epoch !== epoch) return; // a predecessor's: what follows it is still from before this takeover
+      s.afterTakeoverRecord = true;
+      if (s.reportsBeforeTakeover > 0) {
+        log.info({ event: 'recovery.reports-before-takeover', reports: s.reportsBeforeTakeover }, `${s.reportsBeforeTakeover} report(s) written before this singleton took over were dropped: a predecessor applied them, or their nodes send their events again`);
+      }
+      return;
     } else if (m.kind === 'cluster-state') {
       if (s.phase === 'recovering' && m.requestId === requestId) {
         s.answers.set(m.node, m);
@@ -368,6 +390,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       return;
     } else {
       if (m.kind === 'report') {
+        if (!s.afterTakeoverRecord) {
+          s.reportsBeforeTakeover++;
+          return;
+        }
         const report = { node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events };
         if (s.phase === 'recovering' && s.answers.get(m.node)?.incarnation !== m.incarnation) {
           s.beforeAnswer.push(report);
@@ -458,6 +484,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     answers: new Map(),
     takeoverAt: 0,
     reports: [],
+    afterTakeoverRecord: false,
+    takeoverRecordWrites: 0,
+    reportsBeforeTakeover: 0,
     beforeAnswer: [],
     timers: new Set(),
     checks: new Set(),
@@ -523,9 +552,18 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           // This group holds the position from now on, even if this singleton dies before it applies anything.
           if (startAt !== undefined) await retrying('committing the inbox position', () => s.inbox!.commit(startAt));
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
+          // Written before the guardians are asked: their answers, and the reports they supersede, come after it.
+          env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' });
           env.runtime.send(ctx.self, { type: 'AskGuardians' });
           return s;
         }
+        case 'WriteTakeoverRecord':
+          if (s.afterTakeoverRecord) return s;
+          if (s.takeoverRecordWrites > 0) log.warn({ event: 'recovery.takeover-record-again', writes: s.takeoverRecordWrites }, `the takeover record was not read back within ${env.settings.recoveryReplyTimeoutMs} ms: written again (no report is applied before it is read)`);
+          await retrying('writing the takeover record', () => env.bus.produce(env.topics.inbox, { format: WIRE_FORMAT, kind: 'takeover', epoch } satisfies InboxMessage));
+          s.takeoverRecordWrites++;
+          later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' }));
+          return s;
         case 'AskGuardians':
           if (s.phase !== 'recovering') return s;
           mustAct('asking the guardians');

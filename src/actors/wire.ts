@@ -48,6 +48,11 @@ export const MAX_EVENTS_PER_REPORT = 500;
 
 export type InboxMessage =
   | { readonly format: 2; readonly kind: 'request'; readonly request: Request }
+  /**
+   * Written by a singleton into its own inbox when it takes over (raft's entry at the start of a
+   * term): every record before it was written before the takeover.
+   */
+  | { readonly format: 2; readonly kind: 'takeover'; readonly epoch: Epoch }
   | { readonly format: 2; readonly kind: 'report'; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly events: readonly ShardEvent[] }
   | {
       readonly format: 2;
@@ -175,6 +180,7 @@ export const stampsS = z.array(z.object({
 
 const inboxS = z.discriminatedUnion('kind', [
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('request'), request: requestS }),
+  z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('takeover'), epoch: z.number().int().min(0) }),
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('report'), node: nodeIdS, incarnation: incarnationS, seq: z.number().int().min(0), events: z.array(eventS).max(MAX_EVENTS_PER_REPORT) }),
   z.object({
     format: z.literal(WIRE_FORMAT),

@@ -142,7 +142,7 @@ describe('fuzzed bus records', () => {
     expect([...kinds].sort()).toEqual(
       ['ack', 'reply'].map((k) => `${topics.replies} ${k}`)
         .concat(['cluster-state-request', 'digest', 'fence', 'map-changes', 'map-snapshot', 'members', 'members-change', 'publish'].map((k) => `${topics.events} ${k}`).filter((k) => !k.endsWith('fence') || kinds.has(k)))
-        .concat(['cluster-state', 'report', 'request'].map((k) => `${topics.inbox} ${k}`))
+        .concat(['cluster-state', 'report', 'request', 'takeover'].map((k) => `${topics.inbox} ${k}`))
         .sort(),
     );
   }, 60_000);

@@ -297,6 +297,26 @@ describe('reassignment cooldowns', () => {
     h.run({ type: 'CheckCooldowns' });
     expect(h.mapper(ds1).nodeForShard(0)).toBe('c4');
   });
+
+  it('the room a failed copy leaves goes at once to a shard waiting for room, never to the failed shard (sim seed 7905)', () => {
+    // 8 shards sized for 2 nodes (4 each). c2 is drained: its shards move to c1, and all but 7 caught up.
+    const h = new Harness({ reassignmentCooldownMs: 1000 });
+    for (const c of ['c1', 'c2', 'c3']) h.addMember(c);
+    h.setup(ds1, 8, 2);
+    h.run({ type: 'RemoveNode', node: 'c2', replyTo: adminReplyTo() });
+    for (const shard of [4, 5, 6]) h.report('c1', ShardEvents.ingestionStarted(ds1, s(shard), n('c1')));
+    // c3 is lost: c1 is full (4, 5, 6 and 7's new copy), the drained c2 takes what it has room for, 3 waits.
+    h.removeMember('c3');
+    expect(h.mapper(ds1).unassignedShards()).toEqual([3]);
+    // 7's new copy on c1 fails: the move is tried again after the cooldown, and c2 serves 7 meanwhile.
+    const token = { epoch: h.state.epoch, version: h.mapper(ds1).assignmentVersion(7) };
+    const effects = h.report('c1', ShardEvents.ingestionError(ds1, s(7), n('c1'), 'bad', token));
+    expect(h.mapper(ds1).nodesForShard(7)).toEqual(['c2']);
+    // c1 has room again: 3 goes there now, not at the next change of the members.
+    expect(h.mapper(ds1).nodeForShard(3)).toBe('c1');
+    expect(h.mapper(ds1).unassignedShards()).toEqual([]);
+    expect(noticesNamed(effects, 'shard.reassignment-skipped')[0]).toMatch(/while moving there from c2/);
+  });
 });
 
 describe('membership', () => {

@@ -89,6 +89,24 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
  * copy of a drain's move that fails starts the cooldown too, and the drained node's copy serves.
  */
 function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: ShardNum, reporter: NodeId, error: string): void {
+  moveErroredShard(step, dataset, shard, reporter, error);
+  fillFreedRoom(step, dataset, shard);
+}
+
+/**
+ * The failed copy left its node with room, and the round that moved the shard kept the reporter
+ * out for every shard: a shard left free for want of room (a lost node's, say) gets that room now,
+ * not at the next membership change (sim seed 7905: a shard free for 4.7 s beside two members with
+ * room). The errored shard is held: it never goes back to the node it failed on inside its cooldown.
+ */
+function fillFreedRoom(step: Step, dataset: DatasetRef, shard: ShardNum): void {
+  const ds = step.dataset(dataset)!;
+  if (ds.config.strategy === 'balanced') return; // a balanced round places every free copy already
+  const held = step.held(dataset).add(shard);
+  if (ds.mapper.unassignedShards().some((s) => !held.has(s))) step.assignShards(dataset, { hold: held });
+}
+
+function moveErroredShard(step: Step, dataset: DatasetRef, shard: ShardNum, reporter: NodeId, error: string): void {
   const skipped = (message: string) => step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset, shard, node: reporter, message });
   const last = step.dataset(dataset)!.cooldowns.get(shard);
   if (last !== undefined && step.inCooldown(last)) {
