@@ -34,6 +34,13 @@ interface Running {
    * failed under, or an older one, is the singleton not having heard of the failure yet).
    */
   assignment: FencingToken;
+  /**
+   * The token under which the singleton last heard this copy's status: its start's, then each
+   * newer one it was restated under. A copy's status is said once per assignment, never again
+   * because a map or members message came: restating on every message while the singleton lagged
+   * made a storm (millions of reports for 49 152 copies, issue 34) that made it lag more.
+   */
+  statedUnder: FencingToken;
   status: ShardStatus;
 }
 
@@ -88,6 +95,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       const keep = new Set(wanted);
       for (const [key, r] of [...s.running]) if (r.dataset === dataset && !keep.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
     }
+    const restated: Running[] = [];
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       const running = s.running.get(key);
@@ -100,12 +108,22 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       } else if (running) {
         // A failed copy waits for a newer token; a running one follows the map's (§12).
         if (running.status.type !== 'Error') running.assignment = assignment;
-        restateIfRestarted(running, map.mapper.copyOnNode(shard, env.node)!.status);
+        if (compareTokens(assignment, running.statedUnder) !== 0) {
+          running.statedUnder = assignment;
+          if (restateIfRestarted(running, map.mapper.copyOnNode(shard, env.node)!.status)) restated.push(running);
+        }
         continue;
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
       const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u), () => tokenOf(s, dataset, shard));
-      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, assignment, status: Status.assigned });
+      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, assignment, statedUnder: assignment, status: Status.assigned });
+    }
+    if (restated.length > 0) {
+      // One line for the lot: a new singleton's map restates every copy of a large node at once.
+      env.log.info(
+        { dataset, copies: restated.length, sample: restated.slice(0, 5).map((r) => `${r.shard}:${r.status.type}`) },
+        `start of ${restated.length} shard cop${restated.length === 1 ? 'y' : 'ies'} already running under a new assignment: they keep ingesting and report their status again`,
+      );
     }
   };
 
@@ -128,15 +146,15 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
    * a Leaving copy that stops serving while its successor still catches up leaves the shard with
    * no Active copy during a planned handoff.
    */
-  const restateIfRestarted = (r: Running, inMap: ShardStatus) => {
-    if (inMap.type !== 'Assigned') return;
+  const restateIfRestarted = (r: Running, inMap: ShardStatus): boolean => {
+    if (inMap.type !== 'Assigned') return false;
     const event =
       r.status.type === 'Active' ? ShardEvents.ingestionStarted(r.dataset, r.shard, env.node)
       : r.status.type === 'Recovery' ? ShardEvents.recoveryInProgress(r.dataset, r.shard, env.node, r.status.progressPct)
       : undefined; // still starting: its first report is on its way
-    if (!event) return;
-    env.log.info({ dataset: r.dataset, shard: r.shard, status: r.status.type }, 'start of a shard already running: it keeps ingesting and reports its status again');
+    if (!event) return false;
     env.runtime.send(reporter, { type: 'Report', event });
+    return true;
   };
 
   const initialState: State = { maps: new Map(), members: undefined, admission: undefined, running: new Map(), shards: undefined };

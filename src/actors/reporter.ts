@@ -32,14 +32,19 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
   const initialState: State = { seq: 0, pending: new Map(), flushQueued: false, resend: undefined };
   return env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (s, msg, ctx) => {
     switch (msg.type) {
-      case 'Report':
+      case 'Report': {
         // Only the latest event per shard matters: a newer one replaces an unacknowledged older one.
-        s.pending.set(`${msg.event.dataset}/${msg.event.shard}`, { event: msg.event, sentIn: undefined });
+        // The same event again while one is on its way is not sent twice: the resend covers a loss.
+        const key = `${msg.event.dataset}/${msg.event.shard}`;
+        const pending = s.pending.get(key);
+        if (pending !== undefined && sameEvent(pending.event, msg.event)) return s;
+        s.pending.set(key, { event: msg.event, sentIn: undefined });
         if (!s.flushQueued) {
           s.flushQueued = true;
           env.runtime.send(ctx.self, { type: 'Flush' }); // events reported together go in one report
         }
         return s;
+      }
       case 'Flush': {
         s.flushQueued = false;
         // At most MAX_EVENTS_PER_REPORT a report: a node that starts thousands of shards sends
@@ -90,4 +95,9 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
     onCrash: 'resume',
     afterStop: (s) => s.resend?.(),
   });
+}
+
+/** Events are small plain records: equal when their JSON is (the same keys in the same order, as ShardEvents builds them). */
+function sameEvent(a: ShardEvent, b: ShardEvent): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }

@@ -105,7 +105,7 @@ function startCoordinator<S extends RecordSink = CountingSink>(sourceOf: (clock:
 
 describe('node coordinator: a start sent again', () => {
   it('keeps a running Leaving copy ingesting and Active: no second start, no Recovery, its status said again', async () => {
-    const { clock, sink, reports, send, running } = startCoordinator();
+    const { clock, sink, reports, send, running, members } = startCoordinator();
     const ref = config().ref;
     const placed = [ShardEvents.assignmentStarted(ref, shard, me)];
     send(mapOf(placed));
@@ -121,10 +121,17 @@ describe('node coordinator: a start sent again', () => {
     expect(startedAgain.copyOnNode(shard, me)).toMatchObject({ placement: 'Leaving', status: { type: 'Assigned' } });
     const before = sink.tally(ref, shard).accepted;
     const reported = reports.length;
-    send(startedAgain);
+    // As a new singleton that did not hear of the copy sends it: under its own epoch.
+    members(2);
+    send(startedAgain, 2);
     await settle(clock, 1_000);
 
     // Its status said again (Active, not Recovery), and ingestion went on: no replay from a checkpoint.
+    expect(reports.slice(reported).map((e) => e.type)).toEqual(['IngestionStarted']);
+    // Said once for that assignment: the same map and the members again say nothing more.
+    send(startedAgain, 2);
+    members(2);
+    await settle(clock, 500);
     expect(reports.slice(reported).map((e) => e.type)).toEqual(['IngestionStarted']);
     const tally = sink.tally(ref, shard);
     expect(tally.accepted).toBeGreaterThan(before);
