@@ -67,6 +67,8 @@ interface State {
   inbox: BusSubscription | undefined;
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
+  /** Commits of the inbox position that failed in a row. */
+  commitFailures: number;
   stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions; operations: NodeOperations; applied: AppliedRequest[] } | undefined;
   /** The stored maps recovery can use, as stamps: guardians send only maps newer than these. */
   storedStamps: MapStamp[];
@@ -300,7 +302,21 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
    */
   async function commit(s: State): Promise<void> {
     mustAct('committing the inbox');
-    if (s.inbox && s.lastOffset >= 0) await s.inbox.commit(s.lastOffset + 1);
+    if (!s.inbox || s.lastOffset < 0) return;
+    // A failed commit costs a longer replay after a failover, nothing else: the singleton goes on,
+    // and the next tick commits again. Crashing on it (a Kafka rebalance answers "the coordinator
+    // is not aware of this member" until the consumer has rejoined) made the singleton crash-loop.
+    try {
+      await s.inbox.commit(s.lastOffset + 1);
+    } catch (e) {
+      s.commitFailures += 1;
+      const fields = { event: 'inbox.commit-failed', err: e, failures: s.commitFailures, offset: s.lastOffset + 1 };
+      if (s.commitFailures === 1) log.warn(fields, 'committing the inbox position failed: the singleton goes on and commits again at its next tick');
+      else log.debug(fields, 'committing the inbox position failed again');
+      return;
+    }
+    if (s.commitFailures > 0) log.info({ event: 'inbox.commit-recovered', failures: s.commitFailures }, `the inbox position is committed again, after ${s.commitFailures} failed commit(s)`);
+    s.commitFailures = 0;
   }
 
   /**
@@ -479,6 +495,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     recoveryDeadlinePassed: false,
     inbox: undefined,
     lastOffset: -1,
+    commitFailures: 0,
     stored: undefined,
     storedStamps: [],
     answers: new Map(),
