@@ -158,8 +158,12 @@ export function spawnIngestionActor(
   const tokenOfFailure = (s: State): FencingToken | undefined => tokenOf() ?? s.acceptedToken;
   const leaseKey = `${config.ref}/${shard}`;
   const endLeaseWait = () => {
-    const waitedMs = env.leaseWaits?.end(leaseKey, env.clock.now());
-    if (waitedMs !== undefined) log.info({ event: 'lease.wait-ended', waitedMs }, 'the node holds a lease again: the shard writes again');
+    const ended = env.leaseWaits?.end(leaseKey, env.clock.now());
+    if (ended === undefined) return;
+    log.debug({ event: 'lease.shard-wait-ended', waitedMs: ended.waitedMs }, 'the shard writes again');
+    // One line per lapse of the node, not one per shard (a node of 16 384 copies logged 16 384).
+    const { lapse } = ended;
+    if (lapse) env.log.info({ event: 'lease.wait-ended', shards: lapse.shards, longestWaitMs: lapse.longestMs }, `the node holds a lease again: ${lapse.shards} shard(s) that held their batches write again (the longest waited ${lapse.longestMs} ms)`);
   };
   /** Polls again at the first grant under the epoch of the map the copy is ingested under (§11.4). */
   const waitForLease = (s: State, self: ActorRef<IngestionMsg>) => {
@@ -257,7 +261,8 @@ export function spawnIngestionActor(
         s.recovering = s.offset < s.catchUpTo;
         if (s.recovering) report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
         else report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
-        log.info({ from: s.start, reason: plan.reason, catchUpTo: s.catchUpTo, peersCheckpoint: plan.peersCheckpoint }, 'shard started');
+        // Debug: its node logs the copies a map started in one line (`shards.started`).
+        log.debug({ from: s.start, reason: plan.reason, catchUpTo: s.catchUpTo, peersCheckpoint: plan.peersCheckpoint }, 'shard started');
         schedulePoll(s, ctx.self, 0);
         return s;
       }

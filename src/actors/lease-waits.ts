@@ -14,15 +14,29 @@ export class LeaseWaits {
     if (!this.since.has(key)) this.since.set(key, now);
   }
 
-  /** The shard wrote again, or stopped: its wait, if any, ends and is counted. */
-  end(key: string, now: number): number | undefined {
+  /**
+   * The shard wrote again, or stopped: its wait, if any, ends and is counted. When it was the last
+   * shard waiting, the lapse is over for the whole node: `lapse` says how many shards waited in it
+   * and the longest wait, for one log line per lapse instead of one per shard.
+   */
+  end(key: string, now: number): { readonly waitedMs: number; readonly lapse?: { readonly shards: number; readonly longestMs: number } } | undefined {
     const began = this.since.get(key);
     if (began === undefined) return undefined;
     this.since.delete(key);
     const waitedMs = Math.max(0, now - began);
     this.telemetry.leaseWaitEnded(waitedMs);
-    return waitedMs;
+    this.lapseShards += 1;
+    this.lapseLongestMs = Math.max(this.lapseLongestMs, waitedMs);
+    if (this.since.size > 0) return { waitedMs };
+    const lapse = { shards: this.lapseShards, longestMs: this.lapseLongestMs };
+    this.lapseShards = 0;
+    this.lapseLongestMs = 0;
+    return { waitedMs, lapse };
   }
+
+  /** Shards whose wait ended since no shard last waited, and the longest of those waits. */
+  private lapseShards = 0;
+  private lapseLongestMs = 0;
 
   /** Shards waiting now. */
   get count(): number {

@@ -59,11 +59,17 @@ interface State {
 }
 
 export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, reporter: ActorRef<ReporterMsg>): ActorRef<CoordinatorMsg> {
-  const stopShard = (s: State, key: string, why: string) => {
-    const r = s.running.get(key)!;
-    s.running.delete(key);
-    env.runtime.stop(r.ref);
-    env.log.info({ dataset: r.dataset, shard: r.shard, why }, 'shard stopped');
+  /** Stops these copies; one log line for them all (a fence of 16 384 copies logged 16 384). */
+  const stopShards = (s: State, keys: readonly string[], why: string) => {
+    const stopped: Running[] = [];
+    for (const key of keys) {
+      const r = s.running.get(key);
+      if (!r) continue;
+      s.running.delete(key);
+      env.runtime.stop(r.ref);
+      stopped.push(r);
+    }
+    if (stopped.length > 0) env.log.info({ event: 'shards.stopped', copies: stopped.length, sample: sampleOf(stopped), why }, `${copies(stopped.length)} stopped: ${why}`);
   };
 
   /**
@@ -90,12 +96,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     };
     const wanted = only ? [...only].filter(mine) : map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
     if (only) {
-      for (const shard of only) if (!mine(shard) && s.running.has(`${dataset}/${shard}`)) stopShard(s, `${dataset}/${shard}`, 'the map no longer gives it to this node');
+      stopShards(s, [...only].filter((shard) => !mine(shard)).map((shard) => `${dataset}/${shard}`), 'the map no longer gives them to this node');
     } else {
       const keep = new Set(wanted);
-      for (const [key, r] of [...s.running]) if (r.dataset === dataset && !keep.has(r.shard)) stopShard(s, key, 'the map no longer gives it to this node');
+      stopShards(s, [...s.running].filter(([, r]) => r.dataset === dataset && !keep.has(r.shard)).map(([key]) => key), 'the map no longer gives them to this node');
     }
     const restated: Running[] = [];
+    const started: Running[] = [];
     for (const shard of wanted) {
       const key = `${dataset}/${shard}`;
       const running = s.running.get(key);
@@ -104,7 +111,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       if (running && running.status.type === 'Error' && compareTokens(assignment, running.assignment) > 0) {
         // It failed here, the singleton took the copy away and has given it back since (an
         // incremental map may carry both changes at once): a new start, not the failed one kept.
-        stopShard(s, key, 'it failed here and the map gives it to this node again: it starts over');
+        stopShards(s, [key], 'it failed here and the map gives it to this node again: it starts over');
       } else if (running) {
         // A failed copy waits for a newer token; a running one follows the map's (§12).
         if (running.status.type !== 'Error') running.assignment = assignment;
@@ -116,13 +123,16 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
       const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u), () => tokenOf(s, dataset, shard));
-      s.running.set(key, { ref: actor, dataset, shard: shard as ShardNum, assignment, statedUnder: assignment, status: Status.assigned });
+      const r: Running = { ref: actor, dataset, shard: shard as ShardNum, assignment, statedUnder: assignment, status: Status.assigned };
+      s.running.set(key, r);
+      started.push(r);
     }
+    if (started.length > 0) env.log.info({ event: 'shards.started', dataset, copies: started.length, sample: sampleOf(started) }, `${copies(started.length)} of ${dataset} started`);
     if (restated.length > 0) {
       // One line for the lot: a new singleton's map restates every copy of a large node at once.
       env.log.info(
-        { dataset, copies: restated.length, sample: restated.slice(0, 5).map((r) => `${r.shard}:${r.status.type}`) },
-        `start of ${restated.length} shard cop${restated.length === 1 ? 'y' : 'ies'} already running under a new assignment: they keep ingesting and report their status again`,
+        { event: 'shards.restated', dataset, copies: restated.length, sample: sampleOf(restated) },
+        `start of ${copies(restated.length)} already running under a new assignment: they keep ingesting and report their status again`,
       );
     }
   };
@@ -176,17 +186,17 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         // lists it (docs/ARCHITECTURE.md §11.5): once the singleton no longer counts it, it runs
         // nothing (its lease has run out anyway); it starts again when the singleton counts it.
         if (env.detector && !msg.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation)) {
-          for (const key of [...s.running.keys()]) stopShard(s, key, 'the singleton no longer counts this incarnation as a member');
+          stopShards(s, [...s.running.keys()], 'the singleton no longer counts this incarnation as a member');
           return s;
         }
         for (const dataset of s.maps.keys()) reconcile(s, dataset, ctx.self);
         return s;
       case 'DatasetGone':
         s.maps.delete(msg.dataset);
-        for (const [key, r] of [...s.running]) if (r.dataset === msg.dataset) stopShard(s, key, 'the dataset was removed');
+        stopShards(s, [...s.running].filter(([, r]) => r.dataset === msg.dataset).map(([key]) => key), 'the dataset was removed');
         return s;
       case 'StopAll':
-        for (const key of [...s.running.keys()]) stopShard(s, key, msg.reason);
+        stopShards(s, [...s.running.keys()], msg.reason);
         return s;
       case 'ShardStatus': {
         const r = s.running.get(`${msg.dataset}/${msg.shard}`);
@@ -206,3 +216,9 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     }
   }, { initialState, onCrash: 'resume' });
 }
+
+/** "1 shard copy", "3 shard copies". */
+const copies = (n: number) => `${n} shard cop${n === 1 ? 'y' : 'ies'}`;
+
+/** The first few copies of a log line's lot, as `dataset/shard`. */
+const sampleOf = (rs: readonly Running[]) => rs.slice(0, 5).map((r) => `${r.dataset}/${r.shard}`);
