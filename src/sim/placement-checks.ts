@@ -68,7 +68,8 @@ export function isolationViolations(map: ShardMapper, rackOf: (node: string) => 
  * I2 for a balanced dataset's copies on nodes that are not members: each must be one kept for its
  * lost node (Down, so nobody runs it) and only within its replacement delay plus `boundMs` (the
  * settle window, the timer's and the round's own latency); and no member holds a Down copy (a node
- * that came back restarts what was kept for it). `departedAt` is when a node was last seen leaving.
+ * that came back restarts what was kept for it). `departedAt` is when a node's delay can have
+ * started: when it was last seen leaving, or later, when the singleton acting now took over.
  * Returns the violations and whether any copy is still kept (the dataset is not at rest then).
  */
 export function keptCopyViolations(
@@ -89,7 +90,7 @@ export function keptCopyViolations(
       }
       const since = departedAt(a.node);
       if (a.status.type !== 'Down') violations.push(`shard ${s}: ${a.node} is not a member and its copy is ${a.status.type}, not kept Down`);
-      else if (since === undefined || now - since > replacementDelayMs + boundMs) violations.push(`shard ${s}: ${a.node}'s copy is still kept ${since === undefined ? '(never seen leaving)' : `${now - since} ms after it left`}, beyond replacementDelayMs ${replacementDelayMs} + ${boundMs}`);
+      else if (since === undefined || now - since > replacementDelayMs + boundMs) violations.push(`shard ${s}: ${a.node}'s copy is still kept ${since === undefined ? '(never seen leaving)' : `${now - since} ms after it left (or the acting singleton took over)`}, beyond replacementDelayMs ${replacementDelayMs} + ${boundMs}`);
       else kept = true;
     }
   }

@@ -356,6 +356,19 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   let epochAtLastStep = 0;
   // When each node was last seen leaving the membership (I2 for copies kept for lost nodes).
   const departedAt = new Map<string, number>();
+  /** Each singleton epoch → when the simulator first saw it act (at a step's checks). */
+  const firstActingAt = new Map<number, number>();
+  /**
+   * When a lost node's replacement delay can have started: its departure, or later when the
+   * singleton acting now was not yet acting then. An absence its predecessor never recorded (the
+   * predecessor died first, and its successor too, seed 2061) begins at that singleton's recovery.
+   */
+  const delayStartOf = async (node: string): Promise<number | undefined> => {
+    const departed = departedAt.get(node);
+    if (departed === undefined) return undefined;
+    const epoch = (await cluster.singletonNode())?.actingSingletonEpoch;
+    return Math.max(departed, (epoch === undefined ? undefined : firstActingAt.get(epoch)) ?? clock.now());
+  };
   let viewBefore: Set<string> | undefined;
   const violate = (invariant: Invariant, message: string) => violations.push({ seed, step, time: clock.now(), invariant, message });
   const simLog = options.log?.child({ sim: seed });
@@ -457,6 +470,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       const viewNow = new Set(cluster.membership.view().members.map((m) => m.node as string));
       for (const node of viewBefore ?? []) if (!viewNow.has(node)) departedAt.set(node, clock.now());
       for (const node of viewNow) departedAt.delete(node);
+      const acting = (await cluster.singletonNode())?.actingSingletonEpoch;
+      if (acting !== undefined && !firstActingAt.has(acting)) firstActingAt.set(acting, clock.now());
       viewBefore = viewNow;
       simLog?.info({ step, at: clock.now() }, 'sim: checks');
       await checkEveryStep(preCrash);
@@ -898,6 +913,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const draining = new Set<string>((await operations()).draining);
     const placeable = view.members.filter((m) => !draining.has(m.node)).map((m) => ({ node: m.node as string, rack: rackOf.get(m.node) ?? m.node }));
     const cooldowns = await metaStore.cooldowns();
+    const delayStarts = new Map<string, number | undefined>();
+    for (const node of departedAt.keys()) delayStarts.set(node, await delayStartOf(node));
     for (const d of DATASETS) {
       const snap = maps.get(d.ref as DatasetRef);
       if (!snap) {
@@ -910,7 +927,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       // (errored ones wait by design).
       let kept = false;
       if ('strategy' in d) {
-        const k = keptCopyViolations(m, (node) => members.has(node), (node) => departedAt.get(node), clock.now(), d.replacementDelayMs, KEPT_BOUND_MS);
+        const k = keptCopyViolations(m, (node) => members.has(node), (node) => delayStarts.get(node), clock.now(), d.replacementDelayMs, KEPT_BOUND_MS);
         for (const v of k.violations) violate('I2', `${d.ref}: ${v}`);
         kept = k.kept;
       } else {

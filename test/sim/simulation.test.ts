@@ -178,7 +178,7 @@ const RESET_EVICTION_SEEDS: readonly number[] = [3, 7, 105, 117, 127, 139, 145, 
  */
 const WORLD_REGRESSION_SEEDS: readonly { readonly seed: number; readonly worldFaults: boolean }[] = [
   { seed: 540, worldFaults: false }, { seed: 868, worldFaults: false },
-  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142, 1693, 19010, 14945, 29584, 24388, 34365, 35449, 21872, 23918, 23422, 25855, 1776, 10001, 9250, 13878, 7905].map((seed) => ({ seed, worldFaults: true })),
+  ...[240, 273, 616, 786, 1050, 1564, 2008, 2411, 2498, 3185, 3433, 4035, 4054, 4281, 4670, 4687, 4810, 7315, 8084, 9670, 12142, 1693, 19010, 14945, 29584, 24388, 34365, 35449, 21872, 23918, 23422, 25855, 1776, 10001, 9250, 13878, 7905, 2061].map((seed) => ({ seed, worldFaults: true })),
 ];
 
 const describeFailure = (r: SeedResult) =>

@@ -97,11 +97,13 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
  * The failed copy left its node with room, and the round that moved the shard kept the reporter
  * out for every shard: a shard left free for want of room (a lost node's, say) gets that room now,
  * not at the next membership change (sim seed 7905: a shard free for 4.7 s beside two members with
- * room). The errored shard is held: it never goes back to the node it failed on inside its cooldown.
+ * room). Only once the errored shard has a copy elsewhere (moved, or its drain's old copy serves):
+ * while it waits for its cooldown, the room stays its own, or it would come back over the cap.
  */
 function fillFreedRoom(step: Step, dataset: DatasetRef, shard: ShardNum): void {
   const ds = step.dataset(dataset)!;
   if (ds.config.strategy === 'balanced') return; // a balanced round places every free copy already
+  if (ds.mapper.recordForShard(shard).assignments.length === 0) return;
   const held = step.held(dataset).add(shard);
   if (ds.mapper.unassignedShards().some((s) => !held.has(s))) step.assignShards(dataset, { hold: held });
 }
