@@ -133,6 +133,8 @@ export const nodeIdS = id<NodeId>(parseNodeId);
 export const incarnationS = id<Incarnation>(parseIncarnation);
 export const subscriberS = id<SubscriberId>(parseSubscriberId);
 const replyToS = z.string().min(1).max(512).transform((s) => s as ReplyTo);
+/** An HTTP client's `Idempotency-Key` (checked there too): a request sent again under it is applied once. */
+const idempotencyKeyS = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional();
 const shardS = z.number().int().min(0);
 
 const statusS = shardStatusSchema as unknown as z.ZodType<ShardStatus>;
@@ -153,8 +155,8 @@ const eventS = z.discriminatedUnion('type', [
 ]);
 
 const requestS = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('SetupDataset'), config: z.unknown(), replyTo: replyToS }),
-  z.object({ type: z.literal('RemoveDataset'), dataset: datasetRefS, replyTo: replyToS }),
+  z.object({ type: z.literal('SetupDataset'), config: z.unknown(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
+  z.object({ type: z.literal('RemoveDataset'), dataset: datasetRefS, replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
   z.object({ type: z.literal('Subscribe'), subscriber: subscriberS, dataset: datasetRefS }),
   z.object({ type: z.literal('SubscribeAll'), subscriber: subscriberS }),
   z.object({ type: z.literal('Unsubscribe'), subscriber: subscriberS, dataset: datasetRefS.optional() }),
@@ -162,11 +164,11 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('SyncMaps'), subscriber: subscriberS, datasets: z.union([z.literal('all'), z.array(datasetRefS).max(10_000)]), members: z.boolean() }),
   z.object({ type: z.literal('GetShardMap'), dataset: datasetRefS, replyTo: replyToS }),
   z.object({ type: z.literal('ListRegisteredDatasets'), replyTo: replyToS }),
-  z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS }),
-  z.object({ type: z.literal('StopShards'), dataset: datasetRefS, shards: z.array(z.number()), replyTo: replyToS }),
-  z.object({ type: z.literal('RemoveNode'), node: z.string(), replyTo: replyToS }),
-  z.object({ type: z.literal('ReplaceNode'), old: z.string(), new: z.string(), replyTo: replyToS }),
-  z.object({ type: z.literal('AddNode'), node: z.string(), replyTo: replyToS }),
+  z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
+  z.object({ type: z.literal('StopShards'), dataset: datasetRefS, shards: z.array(z.number()), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
+  z.object({ type: z.literal('RemoveNode'), node: z.string(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
+  z.object({ type: z.literal('ReplaceNode'), old: z.string(), new: z.string(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
+  z.object({ type: z.literal('AddNode'), node: z.string(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
   z.object({ type: z.literal('GetNodeOperations'), replyTo: replyToS }),
   z.object({ type: z.literal('DescribeCluster'), replyTo: replyToS, dataset: datasetRefS.optional() }),
 ]);
@@ -229,7 +231,7 @@ export function parseInboxMessage(value: unknown): Result<InboxMessage | Invalid
   if (m.kind === 'request' && m.request.type === 'SetupDataset') {
     const config = validateDatasetConfig(m.request.config);
     if (!config.ok) return ok({ kind: 'invalid-setup', replyTo: m.request.replyTo, message: config.error.message });
-    return ok({ format: WIRE_FORMAT, kind: 'request', request: { type: 'SetupDataset', config: config.value, replyTo: m.request.replyTo } });
+    return ok({ format: WIRE_FORMAT, kind: 'request', request: { type: 'SetupDataset', config: config.value, replyTo: m.request.replyTo, ...(m.request.idempotencyKey === undefined ? {} : { idempotencyKey: m.request.idempotencyKey }) } });
   }
   return ok(m as InboxMessage);
 }

@@ -11,6 +11,7 @@ import { ApiError } from './api-error.js';
 import { clusterView, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
 import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
 import { NoQuery, SetupDatasetQuery } from './schemas/request-schemas.js';
+import { idempotencyKeyOf } from './idempotency-key.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
 const REFUSAL_STATUS: Record<NodeOperationRefusal, number> = { 'bad-node': 400, 'unknown-node': 404, isolation: 409, serving: 409, capacity: 409, conflict: 409 };
@@ -77,11 +78,11 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
       response: answers('shardherd', {
         201: { schema: 'DatasetSetUp', description: 'Set up (`created: true`)' },
         200: { schema: 'DatasetSetUp', description: 'The same config was set up already: nothing changed (`created: false`)' },
-      }, [...MUTATION_ERRORS, 409, 422]),
+      }, [...MUTATION_ERRORS, 409]),
     },
   }, async (req, res) => {
     if (req.query.createTopic === 'true') await createTopic(singleton.node, req.body);
-    const answer = setupAnswer(await ask((replyTo) => ({ type: 'SetupDataset', config: req.body, replyTo }) as unknown as Request));
+    const answer = setupAnswer(await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'SetupDataset', config: req.body, replyTo }) as unknown as Request));
     return res.code(answer.code).send(answer.body);
   });
 
@@ -95,7 +96,7 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     },
   }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);
-    const reply = await ask((replyTo) => ({ type: 'RemoveDataset', dataset, replyTo }));
+    const reply = await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'RemoveDataset', dataset, replyTo }));
     if (reply.type === 'DatasetUnknown') throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
     expectReply(reply, 'Success');
     return { dataset, removed: true };
@@ -143,7 +144,7 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
         response: answers('shardherd', { 202: { schema: 'NodeOperationAccepted', description: 'Accepted: the moves run in the background' } }, [...MUTATION_ERRORS, 404, 409]),
       },
     }, async (req, res) => {
-      const answer = nodeOperationAnswer(await ask((replyTo) => build(req.params.node, req.body ?? {}, replyTo)));
+      const answer = nodeOperationAnswer(await singleton.change(idempotencyKeyOf(req), (replyTo) => build(req.params.node, req.body ?? {}, replyTo)));
       return res.code(answer.code).send(answer.body);
     });
   };

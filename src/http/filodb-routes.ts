@@ -19,6 +19,7 @@ import { ApiError } from './api-error.js';
 import { describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
 import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
 import { NoQuery } from './schemas/request-schemas.js';
+import { idempotencyKeyOf } from './idempotency-key.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
 /**
@@ -99,7 +100,7 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
   }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);
     const { address, shardList: shards } = req.body;
-    return answerShardCommand(await singleton.ask((replyTo) => ({ type: 'StartShards', dataset, node: address, shards, replyTo })), dataset);
+    return answerShardCommand(await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'StartShards', dataset, node: address, shards, replyTo })), dataset);
   });
 
   app.post<{ Params: { dataset: string }; Body: { shardList: number[] } }>('/api/v1/cluster/:dataset/stopshards', {
@@ -113,6 +114,6 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
     },
   }, async (req) => {
     const dataset = parseDatasetParam(req.params.dataset);
-    return answerShardCommand(await singleton.ask((replyTo) => ({ type: 'StopShards', dataset, shards: req.body.shardList, replyTo })), dataset);
+    return answerShardCommand(await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'StopShards', dataset, shards: req.body.shardList, replyTo })), dataset);
   });
 }

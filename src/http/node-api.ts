@@ -19,6 +19,7 @@ import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
 import { registerPageRoutes, type PageRoutesOptions } from './page-routes.js';
 import { nodeStatus } from './node-status.js';
+import { assignIdempotencyKey } from './idempotency-key.js';
 import { SingletonClient } from './singleton-client.js';
 
 export interface NodeApiOptions {
@@ -100,6 +101,8 @@ export async function startNodeApi(node: ShardherdNode | (() => ShardherdNode), 
       options.log?.warn({ event: 'http.refused', method: req.method, url: req.url, reason: refusal.error }, 'a request that changes the cluster was refused');
       return res.code(refusal.code).header('WWW-Authenticate', 'Bearer realm="shardherd"').send(errorBody(req.url, refusal.error, refusal.reason));
     }
+    const badKey = assignIdempotencyKey(req, res);
+    if (badKey) return res.code(badKey.code).send(errorBody(req.url, badKey.error, badKey.reason));
     return undefined;
   });
   await app.register(swagger, {

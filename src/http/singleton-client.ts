@@ -21,6 +21,7 @@ export class SingletonClient {
     return this.nodeOf();
   }
 
+  /** A question that changes nothing: no answer in time is a 503, and asking again is harmless. */
   async ask(build: (replyTo: ReplyTo) => Request): Promise<Reply> {
     const { node, timeoutMs } = this;
     if (node.state !== 'running') throw new ApiError(503, 'NodeNotRunning', `${node.node} is ${node.state}: ask another node`);
@@ -33,7 +34,36 @@ export class SingletonClient {
       throw e;
     }
   }
+
+  /**
+   * A request that changes the cluster, sent under its idempotency key: sent again with the same
+   * key, to any node, it is applied once and answered as the first time (the singleton keeps the
+   * last 100 it applied). No answer in time is a 504: the request may still be applied, so it did
+   * not change "nothing"; sending it again with the same key tells what it did.
+   */
+  async change(idempotencyKey: string, build: (replyTo: ReplyTo) => Request): Promise<Reply> {
+    const { node, timeoutMs } = this;
+    if (node.state !== 'running') throw new ApiError(503, 'NodeNotRunning', `${node.node} is ${node.state}: ask another node`);
+    let reply: Reply;
+    try {
+      reply = await node.request((replyTo) => ({ ...build(replyTo), idempotencyKey }) as Request, timeoutMs);
+    } catch (e) {
+      if (e instanceof RequestTimeoutError) {
+        throw new ApiError(
+          504,
+          'OutcomeUnknown',
+          `no singleton answered ${node.node} within ${timeoutMs} ms (none elected yet, a failover under way, or a singleton behind its inbox): the request may still be applied. Send it again with the header Idempotency-Key: ${idempotencyKey} to learn its outcome; it is applied once`,
+        );
+      }
+      throw e;
+    }
+    if (reply.type === 'RequestIdReused') throw new ApiError(422, 'IdempotencyKeyReused', reply.message);
+    return reply;
+  }
 }
+
+/** What an `Idempotency-Key` header may hold. */
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The reply if it has the expected type; anything else is a 500 naming what came instead. */
 export function expectReply<T extends Reply['type']>(reply: Reply, type: T): Extract<Reply, { type: T }> {

@@ -24,8 +24,8 @@ export const nodeOperationsSchema = z.strictObject({
 
 /**
  * How every MetaStore checks the stored applied requests: reply addresses with the answer each got
- * (only its `type` is checked; the answer goes back to its asker as it was).
+ * (only its `type` is checked; the answer goes back to its asker as it was) and what was asked.
  */
 export const appliedRequestsSchema = z.array(
-  z.strictObject({ request: z.string().min(1).max(512), reply: z.looseObject({ type: z.string().min(1) }) }),
+  z.strictObject({ request: z.string().min(1).max(512), reply: z.looseObject({ type: z.string().min(1) }), fingerprint: z.string().min(1).max(64).optional() }),
 ) as unknown as z.ZodType<AppliedRequest[]>;

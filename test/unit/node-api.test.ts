@@ -241,4 +241,44 @@ describe("shardherd's own routes", () => {
       await impatient.close();
     }
   }, 15_000);
+
+  it('answers a change the singleton did not answer in time with 504 OutcomeUnknown; sent again with its key, it was applied once', async () => {
+    const impatient = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 300 });
+    const other = await startNodeApi(cluster.node('n3'), { port: 0, token: TOKEN });
+    const config = { ref: 'late', numShards: 2, minNumNodes: 1, source: synthetic };
+    const post = (api: NodeApi, body: unknown, key?: string) =>
+      fetch(`${api.url}/api/v1/datasets`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) }, body: JSON.stringify(body) });
+    const singleton = cluster.node('n1');
+    singleton.pause();
+    let key: string;
+    try {
+      const res = await post(impatient, config);
+      expect(res.status).toBe(504);
+      const body = (await res.json()) as { error: string; reason: string };
+      expect(body.error).toBe('OutcomeUnknown');
+      key = res.headers.get('idempotency-key')!;
+      expect(key).toMatch(/^[0-9a-f-]{36}$/);
+      expect(body.reason).toContain(`Idempotency-Key: ${key}`);
+    } finally {
+      singleton.resume();
+    }
+    try {
+      // The request was on its way: the singleton applied it once it ran again. Sent again with its
+      // key (to another node, its keys in another order) it is answered as it was then: created.
+      const again = await eventually(() => post(other, { source: synthetic, minNumNodes: 1, numShards: 2, ref: 'late' }, key), (r) => r.status !== 504);
+      expect(again.status).toBe(201);
+      expect(await again.json()).toEqual({ dataset: 'late', created: true });
+      // The same key for another request is refused, and changes nothing.
+      const reused = await post(other, { ...config, numShards: 4 }, key);
+      expect(reused.status).toBe(422);
+      expect(((await reused.json()) as { error: string }).error).toBe('IdempotencyKeyReused');
+      expect((await call('/api/v1/datasets/late')).body.numShards).toBe(2);
+      // A key that is not one is refused before anything is asked.
+      expect((await post(other, config, 'not a key!')).status).toBe(400);
+    } finally {
+      await impatient.close();
+      await other.close();
+      await call('/api/v1/datasets/late', { method: 'DELETE' });
+    }
+  }, 20_000);
 });

@@ -370,7 +370,7 @@ describe('requests replayed from the inbox after a failover', () => {
     const first = replyOf(h.run(request));
     expect(first).toMatchObject({ type: 'NodeOperationRefused' });
     const stored = h.effects.find((e) => e.type === 'PersistAppliedRequests');
-    expect(stored?.type === 'PersistAppliedRequests' && stored.applied.at(-1)).toEqual({ request: 'n9@x/req-7', reply: first });
+    expect(stored?.type === 'PersistAppliedRequests' && stored.applied.at(-1)).toEqual({ request: 'n9@x/req-7', reply: first, fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) });
 
     const next = new Harness({}, { ...emptyRecovery(2, h.state.members), datasets: [...h.state.datasets.values()].map((d) => d.config), maps: [h.mapper(ds1).toSnapshot(epoch(1), ds1)], applied: stored?.type === 'PersistAppliedRequests' ? stored.applied : [] });
     next.run({ type: 'MemberUp', member: member('n3') });
@@ -390,6 +390,21 @@ describe('requests replayed from the inbox after a failover', () => {
     const again = h.run(request);
     expect(replyOf(again)).toEqual({ type: 'DatasetVerified', dataset: ds1 });
     expect(changed(again)).toEqual([]);
+  });
+
+  it('a request sent again under its idempotency key, from another address, is answered there as the first time; another request under that key is refused', () => {
+    const h = cluster([['n1'], ['n2']]);
+    const first = { type: 'SetupDataset', config: filodb(ds1, 4, 1), replyTo: replyTo('n1@x/req-1'), idempotencyKey: 'k-1' } as const;
+    expect(replyOf(h.run(first))).toEqual({ type: 'DatasetVerified', dataset: ds1 });
+    // The client timed out and sent it again through another node: the same key, a new address.
+    const again = h.run({ ...first, replyTo: replyTo('n2@y/req-9') });
+    expect(again).toContainEqual({ type: 'Reply', to: 'n2@y/req-9', reply: { type: 'DatasetVerified', dataset: ds1 } });
+    expect(changed(again)).toEqual([]);
+    // The same key for another request: refused, nothing changes.
+    const other = h.run({ type: 'RemoveDataset', dataset: ds1, replyTo: replyTo('n2@y/req-10'), idempotencyKey: 'k-1' });
+    expect(replyOf(other)).toMatchObject({ type: 'RequestIdReused' });
+    expect(changed(other)).toEqual([]);
+    expect(h.state.datasets.has(ds1)).toBe(true);
   });
 
   it('remembers the last 100 requests only', () => {

@@ -3,6 +3,7 @@ import type { DatasetConfig } from '../dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
 import type { ShardMapSnapshot } from '../shard-map-snapshot.js';
 import type { ShardEvent, ShardStatus } from '../status.js';
+import { murmur3 } from '../hashing.js';
 
 /** A live node in the membership view. Members are ordered by `joinedAt`, then by node id. */
 export interface Member {
@@ -58,8 +59,37 @@ export const NO_NODE_OPERATIONS: NodeOperations = { draining: [], replacements: 
  * here and answered the same again instead of being applied twice.
  */
 export interface AppliedRequest {
+  /** Its idempotency key when it had one, else its reply address (a replay from the inbox has the same). */
   readonly request: ReplyTo;
   readonly reply: Reply;
+  /**
+   * What was asked, as `requestFingerprint` gives it: a request sent again under the same address
+   * (an HTTP `Idempotency-Key` sent again) is answered as the first only if it asks the same
+   * thing. Absent from requests applied before fingerprints were kept.
+   */
+  readonly fingerprint?: string;
+}
+
+/** Who a changing request is, for a replay: its idempotency key (an HTTP client's), else its reply address. */
+export const requestIdentity = (request: ChangingRequest): ReplyTo => (request.idempotencyKey === undefined ? request.replyTo : (`key:${request.idempotencyKey}` as ReplyTo));
+
+/**
+ * What a changing request asks, without its reply address and key: its canonical JSON (keys sorted, so a
+ * body sent again with its keys in another order asks the same thing), hashed twice with murmur3.
+ */
+export function requestFingerprint(request: ChangingRequest): string {
+  const { replyTo: _, idempotencyKey: __, ...asked } = request;
+  const text = canonicalJson(asked);
+  return `${(murmur3(text, 1) >>> 0).toString(16).padStart(8, '0')}${(murmur3(text, 2) >>> 0).toString(16).padStart(8, '0')}`;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /** How many applied requests the singleton remembers (persisted; the newest kept). */
@@ -106,8 +136,8 @@ export type ShardManagerInput =
   | { readonly type: 'MemberUp'; readonly member: Member }
   | { readonly type: 'MemberDown'; readonly node: NodeId; readonly incarnation: Incarnation }
   | { readonly type: 'MembershipView'; readonly members: readonly Member[] }
-  | { readonly type: 'SetupDataset'; readonly config: DatasetConfig; readonly replyTo: ReplyTo }
-  | { readonly type: 'RemoveDataset'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo }
+  | { readonly type: 'SetupDataset'; readonly config: DatasetConfig; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
+  | { readonly type: 'RemoveDataset'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   | { readonly type: 'Subscribe'; readonly subscriber: SubscriberId; readonly dataset: DatasetRef }
   | { readonly type: 'SubscribeAll'; readonly subscriber: SubscriberId }
   | { readonly type: 'Unsubscribe'; readonly subscriber: SubscriberId; readonly dataset?: DatasetRef }
@@ -115,8 +145,8 @@ export type ShardManagerInput =
   | { readonly type: 'GetShardMap'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo }
   | { readonly type: 'ListRegisteredDatasets'; readonly replyTo: ReplyTo }
   /** `node` is the raw string an operator typed: a malformed or unknown one gets `BadData`. */
-  | { readonly type: 'StartShards'; readonly dataset: DatasetRef; readonly node: string; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
-  | { readonly type: 'StopShards'; readonly dataset: DatasetRef; readonly shards: readonly number[]; readonly replyTo: ReplyTo }
+  | { readonly type: 'StartShards'; readonly dataset: DatasetRef; readonly node: string; readonly shards: readonly number[]; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
+  | { readonly type: 'StopShards'; readonly dataset: DatasetRef; readonly shards: readonly number[]; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   /** A node's shard events, numbered by the node; acknowledged after they are applied and published. */
   | ({ readonly type: 'NodeReport' } & NodeReportBody)
   /**
@@ -144,14 +174,14 @@ export type ShardManagerInput =
    * Drain: every copy on `node` is handed off (new copy first, old one removed once the new one
    * serves), then the node is released (told it may stop). `node` is raw operator input.
    */
-  | { readonly type: 'RemoveNode'; readonly node: string; readonly replyTo: ReplyTo }
+  | { readonly type: 'RemoveNode'; readonly node: string; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   /**
    * Each copy of `old` is handed to `new` (moves = old's copies, not twice that). If `new` is not a
    * member yet the replacement waits for it to join. Raw operator input.
    */
-  | { readonly type: 'ReplaceNode'; readonly old: string; readonly new: string; readonly replyTo: ReplyTo }
+  | { readonly type: 'ReplaceNode'; readonly old: string; readonly new: string; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   /** Undoes a drain or a pending replacement of `node`, so it takes copies again. Raw operator input. */
-  | { readonly type: 'AddNode'; readonly node: string; readonly replyTo: ReplyTo }
+  | { readonly type: 'AddNode'; readonly node: string; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   /** The planned operations in flight and what each node still holds. */
   | { readonly type: 'GetNodeOperations'; readonly replyTo: ReplyTo }
   /**
@@ -198,6 +228,8 @@ export type Reply =
   /** A node operation refused; nothing changed. */
   | { readonly type: 'NodeOperationRefused'; readonly operation: NodeOperationName; readonly reason: NodeOperationRefusal; readonly message: string }
   | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] }
+  /** A request sent under the address of an applied one, asking something else: nothing changed. */
+  | { readonly type: 'RequestIdReused'; readonly message: string }
   | {
       readonly type: 'ClusterDescription';
       readonly epoch: Epoch;
@@ -316,7 +348,8 @@ export type NoticeName =
   | 'report.rejected'
   | 'input.buffered'
   | 'input.ignored'
-  | 'request.replayed';
+  | 'request.replayed'
+  | 'request.id-reused';
 
 export interface Notice {
   readonly name: NoticeName;

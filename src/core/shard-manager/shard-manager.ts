@@ -11,7 +11,7 @@ import { ShardSubscriptions } from '../subscriptions.js';
 import { startShards, stopShards } from './admin.js';
 import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNode, replaceNode, startPendingReplacement } from './node-operations.js';
 import { groupsOf } from './planned-moves.js';
-import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, type ShardManagerInput } from './protocol.js';
+import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, requestFingerprint, requestIdentity, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReport } from './reports.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
@@ -111,15 +111,19 @@ export class ShardManager {
       const notice: Effect = { type: 'Notice', notice: { name: 'input.buffered', level: 'debug', message: `${input.type} buffered until recovery completes` } };
       return { state: { ...state, buffered: [...state.buffered, input] }, effects: [notice] };
     }
+    const fingerprint = isChangingRequest(input) ? requestFingerprint(input) : undefined;
     if (isChangingRequest(input)) {
-      const earlier = state.applied.find((a) => a.request === input.replyTo);
-      if (earlier) return replayed(state, input.type, earlier.request, earlier.reply);
+      const id = requestIdentity(input);
+      const earlier = state.applied.find((a) => a.request === id);
+      if (earlier && earlier.fingerprint !== undefined && earlier.fingerprint !== fingerprint) return reusedKey(state, input.type, id, input.replyTo);
+      // Answered where this one waits: a client that sent its request again waits at a new address.
+      if (earlier) return replayed(state, input.type, id, input.replyTo, earlier.reply);
     }
     const step = new Step(state, this.settings, now);
     this.handle(step, input);
     settleMembershipRounds(step);
     releaseDrainedNodes(step);
-    if (isChangingRequest(input)) step.recordApplied(input.replyTo);
+    if (isChangingRequest(input)) step.recordApplied(input.replyTo, requestIdentity(input), fingerprint!);
     return step.finish();
   }
 
@@ -218,12 +222,22 @@ function compareMembers(a: Member, b: Member): number {
  * A changing request applied before, seen again: the inbox replays what a crashed singleton read
  * but had not committed. Answered as it was then; nothing changes twice.
  */
-function replayed(state: ShardManagerState, type: string, to: ReplyTo, reply: Reply): Decision {
+function replayed(state: ShardManagerState, type: string, id: ReplyTo, to: ReplyTo, reply: Reply): Decision {
   const notice: Effect = {
     type: 'Notice',
-    notice: { name: 'request.replayed', level: 'info', message: `${type} ${to} was applied before (the inbox replayed it after a failover): answered as then, nothing changed` },
+    notice: { name: 'request.replayed', level: 'info', message: `${type} ${id} was applied before (sent again, or replayed by the inbox after a failover): answered as then, nothing changed` },
   };
   return { state, effects: [{ type: 'Reply', to, reply }, notice] };
+}
+
+/**
+ * A changing request under the key of an applied one that asked something else (an HTTP
+ * `Idempotency-Key` used again for another body): refused, nothing changes.
+ */
+function reusedKey(state: ShardManagerState, type: string, id: ReplyTo, to: ReplyTo): Decision {
+  const message = `${id} was used for another request before: a request sent again under the same idempotency key must ask the same thing; nothing changed`;
+  const notice: Effect = { type: 'Notice', notice: { name: 'request.id-reused', level: 'warn', message: `${type} refused: ${message}` } };
+  return { state, effects: [{ type: 'Reply', to, reply: { type: 'RequestIdReused', message } }, notice] };
 }
 
 const sortMembers = (members: readonly Member[]): Member[] => [...members].sort(compareMembers);

@@ -114,7 +114,7 @@ export class Step {
    */
   readonly membershipChanged = new Set<DatasetRef>();
   private applied: readonly AppliedRequest[];
-  private appliedNow: ReplyTo | undefined;
+  private appliedNow: { readonly replyTo: ReplyTo; readonly id: ReplyTo; readonly fingerprint: string } | undefined;
   private readonly baseOperations: NodeOperations;
   private readonly datasets: Map<DatasetRef, DatasetState>;
   private readonly retiredVersions: Map<DatasetRef, number>;
@@ -250,15 +250,15 @@ export class Step {
    * persisted after everything it changed and before the answer goes out: a replay of it after a
    * failover is answered the same and changes nothing.
    */
-  recordApplied(replyTo: ReplyTo): void {
-    this.appliedNow = replyTo;
+  recordApplied(replyTo: ReplyTo, id: ReplyTo, fingerprint: string): void {
+    this.appliedNow = { replyTo, id, fingerprint };
   }
 
   private persistApplied(): void {
-    const to = this.appliedNow;
-    const answer = to === undefined ? undefined : this.replies.find((e) => e.type === 'Reply' && e.to === to);
-    if (to === undefined || answer?.type !== 'Reply') return;
-    this.applied = [...this.applied, { request: to, reply: answer.reply }].slice(-APPLIED_REQUESTS_KEPT);
+    const now = this.appliedNow;
+    const answer = now === undefined ? undefined : this.replies.find((e) => e.type === 'Reply' && e.to === now.replyTo);
+    if (now === undefined || answer?.type !== 'Reply') return;
+    this.applied = [...this.applied, { request: now.id, reply: answer.reply, fingerprint: now.fingerprint }].slice(-APPLIED_REQUESTS_KEPT);
     this.persist({ type: 'PersistAppliedRequests', applied: this.applied });
   }
 

@@ -21,9 +21,10 @@ const ERRORS = {
   409: 'Conflict with the cluster as it is (DatasetConflict, IsolationImpossible, NodeOperationRefused:capacity|isolation|serving|conflict); nothing changed',
   413: 'Too large: the body (BodyTooLarge), or the dataset\'s map for the bus (DatasetTooLarge)',
   415: 'UnsupportedMediaType: a body must be sent as application/json',
-  422: 'The dataset\'s Kafka topic cannot carry it (BadData), or could not be created (TopicNotCreated)',
+  422: 'The dataset\'s Kafka topic cannot carry it (BadData), or could not be created (TopicNotCreated); or the Idempotency-Key was used before for another request (IdempotencyKeyReused); nothing changed',
   500: 'InternalError or UnexpectedReply: a bug; the request may or may not have been applied',
   503: 'The singleton did not answer in time (SingletonUnavailable), this node is not running (NodeNotRunning) or is still starting (Starting): try again',
+  504: 'OutcomeUnknown: no singleton answered a request that changes the cluster in time; it may still be applied. Send it again with the same Idempotency-Key (echoed in that response header) to learn its outcome: it is applied once',
 } as const;
 
 export type ErrorStatus = keyof typeof ERRORS;
@@ -44,7 +45,7 @@ export function answers(
 /** Errors every route that needs the singleton may answer. */
 export const READ_ERRORS: readonly ErrorStatus[] = [503];
 /** Errors every mutating route may answer besides its own (a body sent where none is taken is refused too). */
-export const MUTATION_ERRORS: readonly ErrorStatus[] = [400, 401, 403, 413, 415, 503];
+export const MUTATION_ERRORS: readonly ErrorStatus[] = [400, 401, 403, 413, 415, 422, 503, 504];
 
 /** `answers` with one more status whose answer is not a registered schema (text, an event stream, a health body at 503). */
 export function withAnswer(responses: Record<number, object>, status: number, answer: object): Record<number, object> {
