@@ -14,6 +14,8 @@ import type { FastifyInstance } from 'fastify';
 import type { DatasetRef } from '../core/ids.js';
 import type { Reply } from '../core/shard-manager/protocol.js';
 import { assertNever } from '../core/result.js';
+import { STOPPED_REASON } from '../core/shard-manager/describe.js';
+import type { ShardMapper } from '../core/shard-mapper.js';
 import type { ShardStatus } from '../core/status.js';
 import { ApiError } from './api-error.js';
 import { describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
@@ -46,6 +48,17 @@ export function filodbStatusName(status: ShardStatus): string {
 
 const success = (data: readonly unknown[]) => ({ status: 'success', data });
 
+/** Why shards without a copy have none, as far as the map itself says. */
+function localReasons(mapper: ShardMapper): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const shard of mapper.unassignedShards()) {
+    const status = mapper.statusForShard(shard);
+    if (status.type === 'Error') out.set(shard, `its ingestion failed: ${status.message}`);
+    else if (status.type === 'Stopped') out.set(shard, STOPPED_REASON);
+  }
+  return out;
+}
+
 
 /** A start/stop reply as HTTP: Success → 200, an unknown dataset → 404, FiloDB's refusals → 400. */
 function answerShardCommand(reply: Reply, dataset: DatasetRef): ReturnType<typeof success> {
@@ -66,6 +79,10 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
   app.get('/api/v1/cluster', {
     schema: { tags: ['FiloDB'], summary: 'The registered datasets (FiloDB shape)', response: answers('filodb', { 200: { schema: 'FiloDbDatasets', description: 'The datasets\' names' } }, READ_ERRORS) },
   }, async () => {
+    // From the datasets this node follows (no bus round trip: monitors poll this); a node that
+    // follows none yet (just started) asks the singleton.
+    const cache = await singleton.node.localCache();
+    if (cache && cache.configs.size > 0) return success([...cache.configs.keys()].sort());
     const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 'RegisteredDatasets');
     return success(reply.datasets);
   });
@@ -77,9 +94,17 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
       response: answers('filodb', { 200: { schema: 'FiloDbShardStatuses', description: 'Every shard, in order' } }, [400, 404, ...READ_ERRORS]),
     },
   }, async (req) => {
-    const { description, map } = await describeDataset(singleton, parseDatasetParam(req.params.dataset));
-    const missing = missingReasons(description);
-    return success(Array.from({ length: map.mapper.numShards }, (_, shard) => map.mapper.recordForShard(shard)).map((record, shard) => ({
+    const dataset = parseDatasetParam(req.params.dataset);
+    // From this node's own copy of the map, as every node holds it (no bus round trip: monitors
+    // poll this, and a singleton behind its inbox must not make it fail). A shard's reason is then
+    // what the map says (its error, or an operator's stop); the singleton's fuller reasons (a
+    // cooldown, no room) are on /api/v1/datasets/:dataset. A node without the map asks the singleton.
+    const local = (await singleton.node.localCache())?.maps.get(dataset)?.mapper;
+    const { mapper, missing } = local ? { mapper: local, missing: localReasons(local) } : await (async () => {
+      const { description, map } = await describeDataset(singleton, dataset);
+      return { mapper: map.mapper, missing: missingReasons(description) };
+    })();
+    return success(Array.from({ length: mapper.numShards }, (_, shard) => mapper.recordForShard(shard)).map((record, shard) => ({
       shard,
       status: filodbStatusName(record.status),
       address: record.assignments[0]?.node ?? '',

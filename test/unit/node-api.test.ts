@@ -236,6 +236,10 @@ describe("shardherd's own routes", () => {
       const body = (await res.json()) as { error: string; reason: string };
       expect(body.error).toBe('SingletonUnavailable');
       expect(body.reason).toMatch(/no singleton answered n2 within 300 ms/);
+      // FiloDB's status route answers from the node's own copy of the map, with no bus round trip.
+      const status = await fetch(`${impatient.url}/api/v1/cluster/metrics/status`);
+      expect(status.status).toBe(200);
+      expect(((await status.json()) as { data: { status: string }[] }).data.map((x) => x.status)).toEqual(Array(8).fill('ShardStatusActive'));
     } finally {
       singleton.resume();
       await impatient.close();

@@ -187,7 +187,9 @@ describe('every route answers as documented', () => {
     singleton.pause();
     try {
       expect((await call('/api/v1/overview', { on: impatient })).status).toBe(503);
-      expect((await call('/api/v1/cluster', { on: impatient })).status).toBe(503);
+      expect((await call('/api/v1/node-operations', { on: impatient })).status).toBe(503);
+      // FiloDB's routes answer from the node's own maps: monitors that poll them see no outage.
+      expect((await call('/api/v1/cluster', { on: impatient })).status).toBe(200);
     } finally {
       singleton.resume();
       await impatient.close();

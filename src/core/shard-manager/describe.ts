@@ -75,7 +75,7 @@ export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWitho
       const at = ds.cooldowns.get(shard)!;
       return `in its reassignment cooldown after an ingestion error: it may move again ${Math.ceil((step.cooldownEnd(at) - step.now) / 1000)} s from now`;
     }
-    if (status.type === 'Stopped') return 'stopped by an operator (stopshards): it stays stopped through membership changes and failovers until startshards places it';
+    if (status.type === 'Stopped') return STOPPED_REASON;
     if (isolation && !isolation.ok) return isolation.error.message;
     if (config.strategy === 'balanced') return `a ${config.replicationFactor}-copy placement needs more members than the ${placeable.length} that take copies`;
     if (!roomLeft) {
@@ -85,3 +85,6 @@ export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWitho
     return 'freed by a skipped reassignment: placed at the next membership change, or now by startshards';
   }
 }
+
+/** Why a shard an operator stopped has no copy (also said by a node from its own map). */
+export const STOPPED_REASON = 'stopped by an operator (stopshards): it stays stopped through membership changes and failovers until startshards places it';
