@@ -12,6 +12,7 @@ import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
+import type { SingletonContact } from './singleton-contact.js';
 import type { LeaseWaits } from './lease-waits.js';
 import type { RunGaps } from './run-gaps.js';
 import type { SingletonRole } from './singleton-role.js';
@@ -41,6 +42,8 @@ export interface NodeEnv {
   readonly leaseWaits?: LeaseWaits;
   /** When this process did not run (pauses, stalls): a sink wait that spans one starts over. */
   readonly runGaps?: RunGaps;
+  /** When this node last heard from the singleton (for /healthz). */
+  readonly singletonContact?: SingletonContact;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
   readonly detector?: NodeDetector;
   /**

@@ -166,6 +166,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       return;
     }
     s.maxEpoch = m.epoch;
+    env.singletonContact?.heard(env.clock.now());
     switch (m.kind) {
       case 'publish':
         return onPublish(s, m.to, m.message);
@@ -215,6 +216,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     }
     const m = parsed.value;
     if (m.epoch < s.maxEpoch) return;
+    env.singletonContact?.heard(env.clock.now());
     if (m.kind === 'ack') {
       if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.reporter, { type: 'Ack', seq: m.seq });
     } else if (m.to.startsWith(hostPrefix(env.node, env.incarnation))) {

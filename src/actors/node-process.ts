@@ -27,6 +27,7 @@ import { LeaseLapsedError, NotMemberError } from './sink-call.js';
 import type { FencingToken } from '../core/fencing-token.js';
 import { Problems } from './problems.js';
 import { NO_TELEMETRY } from './telemetry.js';
+import { SingletonContact } from './singleton-contact.js';
 import { LeaseWaits } from './lease-waits.js';
 import { RunGaps } from './run-gaps.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
@@ -97,6 +98,7 @@ export class ShardherdNode {
   private detector: NodeDetector | undefined;
   /** The current incarnation's shards waiting for a lease to write. */
   private leaseWaits: LeaseWaits | undefined;
+  private readonly singletonContact = new SingletonContact();
   private runGaps: RunGaps | undefined;
   /** Whether the singleton this incarnation hosts still acts: /status reads it, never a blocked actor's last answer. */
   private singletonRole: SingletonRole | undefined;
@@ -199,6 +201,14 @@ export class ShardherdNode {
     return { held: detector.holds(), waitingShards: leaseWaits.count, longestWaitMs: leaseWaits.longestMs(this.services.clock.now()) };
   }
 
+  /**
+   * How long since this node last heard from a singleton (any record of it: its digest comes every
+   * `publishIntervalMs`); undefined when it never did (none elected yet, or it just started).
+   */
+  singletonSilentMs(): number | undefined {
+    return this.singletonContact.silentMs(this.services.clock.now());
+  }
+
   /** The membership view this incarnation last heard (undefined before it joined). */
   get view(): MembershipView | undefined {
     return this.lastView;
@@ -295,6 +305,7 @@ export class ShardherdNode {
       checkpoints: new CheckpointLoader(metaStore),
       leaseWaits,
       runGaps,
+      singletonContact: this.singletonContact,
       ...(detector ? { detector } : {}),
       singletonRole,
     };

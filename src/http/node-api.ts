@@ -160,11 +160,30 @@ function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
   const health = { description: 'This node runs and is a member', schema: 'Health' } as const;
   app.get('/healthz', {
-    schema: { tags: ['node'], summary: '200 when this node runs and is a member, else 503', response: withAnswer(answers('shardherd', { 200: health }, []), 503, { description: 'This node does not run or is not a member', ...schemaRef('Health') }) },
+    schema: {
+      tags: ['node'],
+      summary: '200 when this node runs, is a member and hears from a singleton (within two publish intervals), else 503 saying which is not so',
+      response: withAnswer(answers('shardherd', { 200: health }, []), 503, { description: 'This node does not run, is not a member, or hears from no singleton', ...schemaRef('Health') }),
+    },
   }, async (_req, res) => {
     const node = singleton.node;
-    const ok = node.state === 'running' && node.isMember;
-    return res.code(ok ? 200 : 503).send({ ok, state: node.state, member: node.isMember });
+    // A singleton publishes at least a digest every publishIntervalMs: two missed ones is silence.
+    const boundMs = 2 * node.services.settings.publishIntervalMs;
+    const silentMs = node.singletonSilentMs();
+    const hears = silentMs !== undefined && silentMs <= boundMs;
+    const reason =
+      node.state !== 'running' ? `${node.node} is ${node.state}`
+      : !node.isMember ? `${node.node} is not a member`
+      : !hears ? `${node.node} has heard from no singleton ${silentMs === undefined ? 'yet' : `for ${Math.round(silentMs)} ms`} (more than ${boundMs} ms: none elected yet, a failover under way, or a singleton stalled)`
+      : undefined;
+    return res.code(reason === undefined ? 200 : 503).send({
+      ok: reason === undefined,
+      state: node.state,
+      member: node.isMember,
+      singletonHeard: hears,
+      ...(silentMs === undefined ? {} : { singletonSilentMs: Math.round(silentMs) }),
+      ...(reason === undefined ? {} : { reason }),
+    });
   });
   const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows', response: answers('shardherd', { 200: { schema: 'NodeStatus', description: 'This node' } }, []) } };
   app.get('/status', status, () => nodeStatus(singleton.node));

@@ -142,7 +142,7 @@ export const DatasetSetUp = { $id: 'DatasetSetUp', ...object({ dataset: str, cre
 
 export const DatasetRemoved = { $id: 'DatasetRemoved', ...object({ dataset: str, removed: { type: 'boolean', enum: [true] } }) };
 
-export const Health = { $id: 'Health', ...object({ ok: bool, state: str, member: bool }) };
+export const Health = { $id: 'Health', ...object({ ok: bool, state: str, member: bool, singletonHeard: bool, singletonSilentMs: int, reason: str }, ['singletonSilentMs', 'reason']) };
 
 const member = object({ node: str, incarnation: str, joinedAt: int, rack: str, address: str, weight: { type: 'number' } }, ['rack', 'address', 'weight']);
 
