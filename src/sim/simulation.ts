@@ -31,12 +31,14 @@ import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
 import { LateWrites, TokenOrderCheck } from './late-writes.js';
 import { failureDetectorSettings, leaseWaitMs, singletonLeaseWaitMs, singletonRenewalMs } from '../cluster/failure-detector/settings.js';
 import { RealWorld } from './real-world.js';
+import { topicsFor } from '../actors/wire.js';
+import { ReportChecker, type ReportEvent } from './report-checker.js';
 import { SinkFaults } from './sink-faults.js';
 import { LinkResets } from './link-resets.js';
 import { oneWriterViolations, SinkCallLog, type SinkCall } from './sink-calls.js';
 import { HandoffWindows } from './handoffs.js';
 
-export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | 'I14' | 'I15' | DetectorInvariant;
+export type Invariant = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9' | 'I13' | 'I14' | 'I15' | 'I16' | DetectorInvariant;
 
 export interface Violation {
   readonly seed: number;
@@ -140,6 +142,7 @@ const SETTLE_MS = 1_000;
  * step (departures are seen once a step), a singleton paused 2.5 s, MetaStore writes retried.
  */
 const KEPT_BOUND_MS = SETTLE_MS + 1_000 + 2_500 + 1_500;
+const REPORT_RESEND_MS = 500;
 const BALANCED_DATASETS = [{ ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: REPLACEMENT_DELAY_MS }] as const;
 const DATASETS = [...FILODB_DATASETS, ...BALANCED_DATASETS] as const;
 const RACKS = ['rackA', 'rackB', 'rackC'] as const;
@@ -200,6 +203,21 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   };
   let lossy = false;
   let chunkedMessages = 0;
+  // I16: what each node reports, and what the singleton acknowledges, as the bus carries it.
+  const reports = new ReportChecker(REPORT_RESEND_MS, (message) => violate('I16', message));
+  // The cluster's topics under the default prefix, which the simulated cluster keeps.
+  const topics = topicsFor('shardherd');
+  const observedFault = (topic: string, value: unknown, chunk?: MemoryChunk): BusFault => {
+    const fault = busFault(topic, value, chunk);
+    if (chunk !== undefined && chunk.index > 0) return fault;
+    const m = value as { kind?: string; epoch?: number; node?: string; incarnation?: string; seq?: number; events?: ReportEvent[] };
+    if (topic === topics.inbox && m.kind === 'report') reports.report(clock.now(), m.node!, m.incarnation!, m.seq!, m.events!);
+    else if ((topic === topics.events || topic === topics.replies) && typeof m.epoch === 'number') {
+      reports.singletonRecord(m.epoch);
+      if (m.kind === 'ack' && fault.kind !== 'drop') reports.ack(clock.now() + (fault.kind === 'delay' ? fault.ms : 0), m.epoch, m.node!, m.incarnation!, m.seq!);
+    }
+    return fault;
+  };
   // Without a singleton nobody evicts: after its crash, until its successor took over (a session
   // without the detector; with it, once its lease ran out, up to a renewal after its last) and recovered.
   const detectorSettings = failureDetectorSettings({ mode: 'heartbeat' });
@@ -270,14 +288,14 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     heartbeatIntervalMs: 250,
     // Records of at most 1 KiB (the bus's least), so that maps, recovery answers and large reports
     // travel in chunks, each of which the faults may drop, duplicate or delay.
-    bus: { faults: busFault, maxRecordBytes: 1024, maxMessageBytes: 1024 * 1024 },
+    bus: { faults: observedFault, maxRecordBytes: 1024, maxMessageBytes: 1024 * 1024 },
     // Asked of every record read (tens of thousands a seed): no key is built while nothing is poisoned.
     source: { failAt: (ds, shard, offset) => (poison.size > 0 && poison.get(`${ds}/${shard}`) === offset ? `poison record ${ds}/${shard}@${offset}` : undefined) },
     settings: {
       publishIntervalMs: 1_000,
       recoveryReplyTimeoutMs: 500,
       pollIntervalMs: 250,
-      reportResendMs: 500,
+      reportResendMs: REPORT_RESEND_MS,
       reassignmentCooldownMs: COOLDOWN_MS,
       settleWindowMs: SETTLE_MS,
       retryInitialMs: 50,
@@ -298,6 +316,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const putShardMap = metaStore.putShardMap.bind(metaStore);
   metaStore.putShardMap = async (snapshot) => {
     await putShardMap(snapshot);
+    reports.map(clock.now(), snapshot.dataset, snapshot.epoch, snapshot.assignmentVersions ?? []);
     const map = ShardMapper.fromSnapshot(snapshot);
     const keys = declaredCopies(map).map((key) => `${snapshot.dataset}/${key}`);
     const before = declaredNow.get(snapshot.dataset) ?? [];
