@@ -185,7 +185,7 @@ const describeFailure = (r: SeedResult) =>
   `seed ${r.seed}: ${r.violations.slice(0, 3).map((v) => `[${v.invariant} at step ${v.step}] ${v.message}`).join('; ')}\n${r.history.join('\n')}`;
 
 describe('whole-cluster simulation', () => {
-  it(`keeps I1–I9 and I13 under faults for ${SEEDS} seeds, on worker threads`, async () => {
+  it(`keeps I1–I9, I13 and I16 under faults for ${SEEDS} seeds, on worker threads`, async () => {
     const results = await runSeedsInParallel({ from: 1, count: SEEDS });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
@@ -243,7 +243,7 @@ describe('whole-cluster simulation', () => {
 });
 
 describe('whole-cluster simulation with the failure detector', () => {
-  it(`keeps I1–I13 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
+  it(`keeps I1–I13 and I16 under faults, lossy and cut detector links and drifting clocks for ${DETECTOR_SEEDS} seeds, on worker threads`, async () => {
     const results = await runSeedsInParallel({ from: 1, count: DETECTOR_SEEDS, detector: true, worldFaults: false });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
@@ -273,7 +273,7 @@ describe('whole-cluster simulation with the failure detector', () => {
 const WORLD_SEEDS = Number(process.env.SHARDHERD_SIM_WORLD_SEEDS ?? 200);
 
 describe('whole-cluster simulation with the failure detector in the real world', () => {
-  it(`keeps I1–I15 with sink faults, refusals and resets from live processes, stalls and slow joins for ${WORLD_SEEDS} seeds, on worker threads`, async () => {
+  it(`keeps I1–I16 with sink faults, refusals and resets from live processes, stalls and slow joins for ${WORLD_SEEDS} seeds, on worker threads`, async () => {
     const results = await runSeedsInParallel({ from: 1, count: WORLD_SEEDS, detector: true });
     const failed = results.filter((r) => r.violations.length > 0).map(describeFailure);
     expect(failed, failed.join('\n\n')).toEqual([]);
