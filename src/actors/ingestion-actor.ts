@@ -15,6 +15,7 @@ import { IngestionFailure, sinkStorage, type ShardReader } from '../ingest/inges
 import { ShardherdError } from '../core/errors.js';
 import { compareTokens, tokenText, type FencingToken } from '../core/fencing-token.js';
 import type { SourceRecord } from '../ingest/ingestion-source.js';
+import { limitedLog } from './log-limiter.js';
 import { type NodeEnv, withRetry } from './node-env.js';
 import { callSink, SinkTimeoutError } from './sink-call.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
@@ -209,7 +210,14 @@ export function spawnIngestionActor(
     // out or breaks its contract (the user's to fix, said with its code); anything else is a bug or an outage.
     if (e instanceof IngestionFailure) log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
     else if (e instanceof ShardherdError && e.code === 'SINK_CONTRACT') log.warn({ code: e.code, offset: s.offset, reason: message }, 'ingestion failed: the sink failed');
-    else log.error({ err: e, offset: s.offset }, 'ingestion failed');
+    else {
+      // An outage fails every copy of the node at once: one line per cause and window, with a count.
+      limitedLog(env.log, env.clock, `ingestion failed: ${message}`, (more) =>
+        more === 0
+          ? log.error({ err: e, offset: s.offset }, 'ingestion failed')
+          : env.log.error({ err: e, shards: more }, `ingestion failed on ${more} more shard(s) of this node in the last 10 s, for the same cause`),
+      );
+    }
     report(ShardEvents.ingestionError(config.ref, shard, env.node, message, failedUnder), Status.error(message));
   };
 

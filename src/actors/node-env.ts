@@ -12,6 +12,7 @@ import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
 import type { Topics } from './wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
+import { limitedLog } from './log-limiter.js';
 import type { SingletonContact } from './singleton-contact.js';
 import type { LeaseWaits } from './lease-waits.js';
 import type { RunGaps } from './run-gaps.js';
@@ -66,7 +67,8 @@ export function sleep(clock: Clock, ms: number): Promise<void> {
 
 /**
  * Retries a retriable failure with exponential backoff on the clock (never a retriable error
- * escapes; anything else is rethrown at once). Each failure is logged once with its attempt.
+ * escapes; anything else is rethrown at once). Failures are logged once per cause and 10 s on a
+ * node, with one more line at the window's end counting the others (`limitedLog`).
  */
 export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'log'> & Partial<Pick<NodeEnv, 'telemetry'>>, what: string, op: () => Promise<T>): Promise<T> {
   let delay = env.settings.retryInitialMs;
@@ -75,7 +77,12 @@ export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'lo
       return await op();
     } catch (e) {
       if (!(e instanceof Error) || !(e as { retriable?: boolean }).retriable) throw e;
-      env.log.warn({ event: 'retry', what, err: e, attempt, retryInMs: delay }, `${what} failed; retrying`);
+      // Every copy of a node may retry the same call at once (a store down): one line per cause and window.
+      limitedLog(env.log, env.clock, `retry ${what}: ${e.message}`, (more) =>
+        more === 0
+          ? env.log.warn({ event: 'retry', what, err: e, attempt, retryInMs: delay }, `${what} failed; retrying`)
+          : env.log.warn({ event: 'retry', what, err: e, failures: more }, `${what} failed ${more} more time(s) on this node in the last 10 s, for the same cause; each is retried`),
+      );
       env.telemetry?.retry(what);
       await sleep(env.clock, delay);
       delay = Math.min(delay * 2, env.settings.retryMaxMs);
