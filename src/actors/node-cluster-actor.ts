@@ -21,6 +21,7 @@ import { SingletonRole } from './singleton-role.js';
 import { inboxGroup, inboxStart } from './inbox-group.js';
 import type { ActorRef } from './runtime.js';
 import { isPermanentBusFailure } from '../cluster/bus-failures.js';
+import { limitedLog } from './log-limiter.js';
 import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
 
 export type ClusterMsg =
@@ -112,6 +113,11 @@ export interface SingletonCallbacks {
 }
 
 class Fenced extends Error {}
+
+/** Reports applied in one decision at most (each carries up to 500 events). */
+const MAX_REPORTS_PER_DECISION = 200;
+/** Reports waiting to be applied at most; past it they are dropped unacknowledged. */
+const MAX_QUEUED_REPORTS = 10_000;
 
 /**
  * The stamp of the newest stored map of each dataset whose config the store also holds with the
@@ -279,7 +285,16 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           // The notice's node is who it is about; the logger's own `node` field is who logs it.
           const { name, level, message, node, ...fields } = e.notice;
           env.telemetry.notice(name, e.notice.dataset);
-          log[level]({ event: name, ...fields, ...(node === undefined ? {} : { member: node }) }, message);
+          const member = node === undefined ? {} : { member: node };
+          if (name !== 'report.rejected') {
+            log[level]({ event: name, ...fields, ...member }, message);
+            break;
+          }
+          // A flood of refused reports (a node acting on an old map, replays) is one line per
+          // member and 10 s, and one more counting the others; each is counted in the metrics.
+          limitedLog(log, env.clock, `${name} ${node ?? ''}`, (more) =>
+            more === 0 ? log[level]({ event: name, ...fields, ...member }, message) : log[level]({ event: name, ...member, refused: more }, `${more} more report event(s) of ${node ?? 'a node'} refused in the last 10 s`),
+          );
           break;
         }
       }
@@ -364,6 +379,18 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   /** Queues reports to apply together, and asks for them to be applied if none were queued. */
   function queueReports(s: State, reports: readonly NodeReportBody[]): void {
     if (reports.length === 0) return;
+    // Bounded: past it a report is dropped unacknowledged (its node sends it again), so a flood
+    // of reports cannot grow the singleton's memory without end.
+    const room = MAX_QUEUED_REPORTS - s.reports.length;
+    if (room < reports.length) {
+      for (let i = Math.max(0, room); i < reports.length; i++) {
+        limitedLog(log, env.clock, 'reports.dropped', (more) =>
+          log.warn({ event: 'reports.dropped', reports: more || 1, queued: s.reports.length }, `${more || 1} report(s) dropped unacknowledged: ${MAX_QUEUED_REPORTS} wait to be applied already; their nodes send them again`),
+        );
+      }
+      reports = reports.slice(0, Math.max(0, room));
+      if (reports.length === 0) return;
+    }
     if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
     s.reports.push(...reports);
   }
@@ -608,8 +635,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           await onInbox(s, msg.record);
           return s;
         case 'Reports': {
-          const reports = s.reports;
-          s.reports = [];
+          // A bounded lot per decision: a backlog is applied in slices, other messages in between.
+          const reports = s.reports.splice(0, MAX_REPORTS_PER_DECISION);
+          if (s.reports.length > 0) env.runtime.send(self, { type: 'Reports' });
           if (reports.length > 0) await decide(s, { type: 'NodeReports', reports });
           return s;
         }
