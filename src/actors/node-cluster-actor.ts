@@ -199,17 +199,23 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
    * the bus can never carry (too large for its limits) is an error, said once per kind of record
    * and counted, and shown on the node's /status: retrying it would never help.
    */
+  /**
+   * Hands a record to the bus without waiting for it: a failure is logged and counted, never a
+   * crash of the singleton (each record is repaired by design: see `perform`).
+   */
+  function sendLater(what: string, sending: Promise<unknown>): void {
+    void sending.catch((e: unknown) => {
+      if (!isPermanentBusFailure(e)) {
+        log.warn({ event: 'bus.send-failed', err: e, what }, 'a record of the singleton was not sent; a resend, a sync or the digest repairs it');
+      } else if (env.problems.note('bus.record-refused', what, `a ${what} record of the singleton cannot be sent: ${(e as Error).message}`)) {
+        log.error({ event: 'bus.record-refused', err: e, what }, 'a record of the singleton can never be sent (too large for the bus): it is dropped, and this is said once per kind of record');
+      }
+      env.telemetry.busError('produce');
+    });
+  }
+
   async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
-    const sendLater = (what: string, sending: Promise<unknown>) =>
-      void sending.catch((e: unknown) => {
-        if (!isPermanentBusFailure(e)) {
-          log.warn({ event: 'bus.send-failed', err: e, what }, 'a record of the singleton was not sent; a resend, a sync or the digest repairs it');
-        } else if (env.problems.note('bus.record-refused', what, `a ${what} record of the singleton cannot be sent: ${(e as Error).message}`)) {
-          log.error({ event: 'bus.record-refused', err: e, what }, 'a record of the singleton can never be sent (too large for the bus): it is dropped, and this is said once per kind of record');
-        }
-        env.telemetry.busError('produce');
-      });
     const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
     const queueReply = (m: RepliesMessage) => sendLater(m.kind, produceReplies(m));
     for (const e of effects) {
@@ -409,7 +415,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     const m = parsed.value;
     if (m.kind === 'invalid-setup') {
       mustAct('a reply');
-      await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: m.replyTo, reply: { type: 'BadSchema', message: m.message } });
+      sendLater('reply', produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: m.replyTo, reply: { type: 'BadSchema', message: m.message } }));
     } else if (m.kind === 'takeover') {
       if (m.epoch !== epoch) return; // a predecessor's: what follows it is still from before this takeover
       s.afterTakeoverRecord = true;
@@ -462,7 +468,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       const message = e instanceof Error ? e.message : String(e);
       log.warn({ event: 'dataset.refused', dataset: config.ref, reason: message }, 'dataset refused: its source does not match');
       mustAct('a reply');
-      await produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: replyTo, reply: { type: 'BadData', message } });
+      sendLater('reply', produceReplies({ format: WIRE_FORMAT, kind: 'reply', epoch, to: replyTo, reply: { type: 'BadData', message } }));
       return false;
     }
   }
@@ -611,7 +617,8 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'AskGuardians':
           if (s.phase !== 'recovering') return s;
           mustAct('asking the guardians');
-          await produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps });
+          // Asked again on the timer whatever the bus does: a question lost or not sent is asked again.
+          sendLater('cluster-state-request', produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps }));
           later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
           return s;
         case 'PredecessorLeasesOver':

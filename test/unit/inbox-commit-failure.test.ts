@@ -60,3 +60,42 @@ describe('an inbox commit that fails', () => {
     await cluster.stop();
   }, 60_000);
 });
+
+describe('a record the bus fails to carry', () => {
+  it('does not stop the singleton: a refusal it could not send is asked again, and the singleton answers', async () => {
+    const clock = new SimulatedClock(0);
+    const cluster = new EmbeddedCluster({
+      name: 'sends',
+      clock,
+      nodes: ['n1', 'n2'],
+      metaStore: new MemoryMetaStore(),
+      log: pino({ level: 'silent' }),
+      sessionTimeoutMs: 1_000,
+      heartbeatIntervalMs: 250,
+      settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, retryInitialMs: 50, retryMaxMs: 400 },
+    });
+    const replies = topicsFor(cluster.topicPrefix).replies;
+    let failing = false;
+    const produce = cluster.bus.produce.bind(cluster.bus);
+    cluster.bus.produce = (topic: string, value: unknown) => (failing && topic === replies ? Promise.reject(new Error('the broker is away')) : produce(topic, value));
+    const driver = new SimDriver(cluster);
+    await cluster.startNodes();
+    await driver.advance(1_000);
+    const host = (await cluster.singletonNode())!;
+    const epoch = host.actingSingletonEpoch;
+    // A config the singleton refuses (BadSchema) while its replies cannot be sent.
+    failing = true;
+    const lost = cluster.setupDataset({ ref: 'bad', numShards: 3, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } } as never, 1_000).then(
+      (r) => r.type,
+      (e: unknown) => String(e),
+    );
+    await driver.advance(1_500);
+    expect(await lost).toMatch(/no reply/);
+    failing = false;
+    const again = cluster.setupDataset({ ref: 'bad', numShards: 3, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } } as never, 1_000);
+    await driver.advance(500);
+    expect((await again).type).toBe('BadSchema');
+    expect(host.actingSingletonEpoch).toBe(epoch);
+    await cluster.stop();
+  }, 60_000);
+});
