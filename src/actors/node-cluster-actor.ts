@@ -602,7 +602,8 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           // This group holds the position from now on, even if this singleton dies before it applies anything.
           if (startAt !== undefined) await retrying('committing the inbox position', () => s.inbox!.commit(startAt));
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
-          // Written before the guardians are asked: their answers, and the reports they supersede, come after it.
+          // Handed to the bus before the guardians are asked (an answer that still comes before it
+          // is taken all the same: only reports are dropped before it).
           env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' });
           env.runtime.send(ctx.self, { type: 'AskGuardians' });
           return s;
@@ -610,7 +611,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'WriteTakeoverRecord':
           if (s.afterTakeoverRecord) return s;
           if (s.takeoverRecordWrites > 0) log.warn({ event: 'recovery.takeover-record-again', writes: s.takeoverRecordWrites }, `the takeover record was not read back within ${env.settings.recoveryReplyTimeoutMs} ms: written again (no report is applied before it is read)`);
-          await retrying('writing the takeover record', () => env.bus.produce(env.topics.inbox, { format: WIRE_FORMAT, kind: 'takeover', epoch } satisfies InboxMessage));
+          // Not awaited: a produce that hangs (a broker frozen, then back) must not hold the mailbox,
+          // the recovery's deadline among it. Written again on the timer until read back.
+          mustAct('writing the takeover record');
+          sendLater('takeover', env.bus.produce(env.topics.inbox, { format: WIRE_FORMAT, kind: 'takeover', epoch } satisfies InboxMessage));
           s.takeoverRecordWrites++;
           later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' }));
           return s;
