@@ -70,6 +70,8 @@ interface State {
   lastOffset: number;
   /** Commits of the inbox position that failed in a row. */
   commitFailures: number;
+  /** When the commit on its way started (the node's clock); undefined when none is. */
+  committingSince: number | undefined;
   stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions; operations: NodeOperations; applied: AppliedRequest[] } | undefined;
   /** The stored maps recovery can use, as stamps: guardians send only maps newer than these. */
   storedStamps: MapStamp[];
@@ -321,23 +323,33 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
    * the group's position past records the new one has not applied. Replaying a few records after a
    * failover is harmless (reports are idempotent, requests are answered again).
    */
-  async function commit(s: State): Promise<void> {
+  function commit(s: State): void {
     mustAct('committing the inbox');
     if (!s.inbox || s.lastOffset < 0) return;
-    // A failed commit costs a longer replay after a failover, nothing else: the singleton goes on,
-    // and the next tick commits again. Crashing on it (a Kafka rebalance answers "the coordinator
-    // is not aware of this member" until the consumer has rejoined) made the singleton crash-loop.
-    try {
-      await s.inbox.commit(s.lastOffset + 1);
-    } catch (e) {
-      s.commitFailures += 1;
-      const fields = { event: 'inbox.commit-failed', err: e, failures: s.commitFailures, offset: s.lastOffset + 1 };
-      if (s.commitFailures === 1) log.warn(fields, 'committing the inbox position failed: the singleton goes on and commits again at its next tick');
-      else log.debug(fields, 'committing the inbox position failed again');
-      return;
-    }
-    if (s.commitFailures > 0) log.info({ event: 'inbox.commit-recovered', failures: s.commitFailures }, `the inbox position is committed again, after ${s.commitFailures} failed commit(s)`);
-    s.commitFailures = 0;
+    // Not awaited: a commit that hangs (seen for two minutes after a broker was frozen and came
+    // back) must not hold the mailbox, and a failed one costs a longer replay after a failover,
+    // nothing else: the next tick commits again. Crashing on it (a Kafka rebalance answers "the
+    // coordinator is not aware of this member" until the consumer has rejoined) made the
+    // singleton crash-loop. One at a time, unless the one on its way has hung for two ticks.
+    const now = env.clock.now();
+    if (s.committingSince !== undefined && now - s.committingSince < 2 * env.settings.publishIntervalMs) return;
+    const offset = s.lastOffset + 1;
+    const since = now;
+    s.committingSince = since;
+    s.inbox.commit(offset).then(
+      () => {
+        if (s.commitFailures > 0) log.info({ event: 'inbox.commit-recovered', failures: s.commitFailures }, `the inbox position is committed again, after ${s.commitFailures} failed commit(s)`);
+        s.commitFailures = 0;
+      },
+      (e: unknown) => {
+        s.commitFailures += 1;
+        const fields = { event: 'inbox.commit-failed', err: e, failures: s.commitFailures, offset };
+        if (s.commitFailures === 1) log.warn(fields, 'committing the inbox position failed: the singleton goes on and commits again at its next tick');
+        else log.debug(fields, 'committing the inbox position failed again');
+      },
+    ).finally(() => {
+      if (s.committingSince === since) s.committingSince = undefined;
+    });
   }
 
   /**
@@ -373,7 +385,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     // Reports of nodes that did not answer in time: applied now, as any report.
     queueReports(s, s.beforeAnswer.splice(0));
     await dropSubscribersOfDepartedNodes(s);
-    await commit(s);
+    commit(s);
     // guardianMaps: maps the guardians had newer than the MetaStore's (or of datasets it lacks); normally 0.
     const guardianMaps = answers.reduce((n, a) => n + a.maps.length, 0);
     const recoveryMs = env.clock.now() - s.takeoverAt;
@@ -529,6 +541,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     inbox: undefined,
     lastOffset: -1,
     commitFailures: 0,
+    committingSince: undefined,
     stored: undefined,
     storedStamps: [],
     answers: new Map(),
@@ -673,7 +686,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
             return s;
           }
-          await commit(s);
+          commit(s);
           await decide(s, { type: 'PublishDigest' });
           later(s, env.settings.publishIntervalMs, () => env.runtime.send(ctx.self, { type: 'Tick' }));
           return s;

@@ -61,6 +61,49 @@ describe('an inbox commit that fails', () => {
   }, 60_000);
 });
 
+describe('an inbox commit that hangs', () => {
+  it('does not hold the singleton: it goes on answering, and commits again once commits answer', async () => {
+    const clock = new SimulatedClock(0);
+    const cluster = new EmbeddedCluster({
+      name: 'hangs',
+      clock,
+      nodes: ['n1', 'n2'],
+      metaStore: new MemoryMetaStore(),
+      log: pino({ level: 'silent' }),
+      sessionTimeoutMs: 1_000,
+      heartbeatIntervalMs: 250,
+      settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, retryInitialMs: 50, retryMaxMs: 400 },
+    });
+    const inbox = topicsFor(cluster.topicPrefix).inbox;
+    // While `hanging`, a commit never answers, as one to a broker that froze and came back did.
+    let hanging = false;
+    const subscribe = cluster.bus.subscribe.bind(cluster.bus) as Bus['subscribe'];
+    cluster.bus.subscribe = (async (...args: Parameters<Bus['subscribe']>) => {
+      const sub = await subscribe(...args);
+      if (args[0] !== inbox) return sub;
+      const commit = sub.commit.bind(sub);
+      return { ...sub, close: sub.close.bind(sub), commit: (offset: number) => (hanging ? new Promise<void>(() => {}) : commit(offset)) };
+    }) as Bus['subscribe'];
+    const driver = new SimDriver(cluster);
+    await cluster.startNodes();
+    await driver.advance(1_000);
+    const host = (await cluster.singletonNode())!;
+    const epoch = host.actingSingletonEpoch!;
+    hanging = true;
+    await driver.advance(1_000);
+    const during = cluster.setupDataset({ ref: 'alpha', numShards: 2, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 20 } }, 3_000);
+    await driver.advance(1_000);
+    expect((await during).type).toBe('DatasetVerified');
+    const group = inboxGroup(inbox, epoch);
+    const stuckAt = cluster.bus.committedPosition(inbox, group) ?? 0;
+    hanging = false;
+    await driver.advance(2_000);
+    expect(host.actingSingletonEpoch).toBe(epoch);
+    expect(cluster.bus.committedPosition(inbox, group)).toBeGreaterThan(stuckAt);
+    await cluster.stop();
+  }, 60_000);
+});
+
 describe('a record the bus fails to carry', () => {
   it('does not stop the singleton: a refusal it could not send is asked again, and the singleton answers', async () => {
     const clock = new SimulatedClock(0);
