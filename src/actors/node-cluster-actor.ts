@@ -190,18 +190,6 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   };
 
   /**
-   * Carries out one decision's effects. Its store writes are awaited, in order, before anything is
-   * sent (a map is persisted before anyone hears of it). Its records (changes, snapshots, members,
-   * digests, replies, acks) are handed to the bus, which appends them in call order, and not
-   * awaited: the next message is handled while they are on their way, so slow appends (a broker
-   * that answers late) never hold back the next decision or the digest. A record that fails for a
-   * while is logged; nothing is lost for good by it, as every one is repaired by design (a node
-   * that misses changes sees a gap or the next digest and asks, a node resends an unacknowledged
-   * report, a requester asks again and a replayed request is answered as the first time). A record
-   * the bus can never carry (too large for its limits) is an error, said once per kind of record
-   * and counted, and shown on the node's /status: retrying it would never help.
-   */
-  /**
    * Hands a record to the bus without waiting for it: a failure is logged and counted, never a
    * crash of the singleton (each record is repaired by design: see `perform`).
    */
@@ -216,6 +204,18 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     });
   }
 
+  /**
+   * Carries out one decision's effects. Its store writes are awaited, in order, before anything is
+   * sent (a map is persisted before anyone hears of it). Its records (changes, snapshots, members,
+   * digests, replies, acks) are handed to the bus, which appends them in call order, and not
+   * awaited: the next message is handled while they are on their way, so slow appends (a broker
+   * that answers late) never hold back the next decision or the digest. A record that fails for a
+   * while is logged; nothing is lost for good by it, as every one is repaired by design (a node
+   * that misses changes sees a gap or the next digest and asks, a node resends an unacknowledged
+   * report, a requester asks again and a replayed request is answered as the first time). A record
+   * the bus can never carry (too large for its limits) is an error, said once per kind of record
+   * and counted, and shown on the node's /status: retrying it would never help.
+   */
   async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
     const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
