@@ -39,6 +39,7 @@ import './read-availability.bench.js';
 import './failover.bench.js';
 import './slow-store.bench.js';
 import './one-writer.bench.js';
+import './large-dataset.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

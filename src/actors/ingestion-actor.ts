@@ -20,7 +20,7 @@ import { type NodeEnv, withRetry } from './node-env.js';
 import { callSink, SinkTimeoutError } from './sink-call.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
 import { WriteRefusals } from './write-refusals.js';
-import type { ReporterMsg } from './reporter.js';
+import type { ReportSink } from './reporter.js';
 import type { ActorRef } from './runtime.js';
 
 export type IngestionMsg = { readonly type: 'Start' } | { readonly type: 'Poll' };
@@ -91,7 +91,7 @@ export function spawnIngestionActor(
   parent: ActorRef<unknown>,
   config: DatasetConfig,
   shard: ShardNum,
-  reporter: ActorRef<ReporterMsg>,
+  reporter: ReportSink,
   notify: (update: ShardStatusUpdate) => void,
   /** The token of this node's copy in the map the node acts on now; undefined once the map no longer gives it the copy. */
   tokenOf: () => FencingToken | undefined,
@@ -99,13 +99,16 @@ export function spawnIngestionActor(
   const log = env.log.child({ dataset: config.ref, shard });
   const refusals = new WriteRefusals(log, env.telemetry, env.problems, `${config.ref}/${shard}`, config.ref);
   const report = (event: ShardEvent, status: ShardStatus) => {
-    env.runtime.send(reporter, { type: 'Report', event });
+    reporter.report(event);
     notify({ type: 'ShardStatus', dataset: config.ref, shard, status });
   };
+  // A due poll waits for its turn of the event loop (`PollTurns`): `s.timer` cancels whichever wait it is in.
   const schedulePoll = (s: State, self: ActorRef<IngestionMsg>, delay: number) => {
     s.timer = env.clock.schedule(delay, () => {
-      s.timer = undefined;
-      env.runtime.send(self, { type: 'Poll' });
+      s.timer = env.pollTurns.enqueue(() => {
+        s.timer = undefined;
+        env.runtime.send(self, { type: 'Poll' });
+      });
     });
   };
   const pollNow = (s: State, self: ActorRef<IngestionMsg>) => {
@@ -361,6 +364,11 @@ export function spawnIngestionActor(
       await s.reader?.close().catch((e: unknown) => log.warn({ err: e }, 'closing the shard reader failed'));
     },
   });
-  env.runtime.send(ref, { type: 'Start' });
+  // Starts wait for their turn like polls: a map that gives a node 65 536 copies starts them over
+  // many turns of the event loop, not in one that holds every other message for seconds.
+  initialState.timer = env.pollTurns.enqueue(() => {
+    initialState.timer = undefined;
+    env.runtime.send(ref, { type: 'Start' });
+  });
   return ref;
 }

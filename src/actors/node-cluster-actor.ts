@@ -29,7 +29,8 @@ export type ClusterMsg =
   | { readonly type: 'Begin'; readonly view: MembershipView; readonly takenAt?: number }
   /** Heartbeat mode: every lease a predecessor may have granted has run out; recovery may end. */
   | { readonly type: 'PredecessorLeasesOver' }
-  | { readonly type: 'Inbox'; readonly record: BusRecord }
+  /** Handles the inbox records read since (`State.inboxQueue`), a bounded lot per message. */
+  | { readonly type: 'Inbox' }
   | { readonly type: 'View'; readonly view: MembershipView }
   | { readonly type: 'Tick' }
   | { readonly type: 'CheckCooldowns' }
@@ -66,6 +67,8 @@ interface State {
   /** The recovery deadline passed while those leases still ran: recovery ends as soon as they do. */
   recoveryDeadlinePassed: boolean;
   inbox: BusSubscription | undefined;
+  /** Inbox records read and not handled yet, oldest first. */
+  readonly inboxQueue: BusRecord[];
   /** The last inbox offset fed to the core; committed once applied. */
   lastOffset: number;
   /** Commits of the inbox position that failed in a row. */
@@ -83,6 +86,10 @@ interface State {
    * together, their changes go out as one record per dataset instead of one per report.
    */
   reports: NodeReportBody[];
+  /** A `Reports` message is on its way (sent, or waiting for `nextReportsAt`). */
+  reportsAsked: boolean;
+  /** The next decision on reports waits until then (see `REPORT_DECISION_GAP`). */
+  nextReportsAt: number;
   /**
    * Whether this singleton has read its own takeover record back from the inbox. The inbox replays
    * what the last singleton read but had not committed, so a report written before the takeover
@@ -120,6 +127,20 @@ class Fenced extends Error {}
 const MAX_REPORTS_PER_DECISION = 200;
 /** Reports waiting to be applied at most; past it they are dropped unacknowledged. */
 const MAX_QUEUED_REPORTS = 10_000;
+/**
+ * Inbox records handled in one message at most. The actor handles one message per turn of the
+ * event loop: one message per record made a request wait a turn for every report read before it
+ * (2.7 s behind the reports of 65 536 copies starting on a busy process).
+ */
+const INBOX_RECORDS_PER_MESSAGE = 256;
+/**
+ * After a decision on reports that took t ms, the next one waits REPORT_DECISION_GAP × t. A
+ * decision costs about the map's size (persisting it, each node applying its changes): reports that
+ * pour in (65 536 copies starting) then make a few large decisions instead of one per report that
+ * came in meanwhile, and deciding takes at most a quarter of the process's time. A report that
+ * comes alone is applied at once.
+ */
+const REPORT_DECISION_GAP = 3;
 
 /**
  * The stamp of the newest stored map of each dataset whose config the store also holds with the
@@ -409,8 +430,16 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       reports = reports.slice(0, Math.max(0, room));
       if (reports.length === 0) return;
     }
-    if (s.reports.length === 0) env.runtime.send(self, { type: 'Reports' });
     s.reports.push(...reports);
+    askToApplyReports(s);
+  }
+
+  function askToApplyReports(s: State): void {
+    if (s.reportsAsked) return;
+    s.reportsAsked = true;
+    const wait = s.nextReportsAt - env.clock.now();
+    if (wait <= 0) env.runtime.send(self, { type: 'Reports' });
+    else later(s, wait, () => env.runtime.send(self, { type: 'Reports' }));
   }
 
   function allAnswered(s: State): boolean {
@@ -539,6 +568,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     predecessorLeasesOver: true,
     recoveryDeadlinePassed: false,
     inbox: undefined,
+    inboxQueue: [],
     lastOffset: -1,
     commitFailures: 0,
     committingSince: undefined,
@@ -547,6 +577,8 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     answers: new Map(),
     takeoverAt: 0,
     reports: [],
+    reportsAsked: false,
+    nextReportsAt: -Infinity,
     afterTakeoverRecord: false,
     takeoverRecordWrites: 0,
     reportsBeforeTakeover: 0,
@@ -610,7 +642,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           const inbox = env.topics.inbox;
           const startAt = await retrying('reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
           s.inbox = await env.bus.subscribe(inbox, inboxGroup(inbox, epoch), (record) => {
-            env.runtime.send(ctx.self, { type: 'Inbox', record });
+            if (s.inboxQueue.push(record) === 1) env.runtime.send(ctx.self, { type: 'Inbox' });
           }, { start: 'earliest', ...(startAt === undefined ? {} : { startAt }), onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
           // This group holds the position from now on, even if this singleton dies before it applies anything.
           if (startAt !== undefined) await retrying('committing the inbox position', () => s.inbox!.commit(startAt));
@@ -655,14 +687,25 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
             await finishRecovery(s);
           }
           return s;
-        case 'Inbox':
-          await onInbox(s, msg.record);
+        case 'Inbox': {
+          const records = s.inboxQueue.splice(0, INBOX_RECORDS_PER_MESSAGE);
+          for (const record of records) {
+            await onInbox(s, record);
+            // Stopped by one of them (a lost lease): the rest is a successor's.
+            if ((s.phase as State['phase']) === 'stopped') return s;
+          }
+          if (s.inboxQueue.length > 0) env.runtime.send(ctx.self, { type: 'Inbox' });
           return s;
+        }
         case 'Reports': {
           // A bounded lot per decision: a backlog is applied in slices, other messages in between.
+          s.reportsAsked = false;
           const reports = s.reports.splice(0, MAX_REPORTS_PER_DECISION);
-          if (s.reports.length > 0) env.runtime.send(self, { type: 'Reports' });
+          const startedAt = env.clock.now();
           if (reports.length > 0) await decide(s, { type: 'NodeReports', reports });
+          const now = env.clock.now();
+          s.nextReportsAt = now + REPORT_DECISION_GAP * (now - startedAt);
+          if (s.reports.length > 0) askToApplyReports(s);
           return s;
         }
         case 'View': {

@@ -11,7 +11,7 @@ import { madeForAdmission, type Admission, type MembersRecord } from './followed
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { spawnIngestionActor, type IngestionMsg, type ShardStatusUpdate } from './ingestion-actor.js';
 import type { NodeEnv } from './node-env.js';
-import type { ReporterMsg } from './reporter.js';
+import type { ReportSink } from './reporter.js';
 import type { ActorRef } from './runtime.js';
 
 export type CoordinatorMsg =
@@ -22,7 +22,21 @@ export type CoordinatorMsg =
   | { readonly type: 'DatasetGone'; readonly dataset: DatasetRef }
   | { readonly type: 'StopAll'; readonly reason: string }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
-  | ShardStatusUpdate;
+  /** The rest of a reconciliation too large for one turn of the event loop (`RECONCILE_SLICE`). */
+  | { readonly type: 'ReconcileRest'; readonly dataset: DatasetRef; readonly shards: ReadonlySet<number>; readonly started: Lot; readonly stopsBefore: number };
+
+/** Copies started so far by a sliced reconciliation, for its one log line at the end. */
+interface Lot {
+  readonly count: number;
+  readonly sample: readonly string[];
+}
+
+/**
+ * Shards one reconciliation looks at in one message: a map that gives a node 65 536 copies spawns
+ * their actors over 16 turns of the event loop instead of one of about a second. The rest is looked
+ * at against the map current then (a newer map may have come in between).
+ */
+export const RECONCILE_SLICE = 4096;
 
 interface Running {
   readonly ref: ActorRef<IngestionMsg>;
@@ -56,9 +70,11 @@ interface State {
    * shard it runs (thousands, on a large node), which made each of its messages cost thousands.
    */
   shards: ActorRef<never> | undefined;
+  /** StopAll messages handled: the rest of a sliced reconciliation from before one is dropped. */
+  stopAlls: number;
 }
 
-export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, reporter: ActorRef<ReporterMsg>): ActorRef<CoordinatorMsg> {
+export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, reporter: ReportSink): ActorRef<CoordinatorMsg> {
   /** Stops these copies; one log line for them all (a fence of 16 384 copies logged 16 384). */
   const stopShards = (s: State, keys: readonly string[], why: string) => {
     const stopped: Running[] = [];
@@ -87,20 +103,23 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
    * Runs exactly the copies this node holds in the map (Leaving ones too: they ingest until
    * removed) and stops the others: of the `only` shards a change touched, or of the whole map.
    */
-  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, only?: ReadonlySet<number>) => {
+  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, only?: ReadonlySet<number>, startedBefore: Lot = { count: 0, sample: [] }) => {
     const map = s.maps.get(dataset);
     if (!map || !acting(s, map)) return;
     const mine = (shard: number) => {
       const copy = map.mapper.copyOnNode(shard, env.node);
       return copy !== undefined && isIngestionStatus(copy.status);
     };
-    const wanted = only ? [...only].filter(mine) : map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
+    let wanted = only ? [...only].filter(mine) : map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
     if (only) {
       stopShards(s, [...only].filter((shard) => !mine(shard)).map((shard) => `${dataset}/${shard}`), 'the map no longer gives them to this node');
     } else {
       const keep = new Set(wanted);
       stopShards(s, [...s.running].filter(([, r]) => r.dataset === dataset && !keep.has(r.shard)).map(([key]) => key), 'the map no longer gives them to this node');
     }
+    // Past a slice, the rest of the wanted shards are looked at in a message of their own.
+    const rest = wanted.length > RECONCILE_SLICE ? new Set(wanted.slice(RECONCILE_SLICE)) : undefined;
+    if (rest) wanted = wanted.slice(0, RECONCILE_SLICE);
     const restated: Running[] = [];
     const started: Running[] = [];
     for (const shard of wanted) {
@@ -122,12 +141,14 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         continue;
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
-      const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => env.runtime.send(self, u), () => tokenOf(s, dataset, shard));
+      const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => statusChanged(s, u), () => tokenOf(s, dataset, shard));
       const r: Running = { ref: actor, dataset, shard: shard as ShardNum, assignment, statedUnder: assignment, status: Status.assigned };
       s.running.set(key, r);
       started.push(r);
     }
-    if (started.length > 0) env.log.info({ event: 'shards.started', dataset, copies: started.length, sample: sampleOf(started) }, `${copies(started.length)} of ${dataset} started`);
+    const lot: Lot = { count: startedBefore.count + started.length, sample: [...startedBefore.sample, ...sampleOf(started)].slice(0, 5) };
+    if (rest) env.runtime.send(self, { type: 'ReconcileRest', dataset, shards: rest, started: lot, stopsBefore: s.stopAlls });
+    else if (lot.count > 0) env.log.info({ event: 'shards.started', dataset, copies: lot.count, sample: lot.sample }, `${copies(lot.count)} of ${dataset} started`);
     if (restated.length > 0) {
       // One line for the lot: a new singleton's map restates every copy of a large node at once.
       env.log.info(
@@ -163,11 +184,26 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       : r.status.type === 'Recovery' ? ShardEvents.recoveryInProgress(r.dataset, r.shard, env.node, r.status.progressPct)
       : undefined; // still starting: its first report is on its way
     if (!event) return false;
-    env.runtime.send(reporter, { type: 'Report', event });
+    reporter.report(event);
     return true;
   };
 
-  const initialState: State = { maps: new Map(), members: undefined, admission: undefined, running: new Map(), shards: undefined };
+  /**
+   * A copy's new status, applied at once rather than as a message: the coordinator handles one
+   * message per turn of the event loop, and a node that starts 65 536 copies hears from each at
+   * once; as messages they held its maps and members behind them for minutes (issue 34).
+   */
+  const statusChanged = (s: State, u: ShardStatusUpdate) => {
+    const r = s.running.get(`${u.dataset}/${u.shard}`);
+    if (!r) return;
+    r.status = u.status;
+    // The copy wrote under the token its map gave it at each write: that is what it failed under.
+    const now = tokenOf(s, u.dataset, u.shard);
+    if (u.status.type === 'Error' && now !== undefined && compareTokens(now, r.assignment) > 0) r.assignment = now;
+  };
+
+  // One state object, mutated in place by every message and by `statusChanged`.
+  const initialState: State = { maps: new Map(), members: undefined, admission: undefined, running: new Map(), shards: undefined, stopAlls: 0 };
   return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
     switch (msg.type) {
       case 'MapState': {
@@ -196,17 +232,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         stopShards(s, [...s.running].filter(([, r]) => r.dataset === msg.dataset).map(([key]) => key), 'the dataset was removed');
         return s;
       case 'StopAll':
+        s.stopAlls++;
         stopShards(s, [...s.running.keys()], msg.reason);
         return s;
-      case 'ShardStatus': {
-        const r = s.running.get(`${msg.dataset}/${msg.shard}`);
-        if (!r) return s;
-        r.status = msg.status;
-        // The copy wrote under the token its map gave it at each write: that is what it failed under.
-        const now = tokenOf(s, msg.dataset, msg.shard);
-        if (msg.status.type === 'Error' && now !== undefined && compareTokens(now, r.assignment) > 0) r.assignment = now;
+      case 'ReconcileRest':
+        // A StopAll since (a fence): what was left to start is not started.
+        if (msg.stopsBefore === s.stopAlls) reconcile(s, msg.dataset, ctx.self, msg.shards, msg.started);
         return s;
-      }
       case 'GetRunning':
         msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => {
           const writingUnder = tokenOf(s, r.dataset, r.shard);

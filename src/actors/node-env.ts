@@ -17,6 +17,7 @@ import type { SingletonContact } from './singleton-contact.js';
 import type { LeaseWaits } from './lease-waits.js';
 import type { RunGaps } from './run-gaps.js';
 import type { SingletonRole } from './singleton-role.js';
+import type { PollTurns } from './poll-turns.js';
 
 /** Everything a node's actors use: its identity, its ports, its settings. */
 export interface NodeEnv {
@@ -45,6 +46,8 @@ export interface NodeEnv {
   readonly runGaps?: RunGaps;
   /** When this node last heard from the singleton (for /healthz). */
   readonly singletonContact?: SingletonContact;
+  /** Turns of the event loop for due polls, shared by every node of the process (`processPollTurns`). */
+  readonly pollTurns: PollTurns;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
   readonly detector?: NodeDetector;
   /**

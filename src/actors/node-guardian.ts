@@ -19,7 +19,7 @@ import type { CoordinatorMsg } from './node-coordinator.js';
 import { spawnNodeCoordinator } from './node-coordinator.js';
 import { skipMalformed, type NodeEnv } from './node-env.js';
 import type { NodeHub } from './node-hub.js';
-import { spawnReporter, type ReporterMsg } from './reporter.js';
+import { spawnReporter, type Reporter } from './reporter.js';
 import type { EventsRecord } from './wire-events.js';
 import type { Lease } from '../store/meta-store.js';
 import { leaseRowProblem, LeaseWatch, placeInLine, placeWaitMs, StandBackoff, standBackoffMs } from '../cluster/failure-detector/succession.js';
@@ -81,7 +81,7 @@ interface State {
   /** The last lease row read was held by an incarnation the group does not list (counted once per renewal). */
   holderNotMemberSeen: boolean;
   readonly coordinator: ActorRef<CoordinatorMsg>;
-  readonly reporter: ActorRef<ReporterMsg>;
+  readonly reporter: Reporter;
 }
 
 export interface GuardianCallbacks {
@@ -218,7 +218,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     if (m.epoch < s.maxEpoch) return;
     env.singletonContact?.heard(env.clock.now());
     if (m.kind === 'ack') {
-      if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.reporter, { type: 'Ack', seq: m.seq });
+      if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.reporter.ref, { type: 'Ack', seq: m.seq });
     } else if (m.to.startsWith(hostPrefix(env.node, env.incarnation))) {
       hub.resolve(m.to, m.reply);
     }

@@ -9,10 +9,10 @@ import type { ActorRef } from './runtime.js';
 import { MAX_EVENTS_PER_REPORT, WIRE_FORMAT, type InboxMessage } from './wire.js';
 
 export type ReporterMsg =
-  | { readonly type: 'Report'; readonly event: ShardEvent }
   | { readonly type: 'Flush' }
   | { readonly type: 'Ack'; readonly seq: number }
-  | { readonly type: 'Resend' };
+  /** `timer`: which arming of the resend timer fired (an older one, replaced since, is ignored). */
+  | { readonly type: 'Resend'; readonly timer: number };
 
 interface Pending {
   readonly event: ShardEvent;
@@ -26,34 +26,44 @@ interface State {
   readonly pending: Map<string, Pending>;
   flushQueued: boolean;
   resend: Cancel | undefined;
+  /** Armings of the resend timer so far. */
+  resendTimers: number;
 }
 
-export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef<ReporterMsg> {
-  const initialState: State = { seq: 0, pending: new Map(), flushQueued: false, resend: undefined };
-  return env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (s, msg, ctx) => {
+/** Where a node's copies say what became of them (the reporter, or a test's list). */
+export interface ReportSink {
+  report(event: ShardEvent): void;
+}
+
+export interface Reporter extends ReportSink {
+  readonly ref: ActorRef<ReporterMsg>;
+}
+
+export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter {
+  // One state for the actor and for `report`: the actor handles one message per turn of the event
+  // loop, and a node that starts 65 536 copies reports 65 536 times at once; as messages they took
+  // minutes to get through its mailbox (issue 34), as calls they coalesce at once.
+  const s: State = { seq: 0, pending: new Map(), flushQueued: false, resend: undefined, resendTimers: 0 };
+  const ref = env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (_, msg, ctx) => {
     switch (msg.type) {
-      case 'Report': {
-        // Only the latest event per shard matters: a newer one replaces an unacknowledged older one.
-        // The same event again while one is on its way is not sent twice: the resend covers a loss.
-        const key = `${msg.event.dataset}/${msg.event.shard}`;
-        const pending = s.pending.get(key);
-        if (pending !== undefined && sameEvent(pending.event, msg.event)) return s;
-        s.pending.set(key, { event: msg.event, sentIn: undefined });
-        if (!s.flushQueued) {
-          s.flushQueued = true;
-          env.runtime.send(ctx.self, { type: 'Flush' }); // events reported together go in one report
-        }
-        return s;
-      }
       case 'Flush': {
         s.flushQueued = false;
         // At most MAX_EVENTS_PER_REPORT a report: a node that starts thousands of shards sends
         // several bounded reports in a row, each acknowledged on its own.
-        const unsent = [...s.pending.values()].filter((p) => p.sentIn === undefined).slice(0, MAX_EVENTS_PER_REPORT);
+        const unsent: Pending[] = [];
+        let more = false;
+        for (const p of s.pending.values()) {
+          if (p.sentIn !== undefined) continue;
+          if (unsent.length === MAX_EVENTS_PER_REPORT) {
+            more = true;
+            break;
+          }
+          unsent.push(p);
+        }
         if (unsent.length === 0) return s;
         s.seq += 1;
         for (const p of unsent) p.sentIn = s.seq;
-        if ([...s.pending.values()].some((p) => p.sentIn === undefined)) {
+        if (more) {
           s.flushQueued = true;
           env.runtime.send(ctx.self, { type: 'Flush' });
         }
@@ -68,7 +78,8 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
         // The resend is armed whatever the produce does: a report whose produce failed is sent again
         // like one whose acknowledgement never came (it used to wait for the next report's ack).
         s.resend?.();
-        s.resend = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(ctx.self, { type: 'Resend' }));
+        const timer = ++s.resendTimers;
+        s.resend = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(ctx.self, { type: 'Resend', timer }));
         await env.bus.produce(env.topics.inbox, report);
         return s;
       }
@@ -83,6 +94,8 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
         }
         return s;
       case 'Resend':
+        // A flush between the timer's firing and this message armed a newer timer: that one decides.
+        if (msg.timer !== s.resendTimers) return s;
         s.resend = undefined;
         if (s.pending.size === 0) return s;
         env.log.debug({ pending: s.pending.size, seq: s.seq }, 'report not acknowledged in time: sending it again');
@@ -91,10 +104,25 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): ActorRef
         return s;
     }
   }, {
-    initialState,
+    initialState: s,
     onCrash: 'resume',
-    afterStop: (s) => s.resend?.(),
+    afterStop: () => s.resend?.(),
   });
+  return {
+    ref,
+    report(event) {
+      // Only the latest event per shard matters: a newer one replaces an unacknowledged older one.
+      // The same event again while one is on its way is not sent twice: the resend covers a loss.
+      const key = `${event.dataset}/${event.shard}`;
+      const pending = s.pending.get(key);
+      if (pending !== undefined && sameEvent(pending.event, event)) return;
+      s.pending.set(key, { event, sentIn: undefined });
+      if (!s.flushQueued) {
+        s.flushQueued = true;
+        env.runtime.send(ref, { type: 'Flush' }); // events reported together go in one report
+      }
+    },
+  };
 }
 
 /** Events are small plain records: equal when their JSON is (the same keys in the same order, as ShardEvents builds them). */

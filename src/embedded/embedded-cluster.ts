@@ -160,7 +160,9 @@ export class EmbeddedCluster {
     const rackAndWeight = { ...(placement.rack === undefined ? {} : { rack: placement.rack }), ...(placement.weight === undefined ? {} : { weight: placement.weight }) };
     const sink = this.sinkFor(id);
     this.sinks.set(id, sink);
-    const node = new ShardherdNode(this.services, id, rackAndWeight, { sink, ...(this.withMetrics ? { metrics: new NodeMetrics() } : {}) });
+    // The process's own figures (event-loop delay, heap) once, on the first node's metrics: every node runs in this process.
+    const metrics = this.withMetrics ? new NodeMetrics({ defaultMetrics: this.nodeMap.size === 0 }) : undefined;
+    const node = new ShardherdNode(this.services, id, rackAndWeight, { sink, ...(metrics ? { metrics } : {}) });
     this.nodeMap.set(id, node);
     registerLocalNode(node);
     return node;

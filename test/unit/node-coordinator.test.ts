@@ -2,13 +2,14 @@
 // runs (a Leaving copy of a planned move included) must not restart that copy: a restart reports
 // Recovery for its catch-up time, and a Leaving copy not Active while its successor catches up is a
 // shard with no Active copy.
+import { processPollTurns } from '../../src/actors/poll-turns.js';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CheckpointLoader } from '../../src/actors/checkpoint-loader.js';
 import { spawnNodeCoordinator, type CoordinatorMsg } from '../../src/actors/node-coordinator.js';
 import type { NodeEnv } from '../../src/actors/node-env.js';
 import { Problems } from '../../src/actors/problems.js';
-import type { ReporterMsg } from '../../src/actors/reporter.js';
+import type { ReportSink } from '../../src/actors/reporter.js';
 import { ActorRuntime, type ActorRef } from '../../src/actors/runtime.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
 import { NO_TELEMETRY } from '../../src/actors/telemetry.js';
@@ -77,6 +78,7 @@ function startCoordinator<S extends RecordSink = CountingSink>(sourceOf: (clock:
     metaStore,
     lease: metaStore,
     source: sourceOf(clock),
+    pollTurns: processPollTurns,
     sink,
     settings: runtimeSettings({ pollIntervalMs: 50, checkpointIntervalMs: 100, sinkTimeoutMs: 1_000 }),
     log,
@@ -85,10 +87,7 @@ function startCoordinator<S extends RecordSink = CountingSink>(sourceOf: (clock:
     checkpoints: new CheckpointLoader(metaStore),
   };
   const reports: ShardEvent[] = [];
-  const reporter = rt.spawn<undefined, ReporterMsg>(rt.system, 'reporter', (st, msg) => {
-    if (msg.type === 'Report') reports.push(msg.event);
-    return st;
-  }, { initialState: undefined });
+  const reporter: ReportSink = { report: (event) => reports.push(event) };
   const coordinator: ActorRef<CoordinatorMsg> = spawnNodeCoordinator(env, rt.system as never, reporter);
   const members = (at = 1) => rt.send(coordinator, { type: 'Members', members: { epoch: epoch(at), version: 1, members: [{ node: me, incarnation: inc }] } });
   members();

@@ -1,0 +1,165 @@
+/**
+ * The embedded demo (`shardherd --no-story`: five nodes in one process, the synthetic source) given
+ * one large dataset through its HTTP API: `SHARDHERD_LARGE_SHARDS` shards (default 65 536) × RF 1,
+ * one record a second per shard. Measured from outside the demo's process, before the dataset
+ * (the baseline, same run) and after it:
+ * - the singleton's answers: `GET /api/v1/datasets` (a round trip through the singleton, every
+ *   dataset's counts) and `GET /api/v1/datasets/metrics` (one small dataset), and `/healthz`,
+ *   each asked five times a second: p50, p99, max and failures;
+ * - the longest event-loop stall of the demo's process (Node's event-loop delay monitor, exported
+ *   as `shardherd_process_nodejs_eventloop_lag_max_seconds`, read every 2 s);
+ * - the time from the `POST` to every copy Active.
+ * `SHARDHERD_LARGE_BUSY=2` runs two busy-loop processes beside it.
+ */
+import { spawn } from 'node:child_process';
+import { busyCores } from './disturbances.js';
+import { ms, quantile, register, type Table } from './harness.js';
+import { sleep } from './runtime-support.js';
+
+const SHARDS = Number(process.env.SHARDHERD_LARGE_SHARDS ?? 65_536);
+const BUSY = Number(process.env.SHARDHERD_LARGE_BUSY ?? 0);
+const BASELINE_MS = 15_000;
+const AFTER_MS = 60_000;
+const ASK_EVERY_MS = 200;
+const LAG_EVERY_MS = 2_000;
+
+interface Phase {
+  readonly answers: Map<string, { ms: number[]; failed: number }>;
+  readonly stallsMs: number[];
+}
+
+async function startDemo(): Promise<{ url: string; token: string; metrics: string[]; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--no-story', '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const started = performance.now();
+  for (;;) {
+    const url = /status page (http:\/\/127\.0\.0\.1:\d+)\//.exec(out)?.[1];
+    const token = /token ([A-Za-z0-9_-]{16,})/.exec(out)?.[1];
+    const metrics = /each node's own metrics: (.*)/.exec(out)?.[1]?.match(/http:\/\/[^ ]+\/metrics/g);
+    if (url && token && metrics) {
+      return {
+        url,
+        token,
+        metrics,
+        stop: async () => {
+          process.off('exit', kill);
+          child.kill('SIGINT');
+          const t = setTimeout(kill, 10_000);
+          await exited;
+          clearTimeout(t);
+        },
+      };
+    }
+    if (child.exitCode !== null || performance.now() - started > 120_000) throw new Error(`the demo did not start: ${out}`);
+    await sleep(100);
+  }
+}
+
+/**
+ * Asks each route every ASK_EVERY_MS and reads the event-loop stall every LAG_EVERY_MS (from the
+ * node's metrics that carry the process's figures), until `until` resolves.
+ */
+async function observe(url: string, metrics: readonly string[], until: Promise<void>): Promise<Phase> {
+  const phase: Phase = { answers: new Map(), stallsMs: [] };
+  let done = false;
+  void until.then(() => (done = true));
+  const ask = async (route: string) => {
+    const entry = phase.answers.get(route) ?? { ms: [], failed: 0 };
+    phase.answers.set(route, entry);
+    while (!done) {
+      const t0 = performance.now();
+      try {
+        const res = await fetch(`${url}${route}`, { signal: AbortSignal.timeout(30_000) });
+        await res.arrayBuffer();
+        if (res.ok) entry.ms.push(performance.now() - t0);
+        else entry.failed++;
+      } catch {
+        entry.failed++;
+      }
+      await sleep(Math.max(0, ASK_EVERY_MS - (performance.now() - t0)));
+    }
+  };
+  const lag = async () => {
+    while (!done) {
+      await sleep(LAG_EVERY_MS);
+      for (const m of metrics) {
+        try {
+          const text = await (await fetch(m, { signal: AbortSignal.timeout(30_000) })).text();
+          const max = /^shardherd_process_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1];
+          if (max !== undefined) phase.stallsMs.push(Number(max) * 1000);
+        } catch {
+          // a scrape that failed is seen in the answers' failures
+        }
+      }
+    }
+  };
+  await Promise.all([ask('/api/v1/datasets'), ask('/api/v1/datasets/metrics'), ask('/healthz'), lag()]);
+  return phase;
+}
+
+async function allActive(url: string, dataset: string, shards: number): Promise<boolean> {
+  try {
+    const body = (await (await fetch(`${url}/api/v1/datasets`, { signal: AbortSignal.timeout(30_000) })).json()) as { datasets: { name: string; counts: Record<string, number> }[] };
+    return body.datasets.find((d) => d.name === dataset)?.counts.Active === shards;
+  } catch {
+    return false;
+  }
+}
+
+register({
+  name: 'large-dataset',
+  run: async (): Promise<Table> => {
+    const busy = BUSY > 0 ? busyCores(BUSY) : undefined;
+    const demo = await startDemo();
+    try {
+      await sleep(5_000); // the demo's own datasets set up
+      const baseline = await observe(demo.url, demo.metrics, sleep(BASELINE_MS));
+      const t0 = performance.now();
+      const res = await fetch(`${demo.url}/api/v1/datasets`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${demo.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ref: 'huge', numShards: SHARDS, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } }),
+      });
+      const postMs = performance.now() - t0;
+      const postStatus = res.status;
+      await res.arrayBuffer();
+      let activeMs: number | undefined;
+      const watchActive = (async () => {
+        while (performance.now() - t0 < AFTER_MS) {
+          if (await allActive(demo.url, 'huge', SHARDS)) {
+            activeMs = performance.now() - t0;
+            return;
+          }
+          await sleep(500);
+        }
+      })();
+      const after = await observe(demo.url, demo.metrics, sleep(AFTER_MS));
+      await watchActive;
+      const rows: (string | number)[][] = [];
+      for (const [name, phase] of [['before (the demo\'s 2 datasets × 16 shards)', baseline], [`after the ${SHARDS}-shard dataset`, after]] as const) {
+        for (const [route, a] of phase.answers) {
+          rows.push([name, route, a.ms.length, a.failed, ms(quantile(a.ms, 0.5)), ms(quantile(a.ms, 0.99)), ms(Math.max(...a.ms))]);
+        }
+        rows.push([name, 'longest event-loop stall of the demo', phase.stallsMs.length, '', '', '', ms(Math.max(...phase.stallsMs))]);
+      }
+      const p99 = (p: Phase) => quantile(p.answers.get('/api/v1/datasets/metrics')!.ms, 0.99);
+      return {
+        title: `The embedded demo given a ${SHARDS}-shard dataset${BUSY > 0 ? `, ${BUSY} busy loops beside it` : ''}`,
+        columns: ['phase', 'route', 'answers', 'failed', 'p50 ms', 'p99 ms', 'max ms'],
+        rows,
+        notes: [
+          `POST /api/v1/datasets: ${postStatus} in ${ms(postMs)} ms; every copy Active ${activeMs === undefined ? `not within ${AFTER_MS / 1000} s` : `after ${(activeMs / 1000).toFixed(1)} s`}`,
+          `p99 of /api/v1/datasets/metrics after / before: ${(p99(after) / p99(baseline)).toFixed(2)}×`,
+          'each route asked every 200 ms by one caller; stalls read every 2 s (the maximum since the previous read)',
+        ],
+      };
+    } finally {
+      await demo.stop();
+      await busy?.stop();
+    }
+  },
+});
