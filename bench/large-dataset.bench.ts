@@ -7,7 +7,8 @@
  *   dataset's counts) and `GET /api/v1/datasets/metrics` (one small dataset), and `/healthz`,
  *   each asked five times a second: p50, p99, max and failures;
  * - the longest event-loop stall of the demo's process (Node's event-loop delay monitor, exported
- *   as `shardherd_process_nodejs_eventloop_lag_max_seconds`, read every 2 s);
+ *   as `shardherd_process_nodejs_eventloop_lag_max_seconds`), every node's metrics scraped every 2 s
+ *   as Prometheus would (the node of 65 536 copies among them);
  * - the time from the `POST` to every copy Active.
  * `SHARDHERD_LARGE_BUSY=2` runs two busy-loop processes beside it.
  */
@@ -39,8 +40,10 @@ async function startDemo(): Promise<{ url: string; token: string; metrics: strin
   for (;;) {
     const url = /status page (http:\/\/127\.0\.0\.1:\d+)\//.exec(out)?.[1];
     const token = /token ([A-Za-z0-9_-]{16,})/.exec(out)?.[1];
-    const metrics = /each node's own metrics: (.*)/.exec(out)?.[1]?.match(/http:\/\/[^ ]+\/metrics/g);
-    if (url && token && metrics) {
+    const nodeMetrics = /each node's own metrics: (.*)/.exec(out)?.[1]?.match(/http:\/\/[^ ]+\/metrics/g);
+    if (url && token && nodeMetrics) {
+      // Every node's metrics are scraped, as Prometheus would; one of them carries the process's figures.
+      const metrics = nodeMetrics;
       return {
         url,
         token,

@@ -19,14 +19,7 @@ export class LastAnswer<T> {
 
   /** A fresh reply within `waitMs`, else the last reply (undefined before the first). One question is outstanding at a time. */
   get(): Promise<T | undefined> {
-    const asking = (this.asking ??= this.ask().then(
-      (value) => {
-        this.last = { value };
-        return value;
-      },
-    ).finally(() => {
-      if (this.asking === asking) this.asking = undefined;
-    }));
+    const asking = this.askOnce();
     return new Promise<T | undefined>((resolve) => {
       const cancel = this.clock.schedule(this.last === undefined ? this.waitMs : this.waitWhenKnownMs, () => resolve(this.last?.value));
       asking.then(
@@ -40,6 +33,27 @@ export class LastAnswer<T> {
         },
       );
     });
+  }
+
+  /**
+   * The last reply at once (undefined before the first), and a fresh question for the next read:
+   * no timer, no wait, for a reader of thousands of them at a time.
+   */
+  peek(): T | undefined {
+    void this.askOnce().catch(() => undefined);
+    return this.last?.value;
+  }
+
+  private askOnce(): Promise<T> {
+    const asking = (this.asking ??= this.ask().then(
+      (value) => {
+        this.last = { value };
+        return value;
+      },
+    ).finally(() => {
+      if (this.asking === asking) this.asking = undefined;
+    }));
+    return asking;
   }
 
   /** Forgets the last reply (a new incarnation answers for itself). */

@@ -73,7 +73,7 @@ describe('config/grafana/shardherd-dashboard.json', () => {
 
   it('shows shards by status, failovers, recovery time, lag and ingest rate', () => {
     const used = new Set(queries().flatMap(({ expr }) => selectors(expr).map((s) => s.metric)));
-    for (const metric of ['shardherd_shards', 'shardherd_singleton_failovers_total', 'shardherd_singleton_recovery_duration_seconds_bucket', 'shardherd_ingestion_lag_records', 'shardherd_ingested_records_total']) {
+    for (const metric of ['shardherd_shards', 'shardherd_singleton_failovers_total', 'shardherd_singleton_recovery_duration_seconds_bucket', 'shardherd_ingestion_lag_records', 'shardherd_dataset_ingested_records_total']) {
       expect(used.has(metric), metric).toBe(true);
     }
   });
