@@ -33,10 +33,10 @@ interface Lot {
 
 /**
  * Shards one reconciliation looks at in one message: a map that gives a node 65 536 copies spawns
- * their actors over 16 turns of the event loop instead of one of about a second. The rest is looked
+ * their actors over 64 turns of the event loop (about 15 ms each) instead of one of about a second. The rest is looked
  * at against the map current then (a newer map may have come in between).
  */
-export const RECONCILE_SLICE = 4096;
+export const RECONCILE_SLICE = 1024;
 
 interface Running {
   readonly ref: ActorRef<IngestionMsg>;

@@ -24,6 +24,10 @@ interface State {
   seq: number;
   /** `dataset/shard` → its latest event. */
   readonly pending: Map<string, Pending>;
+  /** The keys of `pending` waiting to be sent, oldest first. */
+  readonly unsent: Set<string>;
+  /** Each report in flight → the keys it carried: an acknowledgement costs its report's size, not the pending's. */
+  readonly inReport: Map<number, readonly string[]>;
   flushQueued: boolean;
   resend: Cancel | undefined;
   /** Armings of the resend timer so far. */
@@ -43,27 +47,25 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
   // One state for the actor and for `report`: the actor handles one message per turn of the event
   // loop, and a node that starts 65 536 copies reports 65 536 times at once; as messages they took
   // minutes to get through its mailbox (issue 34), as calls they coalesce at once.
-  const s: State = { seq: 0, pending: new Map(), flushQueued: false, resend: undefined, resendTimers: 0 };
+  const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inReport: new Map(), flushQueued: false, resend: undefined, resendTimers: 0 };
   const ref = env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (_, msg, ctx) => {
     switch (msg.type) {
       case 'Flush': {
         s.flushQueued = false;
         // At most MAX_EVENTS_PER_REPORT a report: a node that starts thousands of shards sends
         // several bounded reports in a row, each acknowledged on its own.
-        const unsent: Pending[] = [];
-        let more = false;
-        for (const p of s.pending.values()) {
-          if (p.sentIn !== undefined) continue;
-          if (unsent.length === MAX_EVENTS_PER_REPORT) {
-            more = true;
-            break;
-          }
-          unsent.push(p);
+        const keys: string[] = [];
+        for (const key of s.unsent) {
+          if (keys.length === MAX_EVENTS_PER_REPORT) break;
+          keys.push(key);
+          s.unsent.delete(key);
         }
-        if (unsent.length === 0) return s;
+        if (keys.length === 0) return s;
         s.seq += 1;
+        const unsent = keys.map((key) => s.pending.get(key)!);
         for (const p of unsent) p.sentIn = s.seq;
-        if (more) {
+        s.inReport.set(s.seq, keys);
+        if (s.unsent.size > 0) {
           s.flushQueued = true;
           env.runtime.send(ctx.self, { type: 'Flush' });
         }
@@ -87,7 +89,8 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
         // Only the events of the report acknowledged: an acknowledgement of a later report says
         // nothing of an earlier one whose produce failed (the singleton never saw it), so an event
         // in it stays until it is sent again and acknowledged (sim seed 45 lost an IngestionError so).
-        for (const [key, p] of s.pending) if (p.sentIn === msg.seq) s.pending.delete(key);
+        for (const key of s.inReport.get(msg.seq) ?? []) if (s.pending.get(key)?.sentIn === msg.seq) s.pending.delete(key);
+        s.inReport.delete(msg.seq);
         if (s.pending.size === 0) {
           s.resend?.();
           s.resend = undefined;
@@ -99,7 +102,11 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
         s.resend = undefined;
         if (s.pending.size === 0) return s;
         env.log.debug({ pending: s.pending.size, seq: s.seq }, 'report not acknowledged in time: sending it again');
-        for (const p of s.pending.values()) p.sentIn = undefined;
+        for (const [key, p] of s.pending) {
+          p.sentIn = undefined;
+          s.unsent.add(key);
+        }
+        s.inReport.clear();
         env.runtime.send(ctx.self, { type: 'Flush' });
         return s;
     }
@@ -117,6 +124,7 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
       const pending = s.pending.get(key);
       if (pending !== undefined && sameEvent(pending.event, event)) return;
       s.pending.set(key, { event, sentIn: undefined });
+      s.unsent.add(key);
       if (!s.flushQueued) {
         s.flushQueued = true;
         env.runtime.send(ref, { type: 'Flush' }); // events reported together go in one report
