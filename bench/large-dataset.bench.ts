@@ -10,7 +10,8 @@
  *   as `shardherd_process_nodejs_eventloop_lag_max_seconds`), every node's metrics scraped every 2 s
  *   as Prometheus would (the node of 65 536 copies among them);
  * - the time from the `POST` to every copy Active.
- * `SHARDHERD_LARGE_BUSY=2` runs two busy-loop processes beside it.
+ * `SHARDHERD_LARGE_BUSY=2` runs two busy-loop processes beside it. It runs the built package
+ * (`npm run build` first), as `npm start` does.
  */
 import { spawn } from 'node:child_process';
 import { busyCores } from './disturbances.js';
@@ -30,7 +31,8 @@ interface Phase {
 }
 
 async function startDemo(): Promise<{ url: string; token: string; metrics: string[]; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--no-story', '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // The built package, as `npm start` runs it (`npm run build` first).
+  const child = spawn(process.execPath, ['dist/cli/main.js', '--no-story', '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'ignore'] });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const kill = () => child.kill('SIGKILL');
   process.once('exit', kill);

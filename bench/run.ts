@@ -40,6 +40,7 @@ import './failover.bench.js';
 import './slow-store.bench.js';
 import './one-writer.bench.js';
 import './large-dataset.bench.js';
+import './copy-memory.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];
