@@ -111,6 +111,27 @@ describe('balanced datasets', () => {
     expect(loads(h.mapper(ds1), ['n1', 'n2', 'n3', 'n4'])).toEqual([4, 4, 4, 4]);
     expect(rounds).toBe(4); // 8 moves, two at a time
   });
+
+  it('give every new node and rack its turn while moves are throttled: none waits empty while others fill', () => {
+    const h = cluster([['a1', 'A'], ['b1', 'B'], ['c1', 'C']]);
+    setup(h, balanced(ds1, 1024, 3, { maxConcurrentMoves: 16 }));
+    catchUp(h, ds1);
+    const joiners = ['a2', 'b2', 'c2'];
+    for (const [name, rack] of [['a2', 'A'], ['b2', 'B'], ['c2', 'C']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    const held = () => joiners.map((n) => h.mapper(ds1).copiesForNode(nodeId(n)).length);
+    let rounds = 0;
+    for (; rounds < 500; rounds++) {
+      const before = held();
+      catchUp(h, ds1, true);
+      const after = held();
+      if (after.every((x, i) => x === before[i]) && !h.mapper(ds1).assignedShards().some((shard) => h.mapper(ds1).recordForShard(shard).assignments.some((a) => a.placement !== 'Available'))) break;
+      // After the first rounds, every joiner holds copies, and none is more than a budget ahead of another.
+      if (rounds >= 2) expect(Math.min(...after), `round ${rounds}: ${after.join(', ')}`).toBeGreaterThan(0);
+      expect(spread(after), `round ${rounds}: ${after.join(", ")}`).toBeLessThanOrEqual(16 + 1);
+    }
+    expect(loads(h.mapper(ds1), ['a1', 'a2', 'b1', 'b2', 'c1', 'c2'])).toEqual([512, 512, 512, 512, 512, 512]);
+    expect(unserved(h.mapper(ds1))).toBe(0);
+  });
 });
 
 describe('drain (RemoveNode)', () => {

@@ -158,7 +158,7 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy refused: ${target.error.message}` });
     return [];
   }
-  let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
+  const budget = config.maxConcurrentMoves - movesInFlight(step, ref);
   // Racks of every member, drained ones too: a copy leaving a drained node pairs with a new copy
   // in its own rack, so the moves a budget lets through never put two staying copies in one rack.
   const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
@@ -166,29 +166,21 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   const away = new Set<string>(absent.map((m) => m.node));
   let refusedAway = 0;
   const placed: ShardNum[] = [];
-  let waiting = false;
+  const moves: PlannedMove[] = [];
   for (let s = 0; s < config.numShards; s++) {
     const shard = s as ShardNum;
     const want = target.value[s]!;
     const have = current[s]!;
     const wanted = want.filter((n) => !have.includes(n));
     refusedAway += wanted.filter((n) => away.has(n)).length;
-    const { moves, added, dropped } = pairByGroup(
+    const paired = pairByGroup(
       have.filter((n) => !want.includes(n)),
       wanted.filter((n) => !away.has(n)),
       groupOf,
     );
-    if (moves.length === 0 && added.length === 0 && dropped.length === 0) continue;
-    // Planned moves wait for room in the budget, except where the shard has no serving copy to lose.
-    for (const [from, to] of moves) {
-      if (budget <= 0) {
-        waiting = true;
-        break;
-      }
-      handOff(step, ref, shard, from, to);
-      placed.push(shard);
-      budget--;
-    }
+    const { added, dropped } = paired;
+    // Planned moves wait for room in the budget (chosen below, fairly among their destinations).
+    for (const [from, to] of paired.moves) moves.push({ shard, from, to });
     // More copies wanted than held: a lost copy is re-created at once (not a planned move). Moves
     // are paired within a rack first, so this copy's rack is none that a waiting move still holds.
     for (const node of added) {
@@ -201,12 +193,87 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
       if (copy && copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, node));
     }
   }
+  const started = fairMoves(moves, Math.max(0, budget), movesInFlightTo(step, ref), groupOf);
+  for (const m of started) {
+    handOff(step, ref, m.shard, m.from, m.to);
+    placed.push(m.shard);
+  }
   completeHandoffs(step, ref, desired);
-  step.setMovesWaiting(ref, waiting);
+  step.setMovesWaiting(ref, started.length < moves.length);
   if (refusedAway > 0) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
   }
   return placed;
+}
+
+interface PlannedMove {
+  readonly shard: ShardNum;
+  readonly from: NodeId;
+  readonly to: NodeId;
+}
+
+/** New copies still catching up of shards with a planned move in flight, per node: its moves in flight. */
+function movesInFlightTo(step: Step, ref: DatasetRef): Map<string, number> {
+  const mapper = step.dataset(ref)!.mapper;
+  const inFlight = new Map<string, number>();
+  for (let s = 0; s < mapper.numShards; s++) {
+    const copies = mapper.recordForShard(s).assignments;
+    if (!copies.some((a) => a.placement === 'Leaving')) continue;
+    for (const a of copies) if (a.placement === 'Initializing') inFlight.set(a.node, (inFlight.get(a.node) ?? 0) + 1);
+  }
+  return inFlight;
+}
+
+/**
+ * Which of the planned moves start now, at most `budget`: each time, a move to the rack, then the
+ * node, with the fewest moves in flight (ties: the one with the most moves still to make, then the
+ * lower rack and node), its lowest shard first. Lowest shards first over all moves gave the whole budget to the new nodes whose shards
+ * came first in the target map, round after round: a join of three nodes at 16 384 × 3 left one new
+ * node empty for minutes while the other two filled (issue 34). Every destination now gets its turn,
+ * and the moves of one round are the same whatever their order in the map.
+ */
+export function fairMoves(moves: readonly PlannedMove[], budget: number, inFlight: ReadonlyMap<string, number>, groupOf: ReadonlyMap<string, string>): PlannedMove[] {
+  if (moves.length <= budget) return [...moves];
+  // Per destination, its moves lowest shard first (the moves come in shard order).
+  const byNode = new Map<string, PlannedMove[]>();
+  for (const m of moves) {
+    const list = byNode.get(m.to);
+    if (list) list.push(m);
+    else byNode.set(m.to, [m]);
+  }
+  const next = new Map<string, number>([...byNode.keys()].map((n) => [n, 0]));
+  const nodeLoad = new Map<string, number>([...byNode.keys()].map((n) => [n, inFlight.get(n) ?? 0]));
+  const rackOf = (n: string) => groupOf.get(n) ?? `node:${n}`;
+  const rackLoad = new Map<string, number>();
+  for (const [n, k] of inFlight) rackLoad.set(rackOf(n), (rackLoad.get(rackOf(n)) ?? 0) + k);
+  const left = (n: string) => byNode.get(n)!.length - next.get(n)!;
+  // Fewer moves in flight to its rack, then to itself, then more moves still to make (so that the
+  // destinations finish together, not one by one), then the lower rack and node.
+  const before = (a: string, b: string): boolean => {
+    const keys = (n: string) => [rackLoad.get(rackOf(n)) ?? 0, nodeLoad.get(n)!, -left(n)] as const;
+    const [ka, kb] = [keys(a), keys(b)];
+    for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]!;
+    return rackOf(a) !== rackOf(b) ? rackOf(a) < rackOf(b) : a < b;
+  };
+  const started: PlannedMove[] = [];
+  while (started.length < budget) {
+    let best: string | undefined;
+    for (const n of byNode.keys()) {
+      if (next.get(n)! >= byNode.get(n)!.length) continue;
+      if (best === undefined) {
+        best = n;
+        continue;
+      }
+      if (before(n, best)) best = n;
+    }
+    if (best === undefined) break;
+    const i = next.get(best)!;
+    next.set(best, i + 1);
+    started.push(byNode.get(best)![i]!);
+    nodeLoad.set(best, nodeLoad.get(best)! + 1);
+    rackLoad.set(rackOf(best), (rackLoad.get(rackOf(best)) ?? 0) + 1);
+  }
+  return started;
 }
 
 /**
