@@ -125,7 +125,7 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into
  * One round of a `balanced` dataset: finish handoffs, ask the strategy for the whole target map from
  * the copies that stay (Leaving ones are on their way out), then start what differs. Copies that
  * replace lost ones start at once; planned moves start at most `maxConcurrentMoves` at a time
- * (lowest shards first) and the rest wait for a later round: each finished handoff runs one, and
+ * (taking turns among their destinations: `fairMoves`) and the rest wait for a later round: each finished handoff runs one, and
  * so does each new copy catching up while moves wait (a move that only replaced a copy still
  * catching up leaves no handoff to finish).
  * Nodes absent within their replacement delay (`absence.ts`) go to the strategy with `absent: true`:
