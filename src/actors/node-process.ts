@@ -40,7 +40,7 @@ import type { DetectorTransport } from '../cluster/failure-detector/transport.js
 import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
-import { processPollTurns } from './poll-turns.js';
+import { pollTurnsFor } from './poll-turns.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
 export interface ClusterServices {
@@ -307,7 +307,7 @@ export class ShardherdNode {
       leaseWaits,
       runGaps,
       singletonContact: this.singletonContact,
-      pollTurns: processPollTurns,
+      pollTurns: pollTurnsFor(s.clock),
       ...(detector ? { detector } : {}),
       singletonRole,
     };

@@ -7,7 +7,7 @@
 // that waits reads a bigger batch when its turn comes, so ingestion keeps up in records while
 // the control plane keeps its latency). `perTurn` adapts: halved when a turn of the event loop
 // took longer than `targetTurnMs`, raised step by step while turns stay short.
-import type { Cancel } from '../cluster/clock.js';
+import { MonotonicClock, RealClock, type Cancel, type Clock } from '../cluster/clock.js';
 
 export interface PollTurnsOptions {
   /** A turn of the event loop longer than this halves the polls started per turn. */
@@ -104,3 +104,12 @@ export class PollTurns {
  * embedded cluster runs several).
  */
 export const processPollTurns = new PollTurns();
+
+/**
+ * The poll turns of a node on `clock`: the process's on a real clock. On a simulated clock each node
+ * has its own, timed by that clock, whose turns take no time: how many polls start per turn then
+ * never depends on how fast the machine runs, and a simulated seed replays the same way every time.
+ */
+export function pollTurnsFor(clock: Clock): PollTurns {
+  return clock instanceof RealClock || clock instanceof MonotonicClock ? processPollTurns : new PollTurns({ now: () => clock.now() });
+}

@@ -1,7 +1,8 @@
 // Turns of the event loop for due polls: a bounded number starts per turn, in order, the rest wait
 // (issue 34: 65 536 polls in one turn held the control plane for seconds).
 import { describe, expect, it } from 'vitest';
-import { PollTurns } from '../../src/actors/poll-turns.js';
+import { PollTurns, pollTurnsFor, processPollTurns } from '../../src/actors/poll-turns.js';
+import { MonotonicClock, RealClock, SimulatedClock } from '../../src/cluster/clock.js';
 
 /** A PollTurns whose turns of the event loop and time the test runs by hand. */
 function manual(options: { targetTurnMs?: number; minPerTurn?: number; maxPerTurn?: number } = {}) {
@@ -58,5 +59,24 @@ describe('poll turns', () => {
     expect(m.turns.perTurn).toBe(4); // never below the minimum
     for (let i = 0; i < 100; i++) m.turn(1);
     expect(m.turns.perTurn).toBe(64); // never above the maximum
+  });
+
+  it('is the process\'s on a real clock, and on a simulated one a node\'s own, timed by it: a seed replays the same whatever the machine\'s speed', async () => {
+    expect(pollTurnsFor(new RealClock())).toBe(processPollTurns);
+    expect(pollTurnsFor(new MonotonicClock())).toBe(processPollTurns);
+    const clock = new SimulatedClock(0);
+    const turns = pollTurnsFor(clock);
+    expect(turns).not.toBe(processPollTurns);
+    const start = turns.perTurn;
+    let ran = 0;
+    for (let i = 0; i < 10 * start; i++) turns.enqueue(() => ran++);
+    // Real turns of the event loop, slow ones among them: simulated time does not move, so none counts as long.
+    for (let t = 0; t < 20 && turns.waiting > 0; t++) {
+      const until = performance.now() + 30;
+      while (performance.now() < until);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(ran).toBe(10 * start);
+    expect(turns.perTurn).toBeGreaterThan(start);
   });
 });
