@@ -85,7 +85,7 @@ describe('the OpenAPI document', () => {
 
   it('documents a dataset config that takes every config the validator takes', () => {
     const valid = { ref: 'metrics', numShards: 8, minNumNodes: 2, spread: 2, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 4, copyStartFrom: 'serving-copies', source: { type: 'kafka', topic: 'metrics.in', startFrom: 'latest' } };
-    const field = fc.constantFrom('ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'source');
+    const field = fc.constantFrom('ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'replacementDelayMs', 'source');
     const value = fc.oneof(fc.integer({ min: -2, max: 70_000 }), fc.constantFrom(1, 2, 16, 65536, 0.5, 'balanced', 'filodb-default', 'earliest', 'x', null), fc.constant({ type: 'synthetic' }), fc.constant({ type: 'synthetic', recordsPerSecond: 0.5 }));
     let takenByBoth = 0;
     fc.assert(fc.property(field, value, fc.boolean(), (f, v, drop) => {

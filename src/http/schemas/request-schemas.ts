@@ -1,7 +1,7 @@
 // What the mutating routes accept, as JSON Schema: the routes validate with these (Ajv, no type
 // coercion, unknown fields refused) and the OpenAPI description shows them as its components. An
 // operator's typo must be refused, never read as something else: `{"shardList":"7"}` is not [7].
-import { MAX_REPLICATION_FACTOR } from '../../core/dataset-config.js';
+import { MAX_REPLACEMENT_DELAY_MS, MAX_REPLICATION_FACTOR } from '../../core/dataset-config.js';
 import { MAX_SHARDS } from '../../core/spread.js';
 
 const POWERS_OF_TWO = Array.from({ length: Math.log2(MAX_SHARDS) + 1 }, (_, i) => 2 ** i);
@@ -62,6 +62,7 @@ export const DatasetConfigInput = {
     strategy: { type: 'string', enum: ['filodb-default', 'balanced'], description: 'Default filodb-default' },
     maxConcurrentMoves: { type: 'integer', minimum: 1, maximum: MAX_SHARDS, description: 'Default 16' },
     copyStartFrom: { type: 'string', enum: ['earliest', 'serving-copies'], description: 'Default earliest' },
+    replacementDelayMs: { type: 'integer', minimum: 0, maximum: MAX_REPLACEMENT_DELAY_MS, description: 'How long a lost node\'s copies are kept for it before they are placed elsewhere (balanced only; default 60000 for balanced, 0 for filodb-default)' },
     source: {
       oneOf: [
         {
