@@ -141,7 +141,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         continue;
       }
       s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
-      const actor = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => statusChanged(s, u), () => tokenOf(s, dataset, shard));
+      const actor: ActorRef<IngestionMsg> = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => statusChanged(s, u, actor), () => tokenOf(s, dataset, shard));
       const r: Running = { ref: actor, dataset, shard: shard as ShardNum, assignment, statedUnder: assignment, status: Status.assigned };
       s.running.set(key, r);
       started.push(r);
@@ -191,11 +191,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
   /**
    * A copy's new status, applied at once rather than as a message: the coordinator handles one
    * message per turn of the event loop, and a node that starts 65 536 copies hears from each at
-   * once; as messages they held its maps and members behind them for minutes (issue 34).
+   * once; as messages they held its maps and members behind them for minutes (issue 34). Only the
+   * copy's current run counts: a stopped run's last call may end after a new run of the same copy
+   * started, and its failure is not the new run's.
    */
-  const statusChanged = (s: State, u: ShardStatusUpdate) => {
+  const statusChanged = (s: State, u: ShardStatusUpdate, from: ActorRef<IngestionMsg>) => {
     const r = s.running.get(`${u.dataset}/${u.shard}`);
-    if (!r) return;
+    if (!r || r.ref !== from) return;
     r.status = u.status;
     // The copy wrote under the token its map gave it at each write: that is what it failed under.
     const now = tokenOf(s, u.dataset, u.shard);

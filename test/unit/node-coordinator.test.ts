@@ -263,5 +263,8 @@ describe('node coordinator: a copy whose sink call timed out, started again unde
     const error = reports.find((e) => e.type === 'IngestionError');
     expect(error).toMatchObject({ token: { epoch: 1, version: placed.assignmentVersion(shard) } });
     expect(calls).toBeGreaterThan(1); // the new run writes
+    // The old run's failure is not the new run's: the node still says it runs the copy (to a
+    // recovering singleton, say), Active.
+    expect((await running()).map((r) => r.status.type)).toEqual(['Active']);
   });
 });
