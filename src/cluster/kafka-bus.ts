@@ -21,6 +21,9 @@ import { fetchTopicOffsets } from './topic-offsets.js';
 export { KafkaBusError, type KafkaBusErrorCode } from './kafka-bus/errors.js';
 export { kafkaBusSettings, type BusCompression, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
 
+/** How long one of the bus's Kafka requests waits for its answer before kafkajs retries it. */
+const BUS_REQUEST_TIMEOUT_MS = 10_000;
+
 /**
  * The bus on Kafka. Each bus topic is a Kafka topic with exactly one partition (one ordered log);
  * values are JSON.
@@ -111,6 +114,11 @@ export class KafkaBus implements Bus {
       clientId: this.settings.clientId,
       log: options.log,
       connectionTimeoutMs: this.settings.connectionTimeoutMs,
+      // The bus's requests are small. A produce sent to a broker that was frozen (SIGSTOP) and came
+      // back could wait the default 30 s for an answer that never came, then again on each of its
+      // retries: the node's every produce queued behind it for over two minutes (the broker-faults
+      // test: a node's copies never reported). 10 s, then the retry.
+      requestTimeoutMs: BUS_REQUEST_TIMEOUT_MS,
     });
     this.admin = this.kafka.admin();
     this.adminConnection = new SharedAttempt(() => kafkaCall('connecting the admin client', {}, () => this.admin.connect()));

@@ -13,6 +13,8 @@ export interface KafkaConnection {
   readonly log: Logger;
   /** How long a connection attempt may take (default 3000 ms). */
   readonly connectionTimeoutMs?: number | undefined;
+  /** How long a request may wait for its answer before it is retried (kafkajs's default, 30 000 ms, unless set). */
+  readonly requestTimeoutMs?: number | undefined;
 }
 
 /**
@@ -53,6 +55,7 @@ export function createKafka(connection: KafkaConnection): Kafka {
     clientId: connection.clientId,
     brokers: [...connection.brokers],
     connectionTimeout: connection.connectionTimeoutMs ?? 3_000,
+    ...(connection.requestTimeoutMs === undefined ? {} : { requestTimeout: connection.requestTimeoutMs }),
     retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: 8 },
     logLevel: logLevel.INFO,
     logCreator:
