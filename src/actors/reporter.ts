@@ -32,6 +32,8 @@ interface State {
   resend: Cancel | undefined;
   /** Armings of the resend timer so far. */
   resendTimers: number;
+  /** When the last report's produce settled (the bus took it, or failed). */
+  producedAt: number;
 }
 
 /** Where a node's copies say what became of them (the reporter, or a test's list). */
@@ -47,7 +49,12 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
   // One state for the actor and for `report`: the actor handles one message per turn of the event
   // loop, and a node that starts 65 536 copies reports 65 536 times at once; as messages they took
   // minutes to get through its mailbox (issue 34), as calls they coalesce at once.
-  const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inReport: new Map(), flushQueued: false, resend: undefined, resendTimers: 0 };
+  const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inReport: new Map(), flushQueued: false, resend: undefined, resendTimers: 0, producedAt: -Infinity };
+  const armResend = (self: ActorRef<ReporterMsg>, delayMs: number) => {
+    s.resend?.();
+    const timer = ++s.resendTimers;
+    s.resend = env.clock.schedule(delayMs, () => env.runtime.send(self, { type: 'Resend', timer }));
+  };
   const ref = env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (_, msg, ctx) => {
     switch (msg.type) {
       case 'Flush': {
@@ -79,10 +86,12 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
         };
         // The resend is armed whatever the produce does: a report whose produce failed is sent again
         // like one whose acknowledgement never came (it used to wait for the next report's ack).
-        s.resend?.();
-        const timer = ++s.resendTimers;
-        s.resend = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(ctx.self, { type: 'Resend', timer }));
-        await env.bus.produce(env.topics.inbox, report);
+        armResend(ctx.self, env.settings.reportResendMs);
+        try {
+          await env.bus.produce(env.topics.inbox, report);
+        } finally {
+          s.producedAt = env.clock.now();
+        }
         return s;
       }
       case 'Ack':
@@ -96,11 +105,19 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
           s.resend = undefined;
         }
         return s;
-      case 'Resend':
+      case 'Resend': {
         // A flush between the timer's firing and this message armed a newer timer: that one decides.
         if (msg.timer !== s.resendTimers) return s;
         s.resend = undefined;
         if (s.pending.size === 0) return s;
+        // The wait counts from when the last report reached the bus, not from when it was handed to
+        // it: a produce held by a pause (or a slow broker) ended just as the timer fired, and the
+        // resend put the same events on the bus twice at once (sim seed 7260, I16).
+        const sinceProduced = env.clock.now() - s.producedAt;
+        if (sinceProduced < env.settings.reportResendMs) {
+          armResend(ctx.self, env.settings.reportResendMs - sinceProduced);
+          return s;
+        }
         env.log.debug({ pending: s.pending.size, seq: s.seq }, 'report not acknowledged in time: sending it again');
         for (const [key, p] of s.pending) {
           p.sentIn = undefined;
@@ -109,6 +126,7 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
         s.inReport.clear();
         env.runtime.send(ctx.self, { type: 'Flush' });
         return s;
+      }
     }
   }, {
     initialState: s,
