@@ -20,6 +20,7 @@ import { sleep, waitFor } from './runtime-support.js';
 const built = async <T>(path: string): Promise<T> => (await import(new URL(`../dist/${path}`, import.meta.url).href)) as T;
 const { ShardMapper } = await built<typeof import('../src/core/shard-mapper.js')>('core/shard-mapper.js');
 const { EmbeddedCluster } = await built<typeof import('../src/embedded/embedded-cluster.js')>('embedded/embedded-cluster.js');
+const { MemoryMetaStore } = await built<typeof import('../src/store/memory-meta-store.js')>('store/memory-meta-store.js');
 
 const COPIES = Number(process.env.SHARDHERD_COPY_MEMORY_COPIES ?? 40_960);
 const SHARDS = 4096;
@@ -30,7 +31,22 @@ const heap = (): number => {
   return process.memoryUsage().heapUsed;
 };
 
-async function node(metrics: boolean): Promise<{ heapPerCopy: number; rssPerCopy: number; setupS: number }> {
+/**
+ * What the embedded cluster's in-memory bus retains (every topic's newest records, reports and map
+ * messages of these copies among them): a service's memory, not the node's. Measured as the heap
+ * that a second copy of the same values takes.
+ */
+function busRetainedPerCopy(cluster: InstanceType<typeof EmbeddedCluster>): number {
+  const values = new Set<unknown>();
+  for (const suffix of ['inbox', 'events', 'replies', 'endpoints']) for (const r of cluster.bus.topic(`${cluster.topicPrefix}.${suffix}`)) values.add(r.value);
+  const before = heap();
+  const again = [...values].map((v) => structuredClone(v));
+  const perCopy = (heap() - before) / (DATASETS * SHARDS);
+  if (again.length !== values.size) throw new Error('unreachable');
+  return perCopy;
+}
+
+async function node(metrics: boolean): Promise<{ heapPerCopy: number; rssPerCopy: number; setupS: number; busPerCopy: number }> {
   const cluster = new EmbeddedCluster({
     name: `copy-memory-${metrics}`,
     nodes: ['node-1'],
@@ -58,11 +74,18 @@ async function node(metrics: boolean): Promise<{ heapPerCopy: number; rssPerCopy
     return active >= DATASETS * SHARDS;
   }, 600_000, 500);
   const setupS = (performance.now() - t0) / 1000;
+  // Scraped as Prometheus would (twice: the first asks every copy's end offset, the second reads
+  // them), so the heap holds what a scraped node holds, not what setting up left behind.
+  for (let scrape = 0; scrape < 2; scrape++) {
+    await n.metrics?.scrape();
+    await sleep(1_000);
+  }
   await sleep(3_000);
   const heapPerCopy = (heap() - heapBefore) / (DATASETS * SHARDS);
   const rssPerCopy = (process.memoryUsage().rss - rssBefore) / (DATASETS * SHARDS);
+  const busPerCopy = busRetainedPerCopy(cluster);
   await cluster.stop();
-  return { heapPerCopy, rssPerCopy, setupS };
+  return { heapPerCopy, rssPerCopy, setupS, busPerCopy };
 }
 
 /** The singleton's map and a node's followed copy of it: two mappers per dataset, every shard on one node. */
@@ -81,12 +104,34 @@ function mapsPerCopy(): number {
   return perCopy;
 }
 
+/**
+ * The in-memory MetaStore's copy of the maps (frozen copies of every record), which the embedded
+ * cluster holds in the same process: a service's memory, not the node's (a node deployed with
+ * Cassandra does not hold it).
+ */
+async function storedMapsPerCopy(): Promise<number> {
+  const maps = Array.from({ length: DATASETS }, (_, d) => {
+    const m = new ShardMapper(SHARDS, `d${d}` as DatasetRef);
+    m.registerNode(Array.from({ length: SHARDS }, (_, s) => s), 'node-1' as NodeId);
+    return m;
+  });
+  const before = heap();
+  const store = new MemoryMetaStore();
+  const lease = await store.takeLease('node-1' as NodeId, 'i1' as never, 0);
+  if (!lease) throw new Error('no lease');
+  for (const m of maps) await store.putShardMap(m.toSnapshot(lease.epoch));
+  const perCopy = (heap() - before) / (DATASETS * SHARDS);
+  if ((await store.shardMaps()).length !== DATASETS) throw new Error('unreachable');
+  return perCopy;
+}
+
 register({
   name: 'copy-memory',
   run: async (): Promise<Table> => {
     const withMetrics = await node(true);
     const withoutMetrics = await node(false);
     const maps = mapsPerCopy();
+    const stored = await storedMapsPerCopy();
     const kb = (bytes: number) => (bytes / 1024).toFixed(2);
     return {
       title: `Memory per shard copy, one node of ${DATASETS * SHARDS} idle copies (${DATASETS} datasets × ${SHARDS} shards, RF 1)`,
@@ -98,7 +143,9 @@ register({
       notes: [
         `metrics: ${kb(withMetrics.heapPerCopy - withoutMetrics.heapPerCopy)} KB of heap per copy (with and without, above)`,
         `maps (the singleton's and the node's followed copy): ${kb(maps)} KB per copy`,
-        `the copies' actors and ingestion state: ${kb(withoutMetrics.heapPerCopy - maps)} KB per copy (the rest)`,
+        `services in the same process, not the node (a deployed node has Kafka and Cassandra instead): the in-memory MetaStore's copy of the maps ${kb(stored)} KB per copy, the in-memory bus's retained records ${kb(withoutMetrics.busPerCopy)} KB per copy`,
+        `**the node's own heap per copy** (the above less those services): ${kb(withMetrics.heapPerCopy - stored - withMetrics.busPerCopy)} KB with metrics, ${kb(withoutMetrics.heapPerCopy - stored - withoutMetrics.busPerCopy)} KB without`,
+        `the copies and their ingestion state: ${kb(withoutMetrics.heapPerCopy - maps - stored - withoutMetrics.busPerCopy)} KB per copy (the rest)`,
         'heap after a full collection; RSS is the process\'s, which the collector does not give back at once',
       ],
     };

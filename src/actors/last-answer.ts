@@ -9,7 +9,8 @@ export class LastAnswer<T> {
   private asking: Promise<T> | undefined;
 
   constructor(
-    private readonly ask: () => Promise<T>,
+    /** The question (undefined: a subclass asks it, overriding `question`). */
+    private readonly ask: (() => Promise<T>) | undefined,
     private readonly clock: Clock,
     /** How long a caller waits for a fresh reply before it takes the last one. */
     private readonly waitMs: number,
@@ -44,8 +45,14 @@ export class LastAnswer<T> {
     return this.last?.value;
   }
 
+  /** Asks the question afresh. */
+  protected question(): Promise<T> {
+    if (!this.ask) throw new Error('a LastAnswer without a question must override question()');
+    return this.ask();
+  }
+
   private askOnce(): Promise<T> {
-    const asking = (this.asking ??= this.ask().then(
+    const asking = (this.asking ??= this.question().then(
       (value) => {
         this.last = { value };
         return value;

@@ -9,7 +9,8 @@ import { compareTokens, type FencingToken } from '../core/fencing-token.js';
 import type { RunningShard } from '../core/shard-manager/protocol.js';
 import { madeForAdmission, type Admission, type MembersRecord } from './followed-maps.js';
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
-import { spawnIngestionActor, type IngestionMsg, type ShardStatusUpdate } from './ingestion-actor.js';
+import { ShardCopy, type CopyHost } from './shard-copy.js';
+import { CopyTimers } from './copy-timers.js';
 import type { NodeEnv } from './node-env.js';
 import type { ReportSink } from './reporter.js';
 import type { ActorRef } from './runtime.js';
@@ -39,9 +40,8 @@ interface Lot {
 export const RECONCILE_SLICE = 1024;
 
 interface Running {
-  readonly ref: ActorRef<IngestionMsg>;
-  readonly dataset: DatasetRef;
-  readonly shard: ShardNum;
+  /** The copy (its dataset and shard with it). */
+  readonly copy: ShardCopy;
   /**
    * The newest fencing token of its copy in a map this node acted on while the copy was running:
    * once it failed, only a newer token is a new assignment (a map that still carries the token it
@@ -62,14 +62,8 @@ interface State {
   readonly maps: Map<DatasetRef, { readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig; readonly madeFor: number | undefined }>;
   members: MembersRecord | undefined;
   admission: Admission | undefined;
-  /** `dataset/shard` → the ingestion running it. */
+  /** `dataset/shard` → the copy running it. */
   readonly running: Map<string, Running>;
-  /**
-   * The parent of the shards' ingestion actors. Not the coordinator itself: nact copies an actor's
-   * children into the context of every message it handles, and the coordinator hears from every
-   * shard it runs (thousands, on a large node), which made each of its messages cost thousands.
-   */
-  shards: ActorRef<never> | undefined;
   /** StopAll messages handled: the rest of a sliced reconciliation from before one is dropped. */
   stopAlls: number;
 }
@@ -82,7 +76,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       const r = s.running.get(key);
       if (!r) continue;
       s.running.delete(key);
-      env.runtime.stop(r.ref);
+      r.copy.stop();
       stopped.push(r);
     }
     if (stopped.length > 0) env.log.info({ event: 'shards.stopped', copies: stopped.length, sample: sampleOf(stopped), why }, `${copies(stopped.length)} stopped: ${why}`);
@@ -115,7 +109,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       stopShards(s, [...only].filter((shard) => !mine(shard)).map((shard) => `${dataset}/${shard}`), 'the map no longer gives them to this node');
     } else {
       const keep = new Set(wanted);
-      stopShards(s, [...s.running].filter(([, r]) => r.dataset === dataset && !keep.has(r.shard)).map(([key]) => key), 'the map no longer gives them to this node');
+      stopShards(s, [...s.running].filter(([, r]) => r.copy.dataset === dataset && !keep.has(r.copy.shard)).map(([key]) => key), 'the map no longer gives them to this node');
     }
     // Past a slice, the rest of the wanted shards are looked at in a message of their own.
     const rest = wanted.length > RECONCILE_SLICE ? new Set(wanted.slice(RECONCILE_SLICE)) : undefined;
@@ -140,9 +134,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         }
         continue;
       }
-      s.shards ??= env.runtime.spawn<undefined, never>(self, 'shards', () => undefined, { initialState: undefined });
-      const actor: ActorRef<IngestionMsg> = spawnIngestionActor(env, s.shards, map.config, shard as ShardNum, reporter, (u) => statusChanged(s, u, actor), () => tokenOf(s, dataset, shard));
-      const r: Running = { ref: actor, dataset, shard: shard as ShardNum, assignment, statedUnder: assignment, status: Status.assigned };
+      const r: Running = { copy: new ShardCopy(host, map.config, shard as ShardNum), assignment, statedUnder: assignment, status: Status.assigned };
       s.running.set(key, r);
       started.push(r);
     }
@@ -180,32 +172,40 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
   const restateIfRestarted = (r: Running, inMap: ShardStatus): boolean => {
     if (inMap.type !== 'Assigned') return false;
     const event =
-      r.status.type === 'Active' ? ShardEvents.ingestionStarted(r.dataset, r.shard, env.node)
-      : r.status.type === 'Recovery' ? ShardEvents.recoveryInProgress(r.dataset, r.shard, env.node, r.status.progressPct)
+      r.status.type === 'Active' ? ShardEvents.ingestionStarted(r.copy.dataset, r.copy.shard, env.node)
+      : r.status.type === 'Recovery' ? ShardEvents.recoveryInProgress(r.copy.dataset, r.copy.shard, env.node, r.status.progressPct)
       : undefined; // still starting: its first report is on its way
     if (!event) return false;
     reporter.report(event);
     return true;
   };
 
-  /**
-   * A copy's new status, applied at once rather than as a message: the coordinator handles one
-   * message per turn of the event loop, and a node that starts 65 536 copies hears from each at
-   * once; as messages they held its maps and members behind them for minutes (issue 34). Only the
-   * copy's current run counts: a stopped run's last call may end after a new run of the same copy
-   * started, and its failure is not the new run's.
-   */
-  const statusChanged = (s: State, u: ShardStatusUpdate, from: ActorRef<IngestionMsg>) => {
-    const r = s.running.get(`${u.dataset}/${u.shard}`);
-    if (!r || r.ref !== from) return;
-    r.status = u.status;
-    // The copy wrote under the token its map gave it at each write: that is what it failed under.
-    const now = tokenOf(s, u.dataset, u.shard);
-    if (u.status.type === 'Error' && now !== undefined && compareTokens(now, r.assignment) > 0) r.assignment = now;
-  };
+  // One state object, mutated in place by every message and by the copies' calls.
+  const initialState: State = { maps: new Map(), members: undefined, admission: undefined, running: new Map(), stopAlls: 0 };
 
-  // One state object, mutated in place by every message and by `statusChanged`.
-  const initialState: State = { maps: new Map(), members: undefined, admission: undefined, running: new Map(), shards: undefined, stopAlls: 0 };
+  /** What every copy of this node shares. */
+  const host: CopyHost = {
+    env,
+    reporter,
+    timers: new CopyTimers(env.clock),
+    /**
+     * A copy's new status, applied at once rather than as a message: the coordinator handles one
+     * message per turn of the event loop, and a node that starts 65 536 copies hears from each at
+     * once; as messages they held its maps and members behind them for minutes (issue 34). Only the
+     * copy's current run counts: a stopped run's last call may end after a new run of the same copy
+     * started, and its failure is not the new run's.
+     */
+    statusChanged(copy, status) {
+      const s = initialState;
+      const r = s.running.get(`${copy.dataset}/${copy.shard}`);
+      if (!r || r.copy !== copy) return;
+      r.status = status;
+      // The copy wrote under the token its map gave it at each write: that is what it failed under.
+      const now = tokenOf(s, copy.dataset, copy.shard);
+      if (status.type === 'Error' && now !== undefined && compareTokens(now, r.assignment) > 0) r.assignment = now;
+    },
+    tokenOf: (copy) => tokenOf(initialState, copy.dataset, copy.shard),
+  };
   return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
     switch (msg.type) {
       case 'MapState': {
@@ -231,7 +231,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         return s;
       case 'DatasetGone':
         s.maps.delete(msg.dataset);
-        stopShards(s, [...s.running].filter(([, r]) => r.dataset === msg.dataset).map(([key]) => key), 'the dataset was removed');
+        stopShards(s, [...s.running].filter(([, r]) => r.copy.dataset === msg.dataset).map(([key]) => key), 'the dataset was removed');
         return s;
       case 'StopAll':
         s.stopAlls++;
@@ -243,16 +243,26 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         return s;
       case 'GetRunning':
         msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => {
-          const writingUnder = tokenOf(s, r.dataset, r.shard);
-          return { dataset: r.dataset, shard: r.shard, status: r.status, ...(writingUnder ? { writingUnder } : {}) };
+          const { dataset, shard } = r.copy;
+          const writingUnder = tokenOf(s, dataset, shard);
+          return { dataset, shard, status: r.status, ...(writingUnder ? { writingUnder } : {}) };
         }));
         return s;
     }
-  }, { initialState, onCrash: 'resume' });
+  }, {
+    initialState,
+    onCrash: 'resume',
+    // The node stops (or crashes): its copies stop with it.
+    afterStop: (s) => {
+      for (const r of s.running.values()) r.copy.stop();
+      s.running.clear();
+      host.timers.close();
+    },
+  });
 }
 
 /** "1 shard copy", "3 shard copies". */
 const copies = (n: number) => `${n} shard cop${n === 1 ? 'y' : 'ies'}`;
 
 /** The first few copies of a log line's lot, as `dataset/shard`. */
-const sampleOf = (rs: readonly Running[]) => rs.slice(0, 5).map((r) => `${r.dataset}/${r.shard}`);
+const sampleOf = (rs: readonly Running[]) => rs.slice(0, 5).map((r) => `${r.copy.dataset}/${r.copy.shard}`);

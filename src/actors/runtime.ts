@@ -126,6 +126,21 @@ export class ActorRuntime {
   }
 
   /**
+   * Work that is not a message but runs like one (a shard copy's step): counted in flight until the
+   * returned function is called, then as handled, so a simulation waits for it to end.
+   */
+  beginWork(): () => void {
+    this.inFlightCount += 1;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.inFlightCount -= 1;
+      this.handledCount += 1;
+    };
+  }
+
+  /**
    * Sends a message. A message to a stopped actor is not delivered: it is logged and counted as a
    * dead letter, and `false` is returned.
    */

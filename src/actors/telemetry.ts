@@ -6,6 +6,8 @@ import type { DropCause } from '../cluster/failure-detector/messages.js';
 
 /** A shard this node ingests, looked at when metrics are read (lag = end offset − position). */
 export interface IngestionProbe {
+  readonly dataset: DatasetRef;
+  readonly shard: number;
   /** The offset of the next record to ingest. */
   position(): number;
   endOffset(): Promise<number>;
@@ -32,7 +34,9 @@ export interface Telemetry {
   /** The sink accepted `records` records of a shard. */
   ingested(dataset: DatasetRef, shard: number, records: number): void;
   /** Follows a shard's ingestion until the returned function is called. */
-  trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void;
+  trackIngestion(probe: IngestionProbe): void;
+  /** The copy stopped: its metrics no longer follow it (a copy started since in its place is not touched). */
+  untrackIngestion(probe: IngestionProbe): void;
   /** The dataset was removed: its series go, so a removed dataset does not stay on dashboards for ever. */
   datasetRemoved(dataset: DatasetRef): void;
   /** A failure detector frame was dropped, never acted on (docs/ARCHITECTURE.md §11.10). */
@@ -52,7 +56,8 @@ export const NO_TELEMETRY: Telemetry = {
   retry: () => {},
   fencedWrite: () => {},
   ingested: () => {},
-  trackIngestion: () => () => {},
+  trackIngestion: () => {},
+  untrackIngestion: () => {},
   datasetRemoved: () => {},
   detectorDropped: () => {},
   detectorEvicted: () => {},

@@ -1,3 +1,5 @@
+import { TimerHeap, type HeapTimer } from './timer-heap.js';
+
 /** Cancels a scheduled callback; calling it twice, or after the callback ran, does nothing. */
 export type Cancel = () => void;
 
@@ -42,31 +44,22 @@ export class MonotonicClock implements Clock {
   }
 }
 
-interface Timer {
-  readonly at: number;
-  readonly seq: number;
+interface Timer extends HeapTimer {
   readonly fn: () => void;
-  /** Fired or cancelled: a cancel does nothing any more. */
-  done: boolean;
 }
-
-/** Whether `a` fires before `b`: earlier, or as early and scheduled first. */
-const before = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
 /**
  * A clock that moves only on `advance`/`advanceTo`, firing due timers in time order (ties in the
  * order they were scheduled), with `now()` equal to each timer's time while it runs — so a
  * simulation replays identically for the same inputs.
  *
- * The timers wait in a binary heap ordered by (time, order of scheduling): the simulator fires
- * tens of thousands per run, and sorting them all for each was a good part of its cost. A
- * cancelled timer stays in the heap until it reaches the top, where it is dropped unfired.
+ * The timers wait in a `TimerHeap` ordered by (time, order of scheduling): the simulator fires
+ * tens of thousands per run, and sorting them all for each was a good part of its cost.
  */
 export class SimulatedClock implements Clock {
   private current: number;
   private seq = 0;
-  private readonly heap: Timer[] = [];
-  private cancelledInHeap = 0;
+  private readonly timers = new TimerHeap<Timer>();
 
   constructor(start = 0) {
     this.current = start;
@@ -81,22 +74,18 @@ export class SimulatedClock implements Clock {
     // fraction later could round to the same instant, and a timer set again for what remains would
     // never let time move).
     const timer: Timer = { at: this.current + (delayMs > 0 ? Math.max(1, delayMs) : 0), seq: this.seq++, fn, done: false };
-    this.push(timer);
-    return () => {
-      if (timer.done) return;
-      timer.done = true;
-      this.cancelledInHeap += 1;
-    };
+    this.timers.push(timer);
+    return () => this.timers.cancel(timer);
   }
 
   /** When the next live timer is due, or undefined if none is. */
   nextTimerAt(): number | undefined {
-    return this.top()?.at;
+    return this.timers.top()?.at;
   }
 
   /** Live timers not yet fired. */
   get pendingTimers(): number {
-    return this.heap.length - this.cancelledInHeap;
+    return this.timers.size;
   }
 
   /** Moves time forward by `ms`, firing every timer that falls due on the way (including new ones). */
@@ -109,52 +98,12 @@ export class SimulatedClock implements Clock {
   advanceTo(at: number): void {
     if (at < this.current) throw new RangeError(`cannot move time backwards: ${at} < ${this.current}`);
     for (;;) {
-      const due = this.top();
+      const due = this.timers.top();
       if (!due || due.at > at) break;
-      this.pop();
-      due.done = true;
+      this.timers.pop();
       this.current = Math.max(this.current, due.at);
       due.fn();
     }
     this.current = at;
-  }
-
-  /** The first live timer (cancelled ones on top are dropped on the way). */
-  private top(): Timer | undefined {
-    while (this.heap.length > 0 && this.heap[0]!.done) {
-      this.pop();
-      this.cancelledInHeap -= 1;
-    }
-    return this.heap[0];
-  }
-
-  private push(timer: Timer): void {
-    const h = this.heap;
-    h.push(timer);
-    let i = h.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(timer, h[parent]!)) break;
-      h[i] = h[parent]!;
-      i = parent;
-    }
-    h[i] = timer;
-  }
-
-  private pop(): void {
-    const h = this.heap;
-    const last = h.pop()!;
-    if (h.length === 0) return;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      if (left >= h.length) break;
-      const right = left + 1;
-      const child = right < h.length && before(h[right]!, h[left]!) ? right : left;
-      if (!before(h[child]!, last)) break;
-      h[i] = h[child]!;
-      i = child;
-    }
-    h[i] = last;
   }
 }

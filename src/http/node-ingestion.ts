@@ -33,7 +33,8 @@ export async function nodeIngestion(node: ShardherdNode): Promise<NodeIngestion>
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, END_OFFSET_TIMEOUT_MS, undefined)));
   try {
-    const copies = await Promise.all(probes.map(async ({ dataset, shard, probe }): Promise<CopyIngestion> => {
+    const copies = await Promise.all(probes.map(async (probe): Promise<CopyIngestion> => {
+      const { dataset, shard } = probe;
       const position = probe.position();
       const end = await Promise.race([probe.endOffset().catch(() => undefined), late]);
       return { dataset, shard, position, ...(end === undefined ? {} : { lag: Math.max(0, end - position) }) };

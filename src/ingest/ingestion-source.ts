@@ -30,9 +30,10 @@ export interface ShardReader {
   /**
    * When the record at the end offset will exist (ms, the source's clock), for a source that
    * knows (a generator does; a log does not): a shard with nothing to read waits until then
-   * instead of polling, which is what lets a node run thousands of idle shards.
+   * instead of polling, which is what lets a node run thousands of idle shards. Undefined: it
+   * does not know (a reader that wraps another may ask it and find out).
    */
-  nextRecordAt?(): number;
+  nextRecordAt?(): number | undefined;
   close(): Promise<void>;
 }
 

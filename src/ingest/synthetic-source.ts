@@ -31,12 +31,16 @@ export interface SyntheticValue {
  * Record `k` of shard `s` has key `<dataset>/<s>/<k>` and value `{ dataset, shard: s, n: k }`.
  */
 export class SyntheticSource implements IngestionSource {
-  private readonly start: number;
-  private readonly failAt: SyntheticSourceOptions['failAt'];
-  private readonly retentionRecords: number | undefined;
+  /** @internal Read by its shards' readers. */
+  readonly start: number;
+  /** @internal */
+  readonly failAt: SyntheticSourceOptions['failAt'];
+  /** @internal */
+  readonly retentionRecords: number | undefined;
 
   constructor(
-    private readonly clock: Clock,
+    /** @internal */
+    readonly clock: Clock,
     options: SyntheticSourceOptions = {},
   ) {
     const { retentionRecords } = options;
@@ -59,21 +63,19 @@ export class SyntheticSource implements IngestionSource {
   async open(dataset: DatasetConfig, shard: ShardNum): Promise<ShardReader> {
     const source = syntheticSourceOf(dataset);
     if (!isShardInRange(shard, dataset.numShards)) throw new ShardOutOfRangeError(shard, dataset.numShards, dataset.ref);
-    return new SyntheticShardReader(this.clock, this.start, source.recordsPerSecond, dataset.ref, shard, this.failAt, this.retentionRecords);
+    return new SyntheticShardReader(this, source.recordsPerSecond, dataset.ref, shard);
   }
 }
 
+/** A shard of the source: what all shards share is read from the source (a node holds tens of thousands of readers). */
 class SyntheticShardReader implements ShardReader {
   private closed = false;
 
   constructor(
-    private readonly clock: Clock,
-    private readonly start: number,
+    private readonly source: SyntheticSource,
     private readonly recordsPerSecond: number,
     private readonly dataset: string,
     private readonly shard: number,
-    private readonly failAt: SyntheticSourceOptions['failAt'],
-    private readonly retentionRecords: number | undefined,
   ) {}
 
   async earliestOffset(): Promise<number> {
@@ -96,7 +98,7 @@ class SyntheticShardReader implements ShardReader {
     const to = Math.min(end, from + max);
     const records: SourceRecord[] = [];
     for (let k = from; k < to; k += 1) {
-      const failure = this.failAt?.(this.dataset, this.shard, k);
+      const failure = this.source.failAt?.(this.dataset, this.shard, k);
       // Like a consumer that cannot decode a record: what comes before it is delivered, and the
       // read that starts at it fails, every time.
       if (failure !== undefined) {
@@ -111,7 +113,7 @@ class SyntheticShardReader implements ShardReader {
 
   /** The record at `end` appears at `start + (end + 1) * 1000 / recordsPerSecond`. */
   nextRecordAt(): number {
-    return this.start + ((this.end() + 1) * 1000) / this.recordsPerSecond;
+    return this.source.start + ((this.end() + 1) * 1000) / this.recordsPerSecond;
   }
 
   async close(): Promise<void> {
@@ -119,11 +121,13 @@ class SyntheticShardReader implements ShardReader {
   }
 
   private end(): number {
-    return Math.max(0, Math.floor(((this.clock.now() - this.start) * this.recordsPerSecond) / 1000));
+    const { clock, start } = this.source;
+    return Math.max(0, Math.floor(((clock.now() - start) * this.recordsPerSecond) / 1000));
   }
 
   private earliest(end: number): number {
-    return this.retentionRecords === undefined ? 0 : Math.max(0, end - this.retentionRecords);
+    const { retentionRecords } = this.source;
+    return retentionRecords === undefined ? 0 : Math.max(0, end - retentionRecords);
   }
 
   private assertOpen(): void {

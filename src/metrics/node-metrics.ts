@@ -16,6 +16,31 @@ import type { ShardStatusType } from '../core/status.js';
 import { META_STORE_OPERATIONS } from '../store/meta-store.js';
 import { packageVersion } from './package-version.js';
 
+/** The clock of every end offset's wait (one for all: a node tracks tens of thousands of copies). */
+const REAL_CLOCK = new RealClock();
+
+/**
+ * A copy the metrics follow, with the last end offset its source gave (the lag gauges read it: a
+ * slow broker makes the gauge older, never the scrape slower). One object per copy, no closure.
+ */
+class TrackedCopy extends LastAnswer<number> {
+  constructor(readonly probe: IngestionProbe) {
+    super(undefined, REAL_CLOCK, END_OFFSET_WAIT_MS);
+  }
+
+  get dataset(): DatasetRef {
+    return this.probe.dataset;
+  }
+
+  get shard(): number {
+    return this.probe.shard;
+  }
+
+  protected override question(): Promise<number> {
+    return this.probe.endOffset();
+  }
+}
+
 /** What the gauges read off the node at scrape time. */
 export interface MetricsSubject {
   /** The node's id: the `node` label of `shardherd_build_info`. */
@@ -53,7 +78,8 @@ export const PER_SHARD_SERIES_UP_TO = 4096;
 export class NodeMetrics implements Telemetry {
   readonly registry: Registry = new (promClient().Registry)();
   private subject: MetricsSubject | undefined;
-  private readonly probes = new Map<string, { dataset: DatasetRef; shard: number; probe: IngestionProbe; end: LastAnswer<number> }>();
+  /** The copies this node ingests, by their probe (a copy that starts again is a new probe). */
+  private readonly probes = new Map<IngestionProbe, TrackedCopy>();
   /** The shards of each dataset with an ingested-records series, to remove them with the dataset. */
   private readonly countedShards = new Map<DatasetRef, Set<string>>();
   /** Datasets removed and not started again here since. */
@@ -150,9 +176,9 @@ export class NodeMetrics implements Telemetry {
     return this.registry.contentType;
   }
 
-  /** The shards this node ingests now, each with its probe: the status page reads their rate and lag from these. */
-  ingestionProbes(): readonly { readonly dataset: DatasetRef; readonly shard: number; readonly probe: IngestionProbe }[] {
-    return [...this.probes.values()];
+  /** The copies this node ingests now: the status page reads their position and lag from these. */
+  ingestionProbes(): readonly IngestionProbe[] {
+    return [...this.probes.keys()];
   }
 
   // ------------------------------------------------------------ Telemetry
@@ -228,10 +254,11 @@ export class NodeMetrics implements Telemetry {
    * running copy once and a dashboard does not list every shard a node ever held.
    */
   private dropMovedShards(): void {
-    const perShard = this.perShardSeries();
+    // Per-shard series exist only for a few thousand copies: their keys are cheap to list here.
+    const running = this.perShardSeries() ? new Set([...this.probes.keys()].map((p) => `${p.dataset}/${p.shard}`)) : new Set<string>();
     for (const [dataset, shards] of this.countedShards) {
       for (const shard of shards) {
-        if (perShard && this.probes.has(`${dataset}/${shard}`)) continue;
+        if (running.has(`${dataset}/${shard}`)) continue;
         this.records.remove({ dataset, shard });
         shards.delete(shard);
       }
@@ -250,18 +277,18 @@ export class NodeMetrics implements Telemetry {
     this.fencedSeries.delete(dataset);
   }
 
-  trackIngestion(dataset: DatasetRef, shard: number, probe: IngestionProbe): () => void {
+  trackIngestion(probe: IngestionProbe): void {
+    const { dataset, shard } = probe;
     // A dataset set up again under the same name: counted afresh.
     this.removed.delete(dataset);
-    const key = `${dataset}/${shard}`;
     // The lag gauge reads the end offset through it: a slow broker makes the gauge older, never the scrape slower.
-    const entry = { dataset, shard, probe, end: new LastAnswer(() => probe.endOffset(), new RealClock(), END_OFFSET_WAIT_MS) };
-    this.probes.set(key, entry);
+    this.probes.set(probe, new TrackedCopy(probe));
     if (this.perShardSeries()) this.countShard(dataset, shard, 0);
     this.datasetRecords.inc({ dataset }, 0);
-    return () => {
-      if (this.probes.get(key) === entry) this.probes.delete(key);
-    };
+  }
+
+  untrackIngestion(probe: IngestionProbe): void {
+    this.probes.delete(probe);
   }
 
   // ------------------------------------------------------------ gauges read at scrape time
@@ -339,8 +366,8 @@ export class NodeMetrics implements Telemetry {
       const lagOf = (probe: IngestionProbe, end: number | undefined) => (end === undefined ? undefined : Math.max(0, end - probe.position()));
       try {
         const probes = [...this.probes.values()];
-        if (!fresh) return probes.map(({ dataset, shard, probe, end }) => ({ dataset, shard, lag: lagOf(probe, end.peek()) }));
-        return await Promise.all(probes.map(async ({ dataset, shard, probe, end }) => ({ dataset, shard, lag: lagOf(probe, await end.get()) })));
+        if (!fresh) return probes.map((c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, c.peek()) }));
+        return await Promise.all(probes.map(async (c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, await c.get()) })));
       } finally {
         setTimeout(() => (this.lagsOfScrape = undefined), 0);
       }

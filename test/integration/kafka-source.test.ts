@@ -1,6 +1,6 @@
 // The Kafka ingestion source against a real broker: shard p reads exactly partition p, from any
 // offset, across consumer recreates, with bounded buffers; and one node ingests a Kafka dataset end
-// to end through its IngestionActors.
+// to end through its shard copies.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
@@ -90,7 +90,7 @@ function newSource(options: Partial<KafkaIngestionSourceOptions> = {}): KafkaIng
   return source;
 }
 
-/** Reads `count` records from `from` on, `max` at a time, polling like the IngestionActor does. */
+/** Reads `count` records from `from` on, `max` at a time, polling like a shard copy does. */
 async function readRecords(reader: ShardReader, from: number, count: number, max = 100, timeoutMs = 30_000): Promise<SourceRecord[]> {
   const out: SourceRecord[] = [];
   let offset = from;
@@ -383,7 +383,7 @@ describe('KafkaIngestionSource', () => {
 });
 
 describe('a node ingesting a Kafka dataset', () => {
-  it('ingests every record of every shard through its IngestionActors, the backlog and what comes later, and shows the consumed offsets to Kafka', async () => {
+  it('ingests every record of every shard through its shard copies, the backlog and what comes later, and shows the consumed offsets to Kafka', async () => {
     const numShards = 4;
     const topic = await createTopic(numShards);
     const ds = dataset(topic, numShards);

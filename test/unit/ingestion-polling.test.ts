@@ -2,7 +2,7 @@
 // 65 536 idle shards did nothing else. A source that knows when its next record exists is read
 // then; one that does not is polled less and less often, and at full pace again once records flow.
 import { describe, expect, it } from 'vitest';
-import { idlePollDelay, IDLE_POLL_FACTOR } from '../../src/actors/ingestion-actor.js';
+import { idlePollDelay, IDLE_POLL_FACTOR } from '../../src/actors/shard-copy.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetConfig } from '../../src/core/dataset-config.js';
 import type { ShardNum } from '../../src/core/ids.js';

@@ -20,7 +20,9 @@ const valueOf = (f: Map<string, ParsedFamily>, name: string, dataset: string) =>
 function track(m: NodeMetrics, dataset: DatasetRef, copies: number, lag: number, records: number): (() => void)[] {
   const untrack: (() => void)[] = [];
   for (let shard = 0; shard < copies; shard++) {
-    untrack.push(m.trackIngestion(dataset, shard, { position: () => 100, endOffset: async () => 100 + lag }));
+    const probe = { dataset, shard, position: () => 100, endOffset: async () => 100 + lag };
+    m.trackIngestion(probe);
+    untrack.push(() => m.untrackIngestion(probe));
     m.ingested(dataset, shard, records);
   }
   return untrack;
