@@ -35,10 +35,16 @@ export class CheckpointWriter {
   /** The highest offset settled: written, or refused (a refused one will never be written by this copy). */
   private settledOffset = -1;
   private offeredOffset = -1;
+  private lastOfferAt: number | undefined;
   private readonly idle: (() => void)[] = [];
 
   constructor(private readonly o: CheckpointWriterOptions) {
     this.retryDelay = o.retryInitialMs;
+  }
+
+  /** When the last offer was made (the clock's ms; undefined: none yet). */
+  get offeredAt(): number | undefined {
+    return this.lastOfferAt;
   }
 
   /** The highest offset offered so far (-1: none). */
@@ -66,6 +72,7 @@ export class CheckpointWriter {
   offer(offset: number, token: FencingToken): void {
     if (this.closed || offset <= this.offeredOffset) return;
     this.offeredOffset = offset;
+    this.lastOfferAt = this.o.clock.now();
     this.waiting = { offset, token };
     // A newer offer does not wait out the backoff of an older failure.
     this.cancelRetry?.();

@@ -97,12 +97,8 @@ export class ShardCopy implements IngestionProbe, Due {
   /** A step is running; `queued` runs once it ends (a copy's steps never overlap, as an actor's messages). */
   private stepping = false;
   private queued: Step | undefined;
-  /** When the last checkpoint was offered to the writer (clock ms; undefined: never, and no number boxed for it). */
-  private checkpointOfferedAt: number | undefined;
   /** Whether the shard is holding back reads until checkpoints catch up (`maxUncheckpointedRecords`). */
   private heldBack = false;
-  /** Whether the node's metrics follow this copy. */
-  private tracked = false;
   /** Empty reads in a row: an idle shard polls less and less often (see `idlePollDelay`). */
   private emptyReads = 0;
   /** A batch the sink refused as fenced: tried again as it is (not read again) until accepted or the shard stops. */
@@ -113,8 +109,6 @@ export class ShardCopy implements IngestionProbe, Due {
   private acceptedToken: FencingToken | undefined;
   /** Starts put off because the copy's stored checkpoint has a newer token than the node's map. */
   private startsRefused = 0;
-  /** Checkpoint writes failing since this many attempts (0: they are written): one warning per outage, not per attempt. */
-  private checkpointFailures = 0;
   /** Made at the first checkpoint offered: an idle copy never needs one. */
   private writer: CheckpointWriter | undefined;
   private refusalsOfCopy: WriteRefusals | undefined;
@@ -178,8 +172,7 @@ export class ShardCopy implements IngestionProbe, Due {
     this.stopped = true;
     this.disarm();
     this.endLeaseWait();
-    if (this.tracked) this.env.telemetry.untrackIngestion(this);
-    this.tracked = false;
+    this.env.telemetry.untrackIngestion(this); // nothing if it was not tracked yet
     this.refusalsOfCopy?.endAll('the shard stopped');
     if (this.reader) this.offerCheckpoint();
     this.writer?.close();
@@ -258,6 +251,8 @@ export class ShardCopy implements IngestionProbe, Due {
     const { env, config, shard } = this;
     // Checkpoints go out in the background, one at a time, the latest offer winning (§12.4).
     return (this.writer ??= (() => {
+      /** Checkpoint writes failing since this many attempts (0: they are written): one warning per outage, not per attempt. */
+      let checkpointFailures = 0;
       const writer = new CheckpointWriter({
         clock: env.clock,
         retryInitialMs: env.settings.retryInitialMs,
@@ -266,8 +261,8 @@ export class ShardCopy implements IngestionProbe, Due {
         written: (offset) => {
           this.reader?.consumed?.(offset + 1);
           this.refusalsOfCopy?.end('checkpoint');
-          if (this.checkpointFailures > 0) this.log.info({ event: 'checkpoint.written-again', offset, failedAttempts: this.checkpointFailures }, 'checkpoints are written again');
-          this.checkpointFailures = 0;
+          if (checkpointFailures > 0) this.log.info({ event: 'checkpoint.written-again', offset, failedAttempts: checkpointFailures }, 'checkpoints are written again');
+          checkpointFailures = 0;
         },
         // Not tried again for this offset: the next offer is (it may be admitted once this node's map has the newer token).
         refused: (e, offset, token) => {
@@ -277,7 +272,7 @@ export class ShardCopy implements IngestionProbe, Due {
         // Ingestion goes on; a restart replays a little more (at least once, never lost). Said once
         // per outage: every shard's every attempt would repeat it.
         failed: (e, offset, retryInMs) => {
-          if (this.checkpointFailures++ === 0) this.log.warn({ event: 'checkpoint.failed', err: e, offset, retryInMs }, 'checkpoint not written; ingestion goes on and the checkpoint is tried again');
+          if (checkpointFailures++ === 0) this.log.warn({ event: 'checkpoint.failed', err: e, offset, retryInMs }, 'checkpoint not written; ingestion goes on and the checkpoint is tried again');
           else this.log.debug({ err: e, offset }, 'checkpoint not written');
         },
       });
@@ -294,7 +289,6 @@ export class ShardCopy implements IngestionProbe, Due {
   private offerCheckpoint(): void {
     if (this.acceptedToken === undefined || this.offset - 1 <= this.offered) return;
     this.checkpointWriter().offer(this.offset - 1, this.acceptedToken);
-    this.checkpointOfferedAt = this.env.clock.now();
   }
 
   /**
@@ -420,7 +414,6 @@ export class ShardCopy implements IngestionProbe, Due {
     this.catchUpTo = plan.catchUpTo;
     this.offset = this.start;
     env.telemetry.trackIngestion(this);
-    this.tracked = true;
     // Not Available before it holds what the serving copies held when it started (M3DB's bootstrap).
     this.recovering = this.offset < this.catchUpTo;
     if (this.recovering) this.report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
@@ -476,7 +469,8 @@ export class ShardCopy implements IngestionProbe, Due {
       if (this.stopped) return;
       const last = records[records.length - 1]!.offset;
       this.offset = last + 1;
-      if (this.checkpointOfferedAt === undefined || env.clock.now() - this.checkpointOfferedAt >= env.settings.checkpointIntervalMs) this.offerCheckpoint();
+      const offeredAt = this.writer?.offeredAt;
+      if (offeredAt === undefined || env.clock.now() - offeredAt >= env.settings.checkpointIntervalMs) this.offerCheckpoint();
     } else if (this.offset - 1 > this.offered) {
       // Caught up: what is left unwritten goes now, or it would wait for the next record.
       this.offerCheckpoint();
