@@ -126,6 +126,10 @@ class GatedReader implements ShardReader {
   nextRecordAt(): number | undefined {
     return this.reader.nextRecordAt?.();
   }
+
+  knownEndOffset(): number | undefined {
+    return this.reader.knownEndOffset?.();
+  }
 }
 
 export function gatedSource(source: IngestionSource, gate: Gate): IngestionSource {

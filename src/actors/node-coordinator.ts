@@ -24,7 +24,7 @@ export type CoordinatorMsg =
   | { readonly type: 'StopAll'; readonly reason: string }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
   /** The rest of a reconciliation too large for one turn of the event loop (`RECONCILE_SLICE`). */
-  | { readonly type: 'ReconcileRest'; readonly dataset: DatasetRef; readonly shards: ReadonlySet<number>; readonly started: Lot; readonly stopsBefore: number };
+  | { readonly type: 'ReconcileRest'; readonly dataset: DatasetRef; readonly wanted: readonly number[]; readonly from: number; readonly started: Lot; readonly stopsBefore: number };
 
 /** Copies started so far by a sliced reconciliation, for its one log line at the end. */
 interface Lot {
@@ -33,9 +33,10 @@ interface Lot {
 }
 
 /**
- * Shards one reconciliation looks at in one message: a map that gives a node 65 536 copies spawns
- * their actors over 64 turns of the event loop (about 15 ms each) instead of one of about a second. The rest is looked
- * at against the map current then (a newer map may have come in between).
+ * Copies to run that one reconciliation looks at in one message: a map that gives a node 65 536
+ * copies starts them over 64 turns of the event loop instead of one of about a second. Each slice
+ * looks at its own shards against the map current then (a newer map may have come in between);
+ * it used to filter the whole rest again, which made a large map's start quadratic.
  */
 export const RECONCILE_SLICE = 1024;
 
@@ -93,31 +94,56 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     s.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation) &&
     madeForAdmission(map.epoch, map.madeFor, s.admission);
 
+  /** Whether the map gives this node a copy of `shard` in a status that ingests. */
+  const isMine = (map: { readonly mapper: ShardMapper }, shard: number): boolean => {
+    const copy = map.mapper.copyOnNode(shard, env.node);
+    return copy !== undefined && isIngestionStatus(copy.status);
+  };
+
   /**
    * Runs exactly the copies this node holds in the map (Leaving ones too: they ingest until
    * removed) and stops the others: of the `only` shards a change touched, or of the whole map.
+   * The stops happen at once; the copies to run are looked at a slice at a time (`runSlice`).
    */
-  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, only?: ReadonlySet<number>, startedBefore: Lot = { count: 0, sample: [] }) => {
+  const reconcile = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, only?: ReadonlySet<number>) => {
     const map = s.maps.get(dataset);
     if (!map || !acting(s, map)) return;
-    const mine = (shard: number) => {
-      const copy = map.mapper.copyOnNode(shard, env.node);
-      return copy !== undefined && isIngestionStatus(copy.status);
-    };
-    let wanted = only ? [...only].filter(mine) : map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
+    let wanted: number[];
     if (only) {
-      stopShards(s, [...only].filter((shard) => !mine(shard)).map((shard) => `${dataset}/${shard}`), 'the map no longer gives them to this node');
+      wanted = [];
+      const gone: string[] = [];
+      for (const shard of only) {
+        if (isMine(map, shard)) wanted.push(shard);
+        else gone.push(`${dataset}/${shard}`);
+      }
+      stopShards(s, gone, 'the map no longer gives them to this node');
     } else {
+      wanted = map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
       const keep = new Set(wanted);
       stopShards(s, [...s.running].filter(([, r]) => r.copy.dataset === dataset && !keep.has(r.copy.shard)).map(([key]) => key), 'the map no longer gives them to this node');
     }
-    // Past a slice, the rest of the wanted shards are looked at in a message of their own.
-    const rest = wanted.length > RECONCILE_SLICE ? new Set(wanted.slice(RECONCILE_SLICE)) : undefined;
-    if (rest) wanted = wanted.slice(0, RECONCILE_SLICE);
+    runSlice(s, dataset, self, wanted, 0, { count: 0, sample: [] });
+  };
+
+  /**
+   * Starts (or restates) the wanted copies `from` on, `RECONCILE_SLICE` of them, and sends itself
+   * the rest. Each slice looks at its own shards only, against the map current then (a newer map
+   * may have come in between): a shard no longer this node's is stopped, or not started.
+   */
+  const runSlice = (s: State, dataset: DatasetRef, self: ActorRef<CoordinatorMsg>, wanted: readonly number[], from: number, startedBefore: Lot) => {
+    const map = s.maps.get(dataset);
+    if (!map || !acting(s, map)) return;
+    const to = Math.min(wanted.length, from + RECONCILE_SLICE);
     const restated: Running[] = [];
     const started: Running[] = [];
-    for (const shard of wanted) {
+    const gone: string[] = [];
+    for (let i = from; i < to; i++) {
+      const shard = wanted[i]!;
       const key = `${dataset}/${shard}`;
+      if (!isMine(map, shard)) {
+        gone.push(key);
+        continue;
+      }
       const running = s.running.get(key);
       // Defined: the copy is wanted and the node acts on this map.
       const assignment = tokenOf(s, dataset, shard)!;
@@ -138,8 +164,9 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       s.running.set(key, r);
       started.push(r);
     }
+    stopShards(s, gone, 'the map no longer gives them to this node');
     const lot: Lot = { count: startedBefore.count + started.length, sample: [...startedBefore.sample, ...sampleOf(started)].slice(0, 5) };
-    if (rest) env.runtime.send(self, { type: 'ReconcileRest', dataset, shards: rest, started: lot, stopsBefore: s.stopAlls });
+    if (to < wanted.length) env.runtime.send(self, { type: 'ReconcileRest', dataset, wanted, from: to, started: lot, stopsBefore: s.stopAlls });
     else if (lot.count > 0) env.log.info({ event: 'shards.started', dataset, copies: lot.count, sample: lot.sample }, `${copies(lot.count)} of ${dataset} started`);
     if (restated.length > 0) {
       // One line for the lot: a new singleton's map restates every copy of a large node at once.
@@ -239,7 +266,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         return s;
       case 'ReconcileRest':
         // A StopAll since (a fence): what was left to start is not started.
-        if (msg.stopsBefore === s.stopAlls) reconcile(s, msg.dataset, ctx.self, msg.shards, msg.started);
+        if (msg.stopsBefore === s.stopAlls) runSlice(s, msg.dataset, ctx.self, msg.wanted, msg.from, msg.started);
         return s;
       case 'GetRunning':
         msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => {

@@ -20,7 +20,7 @@ export interface PollTurnsOptions {
   readonly now?: () => number;
 }
 
-const DEFAULTS: PollTurnsOptions = { targetTurnMs: 20, minPerTurn: 16, maxPerTurn: 1024 };
+const DEFAULTS: PollTurnsOptions = { targetTurnMs: 8, minPerTurn: 16, maxPerTurn: 1024 };
 
 export class PollTurns {
   /** Waiting polls, oldest first (`head` is the next one; the array is compacted as it drains). */

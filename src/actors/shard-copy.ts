@@ -139,6 +139,10 @@ export class ShardCopy implements IngestionProbe, Due {
     return this.reader ? this.reader.endOffset() : Promise.resolve(this.offset);
   }
 
+  knownEndOffset(): number | undefined {
+    return this.reader?.knownEndOffset?.();
+  }
+
   private get env(): NodeEnv {
     return this.host.env;
   }

@@ -11,6 +11,8 @@ export interface IngestionProbe {
   /** The offset of the next record to ingest. */
   position(): number;
   endOffset(): Promise<number>;
+  /** The end offset the source knows now, without asking (see `ShardReader.knownEndOffset`). */
+  knownEndOffset?(): number | undefined;
 }
 
 /** What a fenced write was: a batch to the sink, or a checkpoint to the MetaStore. */

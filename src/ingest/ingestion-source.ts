@@ -34,6 +34,12 @@ export interface ShardReader {
    * does not know (a reader that wraps another may ask it and find out).
    */
   nextRecordAt?(): number | undefined;
+  /**
+   * The end offset as the source knows it now, without asking anyone (undefined: not known yet),
+   * for a look at the lag of thousands of shards at once (a metrics scrape). It may lag behind
+   * `endOffset()`; a source may ask for a fresher one for the next look.
+   */
+  knownEndOffset?(): number | undefined;
   close(): Promise<void>;
 }
 

@@ -111,6 +111,10 @@ class SyntheticShardReader implements ShardReader {
     return records;
   }
 
+  knownEndOffset(): number | undefined {
+    return this.closed ? undefined : this.end();
+  }
+
   /** The record at `end` appears at `start + (end + 1) * 1000 / recordsPerSecond`. */
   nextRecordAt(): number {
     return this.source.start + ((this.end() + 1) * 1000) / this.recordsPerSecond;

@@ -366,7 +366,8 @@ export class NodeMetrics implements Telemetry {
       const lagOf = (probe: IngestionProbe, end: number | undefined) => (end === undefined ? undefined : Math.max(0, end - probe.position()));
       try {
         const probes = [...this.probes.values()];
-        if (!fresh) return probes.map((c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, c.peek()) }));
+        // Past per-shard series: what each source knows now, with no question per copy where it can say.
+        if (!fresh) return probes.map((c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, c.probe.knownEndOffset?.() ?? c.peek()) }));
         return await Promise.all(probes.map(async (c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, await c.get()) })));
       } finally {
         setTimeout(() => (this.lagsOfScrape = undefined), 0);

@@ -4,6 +4,7 @@ import type { DatasetRef, Epoch, Incarnation, NodeId } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot, type ShardRecord } from '../core/shard-map-snapshot.js';
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
 import type { FencingToken } from '../core/fencing-token.js';
+import type { ShardStatus } from '../core/status.js';
 import { CheckpointRefusedError, checkpointAdmits, FencedError, type Lease, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
 
 /**
@@ -143,10 +144,29 @@ const recordCopies = new WeakMap<ShardRecord, ShardRecord>();
 function frozenSnapshot(snapshot: ShardMapSnapshot): ShardMapSnapshot {
   const shards = snapshot.shards.map((r) => {
     let copy = recordCopies.get(r);
-    if (!copy) recordCopies.set(r, (copy = frozenJsonCopy(r)));
+    if (!copy) recordCopies.set(r, (copy = frozenRecordCopy(r)));
     return copy;
   });
   return Object.freeze({ ...frozenJsonCopy({ ...snapshot, shards: [] }), shards: Object.freeze(shards) });
+}
+
+/** The statuses without a payload, frozen once and shared by every stored record. */
+const SHARED_STATUSES: ReadonlyMap<string, ShardStatus> = new Map(
+  (['Unassigned', 'Assigned', 'Active', 'Stopped', 'Down'] as const).map((type) => [type, Object.freeze({ type }) as ShardStatus]),
+);
+
+const frozenStatusCopy = (s: ShardStatus): ShardStatus => SHARED_STATUSES.get(s.type) ?? Object.freeze({ ...s });
+
+/**
+ * A frozen copy of a record, field by field: the generic JSON walk (`frozenJsonCopy`) took about
+ * 80 ms for the 65 536 records of a new large map, in one turn of the event loop. A record is
+ * typed data of the core (strings, a status), so a walk that checks for what JSON would drop
+ * finds nothing here.
+ */
+function frozenRecordCopy(r: ShardRecord): ShardRecord {
+  const assignments = Object.freeze(r.assignments.map((a) => Object.freeze({ node: a.node, placement: a.placement, status: frozenStatusCopy(a.status) })));
+  const status = frozenStatusCopy(r.status);
+  return Object.freeze(r.lastNode === undefined ? { status, assignments } : { status, assignments, lastNode: r.lastNode });
 }
 
 export function shardMaps(state: MetaState): ShardMapSnapshot[] {

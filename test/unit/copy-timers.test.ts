@@ -2,7 +2,7 @@
 // timer still fires once, at its time, in the order armed; cancelled ones never fire, and many
 // cancels do not pile up.
 import { describe, expect, it } from 'vitest';
-import { CopyTimers } from '../../src/actors/copy-timers.js';
+import { CopyTimers, DUE_PER_FIRING } from '../../src/actors/copy-timers.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { TimerHeap, type HeapTimer } from '../../src/cluster/timer-heap.js';
 
@@ -96,5 +96,23 @@ describe('timer heap', () => {
       expect(popped).toEqual(expected.map((t) => ({ ...t, done: true })));
       expect(heap.size).toBe(0);
     }
+  });
+});
+
+describe('copy timers, many due at once', () => {
+  it('fires at most DUE_PER_FIRING per firing of the clock, the rest at the next firing of the same instant, in order', () => {
+    const clock = new SimulatedClock();
+    // Which firing of the clock's timer each copy timer fired in.
+    let firing = 0;
+    const counted = { now: () => clock.now(), schedule: (ms: number, fn: () => void) => clock.schedule(ms, () => { firing++; fn(); }) };
+    const timers = new CopyTimers(counted);
+    const fired: { i: number; firing: number }[] = [];
+    const n = DUE_PER_FIRING * 2 + 10;
+    for (let i = 0; i < n; i++) timers.add(100, { due: () => fired.push({ i, firing }) });
+    clock.advance(1_000);
+    const perFiring = [1, 2, 3].map((f) => fired.filter((x) => x.firing === f).length);
+    expect(perFiring).toEqual([DUE_PER_FIRING, DUE_PER_FIRING, 10]);
+    expect(fired.map((x) => x.i)).toEqual(Array.from({ length: n }, (_, i) => i));
+    expect(firing).toBe(3);
   });
 });

@@ -30,6 +30,10 @@ export class KafkaShardReader implements ShardReader {
     return (await this.feed.watermarks(this.shard)).high;
   }
 
+  knownEndOffset(): number | undefined {
+    return this.state === 'open' ? this.feed.knownHigh(this.shard) : undefined;
+  }
+
   async read(offset: number, max: number): Promise<SourceRecord[]> {
     this.assertOpen();
     if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`read offset must be a non-negative integer, got ${offset}`);
