@@ -11,6 +11,7 @@ import { madeForAdmission, type Admission, type MembersRecord } from './followed
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { ShardCopy, type CopyHost } from './shard-copy.js';
 import { CopyTimers } from './copy-timers.js';
+import { LotLog, type Lot } from './lot-log.js';
 import type { NodeEnv } from './node-env.js';
 import type { ReportSink } from './reporter.js';
 import type { ActorRef } from './runtime.js';
@@ -26,11 +27,6 @@ export type CoordinatorMsg =
   /** The rest of a reconciliation too large for one turn of the event loop (`RECONCILE_SLICE`). */
   | { readonly type: 'ReconcileRest'; readonly dataset: DatasetRef; readonly wanted: readonly number[]; readonly from: number; readonly started: Lot; readonly stopsBefore: number };
 
-/** Copies started so far by a sliced reconciliation, for its one log line at the end. */
-interface Lot {
-  readonly count: number;
-  readonly sample: readonly string[];
-}
 
 /**
  * Copies to run that one reconciliation looks at in one message: a map that gives a node 65 536
@@ -70,6 +66,10 @@ interface State {
 }
 
 export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, reporter: ReportSink): ActorRef<CoordinatorMsg> {
+  const lots = new LotLog(env.log, env.clock);
+  /** " (in 3 changes of the map)" when a line sums several. */
+  const inChanges = (changes: number) => (changes > 1 ? ` (in ${changes} changes of the map within 10 s)` : '');
+
   /** Stops these copies; one log line for them all (a fence of 16 384 copies logged 16 384). */
   const stopShards = (s: State, keys: readonly string[], why: string) => {
     const stopped: Running[] = [];
@@ -80,7 +80,10 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       r.copy.stop();
       stopped.push(r);
     }
-    if (stopped.length > 0) env.log.info({ event: 'shards.stopped', copies: stopped.length, sample: sampleOf(stopped), why }, `${copies(stopped.length)} stopped: ${why}`);
+    if (stopped.length === 0) return;
+    lots.say(`shards.stopped ${why}`, { count: stopped.length, sample: sampleOf(stopped) }, (lot, changes) =>
+      env.log.info({ event: 'shards.stopped', copies: lot.count, sample: lot.sample, why, ...(changes > 1 ? { changes } : {}) }, `${copies(lot.count)} stopped: ${why}${inChanges(changes)}`),
+    );
   };
 
   /**
@@ -167,12 +170,18 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     stopShards(s, gone, 'the map no longer gives them to this node');
     const lot: Lot = { count: startedBefore.count + started.length, sample: [...startedBefore.sample, ...sampleOf(started)].slice(0, 5) };
     if (to < wanted.length) env.runtime.send(self, { type: 'ReconcileRest', dataset, wanted, from: to, started: lot, stopsBefore: s.stopAlls });
-    else if (lot.count > 0) env.log.info({ event: 'shards.started', dataset, copies: lot.count, sample: lot.sample }, `${copies(lot.count)} of ${dataset} started`);
+    else if (lot.count > 0) {
+      lots.say(`shards.started ${dataset}`, lot, (all, changes) =>
+        env.log.info({ event: 'shards.started', dataset, copies: all.count, sample: all.sample, ...(changes > 1 ? { changes } : {}) }, `${copies(all.count)} of ${dataset} started${inChanges(changes)}`),
+      );
+    }
     if (restated.length > 0) {
       // One line for the lot: a new singleton's map restates every copy of a large node at once.
-      env.log.info(
-        { event: 'shards.restated', dataset, copies: restated.length, sample: sampleOf(restated) },
-        `start of ${copies(restated.length)} already running under a new assignment: they keep ingesting and report their status again`,
+      lots.say(`shards.restated ${dataset}`, { count: restated.length, sample: sampleOf(restated) }, (all, changes) =>
+        env.log.info(
+          { event: 'shards.restated', dataset, copies: all.count, sample: all.sample, ...(changes > 1 ? { changes } : {}) },
+          `start of ${copies(all.count)} already running under a new assignment: they keep ingesting and report their status again${inChanges(changes)}`,
+        ),
       );
     }
   };
