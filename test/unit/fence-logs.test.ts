@@ -26,17 +26,25 @@ function fencedCluster(nodes: readonly string[]) {
   return { cluster, lines, driver: new SimDriver(cluster) };
 }
 
+/**
+ * Two nodes, a dataset of `numShards` idle shards (a record every 1000 s: what is measured is the
+ * logs, not ingestion) balanced over them; the node that does not host the singleton is the victim.
+ */
+async function twoNodesWith(ref: string, numShards: number) {
+  const { cluster, lines, driver } = fencedCluster(['n1', 'n2']);
+  await cluster.startNodes();
+  await driver.advance(1_000);
+  const reply = cluster.setupDataset({ ref, numShards, minNumNodes: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 30_000);
+  await driver.advance(5_000);
+  expect((await reply).type).toBe('DatasetVerified');
+  const host = (await cluster.singletonNode())!;
+  const victim = cluster.nodes.find((n) => n !== host)!;
+  return { cluster, lines, driver, victim };
+}
+
 describe('logs of a node-wide event', () => {
   it('an eviction of a node holding 16 384 copies, its fence and its restart, take at most 20 lines on that node', async () => {
-    const { cluster, lines, driver } = fencedCluster(['n1', 'n2']);
-    await cluster.startNodes();
-    await driver.advance(1_000);
-    // Idle shards (a record every 1000 s): what is measured is the fence, not ingestion.
-    const reply = cluster.setupDataset({ ref: 'large', numShards: 32_768, minNumNodes: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 30_000);
-    await driver.advance(5_000);
-    expect((await reply).type).toBe('DatasetVerified');
-    const host = (await cluster.singletonNode())!;
-    const victim = cluster.nodes.find((n) => n !== host)!;
+    const { cluster, lines, driver, victim } = await twoNodesWith('large', 32_768);
     expect((await victim.localRunning()).length).toBe(16_384);
 
     const from = lines.length;
@@ -53,14 +61,7 @@ describe('logs of a node-wide event', () => {
   }, 60_000);
 
   it('a node given 2048 copies back in planned moves of 16 says them in one line per 10 s, not one per change of the map', async () => {
-    const { cluster, lines, driver } = fencedCluster(['n1', 'n2']);
-    await cluster.startNodes();
-    await driver.advance(1_000);
-    const reply = cluster.setupDataset({ ref: 'mid', numShards: 4096, minNumNodes: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 30_000);
-    await driver.advance(5_000);
-    expect((await reply).type).toBe('DatasetVerified');
-    const host = (await cluster.singletonNode())!;
-    const victim = cluster.nodes.find((n) => n !== host)!;
+    const { cluster, lines, driver, victim } = await twoNodesWith('mid', 4096);
     victim.pause();
     await driver.advance(3_000);
     const from = lines.length;
