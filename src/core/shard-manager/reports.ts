@@ -154,14 +154,7 @@ export function checkCooldowns(step: Step): void {
   for (const ref of step.datasetRefs()) {
     retryFailedDrainMoves(step, ref);
     const ds = step.dataset(ref)!;
-    // Waiting for its cooldown: an errored shard without a copy, or a replicated one that lost the
-    // copy that failed and has fewer than its copies (its other copies serve meanwhile; nothing
-    // else would place the missing one once the cooldown is over: the sim found shards left short).
-    const waiting = (s: number) => {
-      const copies = ds.mapper.recordForShard(s).assignments.length;
-      if (copies === 0) return ds.mapper.statusForShard(s).type === 'Error';
-      return copies < ds.config.replicationFactor;
-    };
+    const waiting = (s: number) => waitsForCooldown(ds, s);
     for (const [s, at] of ds.cooldowns) if (step.inCooldown(at) && waiting(s)) step.schedule(step.cooldownEnd(at));
     const ended = [...ds.cooldowns].filter(([s, at]) => !step.inCooldown(at) && waiting(s));
     if (ended.length === 0) continue;
@@ -217,6 +210,24 @@ function retryFailedDrainMoves(step: Step, ref: DatasetRef): void {
 export function scheduleHeldShards(step: Step): void {
   for (const ref of step.datasetRefs()) {
     const ds = step.dataset(ref)!;
-    for (const s of step.cooling(ref)) step.schedule(step.cooldownEnd(ds.cooldowns.get(s)!));
+    for (const [s, at] of ds.cooldowns) {
+      if (!waitsForCooldown(ds, s)) continue;
+      // A cooldown that ended while no singleton acted is checked at once: the check its
+      // predecessor scheduled died with it, and nothing else would place the shard (sim seed 2514:
+      // a shard failed with no room anywhere, its cooldown ended during a failover, and it stayed
+      // unassigned for good).
+      step.schedule(step.inCooldown(at) ? step.cooldownEnd(at) : step.now);
+    }
   }
+}
+
+/**
+ * Waiting for its cooldown: an errored shard without a copy, or a replicated one that lost the copy
+ * that failed and has fewer than its copies (its other copies serve meanwhile; nothing else would
+ * place the missing one once the cooldown is over: the sim found shards left short).
+ */
+function waitsForCooldown(ds: NonNullable<ReturnType<Step['dataset']>>, shard: number): boolean {
+  const copies = ds.mapper.recordForShard(shard).assignments.length;
+  if (copies === 0) return ds.mapper.statusForShard(shard).type === 'Error';
+  return copies < ds.config.replicationFactor;
 }
