@@ -42,32 +42,36 @@ async function twoNodesWith(ref: string, numShards: number) {
   return { cluster, lines, driver, victim };
 }
 
+/**
+ * Pauses `victim` past its lease (the singleton evicts it; it fences itself when it runs again),
+ * resumes it and lets `afterMs` pass: the lines it logged from the pause on.
+ */
+async function evictAndResume(w: { lines: { msg: string; node?: string }[]; driver: SimDriver }, victim: { node: string; pause(): void; resume(): void }, afterMs: number) {
+  const from = w.lines.length;
+  victim.pause();
+  await w.driver.advance(3_000);
+  victim.resume();
+  await w.driver.advance(afterMs);
+  return w.lines.slice(from).filter((l) => l.node === victim.node);
+}
+
 describe('logs of a node-wide event', () => {
   it('an eviction of a node holding 16 384 copies, its fence and its restart, take at most 20 lines on that node', async () => {
-    const { cluster, lines, driver, victim } = await twoNodesWith('large', 32_768);
+    const w = await twoNodesWith('large', 32_768);
+    const { cluster, victim } = w;
     expect((await victim.localRunning()).length).toBe(16_384);
-
-    const from = lines.length;
-    victim.pause();
-    await driver.advance(3_000);
     // Its fence and its restart as a new incarnation; the copies it gets back come in planned
     // moves over the next seconds (their lines are summed per window: the case below).
-    victim.resume();
-    await driver.advance(1_000);
-    const its = lines.slice(from).filter((l) => l.node === victim.node);
+    const its = await evictAndResume(w, victim, 1_000);
     expect(its.some((l) => /evicted this incarnation/.test(l.msg))).toBe(true);
     expect(its.length, its.map((l) => l.msg).join('\n')).toBeLessThanOrEqual(20);
     await cluster.stop();
   }, 60_000);
 
   it('a node given 2048 copies back in planned moves of 16 says them in one line per 10 s, not one per change of the map', async () => {
-    const { cluster, lines, driver, victim } = await twoNodesWith('mid', 4096);
-    victim.pause();
-    await driver.advance(3_000);
-    const from = lines.length;
-    victim.resume();
-    await driver.advance(12_000);
-    const started = lines.slice(from).filter((l) => l.node === victim.node && (l as { event?: string }).event === 'shards.started') as unknown as { copies: number; changes?: number }[];
+    const w = await twoNodesWith('mid', 4096);
+    const { cluster, victim } = w;
+    const started = (await evictAndResume(w, victim, 12_000)).filter((l) => (l as { event?: string }).event === 'shards.started') as unknown as { copies: number; changes?: number }[];
     // More than one change of the map brought copies back, and every copy is in a line.
     expect(started.reduce((n, l) => n + (l.changes ?? 1), 0)).toBeGreaterThan(8);
     expect(started.reduce((n, l) => n + l.copies, 0)).toBe((await victim.localRunning()).length);
@@ -76,7 +80,8 @@ describe('logs of a node-wide event', () => {
   }, 60_000);
 
   it('an eviction of a node holding 170 copies, and its return, take at most 20 lines on that node', async () => {
-    const { cluster, lines, driver } = fencedCluster(['n1', 'n2', 'n3']);
+    const w = fencedCluster(['n1', 'n2', 'n3']);
+    const { cluster, driver } = w;
     await cluster.startNodes();
     await driver.advance(1_000);
     const reply = cluster.setupDataset({ ref: 'alpha', numShards: 512, minNumNodes: 1, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 2 } }, 10_000);
@@ -86,13 +91,7 @@ describe('logs of a node-wide event', () => {
     const victim = cluster.nodes.find((n) => n !== host)!;
     const held = (await victim.localRunning()).length;
     expect(held).toBeGreaterThan(150);
-
-    const from = lines.length;
-    victim.pause(); // past its lease: the singleton evicts it, and it fences itself when it runs again
-    await driver.advance(3_000);
-    victim.resume();
-    await driver.advance(3_000);
-    const its = lines.slice(from).filter((l) => l.node === victim.node);
+    const its = await evictAndResume(w, victim, 3_000);
     expect(its.some((l) => /evicted this incarnation/.test(l.msg))).toBe(true);
     expect(its.length, its.map((l) => l.msg).join('\n')).toBeLessThanOrEqual(20);
     await cluster.stop();
