@@ -59,6 +59,8 @@ export class ShardMapper {
   /** Copies per node (Leaving and Initializing ones included): a node's load. */
   private ownerCounts: Map<NodeId, number>;
   private unassignedCount: number;
+  /** Shards with a Leaving copy (a handoff in flight): planned moves are counted and finished from here, not from a walk of the map. */
+  private leaving: Set<number>;
   /** Per shard, the version at which its copies last changed (`ShardMapSnapshot.assignmentVersions`). */
   private assignmentVersions: number[];
   private _version: number;
@@ -77,6 +79,7 @@ export class ShardMapper {
     for (let s = 0; s < numShards; s++) this.free[s >>> 5]! |= 1 << (s & 31);
     this.ownerCounts = new Map();
     this.unassignedCount = numShards;
+    this.leaving = new Set();
     this.assignmentVersions = new Array<number>(numShards).fill(0);
     this._version = version;
   }
@@ -152,6 +155,11 @@ export class ShardMapper {
   /** Shards with an owner, ascending (whatever their status). */
   assignedShards(): ShardNum[] {
     return this.shardsWhere((r) => r.assignments.length > 0);
+  }
+
+  /** Shards with a Leaving copy (a planned move in flight), lowest first. */
+  shardsWithLeavingCopy(): ShardNum[] {
+    return ([...this.leaving] as ShardNum[]).sort((a, b) => a - b);
   }
 
   /**
@@ -327,6 +335,7 @@ export class ShardMapper {
       free: merged.free,
       ownerCounts: merged.ownerCounts,
       unassignedCount: merged.unassignedCount,
+      leaving: merged.leaving,
       assignmentVersions: merged.assignmentVersions,
       _version: merged._version,
     });
@@ -393,6 +402,7 @@ export class ShardMapper {
       free: this.free.slice(),
       ownerCounts: new Map(this.ownerCounts),
       unassignedCount: this.unassignedCount,
+      leaving: new Set(this.leaving),
       assignmentVersions: this.assignmentVersions.slice(),
       _version: this._version,
     });
@@ -482,6 +492,8 @@ export class ShardMapper {
       this.assignmentVersions[shard] = this._version;
       for (const a of prev.assignments) this.count(a.node, -1);
       for (const a of next.assignments) this.count(a.node, +1);
+      if (next.assignments.some((a) => a.placement === 'Leaving')) this.leaving.add(shard);
+      else this.leaving.delete(shard);
       const wasFree = prev.assignments.length === 0;
       const isFree = next.assignments.length === 0;
       if (wasFree !== isFree) {

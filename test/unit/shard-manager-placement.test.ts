@@ -7,6 +7,8 @@ import type { Member, Reply } from '../../src/core/shard-manager/protocol.js';
 import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { ShardEvents } from '../../src/core/status.js';
+import { BalancedPlacementStrategy } from '../../src/core/placement/balanced-strategy.js';
+import type { PlacementStrategy } from '../../src/core/placement/placement-types.js';
 import { adminReplyTo, ds1, emptyRecovery, Harness, noticesNamed, replyOf } from '../support/manager-harness.js';
 
 const s = (x: number) => x as ShardNum;
@@ -349,12 +351,12 @@ describe('planned moves that wait for the move budget', () => {
     const h = cluster([['a1', 'A'], ['b1', 'B']]);
     setup(h, balanced(ds1, 8, 2, { maxConcurrentMoves: 1 }));
     h.run({ type: 'MemberUp', member: member('c1', 'C') });
-    expect(h.state.datasets.get(ds1)!.movesWaiting).toBe(true);
+    expect(h.state.datasets.get(ds1)!.waitingMoves?.length).toBeGreaterThan(0);
     // Every new copy that catches up lets the next move start, until the spread is at its bound.
     catchUp(h, ds1);
     const m = h.mapper(ds1);
     expect(loads(m, ['a1', 'b1', 'c1']).sort()).toEqual([5, 5, 6]);
-    expect(h.state.datasets.get(ds1)!.movesWaiting).toBe(false);
+    expect(h.state.datasets.get(ds1)!.waitingMoves).toEqual([]);
     for (let shard = 0; shard < 8; shard++) expect(new Set(m.nodesForShard(shard).map((x) => rackOf(h, x))).size).toBe(2);
   });
 
@@ -375,6 +377,66 @@ describe('planned moves that wait for the move budget', () => {
       catchUp(h, ds1, true);
     }
     expect(h.mapper(ds1).shardsForNode(nodeId('a2'))).toEqual([]);
+  });
+});
+
+describe('a join wave under the move budget', () => {
+  /** The balanced strategy, counting how often the singleton asks it for a whole map. */
+  function countingPlacement() {
+    const inner = new BalancedPlacementStrategy();
+    const counter = { asked: 0, name: inner.name, place: (input: Parameters<PlacementStrategy['place']>[0]) => (counter.asked++, inner.place(input)) };
+    return counter;
+  }
+
+  it('starts exactly the copies the placement needs, asking the strategy once per decision, not once per copy catching up', () => {
+    // 1024 × 3 on three racks of one node, then one more node per rack: each new node takes half of
+    // its rack's copies, 1536 moves in all, 16 at a time. Asking the strategy again for each copy that
+    // caught up made a join wave quadratic in the map's size (issue 34).
+    const placement = countingPlacement();
+    const h = new Harness({ settleWindowMs: 0, placement });
+    for (const [name, rack] of [['a1', 'A'], ['b1', 'B'], ['c1', 'C']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    setup(h, balanced(ds1, 1024, 3, { maxConcurrentMoves: 16 }));
+    catchUp(h, ds1);
+    const copiesOn = (node: string) => h.mapper(ds1).copiesForNode(nodeId(node)).length;
+    for (const [name, rack] of [['a2', 'A'], ['b2', 'B'], ['c2', 'C']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    const askedForTheJoins = placement.asked;
+    let started = 0;
+    for (let batch = 0; batch < 1000; batch++) {
+      const before = ['a2', 'b2', 'c2'].reduce((sum, n) => sum + copiesOn(n), 0);
+      catchUp(h, ds1, true);
+      started = ['a2', 'b2', 'c2'].reduce((sum, n) => sum + copiesOn(n), 0);
+      if (started === before && h.mapper(ds1).shardsWithLeavingCopy().length === 0) break;
+    }
+    expect(loads(h.mapper(ds1), ['a1', 'a2', 'b1', 'b2', 'c1', 'c2'])).toEqual([512, 512, 512, 512, 512, 512]);
+    expect(started).toBe(3 * 512); // every copy a new node holds was started once: none moved twice
+    expect(unserved(h.mapper(ds1))).toBe(0);
+    // 1536 copies caught up in 96 batches; the strategy was asked for none of them.
+    expect(placement.asked).toBe(askedForTheJoins);
+  });
+
+  it('plans again when an operator stops shards while moves wait, so the rest still balance', () => {
+    const placement = countingPlacement();
+    const h = new Harness({ settleWindowMs: 0, placement });
+    for (const [name, rack] of [['a1', 'A'], ['b1', 'B']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    setup(h, balanced(ds1, 64, 2, { maxConcurrentMoves: 2 }));
+    catchUp(h, ds1);
+    h.run({ type: 'MemberUp', member: member('a2', 'A') });
+    const waiting = h.state.datasets.get(ds1)!.waitingMoves!;
+    expect(waiting.length).toBeGreaterThan(4);
+    // Stop four shards a1 keeps in the plan: its share of rack A shrinks, so the waiting moves off
+    // it are now too many (followed as planned, they would leave a1 28 copies and a2 32).
+    const moving = new Set(waiting.map((m) => m.shard));
+    const stopped = h.mapper(ds1).shardsForNode(nodeId('a1')).filter((shard) => !moving.has(shard) && h.mapper(ds1).copyOnNode(shard, nodeId('a1'))?.placement === 'Available').slice(0, 4);
+    expect(stopped).toHaveLength(4);
+    expect(replyOf(h.run({ type: 'StopShards', dataset: ds1, shards: stopped, replyTo: adminReplyTo() }))?.type).toBe('Success');
+    const asked = placement.asked;
+    catchUp(h, ds1);
+    expect(placement.asked).toBeGreaterThan(asked);
+    const m = h.mapper(ds1);
+    for (const shard of stopped) expect(m.recordForShard(shard)).toMatchObject({ assignments: [], status: { type: 'Stopped' } });
+    // 60 shards × 2 copies: A's 60 copies split 30/30 between a1 and a2, and B keeps its 60.
+    expect(loads(m, ['a1', 'a2', 'b1'])).toEqual([30, 30, 60]);
+    expect(h.state.datasets.get(ds1)!.waitingMoves).toEqual([]);
   });
 });
 

@@ -33,6 +33,8 @@ export function stopShards(step: Step, dataset: DatasetRef, shards: readonly num
     // Stopped marks a shard an operator holds back: no round places it until StartShards (see `Step.held`).
     step.apply(dataset, ShardEvents.ingestionStopped(dataset, s as ShardNum, step.dataset(dataset)!.mapper.recordForShard(s).lastNode!));
   }
+  // Fewer copies to place: a `balanced` dataset's moves left waiting are planned again.
+  step.setWaitingMoves(dataset, undefined);
   step.reply(replyTo, { type: 'Success' });
 }
 

@@ -9,6 +9,7 @@ import { isServingCopy } from '../shard-record.js';
 import { ShardEvents } from '../status.js';
 import { absentMembers, dropDepartedCopies } from './absence.js';
 import type { Member } from './protocol.js';
+import type { ShardMapper } from '../shard-mapper.js';
 import type { Step } from './step.js';
 
 /** How the strategy sees a member: its rack as isolation group (its own id when it has none). */
@@ -23,10 +24,7 @@ export function groupsOf(members: readonly Member[]): string[] {
 
 /** Shards of a dataset with a planned move in flight (a Leaving copy). */
 function movesInFlight(step: Step, ref: DatasetRef): number {
-  const mapper = step.dataset(ref)!.mapper;
-  let n = 0;
-  for (let s = 0; s < mapper.numShards; s++) if (mapper.recordForShard(s).assignments.some((a) => a.placement === 'Leaving')) n++;
-  return n;
+  return step.dataset(ref)!.mapper.shardsWithLeavingCopy().length;
 }
 
 /**
@@ -36,10 +34,9 @@ function movesInFlight(step: Step, ref: DatasetRef): number {
  */
 export function completeHandoffs(step: Step, ref: DatasetRef, desired: number): void {
   const mapper = () => step.dataset(ref)!.mapper;
-  for (let s = 0; s < mapper().numShards; s++) {
+  for (const s of mapper().shardsWithLeavingCopy()) {
     const copies = mapper().recordForShard(s).assignments;
     const leaving = copies.filter((a) => a.placement === 'Leaving');
-    if (leaving.length === 0) continue;
     const available = copies.filter((a) => a.placement === 'Available' && isServingCopy(a)).length;
     if (available === 0) continue;
     // A copy kept for an absent node stays: it counts as one of the shard's copies.
@@ -139,6 +136,8 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   const { config } = ds;
   step.setRoundDue(ref, undefined);
   step.membershipChanged.delete(ref);
+  // Until this round's moves are known (it may end early, placing nothing), the next catch-up runs a round.
+  step.setWaitingMoves(ref, undefined);
   dropDepartedCopies(step, ref);
   // Drained members hold copies only when nobody else can (nothing is lost over an operator's intent).
   const placeable = step.placeableMembers();
@@ -193,32 +192,73 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
       if (copy && copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, node));
     }
   }
-  const started = fairMoves(moves, Math.max(0, budget), movesInFlightTo(step, ref), groupOf);
-  for (const m of started) {
-    handOff(step, ref, m.shard, m.from, m.to);
-    placed.push(m.shard);
-  }
+  placed.push(...startMoves(step, ref, moves, Math.max(0, budget), groupOf));
   completeHandoffs(step, ref, desired);
-  step.setMovesWaiting(ref, started.length < moves.length);
   if (refusedAway > 0) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
   }
   return placed;
 }
 
-interface PlannedMove {
+export interface PlannedMove {
   readonly shard: ShardNum;
   readonly from: NodeId;
   readonly to: NodeId;
+}
+
+/** Starts the fair share of `moves` that `budget` allows and keeps the rest waiting, in order. */
+function startMoves(step: Step, ref: DatasetRef, moves: readonly PlannedMove[], budget: number, groupOf: ReadonlyMap<string, string>): ShardNum[] {
+  const started = fairMoves(moves, budget, movesInFlightTo(step, ref), groupOf);
+  for (const m of started) handOff(step, ref, m.shard, m.from, m.to);
+  const now = new Set(started);
+  step.setWaitingMoves(ref, moves.filter((m) => !now.has(m)));
+  return started.map((m) => m.shard);
+}
+
+/**
+ * What a finished handoff, or a budget freed, asks of a `balanced` dataset: finish the handoffs,
+ * then start the next of the moves its last round left waiting. The strategy is not asked for the
+ * whole map again: with nothing else changed (any other change runs a round of its own) it would
+ * answer with the same moves, and at 65 536 × 3 one answer costs about 100 ms, asked once per copy
+ * catching up while a join's moves go 16 at a time (quadratic: issue 34). A waiting move no longer
+ * possible (its copy gone or leaving, its destination not a placeable member or given a copy, a
+ * staying copy in its rack) means something changed that the plan did not see: a whole round
+ * then plans again. With no plan (no round since this singleton took over) a round runs too.
+ */
+export function continueMoves(step: Step, ref: DatasetRef): ShardNum[] {
+  const ds = step.dataset(ref)!;
+  const waiting = ds.waitingMoves;
+  if (waiting === undefined) return step.assignShards(ref);
+  const placeable = step.placeableMembers();
+  const members = placeable.length > 0 ? placeable : step.members;
+  const absent = absentMembers(step, ref);
+  const desired = Math.min(ds.config.replicationFactor, groupsOf([...members, ...absent]).length);
+  completeHandoffs(step, ref, desired);
+  if (waiting.length === 0) return [];
+  const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
+  const destinations = new Set<string>(placeable.map((m) => m.node));
+  if (!waiting.every((m) => stillPossible(step.dataset(ref)!.mapper, m, destinations, groupOf))) return step.assignShards(ref);
+  const placed = startMoves(step, ref, waiting, Math.max(0, ds.config.maxConcurrentMoves - movesInFlight(step, ref)), groupOf);
+  completeHandoffs(step, ref, desired);
+  return placed;
+}
+
+/** Whether a waiting move can still start as its round planned it. */
+function stillPossible(mapper: ShardMapper, m: PlannedMove, destinations: ReadonlySet<string>, groupOf: ReadonlyMap<string, string>): boolean {
+  if (!destinations.has(m.to)) return false;
+  const copies = mapper.recordForShard(m.shard).assignments;
+  const from = copies.find((a) => a.node === m.from);
+  if (from === undefined || from.placement === 'Leaving' || copies.some((a) => a.node === m.to)) return false;
+  const rack = groupOf.get(m.to);
+  return !copies.some((a) => a.node !== m.from && a.placement !== 'Leaving' && groupOf.get(a.node) === rack);
 }
 
 /** New copies still catching up of shards with a planned move in flight, per node: its moves in flight. */
 function movesInFlightTo(step: Step, ref: DatasetRef): Map<string, number> {
   const mapper = step.dataset(ref)!.mapper;
   const inFlight = new Map<string, number>();
-  for (let s = 0; s < mapper.numShards; s++) {
+  for (const s of mapper.shardsWithLeavingCopy()) {
     const copies = mapper.recordForShard(s).assignments;
-    if (!copies.some((a) => a.placement === 'Leaving')) continue;
     for (const a of copies) if (a.placement === 'Initializing') inFlight.set(a.node, (inFlight.get(a.node) ?? 0) + 1);
   }
   return inFlight;

@@ -18,9 +18,12 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
     // Expected after a restart or a failover (a dead incarnation's reports are replayed): info, not a warning.
     step.notice({ name: 'report.rejected', level: 'info', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
   } else {
+    // Rounds a copy catching up asks for run once per report, after all its events: a report
+    // brings many (a node batches them), and each round looks at the whole map.
+    const roundsWanted = new Set<DatasetRef>();
     for (const e of events) {
       if (e.type !== 'IngestionError') {
-        applyReported(step, node, e);
+        if (applyReported(step, node, e)) roundsWanted.add(e.dataset);
         continue;
       }
       // An error's text is cut as the map keeps it, so the changes carry what the map says; its
@@ -30,6 +33,7 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
       if (stale) step.notice({ name: 'report.rejected', level: 'info', dataset: e.dataset, shard: e.shard, node, message: `IngestionError for ${e.dataset}/${e.shard} from ${node} ignored: ${stale}` });
       else applyReported(step, node, { ...error, error: boundedMessage(error.error) });
     }
+    for (const ref of roundsWanted) roundUnlessSettling(step, ref);
   }
   step.ack({ type: 'AckReport', node, incarnation, seq });
 }
@@ -60,7 +64,8 @@ function refusal(step: Step, node: NodeId, e: ShardEvent): string | undefined {
   return holders.length === 0 ? 'the shard has no owner' : `the shard is owned by ${holders.join(', ')}`;
 }
 
-function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
+/** Applies a node's event; true when it asks for a round (a copy caught up while moves are under way). */
+function applyReported(step: Step, node: NodeId, e: ShardEvent): boolean {
   const why = refusal(step, node, e);
   if (why !== undefined) {
     step.notice({
@@ -71,15 +76,16 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): void {
       node,
       message: `${e.type} for ${e.dataset}/${e.shard} from ${node} ignored: ${why}`,
     });
-    return;
+    return false;
   }
   const changed = step.apply(e.dataset, e);
-  if (changed && e.type === 'IngestionError') reassignAfterError(step, e.dataset, e.shard, node, e.error);
-  // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
-  const ds = step.dataset(e.dataset)!;
-  if (changed && e.type === 'IngestionStarted' && (ds.movesWaiting || ds.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'))) {
-    roundUnlessSettling(step, e.dataset);
+  if (changed && e.type === 'IngestionError') {
+    // The failed copy changes what a round would plan: the moves left waiting are planned again.
+    step.setWaitingMoves(e.dataset, undefined);
+    reassignAfterError(step, e.dataset, e.shard, node, e.error);
   }
+  // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
+  return changed && e.type === 'IngestionStarted' && (step.movesWaiting(e.dataset) || step.dataset(e.dataset)!.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'));
 }
 
 /**

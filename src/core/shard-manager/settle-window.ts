@@ -11,6 +11,7 @@
 // ingestion error) run at once too, and so also decide whatever was pending.
 import type { DatasetRef } from '../ids.js';
 import { noticeTime } from '../iso-time.js';
+import { continueMoves } from './planned-moves.js';
 import type { Step } from './step.js';
 
 /** An open window ends at most this many windows after it opened, however often the members change. */
@@ -75,8 +76,12 @@ export function endSettleWindows(step: Step): void {
 
 /**
  * A round for a reason that can wait (a handoff finished, moves waiting for the budget): not while
- * the dataset's window is open, whose round will do it with everything else.
+ * the dataset's window is open, whose round will do it with everything else. A `balanced` dataset
+ * goes on with the moves its last round planned (`continueMoves`).
  */
 export function roundUnlessSettling(step: Step, ref: DatasetRef): void {
-  if (step.dataset(ref)?.roundDueAt === undefined) step.assignShards(ref);
+  const ds = step.dataset(ref);
+  if (ds === undefined || ds.roundDueAt !== undefined) return;
+  if (ds.config.strategy === 'balanced') continueMoves(step, ref);
+  else step.assignShards(ref);
 }

@@ -422,7 +422,7 @@ function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef |
 function publishDigest(step: Step): void {
   // Planned moves waiting for the budget get a round at least once per interval: a report that
   // would have run one may have come before the budget freed up (or never, its node having died).
-  for (const dataset of step.datasetRefs()) if (step.dataset(dataset)!.movesWaiting) roundUnlessSettling(step, dataset);
+  for (const dataset of step.datasetRefs()) if (step.movesWaiting(dataset)) roundUnlessSettling(step, dataset);
   // The digest tells the stamps after this step's changes: those go out first.
   step.flushAll();
   step.send({ type: 'PublishDigest', maps: step.mapStamps(), members: step.membersVersionNow });

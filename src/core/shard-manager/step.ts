@@ -5,7 +5,7 @@ import type { DatasetRef, Epoch, NodeId, ReplyTo, ShardNum, SubscriberId } from 
 import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
-import { balancedRound, completeHandoffs, startDrainMoves } from './planned-moves.js';
+import { balancedRound, completeHandoffs, startDrainMoves, type PlannedMove } from './planned-moves.js';
 import { APPLIED_REQUESTS_KEPT, type AbsentNode, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
@@ -15,10 +15,12 @@ export interface DatasetState {
   /** Shard → when it was last reassigned after an IngestionError (ms). */
   readonly cooldowns: ReadonlyMap<number, number>;
   /**
-   * A `balanced` round left planned moves for later (the move budget was spent): the next copy
-   * that catches up runs another round. Not persisted: a new singleton runs a round on recovery.
+   * The planned moves a `balanced` round left for later (the move budget was spent), in shard
+   * order: each copy that catches up starts the next ones (`continueMoves`). Empty: the last round's
+   * moves have all started. Absent: no round since this singleton took over (or a `filodb-default`
+   * dataset). Not persisted: a new singleton runs a round on recovery.
    */
-  readonly movesWaiting?: boolean;
+  readonly waitingMoves?: readonly PlannedMove[] | undefined;
   /**
    * A `balanced` round the membership asked for waits until this time (ms), the end of its settle
    * window, so that the changes of one operation are decided together. Not persisted.
@@ -69,7 +71,7 @@ interface WorkingDataset {
   readonly config: DatasetConfig;
   readonly mapper: ShardMapper;
   readonly cooldowns: Map<number, number>;
-  movesWaiting: boolean;
+  waitingMoves: readonly PlannedMove[] | undefined;
   roundDueAt: number | undefined;
   windowOpenedAt: number | undefined;
   /** The changes since the map was last published, and the stamp they apply to. */
@@ -272,9 +274,16 @@ export class Step {
     w.windowOpenedAt = opened;
   }
 
-  /** Records whether a `balanced` round left planned moves waiting for the budget. */
-  setMovesWaiting(ref: DatasetRef, waiting: boolean): void {
-    if ((this.dataset(ref)?.movesWaiting ?? false) !== waiting) this.edit(ref).movesWaiting = waiting;
+  /** Records the planned moves a `balanced` round left waiting for the budget (undefined: not known). */
+  setWaitingMoves(ref: DatasetRef, moves: readonly PlannedMove[] | undefined): void {
+    const before = this.dataset(ref)?.waitingMoves;
+    if (before === moves || (before?.length === 0 && moves?.length === 0)) return;
+    this.edit(ref).waitingMoves = moves;
+  }
+
+  /** Whether a `balanced` round left planned moves waiting for the budget. */
+  movesWaiting(ref: DatasetRef): boolean {
+    return (this.dataset(ref)?.waitingMoves?.length ?? 0) > 0;
   }
 
   /** Marks a dataset removed: no map is persisted for it, and it leaves the state. */
@@ -463,7 +472,7 @@ export class Step {
         this.retiredVersions.set(ref, w.mapper.version);
         continue;
       }
-      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, movesWaiting: w.movesWaiting, ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt, windowOpenedAt: w.windowOpenedAt }) } : ds);
+      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, waitingMoves: w.waitingMoves, ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt, windowOpenedAt: w.windowOpenedAt }) } : ds);
     }
     const state: ShardManagerState = {
       phase: 'active',
@@ -493,7 +502,7 @@ export class Step {
         config: ds.config,
         mapper: ds.mapper.clone(),
         cooldowns: new Map(ds.cooldowns),
-        movesWaiting: ds.movesWaiting ?? false,
+        waitingMoves: ds.waitingMoves,
         roundDueAt: ds.roundDueAt,
         windowOpenedAt: ds.windowOpenedAt,
         events: [],
