@@ -362,6 +362,26 @@ describe('core properties over random histories', () => {
   });
 });
 
+describe('histories the properties found', () => {
+  it('an errored shard leaving its cooldown on a cluster short of minNumNodes waits under the cap like the others (seed -1157045682)', () => {
+    // 4 shards, minNumNodes 2 (a cap of 2 per node); n1 alone when its shard fails, n0 joins and
+    // leaves again. At the cooldown's end the lone n1 took the errored shard as a third.
+    const w = new World();
+    w.apply({ kind: 'setup', ds: 0, log2Shards: 2, minNumNodes: 2 });
+    const history: Op[] = [
+      { kind: 'join', node: 1 },
+      { kind: 'report', ds: 0, shard: 0, event: 'error', pct: 0 },
+      { kind: 'join', node: 0 },
+      { kind: 'tick', ms: 3165 },
+      { kind: 'leave', node: 0 },
+      { kind: 'tick', ms: 6836 },
+      { kind: 'check' },
+    ];
+    for (const op of history) w.apply(op); // checkState after each step: at most the cap per node
+    expect(w.state.datasets.get(DATASETS[0]!)!.mapper.numShardsForNode(nodeId('n1'))).toBe(2);
+  });
+});
+
 describe('minimalEvents', () => {
   const eventArb = fc.record({
     shard: fc.nat(15),
