@@ -31,6 +31,7 @@ import './placement-operations.bench.js';
 import './scale.bench.js';
 import './scale-embedded.bench.js';
 import './join-storm.bench.js';
+import './join-wave.bench.js';
 import './every-copy.bench.js';
 import './soak.bench.js';
 import './routed-requests.bench.js';

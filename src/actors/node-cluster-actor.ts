@@ -5,7 +5,7 @@ import type { BusRecord, BusSubscription } from '../cluster/bus.js';
 import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
-import type { DatasetRef, Epoch, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
+import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import { encodeEvents, encodeSnapshot } from '../core/map-codec.js';
 import type { AppliedRequest, Effect, MapStamp, Member, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import type { Evidence } from '../cluster/failure-detector/judge.js';
@@ -112,6 +112,8 @@ interface State {
    * under a new number). Reports of nodes that never answer are applied after the recovery.
    */
   beforeAnswer: NodeReportBody[];
+  /** `node@incarnation#seq` → the inbox offset of each report read and not acknowledged yet (its ack says it). */
+  readonly reportOffsets: Map<string, number>;
   readonly timers: Set<Cancel>;
   readonly checks: Set<number>;
 }
@@ -147,6 +149,9 @@ const REPORT_DECISION_GAP = 3;
  * same shard count: the maps recovery will use. A map it would ignore is not listed, so guardians
  * send theirs and recovery sees every candidate it would have seen with full answers.
  */
+/** A report as its acknowledgement names it. */
+const reportKey = (node: NodeId, incarnation: Incarnation, seq: number): string => `${node}@${incarnation}#${seq}`;
+
 function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMapSnapshot[]): MapStamp[] {
   const numShards = new Map(datasets.map((c) => [c.ref, c.numShards] as const));
   const newest = new Map<DatasetRef, ShardMapSnapshot>();
@@ -287,7 +292,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'members-change', epoch, version: e.version, joined: e.joined, left: e.left });
           break;
         case 'PublishDigest':
-          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })) });
+          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })), inbox: appliedInbox(s) });
           break;
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
@@ -299,7 +304,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           break;
         }
         case 'AckReport':
-          queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq });
+        {
+          const key = reportKey(e.node, e.incarnation, e.seq);
+          const inbox = s.reportOffsets.get(key);
+          s.reportOffsets.delete(key);
+          queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq, ...(inbox === undefined ? {} : { inbox }) });
+        }
           break;
         case 'ScheduleCheck':
           if (!s.checks.has(e.at)) {
@@ -415,6 +425,19 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     later(s, env.settings.publishIntervalMs, () => env.runtime.send(self, { type: 'Tick' }));
   }
 
+  /**
+   * The inbox offset before which every report was applied or dropped: the first report still
+   * waiting (to be applied, or for its node's answer to the recovery), else past the last record read.
+   */
+  function appliedInbox(s: State): number {
+    let first = s.lastOffset + 1;
+    for (const r of [s.reports[0], s.beforeAnswer[0]]) {
+      const offset = r && s.reportOffsets.get(reportKey(r.node, r.incarnation, r.seq));
+      if (offset !== undefined) first = Math.min(first, offset);
+    }
+    return first;
+  }
+
   /** Queues reports to apply together, and asks for them to be applied if none were queued. */
   function queueReports(s: State, reports: readonly NodeReportBody[]): void {
     if (reports.length === 0) return;
@@ -427,6 +450,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           log.warn({ event: 'reports.dropped', reports: more || 1, queued: s.reports.length }, `${more || 1} report(s) dropped unacknowledged: ${MAX_QUEUED_REPORTS} wait to be applied already; their nodes send them again`),
         );
       }
+      for (const r of reports.slice(Math.max(0, room))) s.reportOffsets.delete(reportKey(r.node, r.incarnation, r.seq));
       reports = reports.slice(0, Math.max(0, room));
       if (reports.length === 0) return;
     }
@@ -468,6 +492,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       if (s.phase === 'recovering' && m.requestId === requestId) {
         s.answers.set(m.node, m);
         const kept = s.beforeAnswer.filter((r) => r.node !== m.node || r.incarnation !== m.incarnation);
+        for (const r of s.beforeAnswer) if (!kept.includes(r)) s.reportOffsets.delete(reportKey(r.node, r.incarnation, r.seq));
         const superseded = s.beforeAnswer.length - kept.length;
         s.beforeAnswer = kept;
         if (superseded > 0) {
@@ -485,6 +510,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           return;
         }
         const report = { node: m.node, incarnation: m.incarnation, seq: m.seq, events: m.events };
+        s.reportOffsets.set(reportKey(m.node, m.incarnation, m.seq), record.offset);
         if (s.phase === 'recovering' && s.answers.get(m.node)?.incarnation !== m.incarnation) {
           s.beforeAnswer.push(report);
           return;
@@ -583,6 +609,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     takeoverRecordWrites: 0,
     reportsBeforeTakeover: 0,
     beforeAnswer: [],
+    reportOffsets: new Map(),
     timers: new Set(),
     checks: new Set(),
   };

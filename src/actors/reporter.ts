@@ -2,6 +2,20 @@
 // sent in numbered reports and sent again until the singleton acknowledges it. The singleton
 // acknowledges only after it applied, persisted and published a report, so an acknowledged event
 // is never lost, and an unacknowledged one reaches the next singleton.
+//
+// When to send again, without feeding the singleton's lag back into it: the singleton applies the
+// reports in inbox order, and each acknowledgement, read by every node, says the inbox offset of
+// the report it acknowledges, as each digest says the offset before which every report was applied
+// or dropped. A report of this node before that offset, or before one of its own acknowledged, was
+// lost (its produce failed, the bus lost it, a new singleton dropped it as written before its
+// takeover), and goes again once `reportResendMs` passed since it was sent. A report past it still
+// waits in a durable inbox: sending it again only lengthens the queue it waits in (a resend of
+// every pending event each `reportResendMs` while the singleton lagged put 72 % of a 4096 × 3
+// join's reports on the inbox twice, issue 34); a singleton deciding on 65 536 copies' reports is
+// silent for seconds while it works. Such a report goes again only after a silence of the
+// singleton, no acknowledgement to anyone and no digest, of 4 × `reportResendMs`, doubling with
+// each such resend up to 16 ×: a safety net for a singleton of an earlier release (no offsets), as
+// a dead one's successor says by its digest what it dropped.
 import type { Cancel } from '../cluster/clock.js';
 import type { ShardEvent } from '../core/status.js';
 import type { NodeEnv } from './node-env.js';
@@ -11,6 +25,8 @@ import { MAX_EVENTS_PER_REPORT, WIRE_FORMAT, type InboxMessage } from './wire.js
 export type ReporterMsg =
   | { readonly type: 'Flush' }
   | { readonly type: 'Ack'; readonly seq: number }
+  /** An acknowledgement to anyone moved `passed` past a report of this node: it was lost. */
+  | { readonly type: 'Heard' }
   /** `timer`: which arming of the resend timer fired (an older one, replaced since, is ignored). */
   | { readonly type: 'Resend'; readonly timer: number };
 
@@ -20,21 +36,44 @@ interface Pending {
   sentIn: number | undefined;
 }
 
+/** A report sent and not acknowledged yet. */
+interface InFlight {
+  /** The keys it carried: an acknowledgement costs its report's size, not the pending's. */
+  readonly keys: readonly string[];
+  /** When its produce settled; undefined while the bus has it. */
+  producedAt: number | undefined;
+  /** Its offset in the inbox, once produced. */
+  offset: number | undefined;
+  /** Its produce failed: the singleton never saw it. */
+  lost: boolean;
+}
+
 interface State {
   seq: number;
   /** `dataset/shard` → its latest event. */
   readonly pending: Map<string, Pending>;
   /** The keys of `pending` waiting to be sent, oldest first. */
   readonly unsent: Set<string>;
-  /** Each report in flight → the keys it carried: an acknowledgement costs its report's size, not the pending's. */
-  readonly inReport: Map<number, readonly string[]>;
+  readonly inFlight: Map<number, InFlight>;
   flushQueued: boolean;
   resend: Cancel | undefined;
+  /** When the armed resend timer fires. */
+  resendAt: number;
   /** Armings of the resend timer so far. */
   resendTimers: number;
-  /** When the last report's produce settled (the bus took it, or failed). */
-  producedAt: number;
+  /** The newest report of this node acknowledged. */
+  newestAcked: number;
+  /** Every report before this inbox offset was applied or dropped by the singleton (from the acknowledgements, anyone's). */
+  passed: number;
+  /** When an acknowledgement, anyone's, last came. */
+  lastAckAt: number;
+  /** Resends of reports ahead of every acknowledgement since the last one: the silence they wait for doubles with each. */
+  quietResends: number;
 }
+
+/** The silence of the singleton a report past every acknowledgement waits for, in `reportResendMs`: first, and at most. */
+const FIRST_SILENCE_FACTOR = 4;
+const MAX_SILENCE_FACTOR = 16;
 
 /** Where a node's copies say what became of them (the reporter, or a test's list). */
 export interface ReportSink {
@@ -43,17 +82,39 @@ export interface ReportSink {
 
 export interface Reporter extends ReportSink {
   readonly ref: ActorRef<ReporterMsg>;
+  /**
+   * The singleton acknowledged a report (to any node) or published its digest: it runs, and every
+   * report before inbox offset `passed` (if it said) was applied or dropped.
+   */
+  heard(passed: number | undefined): void;
 }
 
 export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter {
   // One state for the actor and for `report`: the actor handles one message per turn of the event
   // loop, and a node that starts 65 536 copies reports 65 536 times at once; as messages they took
   // minutes to get through its mailbox (issue 34), as calls they coalesce at once.
-  const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inReport: new Map(), flushQueued: false, resend: undefined, resendTimers: 0, producedAt: -Infinity };
-  const armResend = (self: ActorRef<ReporterMsg>, delayMs: number) => {
+  const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inFlight: new Map(), flushQueued: false, resend: undefined, resendAt: Infinity, resendTimers: 0, newestAcked: 0, passed: 0, lastAckAt: -Infinity, quietResends: 0 };
+  const resendMs = env.settings.reportResendMs;
+  /** Whether a report in flight will never be acknowledged: its produce failed, or the singleton passed it. */
+  const isLost = (seq: number, r: InFlight): boolean => r.lost || seq < s.newestAcked || (r.offset !== undefined && r.offset < s.passed);
+  /** When a report in flight is sent again, if nothing is acknowledged meanwhile (see the top of this file). */
+  const dueAt = (seq: number, r: InFlight): number => {
+    if (r.producedAt === undefined) return Infinity; // armed again when its produce settles
+    if (isLost(seq, r)) return r.producedAt + resendMs;
+    const silence = resendMs * Math.min(FIRST_SILENCE_FACTOR * 2 ** s.quietResends, MAX_SILENCE_FACTOR);
+    return Math.max(r.producedAt + resendMs, Math.max(s.lastAckAt, r.producedAt) + silence);
+  };
+  /** Arms the resend timer for the earliest report due, unless one is armed as early. */
+  const armResend = (self: ActorRef<ReporterMsg>) => {
+    let at = Infinity;
+    for (const [seq, r] of s.inFlight) at = Math.min(at, dueAt(seq, r));
+    if (at === s.resendAt) return;
     s.resend?.();
+    s.resend = undefined;
+    s.resendAt = at;
+    if (at === Infinity) return;
     const timer = ++s.resendTimers;
-    s.resend = env.clock.schedule(delayMs, () => env.runtime.send(self, { type: 'Resend', timer }));
+    s.resend = env.clock.schedule(Math.max(0, at - env.clock.now()), () => env.runtime.send(self, { type: 'Resend', timer }));
   };
   const ref = env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (_, msg, ctx) => {
     switch (msg.type) {
@@ -68,10 +129,11 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
           s.unsent.delete(key);
         }
         if (keys.length === 0) return s;
-        s.seq += 1;
+        const seq = ++s.seq;
         const unsent = keys.map((key) => s.pending.get(key)!);
-        for (const p of unsent) p.sentIn = s.seq;
-        s.inReport.set(s.seq, keys);
+        for (const p of unsent) p.sentIn = seq;
+        const inFlight: InFlight = { keys, producedAt: undefined, offset: undefined, lost: false };
+        s.inFlight.set(seq, inFlight);
         if (s.unsent.size > 0) {
           s.flushQueued = true;
           env.runtime.send(ctx.self, { type: 'Flush' });
@@ -81,50 +143,65 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
           kind: 'report',
           node: env.node,
           incarnation: env.incarnation,
-          seq: s.seq,
+          seq,
           events: unsent.map((p) => p.event),
         };
-        // The resend is armed whatever the produce does: a report whose produce failed is sent again
-        // like one whose acknowledgement never came (it used to wait for the next report's ack).
-        armResend(ctx.self, env.settings.reportResendMs);
+        // Its wait counts from when it reached the bus, not from when it was handed to it: a
+        // produce held by a pause (or a slow broker) that ended just as a timer fired put the same
+        // events on the bus twice at once (sim seed 7260, I16). A failed produce is sent again
+        // like a report lost on the way.
         try {
-          await env.bus.produce(env.topics.inbox, report);
+          inFlight.offset = await env.bus.produce(env.topics.inbox, report);
+        } catch (e) {
+          inFlight.lost = true;
+          throw e;
         } finally {
-          s.producedAt = env.clock.now();
+          inFlight.producedAt = env.clock.now();
+          armResend(ctx.self);
         }
         return s;
       }
-      case 'Ack':
+      case 'Ack': {
         // Only the events of the report acknowledged: an acknowledgement of a later report says
         // nothing of an earlier one whose produce failed (the singleton never saw it), so an event
         // in it stays until it is sent again and acknowledged (sim seed 45 lost an IngestionError so).
-        for (const key of s.inReport.get(msg.seq) ?? []) if (s.pending.get(key)?.sentIn === msg.seq) s.pending.delete(key);
-        s.inReport.delete(msg.seq);
-        if (s.pending.size === 0) {
-          s.resend?.();
-          s.resend = undefined;
-        }
+        for (const key of s.inFlight.get(msg.seq)?.keys ?? []) if (s.pending.get(key)?.sentIn === msg.seq) s.pending.delete(key);
+        s.inFlight.delete(msg.seq);
+        s.newestAcked = Math.max(s.newestAcked, msg.seq);
+        armResend(ctx.self);
+        return s;
+      }
+      case 'Heard':
+        armResend(ctx.self);
         return s;
       case 'Resend': {
-        // A flush between the timer's firing and this message armed a newer timer: that one decides.
+        // A flush or an acknowledgement between the timer's firing and this message armed a newer timer: that one decides.
         if (msg.timer !== s.resendTimers) return s;
         s.resend = undefined;
-        if (s.pending.size === 0) return s;
-        // The wait counts from when the last report reached the bus, not from when it was handed to
-        // it: a produce held by a pause (or a slow broker) ended just as the timer fired, and the
-        // resend put the same events on the bus twice at once (sim seed 7260, I16).
-        const sinceProduced = env.clock.now() - s.producedAt;
-        if (sinceProduced < env.settings.reportResendMs) {
-          armResend(ctx.self, env.settings.reportResendMs - sinceProduced);
-          return s;
+        s.resendAt = Infinity;
+        const now = env.clock.now();
+        const resent = { lost: 0, silence: 0 };
+        for (const [seq, r] of s.inFlight) {
+          if (dueAt(seq, r) > now) continue;
+          const cause = isLost(seq, r) ? 'lost' : 'silence';
+          for (const key of r.keys) {
+            if (s.pending.get(key)?.sentIn !== seq) continue;
+            s.pending.get(key)!.sentIn = undefined;
+            s.unsent.add(key);
+            resent[cause]++;
+          }
+          s.inFlight.delete(seq);
         }
-        env.log.debug({ pending: s.pending.size, seq: s.seq }, 'report not acknowledged in time: sending it again');
-        for (const [key, p] of s.pending) {
-          p.sentIn = undefined;
-          s.unsent.add(key);
+        for (const cause of ['lost', 'silence'] as const) if (resent[cause] > 0) env.telemetry.reportEventsResent(cause, resent[cause]);
+        if (resent.silence > 0) s.quietResends++;
+        if (resent.lost + resent.silence > 0) {
+          env.log.debug({ ...resent, pending: s.pending.size, seq: s.seq, quietResends: s.quietResends }, 'reports not acknowledged in time: sending them again');
+          if (!s.flushQueued) {
+            s.flushQueued = true;
+            env.runtime.send(ctx.self, { type: 'Flush' });
+          }
         }
-        s.inReport.clear();
-        env.runtime.send(ctx.self, { type: 'Flush' });
+        armResend(ctx.self);
         return s;
       }
     }
@@ -135,6 +212,20 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
   });
   return {
     ref,
+    heard(passed) {
+      s.lastAckAt = env.clock.now();
+      s.quietResends = 0;
+      if (passed === undefined || passed <= s.passed) return;
+      s.passed = passed;
+      // Only when that passed a report of this node not acknowledged: the singleton acknowledges
+      // many reports a second, and each would otherwise be a message here.
+      for (const r of s.inFlight.values()) {
+        if (r.offset !== undefined && r.offset < s.passed) {
+          env.runtime.send(ref, { type: 'Heard' });
+          return;
+        }
+      }
+    },
     report(event) {
       // Only the latest event per shard matters: a newer one replaces an unacknowledged older one.
       // The same event again while one is on its way is not sent twice: the resend covers a loss.

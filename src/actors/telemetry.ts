@@ -47,6 +47,11 @@ export interface Telemetry {
   detectorEvicted(): void;
   /** A shard's wait for a lease to write (heartbeat mode) ended after `waitedMs`. */
   leaseWaitEnded(waitedMs: number): void;
+  /**
+   * The reporter sent `events` events again: `lost`, their report was passed by the singleton (or
+   * its produce failed) unacknowledged; `silence`, the singleton acknowledged nothing for a while.
+   */
+  reportEventsResent(cause: 'lost' | 'silence', events: number): void;
 }
 
 export const NO_TELEMETRY: Telemetry = {
@@ -64,4 +69,5 @@ export const NO_TELEMETRY: Telemetry = {
   detectorDropped: () => {},
   detectorEvicted: () => {},
   leaseWaitEnded: () => {},
+  reportEventsResent: () => {},
 };

@@ -31,6 +31,7 @@ const digestS = z.object({
   epoch: z.number().int().min(0),
   members: z.number().int().min(0),
   maps: z.array(z.object({ dataset: datasetRefS, numShards: z.number().refine(isValidShardCount), version: z.number().int().min(0) })),
+  inbox: z.number().int().min(0).optional(),
 });
 
 export function parseEventsMessage(value: unknown): Result<EventsRecord, MalformedRecord> {

@@ -90,7 +90,11 @@ export type EventsMessage =
   /** How they changed: applies to the members at `version - 1` (see the `PublishMembersChange` effect). */
   | { readonly format: 2; readonly kind: 'members-change'; readonly epoch: Epoch; readonly version: number; readonly joined: readonly MemberIncarnation[]; readonly left: readonly MemberIncarnation[] }
   /** The periodic digest: every map's stamp and the members' version. */
-  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[] }
+  /**
+   * `inbox`: every report before this inbox offset was applied or dropped (as an acknowledgement's
+   * `inbox` says, for a singleton with nothing to acknowledge). Absent from an earlier release.
+   */
+  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[]; readonly inbox?: number }
   | { readonly format: 2; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
   /** A drained node holds no copy any more: it may stop (its operator or orchestrator decides when). */
   | { readonly format: 2; readonly kind: 'release'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation }
@@ -104,7 +108,13 @@ export type EventsMessage =
 
 export type RepliesMessage =
   | { readonly format: 2; readonly kind: 'reply'; readonly epoch: Epoch; readonly to: ReplyTo; readonly reply: Reply }
-  | { readonly format: 2; readonly kind: 'ack'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number };
+  /**
+   * `inbox`: the report's offset in the inbox. The singleton applies reports in inbox order, so
+   * every node reading it learns that every report before that offset was applied or dropped (a
+   * report of its own there and not acknowledged was lost), and that the singleton is moving on.
+   * Absent from a singleton of an earlier release.
+   */
+  | { readonly format: 2; readonly kind: 'ack'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly inbox?: number };
 
 /** A record that could not be read: what was wrong, for the log. */
 export interface MalformedRecord {
@@ -248,7 +258,7 @@ export function parseRepliesMessage(value: unknown): Result<RepliesMessage, Malf
   if (bad) return err({ reason: bad });
   const m = value as RepliesMessage;
   if (typeof m.epoch !== 'number') return err({ reason: 'no epoch' });
-  if (m.kind === 'ack') return typeof m.node === 'string' && Number.isInteger(m.seq) ? ok(m) : err({ reason: 'malformed ack' });
+  if (m.kind === 'ack') return typeof m.node === 'string' && Number.isInteger(m.seq) && (m.inbox === undefined || (Number.isSafeInteger(m.inbox) && m.inbox >= 0)) ? ok(m) : err({ reason: 'malformed ack' });
   if (m.kind !== 'reply') return err({ reason: `unknown kind ${JSON.stringify((m as { kind?: unknown }).kind)}` });
   if (typeof m.to !== 'string' || typeof m.reply?.type !== 'string') return err({ reason: 'malformed reply' });
   if (m.reply.type !== 'CurrentShardSnapshot') return ok(m);

@@ -102,6 +102,7 @@ export class NodeMetrics implements Telemetry {
   private readonly detectorDrops: Counter<'cause'>;
   private readonly detectorEvictions: Counter;
   private readonly leaseWaits: Counter;
+  private readonly reportsResent: Counter<'cause'>;
 
   constructor(options: { readonly defaultMetrics?: boolean; readonly perShardSeriesUpTo?: number } = {}) {
     const registers = [this.registry];
@@ -159,6 +160,12 @@ export class NodeMetrics implements Telemetry {
     for (const cause of DROP_CAUSES) this.detectorDrops.inc({ cause }, 0);
     this.detectorEvictions = new Counter({ name: 'shardherd_detector_evictions_total', help: 'Members this node\'s singleton evicted on the failure detector\'s evidence (heartbeat mode)', registers });
     this.leaseWaits = new Counter({ name: 'shardherd_lease_wait_seconds_total', help: 'Time shards spent holding a batch while this node held no lease to write it (heartbeat mode): writes paused, nothing failed', registers });
+    this.reportsResent = new Counter({
+      name: 'shardherd_report_events_resent_total',
+      help: 'Events this node sent the singleton again: lost (passed unacknowledged, or its produce failed), or silence (the singleton acknowledged nothing for a while)',
+      labelNames: ['cause'],
+      registers,
+    });
     this.defineStateGauges();
   }
 
@@ -204,6 +211,10 @@ export class NodeMetrics implements Telemetry {
 
   leaseWaitEnded(waitedMs: number): void {
     this.leaseWaits.inc(waitedMs / 1000);
+  }
+
+  reportEventsResent(cause: 'lost' | 'silence', events: number): void {
+    this.reportsResent.inc({ cause }, events);
   }
 
   malformedRecord(topic: string): void {

@@ -4,14 +4,19 @@
  * time, for the tests and the scale benchmark.
  */
 import { Kafka, logLevel } from 'kafkajs';
+import { CHUNK_ID_HEADER } from '../../src/cluster/kafka-bus/chunks.js';
 
 export interface TopicRecord {
   readonly timestamp: number;
   readonly bytes: number;
+  /** The value, for the topics asked for with `keepValues` (a chunk's slice is not whole JSON: see `chunk`). */
+  readonly value?: Buffer;
+  /** Whether the record is one chunk of a larger message (its headers say so). */
+  readonly chunk?: boolean;
 }
 
-/** Every record of `topics` (single-partition bus topics) from the beginning to their end now. */
-export async function readTopics(brokers: readonly string[], topics: readonly string[]): Promise<Map<string, TopicRecord[]>> {
+/** Every record of `topics` (single-partition bus topics) from the beginning to their end now; values only of `keepValues`. */
+export async function readTopics(brokers: readonly string[], topics: readonly string[], keepValues: readonly string[] = []): Promise<Map<string, TopicRecord[]>> {
   const kafka = new Kafka({ clientId: 'bench-bus-traffic', brokers: [...brokers], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
@@ -32,7 +37,11 @@ export async function readTopics(brokers: readonly string[], topics: readonly st
       .run({
         eachBatch: async ({ batch }) => {
           const list = out.get(batch.topic)!;
-          for (const m of batch.messages) list.push({ timestamp: Number(m.timestamp), bytes: m.value?.length ?? 0 });
+          const keep = keepValues.includes(batch.topic);
+          for (const m of batch.messages) {
+            const record = { timestamp: Number(m.timestamp), bytes: m.value?.length ?? 0 };
+            list.push(keep && m.value ? { ...record, value: m.value, chunk: m.headers?.[CHUNK_ID_HEADER] !== undefined } : record);
+          }
           const last = batch.messages.at(-1);
           if (last && Number(last.offset) + 1 >= ends.get(batch.topic)!) pending.delete(batch.topic);
           if (pending.size === 0) resolve();

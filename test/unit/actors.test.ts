@@ -233,7 +233,7 @@ describe('reports and fencing', () => {
     dropReports = false;
     await driver.advance(1_000);
     expect((await stateOf(current)).datasets.get(metrics)!.mapper.activeShards()).toHaveLength(8);
-    expect(logs.some((l) => l.msg === 'report not acknowledged in time: sending it again')).toBe(true);
+    expect(logs.some((l) => l.msg === 'reports not acknowledged in time: sending them again')).toBe(true);
   });
 
   it('a paused singleton is replaced, and when it resumes it does not act as singleton again (fenced by epoch)', async () => {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { NodeEnv } from '../../src/actors/node-env.js';
 import { spawnReporter } from '../../src/actors/reporter.js';
 import { ActorRuntime } from '../../src/actors/runtime.js';
+import { NO_TELEMETRY } from '../../src/actors/telemetry.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
 import { MAX_EVENTS_PER_REPORT, topicsFor, type InboxMessage } from '../../src/actors/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
@@ -41,13 +42,20 @@ async function startReporter() {
     topics,
     settings: runtimeSettings({ reportResendMs: RESEND_MS }),
     log,
+    telemetry: NO_TELEMETRY,
   } as unknown as NodeEnv;
-  const sent: { at: number; report: Extract<InboxMessage, { kind: 'report' }> }[] = [];
+  const sent: { at: number; offset: number; report: Extract<InboxMessage, { kind: 'report' }> }[] = [];
   await bus.subscribe(topics.inbox, 'test-inbox', (record) => {
-    sent.push({ at: clock.now(), report: record.value as Extract<InboxMessage, { kind: 'report' }> });
+    sent.push({ at: clock.now(), offset: record.offset, report: record.value as Extract<InboxMessage, { kind: 'report' }> });
   }, { start: 'earliest' });
   const reporter = spawnReporter(env, runtime.system as never);
-  return { clock, reporter, sent };
+  /** The singleton acknowledges report `seq` of this node, as the node's guardian hears it. */
+  const ack = async (seq: number) => {
+    runtime!.send(reporter.ref, { type: 'Ack', seq });
+    reporter.heard(sent.find((x) => x.report.seq === seq)!.offset + 1);
+    await turns();
+  };
+  return { clock, reporter, sent, bus, topics, ack };
 }
 
 describe('reporter', () => {
@@ -64,7 +72,7 @@ describe('reporter', () => {
     expect(Math.max(...sent.map((s) => s.report.events.length))).toBeLessThanOrEqual(MAX_EVENTS_PER_REPORT);
   });
 
-  it('resends unacknowledged events once per resend period, also when its timer fires with a flush already queued', async () => {
+  it('resends unacknowledged events at most once per resend period, also when its timer fires with a flush already queued', async () => {
     const { clock, reporter, sent } = await startReporter();
     const dataset = 'alpha' as DatasetRef;
     reporter.report(ShardEvents.ingestionStarted(dataset, 0 as ShardNum, me));
@@ -77,13 +85,74 @@ describe('reporter', () => {
     await turns(1);
     await clock.advance(RESEND_MS / 5);
     await turns();
-    for (let t = 0; t < 50; t++) {
+    for (let t = 0; t < 400; t++) {
       await clock.advance(RESEND_MS / 10);
       await turns();
     }
     const gaps = sent.slice(1).map((s, i) => s.at - sent[i]!.at);
-    expect(sent.length).toBeGreaterThan(5);
-    // Past the first reports, one report per resend period.
-    expect(Math.min(...gaps.slice(3))).toBeGreaterThanOrEqual(RESEND_MS);
+    expect(sent.length).toBeGreaterThan(3);
+    // Past the first reports, at most one report per resend period.
+    expect(Math.min(...gaps.slice(2))).toBeGreaterThanOrEqual(RESEND_MS);
+  });
+
+  it('waits ever longer while the singleton acknowledges nothing: 4 periods, then each resend doubles the silence it waits for, up to 16', async () => {
+    const { clock, reporter, sent } = await startReporter();
+    reporter.report(ShardEvents.ingestionStarted('alpha' as DatasetRef, 0 as ShardNum, me));
+    await turns();
+    for (let t = 0; t < 700; t++) {
+      await clock.advance(RESEND_MS / 10);
+      await turns(3);
+    }
+    const gaps = sent.slice(1).map((s, i) => (s.at - sent[i]!.at) / RESEND_MS);
+    // 70 periods of silence: sent at 0, then after 4, 8, 16, 16 and 16 periods.
+    expect(gaps.map(Math.round)).toEqual([4, 8, 16, 16, 16]);
+  });
+
+  it('does not send again what waits in the inbox behind reports the singleton is still acknowledging; sends again at once what it skipped', async () => {
+    const { clock, reporter, sent, ack } = await startReporter();
+    const dataset = 'alpha' as DatasetRef;
+    // Three reports in flight; the singleton lags, acknowledging one per resend period, the second
+    // never (its record lost on the way).
+    for (let shard = 0; shard < 3; shard++) {
+      reporter.report(ShardEvents.ingestionStarted(dataset, shard as ShardNum, me));
+      await turns();
+    }
+    expect(sent.map((s) => s.report.seq)).toEqual([1, 2, 3]);
+    await clock.advance(RESEND_MS * 0.9);
+    await turns();
+    await ack(1);
+    await clock.advance(RESEND_MS * 0.9);
+    await turns();
+    // Report 2 is older than nothing acknowledged yet, and 3 is behind it: nothing goes again,
+    // although both were sent more than a resend period ago.
+    expect(sent).toHaveLength(3);
+    await ack(3);
+    // 3 was acknowledged, 2 never will be: it was lost, and goes again (its period has passed).
+    await clock.advance(1);
+    await turns();
+    expect(sent.slice(3).map((s) => s.report.events.map((e) => e.shard))).toEqual([[1]]);
+  });
+
+  it('hears from acknowledgements to other nodes: a lagging singleton moving on gets nothing twice, one that passed a report of this node gets it again', async () => {
+    const { clock, reporter, sent, bus, topics } = await startReporter();
+    const dataset = 'alpha' as DatasetRef;
+    reporter.report(ShardEvents.ingestionStarted(dataset, 0 as ShardNum, me));
+    await turns();
+    // The singleton is 30 periods behind this report: it acknowledges other nodes' reports, written
+    // before this one, twice a period. Nothing goes again: the report waits its turn.
+    for (let t = 0; t < 60; t++) {
+      await clock.advance(RESEND_MS / 2);
+      reporter.heard(sent[0]!.offset);
+      await turns();
+    }
+    expect(sent).toHaveLength(1);
+    // Another node's report, written after this one, is acknowledged: this one was passed (dropped
+    // by a new singleton as written before its takeover, say) and goes again at once.
+    const later = await bus.produce(topics.inbox, { note: 'another node\'s report' });
+    reporter.heard(later + 1);
+    await turns();
+    await clock.advance(1);
+    await turns();
+    expect(sent.filter((x) => x.report.seq !== undefined).map((x) => x.report.events.map((e) => e.shard))).toEqual([[0], [0]]);
   });
 });

@@ -192,7 +192,7 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
       if (copy && copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, node));
     }
   }
-  placed.push(...startMoves(step, ref, moves, Math.max(0, budget), groupOf));
+  placed.push(...startMoves(step, ref, fairMoves(waitingMovesOf(moves), Math.max(0, budget), movesInFlightTo(step, ref), groupOf)));
   completeHandoffs(step, ref, desired);
   if (refusedAway > 0) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
@@ -206,13 +206,39 @@ export interface PlannedMove {
   readonly to: NodeId;
 }
 
-/** Starts the fair share of `moves` that `budget` allows and keeps the rest waiting, in order. */
-function startMoves(step: Step, ref: DatasetRef, moves: readonly PlannedMove[], budget: number, groupOf: ReadonlyMap<string, string>): ShardNum[] {
-  const started = fairMoves(moves, budget, movesInFlightTo(step, ref), groupOf);
-  for (const m of started) handOff(step, ref, m.shard, m.from, m.to);
-  const now = new Set(started);
-  step.setWaitingMoves(ref, moves.filter((m) => !now.has(m)));
-  return started.map((m) => m.shard);
+/**
+ * Planned moves waiting for the budget: per destination, its moves lowest shard first, and how
+ * many of them have started. Never changed: a step that starts some makes a new one that shares
+ * the queues, so keeping 98 304 moves of a join wave costs a step what it starts, not the plan.
+ */
+export interface WaitingMoves {
+  readonly queues: ReadonlyMap<string, readonly PlannedMove[]>;
+  readonly started: ReadonlyMap<string, number>;
+  /** Moves still waiting, over all destinations. */
+  readonly count: number;
+}
+
+/** The moves of a round (in shard order) as queues per destination, none started. */
+export function waitingMovesOf(moves: readonly PlannedMove[]): WaitingMoves {
+  const queues = new Map<string, PlannedMove[]>();
+  for (const m of moves) {
+    const queue = queues.get(m.to);
+    if (queue) queue.push(m);
+    else queues.set(m.to, [m]);
+  }
+  return { queues, started: new Map([...queues.keys()].map((n) => [n, 0])), count: moves.length };
+}
+
+/** The moves still waiting, in destination then shard order (for tests and logs). */
+export function listWaitingMoves(waiting: WaitingMoves): PlannedMove[] {
+  return [...waiting.queues].flatMap(([n, queue]) => queue.slice(waiting.started.get(n) ?? 0));
+}
+
+/** Starts the moves `fairMoves` chose and keeps the rest waiting. */
+function startMoves(step: Step, ref: DatasetRef, choice: { readonly started: readonly PlannedMove[]; readonly rest: WaitingMoves }): ShardNum[] {
+  for (const m of choice.started) handOff(step, ref, m.shard, m.from, m.to);
+  step.setWaitingMoves(ref, choice.rest);
+  return choice.started.map((m) => m.shard);
 }
 
 /**
@@ -220,10 +246,10 @@ function startMoves(step: Step, ref: DatasetRef, moves: readonly PlannedMove[], 
  * then start the next of the moves its last round left waiting. The strategy is not asked for the
  * whole map again: with nothing else changed (any other change runs a round of its own) it would
  * answer with the same moves, and at 65 536 × 3 one answer costs about 100 ms, asked once per copy
- * catching up while a join's moves go 16 at a time (quadratic: issue 34). A waiting move no longer
- * possible (its copy gone or leaving, its destination not a placeable member or given a copy, a
- * staying copy in its rack) means something changed that the plan did not see: a whole round
- * then plans again. With no plan (no round since this singleton took over) a round runs too.
+ * catching up while a join's moves go 16 at a time (quadratic: issue 34). A move about to start
+ * that is no longer possible (its copy gone or leaving, its destination not a placeable member or
+ * given a copy, a staying copy in its rack) means something changed that the plan did not see: a
+ * whole round then plans again. With no plan (no round since this singleton took over) a round runs too.
  */
 export function continueMoves(step: Step, ref: DatasetRef): ShardNum[] {
   const ds = step.dataset(ref)!;
@@ -234,11 +260,13 @@ export function continueMoves(step: Step, ref: DatasetRef): ShardNum[] {
   const absent = absentMembers(step, ref);
   const desired = Math.min(ds.config.replicationFactor, groupsOf([...members, ...absent]).length);
   completeHandoffs(step, ref, desired);
-  if (waiting.length === 0) return [];
+  if (waiting.count === 0) return [];
   const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
+  const budget = Math.max(0, ds.config.maxConcurrentMoves - movesInFlight(step, ref));
+  const choice = fairMoves(waiting, budget, movesInFlightTo(step, ref), groupOf);
   const destinations = new Set<string>(placeable.map((m) => m.node));
-  if (!waiting.every((m) => stillPossible(step.dataset(ref)!.mapper, m, destinations, groupOf))) return step.assignShards(ref);
-  const placed = startMoves(step, ref, waiting, Math.max(0, ds.config.maxConcurrentMoves - movesInFlight(step, ref)), groupOf);
+  if (!choice.started.every((m) => stillPossible(step.dataset(ref)!.mapper, m, destinations, groupOf))) return step.assignShards(ref);
+  const placed = startMoves(step, ref, choice);
   completeHandoffs(step, ref, desired);
   return placed;
 }
@@ -272,21 +300,14 @@ function movesInFlightTo(step: Step, ref: DatasetRef): Map<string, number> {
  * node empty for minutes while the other two filled (issue 34). Every destination now gets its turn,
  * and the moves of one round are the same whatever their order in the map.
  */
-export function fairMoves(moves: readonly PlannedMove[], budget: number, inFlight: ReadonlyMap<string, number>, groupOf: ReadonlyMap<string, string>): PlannedMove[] {
-  if (moves.length <= budget) return [...moves];
-  // Per destination, its moves lowest shard first (the moves come in shard order).
-  const byNode = new Map<string, PlannedMove[]>();
-  for (const m of moves) {
-    const list = byNode.get(m.to);
-    if (list) list.push(m);
-    else byNode.set(m.to, [m]);
-  }
-  const next = new Map<string, number>([...byNode.keys()].map((n) => [n, 0]));
-  const nodeLoad = new Map<string, number>([...byNode.keys()].map((n) => [n, inFlight.get(n) ?? 0]));
+export function fairMoves(waiting: WaitingMoves, budget: number, inFlight: ReadonlyMap<string, number>, groupOf: ReadonlyMap<string, string>): { started: PlannedMove[]; rest: WaitingMoves } {
+  const next = new Map(waiting.started);
+  const queue = (n: string) => waiting.queues.get(n)!;
+  const nodeLoad = new Map<string, number>([...waiting.queues.keys()].map((n) => [n, inFlight.get(n) ?? 0]));
   const rackOf = (n: string) => groupOf.get(n) ?? `node:${n}`;
   const rackLoad = new Map<string, number>();
   for (const [n, k] of inFlight) rackLoad.set(rackOf(n), (rackLoad.get(rackOf(n)) ?? 0) + k);
-  const left = (n: string) => byNode.get(n)!.length - next.get(n)!;
+  const left = (n: string) => queue(n).length - next.get(n)!;
   // Fewer moves in flight to its rack, then to itself, then more moves still to make (so that the
   // destinations finish together, not one by one), then the lower rack and node.
   const before = (a: string, b: string): boolean => {
@@ -298,22 +319,18 @@ export function fairMoves(moves: readonly PlannedMove[], budget: number, inFligh
   const started: PlannedMove[] = [];
   while (started.length < budget) {
     let best: string | undefined;
-    for (const n of byNode.keys()) {
-      if (next.get(n)! >= byNode.get(n)!.length) continue;
-      if (best === undefined) {
-        best = n;
-        continue;
-      }
-      if (before(n, best)) best = n;
+    for (const n of waiting.queues.keys()) {
+      if (left(n) <= 0) continue;
+      if (best === undefined || before(n, best)) best = n;
     }
     if (best === undefined) break;
     const i = next.get(best)!;
     next.set(best, i + 1);
-    started.push(byNode.get(best)![i]!);
+    started.push(queue(best)[i]!);
     nodeLoad.set(best, nodeLoad.get(best)! + 1);
     rackLoad.set(rackOf(best), (rackLoad.get(rackOf(best)) ?? 0) + 1);
   }
-  return started;
+  return { started, rest: { queues: waiting.queues, started: next, count: waiting.count - started.length } };
 }
 
 /**

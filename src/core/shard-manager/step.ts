@@ -5,7 +5,7 @@ import type { DatasetRef, Epoch, NodeId, ReplyTo, ShardNum, SubscriberId } from 
 import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
-import { balancedRound, completeHandoffs, startDrainMoves, type PlannedMove } from './planned-moves.js';
+import { balancedRound, completeHandoffs, startDrainMoves, type WaitingMoves } from './planned-moves.js';
 import { APPLIED_REQUESTS_KEPT, type AbsentNode, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
@@ -20,7 +20,7 @@ export interface DatasetState {
    * moves have all started. Absent: no round since this singleton took over (or a `filodb-default`
    * dataset). Not persisted: a new singleton runs a round on recovery.
    */
-  readonly waitingMoves?: readonly PlannedMove[] | undefined;
+  readonly waitingMoves?: WaitingMoves | undefined;
   /**
    * A `balanced` round the membership asked for waits until this time (ms), the end of its settle
    * window, so that the changes of one operation are decided together. Not persisted.
@@ -71,7 +71,7 @@ interface WorkingDataset {
   readonly config: DatasetConfig;
   readonly mapper: ShardMapper;
   readonly cooldowns: Map<number, number>;
-  waitingMoves: readonly PlannedMove[] | undefined;
+  waitingMoves: WaitingMoves | undefined;
   roundDueAt: number | undefined;
   windowOpenedAt: number | undefined;
   /** The changes since the map was last published, and the stamp they apply to. */
@@ -275,15 +275,15 @@ export class Step {
   }
 
   /** Records the planned moves a `balanced` round left waiting for the budget (undefined: not known). */
-  setWaitingMoves(ref: DatasetRef, moves: readonly PlannedMove[] | undefined): void {
+  setWaitingMoves(ref: DatasetRef, moves: WaitingMoves | undefined): void {
     const before = this.dataset(ref)?.waitingMoves;
-    if (before === moves || (before?.length === 0 && moves?.length === 0)) return;
+    if (before === moves || (before?.count === 0 && moves?.count === 0)) return;
     this.edit(ref).waitingMoves = moves;
   }
 
   /** Whether a `balanced` round left planned moves waiting for the budget. */
   movesWaiting(ref: DatasetRef): boolean {
-    return (this.dataset(ref)?.waitingMoves?.length ?? 0) > 0;
+    return (this.dataset(ref)?.waitingMoves?.count ?? 0) > 0;
   }
 
   /** Marks a dataset removed: no map is persisted for it, and it leaves the state. */
