@@ -89,7 +89,7 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
       await cluster.start(victim, 120_000);
       await waitFor(`RF ${rf}: ${victim} holds copies again`, async () => {
         const st = await cluster.status(victim, 5_000);
-        const mine = st?.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active').length ?? 0;
+        const mine = st?.runningCounts[DATASET]?.Active ?? 0;
         return mine > 0 && (await copiesOf(victim)) === mine && (await everyCopyActive(cluster, DATASET, copies));
       }, 180_000, 200);
       restartToActiveS.push((Date.now() - t) / 1000);

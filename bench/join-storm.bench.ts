@@ -67,7 +67,7 @@ register({
           const statuses = await Promise.all(names.map((n) => cluster.status(n, 10_000)));
           if (!allMembersMs && statuses.every((st) => st?.member)) allMembersMs = Date.now() - started;
           if (!allMembersMs) continue;
-          const loads = statuses.map((st) => st?.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active').length ?? -1);
+          const loads = statuses.map((st) => (st ? (st.runningCounts[DATASET]?.Active ?? 0) : -1));
           if (loads.every((l) => l === Math.floor(q) || l === Math.ceil(q)) && (await everyCopyActive(cluster, DATASET, SHARDS * RF))) {
             balancedMs = Date.now() - started;
             break;

@@ -145,7 +145,7 @@ async function resentEvents(cluster: ProcessCluster, names: readonly string[]): 
 /** Copies Active that each of `names` runs (what the processes do, not what a map says). */
 async function running(cluster: ProcessCluster, names: readonly string[]): Promise<number[]> {
   const statuses = await Promise.all(names.map((n) => cluster.status(n, 30_000)));
-  return statuses.map((st) => st?.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active').length ?? -1);
+  return statuses.map((st) => (st ? (st.runningCounts[DATASET]?.Active ?? 0) : -1));
 }
 
 register({

@@ -45,7 +45,7 @@ const allActive = (cluster: ProcessCluster, copies: number) => everyCopyActive(c
 /** Copies Active that `names` run, summed (what the processes do, not what a map says). */
 async function runningActive(cluster: ProcessCluster, names: readonly string[]): Promise<number> {
   const statuses = await Promise.all(names.map((n) => cluster.status(n, 10_000)));
-  return statuses.reduce((sum, st) => sum + (st?.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active').length ?? 0), 0);
+  return statuses.reduce((sum, st) => sum + (st?.runningCounts[DATASET]?.Active ?? 0), 0);
 }
 
 interface CaseResult {
@@ -143,7 +143,7 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     await waitFor(`${label}: every copy Active after the restart, ${share} on ${victim}`, async () => (await allActive(cluster, copies)) && (await runningActive(cluster, [victim])) >= share, 900_000, 100);
     const restartMs = Date.now() - restartAt;
     const restartDone = Date.now();
-    const placedOnVictim = (await cluster.status(victim, 10_000))?.running.filter((r) => r.dataset === DATASET).length ?? 0;
+    const placedOnVictim = Object.values((await cluster.status(victim, 10_000))?.runningCounts[DATASET] ?? {}).reduce((a, b) => a + b, 0);
 
     await sleep(1_000);
     const traffic = await readTopics(s.kafkaBrokers, topics);

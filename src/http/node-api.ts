@@ -19,6 +19,7 @@ import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
 import { registerPageRoutes, type PageRoutesOptions } from './page-routes.js';
 import { nodeStatus } from './node-status.js';
+import { NodeStatusQuery } from './schemas/request-schemas.js';
 import { assignIdempotencyKey } from './idempotency-key.js';
 import { SingletonClient } from './singleton-client.js';
 
@@ -185,9 +186,10 @@ function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: 
       ...(reason === undefined ? {} : { reason }),
     });
   });
-  const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows', response: answers('shardherd', { 200: { schema: 'NodeStatus', description: 'This node' } }, []) } };
-  app.get('/status', status, () => nodeStatus(singleton.node));
-  app.get('/api/v1/node', status, () => nodeStatus(singleton.node));
+  const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows', querystring: NodeStatusQuery, response: answers('shardherd', { 200: { schema: 'NodeStatus', description: 'This node' } }, [400]) } };
+  const statusOf = (req: FastifyRequest) => nodeStatus(singleton.node, { allRunning: (req.query as { running?: string }).running === 'all' });
+  app.get('/status', status, statusOf);
+  app.get('/api/v1/node', status, statusOf);
   app.get('/metrics', {
     schema: {
       tags: ['node'],

@@ -11,7 +11,10 @@ export interface NodeStatus {
   /** Present while a new incarnation cannot start yet (the broker or the database is away): it retries. */
   readonly restarting?: RestartTrouble;
   readonly member: boolean;
+  /** The copies it runs, the first `RUNNING_LISTED` unless all were asked for: a node of 65 536 copies answered megabytes. */
   readonly running: readonly RunningShard[];
+  /** Every copy it runs, counted per dataset and status. */
+  readonly runningCounts: Record<string, Record<string, number>>;
   /** The newest singleton epoch this node has heard of. */
   readonly knownEpoch: number | undefined;
   /** Where the singleton is (from its lease), whether or not this node hosts it. */
@@ -38,9 +41,17 @@ export interface SingletonStatus {
   readonly watchers: RecoveryData['watchers'];
 }
 
+/** Copies `/status` lists unless asked for all of them. */
+export const RUNNING_LISTED = 1000;
+
 /** From local state only (docs/ARCHITECTURE.md §12.4): never waits on the MetaStore or the bus. */
-export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
+export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunning?: boolean } = {}): Promise<NodeStatus> {
   const [running, state, cache, lease] = await Promise.all([node.localRunning(), node.localSingletonState(), node.localCache(), node.localLease()]);
+  const runningCounts: Record<string, Record<string, number>> = {};
+  for (const r of running) {
+    const counts = (runningCounts[r.dataset] ??= {});
+    counts[r.status.type] = (counts[r.status.type] ?? 0) + 1;
+  }
   const address = node.view?.members.find((m) => m.node === lease?.node)?.address;
   return {
     node: node.node,
@@ -49,7 +60,8 @@ export async function nodeStatus(node: ShardherdNode): Promise<NodeStatus> {
     state: node.state,
     ...(node.restartProblem ? { restarting: node.restartProblem } : {}),
     member: node.isMember,
-    running,
+    running: opts.allRunning || running.length <= RUNNING_LISTED ? running : running.slice(0, RUNNING_LISTED),
+    runningCounts,
     knownEpoch: cache?.maxEpoch,
     singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
     ...(node.writeLease ? { writeLease: node.writeLease } : {}),

@@ -50,7 +50,7 @@ describe('a map of 16 384 shards × 3 copies', () => {
       if (Date.now() > deadline) throw new Error(`not every copy Active within 180 s: ${JSON.stringify(await Promise.all(NODES.map((n) => cluster.status(n).then((st) => st?.maps))))}`);
       await new Promise((r) => setTimeout(r, 500));
     }
-    for (const n of NODES) expect((await cluster.status(n, 10_000))!.running.filter((r) => r.dataset === DATASET && r.status.type === 'Active')).toHaveLength(SHARDS);
+    for (const n of NODES) expect((await cluster.status(n, 10_000))!.runningCounts[DATASET]?.Active).toBe(SHARDS);
 
     const traffic = await readTopics(s.kafkaBrokers, ['inbox', 'events', 'replies'].map((t) => `${prefix}.${t}`));
     const largest = Math.max(...[...traffic.values()].flat().map((r) => r.bytes));

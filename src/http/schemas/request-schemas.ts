@@ -96,6 +96,13 @@ export const SetupDatasetQuery = {
   properties: { createTopic: { type: 'string', enum: ['true', 'false'], description: 'true: create the dataset\'s Kafka topic with numShards partitions first' } },
 } as const;
 
+/** `/status`: the copies this node runs are listed up to a bound unless asked for all. */
+export const NodeStatusQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { running: { type: 'string', enum: ['all'], description: 'all: list every copy this node runs (by default the first 1000; `runningCounts` counts them all)' } },
+} as const;
+
 /** A mutating route without query parameters refuses any. */
 export const NoQuery = { type: 'object', properties: {}, additionalProperties: false } as const;
 

@@ -157,8 +157,10 @@ export const NodeStatus = {
     member: bool,
     running: {
       type: 'array',
+      description: 'the copies this node runs, dataset and shard order, the first 1000 unless `?running=all`',
       items: object({ dataset: str, shard: int, status: shardStatus, writingUnder: object({ epoch: int, version: int }, [], { description: 'the fencing token its writes carry now; absent while the node acts on no map that gives it the copy (it writes nothing then)' }) }, ['writingUnder']),
     },
+    runningCounts: { type: 'object', description: 'every copy this node runs, counted per dataset and status', additionalProperties: countsPerStatus },
     knownEpoch: int,
     singletonAt: object({ node: str, incarnation: str, epoch: int, address: str }, ['address']),
     writeLease: object({ held: bool, waitingShards: int, longestWaitMs: int }),
