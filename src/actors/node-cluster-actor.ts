@@ -125,6 +125,9 @@ export interface SingletonCallbacks {
 
 class Fenced extends Error {}
 
+/** A map this large makes a step yield to the event loop after storing or publishing it whole (`yieldAfterLarge`). */
+const LARGE_MAP_SHARDS = 8192;
+
 /** Reports applied in one decision at most (each carries up to 500 events). */
 const MAX_REPORTS_PER_DECISION = 200;
 /** Reports waiting to be applied at most; past it they are dropped unacknowledged. */
@@ -242,6 +245,17 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
    * the bus can never carry (too large for its limits) is an error, said once per kind of record
    * and counted, and shown on the node's /status: retrying it would never help.
    */
+  /**
+   * After an effect on a large map, the rest of the step waits for a turn of the event loop. With
+   * the in-memory MetaStore and bus (the embedded mode) nothing in a step yields: deciding on a
+   * 65 536-shard map, storing it, encoding and handing it to the bus, and the nodes decoding it were
+   * one task of about 200 ms, and every request on the process waited behind it (issue 34). A real
+   * store or bus yields at each call anyway; maps of simulated worlds are far smaller.
+   */
+  async function yieldAfterLarge(numShards: number): Promise<void> {
+    if (numShards >= LARGE_MAP_SHARDS) await new Promise((resolve) => setImmediate(resolve));
+  }
+
   async function perform(s: State, effects: readonly Effect[], before: ShardManagerState): Promise<void> {
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
     const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
@@ -258,6 +272,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           break;
         case 'PersistShardMap':
           await persist('writing a shard map', () => env.metaStore.putShardMap(e.snapshot));
+          await yieldAfterLarge(e.snapshot.numShards);
           break;
         case 'PersistSubscriptions':
           await persist('writing the subscriptions', () => env.metaStore.putSubscriptions({ subscriptions: e.subscriptions, watchers: e.watchers }, epoch));
@@ -283,6 +298,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'PublishSnapshot': {
           const { dataset, numShards, version } = e.snapshot;
           queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot: encodeSnapshot(e.snapshot), members: e.members });
+          await yieldAfterLarge(numShards);
           break;
         }
         case 'PublishMembers':
