@@ -118,6 +118,19 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into
   return rolledBack;
 }
 
+/** Who a round of a `balanced` dataset places on, and the copies per shard it aims at. */
+function roundMembers(step: Step, ref: DatasetRef) {
+  const placeable = step.placeableMembers();
+  // Drained members hold copies only when nobody else can (nothing is lost over an operator's intent).
+  const members = placeable.length > 0 ? placeable : step.members;
+  const absent = absentMembers(step, ref);
+  const desired = Math.min(step.dataset(ref)!.config.replicationFactor, groupsOf([...members, ...absent]).length);
+  // Racks of every member, drained ones too: a copy leaving a drained node pairs with a new copy
+  // in its own rack, so the moves a budget lets through never put two staying copies in one rack.
+  const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
+  return { placeable, members, absent, desired, groupOf };
+}
+
 /**
  * One round of a `balanced` dataset: finish handoffs, ask the strategy for the whole target map from
  * the copies that stay (Leaving ones are on their way out), then start what differs. Copies that
@@ -139,11 +152,7 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   // Until this round's moves are known (it may end early, placing nothing), the next catch-up runs a round.
   step.setWaitingMoves(ref, undefined);
   dropDepartedCopies(step, ref);
-  // Drained members hold copies only when nobody else can (nothing is lost over an operator's intent).
-  const placeable = step.placeableMembers();
-  const members = placeable.length > 0 ? placeable : step.members;
-  const absent = absentMembers(step, ref);
-  const desired = Math.min(config.replicationFactor, groupsOf([...members, ...absent]).length);
+  const { members, absent, desired, groupOf } = roundMembers(step, ref);
   completeHandoffs(step, ref, desired);
   if (members.length === 0) return [];
   const mapper = () => step.dataset(ref)!.mapper;
@@ -158,9 +167,6 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     return [];
   }
   const budget = config.maxConcurrentMoves - movesInFlight(step, ref);
-  // Racks of every member, drained ones too: a copy leaving a drained node pairs with a new copy
-  // in its own rack, so the moves a budget lets through never put two staying copies in one rack.
-  const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
   // An absent node runs nothing: a copy given to it would not serve until it came back.
   const away = new Set<string>(absent.map((m) => m.node));
   let refusedAway = 0;
@@ -255,13 +261,9 @@ export function continueMoves(step: Step, ref: DatasetRef): ShardNum[] {
   const ds = step.dataset(ref)!;
   const waiting = ds.waitingMoves;
   if (waiting === undefined) return step.assignShards(ref);
-  const placeable = step.placeableMembers();
-  const members = placeable.length > 0 ? placeable : step.members;
-  const absent = absentMembers(step, ref);
-  const desired = Math.min(ds.config.replicationFactor, groupsOf([...members, ...absent]).length);
+  const { placeable, desired, groupOf } = roundMembers(step, ref);
   completeHandoffs(step, ref, desired);
   if (waiting.count === 0) return [];
-  const groupOf = new Map([...step.members, ...absent].map((m) => [m.node as string, placementNode(m).group]));
   const budget = Math.max(0, ds.config.maxConcurrentMoves - movesInFlight(step, ref));
   const choice = fairMoves(waiting, budget, movesInFlightTo(step, ref), groupOf);
   const destinations = new Set<string>(placeable.map((m) => m.node));
