@@ -124,8 +124,15 @@ const overlap = (a: SinkCall, b: SinkCall) => b.start < a.end!;
 /** The first call of `node` under `token`. */
 const firstUnder = (calls: readonly SinkCall[], node: string, token: FencingToken) => calls.find((c) => c.node === node && sameToken(c.token, token))!;
 
-/** Whether `a` (begun first) is of an older token and was under way before `b`'s node first wrote under `b`'s token. */
+/**
+ * Whether `a` (begun first) is of an older token and was under way before `b`'s node first wrote
+ * under `b`'s token. `calls` are in the order they began (sorted by start, stably): two begun at
+ * one instant follow each other in that order, as the instant ran its work (sim seed 3448: the old
+ * owner's call and the new owner's first began at the same millisecond, the old one first, before
+ * its node heard of the move; the fence refused it).
+ */
 function underWay(calls: readonly SinkCall[], a: SinkCall, b: SinkCall): boolean {
   if (a.token === undefined || b.token === undefined || compareTokens(a.token, b.token) >= 0) return false;
-  return a.start < firstUnder(calls, b.node, b.token).start;
+  const first = firstUnder(calls, b.node, b.token);
+  return a.start < first.start || (a.start === first.start && calls.indexOf(a) < calls.indexOf(first));
 }

@@ -67,6 +67,9 @@ describe('I15: one writer per RF-1 shard at a time, from the recorded sink calls
     expect(oneWriterViolations(underWay, RULES)).toEqual([]);
     const begunAfter = [call('b', 1_000, 1_000, token(1, 8)), call('b', 1_250, 1_400, token(1, 8)), call('a', 1_300, 1_300, token(1, 5))];
     expect(oneWriterViolations(begunAfter, RULES)).toHaveLength(1);
+    // At one instant, the order they began in decides: the older call first is under way, after is not.
+    expect(oneWriterViolations([call('a', 1_000, 1_200, token(1, 5)), call('b', 1_000, 1_000, token(1, 8))], RULES)).toEqual([]);
+    expect(oneWriterViolations([call('b', 1_000, 1_100, token(1, 8)), call('a', 1_000, 1_200, token(1, 5))], RULES)).toHaveLength(1);
   });
 
   it('leaves out one token by two nodes, and a planned handoff while the maps name both copies', () => {
