@@ -71,8 +71,8 @@ function stallProbe(cluster: ProcessCluster, names: () => readonly string[]) {
   };
 }
 
-/** Copies each node started, from its log's `shards.started` lines (each copy is in exactly one). */
-async function copiesStarted(cluster: ProcessCluster, n: string): Promise<{ started: number; restated: number; fences: number }> {
+/** From a node's log: copies it started and restated (each copy is in exactly one line of each kind), and its self-fences. */
+async function logCounts(cluster: ProcessCluster, n: string): Promise<{ started: number; restated: number; fences: number }> {
   const text = await readFile(cluster.logPath(n), 'utf8');
   let started = 0;
   let restated = 0;
@@ -219,7 +219,7 @@ register({
         const reports = startedReports(inbox, t0);
         const counts = [...reports.perCopy.values()];
         const again = reports.againAfterMs.sort((a, b) => a - b);
-        const logs = await Promise.all(all.map((n) => copiesStarted(cluster, n)));
+        const logs = await Promise.all(all.map((n) => logCounts(cluster, n)));
         const startedOnJoiners = logs.slice(3).reduce((sum, l) => sum + l.started, 0);
         const row = (phase: string, stalls: Map<string, number>, extra: string[]) => [phase, ...extra, all.map((n) => (stalls.has(n) ? stalls.get(n)!.toFixed(0) : '–')).join(' ')];
         return {
