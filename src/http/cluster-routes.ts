@@ -8,7 +8,7 @@ import { validateDatasetConfig } from '../core/dataset-config.js';
 import type { ReplyTo } from '../core/ids.js';
 import type { NodeOperationRefusal, Reply } from '../core/shard-manager/protocol.js';
 import { ApiError } from './api-error.js';
-import { clusterView, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
+import { clusterSummary, clusterView, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
 import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
 import { NoQuery, SetupDatasetQuery } from './schemas/request-schemas.js';
 import { idempotencyKeyOf } from './idempotency-key.js';
@@ -58,8 +58,8 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
   app.get('/api/v1/datasets', {
     schema: { tags: ['datasets'], summary: 'Every dataset with its map stamp and shard counts per status', response: answers('shardherd', { 200: { schema: 'DatasetSummaries', description: 'Every dataset' } }, READ_ERRORS) },
   }, async () => {
-    const view = await clusterView(singleton);
-    return { datasets: view.datasets.map(({ shards: _, ...summary }) => summary) };
+    const { datasets } = await clusterSummary(singleton);
+    return { datasets };
   });
 
   app.get<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', {
@@ -104,12 +104,12 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
 
   app.get('/api/v1/members', {
     schema: { tags: ['cluster'], summary: 'Members oldest first, with rack, weight, incarnation, copies and the singleton\'s host', response: answers('shardherd', { 200: { schema: 'MemberList', description: 'The members' } }, READ_ERRORS) },
-  }, async () => ({ members: (await clusterView(singleton)).members }));
+  }, async () => ({ members: (await clusterSummary(singleton)).members }));
 
   app.get('/api/v1/singleton', {
     schema: { tags: ['cluster'], summary: 'Which node hosts the singleton, its epoch and address', response: answers('shardherd', { 200: { schema: 'SingletonView', description: 'The lease holder' } }, READ_ERRORS) },
   }, async () => {
-    const view = await clusterView(singleton);
+    const view = await clusterSummary(singleton);
     if (!view.singleton) throw new ApiError(503, 'NoSingleton', 'no singleton holds the lease yet');
     return view.singleton;
   });
@@ -117,7 +117,7 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
   app.get('/api/v1/cooldowns', {
     schema: { tags: ['cluster'], summary: 'Shards inside their reassignment cooldown, per dataset', response: answers('shardherd', { 200: { schema: 'Cooldowns', description: 'The cooldowns in force' } }, READ_ERRORS) },
   }, async () => {
-    const view = await clusterView(singleton);
+    const view = await clusterSummary(singleton);
     return { cooldowns: view.datasets.flatMap((d) => d.cooldowns.map((c) => ({ dataset: d.name, ...c }))) };
   });
 

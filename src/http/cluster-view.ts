@@ -124,7 +124,34 @@ export async function describeDataset(singleton: SingletonClient, dataset: Datas
   return { description: d, map: await followedMap(singleton, d.stamp) };
 }
 
-export async function clusterView(singleton: SingletonClient, only?: DatasetRef): Promise<ClusterView> {
+/** A dataset as the summary routes show it: its counts per status, without its shards. */
+export type DatasetSummary = Omit<DatasetView, 'shards'>;
+
+/** The cluster without any dataset's shards: what the summary routes (datasets, members, the singleton, cooldowns) need. */
+export interface ClusterSummary extends Omit<ClusterView, 'datasets'> {
+  readonly datasets: readonly DatasetSummary[];
+}
+
+/** The cluster with every dataset's shards, owners and reasons (the overview, the page, its feed). */
+export function clusterView(singleton: SingletonClient, only?: DatasetRef): Promise<ClusterView> {
+  return describeClusterAs(singleton, only, datasetView, (d, reason) => ({ ...unavailableSummary(d, reason), shards: [] }));
+}
+
+/**
+ * The cluster with each dataset's counts only. A route that shows no shard builds none: a view of
+ * a 65 536-shard dataset is 65 536 objects (about 15 ms, twice that to serialize), which every poll
+ * of /api/v1/datasets paid and threw away, holding back every other request of the process.
+ */
+export function clusterSummary(singleton: SingletonClient, only?: DatasetRef): Promise<ClusterSummary> {
+  return describeClusterAs(singleton, only, datasetSummary, unavailableSummary);
+}
+
+async function describeClusterAs<V extends DatasetSummary>(
+  singleton: SingletonClient,
+  only: DatasetRef | undefined,
+  show: (d: DescribedDataset) => V,
+  unavailable: (d: DatasetDescription, reason: string) => V,
+): Promise<ClusterSummary & { readonly datasets: readonly V[] }> {
   const { node } = singleton;
   const [reply, lease, singletonHere] = await Promise.all([
     singleton.ask((replyTo) => ({ type: 'DescribeCluster', replyTo, ...(only === undefined ? {} : { dataset: only }) })),
@@ -157,7 +184,7 @@ export async function clusterView(singleton: SingletonClient, only?: DatasetRef)
       singleton: isSingleton(m),
       copies: copies.get(m.node) ?? 0,
     })),
-    datasets: datasets.map((d) => ('map' in d ? datasetView(d) : unavailableView(d.description, d.unavailable))),
+    datasets: datasets.map((d) => ('map' in d ? show(d) : unavailable(d.description, d.unavailable))),
     operations: description.operations,
     problems: [
       ...(description.problems ?? []).map((p) => ({ ...p, node: lease?.node ?? 'singleton' })),
@@ -173,8 +200,8 @@ export function missingReasons(d: DatasetDescription): Map<number, string> {
   return out;
 }
 
-function unavailableView(d: DatasetDescription, reason: string): DatasetView {
-  return { ...configFields(d), epoch: d.stamp.epoch, version: d.stamp.version, counts: {}, shards: [], cooldowns: d.cooldowns, mapUnavailable: reason };
+function unavailableSummary(d: DatasetDescription, reason: string): DatasetSummary {
+  return { ...configFields(d), epoch: d.stamp.epoch, version: d.stamp.version, counts: {}, cooldowns: d.cooldowns, mapUnavailable: reason };
 }
 
 const configFields = (d: DatasetDescription) => {
@@ -182,12 +209,22 @@ const configFields = (d: DatasetDescription) => {
   return { name: c.ref, numShards: c.numShards, replicationFactor: c.replicationFactor, minNumNodes: c.minNumNodes, strategy: c.strategy, source: c.source };
 };
 
-export function datasetView({ description: d, map }: DescribedDataset): DatasetView {
-  const missing = missingReasons(d);
+/** A dataset's config, stamp, cooldowns and shards per status. */
+export function datasetSummary({ description: d, map }: DescribedDataset): DatasetSummary {
   const counts: Partial<Record<ShardStatusType, number>> = {};
-  const shards = Array.from({ length: map.mapper.numShards }, (_, shard): ShardView => {
-    const r = map.mapper.recordForShard(shard);
-    counts[r.status.type] = (counts[r.status.type] ?? 0) + 1;
+  for (let shard = 0; shard < map.mapper.numShards; shard++) {
+    const status = map.mapper.statusForShard(shard).type;
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
+  return { ...configFields(d), epoch: map.epoch, version: map.version, counts, cooldowns: d.cooldowns };
+}
+
+/** A dataset's summary with every shard: its status, copies and, when it lacks copies, why. */
+export function datasetView(described: DescribedDataset): DatasetView {
+  const missing = missingReasons(described.description);
+  const { mapper } = described.map;
+  const shards = Array.from({ length: mapper.numShards }, (_, shard): ShardView => {
+    const r = mapper.recordForShard(shard);
     return {
       shard,
       status: r.status.type,
@@ -197,5 +234,5 @@ export function datasetView({ description: d, map }: DescribedDataset): DatasetV
       ...(missing.has(shard) ? { reason: missing.get(shard)! } : {}),
     };
   });
-  return { ...configFields(d), epoch: map.epoch, version: map.version, counts, shards, cooldowns: d.cooldowns };
+  return { ...datasetSummary(described), shards };
 }

@@ -168,6 +168,14 @@ describe("shardherd's own routes", () => {
     expect(kafka).toMatchObject({ status: 422, body: { error: 'BadData', reason: expect.stringMatching(/fromkafka has a kafka source, but this cluster reads synthetic sources only/) } });
     const listed = await call('/api/v1/datasets');
     expect(listed.body.datasets.map((d: { name: string }) => d.name)).toEqual(['logs', 'metrics']);
+    // The list gives each dataset's shards per status, not its shards: the same counts as the dataset's own view.
+    const metrics = listed.body.datasets.find((d: { name: string }) => d.name === 'metrics');
+    expect(metrics).not.toHaveProperty('shards');
+    const shards = (await call('/api/v1/datasets/metrics')).body.shards as { status: string }[];
+    const counted: Record<string, number> = {};
+    for (const s of shards) counted[s.status] = (counted[s.status] ?? 0) + 1;
+    expect(metrics.counts).toEqual(counted);
+    expect(shards).toHaveLength(8);
     expect(await call('/api/v1/datasets/logs', { method: 'DELETE' })).toEqual({ status: 200, body: { dataset: 'logs', removed: true } });
     expect(await call('/api/v1/datasets/logs', { method: 'DELETE' })).toMatchObject({ status: 404, body: { error: 'DatasetUnknown' } });
     expect(await call('/api/v1/datasets/Bad%20Name')).toMatchObject({ status: 400, body: { error: 'BadDatasetName' } });

@@ -56,9 +56,12 @@ export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWitho
   const out: ShardWithoutCopy[] = [];
   for (let shard = 0; shard < config.numShards; shard++) {
     // A copy kept for an absent node is in the map but runs nowhere: not one of the shard's copies now.
-    const kept = mapper.recordForShard(shard).assignments.filter((a) => a.status.type === 'Down');
-    const copies = mapper.nodesForShard(shard).length - kept.length;
+    // Counted without copying the record: every DescribeCluster walks every shard of every dataset.
+    const { assignments } = mapper.recordForShard(shard);
+    let copies = 0;
+    for (const a of assignments) if (a.status.type !== 'Down') copies++;
     if (copies >= config.replicationFactor) continue;
+    const kept = assignments.filter((a) => a.status.type === 'Down');
     out.push({ shard, copies, reason: kept.length > 0 ? keptFor(kept.map((a) => a.node)) : reasonFor(shard) });
   }
   return out;
