@@ -86,6 +86,20 @@ async function logCounts(cluster: ProcessCluster, n: string): Promise<{ started:
 }
 
 /**
+ * Whole maps (`map-snapshot` messages) on the events topic between `from` and `to`: every node
+ * reads each one, so each costs every node a parse of the whole map. A chunked one is counted by
+ * its first chunk, which opens the message's JSON.
+ */
+function wholeMaps(events: readonly TopicRecord[], from: number, to: number): number {
+  let count = 0;
+  for (const r of events) {
+    if (r.timestamp < from || r.timestamp >= to || !r.value) continue;
+    if (r.value.subarray(0, 64).toString('utf8').includes('"kind":"map-snapshot"')) count++;
+  }
+  return count;
+}
+
+/**
  * `IngestionStarted` events per copy (`node@incarnation shard`) in the inbox records from `from`,
  * and for each one said again, how long after the first (ms) and whether in the same report (seq).
  */
@@ -238,6 +252,7 @@ register({
           notes: [
             `Nodes ${all.map((n) => `${n.split('.')[0]} (${rackOf(n)})`).join(', ')}; the singleton epochs seen on the events topic: ${epochs(events).join(', ')}.`,
             `IngestionStarted reports counted on the inbox per node incarnation and shard, over ${counts.length} copies from the setup on; said again: ${again.length} (${reports.sameSeq} in the same report seq, i.e. resent), after ${again.length > 0 ? `${ms(again[again.length >> 1]!)} median, ${ms(again.at(-1)!)} at most` : '–'}; copies restated under a new assignment per the nodes' logs: ${logs.reduce((sum, l) => sum + l.restated, 0)}; events resent per the nodes' counters: ${resent.lost} lost, ${resent.silence} after a silence.`,
+            `Whole maps published on the events topic (each read by every node): ${wholeMaps(events, t0, waveAt)} in the setup, ${wholeMaps(events, waveAt, waveDone)} in the wave.`,
             `Stalls: each node's own event-loop delay monitor, the most of each 2 s scrape over the phase (– : not up). The longest time with no record on the replies topic (the singleton's acknowledgements): ${silences.map((g, i) => `${i === 0 ? 'setup' : 'wave'} ${ms(g.ms)} from ${ms(g.at - (i === 0 ? t0 : waveAt))} into it`).join(', ')}.`,
           ],
         };

@@ -4,6 +4,7 @@ import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from '../bus.js';
 import { ChunkedReader } from '../chunked-reader.js';
+import { EventLoopSlice } from '../event-loop-slice.js';
 import type { Clock } from '../clock.js';
 import { newestSubscriptionOwns } from './assigner.js';
 import { readChunkHeaders } from './chunks.js';
@@ -28,6 +29,9 @@ export interface SubscriptionParams {
   readonly clock: Clock;
 }
 
+/** Reading records (decoding, parsing, handing them on) takes at most this long before the event loop gets a turn. */
+const READ_SLICE_MS = 20;
+
 type EachMessage = (payload: { message: { offset: string; value: Buffer | null; headers?: Record<string, unknown> } }) => Promise<void>;
 
 /** One subscription: one kafkajs consumer, one group member. */
@@ -47,6 +51,8 @@ export class KafkaSubscription implements BusSubscription {
   /** The chunked messages this subscription is assembling: slices of their JSON bytes. */
   private readonly chunks: ChunkedReader<Buffer>;
   private readonly eachMessage: EachMessage = async ({ message }) => this.onMessage(message.offset, message.value, message.headers);
+  /** A fetched batch is read in slices of the event loop's time, not in one task (`EventLoopSlice`). */
+  private readonly slice = new EventLoopSlice(READ_SLICE_MS);
 
   constructor(private readonly p: SubscriptionParams) {
     this.opened = deferred();
@@ -205,6 +211,7 @@ export class KafkaSubscription implements BusSubscription {
   }
 
   private async onMessage(rawOffset: string, raw: Buffer | null, headers: Readonly<Record<string, unknown>> | undefined): Promise<void> {
+    await this.slice.yieldIfSpent();
     if (this.closing !== undefined) return;
     const offset = Number(rawOffset);
     // Already delivered to this subscription (kafkajs may fetch from before the seek once).

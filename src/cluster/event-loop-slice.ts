@@ -1,0 +1,32 @@
+// A long run of work made of many short steps (records of a fetched batch, each handled in a
+// microtask) gives the event loop no turn until it ends: kafkajs hands a subscription a whole
+// batch with awaits that never leave the microtask queue, so a node reading megabytes of map
+// changes parsed them all in one task and its timers, HTTP answers and heartbeats waited (stalls
+// of over a second in a 65 536 × 3 join wave, issue 34). A slice counts the time since the event
+// loop last had a turn and gives it one once that passes `sliceMs`.
+
+/** Gives the event loop a turn between steps once a run of them has taken `sliceMs`. */
+export class EventLoopSlice {
+  /** When the current run began (performance.now()); undefined: the loop had a turn since. */
+  private since: number | undefined;
+
+  constructor(
+    private readonly sliceMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /**
+   * Called before each step: resolves at once while the run is within its slice, else after the
+   * event loop had a turn (`setImmediate`). Costs one `setImmediate` per turn of the loop at most.
+   */
+  async yieldIfSpent(): Promise<void> {
+    if (this.since === undefined) {
+      this.since = this.now();
+      // Fires at the loop's next turn, whoever gives it: a run that waited on I/O starts afresh.
+      setImmediate(() => (this.since = undefined));
+      return;
+    }
+    if (this.now() - this.since < this.sliceMs) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
