@@ -11,7 +11,7 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
-import type { MapStamp, RunningShard } from '../core/shard-manager/protocol.js';
+import type { MapStamp, RunningShard, SubscriberMessage } from '../core/shard-manager/protocol.js';
 import { FollowedMaps, type MembersRecord } from './followed-maps.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
@@ -123,7 +123,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       deliver: (dataset, message, only) => {
         if (only === undefined) return hub.deliverToDataset(dataset, message);
         const prefix = hostPrefix(env.node, env.incarnation);
-        for (const id of only) if (id !== guardianId && id.startsWith(prefix)) hub.deliver(id, message);
+        let built: SubscriberMessage | undefined;
+        for (const id of only) if (id !== guardianId && id.startsWith(prefix)) hub.deliver(id, (built ??= message()));
       },
       askSync: (wanted) => {
         const s = state();

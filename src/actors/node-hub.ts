@@ -34,9 +34,10 @@ export class NodeHub {
     return true;
   }
 
-  /** Delivers to every local subscriber of a dataset. */
-  deliverToDataset(dataset: DatasetRef, message: SubscriberMessage): void {
-    for (const d of this.subscribers.values()) if (d.dataset === dataset) d.deliver(message);
+  /** Delivers to every local subscriber of `dataset` the message, built once if any is there. */
+  deliverToDataset(dataset: DatasetRef, message: () => SubscriberMessage): void {
+    let built: SubscriberMessage | undefined;
+    for (const d of this.subscribers.values()) if (d.dataset === dataset) d.deliver((built ??= message()));
   }
 
   expect(replyTo: ReplyTo, resolve: (r: Reply) => void, cancel: Cancel): void {

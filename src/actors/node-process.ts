@@ -183,7 +183,7 @@ export class ShardherdNode {
       busTopics: Object.values(topicsFor(services.settings.topicPrefix)),
       maps: async () => {
         const cache = await this.localCache();
-        return cache ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [f.mapper.toSnapshot(f.epoch)] : [])) : [];
+        return cache ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, mapper: f.mapper }] : [])) : [];
       },
       isSingleton: async () => (await this.localSingletonState()) !== undefined,
       knownEpoch: async () => (await this.localCache())?.maxEpoch,

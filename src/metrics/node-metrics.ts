@@ -11,7 +11,7 @@ import { LastAnswer } from '../actors/last-answer.js';
 import { RealClock } from '../cluster/clock.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
-import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { ShardMapper } from '../core/shard-mapper.js';
 import type { ShardStatusType } from '../core/status.js';
 import { META_STORE_OPERATIONS } from '../store/meta-store.js';
 import { packageVersion } from './package-version.js';
@@ -41,14 +41,26 @@ class TrackedCopy extends LastAnswer<number> {
   }
 }
 
+/** A map as the node follows it: its dataset, stamp and the mapper itself (not to be changed). */
+export interface FollowedMapStamp {
+  readonly dataset: DatasetRef;
+  readonly epoch: number;
+  readonly version: number;
+  readonly mapper: ShardMapper;
+}
+
 /** What the gauges read off the node at scrape time. */
 export interface MetricsSubject {
   /** The node's id: the `node` label of `shardherd_build_info`. */
   readonly node: string;
   /** The bus topics this node reads: `shardherd_bus_malformed_records_total` starts at 0 for each. */
   readonly busTopics: readonly string[];
-  /** The maps this node follows (every dataset's, via its guardian). */
-  maps(): Promise<readonly ShardMapSnapshot[]>;
+  /**
+   * The maps this node follows (every dataset's, via its guardian), as the guardian holds them:
+   * read in place at each scrape, never copied (a snapshot of a 65 536 × 3 map per gauge made each
+   * scrape of a large node cost hundreds of milliseconds).
+   */
+  maps(): Promise<readonly FollowedMapStamp[]>;
   isSingleton(): Promise<boolean>;
   /** The newest singleton epoch this node heard of. */
   knownEpoch(): Promise<number | undefined>;
@@ -309,17 +321,18 @@ export class NodeMetrics implements Telemetry {
       if (this.subject) g.set({ version: packageVersion(), node: this.subject.node }, 1);
     });
     this.gauge('shardherd_shards', 'Shards per dataset and status, from the map this node follows', ['dataset', 'status'], async (g) => {
-      for (const map of await this.maps()) {
+      for (const { dataset, mapper } of await this.maps()) {
         const counts = new Map<ShardStatusType, number>(STATUSES.map((s) => [s, 0]));
-        for (const r of map.shards) counts.set(r.status.type, counts.get(r.status.type)! + 1);
-        for (const [status, n] of counts) g.set({ dataset: map.dataset, status }, n);
+        for (let shard = 0; shard < mapper.numShards; shard++) {
+          const status = mapper.statusForShard(shard).type;
+          counts.set(status, counts.get(status)! + 1);
+        }
+        for (const [status, n] of counts) g.set({ dataset, status }, n);
       }
     });
     this.gauge('shardherd_shard_assignments', 'Shard copies per dataset and node, from the map this node follows', ['dataset', 'node'], async (g) => {
-      for (const map of await this.maps()) {
-        const perNode = new Map<string, number>();
-        for (const r of map.shards) for (const a of r.assignments) perNode.set(a.node, (perNode.get(a.node) ?? 0) + 1);
-        for (const [node, n] of perNode) g.set({ dataset: map.dataset, node }, n);
+      for (const { dataset, mapper } of await this.maps()) {
+        for (const node of mapper.allNodes()) g.set({ dataset, node }, mapper.numShardsForNode(node));
       }
     });
     this.gauge('shardherd_map_epoch', 'Epoch of the map this node follows, per dataset', ['dataset'], async (g) => {
@@ -387,7 +400,7 @@ export class NodeMetrics implements Telemetry {
     return this.lagsOfScrape;
   }
 
-  private async maps(): Promise<readonly ShardMapSnapshot[]> {
+  private async maps(): Promise<readonly FollowedMapStamp[]> {
     return (await this.subject?.maps()) ?? [];
   }
 }

@@ -56,7 +56,7 @@ function recorder(self?: { node: NodeId; incarnation: Incarnation }) {
     },
     membersChanged: (m) => seen.members.push(m),
     datasetGone: (dataset) => seen.gone.push(dataset),
-    deliver: (dataset, message, only) => seen.delivered.push({ dataset, message, ...(only ? { only } : {}) }),
+    deliver: (dataset, message, only) => seen.delivered.push({ dataset, message: message(), ...(only ? { only } : {}) }),
     askSync: (wanted) => seen.asked.push(wanted),
   };
   return { seen, maps: new FollowedMaps(ports, self) };
