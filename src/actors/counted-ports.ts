@@ -6,7 +6,7 @@ import type { Telemetry } from './telemetry.js';
 
 export function countedBus(bus: Bus, telemetry: Telemetry): Bus {
   return {
-    produce: (topic, value) => bus.produce(topic, value).catch((e: unknown) => {
+    produce: (topic, value, options) => bus.produce(topic, value, options).catch((e: unknown) => {
       telemetry.busError('produce');
       throw e;
     }),

@@ -8,7 +8,7 @@ import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import { ShardMapFollower } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
 import type { MemberIncarnation, SubscriberMessage } from '../core/shard-manager/protocol.js';
-import { snapshotOf, type EventsRecord } from './wire-events.js';
+import { configFingerprint, snapshotOf, type EventsRecord, type SnapshotEnvelope } from './wire-events.js';
 
 type Record<K extends EventsRecord['kind']> = Extract<EventsRecord, { kind: K }>;
 
@@ -150,6 +150,24 @@ export class FollowedMaps {
     const message = (): SubscriberMessage => ({ type: 'CurrentShardSnapshot', snapshot: current.mapper!.toSnapshot(current.epoch) });
     if (taken) this.ports.deliver(m.dataset, message);
     else if (m.to.length > 0) this.ports.deliver(m.dataset, message, m.to);
+  }
+
+  /**
+   * Whether a whole map with this envelope would change nothing here, so that it need not even be
+   * read (`SubscribeOptions.skip`): the node has the dataset's map at least as new, with the same
+   * shard count and config, made for this node, and is waiting for no map. What `snapshot` does
+   * then is nothing but hand it to the subscribers it names, which the caller checks (`to`).
+   */
+  ignoresSnapshot(m: SnapshotEnvelope): boolean {
+    const f = this.followers.get(m.dataset);
+    const config = this.configs.get(m.dataset);
+    if (!f?.mapper || f.mapper.numShards !== m.numShards || config === undefined || configFingerprint(config) !== m.config) return false;
+    if (this.wanted.all || this.wanted.datasets.has(m.dataset) || !this.madeForThisNode(m.dataset)) return false;
+    const order = compareStamps(f, { epoch: m.epoch, version: m.version });
+    if (order < 0) return false;
+    // The same map said to be made for newer members: the node may act on it where it waited.
+    const made = this.madeFor.get(m.dataset);
+    return !(order === 0 && m.members !== undefined && made !== undefined && m.members > made);
   }
 
   membersRecord(m: Record<'members'>): void {

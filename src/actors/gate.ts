@@ -54,9 +54,9 @@ export function gatedClock(clock: Clock, gate: Gate): Clock {
 
 export function gatedBus(bus: Bus, gate: Gate): Bus {
   return {
-    produce: async (topic, value) => {
+    produce: async (topic, value, options) => {
       await gate.pass();
-      return bus.produce(topic, value);
+      return bus.produce(topic, value, options);
     },
     subscribe: async (topic, group, handler, options): Promise<BusSubscription> => {
       await gate.pass();

@@ -23,6 +23,7 @@ import type { ActorRef } from './runtime.js';
 import { isPermanentBusFailure } from '../cluster/bus-failures.js';
 import { limitedLog } from './log-limiter.js';
 import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
+import { snapshotLabels } from './wire-events.js';
 
 export type ClusterMsg =
   /** `takenAt`: when the lease's compare-and-set was sent, on the detector's clock (heartbeat mode). */
@@ -205,7 +206,11 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       return op();
     });
 
-  const produceEvents = (m: EventsMessage) => env.bus.produce(env.topics.events, m);
+  const produceEvents = (m: EventsMessage) => {
+    // A whole map says what it is in its labels: a node that has it passes it over unread.
+    const labels = m.kind === 'map-snapshot' ? snapshotLabels(m) : undefined;
+    return env.bus.produce(env.topics.events, m, labels ? { labels } : {});
+  };
   const produceReplies = (m: RepliesMessage) => env.bus.produce(env.topics.replies, encodeRepliesMessage(m));
 
   /** Runs one store write; a fencing error means another singleton took over. */

@@ -4,7 +4,7 @@
 // local subscribers, routes acknowledgements to the reporter and replies to waiting requests,
 // keeps the maps for the next singleton's recovery, and hosts the singleton
 // when its node is the oldest member.
-import type { BusRecord } from '../cluster/bus.js';
+import type { BusRecord, RecordLabels } from '../cluster/bus.js';
 import type { Cancel } from '../cluster/clock.js';
 import { isMember, oldestMember, type MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
@@ -25,7 +25,7 @@ import type { Lease } from '../store/meta-store.js';
 import { leaseRowProblem, LeaseWatch, placeInLine, placeWaitMs, StandBackoff, standBackoffMs } from '../cluster/failure-detector/succession.js';
 import { singletonLeaseWaitMs } from '../cluster/failure-detector/settings.js';
 import type { ActorRef } from './runtime.js';
-import { parseEventsMessage } from './wire-events.js';
+import { parseEventsMessage, snapshotEnvelope } from './wire-events.js';
 import { encodeInboxMessage, hostPrefix, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type Request } from './wire.js';
 
 export type GuardianMsg =
@@ -100,7 +100,49 @@ function newerThanStored(f: ShardMapFollower, stored: MapStamp | undefined): boo
   return stored === undefined || stored.numShards !== f.mapper?.numShards || compareStamps(f, stored) > 0;
 }
 
-export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: GuardianCallbacks): ActorRef<GuardianMsg> {
+/**
+ * Which records of the events topic a node passes over unread (`SubscribeOptions.skip`): a whole
+ * map it has already (another node's sync answer), judged from the record's labels against the
+ * guardian's state. Judged only while no record read before it waits in the guardian's mailbox,
+ * so the state it is judged against is the state it would be handled in: skipping it then changes
+ * nothing, and the subscription's count of records handed on keeps that true.
+ */
+export class EventsSkip {
+  private state: (() => State) | undefined;
+  /** Records of the events topic handed to the guardian and not handled yet. */
+  private waiting = 0;
+
+  constructor(private readonly env: Pick<NodeEnv, 'node' | 'incarnation' | 'clock' | 'singletonContact'>) {}
+
+  /** The guardian's state, once it has one. */
+  attach(state: () => State): void {
+    this.state = state;
+  }
+
+  /** A record goes to the guardian's mailbox. */
+  handedOn(): void {
+    this.waiting++;
+  }
+
+  /** The guardian took a record from its mailbox. */
+  taken(): void {
+    this.waiting = Math.max(0, this.waiting - 1);
+  }
+
+  readonly skips = (labels: RecordLabels): boolean => {
+    const s = this.state?.();
+    const m = snapshotEnvelope(labels);
+    if (!s || !m || this.waiting > 0) return false;
+    if (m.epoch < s.maxEpoch) return true; // a replaced singleton's: the guardian ignores it (I6)
+    if (m.epoch > s.maxEpoch || m.toHosts.includes(hostPrefix(this.env.node, this.env.incarnation))) return false;
+    if (!s.maps.ignoresSnapshot(m)) return false;
+    // Unread, it still says the singleton is there, as reading it would have.
+    this.env.singletonContact?.heard(this.env.clock.now());
+    return true;
+  };
+}
+
+export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: GuardianCallbacks, skip?: EventsSkip): ActorRef<GuardianMsg> {
   const guardianId = `${hostPrefix(env.node, env.incarnation)}guardian` as SubscriberId;
   const toInbox = (m: InboxMessage) => env.bus.produce(env.topics.inbox, encodeInboxMessage(m));
   const request = (r: Request) => toInbox({ format: WIRE_FORMAT, kind: 'request', request: r });
@@ -419,6 +461,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       leaseReadFailing: false,
       ...children,
     };
+    skip?.attach(() => state);
     return state;
   };
   return env.runtime.spawn<State | undefined, GuardianMsg>(env.runtime.system, 'guardian', async (s0, msg, ctx) => {
@@ -432,6 +475,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         await onView(s, msg.view, ctx.self);
         return s;
       case 'Events':
+        skip?.taken();
         await onEvents(s, msg.record);
         return s;
       case 'Replies':

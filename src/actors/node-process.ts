@@ -18,7 +18,7 @@ import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
-import { spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
+import { EventsSkip, spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
@@ -311,6 +311,7 @@ export class ShardherdNode {
       ...(detector ? { detector } : {}),
       singletonRole,
     };
+    const eventsSkip = new EventsSkip(env);
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => fenced('node.fenced', reason),
       onReleased: () => {
@@ -318,7 +319,7 @@ export class ShardherdNode {
         this.drained = true;
         log.info({ event: 'node.released' }, 'this node was drained: it holds no shard copy and may stop');
       },
-    });
+    }, eventsSkip);
     this.guardian = guardian;
     const runtime = this.runtime;
     const onError = (e: unknown, record: { topic: string; offset: number }) => {
@@ -330,7 +331,10 @@ export class ShardherdNode {
     };
     const group = nodeGroup(s.settings.topicPrefix, this.node, incarnation);
     this.subscriptions = [
-      await env.bus.subscribe(env.topics.events, group, (record) => void runtime.send(guardian, { type: 'Events', record }), { onError }),
+      await env.bus.subscribe(env.topics.events, group, (record) => {
+        eventsSkip.handedOn();
+        runtime.send(guardian, { type: 'Events', record });
+      }, { onError, skip: eventsSkip.skips }),
       await env.bus.subscribe(env.topics.replies, group, (record) => void runtime.send(guardian, { type: 'Replies', record }), { onError }),
     ];
     const membership = s.connectMembership();

@@ -5,12 +5,16 @@
 // frozen copy of a record, so a frozen value is checked once and its (frozen) result shared: the
 // nodes of an embedded cluster, or of a simulated one, do not each check the same record. Values
 // from Kafka are decoded per reader, never frozen, and checked each time.
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { validateDatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef } from '../core/ids.js';
 import { decodeEvents, decodeSnapshot } from '../core/map-codec.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
+import type { DatasetConfig } from '../core/dataset-config.js';
+import type { DatasetRef, Epoch } from '../core/ids.js';
+import type { RecordLabels } from '../cluster/bus.js';
 import type { ShardEvent } from '../core/status.js';
 import { isValidShardCount } from '../core/spread.js';
 import { InvalidSnapshotError } from '../core/errors.js';
@@ -135,4 +139,78 @@ export function snapshotOf(m: MapSnapshotRecord): Result<ShardMapSnapshot, Inval
   }
   if (Object.isFrozen(raw)) decodedFrozen.set(raw, freezeAll(r));
   return r;
+}
+
+/**
+ * What a whole map's record says about itself in its labels, so that a node that needs nothing
+ * from it passes it over unread (a 65 536 × 3 map is megabytes of JSON that every node parsed,
+ * for each new node's sync, to find it had the map already).
+ */
+export interface SnapshotEnvelope {
+  readonly dataset: DatasetRef;
+  readonly numShards: number;
+  readonly epoch: Epoch;
+  readonly version: number;
+  readonly members: number | undefined;
+  /** The dataset's config, as `configFingerprint` gives it. */
+  readonly config: string;
+  /** The hosts (`node@incarnation/`) of the subscribers it is addressed to. */
+  readonly toHosts: readonly string[];
+}
+
+/** A short fingerprint of a dataset's config: equal configs have equal ones, whatever the order of their keys. */
+export function configFingerprint(config: DatasetConfig): string {
+  return createHash('sha1').update(canonicalJson(config)).digest('base64url');
+}
+
+/** JSON with every object's keys sorted. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The labels of a `map-snapshot` record; undefined when its subscribers' hosts would make them too
+ * long (then every node reads it, as before labels).
+ */
+export function snapshotLabels(m: MapSnapshotRecord): RecordLabels | undefined {
+  const toHosts = [...new Set(m.to.flatMap((id) => /^[^/]*\//.exec(id)?.[0] ?? []))];
+  const labels = {
+    kind: 'map-snapshot',
+    dataset: m.dataset,
+    numShards: String(m.numShards),
+    epoch: String(m.epoch),
+    version: String(m.version),
+    ...(m.members === undefined ? {} : { members: String(m.members) }),
+    config: configFingerprint(m.config),
+    to: JSON.stringify(toHosts),
+  };
+  return JSON.stringify(labels).length <= MAX_SNAPSHOT_LABEL_CHARS ? labels : undefined;
+}
+
+/** Well within the bus's MAX_LABEL_BYTES: labels describe, they do not carry. */
+const MAX_SNAPSHOT_LABEL_CHARS = 900;
+
+/** The envelope a record's labels give, if they are a whole map's; anything else reads as undefined (the record is read). */
+export function snapshotEnvelope(labels: RecordLabels): SnapshotEnvelope | undefined {
+  if (labels.kind !== 'map-snapshot') return undefined;
+  const whole = (v: string | undefined) => (v !== undefined && /^\d{1,15}$/.test(v) ? Number(v) : undefined);
+  const dataset = parseDatasetRef(labels.dataset);
+  const numShards = whole(labels.numShards);
+  const epoch = whole(labels.epoch);
+  const version = whole(labels.version);
+  const members = labels.members === undefined ? undefined : whole(labels.members);
+  let toHosts: unknown;
+  try {
+    toHosts = JSON.parse(labels.to ?? '');
+  } catch {
+    return undefined;
+  }
+  if (!dataset.ok || numShards === undefined || epoch === undefined || version === undefined || (labels.members !== undefined && members === undefined)) return undefined;
+  if (typeof labels.config !== 'string' || !Array.isArray(toHosts) || !toHosts.every((h) => typeof h === 'string')) return undefined;
+  return { dataset: dataset.value, numShards, epoch: epoch as Epoch, version, members, config: labels.config, toHosts: toHosts as string[] };
 }

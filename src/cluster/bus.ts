@@ -21,6 +21,48 @@ export interface SubscribeOptions {
    * all its chunks arrived (`IncompleteMessageError`); delivery goes on with the next record.
    */
   readonly onError?: (error: unknown, record: BusRecord) => void;
+  /**
+   * Records the handler would do nothing with, told by their labels before their value is read:
+   * such a record is passed over unread. Only an optimisation: a bus may deliver such a record all
+   * the same (the in-memory bus always does, its values cost nothing to read), so the handler must
+   * do right with every record, and `skip` must say yes only when handling would change nothing.
+   * A chunked message is judged at its first chunk, and passed over or read whole.
+   */
+  readonly skip?: (labels: RecordLabels) => boolean;
+}
+
+/**
+ * Short named strings about a record, written beside its value and readable before it
+ * (`SubscribeOptions.skip`): what it is about, so that a reader can pass over a record it needs
+ * nothing from without reading (parsing) a value of megabytes. Kafka: one record header.
+ */
+export type RecordLabels = Readonly<Record<string, string>>;
+
+export interface ProduceOptions {
+  /** The record's labels (at most `MAX_LABEL_BYTES` as JSON, or `produce` refuses). */
+  readonly labels?: RecordLabels;
+}
+
+/** The most bytes a record's labels take as JSON: they describe a value, they do not carry one. */
+export const MAX_LABEL_BYTES = 1024;
+
+/** Labels as a bus writes them (JSON text); labels past `MAX_LABEL_BYTES` are refused, a programming error. */
+export function encodeLabels(labels: RecordLabels): string {
+  const json = JSON.stringify(labels);
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_LABEL_BYTES) throw new RangeError(`record labels of ${bytes} bytes (as JSON): at most ${MAX_LABEL_BYTES}`);
+  return json;
+}
+
+/** Labels read back from their JSON text; undefined when they are not an object of strings (then nothing is skipped). */
+export function decodeLabels(json: string): RecordLabels | undefined {
+  try {
+    const value: unknown = JSON.parse(json);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    return Object.values(value).every((v) => typeof v === 'string') ? (value as RecordLabels) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Handles one record; the next is delivered once its promise settles. */
@@ -63,7 +105,7 @@ export interface Bus {
    * its last chunk). Rejects with `MessageTooLargeError` when the value's JSON is larger than the
    * bus's `maxMessageBytes`.
    */
-  produce(topic: string, value: unknown): Promise<number>;
+  produce(topic: string, value: unknown, options?: ProduceOptions): Promise<number>;
   /**
    * Delivers the topic's records to `handler` one at a time, in offset order, from the group's
    * committed position (or `start`). The next record is delivered only after the handler's

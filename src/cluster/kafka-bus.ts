@@ -4,10 +4,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import { MessageTooLargeError, type Bus, type BusSubscription, type RecordHandler, type SubscribeOptions } from './bus.js';
+import { encodeLabels, MessageTooLargeError, type Bus, type BusSubscription, type ProduceOptions, type RecordHandler, type SubscribeOptions } from './bus.js';
 import { RealClock, type Clock } from './clock.js';
 import { createKafka } from './kafka-client.js';
-import { chunkHeaders, sliceValue } from './kafka-bus/chunks.js';
+import { chunkHeaders, labelHeaders, sliceValue } from './kafka-bus/chunks.js';
 import { KafkaBusError, kafkaCall } from './kafka-bus/errors.js';
 import { encodeJson } from './kafka-bus/json.js';
 import { BusProducer } from './kafka-bus/producer.js';
@@ -152,21 +152,25 @@ export class KafkaBus implements Bus {
     return this.topics.ensure(topics);
   }
 
-  async produce(topic: string, value: unknown): Promise<number> {
+  async produce(topic: string, value: unknown, options: ProduceOptions = {}): Promise<number> {
     this.assertOpen();
     checkTopicName(topic);
     const json = encodeJson(value);
     const bytes = Buffer.byteLength(json);
     const { maxRecordBytes, maxMessageBytes } = this.settings;
-    if (bytes <= maxRecordBytes) return this.producer.produce(topic, [{ value: json, bytes }]);
+    // Labels travel in a header of every record of the value, within the record's budget: a
+    // topic's limits stay what they were for records without them.
+    const labels = options.labels === undefined ? undefined : labelHeaders(encodeLabels(options.labels));
+    const room = maxRecordBytes - (labels?.bytes ?? 0);
+    if (bytes <= room) return this.producer.produce(topic, [{ value: json, bytes: bytes + (labels?.bytes ?? 0), ...(labels ? { headers: labels.headers } : {}) }]);
     if (bytes > maxMessageBytes) throw new MessageTooLargeError(topic, bytes, maxMessageBytes);
     // Cut as bytes, not characters: a slice may end inside a character; the reader joins the
     // bytes before it decodes them, once.
-    const slices = sliceValue(Buffer.from(json, 'utf8'), maxRecordBytes);
+    const slices = sliceValue(Buffer.from(json, 'utf8'), room);
     const id = `${this.producerId}.${this.nextMessage++}`;
     return this.producer.produce(
       topic,
-      slices.map((slice, index) => ({ value: slice, bytes: slice.length, headers: chunkHeaders(id, index, slices.length) })),
+      slices.map((slice, index) => ({ value: slice, bytes: slice.length + (labels?.bytes ?? 0), headers: { ...chunkHeaders(id, index, slices.length), ...labels?.headers } })),
     );
   }
 
@@ -201,6 +205,7 @@ export class KafkaBus implements Bus {
       group,
       handler,
       onError: options.onError,
+      skip: options.skip,
       startIfUncommitted,
       openedAt,
       fromBeginning: options.start === 'earliest',

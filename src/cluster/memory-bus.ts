@@ -1,4 +1,4 @@
-import { MessageTooLargeError, type Bus, type BusRecord, type BusSubscription, type RecordHandler, type SubscribeOptions } from './bus.js';
+import { encodeLabels, MessageTooLargeError, type Bus, type BusRecord, type BusSubscription, type ProduceOptions, type RecordHandler, type SubscribeOptions } from './bus.js';
 import { busLimits, chunkCount, type BusLimitOptions, type BusLimits } from './bus-limits.js';
 import type { ChunkPosition } from './chunk-assembly.js';
 import { ChunkedReader } from './chunked-reader.js';
@@ -115,8 +115,10 @@ export class MemoryBus implements Bus {
     if (chunks > this.retain) invalid('retainRecords', `(${this.retain}) must hold the chunks of the largest message: maxMessageBytes / maxRecordBytes = ${chunks}`);
   }
 
-  async produce(topic: string, value: unknown): Promise<number> {
+  /** Labels are checked as Kafka's bus checks them, and not kept: every record is delivered (`SubscribeOptions.skip`). */
+  async produce(topic: string, value: unknown, options?: ProduceOptions): Promise<number> {
     if (topic.length === 0) throw new Error('topic name must not be empty');
+    if (options?.labels) encodeLabels(options.labels);
     const { maxRecordBytes, maxMessageBytes } = this.limits;
     const { value: copy, maxBytes } = measuredJsonCopy(value);
     // The bound settles nearly every value without encoding it; the rest are measured exactly.

@@ -534,6 +534,41 @@ describe('KafkaBus records, chunks and limits', () => {
     expect(Buffer.concat(chunks.map((r) => r.value)).toString('utf8')).toBe(json);
   });
 
+  it('labels travel with every record of a value, within maxRecordBytes; a subscription passes over what its skip names, chunked messages whole', async () => {
+    const bus = newBus('labels', SMALL_LIMITS);
+    const topic = uniqueName('bus-labels');
+    await bus.ensureTopics([topic]);
+    const big = shardMapLike(40); // several chunks
+    await bus.produce(topic, 'first', { labels: { kind: 'keep' } });
+    await bus.produce(topic, big, { labels: { kind: 'pass', n: '1' } });
+    await bus.produce(topic, 'between');
+    await bus.produce(topic, 'small passed', { labels: { kind: 'pass', n: '2' } });
+    const lastBig = await bus.produce(topic, big, { labels: { kind: 'keep', n: '3' } });
+    await bus.produce(topic, 'last', { labels: { kind: 'keep' } });
+    // On the broker: each record at most maxRecordBytes with its labels header, which a plain consumer can read.
+    const raw = await readRaw(topic, lastBig + 2);
+    for (const r of raw) expect(r.value.length + (r.headers['shardherd.labels']?.length ?? 0)).toBeLessThanOrEqual(SMALL_LIMITS.maxRecordBytes);
+    const chunks = (raw.length - 4) / 2;
+    expect(chunks).toBeGreaterThan(1);
+    const labelled = raw.map((r) => r.headers['shardherd.labels']).map((h) => (h === undefined ? '-' : ((JSON.parse(h) as { n?: string }).n ?? 'k')));
+    expect(labelled).toEqual(['k', ...Array<string>(chunks).fill('1'), '-', '2', ...Array<string>(chunks).fill('3'), 'k']);
+    const judged: string[] = [];
+    const records: BusRecord[] = [];
+    await bus.subscribe(topic, uniqueName('g'), (r) => void records.push(r), {
+      start: 'earliest',
+      skip: (labels) => {
+        judged.push(labels.n ?? labels.kind ?? '');
+        return labels.kind === 'pass';
+      },
+    });
+    await eventually(() => expect(records.map((r) => r.value)).toEqual(['first', 'between', big, 'last']), 30_000);
+    // A chunked message is judged once, at its first chunk; a record without labels is not judged.
+    expect(judged).toEqual(['keep', '1', '2', '3', 'keep']);
+    // Without a skip, labelled records are delivered as any.
+    const all = await collect(bus, topic, uniqueName('g'), { start: 'earliest' });
+    await eventually(() => expect(all.values).toEqual(['first', big, 'between', 'small passed', big, 'last']), 30_000);
+  });
+
   it('chunks of two buses producing at once interleave on the topic, and each message is delivered whole', async () => {
     const [a, b] = [newBus('producer-a', SMALL_LIMITS), newBus('producer-b', SMALL_LIMITS)];
     const topic = uniqueName('bus-two-producers');

@@ -30,6 +30,24 @@ export function chunkHeaders(id: string, index: number, count: number): IHeaders
   return { [CHUNK_ID_HEADER]: id, [CHUNK_INDEX_HEADER]: String(index), [CHUNK_COUNT_HEADER]: String(count) };
 }
 
+/** The header that carries a record's labels (`RecordLabels`, as JSON), on every record of its value. */
+export const LABELS_HEADER = 'shardherd.labels';
+
+/**
+ * The labels header, and what it takes of a record's budget: its key and value, their lengths
+ * (varints, at most 5 bytes each) and one more for the header count. Counted against the value's
+ * room, so that the records' overhead (and every topic's `max.message.bytes`) stays as it was.
+ */
+export function labelHeaders(json: string): { readonly headers: IHeaders; readonly bytes: number } {
+  return { headers: { [LABELS_HEADER]: json }, bytes: LABELS_HEADER.length + Buffer.byteLength(json) + 5 + 5 + 1 };
+}
+
+/** The labels of a fetched record as JSON text, if it has them. */
+export function readLabelsHeader(headers: Readonly<Record<string, unknown>> | undefined): string | undefined {
+  const v = headers?.[LABELS_HEADER];
+  return Buffer.isBuffer(v) ? v.toString('utf8') : typeof v === 'string' ? v : undefined;
+}
+
 /** Cuts the encoded value into slices of at most `maxRecordBytes` (views of it, no copies). */
 export function sliceValue(bytes: Buffer, maxRecordBytes: number): Buffer[] {
   const slices: Buffer[] = [];

@@ -2,12 +2,12 @@
 // is given the topic and hands the records to the handler one at a time.
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { BusRecord, BusSubscription, RecordHandler, SubscribeOptions } from '../bus.js';
+import { decodeLabels, type BusRecord, type BusSubscription, type RecordHandler, type SubscribeOptions } from '../bus.js';
 import { ChunkedReader } from '../chunked-reader.js';
 import { EventLoopSlice } from '../event-loop-slice.js';
 import type { Clock } from '../clock.js';
 import { newestSubscriptionOwns } from './assigner.js';
-import { readChunkHeaders } from './chunks.js';
+import { readChunkHeaders, readLabelsHeader } from './chunks.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 import type { KafkaBusSettings } from './settings.js';
 
@@ -22,12 +22,16 @@ export interface SubscriptionParams {
   readonly group: string;
   readonly handler: RecordHandler;
   readonly onError: SubscribeOptions['onError'];
+  readonly skip: SubscribeOptions['skip'];
   readonly startIfUncommitted: number;
   readonly openedAt: number;
   readonly fromBeginning: boolean;
   /** The bus's clock: the chunk timeout's time. */
   readonly clock: Clock;
 }
+
+/** Chunked messages being passed over at most (their ids); far more than ever interleave. */
+const MAX_SKIPPED_MESSAGES = 256;
 
 /** Reading records (decoding, parsing, handing them on) takes at most this long before the event loop gets a turn. */
 const READ_SLICE_MS = 20;
@@ -51,6 +55,8 @@ export class KafkaSubscription implements BusSubscription {
   /** The chunked messages this subscription is assembling: slices of their JSON bytes. */
   private readonly chunks: ChunkedReader<Buffer>;
   private readonly eachMessage: EachMessage = async ({ message }) => this.onMessage(message.offset, message.value, message.headers);
+  /** Chunked messages passed over at their first chunk (`SubscribeOptions.skip`): their other chunks are too. */
+  private readonly skippedMessages = new Set<string>();
   /** A fetched batch is read in slices of the event loop's time, not in one task (`EventLoopSlice`). */
   private readonly slice = new EventLoopSlice(READ_SLICE_MS);
 
@@ -222,6 +228,7 @@ export class KafkaSubscription implements BusSubscription {
     let what = `record ${offset}`;
     const read = readChunkHeaders(headers);
     if (read.kind === 'malformed') return this.malformed(offset, `record ${offset} of ${topic} is not a chunk: ${read.reason}`, raw);
+    if (this.passesOver(read, headers)) return;
     if (read.kind === 'chunk') {
       if (raw === null) return this.malformed(offset, `record ${offset} of ${topic} is a chunk without a value`, raw);
       const outcome = this.chunks.read({ position: read.position, offset, piece: raw, bytes: raw.length });
@@ -251,6 +258,32 @@ export class KafkaSubscription implements BusSubscription {
       void this.deliver(record).then(resolve);
     });
     this.abandonInFlight = undefined;
+  }
+
+  /**
+   * Whether the record is passed over unread: its labels say the handler needs nothing from it. A
+   * chunked message is judged at its first chunk, so that it is passed over or read whole.
+   */
+  private passesOver(read: ReturnType<typeof readChunkHeaders>, headers: Readonly<Record<string, unknown>> | undefined): boolean {
+    const { skip } = this.p;
+    if (!skip) return false;
+    if (read.kind === 'chunk') {
+      const { id, index, count } = read.position;
+      if (this.skippedMessages.has(id)) {
+        if (index === count - 1) this.skippedMessages.delete(id);
+        return true;
+      }
+      if (index !== 0) return false;
+    }
+    const json = readLabelsHeader(headers);
+    const labels = json === undefined ? undefined : decodeLabels(json);
+    if (!labels || !skip(labels)) return false;
+    if (read.kind === 'chunk' && read.position.count > 1) {
+      // Bounded: a message whose last chunk never comes must not hold its id for ever.
+      if (this.skippedMessages.size >= MAX_SKIPPED_MESSAGES) this.skippedMessages.delete(this.skippedMessages.values().next().value!);
+      this.skippedMessages.add(read.position.id);
+    }
+    return true;
   }
 
   private async deliver(record: BusRecord): Promise<void> {
