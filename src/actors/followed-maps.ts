@@ -124,7 +124,8 @@ export class FollowedMaps {
    */
   snapshot(m: Record<'map-snapshot'>): void {
     const f = this.followers.get(m.dataset) ?? new ShardMapFollower(m.dataset);
-    const configChanged = this.configs.get(m.dataset) !== undefined && JSON.stringify(this.configs.get(m.dataset)) !== JSON.stringify(m.config);
+    const known = this.configs.get(m.dataset);
+    const configChanged = known !== undefined && configFingerprint(known) !== configFingerprint(m.config);
     this.configs.set(m.dataset, m.config);
     let taken = false;
     if (!f.mapper || f.mapper.numShards !== m.numShards || compareStamps({ epoch: m.epoch, version: m.version }, f) > 0) {
@@ -153,21 +154,26 @@ export class FollowedMaps {
   }
 
   /**
-   * Whether a whole map with this envelope would change nothing here, so that it need not even be
-   * read (`SubscribeOptions.skip`): the node has the dataset's map at least as new, with the same
-   * shard count and config, made for this node, and is waiting for no map. What `snapshot` does
-   * then is nothing but hand it to the subscribers it names, which the caller checks (`to`).
+   * Handles a whole map from its envelope alone when that is all reading it would do, so that a
+   * record of megabytes need not be read (`SubscribeOptions.skip`): true if so. That is when the
+   * node has the dataset's map at least as new, with the same shard count and config, acts on it
+   * already, and waits for no map: `snapshot` would then take nothing from it but, for the same
+   * map said to be made for newer members (the answer to a new node's sync), those members, and
+   * hand it to the subscribers it names (the caller reads a record addressed to one of its own).
    */
-  ignoresSnapshot(m: SnapshotEnvelope): boolean {
+  snapshotFromEnvelope(m: SnapshotEnvelope): boolean {
     const f = this.followers.get(m.dataset);
     const config = this.configs.get(m.dataset);
     if (!f?.mapper || f.mapper.numShards !== m.numShards || config === undefined || configFingerprint(config) !== m.config) return false;
     if (this.wanted.all || this.wanted.datasets.has(m.dataset) || !this.madeForThisNode(m.dataset)) return false;
     const order = compareStamps(f, { epoch: m.epoch, version: m.version });
     if (order < 0) return false;
-    // The same map said to be made for newer members: the node may act on it where it waited.
     const made = this.madeFor.get(m.dataset);
-    return !(order === 0 && m.members !== undefined && made !== undefined && m.members > made);
+    if (order === 0 && m.members !== undefined && made !== undefined && m.members > made) {
+      this.madeFor.set(m.dataset, m.members);
+      this.ports.mapChanged(m.dataset, f, config);
+    }
+    return true;
   }
 
   membersRecord(m: Record<'members'>): void {

@@ -101,11 +101,11 @@ function newerThanStored(f: ShardMapFollower, stored: MapStamp | undefined): boo
 }
 
 /**
- * Which records of the events topic a node passes over unread (`SubscribeOptions.skip`): a whole
- * map it has already (another node's sync answer), judged from the record's labels against the
- * guardian's state. Judged only while no record read before it waits in the guardian's mailbox,
- * so the state it is judged against is the state it would be handled in: skipping it then changes
- * nothing, and the subscription's count of records handed on keeps that true.
+ * Which records of the events topic a node handles from their labels alone, unread
+ * (`SubscribeOptions.skip`): a whole map it has already (another node's sync answer), handled
+ * against the guardian's state (`FollowedMaps.snapshotFromEnvelope`). Only while no record read
+ * before it waits in the guardian's mailbox: the state it is handled in is then the state it would
+ * have been read in, and the count of records handed on and not yet taken keeps that true.
  */
 export class EventsSkip {
   private state: (() => State) | undefined;
@@ -135,7 +135,7 @@ export class EventsSkip {
     if (!s || !m || this.waiting > 0) return false;
     if (m.epoch < s.maxEpoch) return true; // a replaced singleton's: the guardian ignores it (I6)
     if (m.epoch > s.maxEpoch || m.toHosts.includes(hostPrefix(this.env.node, this.env.incarnation))) return false;
-    if (!s.maps.ignoresSnapshot(m)) return false;
+    if (!s.maps.snapshotFromEnvelope(m)) return false;
     // Unread, it still says the singleton is there, as reading it would have.
     this.env.singletonContact?.heard(this.env.clock.now());
     return true;

@@ -22,11 +22,11 @@ export interface SubscribeOptions {
    */
   readonly onError?: (error: unknown, record: BusRecord) => void;
   /**
-   * Records the handler would do nothing with, told by their labels before their value is read:
-   * such a record is passed over unread. Only an optimisation: a bus may deliver such a record all
-   * the same (the in-memory bus always does, its values cost nothing to read), so the handler must
-   * do right with every record, and `skip` must say yes only when handling would change nothing.
-   * A chunked message is judged at its first chunk, and passed over or read whole.
+   * Offered each record's labels before its value is read: true when the subscriber has done from
+   * the labels alone all that reading the record would do (or it needs nothing from it), and the
+   * record is then passed over unread. Only an optimisation: a bus may deliver every record all
+   * the same (the in-memory bus does, its values cost nothing to read), and then never offers the
+   * labels. A chunked message is offered at its first chunk, and passed over or read whole.
    */
   readonly skip?: (labels: RecordLabels) => boolean;
 }
