@@ -109,7 +109,7 @@ function newerThanStored(f: ShardMapFollower, stored: MapStamp | undefined): boo
  */
 export class EventsSkip {
   private state: (() => State) | undefined;
-  /** Records of the events topic handed to the guardian and not handled yet. */
+  /** Records of the events topic handed to the guardian and not handled to their end yet. */
   private waiting = 0;
 
   constructor(private readonly env: Pick<NodeEnv, 'node' | 'incarnation' | 'clock' | 'singletonContact'>) {}
@@ -124,7 +124,7 @@ export class EventsSkip {
     this.waiting++;
   }
 
-  /** The guardian took a record from its mailbox. */
+  /** The guardian is done with a record (it may wait on a slice of the event loop while it handles one). */
   taken(): void {
     this.waiting = Math.max(0, this.waiting - 1);
   }
@@ -214,7 +214,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'publish':
         return onPublish(s, m.to, m.message);
       case 'map-changes':
-        return s.maps.changes(m);
+        // A decision of tens of thousands of events is applied in slices on a real process.
+        return env.slicePause ? s.maps.changesInSlices(m, env.slicePause) : s.maps.changes(m);
       case 'map-snapshot':
         return s.maps.snapshot(m);
       case 'members':
@@ -475,8 +476,11 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         await onView(s, msg.view, ctx.self);
         return s;
       case 'Events':
-        skip?.taken();
-        await onEvents(s, msg.record);
+        try {
+          await onEvents(s, msg.record);
+        } finally {
+          skip?.taken();
+        }
         return s;
       case 'Replies':
         onReplies(s, msg.record);

@@ -11,7 +11,43 @@ export class NotJsonError extends TypeError {
 
 /** Throws `NotJsonError` unless `value` is JSON data. An undefined object field is allowed: it is absent once encoded. */
 export function checkJsonData(value: unknown): void {
+  // Most values are JSON data: a walk that keeps no path and no set of parents says so about
+  // three times faster (a whole 65 536 × 3 map took the singleton ~90 ms to check per publish).
+  // Only a value it cannot vouch for is walked again, to say what is wrong and where.
+  if (isJsonData(value, 0)) return;
   walk(value, { path: [], parents: new Set(), copy: false, bytes: 0 });
+}
+
+/** Nesting past which `isJsonData` gives up (a cycle, or a value nested deeper than any of ours): the full walk decides. */
+const QUICK_DEPTH = 64;
+
+/** True only for JSON data nested at most `QUICK_DEPTH` deep; false says nothing (see `checkJsonData`). */
+function isJsonData(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object': {
+      if (value === null) return true;
+      if (depth >= QUICK_DEPTH) return false;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isJsonData(value[i], depth + 1)) return false;
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const k in value) {
+        if (!Object.hasOwn(value, k)) return false;
+        const v = (value as Record<string, unknown>)[k];
+        if (v !== undefined && !isJsonData(v, depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 /**

@@ -5,6 +5,36 @@ import { describe, expect, it } from 'vitest';
 import { checkJsonData, frozenJsonCopy, measuredJsonCopy, NotJsonError } from '../../src/core/json-data.js';
 
 describe('checkJsonData', () => {
+  it('accepts and refuses exactly what the full walk does, with the same message, on random values (its quick pass vouches only for JSON data)', () => {
+    const outcome = (f: () => unknown) => {
+      try {
+        f();
+        return 'ok';
+      } catch (e) {
+        return e instanceof NotJsonError ? e.message : `other: ${String(e)}`;
+      }
+    };
+    fc.assert(
+      fc.property(fc.oneof(fc.anything({ withNullPrototype: true, withBigInt: true, withDate: true, withMap: true, withSparseArray: true, withUnicodeString: true }), fc.jsonValue()), (value) => {
+        expect(outcome(() => checkJsonData(value))).toBe(outcome(() => frozenJsonCopy(value)));
+      }),
+      { numRuns: 5000 },
+    );
+    // Deeper than the quick pass goes: decided by the full walk.
+    let deep: unknown = 1;
+    for (let i = 0; i < 100; i++) deep = [deep];
+    expect(() => checkJsonData(deep)).not.toThrow();
+    const cyclic: unknown[] = [];
+    let tip = cyclic;
+    for (let i = 0; i < 70; i++) {
+      const next: unknown[] = [];
+      tip.push(next);
+      tip = next;
+    }
+    tip.push(cyclic);
+    expect(() => checkJsonData(cyclic)).toThrow(/a cycle at \$(\[0\]){71}$/);
+  });
+
   it('accepts JSON data, with undefined object fields (absent once encoded)', () => {
     expect(() => checkJsonData({ a: [1, 'two', true, null, { b: -0.5 }], c: undefined })).not.toThrow();
   });

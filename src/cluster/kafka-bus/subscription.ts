@@ -4,7 +4,7 @@ import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { decodeLabels, type BusRecord, type BusSubscription, type RecordHandler, type SubscribeOptions } from '../bus.js';
 import { ChunkedReader } from '../chunked-reader.js';
-import { EventLoopSlice } from '../event-loop-slice.js';
+import { EventLoopSlice, PROCESS_SLICE_MS } from '../event-loop-slice.js';
 import type { Clock } from '../clock.js';
 import { newestSubscriptionOwns } from './assigner.js';
 import { readChunkHeaders, readLabelsHeader } from './chunks.js';
@@ -33,9 +33,6 @@ export interface SubscriptionParams {
 /** Chunked messages being passed over at most (their ids); far more than ever interleave. */
 const MAX_SKIPPED_MESSAGES = 256;
 
-/** Reading records (decoding, parsing, handing them on) takes at most this long before the event loop gets a turn. */
-const READ_SLICE_MS = 20;
-
 type EachMessage = (payload: { message: { offset: string; value: Buffer | null; headers?: Record<string, unknown> } }) => Promise<void>;
 
 /** One subscription: one kafkajs consumer, one group member. */
@@ -58,7 +55,7 @@ export class KafkaSubscription implements BusSubscription {
   /** Chunked messages passed over at their first chunk (`SubscribeOptions.skip`): their other chunks are too. */
   private readonly skippedMessages = new Set<string>();
   /** A fetched batch is read in slices of the event loop's time, not in one task (`EventLoopSlice`). */
-  private readonly slice = new EventLoopSlice(READ_SLICE_MS);
+  private readonly slice = new EventLoopSlice(PROCESS_SLICE_MS);
 
   constructor(private readonly p: SubscriptionParams) {
     this.opened = deferred();
