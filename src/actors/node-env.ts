@@ -46,11 +46,6 @@ export interface NodeEnv {
   readonly runGaps?: RunGaps;
   /** When this node last heard from the singleton (for /healthz). */
   readonly singletonContact?: SingletonContact;
-  /**
-   * Awaited between slices of long work on the node's maps (`slicePauseFor`): a turn of the event
-   * loop once a slice is spent. Absent in a simulated world: the work runs whole.
-   */
-  readonly slicePause?: () => Promise<void>;
   /** Turns of the event loop for due polls, shared by every node of the process (`processPollTurns`). */
   readonly pollTurns: PollTurns;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */

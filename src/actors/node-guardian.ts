@@ -124,7 +124,7 @@ export class EventsSkip {
     this.waiting++;
   }
 
-  /** The guardian is done with a record (it may wait on a slice of the event loop while it handles one). */
+  /** The guardian is done with a record (handling one may wait on the bus or the coordinator). */
   taken(): void {
     this.waiting = Math.max(0, this.waiting - 1);
   }
@@ -214,8 +214,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'publish':
         return onPublish(s, m.to, m.message);
       case 'map-changes':
-        // A decision of tens of thousands of events is applied in slices on a real process.
-        return env.slicePause ? s.maps.changesInSlices(m, env.slicePause) : s.maps.changes(m);
+        return s.maps.changes(m);
       case 'map-snapshot':
         return s.maps.snapshot(m);
       case 'members':

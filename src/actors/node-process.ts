@@ -41,7 +41,6 @@ import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 import { pollTurnsFor } from './poll-turns.js';
-import { slicePauseFor } from '../cluster/event-loop-slice.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
 export interface ClusterServices {
@@ -275,7 +274,6 @@ export class ShardherdNode {
     const clock = gatedClock(s.clock, gate);
     const runGaps = new RunGaps(clock);
     this.runGaps = runGaps;
-    const slicePause = slicePauseFor(s.clock);
     runGaps.start();
     /** Out of the cluster while running (the group dropped it, the singleton evicted it): a new incarnation starts. */
     const fenced = (event: string, reason: string) => {
@@ -310,7 +308,6 @@ export class ShardherdNode {
       runGaps,
       singletonContact: this.singletonContact,
       pollTurns: pollTurnsFor(s.clock),
-      ...(slicePause ? { slicePause } : {}),
       ...(detector ? { detector } : {}),
       singletonRole,
     };

@@ -17,9 +17,6 @@ export interface MapChanges {
  */
 export type FollowOutcome = 'applied' | 'stale' | 'gap';
 
-/** Events applied between two pauses of `applyChangesInSlices`. */
-const EVENTS_PER_STEP = 512;
-
 /**
  * A subscriber's copy of one dataset's map, kept current by the singleton's snapshots and stamped
  * events. Refuses anything older than what it has, so a stale singleton (older epoch) or a
@@ -59,44 +56,14 @@ export class ShardMapFollower {
    * change that does not apply (a map that is not the singleton's: resync).
    */
   applyChanges(c: MapChanges): FollowOutcome {
-    const applying = this.applying(c);
-    for (;;) {
-      const step = applying.next();
-      if (step.done) return step.value;
-    }
-  }
-
-  /**
-   * `applyChanges` with `pause()` awaited between slices of the events: a decision of tens of
-   * thousands of events (65 536 copies reporting) took a node hundreds of milliseconds in one
-   * task. The map stays as it was until every event applied, then changes at once.
-   */
-  async applyChangesInSlices(c: MapChanges, pause: () => Promise<void>): Promise<FollowOutcome> {
-    const applying = this.applying(c);
-    for (;;) {
-      const step = applying.next();
-      if (step.done) return step.value;
-      await pause();
-    }
-  }
-
-  /** The application of changes, pausing (`yield`) after each `EVENTS_PER_STEP` events. */
-  private *applying(c: MapChanges): Generator<void, FollowOutcome> {
     const end = { epoch: c.epoch, version: c.base.version + c.events.length };
     if (this.current && compareStamps(end, this.stamp) <= 0) return 'stale';
     if (!this.current || compareStamps(c.base, this.stamp) !== 0) return 'gap';
-    const base = this.current;
-    const next = base.clone();
-    for (let i = 0; i < c.events.length; i++) {
-      const e = c.events[i]!;
+    const next = this.current.clone();
+    for (const e of c.events) {
       if (e.dataset !== this.dataset) return 'gap';
       const r = next.updateFromEvent(e);
       if (!r.ok) return 'gap';
-      if (i % EVENTS_PER_STEP === EVENTS_PER_STEP - 1) {
-        yield;
-        // Changed in between (only its owner changes it, and waits for this): these changes no longer apply here.
-        if (this.current !== base) return 'gap';
-      }
     }
     // Every published change changed the singleton's map: one that changes nothing here means this
     // map is not the one the changes were made on.
