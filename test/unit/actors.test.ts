@@ -34,7 +34,7 @@ afterEach(async () => {
   current = undefined;
 });
 
-async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000, metaStore = new MemoryMetaStore()): Promise<World> {
+async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000, metaStore = new MemoryMetaStore(), beforeStart?: (cluster: EmbeddedCluster) => void): Promise<World> {
   const logs: World['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const cluster = new EmbeddedCluster({
@@ -48,6 +48,7 @@ async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000, metaStore 
     settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500, reassignmentCooldownMs: cooldownMs },
   });
   const driver = new SimDriver(cluster);
+  beforeStart?.(cluster);
   await cluster.startNodes();
   await driver.advance(500);
   current = { cluster, driver, metaStore, logs };
@@ -77,6 +78,26 @@ describe('requests to the singleton', () => {
     const bad = await setup(w, { ...metricsConfig, ref: 'other', numShards: 12 });
     expect(bad).toMatchObject({ type: 'BadSchema', message: expect.stringMatching(/^numShards /) });
     expect(await reply(w, w.cluster.request((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })))).toEqual({ type: 'RegisteredDatasets', datasets: ['metrics'] });
+  });
+
+  it('a setup of a dataset that exists is answered without checking its source (a check can hang after a broker came back)', async () => {
+    const checked: string[] = [];
+    let hang = false;
+    const w = await world(undefined, undefined, undefined, ({ source }) => {
+      const validate = source.validate.bind(source);
+      source.validate = (config) => {
+        checked.push(config.ref);
+        return hang ? new Promise<void>(() => {}) : validate(config);
+      };
+    });
+    expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetVerified', dataset: 'metrics' });
+    expect(checked).toEqual(['metrics']);
+    // From now on the check hangs, as after a broker's freeze: a setup of the same dataset (a
+    // node restarting with it in its config, a request a new singleton replays) is still answered.
+    hang = true;
+    expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetExists', dataset: 'metrics' });
+    expect(await setup(w, { ...metricsConfig, numShards: 16 })).toMatchObject({ type: 'DatasetConflict', dataset: 'metrics' });
+    expect(checked).toEqual(['metrics']);
   });
 
   it('an unknown dataset, a malformed node id and an out-of-range shard get typed replies, and nothing crashes', async () => {
