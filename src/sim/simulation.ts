@@ -762,6 +762,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const candidates = others.filter((n) => !draining.has(n.node));
     const kind = rng.int(0, 3);
     stats.nodeOperations++;
+    // A node operation changes who helps judge a silent node: a drained node stops helping once it
+    // holds nothing, and a spare helps only once it has probed the suspect long enough itself, so
+    // an eviction may rightly take longer than an undisturbed cluster's bound (I12; seeds 43235
+    // and 43495: a crash, then a replacement within the bound).
+    world?.disturbed(0);
     if (kind === 0 && candidates.length > 0) {
       const node = rng.pick(candidates);
       const reply = await adminRequest((replyTo) => ({ type: 'RemoveNode', node: node.node, replyTo }));
