@@ -764,8 +764,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     stats.nodeOperations++;
     // A node operation changes who helps judge a silent node: a drained node stops helping once it
     // holds nothing, and a spare helps only once it has probed the suspect long enough itself, so
-    // an eviction may rightly take longer than an undisturbed cluster's bound (I12; seeds 43235
-    // and 43495: a crash, then a replacement within the bound).
+    // an eviction may rightly take longer than an undisturbed cluster's bound (I12; seeds 43235,
+    // 43495 and 63396: a crash, then a node operation within the bound).
     world?.disturbed(0);
     if (kind === 0 && candidates.length > 0) {
       const node = rng.pick(candidates);
