@@ -7,12 +7,11 @@
 // from Kafka are decoded per reader, never frozen, and checked each time.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { validateDatasetConfig } from '../core/dataset-config.js';
+import { canonicalConfigJson, validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef } from '../core/ids.js';
 import { decodeEvents, decodeSnapshot } from '../core/map-codec.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
-import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch } from '../core/ids.js';
 import type { RecordLabels } from '../cluster/bus.js';
 import type { ShardEvent } from '../core/status.js';
@@ -160,17 +159,7 @@ export interface SnapshotEnvelope {
 
 /** A short fingerprint of a dataset's config: equal configs have equal ones, whatever the order of their keys. */
 export function configFingerprint(config: DatasetConfig): string {
-  return createHash('sha1').update(canonicalJson(config)).digest('base64url');
-}
-
-/** JSON with every object's keys sorted. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
+  return createHash('sha1').update(canonicalConfigJson(config)).digest('base64url');
 }
 
 /**

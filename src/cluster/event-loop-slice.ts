@@ -31,5 +31,5 @@ export class EventLoopSlice {
   }
 }
 
-/** Work that gives the event loop a turn this often at least, on a process of real time. */
+/** The slice a Kafka subscription reads a fetched batch in before the event loop gets a turn. */
 export const PROCESS_SLICE_MS = 20;

@@ -197,6 +197,11 @@ export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): st
   return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));
 }
 
+/** A config as JSON with every object's keys sorted: equal configs give equal text, whatever the order of their keys. */
+export function canonicalConfigJson(config: DatasetConfig): string {
+  return JSON.stringify(canonical(config));
+}
+
 function canonical(v: unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
   return Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, x]) => [k, canonical(x)]));
