@@ -10,7 +10,9 @@
 //   precedes the first of whoever gets its shards;
 // - I12 every dead node evicted within the bound: a crashed node leaves the singleton's view within
 //   the wait of a silent one (a refused port is no proof) and three rounds of probes, counted from
-//   the end of its join grace if it crashed during it, when nothing else disturbed the cluster.
+//   the end of its join grace if it crashed during it, when nothing else disturbed the cluster;
+//   each ping-req or vote about it that the network lost adds a quorum silence and a round (the
+//   helper's run of failures starts over: it may have reached the node meanwhile, for I10).
 import type { SimulatedClock } from '../cluster/clock.js';
 import type { MemoryDetectorNetworkOptions } from '../cluster/failure-detector/memory-transport.js';
 import type { Verdict } from '../cluster/failure-detector/node-detector.js';
@@ -72,6 +74,12 @@ export class DetectorWorld {
   private readonly startedAt = new Map<string, number>();
   /** When faults happened that may rightly slow an eviction down (I12 does not judge across them). */
   private readonly disturbances: number[] = [];
+  /**
+   * When the network lost a ping-req or a vote about each incarnation (`node@incarnation`): the
+   * helper's run of failures starts over (the judge's rule for I10), so each costs its eviction a
+   * quorum silence and a round.
+   */
+  private readonly lostVotes = new Map<string, number[]>();
   readonly stats = { evictions: 0, departures: 0, cuts: 0 };
 
   constructor(
@@ -93,10 +101,13 @@ export class DetectorWorld {
   /** The detector network's faults: loss and delay per message while lossy, and the cuts. */
   networkOptions(nodeOf: (address: string) => string | undefined): MemoryDetectorNetworkOptions {
     return {
-      faults: () => {
+      faults: (_from, _to, message) => {
         if (!this.lossy) return { kind: 'deliver' };
         const r = this.linkRng.int(0, 999);
-        if (r < 20) return { kind: 'drop' }; // 2 %
+        if (r < 20) {
+          if (message.type === 'ping-req' || message.type === 'vote') this.lostVote(`${message.target.node}@${message.target.incarnation}`);
+          return { kind: 'drop' }; // 2 %
+        }
         if (r < 120) return { kind: 'delay', ms: this.linkRng.int(5, 60) };
         return { kind: 'deliver' };
       },
@@ -265,10 +276,11 @@ export class DetectorWorld {
   /** I12, for every crash whose bound has passed: the dead node must be out of the singleton's view. */
   overdueEvictions(): DetectorViolation[] {
     const now = this.clock.now();
-    const bound = this.evictionBoundMs();
     const out: DetectorViolation[] = [];
     for (const c of this.crashes) {
-      if (c.reported || now < c.judgedFrom + bound) continue;
+      if (c.reported || now < c.judgedFrom + this.evictionBoundMs()) continue;
+      const bound = this.boundOf(c);
+      if (now < c.judgedFrom + bound) continue;
       const late = c.removedAt === undefined || c.removedAt > c.judgedFrom + bound;
       if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.judgedFrom + bound, c.at) || !this.majorityLived(c, c.judgedFrom + bound)) continue;
       c.reported = true;
@@ -281,12 +293,36 @@ export class DetectorWorld {
    * How soon a crashed node must be out: as a silent one (its refused port is no proof), the later
    * of ¾ of the suspicion timeout and the majority's failures lasting their time from the first
    * round of probes, and its last lease surely run out (stretched by the drift bound); then three
-   * rounds of probes (a lost ping-req or vote costs a round), and two ticks.
+   * rounds of probes, and two ticks. With no message about it lost: `boundOf` adds what losses cost.
    */
   evictionBoundMs(): number {
     const s = this.settings;
     const silent = Math.max(Math.ceil(s.suspicionTimeoutMs * SHORTEST_SILENCE), lateAfterMs(s) + quorumSilenceMs(s), leaseWaitMs(s));
     return Math.ceil((silent + 3 * probePeriodMs(s) + 2 * s.heartbeatIntervalMs) * (1 + MAX_CLOCK_DRIFT));
+  }
+
+  /**
+   * The bound for `c`: `evictionBoundMs`, and a quorum silence and a round more for each ping-req
+   * or vote about it that the network lost before its eviction was due (each lengthens the time it
+   * is due, so this counts until no more fall inside).
+   */
+  private boundOf(c: Crash): number {
+    const lost = this.lostVotes.get(c.key) ?? [];
+    const base = this.evictionBoundMs();
+    const perLoss = Math.ceil((quorumSilenceMs(this.settings) + probePeriodMs(this.settings)) * (1 + MAX_CLOCK_DRIFT));
+    let bound = base;
+    for (;;) {
+      const counted = lost.filter((t) => t >= c.at && t <= c.judgedFrom + bound).length;
+      const next = base + counted * perLoss;
+      if (next === bound) return bound;
+      bound = next;
+    }
+  }
+
+  private lostVote(key: string): void {
+    const list = this.lostVotes.get(key) ?? [];
+    list.push(this.clock.now());
+    this.lostVotes.set(key, list);
   }
 
   /**

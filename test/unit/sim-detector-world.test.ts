@@ -8,6 +8,8 @@ import { SimulatedClock } from '../../src/cluster/clock.js';
 import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
 import type { Verdict } from '../../src/cluster/failure-detector/node-detector.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';
+import { DETECTOR_FORMAT, type DetectorMessage } from '../../src/cluster/failure-detector/messages.js';
+import { probePeriodMs, quorumSilenceMs } from '../../src/cluster/failure-detector/settings.js';
 import { DetectorWorld } from '../../src/sim/detector-world.js';
 
 const SETTINGS = failureDetectorSettings({ mode: 'heartbeat' });
@@ -149,5 +151,35 @@ describe('DetectorWorld (the simulator’s judge of the failure detector)', () =
     expect(w.overdueEvictions()).toEqual([]);
     clock.advance(1);
     expect(w.overdueEvictions().map((x) => x.invariant)).toEqual(['I12']);
+  });
+
+  // Seen in the simulator (seeds 66906, 88283): the network lost helpers' votes about the dead
+  // node, and each loss started that helper's run of failures over, as the judge does so that a
+  // helper that may have reached the node meanwhile is not counted as failing throughout (I10).
+  it('I12: each ping-req or vote about the dead node that the network lost adds a quorum silence and a round', () => {
+    const { clock, w } = world();
+    const base = w.evictionBoundMs();
+    const perLoss = Math.ceil((quorumSilenceMs(SETTINGS) + probePeriodMs(SETTINGS)) * 1.01);
+    const faults = w.networkOptions(() => undefined).faults!;
+    const envelope = { format: DETECTOR_FORMAT, cluster: 'c', from: S, to: ref('b'), seq: 1 } as const;
+    /** Sends `message` until the network drops it once (2 % of messages while lossy). */
+    const lose = (message: DetectorMessage) => {
+      for (let i = 0; i < 10_000; i++) if (faults('s', 'b', message).kind === 'drop') return;
+      throw new Error('never dropped');
+    };
+    w.lossy = true;
+    w.crashed('a', 'a@a-1', false, 3);
+    lose({ ...envelope, type: 'ping-req', epoch: 1, target: ref('a'), address: 'a' });
+    lose({ ...envelope, type: 'vote', target: ref('a'), vote: 'silent' });
+    // Losses that say nothing of a's eviction: a heartbeat, a vote about another node.
+    lose({ ...envelope, type: 'heartbeat' });
+    lose({ ...envelope, type: 'vote', target: ref('c'), vote: 'alive' });
+    w.lossy = false;
+    clock.advance(base + 2 * perLoss - 1);
+    expect(w.overdueEvictions()).toEqual([]);
+    clock.advance(1);
+    const late = w.overdueEvictions();
+    expect(late.map((x) => x.invariant)).toEqual(['I12']);
+    expect(late[0]!.message).toContain(`the bound is ${base + 2 * perLoss} ms`);
   });
 });
