@@ -115,6 +115,8 @@ interface State {
   beforeAnswer: NodeReportBody[];
   /** `node@incarnation#seq` → the inbox offset of each report read and not acknowledged yet (its ack says it). */
   readonly reportOffsets: Map<string, number>;
+  /** Acknowledgements sent so far (each numbered, and every digest says how many, see `AckGate`). */
+  acksSent: number;
   readonly timers: Set<Cancel>;
   readonly checks: Set<number>;
 }
@@ -313,7 +315,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'members-change', epoch, version: e.version, joined: e.joined, left: e.left });
           break;
         case 'PublishDigest':
-          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })), inbox: appliedInbox(s) });
+          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })), inbox: appliedInbox(s), acksSent: s.acksSent });
           break;
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
@@ -329,7 +331,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           const key = reportKey(e.node, e.incarnation, e.seq);
           const inbox = s.reportOffsets.get(key);
           s.reportOffsets.delete(key);
-          queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq, ...(inbox === undefined ? {} : { inbox }) });
+          queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq, ...(inbox === undefined ? {} : { inbox }), ordinal: ++s.acksSent });
         }
           break;
         case 'ScheduleCheck':
@@ -636,6 +638,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     reportsBeforeTakeover: 0,
     beforeAnswer: [],
     reportOffsets: new Map(),
+    acksSent: 0,
     timers: new Set(),
     checks: new Set(),
   };

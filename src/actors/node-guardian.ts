@@ -222,7 +222,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'members-change':
         return s.maps.membersChange(m);
       case 'digest':
-        s.reporter.heard(m.inbox);
+        s.reporter.digest(m.epoch, m.inbox, m.acksSent);
         return s.maps.digest(m);
       case 'fence':
         if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
@@ -263,7 +263,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     env.singletonContact?.heard(env.clock.now());
     if (m.kind === 'ack') {
       if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.reporter.ref, { type: 'Ack', seq: m.seq });
-      s.reporter.heard(m.inbox === undefined ? undefined : m.inbox + 1);
+      s.reporter.acknowledged(m.epoch, m.inbox === undefined ? undefined : m.inbox + 1, m.ordinal);
     } else if (m.to.startsWith(hostPrefix(env.node, env.incarnation))) {
       hub.resolve(m.to, m.reply);
     }

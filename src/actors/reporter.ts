@@ -8,7 +8,8 @@
 // the report it acknowledges, as each digest says the offset before which every report was applied
 // or dropped. A report of this node before that offset, or before one of its own acknowledged, was
 // lost (its produce failed, the bus lost it, a new singleton dropped it as written before its
-// takeover), and goes again once `reportResendMs` passed since it was sent. A report past it still
+// takeover), and goes again once `reportResendMs` passed since it was sent (a digest's offset counts
+// once this node read the acknowledgements sent before it, `AckGate`). A report past it still
 // waits in a durable inbox: sending it again only lengthens the queue it waits in (a resend of
 // every pending event each `reportResendMs` while the singleton lagged put 72 % of a 4096 × 3
 // join's reports on the inbox twice, issue 34); a singleton deciding on 65 536 copies' reports is
@@ -19,6 +20,7 @@
 import type { Cancel } from '../cluster/clock.js';
 import type { ShardEvent } from '../core/status.js';
 import type { NodeEnv } from './node-env.js';
+import { AckGate } from './ack-gate.js';
 import type { ActorRef } from './runtime.js';
 import { MAX_EVENTS_PER_REPORT, WIRE_FORMAT, type InboxMessage } from './wire.js';
 
@@ -83,10 +85,13 @@ export interface ReportSink {
 export interface Reporter extends ReportSink {
   readonly ref: ActorRef<ReporterMsg>;
   /**
-   * The singleton acknowledged a report (to any node) or published its digest: it runs, and every
-   * report before inbox offset `passed` (if it said) was applied or dropped.
+   * The singleton of `epoch` acknowledged a report (to any node): it runs, and every report before
+   * inbox offset `passed` (if it said) was applied or dropped. `ordinal`: the acknowledgement's
+   * number, which digests count.
    */
-  heard(passed: number | undefined): void;
+  acknowledged(epoch: number, passed: number | undefined, ordinal: number | undefined): void;
+  /** The singleton of `epoch` published its digest, written after `acksSent` acknowledgements: as `acknowledged`. */
+  digest(epoch: number, passed: number | undefined, acksSent: number | undefined): void;
 }
 
 export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter {
@@ -95,6 +100,10 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
   // minutes to get through its mailbox (issue 34), as calls they coalesce at once.
   const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inFlight: new Map(), flushQueued: false, resend: undefined, resendAt: Infinity, resendTimers: 0, newestAcked: 0, passed: 0, lastAckAt: -Infinity, quietResends: 0 };
   const resendMs = env.settings.reportResendMs;
+  // A digest's offset counts once this node read the acknowledgements sent before it; a digest
+  // whose acknowledgements never come (lost, or sent before this node read the replies) counts
+  // after the silence a report past every acknowledgement waits for.
+  const gate = new AckGate(FIRST_SILENCE_FACTOR * resendMs);
   /** Whether a report in flight will never be acknowledged: its produce failed, or the singleton passed it. */
   const isLost = (seq: number, r: InFlight): boolean => r.lost || seq < s.newestAcked || (r.offset !== undefined && r.offset < s.passed);
   /** When a report in flight is sent again, if nothing is acknowledged meanwhile (see the top of this file). */
@@ -210,21 +219,29 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
     onCrash: 'resume',
     afterStop: () => s.resend?.(),
   });
+  /** The singleton runs, and every report before inbox offset `passed` (if any) was applied or dropped. */
+  const heard = (passed: number | undefined): void => {
+    s.lastAckAt = env.clock.now();
+    s.quietResends = 0;
+    if (passed === undefined || passed <= s.passed) return;
+    s.passed = passed;
+    // Only when that passed a report of this node not acknowledged: the singleton acknowledges
+    // many reports a second, and each would otherwise be a message here.
+    for (const r of s.inFlight.values()) {
+      if (r.offset !== undefined && r.offset < s.passed) {
+        env.runtime.send(ref, { type: 'Heard' });
+        return;
+      }
+    }
+  };
   return {
     ref,
-    heard(passed) {
-      s.lastAckAt = env.clock.now();
-      s.quietResends = 0;
-      if (passed === undefined || passed <= s.passed) return;
-      s.passed = passed;
-      // Only when that passed a report of this node not acknowledged: the singleton acknowledges
-      // many reports a second, and each would otherwise be a message here.
-      for (const r of s.inFlight.values()) {
-        if (r.offset !== undefined && r.offset < s.passed) {
-          env.runtime.send(ref, { type: 'Heard' });
-          return;
-        }
-      }
+    acknowledged(epoch, passed, ordinal) {
+      heard(larger(passed, gate.acknowledgement(epoch, ordinal, env.clock.now())));
+    },
+    digest(epoch, passed, acksSent) {
+      const now = env.clock.now();
+      heard(passed === undefined ? gate.acknowledgement(epoch, undefined, now) : gate.digest(epoch, acksSent, passed, now));
     },
     report(event) {
       // Only the latest event per shard matters: a newer one replaces an unacknowledged older one.
@@ -241,6 +258,8 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
     },
   };
 }
+
+const larger = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.max(a, b));
 
 /** Events are small plain records: equal when their JSON is (the same keys in the same order, as ShardEvents builds them). */
 function sameEvent(a: ShardEvent, b: ShardEvent): boolean {

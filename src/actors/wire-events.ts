@@ -35,6 +35,7 @@ const digestS = z.object({
   members: z.number().int().min(0),
   maps: z.array(z.object({ dataset: datasetRefS, numShards: z.number().refine(isValidShardCount), version: z.number().int().min(0) })),
   inbox: z.number().int().min(0).optional(),
+  acksSent: z.number().int().min(0).optional(),
 });
 
 export function parseEventsMessage(value: unknown): Result<EventsRecord, MalformedRecord> {

@@ -93,8 +93,10 @@ export type EventsMessage =
   /**
    * `inbox`: every report before this inbox offset was applied or dropped (as an acknowledgement's
    * `inbox` says, for a singleton with nothing to acknowledge). Absent from an earlier release.
+   * `acksSent`: the acknowledgements this singleton had sent when it wrote the digest; a node takes
+   * `inbox` only once it has read them (they are on another topic, see `AckGate`).
    */
-  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[]; readonly inbox?: number }
+  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[]; readonly inbox?: number; readonly acksSent?: number }
   | { readonly format: 2; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
   /** A drained node holds no copy any more: it may stop (its operator or orchestrator decides when). */
   | { readonly format: 2; readonly kind: 'release'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation }
@@ -112,9 +114,10 @@ export type RepliesMessage =
    * `inbox`: the report's offset in the inbox. The singleton applies reports in inbox order, so
    * every node reading it learns that every report before that offset was applied or dropped (a
    * report of its own there and not acknowledged was lost), and that the singleton is moving on.
-   * Absent from a singleton of an earlier release.
+   * Absent from a singleton of an earlier release. `ordinal`: this acknowledgement's number among
+   * its singleton's (from 1), which digests count.
    */
-  | { readonly format: 2; readonly kind: 'ack'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly inbox?: number };
+  | { readonly format: 2; readonly kind: 'ack'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly inbox?: number; readonly ordinal?: number };
 
 /** A record that could not be read: what was wrong, for the log. */
 export interface MalformedRecord {
@@ -246,6 +249,9 @@ export function parseInboxMessage(value: unknown): Result<InboxMessage | Invalid
   return ok(m as InboxMessage);
 }
 
+/** Absent, or a whole number from 0 (an offset, a count). */
+const optionalCount = (v: unknown): boolean => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 0);
+
 /** A `SetupDataset` whose config failed validation: answered with `BadSchema`. */
 export interface InvalidSetup {
   readonly kind: 'invalid-setup';
@@ -258,7 +264,7 @@ export function parseRepliesMessage(value: unknown): Result<RepliesMessage, Malf
   if (bad) return err({ reason: bad });
   const m = value as RepliesMessage;
   if (typeof m.epoch !== 'number') return err({ reason: 'no epoch' });
-  if (m.kind === 'ack') return typeof m.node === 'string' && Number.isInteger(m.seq) && (m.inbox === undefined || (Number.isSafeInteger(m.inbox) && m.inbox >= 0)) ? ok(m) : err({ reason: 'malformed ack' });
+  if (m.kind === 'ack') return typeof m.node === 'string' && Number.isInteger(m.seq) && optionalCount(m.inbox) && optionalCount(m.ordinal) ? ok(m) : err({ reason: 'malformed ack' });
   if (m.kind !== 'reply') return err({ reason: `unknown kind ${JSON.stringify((m as { kind?: unknown }).kind)}` });
   if (typeof m.to !== 'string' || typeof m.reply?.type !== 'string') return err({ reason: 'malformed reply' });
   if (m.reply.type !== 'CurrentShardSnapshot') return ok(m);

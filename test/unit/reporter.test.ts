@@ -52,7 +52,7 @@ async function startReporter() {
   /** The singleton acknowledges report `seq` of this node, as the node's guardian hears it. */
   const ack = async (seq: number) => {
     runtime!.send(reporter.ref, { type: 'Ack', seq });
-    reporter.heard(sent.find((x) => x.report.seq === seq)!.offset + 1);
+    reporter.acknowledged(1, sent.find((x) => x.report.seq === seq)!.offset + 1, undefined);
     await turns();
   };
   return { clock, reporter, sent, bus, topics, ack };
@@ -142,17 +142,69 @@ describe('reporter', () => {
     // before this one, twice a period. Nothing goes again: the report waits its turn.
     for (let t = 0; t < 60; t++) {
       await clock.advance(RESEND_MS / 2);
-      reporter.heard(sent[0]!.offset);
+      reporter.acknowledged(1, sent[0]!.offset, undefined);
       await turns();
     }
     expect(sent).toHaveLength(1);
     // Another node's report, written after this one, is acknowledged: this one was passed (dropped
     // by a new singleton as written before its takeover, say) and goes again at once.
     const later = await bus.produce(topics.inbox, { note: 'another node\'s report' });
-    reporter.heard(later + 1);
+    reporter.acknowledged(1, later + 1, undefined);
     await turns();
     await clock.advance(1);
     await turns();
     expect(sent.filter((x) => x.report.seq !== undefined).map((x) => x.report.events.map((e) => e.shard))).toEqual([[0], [0]]);
+  });
+
+  // The acknowledgements are on the replies topic, the digests on the events topic: a node that
+  // read a digest ahead of its replies took its own acknowledged reports for lost (34 525 resent in
+  // a join wave whose guardian fell behind, issue 34).
+  it('believes a digest that passed a report of this node only once it read the acknowledgements sent before it', async () => {
+    const { clock, reporter, sent } = await startReporter();
+    const dataset = 'alpha' as DatasetRef;
+    reporter.report(ShardEvents.ingestionStarted(dataset, 0 as ShardNum, me));
+    await turns();
+    // The singleton acknowledged it (its 7th acknowledgement) and then wrote a digest past it; the
+    // digest is read first. Nothing goes again, however long the acknowledgement takes.
+    reporter.digest(1, sent[0]!.offset + 1, 7);
+    await turns();
+    await clock.advance(RESEND_MS * 3);
+    await turns();
+    expect(sent).toHaveLength(1);
+    runtime!.send(reporter.ref, { type: 'Ack', seq: 1 });
+    reporter.acknowledged(1, sent[0]!.offset + 1, 7);
+    await turns();
+    await clock.advance(RESEND_MS * 20);
+    await turns();
+    expect(sent).toHaveLength(1);
+
+    // A second report the singleton dropped: the digest past it counts at once when every
+    // acknowledgement it counts was read, and the report goes again.
+    reporter.report(ShardEvents.ingestionStarted(dataset, 1 as ShardNum, me));
+    await turns();
+    await clock.advance(RESEND_MS);
+    reporter.digest(1, sent[1]!.offset + 1, 7);
+    await turns();
+    await clock.advance(1);
+    await turns();
+    expect(sent.map((x) => x.report.events.map((e) => e.shard))).toEqual([[0], [1], [1]]);
+  });
+
+  it('believes a digest whose acknowledgements never come after the silence it waits for anyway', async () => {
+    const { clock, reporter, sent } = await startReporter();
+    reporter.report(ShardEvents.ingestionStarted('alpha' as DatasetRef, 0 as ShardNum, me));
+    await turns();
+    // Digests every period say the report was passed, after an acknowledgement this node never reads.
+    for (let t = 0; t < 10; t++) {
+      await clock.advance(RESEND_MS);
+      reporter.digest(1, sent[0]!.offset + 1, 3);
+      await turns();
+      await clock.advance(1);
+      await turns();
+    }
+    // Not before 4 periods (the digests kept the singleton heard, so no silence rule either).
+    const again = sent.slice(1);
+    expect(again.length).toBeGreaterThan(0);
+    expect((again[0]!.at - sent[0]!.at) / RESEND_MS).toBeGreaterThanOrEqual(4);
   });
 });
