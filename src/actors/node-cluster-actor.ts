@@ -346,7 +346,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'Notice': {
           // The notice's node is who it is about; the logger's own `node` field is who logs it.
           const { name, level, message, node, ...fields } = e.notice;
-          env.telemetry.notice(name, e.notice.dataset);
+          env.telemetry.notice(name, e.notice.dataset, e.notice.lot?.count ?? 1);
           const member = node === undefined ? {} : { member: node };
           if (name !== 'report.rejected') {
             log[level]({ event: name, ...fields, ...member }, message);

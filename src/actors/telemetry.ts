@@ -19,8 +19,8 @@ export interface IngestionProbe {
 export type FencedWriteKind = 'sink' | 'checkpoint';
 
 export interface Telemetry {
-  /** A singleton notice (reassignments, cooldown refusals, recoveries are counted from these). */
-  notice(name: NoticeName, dataset: DatasetRef | undefined): void;
+  /** `count` singleton notices of one kind (reassignments, cooldown refusals, recoveries are counted from these). */
+  notice(name: NoticeName, dataset: DatasetRef | undefined, count: number): void;
   /** This node's singleton finished recovering `ms` after it took the lease. */
   singletonRecovered(ms: number): void;
   /** A bus record that did not parse was skipped (it changed nothing). */

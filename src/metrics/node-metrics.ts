@@ -202,10 +202,10 @@ export class NodeMetrics implements Telemetry {
 
   // ------------------------------------------------------------ Telemetry
 
-  notice(name: NoticeName, dataset: DatasetRef | undefined): void {
+  notice(name: NoticeName, dataset: DatasetRef | undefined, count: number): void {
     const labels = { dataset: dataset ?? '' };
-    if (name === 'shard.reassigned') this.reassignments.inc(labels);
-    else if (name === 'shard.reassignment-skipped') this.cooldownRefusals.inc(labels);
+    if (name === 'shard.reassigned') this.reassignments.inc(labels, count);
+    else if (name === 'shard.reassignment-skipped') this.cooldownRefusals.inc(labels, count);
   }
 
   singletonRecovered(ms: number): void {
