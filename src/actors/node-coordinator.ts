@@ -6,7 +6,7 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { compareTokens, type FencingToken } from '../core/fencing-token.js';
-import type { RunningShard } from '../core/shard-manager/protocol.js';
+import type { RunningShard, RunningSummary } from '../core/shard-manager/protocol.js';
 import { madeForAdmission, type Admission, type MembersRecord } from './followed-maps.js';
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { ShardCopy, type CopyHost } from './shard-copy.js';
@@ -24,6 +24,8 @@ export type CoordinatorMsg =
   | { readonly type: 'DatasetGone'; readonly dataset: DatasetRef }
   | { readonly type: 'StopAll'; readonly reason: string }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
+  /** Counts of every copy and the first `listUpTo` as `GetRunning` gives them: /status of a node of 65 536 copies built them all. */
+  | { readonly type: 'GetRunningSummary'; readonly listUpTo: number; readonly reply: (summary: RunningSummary) => void }
   /** The rest of a reconciliation too large for one turn of the event loop (`RECONCILE_SLICE`). */
   | { readonly type: 'ReconcileRest'; readonly dataset: DatasetRef; readonly wanted: readonly number[]; readonly from: number; readonly started: Lot; readonly stopsBefore: number };
 
@@ -198,6 +200,13 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     return { epoch: map.epoch, version: map.mapper.assignmentVersion(shard) };
   };
 
+  /** What `GetRunning` says of a copy: its status, and the token its writes carry now. */
+  const runningShard = (s: State, r: Running): RunningShard => {
+    const { dataset, shard } = r.copy;
+    const writingUnder = tokenOf(s, dataset, shard);
+    return { dataset, shard, status: r.status, ...(writingUnder ? { writingUnder } : {}) };
+  };
+
   /**
    * A start sent again for a copy this node already runs (the map says Assigned: a recovering
    * singleton that did not hear of it, say) is no restart: ingestion goes on from where it is, and
@@ -278,12 +287,20 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
         if (msg.stopsBefore === s.stopAlls) runSlice(s, msg.dataset, ctx.self, msg.wanted, msg.from, msg.started);
         return s;
       case 'GetRunning':
-        msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => {
-          const { dataset, shard } = r.copy;
-          const writingUnder = tokenOf(s, dataset, shard);
-          return { dataset, shard, status: r.status, ...(writingUnder ? { writingUnder } : {}) };
-        }));
+        msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => runningShard(s, r)));
         return s;
+      case 'GetRunningSummary': {
+        const listed: RunningShard[] = [];
+        const counts: Record<string, Record<string, number>> = {};
+        for (const r of s.running.values()) {
+          if (r.status.type === 'Error') continue;
+          const perStatus = (counts[r.copy.dataset] ??= {});
+          perStatus[r.status.type] = (perStatus[r.status.type] ?? 0) + 1;
+          if (listed.length < msg.listUpTo) listed.push(runningShard(s, r));
+        }
+        msg.reply({ listed, counts });
+        return s;
+      }
     }
   }, {
     initialState,

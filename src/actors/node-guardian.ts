@@ -11,7 +11,7 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
-import type { MapStamp, RunningShard, SubscriberMessage } from '../core/shard-manager/protocol.js';
+import type { MapStamp, RunningShard, RunningSummary, SubscriberMessage } from '../core/shard-manager/protocol.js';
 import { FollowedMaps, type MembersRecord } from './followed-maps.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import { spawnNodeClusterActor, type ClusterMsg } from './node-cluster-actor.js';
@@ -42,6 +42,7 @@ export type GuardianMsg =
   | { readonly type: 'Request'; readonly request: Request }
   | { readonly type: 'GetCache'; readonly reply: (cache: GuardianCache) => void }
   | { readonly type: 'GetRunning'; readonly reply: (running: RunningShard[]) => void }
+  | { readonly type: 'GetRunningSummary'; readonly listUpTo: number; readonly reply: (summary: RunningSummary) => void }
   | { readonly type: 'GetSingletonState'; readonly reply: (state: ShardManagerState | undefined) => void };
 
 /** What a guardian holds: its maps (for the node's reads and the next singleton) and the members. */
@@ -141,6 +142,9 @@ export class EventsSkip {
     return true;
   };
 }
+
+/** What a node that runs nothing (or whose coordinator has stopped) says it runs. */
+export const NOTHING_RUNNING: RunningSummary = { listed: [], counts: {} };
 
 export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: GuardianCallbacks, skip?: EventsSkip): ActorRef<GuardianMsg> {
   const guardianId = `${hostPrefix(env.node, env.incarnation)}guardian` as SubscriberId;
@@ -529,6 +533,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         return s;
       case 'GetRunning':
         env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), msg.reply, []);
+        return s;
+      case 'GetRunningSummary':
+        env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunningSummary' as const, listUpTo: msg.listUpTo, reply }), msg.reply, NOTHING_RUNNING);
         return s;
       case 'GetCache':
         msg.reply({ maxEpoch: s.maxEpoch, maps: s.maps.followers, configs: s.maps.configs, members: s.maps.members, singletonEpoch: s.singleton?.epoch });

@@ -8,7 +8,7 @@ import type { Clock } from '../cluster/clock.js';
 import type { Membership, MembershipView } from '../cluster/membership.js';
 import { isMember } from '../cluster/membership.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../core/ids.js';
-import type { Reply, RunningShard } from '../core/shard-manager/protocol.js';
+import type { Reply, RunningShard, RunningSummary } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
@@ -18,7 +18,7 @@ import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
-import { EventsSkip, spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
+import { EventsSkip, NOTHING_RUNNING, spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
@@ -78,6 +78,9 @@ export interface DetectorServices {
 
 /** How long an operator's read waits for a fresh answer before it takes the last one. */
 const LOCAL_ANSWER_WAIT_MS = 20;
+
+/** Copies /status lists unless asked for all of them (a node of 65 536 copies answered megabytes). */
+export const RUNNING_LISTED = 1000;
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
 
@@ -140,6 +143,7 @@ export class ShardherdNode {
   /** What /status and /metrics read, answered from local state (see `LastAnswer`). */
   private readonly local: {
     readonly running: LastAnswer<RunningShard[]>;
+    readonly runningSummary: LastAnswer<RunningSummary>;
     readonly singleton: LastAnswer<ShardManagerState | undefined>;
     readonly cache: LastAnswer<GuardianCache | undefined>;
     readonly lease: LastAnswer<Lease | undefined>;
@@ -173,6 +177,7 @@ export class ShardherdNode {
     const quick = <T>(ask: () => Promise<T>) => new LastAnswer(ask, services.clock, LOCAL_ANSWER_WAIT_MS);
     this.local = {
       running: quick(() => this.running()),
+      runningSummary: quick(() => this.askGuardian<RunningSummary>((reply) => ({ type: 'GetRunningSummary', listUpTo: RUNNING_LISTED, reply }), NOTHING_RUNNING)),
       singleton: quick(() => this.singletonState()),
       cache: quick(() => this.cache()),
       // A store read: once the lease is known, the known one at once (read again in the background).
@@ -670,6 +675,11 @@ export class ShardherdNode {
    */
   localRunning(): Promise<RunningShard[]> {
     return this.local.running.get().then((r) => r ?? []);
+  }
+
+  /** As `localRunning`, counted, with the first `RUNNING_LISTED` listed: what /status shows unless asked for all. */
+  localRunningSummary(): Promise<RunningSummary> {
+    return this.local.runningSummary.get().then((r) => r ?? NOTHING_RUNNING);
   }
 
   /** The epoch of the singleton acting on this node now, if one does (one that stopped by its own clock does not). */

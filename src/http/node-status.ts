@@ -41,17 +41,14 @@ export interface SingletonStatus {
   readonly watchers: RecoveryData['watchers'];
 }
 
-/** Copies `/status` lists unless asked for all of them. */
-export const RUNNING_LISTED = 1000;
+export { RUNNING_LISTED } from '../actors/node-process.js';
 
 /** From local state only (docs/ARCHITECTURE.md §12.4): never waits on the MetaStore or the bus. */
 export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunning?: boolean } = {}): Promise<NodeStatus> {
-  const [running, state, cache, lease] = await Promise.all([node.localRunning(), node.localSingletonState(), node.localCache(), node.localLease()]);
-  const runningCounts: Record<string, Record<string, number>> = {};
-  for (const r of running) {
-    const counts = (runningCounts[r.dataset] ??= {});
-    counts[r.status.type] = (counts[r.status.type] ?? 0) + 1;
-  }
+  // Counted where the copies are, and listed in full only when asked: building 65 536 copies'
+  // entries to count them held a node's event loop for a quarter of a second per call.
+  const summary = opts.allRunning ? node.localRunning().then((all) => ({ listed: all, counts: countRunning(all) })) : node.localRunningSummary();
+  const [running, state, cache, lease] = await Promise.all([summary, node.localSingletonState(), node.localCache(), node.localLease()]);
   const address = node.view?.members.find((m) => m.node === lease?.node)?.address;
   return {
     node: node.node,
@@ -60,8 +57,8 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
     state: node.state,
     ...(node.restartProblem ? { restarting: node.restartProblem } : {}),
     member: node.isMember,
-    running: opts.allRunning || running.length <= RUNNING_LISTED ? running : running.slice(0, RUNNING_LISTED),
-    runningCounts,
+    running: running.listed,
+    runningCounts: running.counts,
     knownEpoch: cache?.maxEpoch,
     singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
     ...(node.writeLease ? { writeLease: node.writeLease } : {}),
@@ -88,4 +85,14 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
           },
     problems: node.problems.list(),
   };
+}
+
+/** Copies per dataset and status. */
+function countRunning(running: readonly RunningShard[]): Record<string, Record<string, number>> {
+  const counts: Record<string, Record<string, number>> = {};
+  for (const r of running) {
+    const perStatus = (counts[r.dataset] ??= {});
+    perStatus[r.status.type] = (perStatus[r.status.type] ?? 0) + 1;
+  }
+  return counts;
 }

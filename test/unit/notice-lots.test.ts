@@ -3,12 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import type { DatasetRef, NodeId } from '../../src/core/ids.js';
 import { lotOfNotices, NOTICES_APART_UP_TO } from '../../src/core/shard-manager/notice-lots.js';
-import type { Notice } from '../../src/core/shard-manager/protocol.js';
+import type { Effect, Notice } from '../../src/core/shard-manager/protocol.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import { Harness } from '../support/manager-harness.js';
 
 const started = (dataset: string, shard: number): Notice => ({ name: 'shard.handoff-started', level: 'info', dataset: dataset as DatasetRef, shard, node: 'a' as NodeId, message: `${dataset}/${shard} moves` });
-const noticesOf = (effects: readonly { type: string }[]) => effects.flatMap((e) => (e.type === 'Notice' ? [(e as { notice: Notice }).notice] : []));
+const noticesOf = (effects: readonly Effect[]) => effects.flatMap((e) => (e.type === 'Notice' ? [e.notice] : []));
 
 describe('notices of one decision', () => {
   it('keeps up to the limit of one kind apart, in order', () => {

@@ -107,6 +107,12 @@ export interface RunningShard {
   readonly writingUnder?: FencingToken;
 }
 
+/** What a node runs, for an operator: every copy counted per dataset and status, the first ones listed. */
+export interface RunningSummary {
+  readonly listed: readonly RunningShard[];
+  readonly counts: Record<string, Record<string, number>>;
+}
+
 /** Everything a new singleton gathered before it acts (docs/ARCHITECTURE.md §6). */
 export interface RecoveryData {
   /** The epoch this singleton won by compare-and-set. */
