@@ -2,12 +2,18 @@
 // a 65 536 × 3 setup added 131 072 copies in one decision, a notice (and a log line) per copy.
 import { describe, expect, it } from 'vitest';
 import type { DatasetRef, NodeId } from '../../src/core/ids.js';
-import { lotOfNotices, NOTICES_APART_UP_TO } from '../../src/core/shard-manager/notice-lots.js';
+import { NoticeLots, NOTICES_APART_UP_TO } from '../../src/core/shard-manager/notice-lots.js';
 import type { Effect, Notice } from '../../src/core/shard-manager/protocol.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import { Harness } from '../support/manager-harness.js';
 
 const started = (dataset: string, shard: number): Notice => ({ name: 'shard.handoff-started', level: 'info', dataset: dataset as DatasetRef, shard, node: 'a' as NodeId, message: `${dataset}/${shard} moves` });
+/** The notices a decision that noticed `notices` says. */
+function lotOfNotices(notices: readonly Notice[]): Effect[] {
+  const lots = new NoticeLots();
+  for (const n of notices) lots.add(n);
+  return lots.effects();
+}
 const noticesOf = (effects: readonly Effect[]) => effects.flatMap((e) => (e.type === 'Notice' ? [e.notice] : []));
 
 describe('notices of one decision', () => {

@@ -9,38 +9,47 @@ export const NOTICES_APART_UP_TO = 10;
 /** The messages a lot keeps as its sample. */
 const SAMPLE = 3;
 
-/**
- * The notices of one decision, in order, with each kind about shards of one dataset (same name,
- * level and dataset) past `NOTICES_APART_UP_TO` made one notice where its first was.
- */
-export function lotOfNotices(notices: readonly Notice[]): Effect[] {
-  const kinds = new Map<string, Notice[]>();
-  for (const n of notices) {
-    if (n.shard === undefined) continue;
-    const key = kindOf(n);
-    const list = kinds.get(key);
-    if (list) list.push(n);
-    else kinds.set(key, [n]);
-  }
-  const out: Effect[] = [];
-  for (const n of notices) {
-    const same = n.shard === undefined ? undefined : kinds.get(kindOf(n));
-    if (same === undefined || same.length <= NOTICES_APART_UP_TO) {
-      out.push({ type: 'Notice', notice: n });
-      continue;
-    }
-    if (same[0] !== n) continue; // said by the lot, where its first was
-    const dataset = n.dataset === undefined ? '' : `${n.dataset}: `;
-    out.push({
-      type: 'Notice',
-      notice: {
-        ...n,
-        message: `${dataset}${n.name} × ${same.length} in one decision; the first: ${n.message}`,
-        lot: { count: same.length, sample: same.slice(0, SAMPLE).map((x) => x.message) },
-      },
-    });
-  }
-  return out;
+interface Kind {
+  readonly first: Notice;
+  count: number;
+  readonly sample: string[];
 }
 
-const kindOf = (n: Notice): string => `${n.name}\u0000${n.level}\u0000${n.dataset ?? ''}`;
+/**
+ * The notices of one decision as they come: kept in order, with each kind about shards of one
+ * dataset (same name, level and dataset) past `NOTICES_APART_UP_TO` made one notice where its
+ * first was. Holds at most that many of a kind, however many come.
+ */
+export class NoticeLots {
+  /** The notices kept, each with its kind when it is about a shard. */
+  private readonly kept: { readonly notice: Notice; readonly kind: Kind | undefined }[] = [];
+  private readonly kinds = new Map<string, Kind>();
+
+  add(notice: Notice): void {
+    if (notice.shard === undefined) {
+      this.kept.push({ notice, kind: undefined });
+      return;
+    }
+    const key = `${notice.name}\u0000${notice.level}\u0000${notice.dataset ?? ''}`;
+    let kind = this.kinds.get(key);
+    if (!kind) {
+      kind = { first: notice, count: 0, sample: [] };
+      this.kinds.set(key, kind);
+    }
+    kind.count++;
+    if (kind.sample.length < SAMPLE) kind.sample.push(notice.message);
+    if (kind.count <= NOTICES_APART_UP_TO) this.kept.push({ notice, kind });
+  }
+
+  effects(): Effect[] {
+    return this.kept.flatMap(({ notice, kind }): Effect[] => {
+      if (kind === undefined || kind.count <= NOTICES_APART_UP_TO) return [{ type: 'Notice', notice }];
+      return kind.first === notice ? [{ type: 'Notice', notice: lotNotice(kind) }] : [];
+    });
+  }
+}
+
+function lotNotice({ first, count, sample }: Kind): Notice {
+  const dataset = first.dataset === undefined ? '' : `${first.dataset}: `;
+  return { ...first, message: `${dataset}${first.name} × ${count} in one decision; the first: ${first.message}`, lot: { count, sample } };
+}

@@ -365,7 +365,7 @@ export interface Notice {
   readonly shard?: number;
   readonly node?: NodeId;
   /**
-   * Set when this notice stands for many of one decision (`lotOfNotices`): how many, and the
+   * Set when this notice stands for many of one decision (`NoticeLots`): how many, and the
    * messages of the first few. `shard` and `node` are then the first one's.
    */
   readonly lot?: { readonly count: number; readonly sample: readonly string[] };

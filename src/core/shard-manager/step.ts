@@ -5,7 +5,7 @@ import type { DatasetRef, Epoch, NodeId, ReplyTo, ShardNum, SubscriberId } from 
 import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
-import { lotOfNotices } from './notice-lots.js';
+import { NoticeLots } from './notice-lots.js';
 import { balancedRound, completeHandoffs, startDrainMoves, type WaitingMoves } from './planned-moves.js';
 import { APPLIED_REQUESTS_KEPT, type AbsentNode, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
 
@@ -127,7 +127,7 @@ export class Step {
   private readonly sends: Effect[] = [];
   private readonly replies: Effect[] = [];
   private readonly schedules = new Set<number>();
-  private readonly notices: Notice[] = [];
+  private readonly notices = new NoticeLots();
   private readonly baseMembers: readonly Member[];
   private membersVersion: number;
   /** Publish the members even if they did not change (recovery, a node that asked for them). */
@@ -404,7 +404,7 @@ export class Step {
   }
 
   notice(notice: Notice): void {
-    this.notices.push(notice);
+    this.notices.add(notice);
   }
 
   /** The subscriptions, to every watcher. */
@@ -490,7 +490,7 @@ export class Step {
       absent: this.absent,
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
-    return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...lotOfNotices(this.notices)] };
+    return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices.effects()] };
   }
 
   private edit(ref: DatasetRef): WorkingDataset {
