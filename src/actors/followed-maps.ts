@@ -8,7 +8,8 @@ import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
 import { ShardMapFollower } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
 import type { MemberIncarnation, SubscriberMessage } from '../core/shard-manager/protocol.js';
-import { configFingerprint, snapshotOf, type EventsRecord, type SnapshotEnvelope } from './wire-events.js';
+import { configFingerprint, snapshotReading, type EventsRecord, type SnapshotEnvelope } from './wire-events.js';
+import { runInSlices, runWhole, type Steps } from '../core/steps.js';
 
 type Record<K extends EventsRecord['kind']> = Extract<EventsRecord, { kind: K }>;
 
@@ -123,19 +124,39 @@ export class FollowedMaps {
    * subscribers it was addressed to in any case (the node's own map when that is as new).
    */
   snapshot(m: Record<'map-snapshot'>): void {
-    const f = this.followers.get(m.dataset) ?? new ShardMapFollower(m.dataset);
+    this.snapshotRead(m, runWhole(this.reading(m)));
+  }
+
+  /**
+   * `snapshot`, with `pause()` awaited between slices of decoding the map (a node joining a
+   * 65 536 × 3 map held its event loop for half a second): the maps change at once, at the end. Its
+   * caller handles nothing else of these maps until it resolves.
+   */
+  async snapshotInSlices(m: Record<'map-snapshot'>, pause: () => Promise<void>): Promise<void> {
+    this.snapshotRead(m, await runInSlices(this.reading(m), pause));
+  }
+
+  /** The whole map read into a new follower if this node takes it (it is newer), else 'kept'. */
+  private *reading(m: Record<'map-snapshot'>): Steps<ShardMapFollower | 'kept' | 'unreadable'> {
+    const f = this.followers.get(m.dataset);
+    if (f?.mapper && f.mapper.numShards === m.numShards && compareStamps({ epoch: m.epoch, version: m.version }, f) <= 0) return 'kept';
+    const snapshot = yield* snapshotReading(m);
+    if (!snapshot.ok) return 'unreadable';
+    const fresh = new ShardMapFollower(m.dataset);
+    yield* fresh.applyingSnapshot(snapshot.value);
+    return fresh;
+  }
+
+  private snapshotRead(m: Record<'map-snapshot'>, read: ShardMapFollower | 'kept' | 'unreadable'): void {
     const known = this.configs.get(m.dataset);
     const configChanged = known !== undefined && configFingerprint(known) !== configFingerprint(m.config);
     this.configs.set(m.dataset, m.config);
-    let taken = false;
-    if (!f.mapper || f.mapper.numShards !== m.numShards || compareStamps({ epoch: m.epoch, version: m.version }, f) > 0) {
-      const snapshot = snapshotOf(m);
-      if (!snapshot.ok) return; // the singleton wrote it: a bad one is a bug, and the next sync asks again
-      const fresh = new ShardMapFollower(m.dataset);
-      fresh.applySnapshot(snapshot.value);
-      this.followers.set(m.dataset, fresh);
+    // The singleton wrote it: a bad one is a bug, and the next sync asks again.
+    if (read === 'unreadable') return;
+    const taken = read !== 'kept';
+    if (taken) {
+      this.followers.set(m.dataset, read);
       this.madeFor.set(m.dataset, m.members);
-      taken = true;
     }
     const current = this.followers.get(m.dataset)!;
     // The same map, said now to be made for newer members: the node may act on it where it waited.

@@ -48,6 +48,11 @@ export interface NodeEnv {
   readonly singletonContact?: SingletonContact;
   /** Turns of the event loop for due polls, shared by every node of the process (`processPollTurns`). */
   readonly pollTurns: PollTurns;
+  /**
+   * Awaited between slices of long work on the node's maps (`slicePauseFor`): a turn of the event
+   * loop once a slice is spent. Absent in a simulated world: the work runs whole.
+   */
+  readonly slicePause?: () => Promise<void>;
   /** The node's failure detector, in `heartbeat` mode only (docs/ARCHITECTURE.md §11). */
   readonly detector?: NodeDetector;
   /**

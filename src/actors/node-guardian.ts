@@ -220,7 +220,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'map-changes':
         return s.maps.changes(m);
       case 'map-snapshot':
-        return s.maps.snapshot(m);
+        // A whole map of tens of thousands of shards (a joining node's) is decoded in slices on a real process.
+        return env.slicePause ? s.maps.snapshotInSlices(m, env.slicePause) : s.maps.snapshot(m);
       case 'members':
         return s.maps.membersRecord(m);
       case 'members-change':

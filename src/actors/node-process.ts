@@ -41,6 +41,7 @@ import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 import { pollTurnsFor } from './poll-turns.js';
+import { slicePauseFor } from '../cluster/event-loop-slice.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
 export interface ClusterServices {
@@ -278,6 +279,7 @@ export class ShardherdNode {
     this.leaseWaits = leaseWaits;
     const clock = gatedClock(s.clock, gate);
     const runGaps = new RunGaps(clock);
+    const slicePause = slicePauseFor(s.clock);
     this.runGaps = runGaps;
     runGaps.start();
     /** Out of the cluster while running (the group dropped it, the singleton evicted it): a new incarnation starts. */
@@ -313,6 +315,7 @@ export class ShardherdNode {
       runGaps,
       singletonContact: this.singletonContact,
       pollTurns: pollTurnsFor(s.clock),
+      ...(slicePause ? { slicePause } : {}),
       ...(detector ? { detector } : {}),
       singletonRole,
     };

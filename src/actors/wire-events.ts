@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalConfigJson, validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef } from '../core/ids.js';
-import { decodeEvents, decodeSnapshot } from '../core/map-codec.js';
+import { decodeEvents, snapshotDecoding } from '../core/map-codec.js';
+import { runWhole, type Steps } from '../core/steps.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { DatasetRef, Epoch } from '../core/ids.js';
@@ -130,10 +131,15 @@ const decodedFrozen = new WeakMap<object, Result<ShardMapSnapshot, InvalidSnapsh
  * record (the embedded bus) is decoded once for every node of the process.
  */
 export function snapshotOf(m: MapSnapshotRecord): Result<ShardMapSnapshot, InvalidSnapshotError> {
+  return runWhole(snapshotReading(m));
+}
+
+/** `snapshotOf` in steps, to run in slices of the event loop. */
+export function* snapshotReading(m: MapSnapshotRecord): Steps<Result<ShardMapSnapshot, InvalidSnapshotError>> {
   const raw = m.snapshot as object;
   const cached = Object.isFrozen(raw) ? decodedFrozen.get(raw) : undefined;
   if (cached) return cached;
-  let r = decodeSnapshot(raw);
+  let r = yield* snapshotDecoding(raw);
   if (r.ok && (r.value.dataset !== m.dataset || r.value.numShards !== m.numShards || r.value.epoch !== m.epoch || r.value.version !== m.version)) {
     r = err(new InvalidSnapshotError(`a map-snapshot of ${m.dataset} holds the map of ${r.value.dataset} (${r.value.numShards} shards) at ${r.value.epoch}/${r.value.version}, not ${m.numShards} shards at ${m.epoch}/${m.version}`, m.dataset));
   }

@@ -1,3 +1,5 @@
+import { MonotonicClock, RealClock, type Clock } from './clock.js';
+
 // A long run of work made of many short steps (records of a fetched batch, each handled in a
 // microtask) gives the event loop no turn until it ends: kafkajs hands a subscription a whole
 // batch with awaits that never leave the microtask queue, so a node reading megabytes of map
@@ -33,3 +35,14 @@ export class EventLoopSlice {
 
 /** The slice a Kafka subscription reads a fetched batch in before the event loop gets a turn. */
 export const PROCESS_SLICE_MS = 20;
+
+/**
+ * The pause between slices of long work for a process on `clock`: a turn of the event loop once a
+ * slice is spent, on real time; none in a simulated world, whose time is the simulator's and whose
+ * runs must stay the same (there the work runs whole, as it is decided).
+ */
+export function slicePauseFor(clock: Clock): (() => Promise<void>) | undefined {
+  if (!(clock instanceof RealClock || clock instanceof MonotonicClock)) return undefined;
+  const slice = new EventLoopSlice(PROCESS_SLICE_MS);
+  return () => slice.yieldIfSpent();
+}

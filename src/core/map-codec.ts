@@ -9,6 +9,7 @@ import { assertNever, err, ok, type Result } from './result.js';
 import { MAX_COPIES_PER_SHARD, parseShardMapSnapshot, SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
 import { primaryCopy, UNASSIGNED_RECORD } from './shard-record.js';
 import { isValidShardCount } from './spread.js';
+import { ITEMS_PER_STEP, runWhole, type Steps } from './steps.js';
 import type { PlacementState, ShardEvent, ShardEventType, ShardStatus } from './status.js';
 
 /** The format of a compact snapshot (formats 1 and 2 are `ShardMapSnapshot`'s own JSON). */
@@ -213,21 +214,34 @@ function asResult<T>(decode: () => T, dataset?: string): Result<T, InvalidSnapsh
   try {
     return ok(decode());
   } catch (e) {
-    if (e instanceof Malformed) return err(new InvalidSnapshotError(`malformed shard map ${e.message}`, dataset));
-    throw e;
+    return malformedResult(e, dataset);
   }
+}
+
+/** A decoder's `Malformed` as its result (anything else thrown is a bug, and goes on). */
+function malformedResult(e: unknown, dataset: string | undefined): Result<never, InvalidSnapshotError> {
+  if (e instanceof Malformed) return err(new InvalidSnapshotError(`malformed shard map ${e.message}`, dataset));
+  throw e;
 }
 
 /** Decodes records encoded by `encodeRecords`, checking every field; `count` is how many there must be. */
 export function decodeRecords(raw: unknown, count: number): Result<ShardRecord[], InvalidSnapshotError> {
-  return asResult(() => {
-    const r = raw as { nodes?: unknown; records?: unknown } | null;
-    if (typeof r !== 'object' || r === null) return fail('(root)', 'not encoded records');
-    const nodes = decodeNodes(r.nodes, 'nodes');
-    if (!Array.isArray(r.records)) return fail('records', 'not a list');
-    if (r.records.length !== count) return fail('records', `${r.records.length} records where ${count} were expected`);
-    return r.records.map((x, i) => decodeRecord(x, nodes, `records[${i}]`));
-  });
+  return asResult(() => runWhole(recordsDecoding(raw, count)));
+}
+
+/** `decodeRecords` in steps; throws `Malformed`. */
+function* recordsDecoding(raw: unknown, count: number): Steps<ShardRecord[]> {
+  const r = raw as { nodes?: unknown; records?: unknown } | null;
+  if (typeof r !== 'object' || r === null) return fail('(root)', 'not encoded records');
+  const nodes = decodeNodes(r.nodes, 'nodes');
+  if (!Array.isArray(r.records)) return fail('records', 'not a list');
+  if (r.records.length !== count) return fail('records', `${r.records.length} records where ${count} were expected`);
+  const records: ShardRecord[] = new Array<ShardRecord>(count);
+  for (let i = 0; i < count; i++) {
+    records[i] = decodeRecord(r.records[i], nodes, `records[${i}]`);
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+  }
+  return records;
 }
 
 function checkStamp(raw: unknown, where: string): number {
@@ -240,23 +254,29 @@ function checkStamp(raw: unknown, where: string): number {
  * not know and any malformed field.
  */
 export function decodeSnapshot(raw: unknown): Result<ShardMapSnapshot, InvalidSnapshotError> {
+  return runWhole(snapshotDecoding(raw));
+}
+
+/** `decodeSnapshot` in steps (a thousand shards each), to run in slices of the event loop. */
+export function* snapshotDecoding(raw: unknown): Steps<Result<ShardMapSnapshot, InvalidSnapshotError>> {
   const format = (raw as { format?: unknown } | null)?.format;
   if (format !== COMPACT_MAP_FORMAT) return parseShardMapSnapshot(raw);
   const s = raw as Partial<Record<keyof CompactSnapshot, unknown>>;
   const dataset = parseDatasetRef(s.dataset);
-  return asResult(() => {
+  try {
     if (!dataset.ok) return fail('dataset', 'malformed dataset name');
     if (typeof s.numShards !== 'number' || !isValidShardCount(s.numShards)) return fail('numShards', 'not a power of two in 1..65536');
     const numShards = s.numShards;
     const epoch = checkStamp(s.epoch, 'epoch');
     const version = checkStamp(s.version, 'version');
-    const records = decodeRecords({ nodes: s.nodes, records: s.records }, numShards);
-    if (!records.ok) throw new Malformed(records.error.message.replace(/^malformed shard map /, ''));
+    const shards = yield* recordsDecoding({ nodes: s.nodes, records: s.records }, numShards);
     const versions = s.assignmentVersions;
     if (!Array.isArray(versions) || versions.length !== numShards) return fail('assignmentVersions', `must list ${numShards} versions`);
     const assignmentVersions = versions.map((v, i) => checkStamp(v, `assignmentVersions[${i}]`));
-    return { format: SHARD_MAP_FORMAT, dataset: dataset.value, numShards, epoch: epoch as Epoch, version, shards: records.value, assignmentVersions };
-  }, dataset.ok ? dataset.value : undefined);
+    return ok({ format: SHARD_MAP_FORMAT, dataset: dataset.value, numShards, epoch: epoch as Epoch, version, shards, assignmentVersions });
+  } catch (e) {
+    return malformedResult(e, dataset.ok ? dataset.value : undefined);
+  }
 }
 
 /**

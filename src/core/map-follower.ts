@@ -3,6 +3,7 @@ import { compareStamps, type ShardMapSnapshot } from './shard-map-snapshot.js';
 import { ShardMapper } from './shard-mapper.js';
 import type { StampedShardEvent } from './shard-manager/protocol.js';
 import type { ShardEvent } from './status.js';
+import { runWhole, type Steps } from './steps.js';
 
 /** One decision's changes of a map: they turn the map at `base` into the map at `(epoch, base.version + events.length)`. */
 export interface MapChanges {
@@ -42,9 +43,16 @@ export class ShardMapFollower {
   }
 
   applySnapshot(snapshot: ShardMapSnapshot): FollowOutcome {
+    return runWhole(this.applyingSnapshot(snapshot));
+  }
+
+  /** `applySnapshot` in steps: the map changes at once, at the end. */
+  *applyingSnapshot(snapshot: ShardMapSnapshot): Steps<FollowOutcome> {
     if (snapshot.dataset !== this.dataset) return 'stale';
     if (this.current && compareStamps(snapshot, this.stamp) <= 0) return 'stale';
-    this.current = ShardMapper.fromSnapshot(snapshot);
+    const built = yield* ShardMapper.buildingFrom(snapshot);
+    if (this.current && compareStamps(snapshot, this.stamp) <= 0) return 'stale'; // a newer one came meanwhile
+    this.current = built;
     this.stamp = { epoch: snapshot.epoch, version: snapshot.version };
     return 'applied';
   }

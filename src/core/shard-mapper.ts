@@ -22,6 +22,7 @@ import {
 } from './shard-record.js';
 import * as spreadMath from './spread.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, statusLetter } from './status.js';
+import { ITEMS_PER_STEP, runWhole, type Steps } from './steps.js';
 
 /** Why `updateFromEvent` refused an event. The mapper is unchanged. */
 export type MapperError = ShardOutOfRangeError | DatasetMismatchError | InvalidEventError;
@@ -430,11 +431,19 @@ export class ShardMapper {
 
   /** Rebuilds a mapper from a snapshot (already parsed with `parseShardMapSnapshot` if untrusted). */
   static fromSnapshot(snapshot: ShardMapSnapshot): ShardMapper {
+    return runWhole(ShardMapper.buildingFrom(snapshot));
+  }
+
+  /** `fromSnapshot` in steps (a thousand shards each), to run in slices of the event loop. */
+  static *buildingFrom(snapshot: ShardMapSnapshot): Steps<ShardMapper> {
     const m = new ShardMapper(snapshot.numShards, snapshot.dataset);
     if (snapshot.shards.length !== snapshot.numShards) {
       throw new InvalidSnapshotError(`snapshot of ${snapshot.dataset} lists ${snapshot.shards.length} shards, expected ${snapshot.numShards}`, snapshot.dataset);
     }
-    snapshot.shards.forEach((r, i) => m.replace(i, r));
+    for (let i = 0; i < snapshot.numShards; i++) {
+      m.replace(i, snapshot.shards[i]!);
+      if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    }
     m._version = snapshot.version;
     // A format 1 map handed over in memory (not parsed) has none: its copies date from version 0.
     m.assignmentVersions = snapshot.assignmentVersions?.slice() ?? new Array<number>(snapshot.numShards).fill(0);

@@ -371,3 +371,51 @@ describe('EventsSkip: what a node passes over unread', () => {
     expect(skip.skips(snapshotLabels({ ...m, epoch: epoch(0) })!)).toBe(true);
   });
 });
+
+// A node joining a 65 536 × 3 map decoded it in one task of half a second (issue 34); on a real
+// process it decodes it in slices, with the event loop's turn between them.
+describe('FollowedMaps.snapshotInSlices: a whole map read in slices', () => {
+  const SHARDS = 65_536;
+  const nodes = ['a', 'b', 'c', 'd', 'e', 'f'].map(nodeId);
+
+  function bigMap(): ShardMapper {
+    const m = new ShardMapper(SHARDS, ds);
+    for (let s = 0; s < SHARDS; s++) {
+      m.updateFromEvent(ShardEvents.assignmentStarted(ds, shardNum(s), nodes[s % 6]!));
+      m.updateFromEvent(ShardEvents.copyAdded(ds, shardNum(s), nodes[(s + 2) % 6]!));
+      m.updateFromEvent(ShardEvents.copyAdded(ds, shardNum(s), nodes[(s + 4) % 6]!));
+      m.updateFromEvent(ShardEvents.ingestionStarted(ds, shardNum(s), nodes[s % 6]!));
+    }
+    return m;
+  }
+
+  it('ends as reading it whole does, pausing at least once per 1024 shards, with the map unchanged until the end', async () => {
+    const record = snapshotRecord(bigMap(), 1);
+    const whole = recorder();
+    whole.maps.snapshot(record);
+    const sliced = recorder();
+    let pauses = 0;
+    let changedBeforeTheEnd = false;
+    await sliced.maps.snapshotInSlices(record, async () => {
+      pauses++;
+      if (sliced.maps.followers.has(ds) || sliced.seen.maps.length > 0) changedBeforeTheEnd = true;
+      await new Promise((resolve) => setImmediate(resolve));
+    });
+    expect(pauses).toBeGreaterThanOrEqual(2 * (SHARDS / 1024) - 1);
+    expect(changedBeforeTheEnd).toBe(false);
+    expect(JSON.stringify(sliced.seen)).toBe(JSON.stringify(whole.seen));
+    const mapOf = (maps: FollowedMaps) => encodeSnapshot(maps.followers.get(ds)!.mapper!.toSnapshot(epoch(1)));
+    expect(mapOf(sliced.maps)).toEqual(mapOf(whole.maps));
+    expect(sliced.maps.followers.get(ds)!.mapper!.numShardsForNode(nodes[0]!)).toBe(SHARDS / 2);
+  }, 60_000);
+
+  it('takes nothing from a map no newer than its own, and reads nothing of it', async () => {
+    const { maps, seen } = recorder();
+    const m = startMap();
+    maps.snapshot(snapshotRecord(m, 1));
+    let pauses = 0;
+    await maps.snapshotInSlices(snapshotRecord(m, 1), async () => void pauses++);
+    expect(pauses).toBe(0);
+    expect(seen.maps).toHaveLength(1);
+  });
+});
