@@ -17,7 +17,7 @@ import { KafkaIngestionSource } from '../ingest/kafka-source.js';
 import { sourceByType } from '../ingest/source-by-type.js';
 import { SyntheticSource } from '../ingest/synthetic-source.js';
 import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
-import { startNodeApi, type NodeApi } from '../http/node-api.js';
+import { prepareNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
 import { metaStoreOptions, type NodeConfig } from './node-config.js';
 import { loadServeHandlers } from './serve-handlers.js';
@@ -135,11 +135,14 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       },
     };
     const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
+    // Its routes are made before it joins (half a second of one task in a new process), and
+    // answer once it has joined, as the held port's "starting" answer said until then.
+    const preparedApi = config.status && heldPort
+      ? await prepareNodeApi(node, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
+      : undefined;
     await node.startPatiently(FIRST_START_PATIENCE_MS);
     closers.push(() => node.stop());
-    const api = config.status && heldPort
-      ? await startNodeApi(node, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
-      : undefined;
+    const api = await preparedApi?.open();
     if (api) closers.push(() => api.close());
     for (const { serve, handler } of handlers) {
       const { host, port, advertisedHost } = serve;
