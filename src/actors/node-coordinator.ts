@@ -307,7 +307,7 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     onCrash: 'resume',
     // The node stops (or crashes): its copies stop with it.
     afterStop: (s) => {
-      for (const r of s.running.values()) r.copy.stop();
+      for (const r of s.running.values()) r.copy.stop(true);
       s.running.clear();
       host.timers.close();
     },

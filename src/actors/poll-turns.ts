@@ -57,6 +57,11 @@ export class PollTurns {
     };
   }
 
+  /** Resolves in a coming turn of the event loop, after the polls queued before it. */
+  next(): Promise<void> {
+    return new Promise((resolve) => this.enqueue(resolve));
+  }
+
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
