@@ -5,7 +5,7 @@
 // performs the I/O through `FollowedMapsPorts`.
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, SubscriberId } from '../core/ids.js';
-import { ShardMapFollower } from '../core/map-follower.js';
+import { ShardMapFollower, type FollowOutcome } from '../core/map-follower.js';
 import { compareStamps } from '../core/shard-map-snapshot.js';
 import type { MemberIncarnation, SubscriberMessage } from '../core/shard-manager/protocol.js';
 import { configFingerprint, snapshotReading, type EventsRecord, type SnapshotEnvelope } from './wire-events.js';
@@ -100,9 +100,28 @@ export class FollowedMaps {
 
   /** One decision's changes: applied if they continue this node's map, else the map is asked for. */
   changes(m: Record<'map-changes'>): void {
+    const f = this.followerFor(m);
+    if (f) this.changesApplied(m, f, f.applyChanges(m));
+  }
+
+  /**
+   * `changes`, applied in slices with `pause()` awaited in between (the map changes at once, at the
+   * end). Its caller handles nothing else of these maps until it resolves.
+   */
+  async changesInSlices(m: Record<'map-changes'>, pause: () => Promise<void>): Promise<void> {
+    const f = this.followerFor(m);
+    if (f) this.changesApplied(m, f, await runInSlices(f.applyingChanges(m), pause));
+  }
+
+  /** The follower changes apply to; none (and the map is asked for) when the node lacks the map or its config. */
+  private followerFor(m: Record<'map-changes'>): ShardMapFollower | undefined {
     const f = this.followers.get(m.dataset);
-    if (!f || !this.configs.has(m.dataset)) return this.want({ dataset: m.dataset });
-    const outcome = f.applyChanges({ epoch: m.epoch, base: m.base, events: m.events });
+    if (f && this.configs.has(m.dataset)) return f;
+    this.want({ dataset: m.dataset });
+    return undefined;
+  }
+
+  private changesApplied(m: Record<'map-changes'>, f: ShardMapFollower, outcome: FollowOutcome): void {
     if (outcome === 'gap') return this.want({ dataset: m.dataset });
     if (outcome !== 'applied') return;
     const wasCurrent = this.madeForThisNode(m.dataset);

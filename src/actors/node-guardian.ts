@@ -218,7 +218,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       case 'publish':
         return onPublish(s, m.to, m.message);
       case 'map-changes':
-        return s.maps.changes(m);
+        // A decision of tens of thousands of events is applied in slices on a real process.
+        return env.slicePause ? s.maps.changesInSlices(m, env.slicePause) : s.maps.changes(m);
       case 'map-snapshot':
         // A whole map of tens of thousands of shards (a joining node's) is decoded in slices on a real process.
         return env.slicePause ? s.maps.snapshotInSlices(m, env.slicePause) : s.maps.snapshot(m);

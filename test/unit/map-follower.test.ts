@@ -2,6 +2,7 @@
 // It applies what comes next, ignores what is older ('stale'), and asks for a resync ('gap').
 import { describe, expect, it } from 'vitest';
 import { datasetRef, epoch, nodeId, shardNum } from '../../src/core/ids.js';
+import { runInSlices } from '../../src/core/steps.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
 import type { StampedShardEvent } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
@@ -178,5 +179,49 @@ describe('ShardMapFollower', () => {
     const before = view(follower);
     expect(follower.applySnapshot(new ShardMapper(8, other).toSnapshot(epoch(5)))).toBe('stale');
     expect(view(follower)).toEqual(before);
+  });
+});
+
+describe('ShardMapFollower.applyingChanges in slices', () => {
+  /** A map of 4096 shards at version 0, and a decision of 3000 events on it: starts, then catch-ups. */
+  function largeDecision(): { follower: ShardMapFollower; events: ShardEvent[] } {
+    const follower = new ShardMapFollower(ds);
+    follower.applySnapshot(new ShardMapper(4096, ds).toSnapshot(epoch(1)));
+    const events: ShardEvent[] = [];
+    for (let s = 0; s < 1500; s++) events.push(ShardEvents.assignmentStarted(ds, shardNum(s), s % 2 === 0 ? r1 : r2));
+    for (let s = 0; s < 1500; s++) events.push(ShardEvents.ingestionStarted(ds, shardNum(s), s % 2 === 0 ? r1 : r2));
+    return { follower, events };
+  }
+
+  it('ends with the map applyChanges makes, pausing between slices, the map unchanged until the last event', async () => {
+    const whole = largeDecision();
+    expect(whole.follower.applyChanges({ epoch: epoch(1), base: { epoch: 1, version: 0 }, events: whole.events })).toBe('applied');
+    const sliced = largeDecision();
+    const before = view(sliced.follower);
+    let pauses = 0;
+    const outcome = await runInSlices(sliced.follower.applyingChanges({ epoch: epoch(1), base: { epoch: 1, version: 0 }, events: sliced.events }), async () => {
+      pauses++;
+      expect(view(sliced.follower)).toEqual(before); // others see the map as it was, never half a decision
+    });
+    expect(outcome).toBe('applied');
+    expect(pauses).toBe(Math.floor(3000 / 1024));
+    expect(view(sliced.follower)).toEqual(view(whole.follower));
+    expect(sliced.follower.version).toBe(3000);
+  });
+
+  it('is a gap, changing nothing, when an event does not apply or the map changed meanwhile; stale and gap stamps as applyChanges', async () => {
+    const { follower, events } = largeDecision();
+    const before = view(follower);
+    const wrong = [...events.slice(0, 1000), ShardEvents.ingestionStarted(other, shardNum(0), r1)];
+    const none = async () => {};
+    expect(await runInSlices(follower.applyingChanges({ epoch: epoch(1), base: { epoch: 1, version: 0 }, events: wrong }), none)).toBe('gap');
+    expect(view(follower)).toEqual(before);
+    expect(await runInSlices(follower.applyingChanges({ epoch: epoch(1), base: { epoch: 1, version: 5 }, events }), none)).toBe('gap');
+    expect(await runInSlices(follower.applyingChanges({ epoch: epoch(0), base: { epoch: 0, version: 0 }, events: [] }), none)).toBe('stale');
+    // A whole map taken between two slices: the changes were made on the map before it.
+    const newer = new ShardMapper(4096, ds).toSnapshot(epoch(2));
+    const outcome = await runInSlices(follower.applyingChanges({ epoch: epoch(1), base: { epoch: 1, version: 0 }, events }), async () => void follower.applySnapshot(newer));
+    expect(outcome).toBe('gap');
+    expect(follower.epoch).toBe(2);
   });
 });
