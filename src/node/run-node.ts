@@ -134,12 +134,16 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
         clock: new MonotonicClock(),
       },
     };
-    const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
-    // Its routes are made before it joins (half a second of one task in a new process), and
-    // answer once it has joined, as the held port's "starting" answer said until then.
+    // Its routes are made before anything of the node runs (half a second of one task in a new
+    // process, loading the HTTP framework and compiling the schemas), and answer once it has joined,
+    // as the held port's "starting" answer said until then. The node, and with it its metrics' event
+    // loop delay monitor, comes after: the monitor sees every stall from then on, its join included.
+    const made: { node?: ShardherdNode } = {};
     const preparedApi = config.status && heldPort
-      ? await prepareNodeApi(node, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
+      ? await prepareNodeApi(() => made.node!, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
       : undefined;
+    const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
+    made.node = node;
     await node.startPatiently(FIRST_START_PATIENCE_MS);
     closers.push(() => node.stop());
     const api = await preparedApi?.open();
