@@ -21,6 +21,9 @@ import { IngestionFailure, type ShardReader, type SourceRecord } from '../../src
 import { decodeKafkaValue, KafkaIngestionSource, type KafkaIngestionSourceOptions } from '../../src/ingest/kafka-source.js';
 import { fetchDecoding } from '../../src/ingest/kafka-source/fetch-decoding.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
+import { NodeMetrics } from '../../src/metrics/node-metrics.js';
+import type { FencingToken } from '../../src/core/fencing-token.js';
+import type { ShardNum } from '../../src/core/ids.js';
 import { services, uniqueName } from './support.js';
 
 const KAFKA_TOOL = join(import.meta.dirname, '../../scripts/services/kafka-tool.ts');
@@ -453,4 +456,62 @@ describe('a node ingesting a Kafka dataset', () => {
       await node.stop();
     }
   });
+});
+
+// A node past `PER_SHARD_SERIES_UP_TO` copies (4096; 4 here) exports the lag per dataset only, from
+// the end offsets its fetches already know: no question to the broker per copy per scrape.
+describe('the lag of a node past its per-shard series', () => {
+  it('is the records not yet ingested, per dataset, from what the fetches know, and falls to 0 once they are', async () => {
+    const numShards = 8;
+    const topic = await createTopic(numShards);
+    const ds = dataset(topic, numShards);
+    for (let p = 0; p < numShards; p++) await produceNumbered(topic, p, 0, 50);
+    // A sink that holds every batch until released: the records wait, fetched and not ingested.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const counting = new CountingSink();
+    const sink = {
+      async accept(d: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token?: FencingToken) {
+        await held;
+        return counting.accept(d, shard, records, token);
+      },
+    };
+    const clock = new RealClock();
+    const membership = new MemoryMembershipService(clock, { sessionTimeoutMs: 3_000, heartbeatIntervalMs: 500, onListenerError: () => {} });
+    const metrics = new NodeMetrics({ perShardSeriesUpTo: 4 });
+    const node = new ShardherdNode({
+      clock,
+      bus: new MemoryBus(clock),
+      connectMembership: () => membership.connect(),
+      metaStore: new MemoryMetaStore(),
+      source: newSource(),
+      sink,
+      settings: runtimeSettings({ pollIntervalMs: 50 }),
+      log,
+      systemPrefix: uniqueName('it-lag'),
+    }, nodeId('n1'), {}, { metrics });
+    await node.start();
+    try {
+      expect((await node.request((replyTo) => ({ type: 'SetupDataset', config: ds, replyTo }) as unknown as Request)).type).toBe('DatasetVerified');
+      const scrape = async () => {
+        await sleep(20); // a turn between scrapes, as between Prometheus's
+        const text = await metrics.scrape();
+        const lag = /^shardherd_dataset_ingestion_lag_records\{dataset="([^"]+)"\} (\d+)/m.exec(text);
+        return { lag: lag?.[1] === ds.ref ? Number(lag[2]) : undefined, perShard: /^shardherd_ingestion_lag_records\{/m.test(text) };
+      };
+      // Every copy fetched its 50 and none is ingested: the lag is all of them, and no per-shard series.
+      await expect.poll(async () => (await scrape()).lag, { timeout: 30_000, interval: 200 }).toBe(numShards * 50);
+      expect((await scrape()).perShard).toBe(false);
+      release();
+      await expect.poll(() => counting.total(ds.ref).accepted, { timeout: 30_000, interval: 200 }).toBe(numShards * 50);
+      await expect.poll(async () => (await scrape()).lag, { timeout: 30_000, interval: 200 }).toBe(0);
+      // Records produced now show as lag once a fetch has seen them, and go once ingested.
+      for (let p = 0; p < numShards; p++) await produceNumbered(topic, p, 50, 10);
+      await expect.poll(() => counting.total(ds.ref).accepted, { timeout: 30_000, interval: 200 }).toBe(numShards * 60);
+      await expect.poll(async () => (await scrape()).lag, { timeout: 30_000, interval: 200 }).toBe(0);
+    } finally {
+      release();
+      await node.stop();
+    }
+  }, 90_000);
 });
