@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { canonicalConfigJson, validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef } from '../core/ids.js';
 import { decodeEvents, snapshotDecoding } from '../core/map-codec.js';
-import { runWhole, type Steps } from '../core/steps.js';
+import type { Steps } from '../core/steps.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { DatasetRef, Epoch } from '../core/ids.js';
@@ -84,7 +84,7 @@ function checkEventsMessage(value: unknown): Result<EventsRecord, MalformedRecor
       const config = validateDatasetConfig(m.config);
       if (!config.ok) return err({ reason: `malformed map-snapshot: config ${config.error.message}` });
       if (config.value.ref !== m.dataset || config.value.numShards !== m.numShards) return err({ reason: 'malformed map-snapshot: its config is of another dataset' });
-      // The map itself is decoded when a reader needs it (`snapshotOf`): most readers have it already.
+      // The map itself is decoded when a reader needs it (`snapshotReading`): most readers have it already.
       return typeof m.snapshot === 'object' && m.snapshot !== null ? ok({ ...m, config: config.value }) : err({ reason: 'malformed map-snapshot: no map' });
     }
     case 'members': {
@@ -127,14 +127,10 @@ function checkMapEnvelope(m: { dataset?: unknown; numShards?: unknown; members?:
 const decodedFrozen = new WeakMap<object, Result<ShardMapSnapshot, InvalidSnapshotError>>();
 
 /**
- * The map of a `map-snapshot` record, decoded and checked (against its envelope too). A frozen
- * record (the embedded bus) is decoded once for every node of the process.
+ * The map of a `map-snapshot` record, decoded and checked (against its envelope too), in steps to
+ * run whole or in slices of the event loop. A frozen record (the embedded bus) is decoded once for
+ * every node of the process.
  */
-export function snapshotOf(m: MapSnapshotRecord): Result<ShardMapSnapshot, InvalidSnapshotError> {
-  return runWhole(snapshotReading(m));
-}
-
-/** `snapshotOf` in steps, to run in slices of the event loop. */
 export function* snapshotReading(m: MapSnapshotRecord): Steps<Result<ShardMapSnapshot, InvalidSnapshotError>> {
   const raw = m.snapshot as object;
   const cached = Object.isFrozen(raw) ? decodedFrozen.get(raw) : undefined;
