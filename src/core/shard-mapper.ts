@@ -499,8 +499,10 @@ export class ShardMapper {
     this._version += 1;
     if (!sameAssignment(prev, next)) {
       this.assignmentVersions[shard] = this._version;
-      for (const a of prev.assignments) this.count(a.node, -1);
-      for (const a of next.assignments) this.count(a.node, +1);
+      // Only the nodes that gained or lost a copy: a setup adds a shard's copies one at a time, and
+      // counting them all again at each step was most of a 65 536 × 3 setup's counting.
+      for (const a of prev.assignments) if (!holds(next, a.node)) this.count(a.node, -1);
+      for (const a of next.assignments) if (!holds(prev, a.node)) this.count(a.node, +1);
       if (next.assignments.some((a) => a.placement === 'Leaving')) this.leaving.add(shard);
       else this.leaving.delete(shard);
       const wasFree = prev.assignments.length === 0;
@@ -551,4 +553,10 @@ function copyEvents(dataset: DatasetRef, shard: ShardNum, copy: ShardAssignment,
   }
   if (copy.placement === 'Leaving') out.push(ShardEvents.leaving(dataset, shard, node));
   return out;
+}
+
+/** Whether `r` has a copy on `node` (a record holds a few copies: a loop beats a set). */
+function holds(r: ShardRecord, node: NodeId): boolean {
+  for (const a of r.assignments) if (a.node === node) return true;
+  return false;
 }

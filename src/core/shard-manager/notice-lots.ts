@@ -23,19 +23,18 @@ interface Kind {
 export class NoticeLots {
   /** The notices kept, each with its kind when it is about a shard. */
   private readonly kept: { readonly notice: Notice; readonly kind: Kind | undefined }[] = [];
-  private readonly kinds = new Map<string, Kind>();
+  /** By name: the kinds of that name (by level and dataset; a decision has few). */
+  private readonly kinds = new Map<string, Kind[]>();
 
   add(notice: Notice): void {
     if (notice.shard === undefined) {
       this.kept.push({ notice, kind: undefined });
       return;
     }
-    const key = `${notice.name}\u0000${notice.level}\u0000${notice.dataset ?? ''}`;
-    let kind = this.kinds.get(key);
-    if (!kind) {
-      kind = { first: notice, count: 0, sample: [] };
-      this.kinds.set(key, kind);
-    }
+    let named = this.kinds.get(notice.name);
+    if (!named) this.kinds.set(notice.name, (named = []));
+    let kind = named.find((k) => k.first.level === notice.level && k.first.dataset === notice.dataset);
+    if (!kind) named.push((kind = { first: notice, count: 0, sample: [] }));
     kind.count++;
     if (kind.sample.length < SAMPLE) kind.sample.push(notice.message);
     if (kind.count <= NOTICES_APART_UP_TO) this.kept.push({ notice, kind });
