@@ -1,6 +1,7 @@
 // FiloDB's ShardMapperSpec (reference §7.2, items 1-18) re-expressed with our API, plus the
 // transition table (§2.5), minimalEvents (§2.6), mergeFrom and what shardherd adds: typed
 // refusals that change nothing, a version, clone, snapshots and prettyPrint.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   DatasetMismatchError,
@@ -782,5 +783,30 @@ describe('unassignedShards with a limit (what the strategies use)', () => {
     m.updateFromEvent(ShardEvents.shardDown(ds, 5 as never, r1));
     expect(m.unassignedShards(2)).toEqual([5, 31]);
     expect(m.clone().unassignedShards(2)).toEqual([5, 31]);
+  });
+});
+
+// The per-node counts are kept as records change (only the nodes that gained or lost a copy are
+// counted again); checked against a count from the records themselves on random histories.
+describe('ShardMapper counts on random histories', () => {
+  it('counts each node\'s copies as its records say, after every event', () => {
+    const ds = datasetRef('counted');
+    const nodes = ['a', 'b', 'c', 'd'].map(nodeId);
+    const makers = [ShardEvents.assignmentStarted, ShardEvents.copyAdded, ShardEvents.ingestionStarted, ShardEvents.leaving, ShardEvents.leavingCancelled, ShardEvents.left, ShardEvents.shardDown, ShardEvents.copyDown, ShardEvents.ingestionStopped];
+    const eventArb = fc.record({ make: fc.integer({ min: 0, max: makers.length - 1 }), shard: fc.integer({ min: 0, max: 7 }), node: fc.integer({ min: 0, max: nodes.length - 1 }) });
+    fc.assert(
+      fc.property(fc.array(eventArb, { maxLength: 80 }), (events) => {
+        const m = new ShardMapper(8, ds);
+        for (const e of events) {
+          m.updateFromEvent(makers[e.make]!(ds, shardNum(e.shard), nodes[e.node]!));
+          for (const n of nodes) {
+            let held = 0;
+            for (let s = 0; s < 8; s++) if (m.recordForShard(s).assignments.some((a) => a.node === n)) held++;
+            expect(m.numShardsForNode(n)).toBe(held);
+          }
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
