@@ -72,6 +72,8 @@ export interface SinkLine {
 
 export class ProcessCluster {
   private readonly procs = new Map<string, NodeProcess>();
+  /** Processes spawned and not ready yet (nor exited). */
+  private readonly starting = new Set<ChildProcess>();
   private readonly logs: WriteStream[] = [];
 
   constructor(readonly options: ProcessClusterOptions) {
@@ -135,8 +137,15 @@ export class ProcessCluster {
     this.logs.push(log);
     child.stderr?.pipe(log, { end: false });
     const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
+    // Known from its spawn, not from its readiness: a node still starting when another failed (or
+    // one that never got ready) must not outlive the test (`stopAll`).
+    this.starting.add(child);
+    void exited.then(() => this.starting.delete(child));
     const url = await new Promise<string>((ok, fail) => {
-      const timer = setTimeout(() => fail(new Error(`${name} did not report its status URL within ${readyTimeoutMs} ms (see ${name}.log)`)), readyTimeoutMs);
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        fail(new Error(`${name} did not report its status URL within ${readyTimeoutMs} ms (see ${name}.log)`));
+      }, readyTimeoutMs);
       void exited.then((how) => {
         clearTimeout(timer);
         fail(new Error(`${name} exited (${String(how)}) before it was ready (see ${name}.log)`));
@@ -153,6 +162,7 @@ export class ProcessCluster {
     });
     const proc: NodeProcess = { name, child, url, exited, alive: true };
     void exited.then(() => (proc.alive = false));
+    this.starting.delete(child);
     this.procs.set(name, proc);
     return proc;
   }
@@ -222,6 +232,8 @@ export class ProcessCluster {
 
   /** SIGTERM to every live process (SIGCONT first, in case one is frozen), SIGKILL after `graceMs`. */
   async stopAll(graceMs = 15_000): Promise<void> {
+    // Nodes still starting are not ready to stop gracefully: they are killed.
+    for (const child of this.starting) child.kill('SIGKILL');
     await Promise.all(
       this.live().map(async (p) => {
         p.child.kill('SIGCONT');
