@@ -278,7 +278,7 @@ export class DetectorWorld {
     const now = this.clock.now();
     const out: DetectorViolation[] = [];
     for (const c of this.crashes) {
-      if (c.reported || now < c.judgedFrom + this.evictionBoundMs()) continue;
+      if (c.reported) continue;
       const bound = this.boundOf(c);
       if (now < c.judgedFrom + bound) continue;
       const late = c.removedAt === undefined || c.removedAt > c.judgedFrom + bound;
