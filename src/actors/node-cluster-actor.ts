@@ -6,7 +6,6 @@ import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
-import { encodeEvents, encodeSnapshot } from '../core/map-codec.js';
 import type { AppliedRequest, Effect, MapStamp, Member, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import type { Evidence } from '../cluster/failure-detector/judge.js';
 import type { SingletonMonitor } from '../cluster/failure-detector/singleton-monitor.js';
@@ -22,6 +21,8 @@ import { inboxGroup, inboxStart } from './inbox-group.js';
 import type { ActorRef } from './runtime.js';
 import { isPermanentBusFailure } from '../cluster/bus-failures.js';
 import { limitedLog } from './log-limiter.js';
+import { MapReaders } from './map-readers.js';
+import { runInSlices, runWhole } from '../core/steps.js';
 import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
 import { snapshotLabels } from './wire-events.js';
 
@@ -55,6 +56,8 @@ type ClusterState = Extract<InboxMessage, { kind: 'cluster-state' }>;
 interface State {
   phase: 'starting' | 'recovering' | 'active' | 'stopped';
   core: ShardManagerState;
+  /** Which whole-map format each process reads: what a map is written in. */
+  readonly mapReaders: MapReaders;
   /** The members the core counts: the group's, less evicted incarnations, with departures held until their lease ran out. */
   view: MembershipView;
   /** The group's view as the membership gave it. */
@@ -300,11 +303,14 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
           break;
         case 'PublishChanges':
-          queueEvent({ format: WIRE_FORMAT, kind: 'map-changes', epoch, dataset: e.dataset, numShards: e.numShards, base: e.base, changes: encodeEvents(e.events), members: e.members });
+          queueEvent({ format: WIRE_FORMAT, kind: 'map-changes', epoch, dataset: e.dataset, numShards: e.numShards, base: e.base, changes: s.mapReaders.encodeChanges(e.events, e.to, s.view.members), members: e.members });
           break;
         case 'PublishSnapshot': {
           const { dataset, numShards, version } = e.snapshot;
-          queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot: encodeSnapshot(e.snapshot), members: e.members });
+          // Packed in slices on a real process: a joiner's map of 65 536 × 3 was 100 ms and more of the singleton's loop.
+          const encoding = s.mapReaders.encoding(e.snapshot, e.to, s.view.members);
+          const snapshot = env.slicePause ? await runInSlices(encoding, env.slicePause) : runWhole(encoding);
+          queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot, members: e.members });
           await yieldAfterLarge(numShards);
           break;
         }
@@ -514,6 +520,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     } else if (m.kind === 'cluster-state') {
       if (s.phase === 'recovering' && m.requestId === requestId) {
         s.answers.set(m.node, m);
+        s.mapReaders.heardFromNode(m.node, m.incarnation, m.mapFormat);
         const kept = s.beforeAnswer.filter((r) => r.node !== m.node || r.incarnation !== m.incarnation);
         for (const r of s.beforeAnswer) if (!kept.includes(r)) s.reportOffsets.delete(reportKey(r.node, r.incarnation, r.seq));
         const superseded = s.beforeAnswer.length - kept.length;
@@ -541,6 +548,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         queueReports(s, [report]);
         return;
       }
+      if (m.request.type === 'SyncMaps' || m.request.type === 'Subscribe') s.mapReaders.heard(m.request.subscriber, m.request.mapFormat);
       await decide(s, m.request);
     }
   }
@@ -615,6 +623,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   const initialState: State = {
     phase: 'starting',
     core: manager.initialState(),
+    mapReaders: new MapReaders(),
     view: { generation: 0, members: [] },
     groupView: { generation: 0, members: [] },
     monitor: undefined,

@@ -25,8 +25,10 @@ import type { Lease } from '../store/meta-store.js';
 import { leaseRowProblem, LeaseWatch, placeInLine, placeWaitMs, StandBackoff, standBackoffMs } from '../cluster/failure-detector/succession.js';
 import { singletonLeaseWaitMs } from '../cluster/failure-detector/settings.js';
 import type { ActorRef } from './runtime.js';
-import { parseEventsMessage, snapshotEnvelope } from './wire-events.js';
+import { eventsMessageReading, parseEventsMessage, snapshotEnvelope } from './wire-events.js';
 import { encodeInboxMessage, hostPrefix, parseRepliesMessage, WIRE_FORMAT, type InboxMessage, type Request } from './wire.js';
+import { NEWEST_MAP_FORMAT } from '../core/map-codec.js';
+import { runInSlices } from '../core/steps.js';
 
 export type GuardianMsg =
   | { readonly type: 'Start' }
@@ -58,6 +60,8 @@ interface State {
   joined: boolean;
   view: MembershipView | undefined;
   maxEpoch: number;
+  /** The newest singleton this node told which map format it reads. */
+  formatToldTo: number;
   readonly maps: FollowedMaps;
   /** The timer of the `SyncMaps` on its way. */
   syncTimer: Cancel | undefined;
@@ -150,6 +154,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   const guardianId = `${hostPrefix(env.node, env.incarnation)}guardian` as SubscriberId;
   const toInbox = (m: InboxMessage) => env.bus.produce(env.topics.inbox, encodeInboxMessage(m));
   const request = (r: Request) => toInbox({ format: WIRE_FORMAT, kind: 'request', request: r });
+  /** Tells the singleton the newest map format this node reads: a `SyncMaps` of nothing, which changes nothing. */
+  const declareMapFormat = () =>
+    void request({ type: 'SyncMaps', subscriber: guardianId, datasets: [], members: false, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) => env.log.debug({ err: e }, 'telling the singleton which map format this node reads failed: it writes the compact one for it'));
 
   /** The node's copy of every map, wired to its coordinator, its local subscribers and the singleton. */
   function followedMaps(self: ActorRef<GuardianMsg>, coordinator: ActorRef<CoordinatorMsg>, state: () => State): FollowedMaps {
@@ -178,7 +185,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         // An answer lost on the bus (or never sent) is asked for again, at the pace of reports.
         s.syncTimer = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(self, { type: 'SyncTimeout' }));
         env.log.debug({ ...wanted }, 'this node is behind on some maps: asking the singleton');
-        void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted }).catch((e: unknown) => env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'));
+        void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) => env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'));
       },
     }, { node: env.node, incarnation: env.incarnation });
     return maps;
@@ -201,7 +208,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   }
 
   async function onEvents(s: State, record: BusRecord): Promise<void> {
-    const parsed = parseEventsMessage(record.value);
+    // A decision's changes (tens of thousands of events in a join wave) are decoded in slices on a real process.
+    const parsed = env.slicePause ? await runInSlices(eventsMessageReading(record.value), env.slicePause) : parseEventsMessage(record.value);
     if (!parsed.ok) {
       skipMalformed(env, record, parsed.error.reason);
       return;
@@ -211,6 +219,12 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     if (m.epoch < s.maxEpoch) {
       env.log.debug({ epoch: m.epoch, current: s.maxEpoch, kind: m.kind }, 'record from a replaced singleton ignored');
       return;
+    }
+    // A new singleton learns which map format this node reads from the first request it reads
+    // from it; the node's first ask may have gone before that singleton read its inbox.
+    if (m.epoch > s.formatToldTo) {
+      s.formatToldTo = m.epoch;
+      declareMapFormat();
     }
     s.maxEpoch = m.epoch;
     env.singletonContact?.heard(env.clock.now());
@@ -252,6 +266,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
           subscriptions: [],
           watchers: [],
           running,
+          mapFormat: NEWEST_MAP_FORMAT,
         });
         return;
       }
@@ -454,6 +469,7 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       joined: false,
       view: undefined,
       maxEpoch: -1,
+      formatToldTo: -1,
       maps: followedMaps(self, children.coordinator, () => state),
       syncTimer: undefined,
       singleton: undefined,

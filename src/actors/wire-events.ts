@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalConfigJson, validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef } from '../core/ids.js';
-import { decodeEvents, snapshotDecoding } from '../core/map-codec.js';
-import type { Steps } from '../core/steps.js';
+import { eventsDecoding, snapshotDecoding } from '../core/map-codec.js';
+import { runWhole, type Steps } from '../core/steps.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import type { DatasetRef, Epoch } from '../core/ids.js';
@@ -40,13 +40,22 @@ const digestS = z.object({
 });
 
 export function parseEventsMessage(value: unknown): Result<EventsRecord, MalformedRecord> {
-  if (typeof value !== 'object' || value === null || !Object.isFrozen(value)) return checkEventsMessage(value);
+  if (typeof value !== 'object' || value === null || !Object.isFrozen(value)) return runWhole(checkingEventsMessage(value));
   let parsed = parsedFrozen.get(value);
   if (!parsed) {
-    parsed = freezeAll(checkEventsMessage(value));
+    parsed = freezeAll(runWhole(checkingEventsMessage(value)));
     parsedFrozen.set(value, parsed);
   }
   return parsed;
+}
+
+/**
+ * `parseEventsMessage` in steps, to run in slices of the event loop: a decision's changes can be
+ * tens of thousands of events. A frozen record (the embedded bus) is read once for every node, whole.
+ */
+export function* eventsMessageReading(value: unknown): Steps<Result<EventsRecord, MalformedRecord>> {
+  if (typeof value === 'object' && value !== null && Object.isFrozen(value)) return parseEventsMessage(value);
+  return yield* checkingEventsMessage(value);
 }
 
 const parsedFrozen = new WeakMap<object, Result<EventsRecord, MalformedRecord>>();
@@ -62,7 +71,7 @@ function freezeAll<T>(value: T): T {
 
 const isWhole = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 
-function checkEventsMessage(value: unknown): Result<EventsRecord, MalformedRecord> {
+function* checkingEventsMessage(value: unknown): Steps<Result<EventsRecord, MalformedRecord>> {
   const bad = checkFormat(value);
   if (bad) return err({ reason: bad });
   const m = value as EventsMessage;
@@ -75,7 +84,7 @@ function checkEventsMessage(value: unknown): Result<EventsRecord, MalformedRecor
       if (where) return err({ reason: `malformed map-changes: ${where}` });
       const base = stampS.safeParse(m.base);
       if (!base.success) return err({ reason: `malformed map-changes: base.${firstIssue(base.error)}` });
-      const events = decodeEvents(m.changes, m.dataset, m.numShards);
+      const events = yield* eventsDecoding(m.changes, m.dataset, m.numShards);
       return events.ok ? ok({ ...m, events: events.value }) : err({ reason: events.error.message });
     }
     case 'map-snapshot': {

@@ -7,7 +7,8 @@ import type { DatasetConfig } from '../core/dataset-config.js';
 import { validateDatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import { parseDatasetRef, parseIncarnation, parseNodeId, parseSubscriberId } from '../core/ids.js';
-import { decodeSnapshot, encodeSnapshot, type CompactSnapshot, type EncodedEvents } from '../core/map-codec.js';
+import { decodeSnapshot, encodeSnapshot, type CompactSnapshot, type EncodedEvents, type PackedSnapshot } from '../core/map-codec.js';
+import type { PackedEvents } from '../core/packed-events.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { shardStatusSchema } from '../core/shard-map-snapshot.js';
@@ -65,6 +66,8 @@ export type InboxMessage =
       readonly subscriptions: readonly { readonly dataset: DatasetRef; readonly subscribers: readonly SubscriberId[] }[];
       readonly watchers: readonly SubscriberId[];
       readonly running: readonly RunningShard[];
+      /** The newest whole-map format this node reads (absent from older versions): a new singleton knows it from the start. */
+      readonly mapFormat?: number | undefined;
     };
 
 /** `cluster-state` as it travels: its maps in the compact encoding. */
@@ -77,14 +80,14 @@ export type EventsMessage =
    * One decision's changes to a dataset's map, for every node: they turn the map at `base` into
    * the map at `(epoch, base.version + n)` (see the `PublishChanges` effect).
    */
-  | { readonly format: 2; readonly kind: 'map-changes'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly changes: EncodedEvents; readonly members?: number }
+  | { readonly format: 2; readonly kind: 'map-changes'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly changes: EncodedEvents | PackedEvents; readonly members?: number }
   /**
    * A whole map, compact, with the dataset's config: anyone behind on it may take it; `to` are the
    * subscribers that asked. The stamp is outside the map so a reader that has it decodes nothing.
    * `members` (both kinds): the members' version the map was made for; absent from a singleton of
    * an earlier release, whose maps are taken as made for any members.
    */
-  | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot; readonly members?: number }
+  | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot | PackedSnapshot; readonly members?: number }
   /** The member incarnations the maps are made for: a node acts on its map only while it is among them. */
   | { readonly format: 2; readonly kind: 'members'; readonly epoch: Epoch; readonly version: number; readonly members: readonly MemberIncarnation[] }
   /** How they changed: applies to the members at `version - 1` (see the `PublishMembersChange` effect). */
@@ -146,6 +149,8 @@ export const nodeIdS = id<NodeId>(parseNodeId);
 export const incarnationS = id<Incarnation>(parseIncarnation);
 export const subscriberS = id<SubscriberId>(parseSubscriberId);
 const replyToS = z.string().min(1).max(512).transform((s) => s as ReplyTo);
+/** A subscriber's newest whole-map format; an older singleton drops the field (`z.object` strips it) and writes what it writes. */
+const mapFormatS = z.number().int().min(1).max(1_000_000).optional();
 /** An HTTP client's `Idempotency-Key` (checked there too): a request sent again under it is applied once. */
 const idempotencyKeyS = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional();
 const shardS = z.number().int().min(0);
@@ -170,11 +175,11 @@ const eventS = z.discriminatedUnion('type', [
 const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('SetupDataset'), config: z.unknown(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
   z.object({ type: z.literal('RemoveDataset'), dataset: datasetRefS, replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
-  z.object({ type: z.literal('Subscribe'), subscriber: subscriberS, dataset: datasetRefS }),
+  z.object({ type: z.literal('Subscribe'), subscriber: subscriberS, dataset: datasetRefS, mapFormat: mapFormatS }),
   z.object({ type: z.literal('SubscribeAll'), subscriber: subscriberS }),
   z.object({ type: z.literal('Unsubscribe'), subscriber: subscriberS, dataset: datasetRefS.optional() }),
   z.object({ type: z.literal('SubscriberTerminated'), subscriber: subscriberS }),
-  z.object({ type: z.literal('SyncMaps'), subscriber: subscriberS, datasets: z.union([z.literal('all'), z.array(datasetRefS).max(10_000)]), members: z.boolean() }),
+  z.object({ type: z.literal('SyncMaps'), subscriber: subscriberS, datasets: z.union([z.literal('all'), z.array(datasetRefS).max(10_000)]), members: z.boolean(), mapFormat: mapFormatS }),
   z.object({ type: z.literal('GetShardMap'), dataset: datasetRefS, replyTo: replyToS }),
   z.object({ type: z.literal('ListRegisteredDatasets'), replyTo: replyToS }),
   z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
@@ -208,6 +213,7 @@ const inboxS = z.discriminatedUnion('kind', [
     subscriptions: z.array(z.object({ dataset: datasetRefS, subscribers: z.array(subscriberS) })),
     watchers: z.array(subscriberS),
     running: z.array(z.object({ dataset: datasetRefS, shard: shardS, status: statusS })),
+    mapFormat: mapFormatS,
   }),
 ]);
 

@@ -13,6 +13,7 @@ import { parseEventsMessage } from '../actors/wire-events.js';
 import { encodeInboxMessage, topicsFor, WIRE_FORMAT, type Topics } from '../actors/wire.js';
 import { helloRecord, parseEndpointsRecord, type Endpoint } from '../serving/routed-wire.js';
 import { ShardherdClientError } from './client-errors.js';
+import { NEWEST_MAP_FORMAT } from '../core/map-codec.js';
 
 export interface ClusterFollowerParams {
   readonly bus: Bus;
@@ -60,7 +61,7 @@ export class ClusterFollower {
           this.syncTimer = undefined;
           if (!this.closed) this.maps.syncFailed();
         });
-        const request = { type: 'SyncMaps' as const, subscriber: this.subscriber, ...wanted };
+        const request = { type: 'SyncMaps' as const, subscriber: this.subscriber, ...wanted, mapFormat: NEWEST_MAP_FORMAT };
         p.bus.produce(this.topics.inbox, encodeInboxMessage({ format: WIRE_FORMAT, kind: 'request', request })).catch((e: unknown) => p.onProblem('asking the singleton for maps failed; asked again later', e));
       },
     });

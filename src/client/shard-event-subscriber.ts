@@ -7,6 +7,7 @@ import { ShardMapFollower } from '../core/map-follower.js';
 import type { SubscriberMessage } from '../core/shard-manager/protocol.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import type { ShardherdNode } from '../actors/node-process.js';
+import { NEWEST_MAP_FORMAT } from '../core/map-codec.js';
 
 export type ShardMapListener = (map: ShardMapper, message: SubscriberMessage) => void;
 
@@ -36,7 +37,7 @@ export class ShardEventSubscriber {
   }
 
   private subscribe(): void {
-    this.node.tell({ type: 'Subscribe', subscriber: this.id, dataset: this.dataset });
+    this.node.tell({ type: 'Subscribe', subscriber: this.id, dataset: this.dataset, mapFormat: NEWEST_MAP_FORMAT });
   }
 
   private watch(everyMs: number): void {

@@ -4,16 +4,25 @@
 // referred to by index, statuses and placements are letters. Decoding checks everything it reads
 // (the bytes come from the bus or a database) and says where a value is wrong.
 import { InvalidSnapshotError } from './errors.js';
-import { parseDatasetRef, parseNodeId, type DatasetRef, type Epoch, type NodeId, type ShardNum } from './ids.js';
+import { checkCopyCount, checkedEvent, checkedRecord, decodeNodes, EVENT_LETTER, fail, Malformed, NodeTable, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, recoveryStatus, SIMPLE_STATUS, STATUS_LETTER } from './codec-shared.js';
+import { parseDatasetRef, type DatasetRef, type Epoch, type NodeId } from './ids.js';
+import { PACKED_EVENTS_FORMAT, packedEventsDecoding } from './packed-events.js';
+import { packedRecordsDecoding, packingRecords, type PackedRecords } from './packed-records.js';
 import { assertNever, err, ok, type Result } from './result.js';
-import { MAX_COPIES_PER_SHARD, parseShardMapSnapshot, SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
-import { primaryCopy, UNASSIGNED_RECORD } from './shard-record.js';
+import { parseShardMapSnapshot, SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
 import { isValidShardCount } from './spread.js';
 import { ITEMS_PER_STEP, runWhole, type Steps } from './steps.js';
-import type { PlacementState, ShardEvent, ShardEventType, ShardStatus } from './status.js';
+import type { ShardEvent, ShardStatus } from './status.js';
 
 /** The format of a compact snapshot (formats 1 and 2 are `ShardMapSnapshot`'s own JSON). */
 export const COMPACT_MAP_FORMAT = 3;
+/** The format of a packed snapshot (./packed-records.ts): what the bus carries to readers that read it. */
+export const PACKED_MAP_FORMAT = 4;
+/**
+ * The newest whole-map format this version reads. A subscriber says it when it asks for maps, and
+ * the singleton writes a map in it only for readers that said so (docs/ARCHITECTURE.md, wire formats).
+ */
+export const NEWEST_MAP_FORMAT = PACKED_MAP_FORMAT;
 
 /** A status: a letter, or `['R', pct]` for Recovery and `['E', message]` for Error. */
 export type EncodedStatus = 'U' | 'N' | 'A' | 'S' | 'D' | readonly ['R', number] | readonly ['E', string];
@@ -38,6 +47,16 @@ export interface CompactSnapshot extends EncodedRecords {
   readonly assignmentVersions: readonly number[];
 }
 
+/** A whole map in the packed encoding (records one string per shard, error messages in a table). */
+export interface PackedSnapshot extends PackedRecords {
+  readonly format: typeof PACKED_MAP_FORMAT;
+  readonly dataset: string;
+  readonly numShards: number;
+  readonly epoch: number;
+  readonly version: number;
+  readonly assignmentVersions: readonly number[];
+}
+
 /** An event: type letter, shard, node index, and the progress (`R`) or error message (`E`). */
 export type EncodedEvent = readonly [string, number, number] | readonly [string, number, number, number | string];
 
@@ -48,48 +67,6 @@ export interface EncodedEvents {
 }
 
 // ------------------------------------------------------------------ letters
-
-const STATUS_LETTER = { Unassigned: 'U', Assigned: 'N', Active: 'A', Stopped: 'S', Down: 'D' } as const;
-// Maps, not object literals: a key read from the wire such as `constructor` must find nothing.
-const SIMPLE_STATUS: ReadonlyMap<unknown, ShardStatus> = new Map<string, ShardStatus>([
-  ['U', { type: 'Unassigned' }],
-  ['N', { type: 'Assigned' }],
-  ['A', { type: 'Active' }],
-  ['S', { type: 'Stopped' }],
-  ['D', { type: 'Down' }],
-]);
-const PLACEMENT_LETTER: Readonly<Record<PlacementState, 'I' | 'A' | 'L'>> = { Initializing: 'I', Available: 'A', Leaving: 'L' };
-const PLACEMENT_OF: ReadonlyMap<unknown, PlacementState> = new Map([['I', 'Initializing'], ['A', 'Available'], ['L', 'Leaving']]);
-const EVENT_LETTER: Readonly<Record<ShardEventType, string>> = {
-  ShardAssignmentStarted: 'S',
-  RecoveryInProgress: 'R',
-  IngestionStarted: 'I',
-  IngestionError: 'E',
-  IngestionStopped: 'T',
-  ShardDown: 'D',
-  ShardCopyAdded: 'C',
-  ShardLeaving: 'L',
-  ShardLeavingCancelled: 'X',
-  ShardLeft: 'F',
-  ShardCopyDown: 'H',
-};
-const EVENT_OF: ReadonlyMap<unknown, ShardEventType> = new Map(Object.entries(EVENT_LETTER).map(([type, letter]) => [letter, type as ShardEventType]));
-
-/** Node ids to table indexes, in order of first use. */
-class NodeTable {
-  readonly nodes: string[] = [];
-  private readonly index = new Map<string, number>();
-
-  of(node: string): number {
-    let i = this.index.get(node);
-    if (i === undefined) {
-      i = this.nodes.length;
-      this.nodes.push(node);
-      this.index.set(node, i);
-    }
-    return i;
-  }
-}
 
 function encodeStatus(s: ShardStatus): EncodedStatus {
   switch (s.type) {
@@ -136,6 +113,26 @@ export function encodeSnapshot(s: ShardMapSnapshot): CompactSnapshot {
   };
 }
 
+/** `packSnapshot` in steps (a thousand shards each), to run in slices of the event loop. */
+export function* snapshotPacking(s: ShardMapSnapshot): Steps<PackedSnapshot> {
+  const { nodes, messages, records } = yield* packingRecords(s.shards);
+  return {
+    format: PACKED_MAP_FORMAT,
+    dataset: s.dataset,
+    numShards: s.numShards,
+    epoch: s.epoch,
+    version: s.version,
+    nodes,
+    messages,
+    records,
+    assignmentVersions: s.assignmentVersions,
+  };
+}
+
+export function packSnapshot(s: ShardMapSnapshot): PackedSnapshot {
+  return runWhole(snapshotPacking(s));
+}
+
 export function encodeEvents(events: readonly ShardEvent[]): EncodedEvents {
   const table = new NodeTable();
   const encoded = events.map((e): EncodedEvent => {
@@ -149,29 +146,11 @@ export function encodeEvents(events: readonly ShardEvent[]): EncodedEvents {
 
 // ------------------------------------------------------------------ decoding
 
-/** Thrown inside the decoders and turned into a `Result` at their edge; carries where. */
-class Malformed extends Error {}
-
-const fail = (where: string, what: string): never => {
-  throw new Malformed(`${where}: ${what}`);
-};
-
-function decodeNodes(raw: unknown, where: string): NodeId[] {
-  if (!Array.isArray(raw)) return fail(where, 'not a list of node ids');
-  return raw.map((n, i) => {
-    const id = parseNodeId(n);
-    return id.ok ? id.value : fail(`${where}[${i}]`, id.error.message);
-  });
-}
-
 function decodeStatus(raw: unknown, where: string): ShardStatus {
   if (typeof raw === 'string') return SIMPLE_STATUS.get(raw) ?? fail(where, `unknown status ${JSON.stringify(raw)}`);
   if (!Array.isArray(raw) || raw.length !== 2) return fail(where, 'not a status');
   const [kind, detail] = raw as [unknown, unknown];
-  if (kind === 'R') {
-    if (typeof detail !== 'number' || !(detail >= 0 && detail <= 100)) return fail(where, `recovery progress must be a number within 0..100, got ${JSON.stringify(detail)}`);
-    return { type: 'Recovery', progressPct: detail };
-  }
+  if (kind === 'R') return recoveryStatus(detail, where);
   if (kind === 'E') {
     if (typeof detail !== 'string') return fail(where, 'an error status needs its message');
     return { type: 'Error', message: detail };
@@ -179,35 +158,23 @@ function decodeStatus(raw: unknown, where: string): ShardStatus {
   return fail(where, `unknown status ${JSON.stringify(kind)}`);
 }
 
-function nodeAt(nodes: readonly NodeId[], raw: unknown, where: string): NodeId {
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw >= nodes.length) return fail(where, `node index ${JSON.stringify(raw)} is not in the node table of ${nodes.length}`);
-  return nodes[raw]!;
-}
-
 function decodeRecord(raw: unknown, nodes: readonly NodeId[], where: string): ShardRecord {
   if (!Array.isArray(raw) || raw.length < 2 || raw.length > 3) return fail(where, 'not a shard record');
   const status = decodeStatus(raw[0], `${where}.status`);
   const rawCopies = raw[1] as unknown;
   if (!Array.isArray(rawCopies)) return fail(`${where}.copies`, 'not a list');
-  if (rawCopies.length > MAX_COPIES_PER_SHARD) return fail(`${where}.copies`, `at most ${MAX_COPIES_PER_SHARD} copies per shard`);
+  checkCopyCount(rawCopies.length, `${where}.copies`);
   const assignments: ShardAssignment[] = [];
-  const seen = new Set<NodeId>();
   for (let i = 0; i < rawCopies.length; i++) {
     const c = rawCopies[i] as unknown;
     const at = `${where}.copies[${i}]`;
     if (!Array.isArray(c) || c.length !== 3) return fail(at, 'not a copy');
     const node = nodeAt(nodes, c[0], `${at}.node`);
-    if (seen.has(node)) return fail(at, `two copies on ${node}`);
-    seen.add(node);
     const placement = PLACEMENT_OF.get(c[1]);
     if (placement === undefined) return fail(`${at}.placement`, `unknown placement ${JSON.stringify(c[1])}`);
     assignments.push({ node, placement, status: decodeStatus(c[2], `${at}.status`) });
   }
-  const owner = primaryCopy(assignments);
-  if (owner && owner.status.type !== status.type) return fail(where, `status ${status.type} differs from its owner's ${owner.status.type}`);
-  if (raw.length === 3) return { status, assignments, lastNode: nodeAt(nodes, raw[2], `${where}.lastNode`) };
-  // Most shards of a fresh map are exactly this: share one record instead of making thousands.
-  return assignments.length === 0 && status.type === 'Unassigned' ? UNASSIGNED_RECORD : { status, assignments };
+  return checkedRecord(status, assignments, raw.length === 3 ? nodeAt(nodes, raw[2], `${where}.lastNode`) : undefined, where);
 }
 
 function asResult<T>(decode: () => T, dataset?: string): Result<T, InvalidSnapshotError> {
@@ -249,9 +216,9 @@ function checkStamp(raw: unknown, where: string): number {
 }
 
 /**
- * Reads a map from untrusted data: the compact format (3) or `ShardMapSnapshot`'s own JSON
- * (formats 1 and 2, through `parseShardMapSnapshot`). Refuses, naming the place, a format it does
- * not know and any malformed field.
+ * Reads a map from untrusted data: the packed (4) or compact format (3), or `ShardMapSnapshot`'s
+ * own JSON (formats 1 and 2, through `parseShardMapSnapshot`). Refuses, naming the place, a format
+ * it does not know and any malformed field.
  */
 export function decodeSnapshot(raw: unknown): Result<ShardMapSnapshot, InvalidSnapshotError> {
   return runWhole(snapshotDecoding(raw));
@@ -260,8 +227,8 @@ export function decodeSnapshot(raw: unknown): Result<ShardMapSnapshot, InvalidSn
 /** `decodeSnapshot` in steps (a thousand shards each), to run in slices of the event loop. */
 export function* snapshotDecoding(raw: unknown): Steps<Result<ShardMapSnapshot, InvalidSnapshotError>> {
   const format = (raw as { format?: unknown } | null)?.format;
-  if (format !== COMPACT_MAP_FORMAT) return parseShardMapSnapshot(raw);
-  const s = raw as Partial<Record<keyof CompactSnapshot, unknown>>;
+  if (format !== COMPACT_MAP_FORMAT && format !== PACKED_MAP_FORMAT) return parseShardMapSnapshot(raw);
+  const s = raw as Partial<Record<keyof CompactSnapshot | keyof PackedSnapshot, unknown>>;
   const dataset = parseDatasetRef(s.dataset);
   try {
     if (!dataset.ok) return fail('dataset', 'malformed dataset name');
@@ -269,7 +236,7 @@ export function* snapshotDecoding(raw: unknown): Steps<Result<ShardMapSnapshot, 
     const numShards = s.numShards;
     const epoch = checkStamp(s.epoch, 'epoch');
     const version = checkStamp(s.version, 'version');
-    const shards = yield* recordsDecoding({ nodes: s.nodes, records: s.records }, numShards);
+    const shards = format === PACKED_MAP_FORMAT ? yield* packedRecordsDecoding(s, numShards) : yield* recordsDecoding({ nodes: s.nodes, records: s.records }, numShards);
     const versions = s.assignmentVersions;
     if (!Array.isArray(versions) || versions.length !== numShards) return fail('assignmentVersions', `must list ${numShards} versions`);
     const assignmentVersions = versions.map((v, i) => checkStamp(v, `assignmentVersions[${i}]`));
@@ -284,33 +251,32 @@ export function* snapshotDecoding(raw: unknown): Steps<Result<ShardMapSnapshot, 
  * `0..numShards-1`, node indexes, progress within 0..100, error messages.
  */
 export function decodeEvents(raw: unknown, dataset: DatasetRef, numShards: number): Result<ShardEvent[], InvalidSnapshotError> {
-  return asResult(() => {
-    const r = raw as { nodes?: unknown; events?: unknown } | null;
+  return runWhole(eventsDecoding(raw, dataset, numShards));
+}
+
+/** `decodeEvents` in steps (a thousand events each), of either encoding (compact, or packed: ./packed-events.ts): one decision's changes can be tens of thousands. */
+export function* eventsDecoding(raw: unknown, dataset: DatasetRef, numShards: number): Steps<Result<ShardEvent[], InvalidSnapshotError>> {
+  try {
+    const r = raw as { format?: unknown; nodes?: unknown; events?: unknown } | null;
     if (typeof r !== 'object' || r === null) return fail('(root)', 'not encoded events');
+    if (r.format === PACKED_EVENTS_FORMAT) return ok(yield* packedEventsDecoding(r, dataset, numShards));
+    if (r.format !== undefined) return fail('format', `unknown events format ${JSON.stringify(r.format)}`);
     const nodes = decodeNodes(r.nodes, 'nodes');
     if (!Array.isArray(r.events)) return fail('events', 'not a list');
-    return r.events.map((x: unknown, i): ShardEvent => {
-      const at = `events[${i}]`;
-      if (!Array.isArray(x) || x.length < 3 || x.length > 4) return fail(at, 'not an event');
-      const type = EVENT_OF.get(x[0]);
-      if (type === undefined) return fail(`${at}.type`, `unknown event ${JSON.stringify(x[0])}`);
-      const shard = x[1] as unknown;
-      if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0 || shard >= numShards) return fail(`${at}.shard`, `${JSON.stringify(shard)} is not within 0..${numShards - 1}`);
-      const node = nodeAt(nodes, x[2], `${at}.node`);
-      const base = { dataset, shard: shard as ShardNum, node };
-      const detail = x[3] as unknown;
-      if (type === 'RecoveryInProgress') {
-        if (typeof detail !== 'number' || !(detail >= 0 && detail <= 100)) return fail(`${at}.progress`, `must be a number within 0..100, got ${JSON.stringify(detail)}`);
-        return { type, ...base, progressPct: detail };
-      }
-      if (type === 'IngestionError') {
-        if (typeof detail !== 'string') return fail(`${at}.error`, 'an IngestionError needs its message');
-        return { type, ...base, error: detail };
-      }
-      if (x.length !== 3) return fail(at, `${type} has no detail`);
-      return { type, ...base };
-    });
-  }, dataset);
+    const events = new Array<ShardEvent>(r.events.length);
+    for (let i = 0; i < events.length; i++) {
+      events[i] = decodeEvent(r.events[i], nodes, dataset, numShards, `events[${i}]`);
+      if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    }
+    return ok(events);
+  } catch (e) {
+    return malformedResult(e, dataset);
+  }
+}
+
+function decodeEvent(x: unknown, nodes: readonly NodeId[], dataset: DatasetRef, numShards: number, at: string): ShardEvent {
+  if (!Array.isArray(x) || x.length < 3 || x.length > 4) return fail(at, 'not an event');
+  return checkedEvent({ letter: x[0], shard: x[1], node: nodeAt(nodes, x[2], `${at}.node`), detail: x[3], hasDetail: x.length === 4 }, dataset, numShards, at);
 }
 
 /**

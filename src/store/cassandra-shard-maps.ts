@@ -40,6 +40,9 @@ const MAX_READ_ATTEMPTS = 3;
 /** Parts per read request: 16 realistic parts are about 250 KB, 16 of the largest about 3.5 MB. */
 const PARTS_PER_READ = 16;
 /** Header rows per page; a whole map of format 1 (written before parts) can be megabytes. */
+/** Parts encoded between two turns of the event loop (a part is SHARDS_PER_PART shards). */
+const PARTS_PER_TURN = 4;
+
 const HEADERS_PER_PAGE = 8;
 
 /** What a `shard_map` row holds, as far as this version can tell. */
@@ -160,14 +163,21 @@ export class CassandraShardMaps {
       : [MAP_HEADER_FORMAT, header, stamp, ...key, snapshot.epoch, new types.Tuple(known.stamp.epoch, known.stamp.version), stamp];
   }
 
-  /** Writes parts as rows stamped with the snapshot's stamp; every size is checked before any is sent. */
+  /**
+   * Writes parts as rows stamped with the snapshot's stamp; every size is checked before any is sent.
+   * Parts are encoded a few at a time with a turn of the event loop between: a decision that touches
+   * every shard of a 65 536-shard map (a join wave's round) has every part to write, and encoding
+   * them at once held the singleton's loop for hundreds of milliseconds.
+   */
   private async writeParts(snapshot: ShardMapSnapshot, parts: readonly number[]): Promise<void> {
-    const statements = parts.map((p) => {
+    const statements: { row: string; params: unknown[] }[] = [];
+    for (const p of parts) {
+      if (statements.length > 0 && statements.length % PARTS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
       const params = [this.cluster, snapshot.dataset, p, snapshot.epoch, snapshot.version, MAP_PART_FORMAT, encodePart(snapshot, this.shardsPerPart, p)];
       const row = partName(snapshot.dataset, snapshot.numShards, this.shardsPerPart, p);
       this.session.checkSize(row, params, snapshot.dataset);
-      return { row, params };
-    });
+      statements.push({ row, params });
+    }
     await settleAll(statements.map((s) => this.session.write('putShardMap', s.row, this.cql.putPart, s.params, PLAIN_WRITE, snapshot.dataset)));
   }
 

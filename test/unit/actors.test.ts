@@ -13,6 +13,7 @@ import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { ShardherdNode } from '../../src/actors/node-process.js';
 import { ActorRuntime } from '../../src/actors/runtime.js';
 import { topicsFor, WIRE_FORMAT, type Request } from '../../src/actors/wire.js';
+import { COMPACT_MAP_FORMAT, PACKED_MAP_FORMAT } from '../../src/core/map-codec.js';
 import type { MapStamp } from '../../src/core/shard-manager/protocol.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
@@ -522,5 +523,61 @@ describe('the actor runtime', () => {
     await new Promise((r) => setImmediate(r));
     expect(rt.isAlive(other)).toBe(false);
     expect(stopped.sort()).toEqual(['child', 'other', 'parent']);
+  });
+});
+
+describe('whole maps on the bus', () => {
+  const snapshotsOn = (w: World) =>
+    w.cluster.bus
+      .topic(topics.events)
+      .map((r) => r.value as { kind?: string; dataset?: string; to?: string[]; snapshot?: { format?: number } })
+      .filter((v) => v.kind === 'map-snapshot');
+
+  it('are packed for processes that said they read it, compact for one that did not, and every node follows both and packed changes', async () => {
+    const w = await world();
+    await setup(w, metricsConfig);
+    await w.driver.advance(500);
+    // Each guardian said it reads format 4 when it asked for maps at its start.
+    expect(snapshotsOn(w).map((v) => v.snapshot?.format)).toEqual([PACKED_MAP_FORMAT]);
+    const ask = (subscriber: string, mapFormat?: number) =>
+      w.cluster.bus.produce(topics.inbox, { format: WIRE_FORMAT, kind: 'request', request: { type: 'SyncMaps', subscriber, datasets: 'all', members: false, ...(mapFormat === undefined ? {} : { mapFormat }) } });
+    await ask('client:older/maps');
+    await w.driver.advance(300);
+    await ask('client:newer/maps', PACKED_MAP_FORMAT);
+    await w.driver.advance(300);
+    expect(snapshotsOn(w).slice(1).map((v) => [v.to, v.snapshot?.format])).toEqual([
+      [['client:older/maps'], COMPACT_MAP_FORMAT],
+      [['client:newer/maps'], PACKED_MAP_FORMAT],
+    ]);
+    // A change after both: every node's map is the singleton's.
+    expect(await reply(w, w.cluster.node('n1').request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [0], replyTo })))).toEqual({ type: 'Success' });
+    await w.driver.advance(500);
+    const truth = (await stateOf(w)).datasets.get(metrics)!.mapper;
+    expect(truth.statusForShard(0).type).toBe('Stopped');
+    // The change went out packed: every member said it reads format 4.
+    const changes = w.cluster.bus.topic(topics.events).map((r) => r.value as { kind?: string; changes?: { format?: number } }).filter((v) => v.kind === 'map-changes');
+    expect(changes.at(-1)!.changes!.format).toBe(PACKED_MAP_FORMAT);
+    for (const n of ['n1', 'n2', 'n3']) expect((await w.cluster.node(n).cache())!.maps.get(metrics)!.mapper!.equals(truth)).toBe(true);
+    // Each guardian told the singleton which format it reads once it heard from it (its first ask
+    // may have gone before the singleton read its inbox), and again for each new singleton.
+    const declarations = () => {
+      const by = new Map<string, number>();
+      for (const r of w.cluster.bus.topic(topics.inbox)) {
+        const v = r.value as { kind?: string; request?: { type?: string; subscriber?: string; datasets?: unknown; mapFormat?: number } };
+        const q = v.request;
+        if (v.kind === 'request' && q?.type === 'SyncMaps' && Array.isArray(q.datasets) && q.datasets.length === 0 && q.mapFormat === PACKED_MAP_FORMAT) by.set(q.subscriber!, (by.get(q.subscriber!) ?? 0) + 1);
+      }
+      return Object.fromEntries(by);
+    };
+    expect(declarations()).toEqual({ 'n1@0-1/guardian': 1, 'n2@0-1/guardian': 1, 'n3@0-1/guardian': 1 });
+    // A new singleton (the old one's node crashed) knows what each node reads from its answer to the
+    // recovery question: a new dataset's map, addressed to nobody in particular, goes out packed.
+    const crashed = (await singleton(w)).node;
+    (await singleton(w)).crash();
+    await w.driver.advance(3_000);
+    expect(declarations()).toEqual(Object.fromEntries(['n1', 'n2', 'n3'].map((n) => [`${n}@0-1/guardian`, n === crashed ? 1 : 2])));
+    expect(await setup(w, { ...metricsConfig, ref: 'logs' })).toEqual({ type: 'DatasetVerified', dataset: 'logs' });
+    await w.driver.advance(500);
+    expect(snapshotsOn(w).at(-1)).toMatchObject({ dataset: 'logs', to: [], snapshot: { format: PACKED_MAP_FORMAT } });
   });
 });

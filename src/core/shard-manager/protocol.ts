@@ -144,7 +144,8 @@ export type ShardManagerInput =
   | { readonly type: 'MembershipView'; readonly members: readonly Member[] }
   | { readonly type: 'SetupDataset'; readonly config: DatasetConfig; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   | { readonly type: 'RemoveDataset'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
-  | { readonly type: 'Subscribe'; readonly subscriber: SubscriberId; readonly dataset: DatasetRef }
+  /** `mapFormat`, here and in `SyncMaps`: the newest whole-map format the subscriber reads (the runtime's concern; the core ignores it). */
+  | { readonly type: 'Subscribe'; readonly subscriber: SubscriberId; readonly dataset: DatasetRef; readonly mapFormat?: number }
   | { readonly type: 'SubscribeAll'; readonly subscriber: SubscriberId }
   | { readonly type: 'Unsubscribe'; readonly subscriber: SubscriberId; readonly dataset?: DatasetRef }
   | { readonly type: 'SubscriberTerminated'; readonly subscriber: SubscriberId }
@@ -170,7 +171,7 @@ export type ShardManagerInput =
    * dataset: a node starting), broadcast so that every node behind on one catches up from the same
    * record, and the members. `subscriber` is who asked (a node's guardian).
    */
-  | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[] | 'all'; readonly members: boolean }
+  | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[] | 'all'; readonly members: boolean; readonly mapFormat?: number }
   /**
    * Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended, ends the
    * replacement delays and settle windows that are due (the name is the first timer it served).
