@@ -26,6 +26,7 @@ import './deploy-failover.bench.js';
 import './deploy-throughput.bench.js';
 import './deploy-latency.bench.js';
 import './fetch-decoding.bench.js';
+import './map-format.bench.js';
 import './placement.bench.js';
 import './placement-operations.bench.js';
 import './scale.bench.js';

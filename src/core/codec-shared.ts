@@ -148,15 +148,18 @@ export function checkedEvent(p: EventParts, dataset: DatasetRef, numShards: numb
   if (type === undefined) return fail(`${at}.type`, `unknown event ${JSON.stringify(p.letter)}`);
   const { shard, detail } = p;
   if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0 || shard >= numShards) return fail(`${at}.shard`, `${JSON.stringify(shard)} is not within 0..${numShards - 1}`);
-  const base = { dataset, shard: shard as ShardNum, node: p.node };
+  // Object literals, not a spread of a shared base: a wave's changes are tens of thousands of
+  // events, and spreading made a third of their decoding.
+  const { node } = p;
+  const num = shard as ShardNum;
   if (type === 'RecoveryInProgress') {
     if (typeof detail !== 'number' || !(detail >= 0 && detail <= 100)) return fail(`${at}.progress`, `must be a number within 0..100, got ${JSON.stringify(detail)}`);
-    return { type, ...base, progressPct: detail };
+    return { type, dataset, shard: num, node, progressPct: detail };
   }
   if (type === 'IngestionError') {
     if (typeof detail !== 'string') return fail(`${at}.error`, 'an IngestionError needs its message');
-    return { type, ...base, error: detail };
+    return { type, dataset, shard: num, node, error: detail };
   }
   if (p.hasDetail) return fail(at, `${type} has no detail`);
-  return { type, ...base };
+  return { type, dataset, shard: num, node };
 }

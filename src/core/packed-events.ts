@@ -34,23 +34,47 @@ export function packEvents(events: readonly ShardEvent[]): PackedEvents {
   return { format: PACKED_EVENTS_FORMAT, nodes: nodes.nodes, messages: messages.messages, events: packed.join(',') };
 }
 
-const EVENT = /^([A-Z])(\d{1,9}):(\d{1,9})(?::([^:]+))?$/;
+/** The digits of `text` in `from..to` (1 to 9 of them, nothing else) as a number, else -1. */
+function wholeIn(text: string, from: number, to: number): number {
+  if (to <= from || to - from > 9) return -1;
+  let value = 0;
+  for (let i = from; i < to; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    value = value * 10 + d;
+  }
+  return value;
+}
 
-/** Unpacks events for `dataset`, checking every field, a thousand per step; throws `Malformed`. */
+/**
+ * Unpacks events for `dataset`, checking every field, a thousand per step; throws `Malformed`.
+ * Read by scanning the one string, not by a split and a pattern per event (twice as slow).
+ */
 export function* packedEventsDecoding(raw: { readonly nodes?: unknown; readonly messages?: unknown; readonly events?: unknown }, dataset: DatasetRef, numShards: number): Steps<ShardEvent[]> {
   const nodes = decodeNodes(raw.nodes, 'nodes');
   const messages = decodeMessages(raw.messages, 'messages');
-  if (typeof raw.events !== 'string') return fail('events', 'not a string of packed events');
-  const texts = raw.events === '' ? [] : raw.events.split(',');
-  const events = new Array<ShardEvent>(texts.length);
-  for (let i = 0; i < texts.length; i++) {
-    const at = `events[${i}]`;
-    const e = EVENT.exec(texts[i]!);
-    if (!e) return fail(at, `not a packed event (type, shard:node[:detail]): ${JSON.stringify(texts[i]!.slice(0, 40))}`);
-    const [, letter, shard, node, text] = e;
-    const detail = text === undefined ? undefined : letter === 'R' ? progressIn(text) : letter === 'E' ? messageAt(messages, indexIn(text), `${at}.error`) : text;
-    events[i] = checkedEvent({ letter, shard: Number(shard), node: nodeAt(nodes, Number(node), `${at}.node`), detail, hasDetail: text !== undefined }, dataset, numShards, at);
-    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+  const text = raw.events;
+  if (typeof text !== 'string') return fail('events', 'not a string of packed events');
+  const events: ShardEvent[] = [];
+  for (let i = 0; i < text.length || (i === text.length && i > 0 && text[i - 1] === ','); ) {
+    const k = events.length;
+    const comma = text.indexOf(',', i);
+    const end = comma < 0 ? text.length : comma;
+    const shardEnd = text.indexOf(':', i + 1);
+    const nodeEnd = shardEnd < 0 || shardEnd >= end ? -1 : text.indexOf(':', shardEnd + 1);
+    const detailAt = nodeEnd < 0 || nodeEnd >= end ? -1 : nodeEnd + 1;
+    const shard = shardEnd < 0 || shardEnd >= end ? -1 : wholeIn(text, i + 1, shardEnd);
+    const node = shard < 0 ? -1 : wholeIn(text, shardEnd + 1, detailAt < 0 ? end : nodeEnd);
+    const letter = text[i];
+    const detailText = detailAt < 0 ? undefined : text.slice(detailAt, end);
+    if (node < 0 || letter === undefined || letter < 'A' || letter > 'Z' || detailText === '' || detailText?.includes(':')) {
+      return fail(`events[${k}]`, `not a packed event (type, shard:node[:detail]): ${JSON.stringify(text.slice(i, Math.min(end, i + 40)))}`);
+    }
+    const detail = detailText === undefined ? undefined : letter === 'R' ? progressIn(detailText) : letter === 'E' ? messageAt(messages, indexIn(detailText), `events[${k}].error`) : detailText;
+    const nodeId = node < nodes.length ? nodes[node]! : nodeAt(nodes, node, `events[${k}].node`);
+    events.push(checkedEvent({ letter, shard, node: nodeId, detail, hasDetail: detailText !== undefined }, dataset, numShards, `events[${k}]`));
+    if (k % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    i = end + 1;
   }
   return events;
 }
