@@ -14,7 +14,7 @@
  * `SHARDHERD_WAVE_MOVES` sets the dataset's `maxConcurrentMoves` (default 1024);
  * `SHARDHERD_WAVE_BUSY=2` runs two busy loops beside it all.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -69,6 +69,42 @@ function stallProbe(cluster: ProcessCluster, names: () => readonly string[]) {
       await loop;
     },
   };
+}
+
+/** A gap of a node's event loop from the probe (bench/probes/loop-gaps.mjs): when it ended, its length and the CPU the process used in it (ms). */
+interface LoopGap {
+  readonly at: number;
+  readonly ms: number;
+  readonly cpuMs: number;
+}
+
+/** The probe's gaps of each node process, by node name (from the config path in the process's arguments). */
+async function loopGaps(dir: string): Promise<Map<string, LoopGap[]>> {
+  const out = new Map<string, LoopGap[]>();
+  for (const file of (await readdir(dir)).filter((f) => /^gaps-\d+\.log$/.test(f))) {
+    const [head, ...lines] = (await readFile(join(dir, file), 'utf8')).split('\n');
+    const node = [...FIRST, ...JOINERS].find((n) => head?.includes(`${n}.json`));
+    if (node === undefined) continue;
+    const gaps = out.get(node) ?? [];
+    for (const line of lines) {
+      const [at, gap, cpu] = line.split(' ').map(Number);
+      if (at !== undefined && gap !== undefined && cpu !== undefined && Number.isFinite(cpu)) gaps.push({ at, ms: gap, cpuMs: cpu });
+    }
+    out.set(node, gaps);
+  }
+  return out;
+}
+
+/**
+ * Of the gaps within [from, to), the most CPU the process used within one (capped at the gap's
+ * length; helper threads of the collector count too): the longest its loop was held by its own
+ * work, whatever the time the machine did not run it on top.
+ */
+function mostCpuInAGap(gaps: readonly LoopGap[] | undefined, from: number, to: number): number | undefined {
+  if (gaps === undefined) return undefined;
+  let most = 0;
+  for (const g of gaps) if (g.at >= from && g.at < to) most = Math.max(most, Math.min(g.cpuMs, g.ms));
+  return most;
 }
 
 /** From a node's log: copies it started and restated (each copy is in exactly one line of each kind), and its self-fences. */
@@ -168,10 +204,12 @@ register({
     withRealServices(async (s) => {
       execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
       const dir = await mkdtemp(join(tmpdir(), 'shardherd-wave-'));
+      process.env.SHARDHERD_GAP_DIR = dir; // read by the probe in each node process
       const cluster = new ProcessCluster({
         dir,
         cluster: `wave_${Date.now().toString(36)}`,
         ...s,
+        nodeFlags: ['--import', new URL('./probes/loop-gaps.mjs', import.meta.url).href],
         keyspace: 'shardherd_bench',
         sessionTimeoutMs: 10_000,
         runtime: { publishIntervalMs: 5_000, pollIntervalMs: 100 },
@@ -205,7 +243,12 @@ register({
         const setupStalls = probe.take();
 
         const waveAt = Date.now();
-        await Promise.all(JOINERS.map((n) => cluster.start(n, 120_000)));
+        // When each joiner's API answered: its loading (modules, schemas) before it is no stall of the wave.
+        const readyAt = new Map<string, number>();
+        await Promise.all(JOINERS.map(async (n) => {
+          await cluster.start(n, 120_000);
+          readyAt.set(n, Date.now());
+        }));
         up.push(...JOINERS);
         const all = [...FIRST, ...JOINERS];
         let last: number[] = [];
@@ -235,24 +278,36 @@ register({
         const again = reports.againAfterMs.sort((a, b) => a - b);
         const logs = await Promise.all(all.map((n) => logCounts(cluster, n)));
         const startedOnJoiners = logs.slice(3).reduce((sum, l) => sum + l.started, 0);
-        const row = (phase: string, stalls: Map<string, number>, extra: string[]) => [phase, ...extra, all.map((n) => (stalls.has(n) ? stalls.get(n)!.toFixed(0) : '–')).join(' ')];
+        const gaps = await loopGaps(dir);
+        const ranStalls = (nodes: readonly string[], from: number, to: number) => {
+          const longest = new Map<string, number>();
+          for (const n of nodes) {
+            const ran = mostCpuInAGap(gaps.get(n), Math.max(from, readyAt.get(n) ?? from), to);
+            if (ran !== undefined) longest.set(n, ran);
+          }
+          return longest;
+        };
+        const runningStalls = [ranStalls(FIRST, t0, waveAt), ranStalls(all, waveAt, waveDone)];
+        const perNode = (stalls: Map<string, number>) => all.map((n) => (stalls.has(n) ? stalls.get(n)!.toFixed(0) : '–')).join(' ');
+        const row = (phase: string, stalls: Map<string, number>, extra: string[], ran: Map<string, number>) => [phase, ...extra, perNode(stalls), perNode(ran)];
         return {
           title: `A join wave at ${SHARDS} × ${RF}: three nodes joining three${BUSY > 0 ? `, ${BUSY} busy loops beside it` : ''} (real Kafka and Cassandra, maxConcurrentMoves ${MOVES})`,
-          columns: ['phase', 'time', 'copies started (needed)', 'IngestionStarted per copy: mean / max', 'fences', 'events / inbox bytes', 'longest event-loop stall per node (ms)'],
+          columns: ['phase', 'time', 'copies started (needed)', 'IngestionStarted per copy: mean / max', 'fences', 'events / inbox bytes', 'longest event-loop stall per node (ms)', 'most CPU of the process in one stall (ms)'],
           rows: [
-            row('setup → every copy Active', setupStalls, [ms(setupMs), `${logs.slice(0, 3).reduce((sum, l) => sum + l.started, 0)} (${copies})`, '', '', `${(within(events, t0, waveAt).bytes / 1e6).toFixed(1)} / ${(within(inbox, t0, waveAt).bytes / 1e6).toFixed(1)} MB`]),
+            row('setup → every copy Active', setupStalls, [ms(setupMs), `${logs.slice(0, 3).reduce((sum, l) => sum + l.started, 0)} (${copies})`, '', '', `${(within(events, t0, waveAt).bytes / 1e6).toFixed(1)} / ${(within(inbox, t0, waveAt).bytes / 1e6).toFixed(1)} MB`], runningStalls[0]!),
             row('three nodes join → balanced', waveStalls, [
               ms(waveMs),
               `${startedOnJoiners} (${3 * share})`,
               `${(counts.reduce((a, b) => a + b, 0) / counts.length).toFixed(3)} / ${counts.reduce((a, b) => Math.max(a, b), 0)}`,
               String(logs.reduce((sum, l) => sum + l.fences, 0)),
               `${(within(events, waveAt, waveDone).bytes / 1e6).toFixed(1)} / ${(within(inbox, waveAt, waveDone).bytes / 1e6).toFixed(1)} MB`,
-            ]),
+            ], runningStalls[1]!),
           ],
           notes: [
             `Nodes ${all.map((n) => `${n.split('.')[0]} (${rackOf(n)})`).join(', ')}; the singleton epochs seen on the events topic: ${epochs(events).join(', ')}.`,
             `IngestionStarted reports counted on the inbox per node incarnation and shard, over ${counts.length} copies from the setup on; said again: ${again.length} (${reports.sameSeq} in the same report seq, i.e. resent), after ${again.length > 0 ? `${ms(again[again.length >> 1]!)} median, ${ms(again.at(-1)!)} at most` : '–'}; copies restated under a new assignment per the nodes' logs: ${logs.reduce((sum, l) => sum + l.restated, 0)}; events resent per the nodes' counters: ${resent.lost} lost, ${resent.silence} after a silence.`,
             `Whole maps published on the events topic (each read by every node): ${wholeMaps(events, t0, waveAt)} in the setup, ${wholeMaps(events, waveAt, waveDone)} in the wave.`,
+            `Most CPU in one stall: over the gaps of a 10 ms timer in the node (a probe preloaded by this benchmark, bench/probes/loop-gaps.mjs), the most CPU time the process used within one, at most the gap's length: how long its own work (or its collector) held the loop, the rest of a stall being time the machine did not run it; a joining node's from when its API answered (its loading before is not the wave's).`,
             `Stalls: each node's own event-loop delay monitor, the most of each 2 s scrape over the phase (– : not up). The longest time with no record on the replies topic (the singleton's acknowledgements): ${silences.map((g, i) => `${i === 0 ? 'setup' : 'wave'} ${ms(g.ms)} from ${ms(g.at - (i === 0 ? t0 : waveAt))} into it`).join(', ')}.`,
           ],
         };
