@@ -2,6 +2,7 @@
 // letters, the node and message tables, and the checks of what is decoded. Decoders throw
 // `Malformed` with the place a value is wrong, and turn it into a `Result` at their edge.
 import { parseNodeId, type DatasetRef, type NodeId, type ShardNum } from './ids.js';
+import { assertNever } from './result.js';
 import { MAX_COPIES_PER_SHARD, type ShardAssignment, type ShardRecord } from './shard-map-snapshot.js';
 import { primaryCopy, UNASSIGNED_RECORD } from './shard-record.js';
 import type { PlacementState, ShardEvent, ShardEventType, ShardStatus } from './status.js';
@@ -33,35 +34,42 @@ export const EVENT_LETTER: Readonly<Record<ShardEventType, string>> = {
 };
 export const EVENT_OF: ReadonlyMap<unknown, ShardEventType> = new Map(Object.entries(EVENT_LETTER).map(([type, letter]) => [letter, type as ShardEventType]));
 
-/** Node ids to table indexes, in order of first use. */
-export class NodeTable {
-  readonly nodes: string[] = [];
+/**
+ * Strings to table indexes, each once, in order of first use: the node ids of a map or of events,
+ * and the error messages of packed ones (which keep free text out of their strings).
+ */
+export class StringTable {
+  readonly values: string[] = [];
   private readonly index = new Map<string, number>();
 
-  of(node: string): number {
-    let i = this.index.get(node);
+  of(value: string): number {
+    let i = this.index.get(value);
     if (i === undefined) {
-      i = this.nodes.length;
-      this.nodes.push(node);
-      this.index.set(node, i);
+      i = this.values.length;
+      this.values.push(value);
+      this.index.set(value, i);
     }
     return i;
   }
 }
 
-/** Error messages to table indexes, each message once (packed maps and events keep free text out of their strings). */
-export class MessageTable {
-  readonly messages: string[] = [];
-  private readonly index = new Map<string, number>();
+/** A status: a letter, or `['R', pct]` for Recovery and `['E', message]` for Error. */
+export type EncodedStatus = 'U' | 'N' | 'A' | 'S' | 'D' | readonly ['R', number] | readonly ['E', string];
 
-  of(message: string): number {
-    let i = this.index.get(message);
-    if (i === undefined) {
-      i = this.messages.length;
-      this.messages.push(message);
-      this.index.set(message, i);
-    }
-    return i;
+export function encodeStatus(s: ShardStatus): EncodedStatus {
+  switch (s.type) {
+    case 'Recovery':
+      return ['R', s.progressPct];
+    case 'Error':
+      return ['E', s.message];
+    case 'Unassigned':
+    case 'Assigned':
+    case 'Active':
+    case 'Stopped':
+    case 'Down':
+      return STATUS_LETTER[s.type];
+    default:
+      return assertNever(s);
   }
 }
 

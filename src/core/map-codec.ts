@@ -4,11 +4,13 @@
 // referred to by index, statuses and placements are letters. Decoding checks everything it reads
 // (the bytes come from the bus or a database) and says where a value is wrong.
 import { InvalidSnapshotError } from './errors.js';
-import { checkCopyCount, checkedEvent, checkedRecord, decodeNodes, EVENT_LETTER, fail, Malformed, NodeTable, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, recoveryStatus, SIMPLE_STATUS, STATUS_LETTER } from './codec-shared.js';
+import { checkCopyCount, checkedEvent, checkedRecord, decodeNodes, encodeStatus, EVENT_LETTER, fail, Malformed, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, recoveryStatus, SIMPLE_STATUS, StringTable, type EncodedStatus } from './codec-shared.js';
+
+export type { EncodedStatus } from './codec-shared.js';
 import { parseDatasetRef, type DatasetRef, type Epoch, type NodeId } from './ids.js';
 import { PACKED_EVENTS_FORMAT, packedEventsDecoding } from './packed-events.js';
 import { packedRecordsDecoding, packingRecords, type PackedRecords } from './packed-records.js';
-import { assertNever, err, ok, type Result } from './result.js';
+import { err, ok, type Result } from './result.js';
 import { parseShardMapSnapshot, SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
 import { isValidShardCount } from './spread.js';
 import { ITEMS_PER_STEP, runWhole, type Steps } from './steps.js';
@@ -24,8 +26,6 @@ export const PACKED_MAP_FORMAT = 4;
  */
 export const NEWEST_MAP_FORMAT = PACKED_MAP_FORMAT;
 
-/** A status: a letter, or `['R', pct]` for Recovery and `['E', message]` for Error. */
-export type EncodedStatus = 'U' | 'N' | 'A' | 'S' | 'D' | readonly ['R', number] | readonly ['E', string];
 /** A copy: index into the node table, placement letter (`I`nitializing, `A`vailable, `L`eaving), status. */
 export type EncodedCopy = readonly [number, 'I' | 'A' | 'L', EncodedStatus];
 /** A shard: its status, its copies, and the index of its last node when it has one. */
@@ -68,24 +68,7 @@ export interface EncodedEvents {
 
 // ------------------------------------------------------------------ letters
 
-function encodeStatus(s: ShardStatus): EncodedStatus {
-  switch (s.type) {
-    case 'Recovery':
-      return ['R', s.progressPct];
-    case 'Error':
-      return ['E', s.message];
-    case 'Unassigned':
-    case 'Assigned':
-    case 'Active':
-    case 'Stopped':
-    case 'Down':
-      return STATUS_LETTER[s.type];
-    default:
-      return assertNever(s);
-  }
-}
-
-function encodeRecord(r: ShardRecord, table: NodeTable): EncodedRecord {
+function encodeRecord(r: ShardRecord, table: StringTable): EncodedRecord {
   const copies = r.assignments.map((a): EncodedCopy => [table.of(a.node), PLACEMENT_LETTER[a.placement], encodeStatus(a.status)]);
   return r.lastNode === undefined ? [encodeStatus(r.status), copies] : [encodeStatus(r.status), copies, table.of(r.lastNode)];
 }
@@ -94,9 +77,9 @@ function encodeRecord(r: ShardRecord, table: NodeTable): EncodedRecord {
 
 /** Encodes records (a whole map's or a slice) with their own node table. */
 export function encodeRecords(records: readonly ShardRecord[]): EncodedRecords {
-  const table = new NodeTable();
+  const table = new StringTable();
   const encoded = records.map((r) => encodeRecord(r, table));
-  return { nodes: table.nodes, records: encoded };
+  return { nodes: table.values, records: encoded };
 }
 
 export function encodeSnapshot(s: ShardMapSnapshot): CompactSnapshot {
@@ -134,14 +117,14 @@ export function packSnapshot(s: ShardMapSnapshot): PackedSnapshot {
 }
 
 export function encodeEvents(events: readonly ShardEvent[]): EncodedEvents {
-  const table = new NodeTable();
+  const table = new StringTable();
   const encoded = events.map((e): EncodedEvent => {
     const head = [EVENT_LETTER[e.type], e.shard, table.of(e.node)] as const;
     if (e.type === 'RecoveryInProgress') return [...head, e.progressPct];
     if (e.type === 'IngestionError') return [...head, e.error];
     return head;
   });
-  return { nodes: table.nodes, events: encoded };
+  return { nodes: table.values, events: encoded };
 }
 
 // ------------------------------------------------------------------ decoding

@@ -6,7 +6,7 @@
 //
 // Events are comma-separated `<type letter><shard>:<node index>[:<detail>]`, the detail a progress
 // (`R`) or an index into the table of error messages (`E`): `I12:0,C12:3,R7:1:45.5,E9:2:0`.
-import { checkedEvent, decodeMessages, decodeNodes, EVENT_LETTER, fail, indexIn, messageAt, MessageTable, NodeTable, nodeAt, progressIn } from './codec-shared.js';
+import { checkedEvent, decodeMessages, decodeNodes, EVENT_LETTER, fail, indexIn, messageAt, nodeAt, progressIn, StringTable } from './codec-shared.js';
 import type { DatasetRef } from './ids.js';
 import { ITEMS_PER_STEP, type Steps } from './steps.js';
 import type { ShardEvent } from './status.js';
@@ -23,15 +23,15 @@ export interface PackedEvents {
 }
 
 export function packEvents(events: readonly ShardEvent[]): PackedEvents {
-  const nodes = new NodeTable();
-  const messages = new MessageTable();
+  const nodes = new StringTable();
+  const messages = new StringTable();
   const packed = events.map((e) => {
     const head = `${EVENT_LETTER[e.type]}${e.shard}:${nodes.of(e.node)}`;
     if (e.type === 'RecoveryInProgress') return `${head}:${e.progressPct}`;
     if (e.type === 'IngestionError') return `${head}:${messages.of(e.error)}`;
     return head;
   });
-  return { format: PACKED_EVENTS_FORMAT, nodes: nodes.nodes, messages: messages.messages, events: packed.join(',') };
+  return { format: PACKED_EVENTS_FORMAT, nodes: nodes.values, messages: messages.values, events: packed.join(',') };
 }
 
 /** The digits of `text` in `from..to` (1 to 9 of them, nothing else) as a number, else -1. */

@@ -9,8 +9,7 @@
 // messages (messages are free text: kept out of the strings so nothing needs escaping). E.g.
 // `A;0AA,3AA,5IN` is an Active shard owned on node 0, served on node 3, and being added on node 5.
 import type { NodeId } from './ids.js';
-import { checkCopyCount, checkedRecord, decodeMessages, decodeNodes, fail, indexIn, messageAt, MessageTable, NodeTable, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, progressIn, recoveryStatus, SIMPLE_STATUS, STATUS_LETTER } from './codec-shared.js';
-import { assertNever } from './result.js';
+import { checkCopyCount, checkedRecord, decodeMessages, decodeNodes, encodeStatus, fail, indexIn, messageAt, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, progressIn, recoveryStatus, SIMPLE_STATUS, StringTable } from './codec-shared.js';
 import { MAX_COPIES_PER_SHARD, type ShardAssignment, type ShardRecord } from './shard-map-snapshot.js';
 import { ITEMS_PER_STEP, type Steps } from './steps.js';
 import type { ShardStatus } from './status.js';
@@ -22,27 +21,16 @@ export interface PackedRecords {
   readonly records: readonly string[];
 }
 
-function packStatus(s: ShardStatus, messages: MessageTable): string {
-  switch (s.type) {
-    case 'Recovery':
-      return `R${s.progressPct}`;
-    case 'Error':
-      return `E${messages.of(s.message)}`;
-    case 'Unassigned':
-    case 'Assigned':
-    case 'Active':
-    case 'Stopped':
-    case 'Down':
-      return STATUS_LETTER[s.type];
-    default:
-      return assertNever(s);
-  }
+function packStatus(s: ShardStatus, messages: StringTable): string {
+  const e = encodeStatus(s);
+  if (typeof e === 'string') return e;
+  return e[0] === 'R' ? `R${e[1]}` : `E${messages.of(e[1])}`;
 }
 
 /** Packs a whole map's records, a thousand per step (a singleton packs one for each node that asks). */
 export function* packingRecords(records: readonly ShardRecord[]): Steps<PackedRecords> {
-  const nodes = new NodeTable();
-  const messages = new MessageTable();
+  const nodes = new StringTable();
+  const messages = new StringTable();
   const packed = new Array<string>(records.length);
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
@@ -54,7 +42,7 @@ export function* packingRecords(records: readonly ShardRecord[]): Steps<PackedRe
     packed[i] = r.lastNode === undefined ? text : `${text};${nodes.of(r.lastNode)}`;
     if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
   }
-  return { nodes: nodes.nodes, messages: messages.messages, records: packed };
+  return { nodes: nodes.values, messages: messages.values, records: packed };
 }
 
 // ------------------------------------------------------------------ unpacking
