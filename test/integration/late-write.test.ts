@@ -73,8 +73,16 @@ describe('a late write on real processes', () => {
     const before = await waitConverged(cluster, DATASET, SHARDS, 90_000);
     const victimShards = before.statuses.get(VICTIM)?.running.map((r) => r.shard) ?? [];
     expect(victimShards.length).toBeGreaterThan(0);
-    // Let the victim's calls queue up behind the slow path, then freeze it in the middle of one.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Let the victim's calls queue up behind the slow path, then freeze it in the middle of one. A
+    // call is one write per record, so it is long only with a backlog: its link held for 2 s, the
+    // records of those seconds wait for it, and it is frozen a little into the batch that takes
+    // them (on a busy machine the producer can be slower than its sink, which then waits between
+    // calls: frozen there, it woke to find itself no longer a member and wrote nothing late).
+    await new Promise((r) => setTimeout(r, 1_000));
+    proxy.hold();
+    await new Promise((r) => setTimeout(r, 2_000));
+    proxy.release();
+    await new Promise((r) => setTimeout(r, 300));
     const frozenWith = (await reader.read(DATASET, victimShards[0]!)).token!;
     cluster.signal(VICTIM, 'SIGSTOP');
     // Past its session: the group drops it, its shards go to node-4, which writes them with a newer
