@@ -279,29 +279,29 @@ register({
         const logs = await Promise.all(all.map((n) => logCounts(cluster, n)));
         const startedOnJoiners = logs.slice(3).reduce((sum, l) => sum + l.started, 0);
         const gaps = await loopGaps(dir);
-        const ranStalls = (nodes: readonly string[], from: number, to: number) => {
-          const longest = new Map<string, number>();
+        const mostCpu = (nodes: readonly string[], from: number, to: number) => {
+          const most = new Map<string, number>();
           for (const n of nodes) {
-            const ran = mostCpuInAGap(gaps.get(n), Math.max(from, readyAt.get(n) ?? from), to);
-            if (ran !== undefined) longest.set(n, ran);
+            const cpu = mostCpuInAGap(gaps.get(n), Math.max(from, readyAt.get(n) ?? from), to);
+            if (cpu !== undefined) most.set(n, cpu);
           }
-          return longest;
+          return most;
         };
-        const runningStalls = [ranStalls(FIRST, t0, waveAt), ranStalls(all, waveAt, waveDone)];
+        const cpuInStalls = [mostCpu(FIRST, t0, waveAt), mostCpu(all, waveAt, waveDone)];
         const perNode = (stalls: Map<string, number>) => all.map((n) => (stalls.has(n) ? stalls.get(n)!.toFixed(0) : '–')).join(' ');
-        const row = (phase: string, stalls: Map<string, number>, extra: string[], ran: Map<string, number>) => [phase, ...extra, perNode(stalls), perNode(ran)];
+        const row = (phase: string, stalls: Map<string, number>, extra: string[], cpu: Map<string, number>) => [phase, ...extra, perNode(stalls), perNode(cpu)];
         return {
           title: `A join wave at ${SHARDS} × ${RF}: three nodes joining three${BUSY > 0 ? `, ${BUSY} busy loops beside it` : ''} (real Kafka and Cassandra, maxConcurrentMoves ${MOVES})`,
           columns: ['phase', 'time', 'copies started (needed)', 'IngestionStarted per copy: mean / max', 'fences', 'events / inbox bytes', 'longest event-loop stall per node (ms)', 'most CPU of the process in one stall (ms)'],
           rows: [
-            row('setup → every copy Active', setupStalls, [ms(setupMs), `${logs.slice(0, 3).reduce((sum, l) => sum + l.started, 0)} (${copies})`, '', '', `${(within(events, t0, waveAt).bytes / 1e6).toFixed(1)} / ${(within(inbox, t0, waveAt).bytes / 1e6).toFixed(1)} MB`], runningStalls[0]!),
+            row('setup → every copy Active', setupStalls, [ms(setupMs), `${logs.slice(0, 3).reduce((sum, l) => sum + l.started, 0)} (${copies})`, '', '', `${(within(events, t0, waveAt).bytes / 1e6).toFixed(1)} / ${(within(inbox, t0, waveAt).bytes / 1e6).toFixed(1)} MB`], cpuInStalls[0]!),
             row('three nodes join → balanced', waveStalls, [
               ms(waveMs),
               `${startedOnJoiners} (${3 * share})`,
               `${(counts.reduce((a, b) => a + b, 0) / counts.length).toFixed(3)} / ${counts.reduce((a, b) => Math.max(a, b), 0)}`,
               String(logs.reduce((sum, l) => sum + l.fences, 0)),
               `${(within(events, waveAt, waveDone).bytes / 1e6).toFixed(1)} / ${(within(inbox, waveAt, waveDone).bytes / 1e6).toFixed(1)} MB`,
-            ], runningStalls[1]!),
+            ], cpuInStalls[1]!),
           ],
           notes: [
             `Nodes ${all.map((n) => `${n.split('.')[0]} (${rackOf(n)})`).join(', ')}; the singleton epochs seen on the events topic: ${epochs(events).join(', ')}.`,

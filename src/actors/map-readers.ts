@@ -20,7 +20,8 @@ const MAX_READERS = 10_000;
 
 /** The process of a subscriber id: `node@incarnation` of `node@incarnation/guardian`, `client:id` of `client:id/maps`. */
 const processOf = (subscriber: string): string | undefined => /^[^/]+(?=\/)/.exec(subscriber)?.[0];
-const processOfMember = (m: Member): string => `${m.node}@${m.incarnation}`;
+const processOfNode = (node: string, incarnation: string): string => `${node}@${incarnation}`;
+const processOfMember = (m: Member): string => processOfNode(m.node, m.incarnation);
 
 export class MapReaders {
   /** Each process's newest format, by `node@incarnation`, oldest heard first. */
@@ -34,7 +35,7 @@ export class MapReaders {
 
   /** A node said it in its answer to a new singleton's question (`cluster-state`). */
   heardFromNode(node: NodeId, incarnation: Incarnation, mapFormat: number | undefined): void {
-    this.remember(processOfMember({ node, incarnation, joinedAt: 0 }), mapFormat);
+    this.remember(processOfNode(node, incarnation), mapFormat);
   }
 
   private remember(process: string, mapFormat: number | undefined): void {

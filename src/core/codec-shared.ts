@@ -7,6 +7,9 @@ import { MAX_COPIES_PER_SHARD, type ShardAssignment, type ShardRecord } from './
 import { primaryCopy, UNASSIGNED_RECORD } from './shard-record.js';
 import type { PlacementState, ShardEvent, ShardEventType, ShardStatus } from './status.js';
 
+/** The packed format of whole maps and of changes (./packed-records.ts, ./packed-events.ts): one number, as a reader reads both or neither. */
+export const PACKED_FORMAT = 4;
+
 export const STATUS_LETTER = { Unassigned: 'U', Assigned: 'N', Active: 'A', Stopped: 'S', Down: 'D' } as const;
 // Maps, not object literals: a key read from the wire such as `constructor` must find nothing.
 export const SIMPLE_STATUS: ReadonlyMap<unknown, ShardStatus> = new Map<string, ShardStatus>([
@@ -33,25 +36,6 @@ export const EVENT_LETTER: Readonly<Record<ShardEventType, string>> = {
   ShardCopyDown: 'H',
 };
 export const EVENT_OF: ReadonlyMap<unknown, ShardEventType> = new Map(Object.entries(EVENT_LETTER).map(([type, letter]) => [letter, type as ShardEventType]));
-
-/**
- * Strings to table indexes, each once, in order of first use: the node ids of a map or of events,
- * and the error messages of packed ones (which keep free text out of their strings).
- */
-export class StringTable {
-  readonly values: string[] = [];
-  private readonly index = new Map<string, number>();
-
-  of(value: string): number {
-    let i = this.index.get(value);
-    if (i === undefined) {
-      i = this.values.length;
-      this.values.push(value);
-      this.index.set(value, i);
-    }
-    return i;
-  }
-}
 
 /** A status: a letter, or `['R', pct]` for Recovery and `['E', message]` for Error. */
 export type EncodedStatus = 'U' | 'N' | 'A' | 'S' | 'D' | readonly ['R', number] | readonly ['E', string];
@@ -82,12 +66,27 @@ export function decodeMessages(raw: unknown, where: string): string[] {
 
 /** A progress as `String(number)` writes one within 0..100 (`40`, `12.5`, `1e-7`). */
 const PROGRESS = /^\d{1,3}(?:\.\d+)?(?:e-\d{1,3})?$/;
-const INDEX = /^\d{1,9}$/;
 
-/** A whole number written in a packed string, or the text itself (which the caller's check refuses). */
-export const indexIn = (text: string): number | string => (INDEX.test(text) ? Number(text) : text);
+/** Where the digits of `text` from `from` end (at `to` at most). */
+export function digitsEnd(text: string, from: number, to: number): number {
+  let i = from;
+  while (i < to && text.charCodeAt(i) >= 48 && text.charCodeAt(i) <= 57) i++;
+  return i;
+}
 
-/** A recovery progress written in a packed string. */
+/** The number `text` holds in `from..to` if that is 1 to 9 digits and nothing else, else -1. */
+export function wholeIn(text: string, from: number, to: number): number {
+  if (to <= from || to - from > 9 || digitsEnd(text, from, to) !== to) return -1;
+  return Number(text.slice(from, to));
+}
+
+/** An index written in a packed string, or the text itself (which the caller's check refuses, naming it). */
+export const indexIn = (text: string): number | string => {
+  const n = wholeIn(text, 0, text.length);
+  return n < 0 ? text : n;
+};
+
+/** A recovery progress written in a packed string, or the text itself (which the caller's check refuses). */
 export const progressIn = (text: string): number | string => (PROGRESS.test(text) ? Number(text) : text);
 
 /** The message at `raw` in the table, or `Malformed`. */
@@ -120,9 +119,14 @@ export function checkCopyCount(count: number, where: string): void {
   if (count > MAX_COPIES_PER_SHARD) fail(where, `at most ${MAX_COPIES_PER_SHARD} copies per shard`);
 }
 
+/** A progress read from the wire: a number within 0..100, or `Malformed`. */
+export function checkedProgress(raw: unknown, where: string): number {
+  if (typeof raw !== 'number' || !(raw >= 0 && raw <= 100)) return fail(where, `recovery progress must be a number within 0..100, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 export function recoveryStatus(progress: unknown, where: string): ShardStatus {
-  if (typeof progress !== 'number' || !(progress >= 0 && progress <= 100)) return fail(where, `recovery progress must be a number within 0..100, got ${JSON.stringify(progress)}`);
-  return { type: 'Recovery', progressPct: progress };
+  return { type: 'Recovery', progressPct: checkedProgress(progress, where) };
 }
 
 /**
@@ -160,10 +164,7 @@ export function checkedEvent(p: EventParts, dataset: DatasetRef, numShards: numb
   // events, and spreading made a third of their decoding.
   const { node } = p;
   const num = shard as ShardNum;
-  if (type === 'RecoveryInProgress') {
-    if (typeof detail !== 'number' || !(detail >= 0 && detail <= 100)) return fail(`${at}.progress`, `must be a number within 0..100, got ${JSON.stringify(detail)}`);
-    return { type, dataset, shard: num, node, progressPct: detail };
-  }
+  if (type === 'RecoveryInProgress') return { type, dataset, shard: num, node, progressPct: checkedProgress(detail, `${at}.progress`) };
   if (type === 'IngestionError') {
     if (typeof detail !== 'string') return fail(`${at}.error`, 'an IngestionError needs its message');
     return { type, dataset, shard: num, node, error: detail };

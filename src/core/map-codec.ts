@@ -4,11 +4,10 @@
 // referred to by index, statuses and placements are letters. Decoding checks everything it reads
 // (the bytes come from the bus or a database) and says where a value is wrong.
 import { InvalidSnapshotError } from './errors.js';
-import { checkCopyCount, checkedEvent, checkedRecord, decodeNodes, encodeStatus, EVENT_LETTER, fail, Malformed, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, recoveryStatus, SIMPLE_STATUS, StringTable, type EncodedStatus } from './codec-shared.js';
-
-export type { EncodedStatus } from './codec-shared.js';
+import { checkCopyCount, checkedEvent, checkedRecord, decodeNodes, encodeStatus, EVENT_LETTER, fail, Malformed, nodeAt, PACKED_FORMAT, PLACEMENT_LETTER, PLACEMENT_OF, recoveryStatus, SIMPLE_STATUS, type EncodedStatus } from './codec-shared.js';
+import { StringTable } from './string-table.js';
 import { parseDatasetRef, type DatasetRef, type Epoch, type NodeId } from './ids.js';
-import { PACKED_EVENTS_FORMAT, packedEventsDecoding } from './packed-events.js';
+import { packedEventsDecoding } from './packed-events.js';
 import { packedRecordsDecoding, packingRecords, type PackedRecords } from './packed-records.js';
 import { err, ok, type Result } from './result.js';
 import { parseShardMapSnapshot, SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
@@ -16,10 +15,12 @@ import { isValidShardCount } from './spread.js';
 import { ITEMS_PER_STEP, runWhole, type Steps } from './steps.js';
 import type { ShardEvent, ShardStatus } from './status.js';
 
+export type { EncodedStatus } from './codec-shared.js';
+
 /** The format of a compact snapshot (formats 1 and 2 are `ShardMapSnapshot`'s own JSON). */
 export const COMPACT_MAP_FORMAT = 3;
 /** The format of a packed snapshot (./packed-records.ts): what the bus carries to readers that read it. */
-export const PACKED_MAP_FORMAT = 4;
+export const PACKED_MAP_FORMAT = PACKED_FORMAT;
 /**
  * The newest whole-map format this version reads. A subscriber says it when it asks for maps, and
  * the singleton writes a map in it only for readers that said so (docs/ARCHITECTURE.md, wire formats).
@@ -242,7 +243,7 @@ export function* eventsDecoding(raw: unknown, dataset: DatasetRef, numShards: nu
   try {
     const r = raw as { format?: unknown; nodes?: unknown; events?: unknown } | null;
     if (typeof r !== 'object' || r === null) return fail('(root)', 'not encoded events');
-    if (r.format === PACKED_EVENTS_FORMAT) return ok(yield* packedEventsDecoding(r, dataset, numShards));
+    if (r.format === PACKED_FORMAT) return ok(yield* packedEventsDecoding(r, dataset, numShards));
     if (r.format !== undefined) return fail('format', `unknown events format ${JSON.stringify(r.format)}`);
     const nodes = decodeNodes(r.nodes, 'nodes');
     if (!Array.isArray(r.events)) return fail('events', 'not a list');

@@ -9,8 +9,9 @@
 // messages (messages are free text: kept out of the strings so nothing needs escaping). E.g.
 // `A;0AA,3AA,5IN` is an Active shard owned on node 0, served on node 3, and being added on node 5.
 import type { NodeId } from './ids.js';
-import { checkCopyCount, checkedRecord, decodeMessages, decodeNodes, encodeStatus, fail, indexIn, messageAt, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, progressIn, recoveryStatus, SIMPLE_STATUS, StringTable } from './codec-shared.js';
-import { MAX_COPIES_PER_SHARD, type ShardAssignment, type ShardRecord } from './shard-map-snapshot.js';
+import { checkCopyCount, checkedRecord, decodeMessages, decodeNodes, digitsEnd, encodeStatus, fail, indexIn, messageAt, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, progressIn, recoveryStatus, SIMPLE_STATUS, wholeIn } from './codec-shared.js';
+import { StringTable } from './string-table.js';
+import type { ShardAssignment, ShardRecord } from './shard-map-snapshot.js';
 import { ITEMS_PER_STEP, type Steps } from './steps.js';
 import type { ShardStatus } from './status.js';
 
@@ -47,33 +48,20 @@ export function* packingRecords(records: readonly ShardRecord[]): Steps<PackedRe
 
 // ------------------------------------------------------------------ unpacking
 
-function unpackStatus(token: string, messages: readonly string[], where: string): ShardStatus {
-  const simple = SIMPLE_STATUS.get(token);
-  if (simple) return simple;
+/** A status that is not a plain letter (`SIMPLE_STATUS`, which callers look up first). */
+function detailedStatus(token: string, messages: readonly string[], where: string): ShardStatus {
   const detail = token.slice(1);
   if (token[0] === 'R') return recoveryStatus(progressIn(detail), where);
   if (token[0] === 'E') return { type: 'Error', message: messageAt(messages, indexIn(detail), where) };
   return fail(where, `unknown status ${JSON.stringify(token)}`);
 }
 
-/** The digits of `text` from `from` (at most 9), as a number and where they end; `end` is `from` when there are none. */
-function digitsAt(text: string, from: number, to: number): { value: number; end: number } {
-  let value = 0;
-  let i = from;
-  for (; i < to && i - from < 9; i++) {
-    const d = text.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) break;
-    value = value * 10 + d;
-  }
-  return { value, end: i };
-}
-
-// Read by scanning, not by split and a pattern per copy: those made unpacking twice as slow as the
-// compact decoding (the strings of 65 536 × 3 copies are read by every node that lacks the map).
 function notRecord(raw: string, where: string): never {
   return fail(where, `not a packed shard record (status;copies[;lastNode]): ${JSON.stringify(raw.slice(0, 80))}`);
 }
 
+// Read by scanning, not by split and a pattern per copy: those made unpacking twice as slow as the
+// compact decoding (the strings of 65 536 × 3 copies are read by every node that lacks the map).
 function unpackRecord(raw: unknown, nodes: readonly NodeId[], messages: readonly string[], where: string): ShardRecord {
   if (typeof raw !== 'string') return fail(where, 'not a packed shard record');
   const head = raw.indexOf(';');
@@ -82,20 +70,23 @@ function unpackRecord(raw: unknown, nodes: readonly NodeId[], messages: readonly
   if (tail >= 0 && raw.indexOf(';', tail + 1) >= 0) return notRecord(raw, where);
   const copiesEnd = tail < 0 ? raw.length : tail;
   const statusToken = raw.slice(0, head);
-  const status = SIMPLE_STATUS.get(statusToken) ?? unpackStatus(statusToken, messages, `${where}.status`);
+  const status = SIMPLE_STATUS.get(statusToken) ?? detailedStatus(statusToken, messages, `${where}.status`);
   const assignments: ShardAssignment[] = [];
-  for (let i = head + 1; i < copiesEnd || (i === copiesEnd && raw[i - 1] === ','); ) {
-    const comma = raw.indexOf(',', i);
-    const end = comma < 0 || comma > copiesEnd ? copiesEnd : comma;
-    const node = digitsAt(raw, i, end);
-    const placement = PLACEMENT_OF.get(raw[node.end]);
+  // Copies are the comma-separated parts of head+1..copiesEnd (none when that is empty).
+  for (let from = head + 1, end = from; from < copiesEnd || end < copiesEnd; from = end + 1) {
+    const comma = raw.indexOf(',', from);
+    end = comma < 0 || comma > copiesEnd ? copiesEnd : comma;
     const n = assignments.length;
-    if (node.end === i || placement === undefined || node.end + 1 >= end) return fail(`${where}.copies[${n}]`, `not a copy (node index, placement letter, status): ${JSON.stringify(raw.slice(i, Math.min(end, i + 40)))}`);
-    if (n === MAX_COPIES_PER_SHARD) checkCopyCount(n + 1, `${where}.copies`);
-    const copyNode = node.value < nodes.length ? nodes[node.value]! : nodeAt(nodes, node.value, `${where}.copies[${n}].node`);
-    const token = raw.slice(node.end + 1, end);
-    assignments.push({ node: copyNode, placement, status: SIMPLE_STATUS.get(token) ?? unpackStatus(token, messages, `${where}.copies[${n}].status`) });
-    i = end + 1;
+    const nodeEnd = digitsEnd(raw, from, end);
+    const placement = PLACEMENT_OF.get(raw[nodeEnd]);
+    if (nodeEnd === from || placement === undefined || nodeEnd + 1 >= end) return fail(`${where}.copies[${n}]`, `not a copy (node index, placement letter, status): ${JSON.stringify(raw.slice(from, Math.min(end, from + 40)))}`);
+    checkCopyCount(n + 1, `${where}.copies`);
+    const token = raw.slice(nodeEnd + 1, end);
+    assignments.push({
+      node: nodeAt(nodes, wholeIn(raw, from, nodeEnd), `${where}.copies[${n}].node`),
+      placement,
+      status: SIMPLE_STATUS.get(token) ?? detailedStatus(token, messages, `${where}.copies[${n}].status`),
+    });
   }
   const lastNode = tail < 0 ? undefined : nodeAt(nodes, indexIn(raw.slice(tail + 1)), `${where}.lastNode`);
   return checkedRecord(status, assignments, lastNode, where);

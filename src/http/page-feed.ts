@@ -11,7 +11,8 @@ import type { ClusterFeed, FeedMessage } from './cluster-feed.js';
 import type { ClusterView } from './cluster-view.js';
 import { withFollowedMaps, type FollowedMapLike } from './followed-view.js';
 import type { IngestionSampler, NodeSample } from './ingestion-sampler.js';
-import { diffViews, NodeTable, pageView, type PageView, type TimelineEvent } from './page-state.js';
+import { diffViews, pageView, type PageView, type TimelineEvent } from './page-state.js';
+import { StringTable } from '../core/string-table.js';
 import { shardDetails, type ShardDetails } from './shard-details.js';
 
 export interface PageFeedOptions {
@@ -50,7 +51,7 @@ const stampsOf = (maps: ReadonlyMap<string, FollowedMapLike> | undefined): strin
 
 export class PageFeed {
   private readonly clients = new Set<Client>();
-  private readonly table = new NodeTable();
+  private readonly table = new StringTable();
   private view: PageView | undefined;
   /** The last view the singleton answered (through the cluster feed): all but the newest shards. */
   private described: ClusterView | undefined;

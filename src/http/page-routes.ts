@@ -8,7 +8,8 @@ import { clusterView, parseDatasetParam } from './cluster-view.js';
 import { IngestionSampler, type IngestionSamplerOptions } from './ingestion-sampler.js';
 import { nodeIngestion } from './node-ingestion.js';
 import { PageFeed, type PageFeedOptions, type PageMessage } from './page-feed.js';
-import { NodeTable, pageView } from './page-state.js';
+import { pageView } from './page-state.js';
+import { StringTable } from '../core/string-table.js';
 import { shardDetails } from './shard-details.js';
 import { answers, READ_ERRORS } from './schemas/answers.js';
 import { PAGE_SCHEMAS } from './schemas/page-schemas.js';
@@ -47,7 +48,7 @@ export function registerPageRoutes(app: FastifyInstance, singleton: SingletonCli
     const found = page.shard(dataset, shard);
     if (found) return found;
     // No page watches (or the feed has no view yet): the shard as the cluster has it now, without history or rates.
-    const view = pageView(await clusterView(singleton, dataset), new NodeTable(), Date.now());
+    const view = pageView(await clusterView(singleton, dataset), new StringTable(), Date.now());
     const details = shardDetails(view, dataset, shard, [], []);
     if (details) return details;
     const d = view.datasets.find((x) => x.name === dataset);

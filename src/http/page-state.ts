@@ -1,6 +1,7 @@
 // The status page's data: the cluster view in a form a page can hold for thousands of shards (node
 // names once in a table, statuses and placements as letters), and what differs between two such
 // views, which is all the page's event stream sends after its first snapshot.
+import { StringTable } from '../core/string-table.js';
 import type { ShardStatusType } from '../core/status.js';
 import type { ClusterView, MemberView, ShardView, SingletonView } from './cluster-view.js';
 
@@ -100,27 +101,7 @@ export interface PageChanges {
   readonly removed?: readonly string[];
 }
 
-/** Node names to indexes, append-only. */
-export class NodeTable {
-  private readonly indexes = new Map<string, number>();
-  private readonly list: string[] = [];
-
-  of(node: string): number {
-    let i = this.indexes.get(node);
-    if (i === undefined) {
-      i = this.list.length;
-      this.list.push(node);
-      this.indexes.set(node, i);
-    }
-    return i;
-  }
-
-  get names(): readonly string[] {
-    return this.list;
-  }
-}
-
-function pageShard(s: ShardView, table: NodeTable): PageShard {
+function pageShard(s: ShardView, table: StringTable): PageShard {
   // A copy's own error, when the view carries one (replicas fail one by one).
   const copies = s.owners.map((o): PageCopy => {
     const error = (o as { error?: unknown }).error;
@@ -135,7 +116,7 @@ function pageShard(s: ShardView, table: NodeTable): PageShard {
 }
 
 /** The page's form of a cluster view; node names go through `table`. */
-export function pageView(view: ClusterView, table: NodeTable, at: number): PageView {
+export function pageView(view: ClusterView, table: StringTable, at: number): PageView {
   for (const m of view.members) table.of(m.node);
   const datasets = view.datasets.map((d): PageDataset => {
     const shards = d.shards.map((s) => pageShard(s, table));
@@ -156,7 +137,7 @@ export function pageView(view: ClusterView, table: NodeTable, at: number): PageV
   });
   return {
     at,
-    nodes: [...table.names],
+    nodes: [...table.values],
     answeredBy: view.answeredBy,
     singleton: view.singleton,
     members: view.members.map(({ copies: _, ...m }) => m),

@@ -3,6 +3,7 @@
 // this way is at the top of cassandra-meta-store.ts; the formats and sizes are in map-parts.ts.
 import { types } from 'cassandra-driver';
 import type { Logger } from 'pino';
+import { EventLoopSlice, PROCESS_SLICE_MS } from '../cluster/event-loop-slice.js';
 import type { DatasetRef } from '../core/ids.js';
 import { compareStamps, parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { NO_SHARD, type MetaStoreCql } from './cassandra-schema.js';
@@ -40,9 +41,6 @@ const MAX_READ_ATTEMPTS = 3;
 /** Parts per read request: 16 realistic parts are about 250 KB, 16 of the largest about 3.5 MB. */
 const PARTS_PER_READ = 16;
 /** Header rows per page; a whole map of format 1 (written before parts) can be megabytes. */
-/** Parts encoded between two turns of the event loop (a part is SHARDS_PER_PART shards). */
-const PARTS_PER_TURN = 4;
-
 const HEADERS_PER_PAGE = 8;
 
 /** What a `shard_map` row holds, as far as this version can tell. */
@@ -165,14 +163,15 @@ export class CassandraShardMaps {
 
   /**
    * Writes parts as rows stamped with the snapshot's stamp; every size is checked before any is sent.
-   * Parts are encoded a few at a time with a turn of the event loop between: a decision that touches
-   * every shard of a 65 536-shard map (a join wave's round) has every part to write, and encoding
-   * them at once held the singleton's loop for hundreds of milliseconds.
+   * Parts are encoded in slices of the event loop: a decision that touches every shard of a
+   * 65 536-shard map (a join wave's round) has every part to write, and encoding them at once held
+   * the singleton's loop for hundreds of milliseconds.
    */
   private async writeParts(snapshot: ShardMapSnapshot, parts: readonly number[]): Promise<void> {
+    const slice = new EventLoopSlice(PROCESS_SLICE_MS);
     const statements: { row: string; params: unknown[] }[] = [];
     for (const p of parts) {
-      if (statements.length > 0 && statements.length % PARTS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+      await slice.yieldIfSpent();
       const params = [this.cluster, snapshot.dataset, p, snapshot.epoch, snapshot.version, MAP_PART_FORMAT, encodePart(snapshot, this.shardsPerPart, p)];
       const row = partName(snapshot.dataset, snapshot.numShards, this.shardsPerPart, p);
       this.session.checkSize(row, params, snapshot.dataset);

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { datasetRef } from '../../src/core/ids.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { clusterView, type ClusterView, type DatasetView, type MemberView, type ShardView } from '../../src/http/cluster-view.js';
-import { diffViews, NodeTable, pageView, type PageView } from '../../src/http/page-state.js';
+import { diffViews, pageView, type PageView } from '../../src/http/page-state.js';
+import { StringTable } from '../../src/core/string-table.js';
 import { SingletonClient } from '../../src/http/singleton-client.js';
 import { liveCluster } from '../support/live-cluster.js';
 
@@ -29,7 +30,7 @@ function view(members: MemberView[], datasets: DatasetView[], draining: string[]
 
 describe('pageView', () => {
   it('names each node once, and gives every shard as [status, copies, details] in letters', () => {
-    const table = new NodeTable();
+    const table = new StringTable();
     const shards = [
       active(0, ['n1', 'n2']),
       { shard: 1, status: 'Recovery', progressPct: 40, owners: [{ node: 'n2', placement: 'Initializing', status: 'Recovery' }, { node: 'n3', placement: 'Leaving', status: 'Active' }] },
@@ -47,12 +48,12 @@ describe('pageView', () => {
 
   it('keeps a copy\'s own error when the view carries one', () => {
     const shard = { shard: 0, status: 'Active', owners: [{ node: 'n1', placement: 'Available', status: 'Active' }, { node: 'n2', placement: 'Available', status: 'Error', error: 'disk full' }] } as ShardView;
-    expect(pageView(view([member('n1'), member('n2')], [dataset('m', [shard])]), new NodeTable(), 0).datasets[0]!.shards[0]).toEqual(['A', [[0, 'A', 'A'], [1, 'A', 'E', 'disk full']]]);
+    expect(pageView(view([member('n1'), member('n2')], [dataset('m', [shard])]), new StringTable(), 0).datasets[0]!.shards[0]).toEqual(['A', [[0, 'A', 'A'], [1, 'A', 'E', 'disk full']]]);
   });
 });
 
 describe('diffViews', () => {
-  const table = new NodeTable();
+  const table = new StringTable();
   const base = (): PageView => pageView(view([member('n1', 'a'), member('n2', 'b')], [dataset('metrics', [active(0, ['n1', 'n2']), active(1, ['n2', 'n1']), active(2, ['n1', 'n2'])])]), table, 1_000);
 
   it('says nothing changed when nothing did', () => {
@@ -119,6 +120,6 @@ describe('on a real cluster', () => {
     let v: ClusterView;
     do v = await clusterView(singleton);
     while (v.datasets[0]!.shards[2]!.reason === undefined && Date.now() < deadline);
-    expect(pageView(v, new NodeTable(), 0).datasets[0]!.shards[2]).toEqual(['S', [], { r: expect.stringMatching(/^stopped by an operator/) }]);
+    expect(pageView(v, new StringTable(), 0).datasets[0]!.shards[2]).toEqual(['S', [], { r: expect.stringMatching(/^stopped by an operator/) }]);
   }, 20_000);
 });
