@@ -173,7 +173,7 @@ function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMa
 }
 
 export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, epoch: Epoch, callbacks: SingletonCallbacks): ActorRef<ClusterMsg> {
-  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs, maxMapBytes: env.settings.maxMapBytes, settleWindowMs: env.settings.settleWindowMs });
+  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs, maxMapBytes: env.settings.maxMapBytes, settleWindowMs: env.settings.settleWindowMs, copiesPerDecision: env.settings.copiesPerDecision });
   const log = env.log.child({ singleton: epoch });
   const requestId = `recovery-${epoch}-${env.node}`;
   const later = (s: State, ms: number, fn: () => void) => {

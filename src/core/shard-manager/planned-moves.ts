@@ -141,7 +141,8 @@ function roundMembers(step: Step, ref: DatasetRef) {
  * Nodes absent within their replacement delay (`absence.ts`) go to the strategy with `absent: true`:
  * they keep their copies and get none; copies of nodes no longer waited for are dropped first, so
  * the strategy re-creates them. A round decides whatever membership change was pending, so it
- * closes the dataset's settle window.
+ * closes the dataset's settle window. New copies past the decision's room (`copiesPerDecision`: a
+ * large setup) are left to a round due at once, which plans again from the copies placed so far.
  * Returns the shards that got a new copy.
  */
 export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): ShardNum[] {
@@ -156,7 +157,7 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   completeHandoffs(step, ref, desired);
   if (members.length === 0) return [];
   const mapper = () => step.dataset(ref)!.mapper;
-  const current = Array.from({ length: config.numShards }, (_, s) => mapper().recordForShard(s).assignments.filter((a) => a.placement !== 'Leaving').map((a) => a.node));
+  const current = stayingCopies(mapper());
   // Shards an operator stopped (no copy, Stopped) stay so until StartShards, as in FiloDB.
   const hold = new Set(held);
   for (let s = 0; s < config.numShards; s++) if (current[s]!.length === 0 && mapper().statusForShard(s).type === 'Stopped') hold.add(s);
@@ -170,40 +171,80 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   // An absent node runs nothing: a copy given to it would not serve until it came back.
   const away = new Set<string>(absent.map((m) => m.node));
   let refusedAway = 0;
+  let deferred = 0;
   const placed: ShardNum[] = [];
   const moves: PlannedMove[] = [];
+  const drops: NodeId[] = [];
+  const added: NodeId[] = [];
+  const dropped: NodeId[] = [];
   for (let s = 0; s < config.numShards; s++) {
     const shard = s as ShardNum;
     const want = target.value[s]!;
     const have = current[s]!;
-    const wanted = want.filter((n) => !have.includes(n));
-    refusedAway += wanted.filter((n) => away.has(n)).length;
-    const paired = pairByGroup(
-      have.filter((n) => !want.includes(n)),
-      wanted.filter((n) => !away.has(n)),
-      groupOf,
-    );
-    const { added, dropped } = paired;
+    // Most shards keep their copies: the strategy hands back the very list it was given.
+    if (want === have || sameNodes(want, have)) continue;
+    // A shard's lists are a few nodes each: loops, not sets; indexed, into lists reused from shard
+    // to shard. A round runs too seldom for the optimizer to remove iterators and short-lived
+    // lists, and they made 34 MB of garbage a round at 65 536 × 3 (stalls in the collector).
+    drops.length = 0;
+    added.length = 0;
+    dropped.length = 0;
+    for (let i = 0; i < have.length; i++) if (!want.includes(have[i]!)) drops.push(have[i]!);
+    for (let i = 0; i < want.length; i++) {
+      const n = want[i]!;
+      if (have.includes(n)) continue;
+      if (away.has(n)) refusedAway++;
+      else added.push(n);
+    }
     // Planned moves wait for room in the budget (chosen below, fairly among their destinations).
-    for (const [from, to] of paired.moves) moves.push({ shard, from, to });
+    pairByGroup(shard, drops, added, groupOf, moves, dropped);
     // More copies wanted than held: a lost copy is re-created at once (not a planned move). Moves
     // are paired within a rack first, so this copy's rack is none that a waiting move still holds.
-    for (const node of added) {
+    for (let i = 0; i < added.length; i++) {
+      const node = added[i]!;
+      if (!step.takeCopyRoom()) {
+        deferred++;
+        continue;
+      }
       addCopy(step, ref, shard, node);
       placed.push(shard);
     }
     // Fewer wanted (the members span fewer racks than the replication factor): extra copies leave.
-    for (const node of dropped) {
+    for (let i = 0; i < dropped.length; i++) {
+      const node = dropped[i]!;
       const copy = mapper().copyOnNode(shard, node);
       if (copy && copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, node));
     }
   }
   placed.push(...startMoves(step, ref, fairMoves(waitingMovesOf(moves), Math.max(0, budget), movesInFlightTo(step, ref), groupOf)));
   completeHandoffs(step, ref, desired);
+  if (deferred > 0) step.placeRestLater(ref, deferred);
   if (refusedAway > 0) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
   }
   return placed;
+}
+
+/** Each shard's copies that stay (not Leaving), as the strategy reads them. */
+function stayingCopies(mapper: ShardMapper): NodeId[][] {
+  const current = new Array<NodeId[]>(mapper.numShards);
+  for (let s = 0; s < mapper.numShards; s++) {
+    const copies = mapper.recordForShard(s).assignments;
+    let staying = 0;
+    for (let i = 0; i < copies.length; i++) if (copies[i]!.placement !== 'Leaving') staying++;
+    // Sized at once: a list grown by push holds room for 17.
+    const nodes = new Array<NodeId>(staying);
+    for (let i = 0, k = 0; i < copies.length; i++) if (copies[i]!.placement !== 'Leaving') nodes[k++] = copies[i]!.node;
+    current[s] = nodes;
+  }
+  return current;
+}
+
+/** Whether two lists of a shard's copies name the same nodes (a few each: a loop beats a set). */
+function sameNodes(a: readonly NodeId[], b: readonly NodeId[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!b.includes(a[i]!)) return false;
+  return true;
 }
 
 export interface PlannedMove {
@@ -336,24 +377,33 @@ export function fairMoves(waiting: WaitingMoves, budget: number, inFlight: Reado
 }
 
 /**
- * Pairs each copy that leaves with a new copy in the same rack where there is one, then with any;
- * the new copies left over replace lost ones, the leaving copies left over just leave.
+ * Pairs each copy of `shard` that leaves (`drops`) with a new copy (`adds`) in the same rack where
+ * there is one, then with any, as planned moves (pushed to `moves`). The new copies left over stay
+ * in `adds` (they replace lost ones); the leaving copies left over go to `dropped` (they just leave).
  */
-function pairByGroup(drops: readonly NodeId[], adds: readonly NodeId[], groupOf: ReadonlyMap<string, string>): { moves: [NodeId, NodeId][]; added: NodeId[]; dropped: NodeId[] } {
-  const free = [...adds];
-  const moves: [NodeId, NodeId][] = [];
-  const unpaired: NodeId[] = [];
-  for (const from of drops) {
-    const k = free.findIndex((to) => groupOf.get(to) === groupOf.get(from));
-    if (k >= 0) moves.push([from, free.splice(k, 1)[0]!]);
-    else unpaired.push(from);
-  }
-  const dropped: NodeId[] = [];
-  for (const from of unpaired) {
-    if (free.length > 0) moves.push([from, free.shift()!]);
+function pairByGroup(shard: ShardNum, drops: readonly NodeId[], adds: NodeId[], groupOf: ReadonlyMap<string, string>, moves: PlannedMove[], dropped: NodeId[]): void {
+  for (let i = 0; i < drops.length; i++) {
+    const from = drops[i]!;
+    let k = 0;
+    while (k < adds.length && groupOf.get(adds[k]!) !== groupOf.get(from)) k++;
+    if (k < adds.length) moves.push({ shard, from, to: takeAt(adds, k) });
     else dropped.push(from);
   }
-  return { moves, added: free, dropped };
+  // No new copy in its rack: paired with any, in order; a leaving copy with none left just leaves.
+  let left = 0;
+  for (let i = 0; i < dropped.length; i++) {
+    if (adds.length > 0) moves.push({ shard, from: dropped[i]!, to: takeAt(adds, 0) });
+    else dropped[left++] = dropped[i]!;
+  }
+  dropped.length = left;
+}
+
+/** Removes and returns `list[k]` (no list allocated for it, as `splice` does). */
+function takeAt<T>(list: T[], k: number): T {
+  const taken = list[k]!;
+  list.copyWithin(k, k + 1);
+  list.length--;
+  return taken;
 }
 
 /**

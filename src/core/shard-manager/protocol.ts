@@ -343,6 +343,7 @@ export type NoticeName =
   | 'node.returned'
   | 'node.absence-ended'
   | 'round.deferred'
+  | 'round.continued'
   | 'shard.handoff-started'
   | 'shard.handoff-completed'
   | 'shard.handoff-cancelled'
