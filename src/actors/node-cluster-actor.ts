@@ -173,7 +173,7 @@ function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMa
 }
 
 export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, epoch: Epoch, callbacks: SingletonCallbacks): ActorRef<ClusterMsg> {
-  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs, maxMapBytes: env.settings.maxMapBytes, settleWindowMs: env.settings.settleWindowMs, copiesPerDecision: env.settings.copiesPerDecision });
+  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs, maxMapBytes: env.settings.maxMapBytes, settleWindowMs: env.settings.settleWindowMs });
   const log = env.log.child({ singleton: epoch });
   const requestId = `recovery-${epoch}-${env.node}`;
   const later = (s: State, ms: number, fn: () => void) => {
@@ -369,10 +369,18 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     }
   }
 
+  /**
+   * One decision, in slices on a real process (a join wave's round at 65 536 × 3 is 100–250 ms of
+   * work): the event loop gets its turns meanwhile, for the node's own copies, its heartbeats and
+   * its HTTP routes. This actor's mailbox waits, so nothing else decides on the same state.
+   */
   async function decide(s: State, input: ShardManagerInput): Promise<void> {
     mustAct(input.type);
     const before = s.core;
-    const d = manager.decide(before, input, env.clock.now());
+    const steps = manager.decideInSteps(before, input, env.clock.now());
+    const d = env.slicePause ? await runInSlices(steps, env.slicePause) : runWhole(steps);
+    // The role may have been lost while the decision was being made: nothing of it is performed.
+    mustAct(input.type);
     s.core = d.state;
     await perform(s, d.effects, before);
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_COPIES_PER_DECISION, DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS, DEFAULT_SETTLE_WINDOW_MS } from '../core/shard-manager/shard-manager.js';
+import { DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS, DEFAULT_SETTLE_WINDOW_MS } from '../core/shard-manager/shard-manager.js';
 import { failureDetectorSettings, type FailureDetectorOptions, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
 
 const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0);
@@ -20,11 +20,6 @@ const schema = z.strictObject({
    * more changes before one round decides them all (0: a round at every change).
    */
   settleWindowMs: ms('settleWindowMs').default(DEFAULT_SETTLE_WINDOW_MS),
-  /**
-   * The most new copies the singleton places in one decision; a larger setup is placed over several,
-   * with the event loop's turn between them (requests and reports answered meanwhile).
-   */
-  copiesPerDecision: z.number({ error: 'copiesPerDecision must be a number of copies' }).int().min(1).default(DEFAULT_COPIES_PER_DECISION),
   /**
    * How often a shard's ingestion polls its source when the last read was empty, doubled with each
    * empty read in a row up to 10 times (an idle shard polls less); a source that says when records

@@ -18,7 +18,6 @@ import type { DatasetRef } from '../core/ids.js';
 import { compareStamps, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { ShardMapper } from '../core/shard-mapper.js';
 import type { NodeOperations } from '../core/shard-manager/protocol.js';
-import { DEFAULT_COPIES_PER_DECISION } from '../core/shard-manager/shard-manager.js';
 import { declaredCopies, isolationViolations, keptCopyViolations, mayIngest, unservedByPlannedMoves } from './placement-checks.js';
 import { balanceViolation } from './balance-check.js';
 import type { ShardherdNode } from '../actors/node-process.js';
@@ -299,9 +298,6 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       reportResendMs: REPORT_RESEND_MS,
       reassignmentCooldownMs: COOLDOWN_MS,
       settleWindowMs: SETTLE_MS,
-      // Large setups are placed over several decisions: a third of the seeds place a few copies per
-      // decision, so that every fault also meets a map placed in parts. Its own random source.
-      copiesPerDecision: new SeededRandom(seed ^ 0xc091e5).pick([DEFAULT_COPIES_PER_DECISION, 3, 5]),
       retryInitialMs: 50,
       retryMaxMs: 400,
       ...(world ? { failureDetector: world.settings } : {}),

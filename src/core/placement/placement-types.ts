@@ -1,5 +1,6 @@
 import type { NodeId } from '../ids.js';
 import type { Result } from '../result.js';
+import type { Steps } from '../steps.js';
 
 /** A node as a placement strategy sees it: its isolation group (rack or zone) and its weight. */
 export interface PlacementNode {
@@ -53,4 +54,10 @@ export type PlacementError =
 export interface PlacementStrategy {
   readonly name: string;
   place(input: PlacementInput): Result<Placement, PlacementError>;
+  /**
+   * The same answer as `place`, computed in steps (a generator that yields between them): the
+   * singleton gives its event loop a turn at each, so a large decision never holds it for long.
+   * Optional: a strategy without it is asked `place`, in one piece.
+   */
+  placeInSteps?(input: PlacementInput): Steps<Result<Placement, PlacementError>>;
 }

@@ -15,6 +15,7 @@ import { count } from '../plural.js';
 import { isServingCopy } from '../shard-record.js';
 import { ShardEvents } from '../status.js';
 import type { Member } from './protocol.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 /** Until when `node` is absent for the dataset `ref` (ms), or undefined when it is not. */
@@ -178,7 +179,7 @@ export function endAbsences(step: Step): void {
  * `balanced` dataset re-creates its copies now (an operator's operation runs at once). Returns the
  * copies that were kept for it.
  */
-export function endAbsence(step: Step, node: NodeId): number {
+export function* endAbsence(step: Step, node: NodeId): Steps<number> {
   const absent = step.absent.get(node);
   if (!absent) return 0;
   step.absent.delete(node);
@@ -186,7 +187,7 @@ export function endAbsence(step: Step, node: NodeId): number {
   for (const ref of step.datasetRefs()) {
     if (step.dataset(ref)!.config.strategy !== 'balanced') continue;
     copies += step.dataset(ref)!.mapper.numShardsForNode(node);
-    step.assignShards(ref);
+    yield* step.assignShards(ref);
   }
   step.notice({ name: 'node.absence-ended', level: 'info', node, message: `${node}, absent since ${noticeTime(absent.since)}, was removed by an operator: its ${count(copies, 'copy', 'copies')} are re-created now` });
   return copies;

@@ -1,5 +1,6 @@
 import { parseNodeId, isShardInRange, type DatasetRef, type ReplyTo, type ShardNum } from '../ids.js';
 import { ShardEvents } from '../status.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 /** FiloDB's shard-list check: every shard in range and no duplicates; the list not empty. */
@@ -44,7 +45,7 @@ export function stopShards(step: Step, dataset: DatasetRef, shards: readonly num
  * capacity check (FiloDB only refuses when no room is left at all, so it over-fills nodes), then
  * `ShardAssignmentStarted` on each. An operator may start a shard that is inside its cooldown.
  */
-export function startShards(step: Step, dataset: DatasetRef, rawNode: string, shards: readonly number[], replyTo: ReplyTo): void {
+export function* startShards(step: Step, dataset: DatasetRef, rawNode: string, shards: readonly number[], replyTo: ReplyTo): Steps<void> {
   const ds = step.dataset(dataset);
   if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset });
   const parsed = parseNodeId(rawNode);
@@ -72,6 +73,6 @@ export function startShards(step: Step, dataset: DatasetRef, rawNode: string, sh
     });
   }
   for (const s of shards) step.apply(dataset, ShardEvents.assignmentStarted(dataset, s as ShardNum, node));
-  if (ds.config.strategy === 'balanced') step.assignShards(dataset);
+  if (ds.config.strategy === 'balanced') yield* step.assignShards(dataset);
   step.reply(replyTo, { type: 'Success' });
 }

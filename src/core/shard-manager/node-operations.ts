@@ -7,6 +7,7 @@ import { count } from '../plural.js';
 import { endAbsence } from './absence.js';
 import { groupsOf, placementNode, rollBackMovesOff } from './planned-moves.js';
 import type { Member, NodeOperationName, NodeOperationRefusal } from './protocol.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 function refuse(step: Step, replyTo: ReplyTo, operation: NodeOperationName, reason: NodeOperationRefusal, message: string): void {
@@ -49,11 +50,11 @@ function cannotHold(step: Step, leaving: NodeId, joining?: Member): { reason: No
 }
 
 /** Starts moving every copy off `node` (into `to` when it replaces it), then places the datasets. */
-function startDrain(step: Step, node: NodeId, to: NodeId | undefined): number {
+function* startDrain(step: Step, node: NodeId, to: NodeId | undefined): Steps<number> {
   step.draining.set(node, to);
   step.released.delete(node);
   const copies = copiesOn(step, node);
-  for (const ref of step.datasetRefs()) step.assignShards(ref);
+  for (const ref of step.datasetRefs()) yield* step.assignShards(ref);
   step.notice({ name: 'node.draining', level: 'info', node, message: `${node} is being drained${to ? ` into ${to}` : ''}: ${count(copies, 'copy', 'copies')} to hand off` });
   return copies;
 }
@@ -62,23 +63,23 @@ function startDrain(step: Step, node: NodeId, to: NodeId | undefined): number {
  * `RemoveNode`: drain. Of a node absent within its replacement delay (it is gone, its copies kept
  * for it): the operator knows it will not come back, so its copies are re-created now.
  */
-export function removeNode(step: Step, raw: string, replyTo: ReplyTo): void {
+export function* removeNode(step: Step, raw: string, replyTo: ReplyTo): Steps<void> {
   const node = parseNode(step, raw, replyTo, 'remove');
   if (node === undefined) return;
   if (!step.member(node) && step.absent.has(node)) {
-    const copies = endAbsence(step, node);
+    const copies = yield* endAbsence(step, node);
     return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves: copies, pending: false, message: `${node} was absent: the ${count(copies, 'copy', 'copies')} kept for it are re-created on the members now` });
   }
   if (!step.member(node)) return refuse(step, replyTo, 'remove', 'unknown-node', `${node} is not a member`);
   if (step.draining.has(node)) return refuse(step, replyTo, 'remove', 'conflict', `${node} is already being drained`);
   const why = cannotHold(step, node);
   if (why) return refuse(step, replyTo, 'remove', why.reason, why.message);
-  const moves = startDrain(step, node, undefined);
+  const moves = yield* startDrain(step, node, undefined);
   step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves, pending: false, message: `${node} is being drained: ${count(moves, 'copy', 'copies')} to hand off; it will be told when it may stop` });
 }
 
 /** `ReplaceNode`: every copy of `old` handed to `new`, now or when `new` joins. */
-export function replaceNode(step: Step, rawOld: string, rawNew: string, replyTo: ReplyTo): void {
+export function* replaceNode(step: Step, rawOld: string, rawNew: string, replyTo: ReplyTo): Steps<void> {
   const old = parseNode(step, rawOld, replyTo, 'replace');
   if (old === undefined) return;
   const to = parseNode(step, rawNew, replyTo, 'replace');
@@ -99,7 +100,7 @@ export function replaceNode(step: Step, rawOld: string, rawNew: string, replyTo:
   }
   const why = isolationBroken(step, old, joined) ?? cannotHold(step, old, joined);
   if (why) return refuse(step, replyTo, 'replace', why.reason, why.message);
-  const moves = startDrain(step, old, to);
+  const moves = yield* startDrain(step, old, to);
   step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'replace', node: old, moves, pending: false, message: `${old} is being replaced by ${to}: ${count(moves, 'copy', 'copies')} to hand off` });
 }
 
@@ -115,7 +116,7 @@ function isolationBroken(step: Step, old: NodeId, joined: Member): { reason: Nod
 }
 
 /** A member joined: a replacement waiting for it starts now (or is cancelled if it would break isolation). */
-export function startPendingReplacement(step: Step, member: Member): void {
+export function* startPendingReplacement(step: Step, member: Member): Steps<void> {
   const old = step.pendingReplacements.get(member.node);
   if (old === undefined) return;
   step.pendingReplacements.delete(member.node);
@@ -124,11 +125,11 @@ export function startPendingReplacement(step: Step, member: Member): void {
     step.notice({ name: 'node.operation-cancelled', level: 'warn', node: old, message: `the replacement of ${old} by ${member.node} was cancelled: ${why.message}` });
     return;
   }
-  startDrain(step, old, member.node);
+  yield* startDrain(step, old, member.node);
 }
 
 /** `AddNode`: undoes a drain or a pending replacement, so the node takes copies again. */
-export function addNode(step: Step, raw: string, replyTo: ReplyTo): void {
+export function* addNode(step: Step, raw: string, replyTo: ReplyTo): Steps<void> {
   const node = parseNode(step, raw, replyTo, 'add');
   if (node === undefined) return;
   const pending = [...step.pendingReplacements].find(([to, old]) => to === node || old === node);
@@ -141,7 +142,7 @@ export function addNode(step: Step, raw: string, replyTo: ReplyTo): void {
     let kept = 0;
     for (const ref of step.datasetRefs()) {
       kept += rollBackMovesOff(step, ref, node, into);
-      moves += copiesGivenTo(step, ref, node);
+      moves += yield* copiesGivenTo(step, ref, node);
     }
     step.notice({ name: 'node.operation-cancelled', level: 'info', node, message: `${node} is no longer drained: it takes copies again` });
     return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves, pending: false, message: `${node} takes copies again: ${count(kept, 'handoff')} rolled back (it keeps those copies), ${count(moves, 'copy', 'copies')} move to it now (more as moves finish, maxConcurrentMoves at a time)` });
@@ -153,13 +154,13 @@ export function addNode(step: Step, raw: string, replyTo: ReplyTo): void {
   // A member that holds less than its share (a drain that finished, then was undone) gets its
   // copies in this decision, and the answer says how many: not a round some seconds later.
   let moves = 0;
-  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy === 'balanced') moves += copiesGivenTo(step, ref, node);
+  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy === 'balanced') moves += yield* copiesGivenTo(step, ref, node);
   step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves, pending: false, message: `${node} is a member and takes copies: ${count(moves, 'copy', 'copies')} move to it now` });
 }
 
 /** Runs the dataset's round now; the copies it started on `node`. */
-function copiesGivenTo(step: Step, ref: DatasetRef, node: NodeId): number {
-  return step.assignShards(ref).filter((shard) => step.dataset(ref)!.mapper.copyOnNode(shard, node)?.placement === 'Initializing').length;
+function* copiesGivenTo(step: Step, ref: DatasetRef, node: NodeId): Steps<number> {
+  return (yield* step.assignShards(ref)).filter((shard) => step.dataset(ref)!.mapper.copyOnNode(shard, node)?.placement === 'Initializing').length;
 }
 
 /** A member left: it is no longer drained or waited for. */

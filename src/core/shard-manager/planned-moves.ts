@@ -10,6 +10,7 @@ import { ShardEvents } from '../status.js';
 import { absentMembers, dropDepartedCopies } from './absence.js';
 import type { Member } from './protocol.js';
 import type { ShardMapper } from '../shard-mapper.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 /** How the strategy sees a member: its rack as isolation group (its own id when it has none). */
@@ -118,6 +119,12 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into
   return rolledBack;
 }
 
+/**
+ * Shards of a round's diff between two steps: about 2–5 ms of a cold process's work (a round runs
+ * a few times per process, mostly before the optimizer has compiled it).
+ */
+const SHARDS_PER_STEP = 4096;
+
 /** Who a round of a `balanced` dataset places on, and the copies per shard it aims at. */
 function roundMembers(step: Step, ref: DatasetRef) {
   const placeable = step.placeableMembers();
@@ -141,11 +148,10 @@ function roundMembers(step: Step, ref: DatasetRef) {
  * Nodes absent within their replacement delay (`absence.ts`) go to the strategy with `absent: true`:
  * they keep their copies and get none; copies of nodes no longer waited for are dropped first, so
  * the strategy re-creates them. A round decides whatever membership change was pending, so it
- * closes the dataset's settle window. New copies past the decision's room (`copiesPerDecision`: a
- * large setup) are left to a round due at once, which plans again from the copies placed so far.
+ * closes the dataset's settle window. It yields between its passes over the shards (`decideInSteps`).
  * Returns the shards that got a new copy.
  */
-export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): ShardNum[] {
+export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): Steps<ShardNum[]> {
   const ds = step.dataset(ref)!;
   const { config } = ds;
   step.setRoundDue(ref, undefined);
@@ -161,8 +167,11 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   // Shards an operator stopped (no copy, Stopped) stay so until StartShards, as in FiloDB.
   const hold = new Set(held);
   for (let s = 0; s < config.numShards; s++) if (current[s]!.length === 0 && mapper().statusForShard(s).type === 'Stopped') hold.add(s);
+  yield;
   const nodes = [...members.map(placementNode), ...absent.map((m) => ({ ...placementNode(m), absent: true }))];
-  const target = step.settings.placement.place({ numShards: config.numShards, replicationFactor: config.replicationFactor, nodes, current, held: hold });
+  const problem = { numShards: config.numShards, replicationFactor: config.replicationFactor, nodes, current, held: hold };
+  const { placement } = step.settings;
+  const target = placement.placeInSteps ? yield* placement.placeInSteps(problem) : placement.place(problem);
   if (!target.ok) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy refused: ${target.error.message}` });
     return [];
@@ -171,13 +180,13 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   // An absent node runs nothing: a copy given to it would not serve until it came back.
   const away = new Set<string>(absent.map((m) => m.node));
   let refusedAway = 0;
-  let deferred = 0;
   const placed: ShardNum[] = [];
   const moves: PlannedMove[] = [];
   const drops: NodeId[] = [];
   const added: NodeId[] = [];
   const dropped: NodeId[] = [];
   for (let s = 0; s < config.numShards; s++) {
+    if (s % SHARDS_PER_STEP === SHARDS_PER_STEP - 1) yield;
     const shard = s as ShardNum;
     const want = target.value[s]!;
     const have = current[s]!;
@@ -202,10 +211,6 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
     // are paired within a rack first, so this copy's rack is none that a waiting move still holds.
     for (let i = 0; i < added.length; i++) {
       const node = added[i]!;
-      if (!step.takeCopyRoom()) {
-        deferred++;
-        continue;
-      }
       addCopy(step, ref, shard, node);
       placed.push(shard);
     }
@@ -218,7 +223,6 @@ export function balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<num
   }
   placed.push(...startMoves(step, ref, fairMoves(waitingMovesOf(moves), Math.max(0, budget), movesInFlightTo(step, ref), groupOf)));
   completeHandoffs(step, ref, desired);
-  if (deferred > 0) step.placeRestLater(ref, deferred);
   if (refusedAway > 0) {
     step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
   }
@@ -298,17 +302,17 @@ function startMoves(step: Step, ref: DatasetRef, choice: { readonly started: rea
  * given a copy, a staying copy in its rack) means something changed that the plan did not see: a
  * whole round then plans again. With no plan (no round since this singleton took over) a round runs too.
  */
-export function continueMoves(step: Step, ref: DatasetRef): ShardNum[] {
+export function* continueMoves(step: Step, ref: DatasetRef): Steps<ShardNum[]> {
   const ds = step.dataset(ref)!;
   const waiting = ds.waitingMoves;
-  if (waiting === undefined) return step.assignShards(ref);
+  if (waiting === undefined) return yield* step.assignShards(ref);
   const { placeable, desired, groupOf } = roundMembers(step, ref);
   completeHandoffs(step, ref, desired);
   if (waiting.count === 0) return [];
   const budget = Math.max(0, ds.config.maxConcurrentMoves - movesInFlight(step, ref));
   const choice = fairMoves(waiting, budget, movesInFlightTo(step, ref), groupOf);
   const destinations = new Set<string>(placeable.map((m) => m.node));
-  if (!choice.started.every((m) => stillPossible(step.dataset(ref)!.mapper, m, destinations, groupOf))) return step.assignShards(ref);
+  if (!choice.started.every((m) => stillPossible(step.dataset(ref)!.mapper, m, destinations, groupOf))) return yield* step.assignShards(ref);
   const placed = startMoves(step, ref, choice);
   completeHandoffs(step, ref, desired);
   return placed;

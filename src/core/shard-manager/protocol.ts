@@ -343,7 +343,6 @@ export type NoticeName =
   | 'node.returned'
   | 'node.absence-ended'
   | 'round.deferred'
-  | 'round.continued'
   | 'shard.handoff-started'
   | 'shard.handoff-completed'
   | 'shard.handoff-cancelled'

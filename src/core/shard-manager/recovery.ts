@@ -7,6 +7,7 @@ import { ShardSubscriptions } from '../subscriptions.js';
 import type { RecoveryData, RunningShard } from './protocol.js';
 import { absentUntil, nodeLost } from './absence.js';
 import { scheduleHeldShards } from './reports.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 /**
@@ -15,11 +16,14 @@ import type { Step } from './step.js';
  * reconciled with membership and with what live nodes say they run; then one snapshot per dataset
  * under the new epoch. Never starts from nothing while any copy of a map exists.
  */
-export function recover(step: Step, data: RecoveryData): void {
+export function* recover(step: Step, data: RecoveryData): Steps<void> {
   const configs = uniqueConfigs(step, data.datasets);
   // Grouped by dataset once: every guardian may send a copy of every map (datasets × nodes of them).
   const maps = groupBy(data.maps, (m) => m.dataset);
-  for (const config of configs) restoreDataset(step, config, maps.get(config.ref) ?? [], data);
+  for (const config of configs) {
+    restoreDataset(step, config, maps.get(config.ref) ?? [], data);
+    yield; // a map of 65 536 × 3 takes tens of milliseconds to restore
+  }
   const known = new Set(configs.map((c) => c.ref));
   for (const m of data.maps) {
     if (!known.has(m.dataset)) {
@@ -35,7 +39,7 @@ export function recover(step: Step, data: RecoveryData): void {
   const running = liveReports(step, data);
   const reporters = [...running.keys()];
   const reports = byDataset(running);
-  for (const ref of step.datasetRefs()) reconcile(step, ref, reporters, reports.get(ref) ?? new Map());
+  for (const ref of step.datasetRefs()) yield* reconcile(step, ref, reporters, reports.get(ref) ?? new Map());
   scheduleHeldShards(step);
   if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
   step.notice({
@@ -162,7 +166,7 @@ function runningEvent(ref: DatasetRef, shard: ShardNum, node: NodeId, status: Sh
  * `reporters`: every live node that answered, oldest first, whether it runs a shard of this
  * dataset or not; `running`: what those nodes run of this dataset.
  */
-function reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], running: LiveReports): void {
+function* reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], running: LiveReports): Steps<void> {
   const live = new Set(step.memberNodes());
   const numShards = step.dataset(ref)!.config.numShards;
   const mapper = () => step.dataset(ref)!.mapper;
@@ -210,6 +214,6 @@ function reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], ru
       if (restart || (status === 'Down' && live.has(copy.node))) step.apply(ref, ShardEvents.assignmentStarted(ref, s, copy.node));
     }
   }
-
-  step.assignShards(ref);
+  yield;
+  yield* step.assignShards(ref);
 }

@@ -3,6 +3,7 @@ import { compareTokens, tokenText, type FencingToken } from '../fencing-token.js
 import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, ShardEvents, type ShardEvent } from '../status.js';
 import { roundUnlessSettling } from './settle-window.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 /**
@@ -11,7 +12,7 @@ import type { Step } from './step.js';
  * the singleton has made its events durable and visible. A refused event is acknowledged too (it
  * will never become acceptable by resending) and explained in a `report.rejected` notice.
  */
-export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, seq: number, events: readonly ShardEvent[]): void {
+export function* nodeReport(step: Step, node: NodeId, incarnation: Incarnation, seq: number, events: readonly ShardEvent[]): Steps<void> {
   const member = step.member(node);
   if (!member || member.incarnation !== incarnation) {
     const why = member ? `is incarnation ${incarnation}, the member is incarnation ${member.incarnation}` : 'is not a member';
@@ -23,7 +24,7 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
     const roundsWanted = new Set<DatasetRef>();
     for (const e of events) {
       if (e.type !== 'IngestionError') {
-        if (applyReported(step, node, e)) roundsWanted.add(e.dataset);
+        if (yield* applyReported(step, node, e)) roundsWanted.add(e.dataset);
         continue;
       }
       // An error's text is cut as the map keeps it, so the changes carry what the map says; its
@@ -31,9 +32,9 @@ export function nodeReport(step: Step, node: NodeId, incarnation: Incarnation, s
       const { token, ...error } = e;
       const stale = token && staleAssignment(step, error, token);
       if (stale) step.notice({ name: 'report.rejected', level: 'info', dataset: e.dataset, shard: e.shard, node, message: `IngestionError for ${e.dataset}/${e.shard} from ${node} ignored: ${stale}` });
-      else applyReported(step, node, { ...error, error: boundedMessage(error.error) });
+      else yield* applyReported(step, node, { ...error, error: boundedMessage(error.error) });
     }
-    for (const ref of roundsWanted) roundUnlessSettling(step, ref);
+    for (const ref of roundsWanted) yield* roundUnlessSettling(step, ref);
   }
   step.ack({ type: 'AckReport', node, incarnation, seq });
 }
@@ -65,7 +66,7 @@ function refusal(step: Step, node: NodeId, e: ShardEvent): string | undefined {
 }
 
 /** Applies a node's event; true when it asks for a round (a copy caught up while moves are under way). */
-function applyReported(step: Step, node: NodeId, e: ShardEvent): boolean {
+function* applyReported(step: Step, node: NodeId, e: ShardEvent): Steps<boolean> {
   const why = refusal(step, node, e);
   if (why !== undefined) {
     step.notice({
@@ -82,7 +83,7 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): boolean {
   if (changed && e.type === 'IngestionError') {
     // The failed copy changes what a round would plan: the moves left waiting are planned again.
     step.setWaitingMoves(e.dataset, undefined);
-    reassignAfterError(step, e.dataset, e.shard, node, e.error);
+    yield* reassignAfterError(step, e.dataset, e.shard, node, e.error);
   }
   // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
   return changed && e.type === 'IngestionStarted' && (step.movesWaiting(e.dataset) || step.dataset(e.dataset)!.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'));
@@ -94,9 +95,9 @@ function applyReported(step: Step, node: NodeId, e: ShardEvent): boolean {
  * shard then waits, unassigned and in Error, until the cooldown ends (a `ScheduleCheck`). The new
  * copy of a drain's move that fails starts the cooldown too, and the drained node's copy serves.
  */
-function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: ShardNum, reporter: NodeId, error: string): void {
-  moveErroredShard(step, dataset, shard, reporter, error);
-  fillFreedRoom(step, dataset, shard);
+function* reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: ShardNum, reporter: NodeId, error: string): Steps<void> {
+  yield* moveErroredShard(step, dataset, shard, reporter, error);
+  yield* fillFreedRoom(step, dataset, shard);
 }
 
 /**
@@ -106,15 +107,15 @@ function reassignAfterError(step: Step, dataset: ShardEvent['dataset'], shard: S
  * room). Only once the errored shard has a copy elsewhere (moved, or its drain's old copy serves):
  * while it waits for its cooldown, the room stays its own, or it would come back over the cap.
  */
-function fillFreedRoom(step: Step, dataset: DatasetRef, shard: ShardNum): void {
+function* fillFreedRoom(step: Step, dataset: DatasetRef, shard: ShardNum): Steps<void> {
   const ds = step.dataset(dataset)!;
   if (ds.config.strategy === 'balanced') return; // a balanced round places every free copy already
   if (ds.mapper.recordForShard(shard).assignments.length === 0) return;
   const held = step.held(dataset).add(shard);
-  if (ds.mapper.unassignedShards().some((s) => !held.has(s))) step.assignShards(dataset, { hold: held });
+  if (ds.mapper.unassignedShards().some((s) => !held.has(s))) yield* step.assignShards(dataset, { hold: held });
 }
 
-function moveErroredShard(step: Step, dataset: DatasetRef, shard: ShardNum, reporter: NodeId, error: string): void {
+function* moveErroredShard(step: Step, dataset: DatasetRef, shard: ShardNum, reporter: NodeId, error: string): Steps<void> {
   const skipped = (message: string) => step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset, shard, node: reporter, message });
   const last = step.dataset(dataset)!.cooldowns.get(shard);
   if (last !== undefined && step.inCooldown(last)) {
@@ -135,7 +136,7 @@ function moveErroredShard(step: Step, dataset: DatasetRef, shard: ShardNum, repo
     skipped(`${dataset}/${shard} failed on ${reporter} (${error}) while moving there from ${leaving.node}; ${leaving.node} serves it, and the move is tried again after its cooldown, at ${isoInstant(until)} (${until})`);
     return;
   }
-  const placed = step.assignShards(dataset, { exclude: reporter });
+  const placed = yield* step.assignShards(dataset, { exclude: reporter });
   if (placed.includes(shard)) {
     step.setCooldown(dataset, shard, step.now);
     const to = step.dataset(dataset)!.mapper.nodeForShard(shard);
@@ -156,9 +157,9 @@ function moveErroredShard(step: Step, dataset: DatasetRef, shard: ShardNum, repo
  * again at its cooldown's end: the check may come a moment early by the clock `now` comes from (see
  * `endSettleWindows`), and no other check would come for it.
  */
-export function checkCooldowns(step: Step): void {
+export function* checkCooldowns(step: Step): Steps<void> {
   for (const ref of step.datasetRefs()) {
-    retryFailedDrainMoves(step, ref);
+    yield* retryFailedDrainMoves(step, ref);
     const ds = step.dataset(ref)!;
     const waiting = (s: number) => waitsForCooldown(ds, s);
     for (const [s, at] of ds.cooldowns) if (step.inCooldown(at) && waiting(s)) step.schedule(step.cooldownEnd(at));
@@ -167,7 +168,7 @@ export function checkCooldowns(step: Step): void {
     const endedShards = new Set(ended.map(([s]) => s));
     const stillCooling = [...ds.cooldowns].filter(([s, at]) => step.inCooldown(at) && waiting(s)).map(([s]) => s);
     const hold = new Set<number>([...ds.mapper.unassignedShards().filter((s) => !endedShards.has(s)), ...stillCooling]);
-    const placed = step.assignShards(ref, { hold });
+    const placed = yield* step.assignShards(ref, { hold });
     for (const s of placed) {
       step.notice({ name: 'shard.cooldown-ended', level: 'info', dataset: ref, shard: s, message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}` });
     }
@@ -207,12 +208,12 @@ function placeOnLeastLoaded(step: Step, ref: DatasetRef, shard: ShardNum): void 
  * Moves off a drained node whose new copy failed wait for the shard's cooldown (`startDrainMoves`);
  * once it ended, they are tried again, in a round that places no unassigned shard.
  */
-function retryFailedDrainMoves(step: Step, ref: DatasetRef): void {
+function* retryFailedDrainMoves(step: Step, ref: DatasetRef): Steps<void> {
   const ds = step.dataset(ref)!;
   if (ds.config.strategy === 'balanced' || step.draining.size === 0) return;
   const moveWaiting = (s: number) => ds.mapper.recordForShard(s).assignments.some((a) => a.placement === 'Leaving' && step.draining.has(a.node));
   if (![...ds.cooldowns].some(([s, at]) => !step.inCooldown(at) && moveWaiting(s))) return;
-  step.assignShards(ref, { hold: new Set(ds.mapper.unassignedShards()) });
+  yield* step.assignShards(ref, { hold: new Set(ds.mapper.unassignedShards()) });
 }
 
 /** The next `ScheduleCheck` times for every shard held in a cooldown. */

@@ -12,6 +12,7 @@
 import type { DatasetRef } from '../ids.js';
 import { noticeTime } from '../iso-time.js';
 import { continueMoves } from './planned-moves.js';
+import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
 
 /** An open window ends at most this many windows after it opened, however often the members change. */
@@ -39,14 +40,14 @@ export function shardWithoutPresentCopy(step: Step, ref: DatasetRef): number | u
  * The end of a step: each `balanced` dataset whose members changed and that had no round since
  * gets its round now if a shard cannot wait (or there is no window), else when its window ends.
  */
-export function settleMembershipRounds(step: Step): void {
+export function* settleMembershipRounds(step: Step): Steps<void> {
   for (const ref of [...step.membershipChanged]) {
     step.membershipChanged.delete(ref);
     const ds = step.dataset(ref);
     if (!ds) continue;
     const urgent = shardWithoutPresentCopy(step, ref);
     if (step.settings.settleWindowMs === 0 || urgent !== undefined) {
-      step.assignShards(ref);
+      yield* step.assignShards(ref);
       continue;
     }
     const window = step.settings.settleWindowMs;
@@ -65,11 +66,11 @@ export function settleMembershipRounds(step: Step): void {
  * (Node's timers and `Date.now()` drift apart), and a window left open with no check to come would
  * hold every later membership change's round forever (each one sees the window open).
  */
-export function endSettleWindows(step: Step): void {
+export function* endSettleWindows(step: Step): Steps<void> {
   for (const ref of step.datasetRefs()) {
     const due = step.dataset(ref)!.roundDueAt;
     if (due === undefined) continue;
-    if (due <= step.now) step.assignShards(ref);
+    if (due <= step.now) yield* step.assignShards(ref);
     else step.schedule(due);
   }
 }
@@ -79,9 +80,9 @@ export function endSettleWindows(step: Step): void {
  * the dataset's window is open, whose round will do it with everything else. A `balanced` dataset
  * goes on with the moves its last round planned (`continueMoves`).
  */
-export function roundUnlessSettling(step: Step, ref: DatasetRef): void {
+export function* roundUnlessSettling(step: Step, ref: DatasetRef): Steps<void> {
   const ds = step.dataset(ref);
   if (ds === undefined || ds.roundDueAt !== undefined) return;
-  if (ds.config.strategy === 'balanced') continueMoves(step, ref);
-  else step.assignShards(ref);
+  if (ds.config.strategy === 'balanced') yield* continueMoves(step, ref);
+  else yield* step.assignShards(ref);
 }

@@ -19,6 +19,7 @@ import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from '.
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
 import { worstCaseMapBytes } from '../map-codec.js';
 import { count } from '../plural.js';
+import { runWhole, type Steps } from '../steps.js';
 
 /** FiloDB's `reassignment-min-interval`: an errored shard moves at most once per 2 hours. */
 export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
@@ -30,9 +31,6 @@ export const DEFAULT_REASSIGNMENT_COOLDOWN_MS = 2 * 60 * 60 * 1000;
  * (60 s) and to a copy's catch-up, so that nothing waits noticeably for it.
  */
 export const DEFAULT_SETTLE_WINDOW_MS = 1_000;
-
-/** See `ShardManagerOptions.copiesPerDecision`: about 10–20 ms of a decision's work at most. */
-export const DEFAULT_COPIES_PER_DECISION = 16_384;
 
 export interface ShardManagerOptions {
   /** Which node takes which shards of `filodb-default` datasets. Default: `DefaultShardAssignmentStrategy` (FiloDB's). */
@@ -52,13 +50,6 @@ export interface ShardManagerOptions {
    * Default 1000.
    */
   readonly settleWindowMs?: number;
-  /**
-   * The most new copies one decision places; the next decisions place the rest, each one turn of
-   * the singleton's event loop after the last (a round is due at once). A 65 536 × 3 setup placed
-   * in one decision held the singleton's event loop for 250–400 ms, and every node's for the
-   * changes it applied. Default 16 384.
-   */
-  readonly copiesPerDecision?: number;
 }
 
 /** The bus's default limit of one message (its `maxMessageBytes`). */
@@ -88,15 +79,12 @@ export class ShardManager {
     if (!Number.isSafeInteger(settleWindowMs) || settleWindowMs < 0) {
       throw new RangeError(`settleWindowMs must be a non-negative integer (ms), got ${settleWindowMs}`);
     }
-    const copiesPerDecision = options.copiesPerDecision ?? DEFAULT_COPIES_PER_DECISION;
-    if (!Number.isSafeInteger(copiesPerDecision) || copiesPerDecision < 1) throw new RangeError(`copiesPerDecision must be a positive integer, got ${copiesPerDecision}`);
     this.settings = {
       strategy: options.strategy ?? new DefaultShardAssignmentStrategy(),
       placement: options.placement ?? new BalancedPlacementStrategy(),
       reassignmentCooldownMs: cooldown,
       maxMapBytes,
       settleWindowMs,
-      copiesPerDecision,
     };
   }
 
@@ -119,8 +107,18 @@ export class ShardManager {
   }
 
   decide(state: ShardManagerState, input: ShardManagerInput, now: number): Decision {
+    return runWhole(this.decideInSteps(state, input, now));
+  }
+
+  /**
+   * `decide` in steps (a generator that yields between them, returning the same decision): a
+   * runtime gives its event loop a turn at each, so that a large round (65 536 × 3, a join wave) does
+   * not hold it for a quarter of a second. Nothing else may decide meanwhile: the steps work on a
+   * copy of `state`, and the decision is the next state.
+   */
+  *decideInSteps(state: ShardManagerState, input: ShardManagerInput, now: number): Steps<Decision> {
     if (state.phase === 'recovering') {
-      if (input.type === 'Recover') return this.recover(state, input.recovery, now);
+      if (input.type === 'Recover') return yield* this.recover(state, input.recovery, now);
       const notice: Effect = { type: 'Notice', notice: { name: 'input.buffered', level: 'debug', message: `${input.type} buffered until recovery completes` } };
       return { state: { ...state, buffered: [...state.buffered, input] }, effects: [notice] };
     }
@@ -133,14 +131,14 @@ export class ShardManager {
       if (earlier) return replayed(state, input.type, id, input.replyTo, earlier.reply);
     }
     const step = new Step(state, this.settings, now);
-    this.handle(step, input);
-    settleMembershipRounds(step);
+    yield* this.handle(step, input);
+    yield* settleMembershipRounds(step);
     releaseDrainedNodes(step);
     if (isChangingRequest(input)) step.recordApplied(input.replyTo, requestIdentity(input), fingerprint!);
     return step.finish();
   }
 
-  private recover(state: ShardManagerState, data: RecoveryData, now: number): Decision {
+  private *recover(state: ShardManagerState, data: RecoveryData, now: number): Steps<Decision> {
     const base: ShardManagerState = {
       ...state,
       epoch: data.epoch,
@@ -154,30 +152,30 @@ export class ShardManager {
       absent: new Map(),
     };
     const step = new Step(base, this.settings, now);
-    recover(step, data);
+    yield* recover(step, data);
     step.announceMembers();
     releaseDrainedNodes(step);
     let decision = step.finish();
     const effects = [...decision.effects];
     for (const input of state.buffered) {
-      decision = this.decide(decision.state, input, now);
+      decision = yield* this.decideInSteps(decision.state, input, now);
       effects.push(...decision.effects);
     }
     return { state: decision.state, effects };
   }
 
-  private handle(step: Step, input: ShardManagerInput): void {
+  private *handle(step: Step, input: ShardManagerInput): Steps<void> {
     switch (input.type) {
       case 'Recover':
         return step.notice({ name: 'input.ignored', level: 'warn', message: `Recover ignored: this singleton already recovered at epoch ${step.epoch}` });
       case 'MemberUp':
-        return memberUp(step, input.member);
+        return yield* memberUp(step, input.member);
       case 'MemberDown':
-        return memberDown(step, input.node, input.incarnation);
+        return yield* memberDown(step, input.node, input.incarnation);
       case 'MembershipView':
-        return membershipView(step, input.members);
+        return yield* membershipView(step, input.members);
       case 'SetupDataset':
-        return setupDataset(step, input.config, input.replyTo);
+        return yield* setupDataset(step, input.config, input.replyTo);
       case 'RemoveDataset':
         return removeDataset(step, input.dataset, input.replyTo);
       case 'Subscribe':
@@ -195,28 +193,28 @@ export class ShardManager {
       case 'ListRegisteredDatasets':
         return step.reply(input.replyTo, { type: 'RegisteredDatasets', datasets: step.datasetRefs().sort() });
       case 'StartShards':
-        return startShards(step, input.dataset, input.node, input.shards, input.replyTo);
+        return yield* startShards(step, input.dataset, input.node, input.shards, input.replyTo);
       case 'StopShards':
         return stopShards(step, input.dataset, input.shards, input.replyTo);
       case 'NodeReport':
-        return nodeReport(step, input.node, input.incarnation, input.seq, input.events);
+        return yield* nodeReport(step, input.node, input.incarnation, input.seq, input.events);
       case 'NodeReports':
-        for (const r of input.reports) nodeReport(step, r.node, r.incarnation, r.seq, r.events);
+        for (const r of input.reports) yield* nodeReport(step, r.node, r.incarnation, r.seq, r.events);
         return;
       case 'PublishDigest':
-        return publishDigest(step);
+        return yield* publishDigest(step);
       case 'SyncMaps':
         return syncMaps(step, input.subscriber, input.datasets, input.members);
       case 'CheckCooldowns':
-        checkCooldowns(step);
+        yield* checkCooldowns(step);
         endAbsences(step);
-        return endSettleWindows(step);
+        return yield* endSettleWindows(step);
       case 'RemoveNode':
-        return removeNode(step, input.node, input.replyTo);
+        return yield* removeNode(step, input.node, input.replyTo);
       case 'ReplaceNode':
-        return replaceNode(step, input.old, input.new, input.replyTo);
+        return yield* replaceNode(step, input.old, input.new, input.replyTo);
       case 'AddNode':
-        return addNode(step, input.node, input.replyTo);
+        return yield* addNode(step, input.node, input.replyTo);
       case 'GetNodeOperations':
         return nodeOperationsState(step, input.replyTo);
       case 'DescribeCluster':
@@ -271,17 +269,17 @@ function uniqueMembers(members: readonly Member[]): Member[] {
  * kept for it; a restarted one keeps its copies the same way; a new node ends the absences
  * (`absence.ts`). Their round runs at the end of the step or of the settle window.
  */
-function memberUp(step: Step, member: Member): void {
+function* memberUp(step: Step, member: Member): Steps<void> {
   const existing = step.member(member.node);
   if (existing?.incarnation === member.incarnation) {
     return step.notice({ name: 'member.ignored', level: 'debug', node: member.node, message: `${member.node} is already a member` });
   }
-  if (existing) memberDown(step, existing.node, existing.incarnation, true);
+  if (existing) yield* memberDown(step, existing.node, existing.incarnation, true);
   step.members = sortMembers([...step.members, member]);
   step.notice({ name: 'member.up', level: 'info', node: member.node, message: `${member.node} (incarnation ${member.incarnation}) joined` });
   nodeJoined(step, member, existing !== undefined);
-  startPendingReplacement(step, member);
-  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy !== 'balanced') step.assignShards(ref);
+  yield* startPendingReplacement(step, member);
+  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy !== 'balanced') yield* step.assignShards(ref);
 }
 
 /**
@@ -289,7 +287,7 @@ function memberUp(step: Step, member: Member): void {
  * `balanced` dataset keeps the node's copies whose shards are served elsewhere for its replacement
  * delay (`absence.ts`); `restarting`: the node is back already, with a new incarnation.
  */
-function memberDown(step: Step, node: NodeId, incarnation: Incarnation, restarting = false): void {
+function* memberDown(step: Step, node: NodeId, incarnation: Incarnation, restarting = false): Steps<void> {
   const member = step.member(node);
   if (!member || member.incarnation !== incarnation) {
     const why = member ? `the member is incarnation ${member.incarnation}` : 'it is not a member';
@@ -304,7 +302,7 @@ function memberDown(step: Step, node: NodeId, incarnation: Incarnation, restarti
     if (step.dataset(ref)!.config.strategy === 'balanced') continue;
     const mapper = step.dataset(ref)!.mapper;
     for (const s of mapper.shardsForNode(node)) step.apply(ref, ShardEvents.shardDown(ref, s, node));
-    step.assignShards(ref);
+    yield* step.assignShards(ref);
   }
 }
 
@@ -313,18 +311,18 @@ function memberDown(step: Step, node: NodeId, incarnation: Incarnation, restarti
  * (so that a new node joining in the same view is not taken as their replacement), then the other
  * joins oldest first.
  */
-function membershipView(step: Step, view: readonly Member[]): void {
+function* membershipView(step: Step, view: readonly Member[]): Steps<void> {
   const members = uniqueMembers(view);
   const byNode = new Map(members.map((m) => [m.node, m]));
   for (const m of [...step.members]) {
-    if (byNode.get(m.node)?.incarnation !== m.incarnation) memberDown(step, m.node, m.incarnation);
+    if (byNode.get(m.node)?.incarnation !== m.incarnation) yield* memberDown(step, m.node, m.incarnation);
   }
   const joining = sortMembers(members).filter((m) => !step.member(m.node));
   const back = joining.filter((m) => step.absent.has(m.node));
-  for (const m of [...back, ...joining.filter((j) => !back.includes(j))]) memberUp(step, m);
+  for (const m of [...back, ...joining.filter((j) => !back.includes(j))]) yield* memberUp(step, m);
 }
 
-function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void {
+function* setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): Steps<void> {
   const existing = step.dataset(config.ref);
   if (existing) {
     const fields = datasetConfigDifferences(existing.config, config);
@@ -352,14 +350,12 @@ function setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): void
   step.createDataset(config, new ShardMapper(config.numShards, config.ref, step.firstVersion(config.ref)));
   step.subscriptions = step.subscriptions.addDataset(config.ref);
   if (step.subscriptions.watchers.size > 0) step.publishSubscriptions();
-  const placed = step.assignShards(config.ref);
-  // A new dataset's round is due only if this decision had no room for all its copies.
-  const rest = step.dataset(config.ref)!.roundDueAt === undefined ? '' : ', the rest in the next decisions';
+  const placed = yield* step.assignShards(config.ref);
   step.notice({
     name: 'dataset.created',
     level: 'info',
     dataset: config.ref,
-    message: `dataset ${config.ref} set up: ${config.numShards} shards × ${config.replicationFactor} (${config.strategy}), minNumNodes ${config.minNumNodes}, ${count(placed.length, 'copy', 'copies')} placed over ${count(step.members.length, 'member')}${rest}`,
+    message: `dataset ${config.ref} set up: ${config.numShards} shards × ${config.replicationFactor} (${config.strategy}), minNumNodes ${config.minNumNodes}, ${count(placed.length, 'copy', 'copies')} placed over ${count(step.members.length, 'member')}`,
   });
   step.reply(replyTo, { type: 'DatasetVerified', dataset: config.ref });
 }
@@ -434,10 +430,10 @@ function unsubscribe(step: Step, subscriber: SubscriberId, dataset: DatasetRef |
  * per map, two versions) whatever the maps' size: a node or subscriber that is behind asks for
  * what it lacks. Nothing is persisted.
  */
-function publishDigest(step: Step): void {
+function* publishDigest(step: Step): Steps<void> {
   // Planned moves waiting for the budget get a round at least once per interval: a report that
   // would have run one may have come before the budget freed up (or never, its node having died).
-  for (const dataset of step.datasetRefs()) if (step.movesWaiting(dataset)) roundUnlessSettling(step, dataset);
+  for (const dataset of step.datasetRefs()) if (step.movesWaiting(dataset)) yield* roundUnlessSettling(step, dataset);
   // The digest tells the stamps after this step's changes: those go out first.
   step.flushAll();
   step.send({ type: 'PublishDigest', maps: step.mapStamps(), members: step.membersVersionNow });

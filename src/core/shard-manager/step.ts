@@ -5,7 +5,7 @@ import type { DatasetRef, Epoch, NodeId, ReplyTo, ShardNum, SubscriberId } from 
 import type { ShardMapper } from '../shard-mapper.js';
 import { type ShardEvent, ShardEvents } from '../status.js';
 import type { ShardSubscriptions } from '../subscriptions.js';
-import { count } from '../plural.js';
+import type { Steps } from '../steps.js';
 import { NoticeLots } from './notice-lots.js';
 import { balancedRound, completeHandoffs, startDrainMoves, type WaitingMoves } from './planned-moves.js';
 import { APPLIED_REQUESTS_KEPT, type AbsentNode, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
@@ -95,8 +95,6 @@ export interface StepSettings {
   readonly maxMapBytes: number;
   /** How long a membership change's `balanced` round waits for more changes (ms; 0: none). */
   readonly settleWindowMs: number;
-  /** The most new copies one decision places (see `ShardManagerOptions.copiesPerDecision`). */
-  readonly copiesPerDecision: number;
 }
 
 /**
@@ -135,8 +133,6 @@ export class Step {
   private membersVersion: number;
   /** Publish the members even if they did not change (recovery, a node that asked for them). */
   private membersWanted = false;
-  /** New copies placed by this decision, against `settings.copiesPerDecision`. */
-  private copiesPlaced = 0;
 
   constructor(
     base: ShardManagerState,
@@ -280,24 +276,6 @@ export class Step {
     w.windowOpenedAt = opened;
   }
 
-  /** Whether this decision may place one more new copy; if so, counts it. */
-  takeCopyRoom(): boolean {
-    if (this.copiesPlaced >= this.settings.copiesPerDecision) return false;
-    this.copiesPlaced++;
-    return true;
-  }
-
-  /**
-   * New copies of `ref` that this decision had no room for: a round is due at once, and runs at
-   * the next check, after the singleton's event loop has had its turn (requests and reports are
-   * answered between the parts of a large setup).
-   */
-  placeRestLater(ref: DatasetRef, left: number): void {
-    this.setRoundDue(ref, this.now, this.now);
-    this.schedule(this.now);
-    this.notice({ name: 'round.continued', level: 'debug', dataset: ref, message: `${ref}: ${count(left, 'new copy', 'new copies')} left for the next decision (at most ${this.settings.copiesPerDecision} per decision)` });
-  }
-
   /** Records the planned moves a `balanced` round left waiting for the budget (undefined: not known). */
   setWaitingMoves(ref: DatasetRef, moves: WaitingMoves | undefined): void {
     const before = this.dataset(ref)?.waitingMoves;
@@ -360,11 +338,11 @@ export class Step {
    * Drained nodes get nothing, and the planned moves off them start (see `planned-moves.ts`).
    * A `balanced` dataset is placed whole by its strategy instead.
    */
-  assignShards(ref: DatasetRef, opts: { exclude?: NodeId; hold?: ReadonlySet<number> } = {}): ShardNum[] {
+  *assignShards(ref: DatasetRef, opts: { exclude?: NodeId; hold?: ReadonlySet<number> } = {}): Steps<ShardNum[]> {
     const ds = this.dataset(ref);
     if (!ds) return [];
     const held = opts.hold ?? this.held(ref);
-    if (ds.config.strategy === 'balanced') return balancedRound(this, ref, held);
+    if (ds.config.strategy === 'balanced') return yield* balancedRound(this, ref, held);
     // Finished handoffs first: a Leaving copy still counts against its node's room.
     completeHandoffs(this, ref, 1);
     const placed = this.assignFree(ref, held, this.placeableMembers(), opts.exclude);
@@ -394,10 +372,6 @@ export class Step {
         // Read through `dataset` each time: the first change clones the mapper.
         const shards = this.settings.strategy.shardAssignments(node, spec, this.dataset(ref)!.mapper);
         for (const shard of shards) {
-          if (!this.takeCopyRoom()) {
-            this.placeRestLater(ref, this.dataset(ref)!.mapper.numUnassignedShards);
-            return placed;
-          }
           this.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
           placed.push(shard);
         }
