@@ -1,6 +1,7 @@
 import type { RestartTrouble, ShardherdNode } from '../actors/node-process.js';
 import type { Problem } from '../actors/problems.js';
 import type { MapStamp, Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
+import type { ShardMapper } from '../core/shard-mapper.js';
 
 /** A node as JSON: its identity and membership, the shards it runs, and the singleton's state if it hosts it. */
 export interface NodeStatus {
@@ -62,17 +63,7 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
     knownEpoch: cache?.maxEpoch,
     singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
     ...(node.writeLease ? { writeLease: node.writeLease } : {}),
-    maps: [...(cache?.maps.values() ?? [])].flatMap((f) => {
-      if (!f.mapper) return [];
-      const statuses: Record<string, number> = {};
-      const copies: Record<string, number> = {};
-      for (let s = 0; s < f.mapper.numShards; s++) {
-        const r = f.mapper.recordForShard(s);
-        statuses[r.status.type] = (statuses[r.status.type] ?? 0) + 1;
-        for (const a of r.assignments) copies[a.status.type] = (copies[a.status.type] ?? 0) + 1;
-      }
-      return [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, statuses, copies }];
-    }),
+    maps: [...(cache?.maps.values() ?? [])].flatMap((f) => (f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, ...statusCounts(f.mapper) }] : [])),
     singleton:
       state === undefined
         ? undefined
@@ -85,6 +76,30 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
           },
     problems: node.problems.list(),
   };
+}
+
+/**
+ * Shards and copies of a map per status, counted once per map and version: counting 65 536 × 3
+ * copies at every poll of the status route held the node's event loop for up to 160 ms in a join
+ * wave (a followed map changes by a new mapper; the version guards against one changed in place).
+ */
+const countsOfMap = new WeakMap<ShardMapper, { readonly version: number; readonly statuses: Record<string, number>; readonly copies: Record<string, number> }>();
+
+function statusCounts(mapper: ShardMapper): { readonly statuses: Record<string, number>; readonly copies: Record<string, number> } {
+  const known = countsOfMap.get(mapper);
+  if (known?.version === mapper.version) return { statuses: known.statuses, copies: known.copies };
+  const statuses: Record<string, number> = {};
+  const copies: Record<string, number> = {};
+  for (let s = 0; s < mapper.numShards; s++) {
+    const r = mapper.recordForShard(s);
+    statuses[r.status.type] = (statuses[r.status.type] ?? 0) + 1;
+    for (let i = 0; i < r.assignments.length; i++) {
+      const type = r.assignments[i]!.status.type;
+      copies[type] = (copies[type] ?? 0) + 1;
+    }
+  }
+  countsOfMap.set(mapper, { version: mapper.version, statuses, copies });
+  return { statuses, copies };
 }
 
 /** Copies per dataset and status. */

@@ -4,6 +4,7 @@ import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, ShardEvents, type ShardEvent } from '../status.js';
 import { roundUnlessSettling } from './settle-window.js';
 import type { Steps } from '../steps.js';
+import type { NodeReportBody } from './protocol.js';
 import type { Step } from './step.js';
 
 /**
@@ -13,15 +14,28 @@ import type { Step } from './step.js';
  * will never become acceptable by resending) and explained in a `report.rejected` notice.
  */
 export function* nodeReport(step: Step, node: NodeId, incarnation: Incarnation, seq: number, events: readonly ShardEvent[]): Steps<void> {
+  yield* nodeReports(step, [{ node, incarnation, seq, events }]);
+}
+
+/**
+ * Reports that arrived together, each applied as `nodeReport` does, in order. The rounds that
+ * copies catching up ask for run once, after all of them: a report brings many events (a node
+ * batches them), a lot of reports hundreds, and each round looks at every move in flight (with 1024
+ * moves in flight, a round per report held the singleton for 200 ms per lot: issue 34).
+ */
+export function* nodeReports(step: Step, reports: readonly NodeReportBody[]): Steps<void> {
+  const roundsWanted = new Set<DatasetRef>();
+  for (const r of reports) yield* applyReport(step, r, roundsWanted);
+  for (const ref of roundsWanted) yield* roundUnlessSettling(step, ref);
+}
+
+function* applyReport(step: Step, { node, incarnation, seq, events }: NodeReportBody, roundsWanted: Set<DatasetRef>): Steps<void> {
   const member = step.member(node);
   if (!member || member.incarnation !== incarnation) {
     const why = member ? `is incarnation ${incarnation}, the member is incarnation ${member.incarnation}` : 'is not a member';
     // Expected after a restart or a failover (a dead incarnation's reports are replayed): info, not a warning.
     step.notice({ name: 'report.rejected', level: 'info', node, message: `report ${seq} from ${node} refused: the sender ${why}` });
   } else {
-    // Rounds a copy catching up asks for run once per report, after all its events: a report
-    // brings many (a node batches them), and each round looks at the whole map.
-    const roundsWanted = new Set<DatasetRef>();
     for (const e of events) {
       if (e.type !== 'IngestionError') {
         if (yield* applyReported(step, node, e)) roundsWanted.add(e.dataset);
@@ -34,7 +48,6 @@ export function* nodeReport(step: Step, node: NodeId, incarnation: Incarnation, 
       if (stale) step.notice({ name: 'report.rejected', level: 'info', dataset: e.dataset, shard: e.shard, node, message: `IngestionError for ${e.dataset}/${e.shard} from ${node} ignored: ${stale}` });
       else yield* applyReported(step, node, { ...error, error: boundedMessage(error.error) });
     }
-    for (const ref of roundsWanted) yield* roundUnlessSettling(step, ref);
   }
   step.ack({ type: 'AckReport', node, incarnation, seq });
 }

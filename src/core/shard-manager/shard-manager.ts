@@ -13,7 +13,7 @@ import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNo
 import { groupsOf } from './planned-moves.js';
 import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, requestFingerprint, requestIdentity, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
-import { checkCooldowns, nodeReport } from './reports.js';
+import { checkCooldowns, nodeReport, nodeReports } from './reports.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
 import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from './settle-window.js';
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
@@ -199,8 +199,7 @@ export class ShardManager {
       case 'NodeReport':
         return yield* nodeReport(step, input.node, input.incarnation, input.seq, input.events);
       case 'NodeReports':
-        for (const r of input.reports) yield* nodeReport(step, r.node, r.incarnation, r.seq, r.events);
-        return;
+        return yield* nodeReports(step, input.reports);
       case 'PublishDigest':
         return yield* publishDigest(step);
       case 'SyncMaps':
