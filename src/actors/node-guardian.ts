@@ -182,8 +182,9 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       askSync: (wanted) => {
         const s = state();
         s.syncTimer?.();
-        // An answer lost on the bus (or never sent) is asked for again, at the pace of reports.
-        s.syncTimer = env.clock.schedule(env.settings.reportResendMs, () => env.runtime.send(self, { type: 'SyncTimeout' }));
+        // An answer lost on the bus (or never sent) is asked for again, at the pace of reports, and
+        // more slowly while no answer comes (a singleton busy with a large decision).
+        s.syncTimer = env.clock.schedule(env.settings.reportResendMs * maps.syncWaitFactor, () => env.runtime.send(self, { type: 'SyncTimeout' }));
         env.log.debug({ ...wanted }, 'this node is behind on some maps: asking the singleton');
         void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) => env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'));
       },

@@ -112,6 +112,20 @@ describe('FollowedMaps', () => {
     expect(seen.asked).toHaveLength(3);
   });
 
+  it('waits twice as long for each answer that did not come in time, up to 8 times the usual wait, and the usual wait again once answered', () => {
+    const { maps } = recorder();
+    maps.want({ dataset: ds });
+    const factors = [maps.syncWaitFactor];
+    for (let i = 0; i < 5; i++) {
+      maps.syncFailed();
+      factors.push(maps.syncWaitFactor);
+    }
+    expect(factors).toEqual([1, 2, 4, 8, 8, 8]);
+    maps.snapshot(snapshotRecord(startMap(), 1));
+    expect(maps.lacking).toBe(false);
+    expect(maps.syncWaitFactor).toBe(1);
+  });
+
   it('changes it already has are stale: a duplicated record changes nothing', () => {
     const { seen, maps } = recorder();
     maps.snapshot(snapshotRecord(startMap(), 1));
