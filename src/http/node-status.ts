@@ -83,11 +83,16 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
  * copies at every poll of the status route held the node's event loop for up to 160 ms in a join
  * wave (a followed map changes by a new mapper; the version guards against one changed in place).
  */
-const countsOfMap = new WeakMap<ShardMapper, { readonly version: number; readonly statuses: Record<string, number>; readonly copies: Record<string, number> }>();
+interface StatusCounts {
+  readonly statuses: Record<string, number>;
+  readonly copies: Record<string, number>;
+}
 
-function statusCounts(mapper: ShardMapper): { readonly statuses: Record<string, number>; readonly copies: Record<string, number> } {
+const countsOfMap = new WeakMap<ShardMapper, { readonly version: number; readonly counts: StatusCounts }>();
+
+function statusCounts(mapper: ShardMapper): StatusCounts {
   const known = countsOfMap.get(mapper);
-  if (known?.version === mapper.version) return { statuses: known.statuses, copies: known.copies };
+  if (known?.version === mapper.version) return known.counts;
   const statuses: Record<string, number> = {};
   const copies: Record<string, number> = {};
   for (let s = 0; s < mapper.numShards; s++) {
@@ -98,8 +103,9 @@ function statusCounts(mapper: ShardMapper): { readonly statuses: Record<string, 
       copies[type] = (copies[type] ?? 0) + 1;
     }
   }
-  countsOfMap.set(mapper, { version: mapper.version, statuses, copies });
-  return { statuses, copies };
+  const counts = { statuses, copies };
+  countsOfMap.set(mapper, { version: mapper.version, counts });
+  return counts;
 }
 
 /** Copies per dataset and status. */

@@ -1,4 +1,4 @@
-import { isShardInRange, type DatasetRef, type Incarnation, type NodeId, type ShardNum } from '../ids.js';
+import { isShardInRange, type DatasetRef, type NodeId, type ShardNum } from '../ids.js';
 import { compareTokens, tokenText, type FencingToken } from '../fencing-token.js';
 import { isoInstant } from '../instant.js';
 import { boundedMessage, NODE_REPORTED_EVENTS, ShardEvents, type ShardEvent } from '../status.js';
@@ -8,20 +8,10 @@ import type { NodeReportBody } from './protocol.js';
 import type { Step } from './step.js';
 
 /**
- * A node's report: applied only from the owner's current incarnation, then acknowledged. The ack
- * is emitted after the changes' persist and publish effects, so a node stops resending only once
- * the singleton has made its events durable and visible. A refused event is acknowledged too (it
- * will never become acceptable by resending) and explained in a `report.rejected` notice.
- */
-export function* nodeReport(step: Step, node: NodeId, incarnation: Incarnation, seq: number, events: readonly ShardEvent[]): Steps<void> {
-  yield* nodeReports(step, [{ node, incarnation, seq, events }]);
-}
-
-/**
- * Reports that arrived together, each applied as `nodeReport` does, in order. The rounds that
- * copies catching up ask for run once, after all of them: a report brings many events (a node
- * batches them), a lot of reports hundreds, and each round looks at every move in flight (with 1024
- * moves in flight, a round per report held the singleton for 200 ms per lot: issue 34).
+ * Nodes' reports (one, or a lot that arrived together), each applied in order (`applyReport`). The
+ * rounds that copies catching up ask for run once, after all of them: a report brings many events
+ * (a node batches them), a lot of reports hundreds, and each round looks at every move in flight
+ * (with 1024 moves in flight, a round per report held the singleton for 200 ms per lot: issue 34).
  */
 export function* nodeReports(step: Step, reports: readonly NodeReportBody[]): Steps<void> {
   const roundsWanted = new Set<DatasetRef>();
@@ -41,6 +31,12 @@ export function* nodeReports(step: Step, reports: readonly NodeReportBody[]): St
 /** Reported events applied between two steps: about 5–10 ms of a cold process's work. */
 const EVENTS_PER_STEP = 2048;
 
+/**
+ * A node's report: applied only from the owner's current incarnation, then acknowledged. The ack
+ * is emitted after the changes' persist and publish effects, so a node stops resending only once
+ * the singleton has made its events durable and visible. A refused event is acknowledged too (it
+ * will never become acceptable by resending) and explained in a `report.rejected` notice.
+ */
 function* applyReport(step: Step, { node, incarnation, seq, events }: NodeReportBody, roundsWanted: Set<DatasetRef>): Steps<void> {
   const member = step.member(node);
   if (!member || member.incarnation !== incarnation) {

@@ -13,7 +13,7 @@ import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNo
 import { groupsOf } from './planned-moves.js';
 import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, requestFingerprint, requestIdentity, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
-import { checkCooldowns, nodeReport, nodeReports } from './reports.js';
+import { checkCooldowns, nodeReports } from './reports.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
 import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from './settle-window.js';
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
@@ -197,7 +197,7 @@ export class ShardManager {
       case 'StopShards':
         return stopShards(step, input.dataset, input.shards, input.replyTo);
       case 'NodeReport':
-        return yield* nodeReport(step, input.node, input.incarnation, input.seq, input.events);
+        return yield* nodeReports(step, [input]);
       case 'NodeReports':
         return yield* nodeReports(step, input.reports);
       case 'PublishDigest':
