@@ -6,7 +6,7 @@ import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
-import type { AppliedRequest, Effect, MapStamp, Member, NodeOperations, NodeReportBody, RecoveryData, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import { type AppliedRequest, type Effect, isReadRequest, isReadRequestType, type MapStamp, type Member, type NodeOperations, type NodeReportBody, type RecoveryData, type ShardManagerInput } from '../core/shard-manager/protocol.js';
 import type { Evidence } from '../cluster/failure-detector/judge.js';
 import type { SingletonMonitor } from '../cluster/failure-detector/singleton-monitor.js';
 import { SingletonLeaseKeeper } from '../cluster/failure-detector/singleton-lease-keeper.js';
@@ -56,6 +56,13 @@ type ClusterState = Extract<InboxMessage, { kind: 'cluster-state' }>;
 interface State {
   phase: 'starting' | 'recovering' | 'active' | 'stopped';
   core: ShardManagerState;
+  /**
+   * The last decided state whose store writes are all done: read requests are answered from it at
+   * once, as they arrive, without waiting behind a decision under way (`answerReadAtOnce`).
+   * `core` runs ahead of it while a decision's writes are awaited: a read must not show what a
+   * successor would not recover. Undefined until recovery has been performed.
+   */
+  readable: ShardManagerState | undefined;
   /** Which whole-map format each process reads: what a map is written in. */
   readonly mapReaders: MapReaders;
   /** The members the core counts: the group's, less evicted incarnations, with departures held until their lease ran out. */
@@ -159,6 +166,36 @@ const REPORT_DECISION_GAP = 3;
  * send theirs and recovery sees every candidate it would have seen with full answers.
  */
 /** A report as its acknowledgement names it. */
+/** Whether each effect writes to the MetaStore (a record of every kind: the compiler asks about a new one). */
+const WRITES_STORE: Readonly<Record<Effect['type'], boolean>> = {
+  PersistDataset: true,
+  DeleteDataset: true,
+  PersistShardMap: true,
+  PersistCooldown: true,
+  PersistSubscriptions: true,
+  PersistNodeOperations: true,
+  PersistAppliedRequests: true,
+  ReleaseNode: false,
+  Publish: false,
+  PublishChanges: false,
+  PublishSnapshot: false,
+  PublishMembers: false,
+  PublishMembersChange: false,
+  PublishDigest: false,
+  FenceNode: false,
+  Reply: false,
+  AckReport: false,
+  ScheduleCheck: false,
+  Notice: false,
+};
+
+/** A cheap look at a raw inbox record, before it is parsed: a read request? */
+function looksLikeRead(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || (value as { kind?: unknown }).kind !== 'request') return false;
+  const request = (value as { request?: unknown }).request;
+  return typeof request === 'object' && request !== null && isReadRequestType(String((request as { type?: unknown }).type));
+}
+
 const reportKey = (node: NodeId, incarnation: Incarnation, seq: number): string => `${node}@${incarnation}#${seq}`;
 
 function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMapSnapshot[]): MapStamp[] {
@@ -270,9 +307,12 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     const configOf = (ref: DatasetRef): DatasetConfig => (s.core.datasets.get(ref) ?? before.datasets.get(ref))!.config;
     const queueEvent = (m: EventsMessage) => sendLater(m.kind, produceEvents(m));
     const queueReply = (m: RepliesMessage) => sendLater(m.kind, produceReplies(m));
-    for (const e of effects) {
+    // Past its last store write, what the decision made is stored: reads may see it.
+    const stored = effects.findLastIndex((e) => WRITES_STORE[e.type]);
+    for (const [i, e] of effects.entries()) {
       // A singleton that lost its role meanwhile (a store call hung past its lease) does nothing more.
       mustAct(e.type);
+      if (i > stored) s.readable = s.core;
       switch (e.type) {
         case 'PersistDataset':
           await persist('writing a dataset', () => env.metaStore.putDataset(e.config, epoch));
@@ -326,12 +366,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
           break;
-        case 'Reply': {
-          // An operator looking at the cluster sees what failed for good on the singleton's node.
-          const reply = e.reply.type === 'ClusterDescription' ? { ...e.reply, problems: env.problems.list() } : e.reply;
-          queueReply({ format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply });
+        case 'Reply':
+          queueReply(replyRecord(e));
           break;
-        }
         case 'AckReport':
         {
           const key = reportKey(e.node, e.incarnation, e.seq);
@@ -367,6 +404,32 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
       }
     }
+    s.readable = s.core;
+  }
+
+  function replyRecord(e: Extract<Effect, { type: 'Reply' }>): RepliesMessage {
+    // An operator looking at the cluster sees what failed for good on the singleton's node.
+    const reply = e.reply.type === 'ClusterDescription' ? { ...e.reply, problems: env.problems.list() } : e.reply;
+    return { format: WIRE_FORMAT, kind: 'reply', epoch, to: e.to, reply };
+  }
+
+  /**
+   * Answers a read request (a map, the datasets, the node operations, the cluster's description)
+   * as soon as the bus hands it over, from the last state whose writes are done: a read waited
+   * behind the decision under way, seconds for a 65 536-shard setup, and every operator route with
+   * it (issue 34). A read sees every change acknowledged before it was sent (a change is answered
+   * only after its state is readable); it may not see a change still being decided, which has
+   * answered nobody yet. Not taken from the inbox's order, it is not part of the position
+   * committed: a replay after a failover answers it again, which is harmless.
+   */
+  function answerReadAtOnce(s: State, record: BusRecord): boolean {
+    if (s.phase !== 'active' || s.readable === undefined || !looksLikeRead(record.value) || stopReason() !== undefined) return false;
+    const parsed = parseInboxMessage(record.value);
+    if (!parsed.ok || parsed.value.kind !== 'request' || !isReadRequest(parsed.value.request)) return false;
+    for (const e of manager.answer(s.readable, parsed.value.request, env.clock.now())) {
+      if (e.type === 'Reply') sendLater('reply', produceReplies(replyRecord(e)));
+    }
+    return true;
   }
 
   /**
@@ -631,6 +694,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
   const initialState: State = {
     phase: 'starting',
     core: manager.initialState(),
+    readable: undefined,
     mapReaders: new MapReaders(),
     view: { generation: 0, members: [] },
     groupView: { generation: 0, members: [] },
@@ -715,6 +779,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           const inbox = env.topics.inbox;
           const startAt = await retrying('reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
           s.inbox = await env.bus.subscribe(inbox, inboxGroup(inbox, epoch), (record) => {
+            if (answerReadAtOnce(s, record)) return;
             if (s.inboxQueue.push(record) === 1) env.runtime.send(ctx.self, { type: 'Inbox' });
           }, { start: 'earliest', ...(startAt === undefined ? {} : { startAt }), onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
           // This group holds the position from now on, even if this singleton dies before it applies anything.

@@ -215,6 +215,14 @@ const CHANGING_REQUESTS: ReadonlySet<ShardManagerInputType> = new Set<ChangingRe
 
 export const isChangingRequest = (input: ShardManagerInput): input is ChangingRequest => CHANGING_REQUESTS.has(input.type);
 
+/** Requests that only read the state: answered from it without changing it (`ShardManager.answer`). */
+export type ReadRequest = Extract<ShardManagerInput, { type: 'GetShardMap' | 'ListRegisteredDatasets' | 'GetNodeOperations' | 'DescribeCluster' }>;
+
+const READ_REQUESTS: ReadonlySet<string> = new Set<ReadRequest['type']>(['GetShardMap', 'ListRegisteredDatasets', 'GetNodeOperations', 'DescribeCluster']);
+
+export const isReadRequestType = (type: string): type is ReadRequest['type'] => READ_REQUESTS.has(type);
+export const isReadRequest = (input: ShardManagerInput): input is ReadRequest => READ_REQUESTS.has(input.type);
+
 /** Answers to requests, FiloDB's names. Expected failures are replies, not exceptions. */
 export type Reply =
   | { readonly type: 'DatasetVerified'; readonly dataset: DatasetRef }

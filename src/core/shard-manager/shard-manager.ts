@@ -11,7 +11,7 @@ import { ShardSubscriptions } from '../subscriptions.js';
 import { startShards, stopShards } from './admin.js';
 import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNode, replaceNode, startPendingReplacement } from './node-operations.js';
 import { groupsOf } from './planned-moves.js';
-import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type RecoveryData, type Reply, requestFingerprint, requestIdentity, type ShardManagerInput } from './protocol.js';
+import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type ReadRequest, type RecoveryData, type Reply, requestFingerprint, requestIdentity, type ShardManagerInput } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReports } from './reports.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
@@ -136,6 +136,18 @@ export class ShardManager {
     releaseDrainedNodes(step);
     if (isChangingRequest(input)) step.recordApplied(input.replyTo, requestIdentity(input), fingerprint!);
     return step.finish();
+  }
+
+  /**
+   * A read request's answer from `state` alone, which it never changes (unlike `decide`, it runs
+   * none of the work any input may end, such as releasing a drained node). A runtime may answer
+   * reads this way from the last state it acted on while a decision is under way: a read waited
+   * behind a 65 536-shard setup for seconds (issue 34).
+   */
+  answer(state: ShardManagerState, input: ReadRequest, now: number): readonly Effect[] {
+    const step = new Step(state, this.settings, now);
+    runWhole(this.handle(step, input));
+    return step.finish().effects;
   }
 
   private *recover(state: ShardManagerState, data: RecoveryData, now: number): Steps<Decision> {
