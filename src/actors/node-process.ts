@@ -18,7 +18,8 @@ import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
 import type { NodeEnv } from './node-env.js';
-import { EventsSkip, NOTHING_RUNNING, spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
+import { RequestLane } from './request-lane.js';
+import { EventsSkip, GuardianOutlook, NOTHING_RUNNING, spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
 import { ActorRuntime, type ActorRef } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
@@ -98,6 +99,10 @@ export class ShardherdNode {
   private gate = new Gate();
   private runtime: ActorRuntime | undefined;
   private guardian: ActorRef<GuardianMsg> | undefined;
+  /** The guardian's state, read beside its mailbox. */
+  private outlook: GuardianOutlook | undefined;
+  /** Requests to the singleton and their replies, beside the guardian's mailbox. */
+  private lane: RequestLane | undefined;
   private membership: ReturnType<ClusterServices['connectMembership']> | undefined;
   /** The current incarnation's failure detector, in `heartbeat` mode. */
   private detector: NodeDetector | undefined;
@@ -130,11 +135,6 @@ export class ShardherdNode {
   private restarting: Promise<void> | undefined;
   /** The datasets this node serves routed requests of (`serve`), across incarnations. */
   private readonly serving: NodeServing;
-  /**
-   * The guardian's maps of the current incarnation, for the servers' checks without an actor round
-   * trip per request: the guardian's `FollowedMaps` keeps one live Map for its lifetime.
-   */
-  private followed: ReadonlyMap<DatasetRef, ShardMapFollower> | undefined;
   /** This node's Prometheus metrics, when it was given a registry (real processes and embedded clusters are). */
   readonly metrics: NodeMetrics | undefined;
   /** Failures no retry fixes, over every incarnation of this node (shown on /status). */
@@ -146,7 +146,6 @@ export class ShardherdNode {
     readonly running: LastAnswer<RunningShard[]>;
     readonly runningSummary: LastAnswer<RunningSummary>;
     readonly singleton: LastAnswer<ShardManagerState | undefined>;
-    readonly cache: LastAnswer<GuardianCache | undefined>;
     readonly lease: LastAnswer<Lease | undefined>;
   };
 
@@ -170,7 +169,7 @@ export class ShardherdNode {
       node,
       log: services.log,
       servingNode: {
-        check: (dataset, shard, routerVersion) => checkShard(this.followed?.get(dataset)?.mapper, this.node, shard, routerVersion),
+        check: (dataset, shard, routerVersion) => checkShard(this.followedMap(dataset)?.mapper, this.node, shard, routerVersion),
         serving: () => this.lifecycle === 'running' && this.member && (this.detector?.answersReads() ?? true),
       },
     });
@@ -180,7 +179,6 @@ export class ShardherdNode {
       running: quick(() => this.running()),
       runningSummary: quick(() => this.askGuardian<RunningSummary>((reply) => ({ type: 'GetRunningSummary', listUpTo: RUNNING_LISTED, reply }), NOTHING_RUNNING)),
       singleton: quick(() => this.singletonState()),
-      cache: quick(() => this.cache()),
       // A store read: once the lease is known, the known one at once (read again in the background).
       lease: new LastAnswer(() => services.metaStore.readLease(), services.clock, LOCAL_ANSWER_WAIT_MS, 0),
     };
@@ -319,7 +317,9 @@ export class ShardherdNode {
       ...(detector ? { detector } : {}),
       singletonRole,
     };
-    const eventsSkip = new EventsSkip(env);
+    const outlook = new GuardianOutlook();
+    this.outlook = outlook;
+    const eventsSkip = new EventsSkip(env, outlook);
     const guardian = spawnNodeGuardian(env, this.hub, {
       onFenced: (reason) => fenced('node.fenced', reason),
       onReleased: () => {
@@ -327,8 +327,10 @@ export class ShardherdNode {
         this.drained = true;
         log.info({ event: 'node.released' }, 'this node was drained: it holds no shard copy and may stop');
       },
-    }, eventsSkip);
+    }, { outlook, skip: eventsSkip });
     this.guardian = guardian;
+    const lane = new RequestLane(env, this.hub, () => outlook.newestEpoch());
+    this.lane = lane;
     const runtime = this.runtime;
     const onError = (e: unknown, record: { topic: string; offset: number }) => {
       telemetry.busError('handle');
@@ -343,7 +345,9 @@ export class ShardherdNode {
         eventsSkip.handedOn();
         runtime.send(guardian, { type: 'Events', record });
       }, { onError, skip: eventsSkip.skips }),
-      await env.bus.subscribe(env.topics.replies, group, (record) => void runtime.send(guardian, { type: 'Replies', record }), { onError }),
+      await env.bus.subscribe(env.topics.replies, group, (record) => {
+        if (!lane.takeReply(record)) runtime.send(guardian, { type: 'Replies', record });
+      }, { onError }),
     ];
     const membership = s.connectMembership();
     this.membership = membership;
@@ -356,7 +360,6 @@ export class ShardherdNode {
     const view = await membership.join({ node: this.node, incarnation, ...this.placement, ...(detectorAddress === undefined ? {} : { detector: detectorAddress }) });
     this.onView(view);
     runtime.send(guardian, { type: 'Start' });
-    this.followed = (await this.cache())?.maps;
     const rack = this.placement.rack ?? view.members.find((m) => m.node === this.node)?.rack;
     await this.serving.started({ incarnation, group, rack });
     log.info({ event: 'node.started' }, 'node started');
@@ -590,7 +593,7 @@ export class ShardherdNode {
    * pauses ingestion and fails nothing.
    */
   private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken | undefined): Promise<void> {
-    const epoch = token?.epoch ?? this.followed?.get(ds.ref)?.epoch;
+    const epoch = token?.epoch ?? this.followedMap(ds.ref)?.epoch;
     if (detector && (epoch === undefined || !detector.holds(epoch))) throw new LeaseLapsedError(this.node, epoch ?? 0);
     // A refusal the design expects (records fetched before the fence), not a failure of the shard.
     if (!this.member) throw new NotMemberError(this.node);
@@ -618,8 +621,8 @@ export class ShardherdNode {
 
   /** Sends a request to the singleton and waits for its reply. */
   request(build: (replyTo: ReplyTo) => Request, timeoutMs = 10_000): Promise<Reply> {
-    const { runtime, guardian, current } = this;
-    if (!runtime || !guardian || !current || this.lifecycle !== 'running') return Promise.reject(new Error(`${this.node} is not running`));
+    const { lane, current } = this;
+    if (!lane || !current || this.lifecycle !== 'running') return Promise.reject(new Error(`${this.node} is not running`));
     const replyTo = `${hostPrefix(this.node, current)}req-${++this.requestCount}` as ReplyTo;
     return new Promise<Reply>((resolve, reject) => {
       const cancel = this.services.clock.schedule(timeoutMs, () => {
@@ -627,7 +630,7 @@ export class ShardherdNode {
         reject(new RequestTimeoutError(replyTo, timeoutMs));
       });
       this.hub.expect(replyTo, resolve, cancel);
-      runtime.send(guardian, { type: 'Request', request: build(replyTo) });
+      lane.send(build(replyTo));
     });
   }
 
@@ -649,7 +652,7 @@ export class ShardherdNode {
 
   /** Sends a request without waiting for any reply (subscriptions, unsubscriptions). */
   tell(request: Request): void {
-    if (this.runtime && this.guardian && this.lifecycle === 'running') this.runtime.send(this.guardian, { type: 'Request', request });
+    if (this.lane && this.lifecycle === 'running') this.lane.send(request);
   }
 
   /** The shards this node's ingestion runs now, with their status. */
@@ -700,7 +703,7 @@ export class ShardherdNode {
 
   /** @internal */
   localCache(): Promise<GuardianCache | undefined> {
-    return this.local.cache.get();
+    return this.cache();
   }
 
   /** The singleton lease as last read from the MetaStore (read again in the background). */
@@ -708,9 +711,18 @@ export class ShardherdNode {
     return this.local.lease.get();
   }
 
-  /** @internal The guardian's cached maps and subscriptions (for the node's HTTP API and metrics). */
+  /** The guardian's map of `dataset` as it is now, for the servers' checks: no actor round trip per request. */
+  private followedMap(dataset: DatasetRef): ShardMapFollower | undefined {
+    return this.outlook?.state()?.maps.followers.get(dataset);
+  }
+
+  /**
+   * @internal The guardian's maps, configs and members as they are now (for the node's HTTP API,
+   * metrics and query routers' checks), read beside its mailbox: never behind a map being applied.
+   */
   cache(): Promise<GuardianCache | undefined> {
-    return this.askGuardian<GuardianCache | undefined>((reply) => ({ type: 'GetCache', reply }), undefined);
+    const live = this.lifecycle === 'running' || this.lifecycle === 'paused';
+    return Promise.resolve(live ? this.outlook?.cache() : undefined);
   }
 }
 

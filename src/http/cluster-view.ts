@@ -153,11 +153,12 @@ async function describeClusterAs<V extends DatasetSummary>(
   unavailable: (d: DatasetDescription, reason: string) => V,
 ): Promise<ClusterSummary & { readonly datasets: readonly V[] }> {
   const { node } = singleton;
-  const [reply, lease, singletonHere] = await Promise.all([
+  const [reply, lease] = await Promise.all([
     singleton.ask((replyTo) => ({ type: 'DescribeCluster', replyTo, ...(only === undefined ? {} : { dataset: only }) })),
     node.services.metaStore.readLease().catch(() => undefined),
-    node.singletonState().then((s) => s !== undefined),
   ]);
+  // From the node's own flag, not by asking the singleton's actor: it waits behind a decision.
+  const singletonHere = node.actingSingletonEpoch !== undefined;
   const description = expectReply(reply, 'ClusterDescription');
   const datasets = await Promise.all(description.datasets.map(async (d): Promise<OverviewDataset> => {
     try {

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FollowedMaps, type FollowedMapsPorts, type MembersRecord } from '../../src/actors/followed-maps.js';
-import { EventsSkip } from '../../src/actors/node-guardian.js';
+import { EventsSkip, GuardianOutlook } from '../../src/actors/node-guardian.js';
 import { parseEventsMessage, snapshotEnvelope, snapshotLabels, type EventsRecord } from '../../src/actors/wire-events.js';
 import { WIRE_FORMAT, type EventsMessage } from '../../src/actors/wire.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
@@ -360,8 +360,9 @@ describe('EventsSkip: what a node passes over unread', () => {
     const m: Extract<EventsMessage, { kind: 'map-snapshot' }> = { format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(1), dataset: ds, numShards: 4, version: map.version, to: [], config: config(ds), snapshot: encodeSnapshot(map.toSnapshot(epoch(1), ds)) };
     maps.snapshot(read(m) as Extract<EventsRecord, { kind: 'map-snapshot' }>);
     const heard: number[] = [];
-    const skip = new EventsSkip({ node: a, incarnation: incarnation('a#1'), clock: { now: () => 42, schedule: () => () => {} }, singletonContact: { heard: (at: number) => heard.push(at) } as never });
-    skip.attach(() => ({ maxEpoch: 1, maps }) as never);
+    const outlook = new GuardianOutlook();
+    outlook.attach(() => ({ maxEpoch: 1, maps }) as never);
+    const skip = new EventsSkip({ node: a, incarnation: incarnation('a#1'), clock: { now: () => 42, schedule: () => () => {} }, singletonContact: { heard: (at: number) => heard.push(at) } as never }, outlook);
     return { m, skip, heard };
   }
 
