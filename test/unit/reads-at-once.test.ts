@@ -115,3 +115,27 @@ describe('ShardManager.answer', () => {
     }
   });
 });
+
+describe('DescribeCluster', () => {
+  it('counts each dataset\'s shards per status and copies per node, as its map says: a summary needs no map', () => {
+    const h = new Harness();
+    for (const n of ['a', 'b', 'c']) h.addMember(n);
+    h.setup(ds1, 8, 2);
+    h.stopShards(ds1, [1, 2]);
+    h.removeMember('c');
+    const [reply] = h.manager.answer(h.state, { type: 'DescribeCluster', dataset: ds1, replyTo: adminReplyTo() }, h.now);
+    if (reply?.type !== 'Reply' || reply.reply.type !== 'ClusterDescription') throw new Error(`not a description: ${JSON.stringify(reply)}`);
+    const [d] = reply.reply.datasets;
+    const map = h.mapper(ds1);
+    const counts: Record<string, number> = {};
+    const copies: Record<string, number> = {};
+    for (let shard = 0; shard < 8; shard++) {
+      const r = map.recordForShard(shard);
+      counts[r.status.type] = (counts[r.status.type] ?? 0) + 1;
+      for (const a of r.assignments) copies[a.node] = (copies[a.node] ?? 0) + 1;
+    }
+    expect(d?.counts).toEqual(counts);
+    expect(d?.copies).toEqual(copies);
+    expect(Object.keys(counts).length).toBeGreaterThan(1); // stopped shards and assigned ones
+  });
+});

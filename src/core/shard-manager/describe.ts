@@ -6,6 +6,7 @@ import { checkIsolationFeasible } from '../placement/balanced-strategy.js';
 import { noticeTime } from '../iso-time.js';
 import { absentUntil } from './absence.js';
 import type { DatasetDescription, ShardsWithoutCopies } from './protocol.js';
+import type { ShardStatusType } from '../status.js';
 import type { Step } from './step.js';
 
 export function describeCluster(step: Step, replyTo: ReplyTo, only?: DatasetRef): void {
@@ -21,7 +22,17 @@ function describeDataset(step: Step, ref: DatasetRef): DatasetDescription {
     .map(([shard, reassignedAt]) => ({ shard, reassignedAt, endsAt: step.cooldownEnd(reassignedAt) }))
     .sort((a, b) => a.shard - b.shard);
   const stamp = { dataset: ref, numShards: ds.config.numShards, epoch: step.epoch, version: ds.mapper.version };
-  return { config: ds.config, stamp, cooldowns, missingCopies: groupByReason(shardsWithoutFullCopies(step, ref)) };
+  const { mapper } = ds;
+  // Counted here so that a summary (the datasets, the members) needs no map: a node that has not
+  // applied a new map yet (65 536 shards take it a while) need not wait for it to answer.
+  const counts: Partial<Record<ShardStatusType, number>> = {};
+  for (let shard = 0; shard < mapper.numShards; shard++) {
+    const status = mapper.statusForShard(shard).type;
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
+  const copies: Record<string, number> = {};
+  for (const node of mapper.allNodes()) copies[node] = mapper.numShardsForNode(node);
+  return { config: ds.config, stamp, cooldowns, missingCopies: groupByReason(shardsWithoutFullCopies(step, ref)), counts, copies };
 }
 
 /** One entry per (reason, copies): a dataset of 65 536 unassigned shards is one line, not 65 536. */

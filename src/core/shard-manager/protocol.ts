@@ -2,7 +2,7 @@ import type { FencingToken } from '../fencing-token.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
 import type { ShardMapSnapshot } from '../shard-map-snapshot.js';
-import type { ShardEvent, ShardStatus } from '../status.js';
+import type { ShardEvent, ShardStatus, ShardStatusType } from '../status.js';
 import { murmur3 } from '../hashing.js';
 
 /** A live node in the membership view. Members are ordered by `joinedAt`, then by node id. */
@@ -287,6 +287,10 @@ export interface DatasetDescription {
   readonly cooldowns: readonly { readonly shard: number; readonly reassignedAt: number; readonly endsAt: number }[];
   /** Shards with fewer copies than the replication factor, grouped by why and by how many copies they have. */
   readonly missingCopies: readonly ShardsWithoutCopies[];
+  /** Shards per status in the map of `stamp`: what a summary shows without the map itself. */
+  readonly counts: Partial<Record<ShardStatusType, number>>;
+  /** Copies of the dataset each node holds in that map, by node (nodes holding none left out). */
+  readonly copies: Readonly<Record<string, number>>;
 }
 
 export interface ShardsWithoutCopies {
