@@ -3,7 +3,7 @@
 // this way is at the top of cassandra-meta-store.ts; the formats and sizes are in map-parts.ts.
 import { types } from 'cassandra-driver';
 import type { Logger } from 'pino';
-import { EventLoopSlice, PROCESS_SLICE_MS } from '../cluster/event-loop-slice.js';
+import { processEventLoopSlice } from '../cluster/event-loop-slice.js';
 import type { DatasetRef } from '../core/ids.js';
 import { compareStamps, parseShardMapSnapshot, type ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { NO_SHARD, type MetaStoreCql } from './cassandra-schema.js';
@@ -168,7 +168,7 @@ export class CassandraShardMaps {
    * the singleton's loop for hundreds of milliseconds.
    */
   private async writeParts(snapshot: ShardMapSnapshot, parts: readonly number[]): Promise<void> {
-    const slice = new EventLoopSlice(PROCESS_SLICE_MS);
+    const slice = processEventLoopSlice();
     const statements: { row: string; params: unknown[] }[] = [];
     for (const p of parts) {
       await slice.yieldIfSpent();

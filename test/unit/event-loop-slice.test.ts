@@ -50,4 +50,30 @@ describe('EventLoopSlice', () => {
     await slice.yieldIfSpent(); // a new run: no yield although 19 ms passed before the wait
     expect(yielded).toBe(false);
   });
+
+  it('shared by two runs, gives the loop a turn once their work together has taken the slice', async () => {
+    const clock = { t: 0 };
+    const slice = new EventLoopSlice(20, () => clock.t);
+    const work: number[] = []; // the fake clock at each turn of the loop
+    let ticking = true;
+    const tick = () => {
+      work.push(clock.t);
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const runOf = async (steps: number) => {
+      for (let step = 0; step < steps; step++) {
+        await slice.yieldIfSpent();
+        clock.t += 5;
+      }
+    };
+    await Promise.all([runOf(40), runOf(40)]);
+    ticking = false;
+    expect(clock.t).toBe(400);
+    const between = work.slice(1).map((t, i) => t - work[i]!);
+    // The slice and, at most, the step of each run that crossed it (30 ms): never a slice of each
+    // run in one turn, as two slices of their own would give (50 ms).
+    expect(Math.max(...between)).toBeLessThanOrEqual(30);
+    expect(work.length).toBeGreaterThanOrEqual(400 / 30);
+  });
 });

@@ -4,7 +4,7 @@ import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { decodeLabels, type BusRecord, type BusSubscription, type RecordHandler, type SubscribeOptions } from '../bus.js';
 import { ChunkedReader } from '../chunked-reader.js';
-import { EventLoopSlice, PROCESS_SLICE_MS } from '../event-loop-slice.js';
+import { processEventLoopSlice } from '../event-loop-slice.js';
 import type { Clock } from '../clock.js';
 import { newestSubscriptionOwns } from './assigner.js';
 import { readChunkHeaders, readLabelsHeader } from './chunks.js';
@@ -55,7 +55,7 @@ export class KafkaSubscription implements BusSubscription {
   /** Chunked messages passed over at their first chunk (`SubscribeOptions.skip`): their other chunks are too. */
   private readonly skippedMessages = new Set<string>();
   /** A fetched batch is read in slices of the event loop's time, not in one task (`EventLoopSlice`). */
-  private readonly slice = new EventLoopSlice(PROCESS_SLICE_MS);
+  private readonly slice = processEventLoopSlice();
 
   constructor(private readonly p: SubscriptionParams) {
     this.opened = deferred();
