@@ -40,6 +40,25 @@ describe('purity lint rules for src/core', { timeout: 30_000 }, () => {
     expect(await purityErrors(code, CORE)).toContain(rule);
   });
 
+  it.each([
+    ['src/core/__lint_probe__.ts', '../http/api-error.js'],
+    ['src/core/__lint_probe__.ts', '../client/shardherd-client.js'],
+    ['src/core/__lint_probe__.ts', '../index.js'],
+    ['src/core/shard-manager/__lint_probe__.ts', '../../actors/wire.js'],
+    ['src/core/placement/__lint_probe__.ts', '../../serving/routed-wire.js'],
+    ['src/core/__lint_probe__.ts', 'fastify'],
+  ])('%s may not import %s: it leaves the core', async (file, from) => {
+    expect(await purityErrors(`import * as x from '${from}';\nexport const y = x;\n`, file)).toContain('no-restricted-imports');
+  });
+
+  it.each([
+    ['src/core/shard-manager/__lint_probe__.ts', '../ids.js'],
+    ['src/core/placement/__lint_probe__.ts', '../shard-manager/protocol.js'],
+    ['src/core/__lint_probe__.ts', './ids.js'],
+  ])('%s may import %s: it stays in the core', async (file, from) => {
+    expect(await purityErrors(`import * as x from '${from}';\nexport const y = x;\n`, file)).toEqual([]);
+  });
+
   it('formatting an instant the core was given is allowed: new Date(ms) reads no clock', async () => {
     expect(await purityErrors('export const iso = (ms: number) => new Date(ms).toISOString();\n', CORE)).toEqual([]);
   });
