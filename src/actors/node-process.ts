@@ -27,11 +27,10 @@ import { CheckpointLoader } from './checkpoint-loader.js';
 import { LeaseLapsedError, NotMemberError } from './sink-call.js';
 import type { FencingToken } from '../core/fencing-token.js';
 import { Problems } from './problems.js';
-import { NO_TELEMETRY } from './telemetry.js';
+import { NO_TELEMETRY, type NodeTelemetry } from './telemetry.js';
 import { SingletonContact } from './singleton-contact.js';
 import { LeaseWaits } from './lease-waits.js';
 import { RunGaps } from './run-gaps.js';
-import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { NodeServing } from '../serving/node-serving.js';
@@ -136,7 +135,7 @@ export class ShardherdNode {
   /** The datasets this node serves routed requests of (`serve`), across incarnations. */
   private readonly serving: NodeServing;
   /** This node's Prometheus metrics, when it was given a registry (real processes and embedded clusters are). */
-  readonly metrics: NodeMetrics | undefined;
+  readonly metrics: NodeTelemetry | undefined;
   /** Failures no retry fixes, over every incarnation of this node (shown on /status). */
   readonly problems: Problems;
   /** Where this node's ingested records go. */
@@ -156,7 +155,7 @@ export class ShardherdNode {
     /** Where the node stands for placement: its rack (isolation group) and weight; from the membership's own settings when absent. */
     readonly placement: { readonly rack?: string; readonly weight?: number } = {},
     options: {
-      readonly metrics?: NodeMetrics;
+      readonly metrics?: NodeTelemetry;
       /** This node's own sink instead of the services' shared one (each node of one process keeps its own copies' records). */
       readonly sink?: RecordSink;
     } = {},

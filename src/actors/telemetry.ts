@@ -3,6 +3,7 @@
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { DropCause } from '../cluster/failure-detector/messages.js';
+import type { ShardMapper } from '../core/shard-mapper.js';
 
 /** A shard this node ingests, looked at when metrics are read (lag = end offset − position). */
 export interface IngestionProbe {
@@ -52,6 +53,48 @@ export interface Telemetry {
    * its produce failed) unacknowledged; `silence`, the singleton acknowledged nothing for a while.
    */
   reportEventsResent(cause: 'lost' | 'silence', events: number): void;
+}
+
+/** A map as the node follows it: its dataset, stamp and the mapper itself (not to be changed). */
+export interface FollowedMapStamp {
+  readonly dataset: DatasetRef;
+  readonly epoch: number;
+  readonly version: number;
+  readonly mapper: ShardMapper;
+}
+
+/** What the gauges read off the node at scrape time. */
+export interface MetricsSubject {
+  /** The node's id: the `node` label of `shardherd_build_info`. */
+  readonly node: string;
+  /** The bus topics this node reads: `shardherd_bus_malformed_records_total` starts at 0 for each. */
+  readonly busTopics: readonly string[];
+  /**
+   * The maps this node follows (every dataset's, via its guardian), as the guardian holds them:
+   * read in place at each scrape, never copied (a snapshot of a 65 536 × 3 map per gauge made each
+   * scrape of a large node cost hundreds of milliseconds).
+   */
+  maps(): Promise<readonly FollowedMapStamp[]>;
+  isSingleton(): Promise<boolean>;
+  /** The newest singleton epoch this node heard of. */
+  knownEpoch(): Promise<number | undefined>;
+  membershipSize(): number;
+  /** Shards waiting for a lease to write (heartbeat mode). */
+  leaseWaitingShards?(): number;
+}
+
+/**
+ * A node's metrics as the node holds them: what its actors tell (`Telemetry`), what they read off
+ * the node at a scrape, and the exposition its API serves. `NodeMetrics` (src/metrics) implements
+ * it with prom-client; the node knows only this.
+ */
+export interface NodeTelemetry extends Telemetry {
+  observe(subject: MetricsSubject): void;
+  /** The exposition in Prometheus's text format. */
+  scrape(): Promise<string>;
+  readonly contentType: string;
+  /** The copies whose ingestion is followed now. */
+  ingestionProbes(): readonly IngestionProbe[];
 }
 
 export const NO_TELEMETRY: Telemetry = {

@@ -6,12 +6,11 @@ import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DROP_CAUSES, type DropCause } from '../cluster/failure-detector/messages.js';
-import type { FencedWriteKind, IngestionProbe, Telemetry } from '../actors/telemetry.js';
+import type { FencedWriteKind, FollowedMapStamp, IngestionProbe, MetricsSubject, NodeTelemetry } from '../actors/telemetry.js';
 import { LastAnswer } from '../actors/last-answer.js';
 import { RealClock } from '../cluster/clock.js';
 import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
-import type { ShardMapper } from '../core/shard-mapper.js';
 import type { ShardStatusType } from '../core/status.js';
 import { META_STORE_OPERATIONS } from '../store/meta-store.js';
 import { packageVersion } from './package-version.js';
@@ -41,34 +40,6 @@ class TrackedCopy extends LastAnswer<number> {
   }
 }
 
-/** A map as the node follows it: its dataset, stamp and the mapper itself (not to be changed). */
-export interface FollowedMapStamp {
-  readonly dataset: DatasetRef;
-  readonly epoch: number;
-  readonly version: number;
-  readonly mapper: ShardMapper;
-}
-
-/** What the gauges read off the node at scrape time. */
-export interface MetricsSubject {
-  /** The node's id: the `node` label of `shardherd_build_info`. */
-  readonly node: string;
-  /** The bus topics this node reads: `shardherd_bus_malformed_records_total` starts at 0 for each. */
-  readonly busTopics: readonly string[];
-  /**
-   * The maps this node follows (every dataset's, via its guardian), as the guardian holds them:
-   * read in place at each scrape, never copied (a snapshot of a 65 536 × 3 map per gauge made each
-   * scrape of a large node cost hundreds of milliseconds).
-   */
-  maps(): Promise<readonly FollowedMapStamp[]>;
-  isSingleton(): Promise<boolean>;
-  /** The newest singleton epoch this node heard of. */
-  knownEpoch(): Promise<number | undefined>;
-  membershipSize(): number;
-  /** Shards waiting for a lease to write (heartbeat mode). */
-  leaseWaitingShards?(): number;
-}
-
 // prom-client takes tens of milliseconds to load: it is loaded with the first node's metrics, not
 // when `shardherd` is imported (an application that only routes or reads maps never pays for it).
 let promClientModule: typeof PromClient | undefined;
@@ -87,7 +58,7 @@ const END_OFFSET_WAIT_MS = 50;
  */
 export const PER_SHARD_SERIES_UP_TO = 4096;
 
-export class NodeMetrics implements Telemetry {
+export class NodeMetrics implements NodeTelemetry {
   readonly registry: Registry = new (promClient().Registry)();
   private subject: MetricsSubject | undefined;
   /** The copies this node ingests, by their probe (a copy that starts again is a new probe). */

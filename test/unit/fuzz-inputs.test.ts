@@ -17,6 +17,7 @@ import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 import { NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
 import { SimDriver } from '../../src/sim/driver.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
+import type { NodeMetrics } from '../../src/metrics/node-metrics.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -191,7 +192,7 @@ describe('fuzzed bus records', () => {
     // Counted: the singleton counts the inbox's, every node the events' and replies'.
     const counted = async (topic: string) => {
       let total = 0;
-      for (const n of live) total += ((await n.metrics!.registry.getSingleMetric('shardherd_bus_malformed_records_total')!.get()).values.find((v) => v.labels.topic === topic)?.value ?? 0);
+      for (const n of live) total += ((await (n.metrics as NodeMetrics).registry.getSingleMetric('shardherd_bus_malformed_records_total')!.get()).values.find((v) => v.labels.topic === topic)?.value ?? 0);
       return total;
     };
     expect(await counted(topics.inbox)).toBe(refused.get(topics.inbox));

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { liveCluster } from '../support/live-cluster.js';
+import type { NodeMetrics } from '../../src/metrics/node-metrics.js';
 
 interface Panel {
   readonly title: string;
@@ -28,7 +29,7 @@ beforeAll(async () => {
   await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 100 } });
   await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
   exported = new Map();
-  for (const metric of cluster.node('n1').metrics!.registry.getMetricsAsArray()) {
+  for (const metric of (cluster.node('n1').metrics as NodeMetrics).registry.getMetricsAsArray()) {
     // prom-client's metric objects carry their name, label names and `get()`; its types declare less.
     const { name, labelNames, get } = metric as unknown as { name: string; labelNames: string[]; get: () => Promise<{ type: string }> };
     const type = (await get.call(metric)).type;
