@@ -7,7 +7,7 @@ import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
 import { type AppliedRequest, type Effect, isReadRequest, isReadRequestType, type MapStamp, type Member, type NodeOperations, type NodeReportBody, type RecoveryData, type ShardManagerInput } from '../core/shard-manager/protocol.js';
-import type { Evidence } from '../cluster/failure-detector/judge.js';
+import type { Evidence } from '../core/failure-detection/judge.js';
 import type { SingletonMonitor } from '../cluster/failure-detector/singleton-monitor.js';
 import { SingletonLeaseKeeper } from '../cluster/failure-detector/singleton-lease-keeper.js';
 import { leaseWaitMs } from '../cluster/failure-detector/settings.js';

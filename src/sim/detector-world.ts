@@ -17,7 +17,7 @@ import type { SimulatedClock } from '../cluster/clock.js';
 import type { MemoryDetectorNetworkOptions } from '../cluster/failure-detector/memory-transport.js';
 import type { Verdict } from '../cluster/failure-detector/node-detector.js';
 import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
-import { SHORTEST_SILENCE } from '../cluster/failure-detector/suspicion.js';
+import { SHORTEST_SILENCE } from '../core/failure-detection/suspicion.js';
 import { MAX_CLOCK_DRIFT } from '../cluster/failure-detector/settings.js';
 import { DriftingClock } from './drifting-clock.js';
 import { SeededRandom } from './random.js';

@@ -5,7 +5,7 @@
 // and no reset shrinks that majority; a member in its join grace is not evicted on silence; a stall
 // a member reports, and the singleton's own, are nobody's silence; departures wait out the lease.
 import { describe, expect, it } from 'vitest';
-import { LivenessJudge, type JudgeAction } from '../../src/cluster/failure-detector/judge.js';
+import { LivenessJudge, type JudgeAction } from '../../src/core/failure-detection/judge.js';
 import { memberKey, type MemberRef, type Vote } from '../../src/cluster/failure-detector/messages.js';
 import { failureDetectorSettings, quorumSilenceMs } from '../../src/cluster/failure-detector/settings.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';

@@ -2,7 +2,7 @@
 // the Lifeguard-style timeout that shrinks with confirmations, and what a probe's outcome is worth.
 import { describe, expect, it } from 'vitest';
 import { probeVote } from '../../src/cluster/failure-detector/probe-vote.js';
-import { quorum, silenceNeededMs } from '../../src/cluster/failure-detector/suspicion.js';
+import { quorum, silenceNeededMs } from '../../src/core/failure-detection/suspicion.js';
 
 describe('quorum', () => {
   it('is a strict majority of the observers (everyone but the suspect)', () => {

@@ -5,28 +5,14 @@
 import { z } from 'zod';
 import { parseIncarnation, parseNodeId, type Incarnation, type NodeId } from '../../core/ids.js';
 import { err, ok, type Result } from '../../core/result.js';
+import { type MemberRef, type Vote, VOTES } from '../../core/failure-detection/member-ref.js';
+
+export { memberKey, memberRef, sameMember, VOTES, type MemberRef, type Vote } from '../../core/failure-detection/member-ref.js';
 
 /** The format of a detector frame; a reader refuses any other. */
 export const DETECTOR_FORMAT = 1;
 /** The largest frame, in UTF-8 bytes with its newline: a message is about 200 bytes. */
 export const MAX_FRAME_BYTES = 4096;
-
-/** One node incarnation. */
-export interface MemberRef {
-  readonly node: NodeId;
-  readonly incarnation: Incarnation;
-}
-
-/** Only the node and incarnation of a member record (a frame carries nothing else of it). */
-export const memberRef = (m: MemberRef): MemberRef => ({ node: m.node, incarnation: m.incarnation });
-
-export const sameMember = (a: MemberRef, b: MemberRef): boolean => a.node === b.node && a.incarnation === b.incarnation;
-/** `node@incarnation`: a key for maps and logs. */
-export const memberKey = (m: MemberRef): string => `${m.node}@${m.incarnation}`;
-
-/** What an observer saw when it probed a node (§11.5). */
-export type Vote = 'alive' | 'silent' | 'refused' | 'unsure';
-export const VOTES = ['alive', 'silent', 'refused', 'unsure'] as const satisfies readonly Vote[];
 
 interface Envelope {
   readonly format: typeof DETECTOR_FORMAT;

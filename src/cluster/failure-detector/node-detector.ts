@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { MembershipView } from '../membership.js';
 import { DroppedFrames } from './dropped.js';
 import { DetectorEndpoint } from './endpoint.js';
-import type { Evidence } from './judge.js';
+import type { Evidence } from '../../core/failure-detection/judge.js';
 import { memberKey, memberRef, sameMember, type DropCause, type MemberRef } from './messages.js';
 import { HeartbeatSender, type SingletonEndpoint } from './heartbeat-sender.js';
 import { isFutureEpoch, NodeLease } from './node-lease.js';

@@ -5,7 +5,7 @@
 import type { Cancel, Clock } from '../clock.js';
 import type { DroppedFrames } from './dropped.js';
 import type { DetectorEndpoint, SingletonDesk } from './endpoint.js';
-import { LivenessJudge, type Evidence } from './judge.js';
+import { LivenessJudge, type Evidence } from '../../core/failure-detection/judge.js';
 import { DETECTOR_FORMAT, memberKey, memberRef, sameMember, type DetectorMessage, type MemberRef } from './messages.js';
 import { probeVote } from './probe-vote.js';
 import type { Prober } from './prober.js';

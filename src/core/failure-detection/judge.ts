@@ -2,8 +2,8 @@
 // and whom to ask, which votes count, when a node is evicted, and when a departure may reach the
 // core (once the departed node's lease has run out). Pure and deterministic: time comes in as
 // `now` (a monotonic clock), randomness as `pick`; the caller does the I/O its actions ask for.
-import { memberKey, sameMember, type MemberRef, type Vote } from './messages.js';
-import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, stallCreditMs, stallThresholdMs, type FailureDetectorSettings } from './settings.js';
+import { memberKey, sameMember, type MemberRef, type Vote } from './member-ref.js';
+import { lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs, stallCreditMs, stallThresholdMs, type FailureDetectorSettings } from './timing.js';
 import { quorum, SHORTEST_SILENCE, silenceNeededMs } from './suspicion.js';
 
 /** A member of the group's view as the judge sees it: its detector endpoint, if it has one. */
