@@ -20,8 +20,21 @@ export type SubscriberId = Brand<string, 'SubscriberId'>;
 /** Where a reply to a request goes; opaque to the core. */
 export type ReplyTo = Brand<string, 'ReplyTo'>;
 
-const DATASET_REF = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** The longest dataset name. */
+export const MAX_DATASET_REF_LENGTH = 64;
+/** The longest node id. */
+export const MAX_NODE_ID_LENGTH = 128;
+/**
+ * What `parseDatasetRef` accepts, as the source of a regular expression that means the same in
+ * JavaScript and in JSON Schema: the API's OpenAPI description uses it, so it cannot allow a name
+ * the server refuses.
+ */
+export const DATASET_REF_PATTERN = `^[A-Za-z][A-Za-z0-9_-]{0,${MAX_DATASET_REF_LENGTH - 1}}$`;
+/** What `parseNodeId` accepts (see `DATASET_REF_PATTERN`). */
+export const NODE_ID_PATTERN = `^[A-Za-z0-9][A-Za-z0-9._-]{0,${MAX_NODE_ID_LENGTH - 1}}$`;
+
+const DATASET_REF = new RegExp(DATASET_REF_PATTERN);
+const NODE_ID = new RegExp(NODE_ID_PATTERN);
 const TOKEN = /^[\x21-\x7e]{1,256}$/; // printable ASCII, no spaces
 
 function parseWith<T>(kind: string, pattern: RegExp, rule: string, raw: unknown): Result<T, InvalidIdError> {

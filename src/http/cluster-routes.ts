@@ -8,9 +8,9 @@ import { validateDatasetConfig } from '../core/dataset-config.js';
 import type { ReplyTo } from '../core/ids.js';
 import type { NodeOperationRefusal, Reply } from '../core/shard-manager/protocol.js';
 import { ApiError } from './api-error.js';
-import { clusterSummary, clusterView, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
+import { clusterSummary, clusterView, DATASET_PATH, datasetView, describeDataset, parseDatasetParam } from './cluster-view.js';
 import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
-import { NoQuery, SetupDatasetQuery } from './schemas/request-schemas.js';
+import { DatasetParams, NodeParams, NoQuery, SetupDatasetQuery } from './schemas/request-schemas.js';
 import { idempotencyKeyOf } from './idempotency-key.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
@@ -46,7 +46,8 @@ function nodeOperationAnswer(reply: Reply): { code: number; body: unknown } {
   throw new ApiError(500, 'UnexpectedReply', `the singleton answered ${reply.type}`);
 }
 
-const nodeParam = { type: 'object', properties: { node: { type: 'string', maxLength: 256 } }, required: ['node'] } as const;
+/** A malformed node id in a path answers as the singleton's refusal of it did before the path was checked. */
+const NODE_PATH = { invalidParams: 'NodeOperationRefused:bad-node' } as const;
 
 export function registerClusterRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   const ask = (build: (replyTo: ReplyTo) => Request) => singleton.ask(build);
@@ -63,7 +64,8 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
   });
 
   app.get<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', {
-    schema: { tags: ['datasets'], summary: 'One dataset: config, shards with owners and reasons, cooldowns', response: answers('shardherd', { 200: { schema: 'DatasetView', description: 'The dataset' } }, [400, 404, ...READ_ERRORS]) },
+    config: DATASET_PATH,
+    schema: { params: DatasetParams, tags: ['datasets'], summary: 'One dataset: config, shards with owners and reasons, cooldowns', response: answers('shardherd', { 200: { schema: 'DatasetView', description: 'The dataset' } }, [400, 404, ...READ_ERRORS]) },
   }, async (req) =>
     datasetView(await describeDataset(singleton, parseDatasetParam(req.params.dataset))));
 
@@ -87,10 +89,11 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
   });
 
   app.delete<{ Params: { dataset: string } }>('/api/v1/datasets/:dataset', {
-    config: { mutates: true },
+    config: { mutates: true, ...DATASET_PATH },
     schema: {
       tags: ['datasets'],
       summary: 'Remove a dataset: its shards stop everywhere',
+      params: DatasetParams,
       querystring: NoQuery,
       response: answers('shardherd', { 200: { schema: 'DatasetRemoved', description: 'Removed' } }, [...MUTATION_ERRORS, 404]),
     },
@@ -134,11 +137,11 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
 
   const nodeOperation = (path: string, summary: string, build: (node: string, body: { with?: string }, replyTo: ReplyTo) => Request, body?: object) => {
     app.post<{ Params: { node: string }; Body: { with?: string } }>(path, {
-      config: { mutates: true },
+      config: { mutates: true, ...NODE_PATH },
       schema: {
         tags: ['node operations'],
         summary,
-        params: nodeParam,
+        params: NodeParams,
         querystring: NoQuery,
         ...(body ? { body } : {}),
         response: answers('shardherd', { 202: { schema: 'NodeOperationAccepted', description: 'Accepted: the moves run in the background' } }, [...MUTATION_ERRORS, 404, 409]),

@@ -70,6 +70,9 @@ export interface DatasetView {
   readonly mapUnavailable?: string;
 }
 
+/** The route config of a path with a dataset: a name the path's schema refuses answers as `parseDatasetParam` does. */
+export const DATASET_PATH = { invalidParams: 'BadDatasetName' } as const;
+
 export function parseDatasetParam(raw: string): DatasetRef {
   const parsed = parseDatasetRef(raw);
   if (!parsed.ok) throw new ApiError(400, 'BadDatasetName', parsed.error.message);

@@ -18,9 +18,9 @@ import { STOPPED_REASON } from '../core/shard-manager/describe.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import type { ShardStatus } from '../core/status.js';
 import { ApiError } from './api-error.js';
-import { describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
+import { DATASET_PATH, describeDataset, missingReasons, parseDatasetParam } from './cluster-view.js';
 import { answers, MUTATION_ERRORS, READ_ERRORS, schemaRef } from './schemas/answers.js';
-import { NoQuery } from './schemas/request-schemas.js';
+import { DatasetParams, NoQuery } from './schemas/request-schemas.js';
 import { idempotencyKeyOf } from './idempotency-key.js';
 import { expectReply, type SingletonClient } from './singleton-client.js';
 
@@ -45,6 +45,7 @@ export function filodbStatusName(status: ShardStatus): string {
       return assertNever(status);
   }
 }
+
 
 const success = (data: readonly unknown[]) => ({ status: 'success', data });
 
@@ -88,7 +89,9 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
   });
 
   app.get<{ Params: { dataset: string } }>('/api/v1/cluster/:dataset/status', {
+    config: DATASET_PATH,
     schema: {
+      params: DatasetParams,
       tags: ['FiloDB'],
       summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)',
       response: answers('filodb', { 200: { schema: 'FiloDbShardStatuses', description: 'Every shard, in order' } }, [400, 404, ...READ_ERRORS]),
@@ -114,8 +117,9 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
   });
 
   app.post<{ Params: { dataset: string }; Body: { address: string; shardList: number[] } }>('/api/v1/cluster/:dataset/startshards', {
-    config: { mutates: true },
+    config: { mutates: true, ...DATASET_PATH },
     schema: {
+      params: DatasetParams,
       tags: ['FiloDB'],
       summary: 'Start stopped or unassigned shards on a node (FiloDB body)',
       body: schemaRef('StartShardsBody'),
@@ -129,8 +133,9 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
   });
 
   app.post<{ Params: { dataset: string }; Body: { shardList: number[] } }>('/api/v1/cluster/:dataset/stopshards', {
-    config: { mutates: true },
+    config: { mutates: true, ...DATASET_PATH },
     schema: {
+      params: DatasetParams,
       tags: ['FiloDB'],
       summary: 'Stop shards (FiloDB body); they stay unassigned until started or a membership change',
       body: schemaRef('StopShardsBody'),

@@ -9,10 +9,10 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from 'pino';
 import type { ShardherdNode } from '../actors/node-process.js';
 import { bearerMatches, removeTokenFile, resolveAccessToken, type AccessToken } from './access-token.js';
-import { errorBody, sendError } from './api-error.js';
+import { answerClientError, errorBody, isFiloDbPath, sendError } from './api-error.js';
 import { FAVICON_SVG, FAVICON_TYPE } from './favicon.js';
 import type { HeldHttpPort } from './held-port.js';
-import { answers, registerApiSchemas, schemaRef, withAnswer } from './schemas/answers.js';
+import { answers, registerApiSchemas, schemaRef, withAnswer, withRefusals } from './schemas/answers.js';
 import { readStrictBodies, STRICT_AJV } from './strict-bodies.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
 import { registerClusterRoutes } from './cluster-routes.js';
@@ -22,6 +22,7 @@ import { nodeStatus } from './node-status.js';
 import { NodeStatusQuery } from './schemas/request-schemas.js';
 import { assignIdempotencyKey } from './idempotency-key.js';
 import { SingletonClient } from './singleton-client.js';
+import { RouteTable } from './route-table.js';
 
 export interface NodeApiOptions {
   /** Default 127.0.0.1. */
@@ -84,12 +85,21 @@ export async function prepareNodeApi(node: ShardherdNode | (() => ShardherdNode)
   const held = options.held;
   // Fastify hands its request listener to the factory; a held port gets it once the routes are ready.
   let listener: RequestListener | undefined;
+  const routes = new RouteTable();
+  // Known once the port is: a generated token's file is named after it.
+  const access: { token?: AccessToken } = {};
   // forceCloseConnections: an open event stream must not keep `close()` waiting.
   const app = Fastify({
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     ajv: STRICT_AJV,
+    // Any path parameter reaches its route, whose schema bounds it after the token is checked: the
+    // router's own bound (100 characters) refused long ones first, in its own shape, even unauthorized.
+    routerOptions: { maxParamLength: Number.MAX_SAFE_INTEGER },
+    clientErrorHandler: answerClientError,
+    // A path the router cannot decode: refused in the project's shape, as any request to its path would be first.
+    frameworkErrors: (error, req, res) => refuseBeforeRouting(req, res, routes, access.token, options.log) ?? sendError(error, req, res),
     ...(held
       ? {
           serverFactory: (handler: RequestListener) => {
@@ -106,17 +116,14 @@ export async function prepareNodeApi(node: ShardherdNode | (() => ShardherdNode)
   readStrictBodies(app);
   const singleton = new SingletonClient(typeof node === 'function' ? node : () => node, options.singletonTimeoutMs);
   const feed = new ClusterFeed(singleton, options.feed);
-  // Known once the port is: a generated token's file is named after it.
-  const access: { token?: AccessToken } = {};
   app.setErrorHandler(sendError);
-  app.setNotFoundHandler((req, res) => res.code(404).send(errorBody(req.url, 'NotFound', `no route ${req.method} ${req.url.split('?')[0]}`)));
+  app.setNotFoundHandler((req, res) => answerUnrouted(req, res, routes));
   app.addHook('onRequest', async (req, res) => {
+    // Answered before its body is read: a method the path does not take is a 405 whatever it carries.
+    if (req.is404) return answerUnrouted(req, res, routes);
     if (!req.routeOptions.config.mutates) return;
-    const refusal = authorize(req, access.token);
-    if (refusal) {
-      options.log?.warn({ event: 'http.refused', method: req.method, url: req.url, reason: refusal.error }, 'a request that changes the cluster was refused');
-      return res.code(refusal.code).header('WWW-Authenticate', 'Bearer realm="shardherd"').send(errorBody(req.url, refusal.error, refusal.reason));
-    }
+    const refused = refuseUnauthorized(req, res, access.token, options.log);
+    if (refused) return refused;
     const badKey = assignIdempotencyKey(req, res);
     if (badKey) return res.code(badKey.code).send(errorBody(req.url, badKey.error, badKey.reason));
     return undefined;
@@ -130,9 +137,12 @@ export async function prepareNodeApi(node: ShardherdNode | (() => ShardherdNode)
     // Components named as registered (`#/components/schemas/ErrorBody`), not `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
-  // The OpenAPI description says which routes need the token.
+  routes.follow(app);
+  // The OpenAPI description says which routes need the token, and what each answers before its handler runs.
   app.addHook('onRoute', (route) => {
-    if (route.config?.mutates) route.schema = { ...route.schema, security: [{ bearer: [] }] };
+    const mutates = route.config?.mutates === true;
+    if (mutates) route.schema = { ...route.schema, security: [{ bearer: [] }] };
+    if (route.schema?.response !== undefined) route.schema = withRefusals(isFiloDbPath(route.url) ? 'filodb' : 'shardherd', route.schema as Record<string, unknown>, mutates);
   });
   registerRoutes(app, singleton, feed);
   const page = registerPageRoutes(app, singleton, feed, options.page);
@@ -178,6 +188,31 @@ async function openNodeApi({ app, page, feed, listener, access }: Prepared, opti
       removeTokenFile(token);
     },
   };
+}
+
+/** A request no route takes: 405 with the methods its path takes, or 404 for an unknown path. */
+function answerUnrouted(req: FastifyRequest, res: FastifyReply, routes: RouteTable): FastifyReply {
+  const path = req.url.split('?')[0]!;
+  const allowed = routes.methodsAt(path);
+  if (allowed.length === 0) return res.code(404).send(errorBody(req.url, 'NotFound', `no route ${req.method} ${path}`));
+  return res.code(405).header('Allow', allowed.join(', ')).send(errorBody(req.url, 'MethodNotAllowed', `${path} takes ${allowed.join(', ')}, not ${req.method}`));
+}
+
+/**
+ * What a request the router could not route answers before its own error: a method its path does
+ * not take, and a missing token where its route needs one, as they would be answered if it had been routed.
+ */
+function refuseBeforeRouting(req: FastifyRequest, res: FastifyReply, routes: RouteTable, token: AccessToken | undefined, log: Logger | undefined): FastifyReply | undefined {
+  if (!routes.methodsAt(req.url).includes(req.method)) return answerUnrouted(req, res, routes);
+  return routes.mutates(req.method, req.url) ? refuseUnauthorized(req, res, token, log) : undefined;
+}
+
+/** Refuses a request to a route that changes the cluster without this node's token; undefined when it may go on. */
+function refuseUnauthorized(req: FastifyRequest, res: FastifyReply, token: AccessToken | undefined, log: Logger | undefined): FastifyReply | undefined {
+  const refusal = authorize(req, token);
+  if (!refusal) return undefined;
+  log?.warn({ event: 'http.refused', method: req.method, url: req.url, reason: refusal.error }, 'a request that changes the cluster was refused');
+  return res.code(refusal.code).header('WWW-Authenticate', 'Bearer realm="shardherd"').send(errorBody(req.url, refusal.error, refusal.reason));
 }
 
 function authorize(req: FastifyRequest, token: AccessToken | undefined): { code: number; error: string; reason: string } | undefined {

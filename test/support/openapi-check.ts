@@ -20,6 +20,14 @@ export interface OpenApiCheck {
   answerProblem(operation: string, status: number, contentType: string | null, body: string): string | undefined;
   /** Whether a JSON body is one the operation's request body schema takes (false when it takes no body). */
   acceptsBody(operation: string, body: unknown): boolean;
+  /** Whether the operation's path parameter `name` takes `value` (false when it has no such parameter). */
+  acceptsPathParameter(operation: string, name: string, value: string): boolean;
+  /** The statuses the operation documents. */
+  statusesOf(operation: string): string[];
+  /** The methods documented at a concrete path, upper case and sorted; empty for an undocumented path. */
+  methodsAt(url: string): string[];
+  /** Why `data` is not what the component schema `name` describes, or undefined when it is. */
+  componentProblem(name: string, data: unknown): string | undefined;
 }
 
 const SCHEMAS = '#/components/schemas/';
@@ -137,17 +145,20 @@ export async function openApiCheck(doc: OpenApiDocument): Promise<OpenApiCheck> 
     return errors.map((e) => `${e.instancePath || '(root)'} ${e.message ?? ''}`).join('; ') || (typeof r === 'object' ? r.error?.message : undefined) || 'invalid';
   };
 
-  const operations = new Map<string, { pattern: RegExp; op: OpenApiDocument; answers: Map<string, Map<string, Validate>>; body: Validate | undefined }>();
+  const operations = new Map<string, { pattern: RegExp; op: OpenApiDocument; answers: Map<string, Map<string, Validate>>; body: Validate | undefined; params: Map<string, Validate> }>();
   for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Record<string, OpenApiDocument>>)) {
     const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const pattern = new RegExp(`^${path.split(/\{[^}]+\}/).map(literal).join('[^/]+')}$`);
+    // A parameter may be empty, as the API's router takes it (the route's schema then refuses it).
+    const pattern = new RegExp(`^${path.split(/\{[^}]+\}/).map(literal).join('[^/]*')}$`);
     for (const [method, op] of Object.entries(item)) {
       const answers = new Map<string, Map<string, Validate>>();
       for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, { content?: Record<string, { schema: unknown }> }>)) {
         answers.set(status, new Map(Object.entries(r.content ?? {}).map(([type, media]) => [type, compile(media.schema)])));
       }
       const bodySchema = op.requestBody?.content?.['application/json']?.schema;
-      operations.set(`${method.toUpperCase()} ${path}`, { pattern, op, answers, body: bodySchema === undefined ? undefined : compile(bodySchema) });
+      const pathParams = ((op.parameters ?? []) as { name: string; in: string; schema: unknown }[]).filter((p) => p.in === 'path');
+      const params = new Map(pathParams.map((p) => [p.name, compile(p.schema)]));
+      operations.set(`${method.toUpperCase()} ${path}`, { pattern, op, answers, body: bodySchema === undefined ? undefined : compile(bodySchema), params });
     }
   }
 
@@ -180,6 +191,20 @@ export async function openApiCheck(doc: OpenApiDocument): Promise<OpenApiCheck> 
     acceptsBody(operation, body) {
       const validate = operations.get(operation)?.body;
       return validate !== undefined && valid(validate, body) === undefined;
+    },
+    acceptsPathParameter(operation, name, value) {
+      const validate = operations.get(operation)?.params.get(name);
+      return validate !== undefined && valid(validate, value) === undefined;
+    },
+    statusesOf(operation) {
+      return [...(operations.get(operation)?.answers.keys() ?? [])];
+    },
+    methodsAt(url) {
+      const path = url.split('?')[0]!;
+      return [...operations].filter(([, o]) => o.pattern.test(path)).map(([key]) => key.split(' ')[0]!).sort();
+    },
+    componentProblem(name, data) {
+      return valid(compile({ $ref: `${SCHEMAS}${name}` }), data);
     },
   };
 }

@@ -47,6 +47,21 @@ export const READ_ERRORS: readonly ErrorStatus[] = [503];
 /** Errors every mutating route may answer besides its own (a body sent where none is taken is refused too). */
 export const MUTATION_ERRORS: readonly ErrorStatus[] = [400, 401, 403, 413, 415, 422, 503, 504];
 
+/**
+ * A route's `response` with the refusals the API answers before its handler runs: 400 when one of
+ * its request schemas refuses the request, 401 and 403 when it needs the token. Added to every
+ * route as it is declared, so no route can leave them out of the description.
+ */
+export function withRefusals(family: 'filodb' | 'shardherd', schema: Readonly<Record<string, unknown>>, mutates: boolean): Record<string, unknown> {
+  const validates = ['params', 'querystring', 'body'].some((part) => schema[part] !== undefined);
+  const refusals: ErrorStatus[] = [...(validates ? [400 as const] : []), ...(mutates ? [401 as const, 403 as const] : [])];
+  const declared = (schema.response ?? {}) as Record<string, object>;
+  const missing = refusals.filter((status) => declared[status] === undefined);
+  if (missing.length === 0) return schema;
+  const { 500: _internal, ...added } = answers(family, {}, missing);
+  return { ...schema, response: { ...declared, ...added } };
+}
+
 /** `answers` with one more status whose answer is not a registered schema (text, an event stream, a health body at 503). */
 export function withAnswer(responses: Record<number, object>, status: number, answer: object): Record<number, object> {
   return { ...responses, [status]: answer };

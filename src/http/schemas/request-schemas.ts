@@ -2,7 +2,27 @@
 // coercion, unknown fields refused) and the OpenAPI description shows them as its components. An
 // operator's typo must be refused, never read as something else: `{"shardList":"7"}` is not [7].
 import { MAX_REPLACEMENT_DELAY_MS, MAX_REPLICATION_FACTOR } from '../../core/dataset-config.js';
+import { DATASET_REF_PATTERN, MAX_DATASET_REF_LENGTH, MAX_NODE_ID_LENGTH, NODE_ID_PATTERN } from '../../core/ids.js';
 import { MAX_SHARDS } from '../../core/spread.js';
+
+/** A dataset's name, exactly as `parseDatasetRef` takes it. */
+const DatasetName = { type: 'string', pattern: DATASET_REF_PATTERN, maxLength: MAX_DATASET_REF_LENGTH } as const;
+/** A node id, exactly as `parseNodeId` takes it. */
+const NodeIdString = { type: 'string', pattern: NODE_ID_PATTERN, maxLength: MAX_NODE_ID_LENGTH } as const;
+
+/** The path of a route about one dataset. */
+export const DatasetParams = {
+  type: 'object',
+  required: ['dataset'],
+  properties: { dataset: { ...DatasetName, description: 'The dataset\'s name' } },
+} as const;
+
+/** The path of a node operation. */
+export const NodeParams = {
+  type: 'object',
+  required: ['node'],
+  properties: { node: { ...NodeIdString, description: 'The node\'s id' } },
+} as const;
 
 const POWERS_OF_TWO = Array.from({ length: Math.log2(MAX_SHARDS) + 1 }, (_, i) => 2 ** i);
 
@@ -40,7 +60,7 @@ export const ReplaceNodeBody = {
   type: 'object',
   required: ['with'],
   additionalProperties: false,
-  properties: { with: { type: 'string', minLength: 1, maxLength: 256, description: 'The node id that takes the copies (it may join later)' } },
+  properties: { with: { ...NodeIdString, description: 'The node id that takes the copies (it may join later)' } },
 } as const;
 
 /**
@@ -54,7 +74,7 @@ export const DatasetConfigInput = {
   required: ['ref', 'numShards', 'minNumNodes', 'source'],
   additionalProperties: false,
   properties: {
-    ref: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$', description: 'The dataset\'s name' },
+    ref: { ...DatasetName, description: 'The dataset\'s name' },
     numShards: { type: 'integer', enum: POWERS_OF_TWO, description: 'A power of two; fixed for the dataset\'s lifetime' },
     minNumNodes: { type: 'integer', minimum: 1, maximum: MAX_SHARDS },
     spread: { type: 'integer', minimum: 0, maximum: Math.log2(MAX_SHARDS), description: 'Default 1 (0 for 1 shard); at most log2(numShards)' },
