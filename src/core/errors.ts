@@ -1,6 +1,7 @@
 /**
  * Errors that are thrown (programming errors and bad arguments to constructors). Expected outcomes
- * of requests (an unknown dataset, a bad shard list) are returned as values instead; see `replies.ts`.
+ * of requests (an unknown dataset, a bad shard list) are returned as values instead; see the
+ * `Reply` union in `shard-manager/protocol.ts`.
  */
 export type ShardherdErrorCode =
   | 'INVALID_SHARD_COUNT'

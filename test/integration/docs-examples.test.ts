@@ -1,7 +1,8 @@
 // What the docs and examples show must be what a user can type and run. The package is packed and
 // installed into a fresh application (as the consumer test does); there every TypeScript block of
 // README.md and docs/*.md is compiled as a module of its own, strictly, against the installed
-// declarations, and the examples of examples/ are compiled and their embedded variants run to the end.
+// declarations, the README's example (its first TypeScript block) is also compiled to JavaScript and
+// run to the end, and the examples of examples/ are compiled and their embedded variants run to the end.
 // In the integration project for its files run one at a time: packing rebuilds `dist/`.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -27,6 +28,12 @@ const DOCS_TSCONFIG = {
   include: ['docs'],
 };
 
+/** The README's example, compiled to JavaScript to be run: the docs' options, with output. */
+const README_TSCONFIG = {
+  compilerOptions: { ...DOCS_TSCONFIG.compilerOptions, noEmit: false, rootDir: 'readme', outDir: 'out-readme' },
+  include: ['readme'],
+};
+
 /** The examples: as strict as the repository's own code, compiled to JavaScript to be run. */
 const EXAMPLES_TSCONFIG = {
   compilerOptions: {
@@ -39,6 +46,7 @@ const EXAMPLES_TSCONFIG = {
 };
 
 const blocks = docBlocks(REPO);
+const readmeExample = blocks.find((b) => b.file === 'README.md');
 const examples = readdirSync(join(REPO, 'examples')).filter((f) => f.endsWith('.ts'));
 
 let app: PackedApp;
@@ -47,7 +55,9 @@ beforeAll(async () => {
   const files: Record<string, string> = {
     'tsconfig.docs.json': JSON.stringify(DOCS_TSCONFIG, null, 2),
     'tsconfig.examples.json': JSON.stringify(EXAMPLES_TSCONFIG, null, 2),
+    'tsconfig.readme.json': JSON.stringify(README_TSCONFIG, null, 2),
   };
+  if (readmeExample) files['readme/example.ts'] = `${readmeExample.code}export {};\n`;
   // `export {}`: each block is a module of its own, so blocks do not share their names.
   for (const b of blocks) files[`docs/${b.moduleName}`] = `${b.code}export {};\n`;
   for (const f of examples) files[`examples/${f}`] = readFileSync(join(REPO, 'examples', f), 'utf8');
@@ -74,7 +84,8 @@ function inMarkdown(output: string, of: readonly DocBlock[]): string[] {
 
 describe('the docs, against the installed package', () => {
   it('has TypeScript blocks in the README and docs/ to check', () => {
-    expect(blocks.filter((b) => b.file === 'README.md').length).toBeGreaterThanOrEqual(5);
+    // The README keeps one example; the reference material, with its blocks, is in docs/.
+    expect(blocks.filter((b) => b.file === 'README.md').length).toBeGreaterThanOrEqual(1);
     expect(blocks.some((b) => b.file.startsWith('docs/'))).toBe(true);
   });
 
@@ -82,6 +93,17 @@ describe('the docs, against the installed package', () => {
     const compiled = await compileApp(app, 'tsconfig.docs.json');
     expect(inMarkdown(compiled.output, blocks)).toEqual([]);
     expect(compiled.ok, compiled.output).toBe(true);
+  }, 180_000);
+});
+
+describe("the README's example, against the installed package", () => {
+  it('compiles and runs to the end: a request to one shard and a fan-out over the spread, all answered', async () => {
+    const compiled = await compileApp(app, 'tsconfig.readme.json');
+    expect(compiled.ok, compiled.output).toBe(true);
+    const run = await runInApp(app, ['out-readme/example.js'], 90_000);
+    expect(run.code, run.text).toBe(0);
+    // What its last comment says it prints.
+    expect(run.text).toMatch(/^\{ shard: 3, rows: 2 \} 4 0$/m);
   }, 180_000);
 });
 

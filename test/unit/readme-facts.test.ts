@@ -1,5 +1,6 @@
 // Facts the README states about the package that package.json decides: the Node versions it runs
-// on and the libraries it depends on. Either changes without the README saying so otherwise.
+// on and the libraries it depends on. Either changes without the README saying so otherwise. And
+// the README's shape: it fits on a screen, the quick start first, the reference in docs/.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
@@ -17,6 +18,14 @@ function section(title: string): string {
 describe('README', () => {
   it('states the Node versions of `engines`, as they are written there', () => {
     expect(section('Installing')).toContain(`**Node.js \`${pkg.engines.node}\`**`);
+  });
+
+  it('fits on a screen: at most 200 lines, the quick start its first section, the reference moved to docs/', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(200);
+    expect(readme.match(/^## .+$/m)?.[0]).toBe('## Quick start');
+    expect(section('Quick start')).toContain('npm ci && npm start');
+    expect(section('Quick start')).toContain('npm ci && npm test');
+    for (const doc of ['docs/STATUS.md', 'docs/USAGE.md', 'docs/API.md', 'docs/DEVELOPMENT.md']) expect(readme).toContain(`](${doc}`);
   });
 
   it('names every runtime dependency in its Dependencies section', () => {

@@ -40,10 +40,21 @@ function shardList(raw: string): number[] {
   return shards.map(Number);
 }
 
+/** The commands that change the cluster, and so send a token: every admin command but the three reads. */
+const READS = new Set(['status', 'datasets', 'members']);
+const needsToken = (c: Command): boolean => !READS.has(c.name());
+
+const TOKEN_HELP = `
+This command changes the cluster and sends a bearer token. Without --token it takes, in order,
+$SHARDHERD_TOKEN, the token of the --config file, or the token file a node on this machine wrote for
+the --url port (only for a local --url), and says on stderr when it used that file.
+`;
+
 function withConnection(cmd: Command): Command {
   return cmd
     .addOption(new Option('--url <url>', 'a node\'s HTTP address (default: the --config file\'s status endpoint, else http://127.0.0.1:8080)'))
     .addOption(new Option('--token <token>', 'bearer token for commands that change the cluster (default: $SHARDHERD_TOKEN, the config\'s, or the local node\'s token file)'))
+    .addHelpText('after', (ctx) => (needsToken(ctx.command) ? TOKEN_HELP : ''))
     .addOption(new Option('--config <file>', 'a node configuration file to take the URL and token from'))
     .addOption(new Option('--json', 'print the node\'s JSON answer instead of a table'))
     .allowExcessArguments(false)
@@ -72,7 +83,8 @@ export function addAdminCommands(program: Command, configure: (c: Command) => Co
     .requiredOption('--node <node>', 'the node to start them on')
     .requiredOption('--shards <list>', 'comma-separated shard numbers', shardList)
     .action((dataset: string, flags: ConnectionFlags & { node: string; shards: number[] }) => finish(flags, { type: 'shards-start', dataset, node: flags.node, shards: flags.shards }));
-  leaf(shards, 'stop', 'stop shards; they stay unassigned until started or a membership change')
+  // A stopped shard is never placed again by the singleton (see STOPPED_REASON in core): only a start does.
+  leaf(shards, 'stop', 'stop shards; they stay stopped (through membership changes, drains and failovers) until `shards start`')
     .argument('<dataset>')
     .requiredOption('--shards <list>', 'comma-separated shard numbers', shardList)
     .action((dataset: string, flags: ConnectionFlags & { shards: number[] }) => finish(flags, { type: 'shards-stop', dataset, shards: flags.shards }));

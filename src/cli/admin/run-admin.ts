@@ -5,7 +5,7 @@
 // a command that needs one).
 import { readFile } from 'node:fs/promises';
 import { count } from '../../core/plural.js';
-import { readTokenFile, TOKEN_ENV } from '../../http/access-token.js';
+import { readTokenFile, TOKEN_ENV, tokenFile } from '../../http/access-token.js';
 import type { ClusterView, DatasetView, MemberView, ShardView } from '../../http/cluster-view.js';
 import { loadNodeConfig } from '../../node/node-config.js';
 import type { AdminAction, AdminCommand, AdminConnection } from './admin-command.js';
@@ -28,6 +28,8 @@ class UsageError extends Error {}
 interface Target {
   readonly url: string;
   readonly token: string | undefined;
+  /** The local node's token file the token was read from, when neither a flag, the environment nor a config gave one. */
+  readonly tokenFile: string | undefined;
 }
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -48,8 +50,9 @@ async function resolveTarget(c: AdminConnection, env: NodeJS.ProcessEnv): Promis
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   const local = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
   // An empty variable counts as unset (as a shell's `SHARDHERD_TOKEN=` means).
-  const token = c.token ?? (env[TOKEN_ENV] || undefined) ?? status?.token ?? (local ? readTokenFile(port, env) : undefined);
-  return { url: url.origin, token };
+  const given = c.token ?? (env[TOKEN_ENV] || undefined) ?? status?.token;
+  const fromFile = given === undefined && local ? readTokenFile(port, env) : undefined;
+  return { url: url.origin, token: given ?? fromFile, tokenFile: fromFile === undefined ? undefined : tokenFile(port, env) };
 }
 
 interface Answer {
@@ -115,6 +118,8 @@ export async function runAdmin(command: AdminCommand, io: AdminIo): Promise<numb
   let answer: Answer;
   try {
     target = await resolveTarget(command.connection, io.env);
+    // The file is a silent default otherwise: say which token a change goes with (stderr, so stdout stays the answer).
+    if (target.tokenFile !== undefined && changesCluster(command.action)) io.stderr(`shardherd: no --token, $${TOKEN_ENV} or --config: using the token in ${target.tokenFile}\n`);
     answer = await request(command.action, target, io);
   } catch (e) {
     if (e instanceof UsageError) {
@@ -141,6 +146,11 @@ export async function runAdmin(command: AdminCommand, io: AdminIo): Promise<numb
     }
   }
   return EXIT_OK;
+}
+
+/** Whether the action changes the cluster, and so sends the token. */
+function changesCluster(action: AdminAction): boolean {
+  return action.type !== 'status' && action.type !== 'datasets' && action.type !== 'members';
 }
 
 /** Per dataset, the shards whose status is Down or Error: what makes `status` exit 1. */
