@@ -12,6 +12,24 @@ const impureGlobals = [
   message: `src/core is pure: no ${what}. Take it as an input (Clock, Random, config) in the actor layer.`,
 }));
 
+/**
+ * The layers of src/, lowest first (docs/ARCHITECTURE.md §3): a folder may import its own layer and
+ * those below, never one above. The core (layer 0) has its own stricter rules above.
+ */
+const LAYERS = [
+  ['core'],
+  // The ports and their adapters: the bus, membership, failure detector, MetaStore, sources and sinks.
+  ['cluster', 'store', 'ingest'],
+  // What travels between nodes and clients: the wire formats, routed requests, followed maps.
+  ['protocol'],
+  // A node's runtime (actors, its servers of routed requests) and the client that is not a member.
+  ['actors', 'serving', 'client'],
+  // What runs a node or a cluster and looks at it: metrics, the embedded cluster, HTTP, processes, the simulator.
+  ['metrics', 'embedded', 'http', 'node', 'sim'],
+  // Entry points.
+  ['cli', 'entries'],
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**'] },
   js.configs.recommended,
@@ -40,7 +58,25 @@ export default tseslint.config(
   // One level down (src/core/shard-manager, src/core/placement), `../` is still the core: `../../` is not.
   { files: ['src/core/*/*.ts'], rules: { 'no-restricted-imports': coreImports('^\\.\\./\\.\\./') } },
   { files: ['src/core/*/*/**/*.ts'], rules: { 'no-restricted-imports': coreImports('^(\\.\\./){3}') } },
+  ...layerRules(),
 );
+
+/** A rule per folder that refuses imports of any folder of a higher layer, and of the runtime from the client. */
+function layerRules() {
+  return LAYERS.slice(1).flatMap((folders, i) => {
+    const above = LAYERS.slice(i + 2).flat();
+    return folders.map((folder) => {
+      // The client is the runtime's peer, not its user: it follows the maps over the bus itself.
+      const forbidden = folder === 'client' ? [...above, 'actors', 'serving'] : above;
+      return forbidden.length === 0 ? {} : {
+        files: [`src/${folder}/**/*.ts`],
+        rules: {
+          'no-restricted-imports': ['error', { patterns: [{ regex: `^(\\.\\./)+(${forbidden.join('|')})(/|$)`, message: `src/${folder} may not import ${forbidden.join(', ')}: they are above it (docs/ARCHITECTURE.md §3).` }] }],
+        },
+      };
+    });
+  });
+}
 
 /**
  * What src/core may not import: Node's I/O, the runtime's libraries, and any file outside

@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import type { RequestTransport } from '../src/client/http-transport.js';
 import type { ShardherdClient } from '../src/client/shardherd-client.js';
 import type { DatasetRef } from '../src/core/ids.js';
-import { MAP_VERSION_HEADER, requestPath } from '../src/serving/routed-wire.js';
+import { MAP_VERSION_HEADER, requestPath } from '../src/protocol/routed-wire.js';
 import { quantile, register, type Table } from './harness.js';
 
 const DATASET = 'routed' as DatasetRef;

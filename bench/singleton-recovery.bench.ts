@@ -20,7 +20,7 @@ import {
   validateDatasetConfig,
 } from '../src/index.js';
 import { type RecoveryData, ShardManager, type ShardManagerState } from '../src/entries/core.js';
-import { parseInboxMessage, WIRE_FORMAT } from '../src/actors/wire.js';
+import { parseInboxMessage, WIRE_FORMAT } from '../src/protocol/wire.js';
 import { ms, quantile, register, sample, type Table } from './harness.js';
 import { type LeaseTaken, nodeName, ObservedCluster, waitFor } from './runtime-support.js';
 

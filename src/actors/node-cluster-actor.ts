@@ -23,8 +23,8 @@ import { isPermanentBusFailure } from '../cluster/bus-failures.js';
 import { limitedLog } from './log-limiter.js';
 import { MapReaders } from './map-readers.js';
 import { runInSlices, runWhole } from '../core/steps.js';
-import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from './wire.js';
-import { snapshotLabels } from './wire-events.js';
+import { encodeRepliesMessage, hostOf, parseInboxMessage, WIRE_FORMAT, type EventsMessage, type InboxMessage, type RepliesMessage } from '../protocol/wire.js';
+import { snapshotLabels } from '../protocol/wire-events.js';
 
 export type ClusterMsg =
   /** `takenAt`: when the lease's compare-and-set was sent, on the detector's clock (heartbeat mode). */

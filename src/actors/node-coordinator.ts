@@ -7,7 +7,7 @@ import type { DatasetRef, Epoch, ShardNum } from '../core/ids.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { compareTokens, type FencingToken } from '../core/fencing-token.js';
 import type { RunningShard, RunningSummary } from '../core/shard-manager/protocol.js';
-import { madeForAdmission, type Admission, type MembersRecord } from './followed-maps.js';
+import { madeForAdmission, type Admission, type MembersRecord } from '../protocol/followed-maps.js';
 import { isIngestionStatus, ShardEvents, type ShardStatus, Status } from '../core/status.js';
 import { ShardCopy, type CopyHost } from './shard-copy.js';
 import { CopyTimers } from './copy-timers.js';

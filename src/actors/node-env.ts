@@ -10,7 +10,7 @@ import type { RuntimeSettings } from './settings.js';
 import type { CheckpointLoader } from './checkpoint-loader.js';
 import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
-import type { Topics } from './wire.js';
+import type { Topics } from '../protocol/wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
 import { limitedLog } from './log-limiter.js';
 import type { SingletonContact } from './singleton-contact.js';

@@ -31,7 +31,7 @@ import { NO_TELEMETRY, type NodeTelemetry } from './telemetry.js';
 import { SingletonContact } from './singleton-contact.js';
 import { LeaseWaits } from './lease-waits.js';
 import { RunGaps } from './run-gaps.js';
-import { hostPrefix, nodeGroup, topicsFor, type Request } from './wire.js';
+import { hostPrefix, nodeGroup, topicsFor, type Request } from '../protocol/wire.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
 import { NodeServing } from '../serving/node-serving.js';
 import { NodeDetector, type Verdict } from '../cluster/failure-detector/node-detector.js';

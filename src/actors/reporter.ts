@@ -22,7 +22,7 @@ import type { ShardEvent } from '../core/status.js';
 import type { NodeEnv } from './node-env.js';
 import { AckGate } from './ack-gate.js';
 import type { ActorRef } from './runtime.js';
-import { MAX_EVENTS_PER_REPORT, WIRE_FORMAT, type InboxMessage } from './wire.js';
+import { MAX_EVENTS_PER_REPORT, WIRE_FORMAT, type InboxMessage } from '../protocol/wire.js';
 
 export type ReporterMsg =
   | { readonly type: 'Flush' }

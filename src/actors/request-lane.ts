@@ -5,7 +5,7 @@
 // inbox and a reply only an answer for the hub: neither needs the guardian's state but the newest
 // singleton epoch the node knows.
 import type { BusRecord } from '../cluster/bus.js';
-import { encodeInboxMessage, hostPrefix, parseRepliesMessage, WIRE_FORMAT, type Request } from './wire.js';
+import { encodeInboxMessage, hostPrefix, parseRepliesMessage, WIRE_FORMAT, type Request } from '../protocol/wire.js';
 import type { NodeEnv } from './node-env.js';
 import type { NodeHub } from './node-hub.js';
 

@@ -8,10 +8,10 @@ import type { Cancel, Clock } from '../cluster/clock.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, NodeId, SubscriberId } from '../core/ids.js';
 import type { ShardMapFollower } from '../core/map-follower.js';
-import { FollowedMaps } from '../actors/followed-maps.js';
-import { parseEventsMessage } from '../actors/wire-events.js';
-import { encodeInboxMessage, topicsFor, WIRE_FORMAT, type Topics } from '../actors/wire.js';
-import { helloRecord, parseEndpointsRecord, type Endpoint } from '../serving/routed-wire.js';
+import { FollowedMaps } from '../protocol/followed-maps.js';
+import { parseEventsMessage } from '../protocol/wire-events.js';
+import { encodeInboxMessage, topicsFor, WIRE_FORMAT, type Topics } from '../protocol/wire.js';
+import { helloRecord, parseEndpointsRecord, type Endpoint } from '../protocol/routed-wire.js';
 import { ShardherdClientError } from './client-errors.js';
 import { NEWEST_MAP_FORMAT } from '../core/map-codec.js';
 

@@ -2,7 +2,7 @@
 // `node:http` with a keep-alive Agent measured faster than the global `fetch` (undici) for small
 // JSON requests (bench/routed-requests.bench.ts), so it is the default; `fetch` stays selectable.
 import { Agent, request as httpRequest } from 'node:http';
-import { HEALTH_PATH, MAP_VERSION_HEADER } from '../serving/routed-wire.js';
+import { HEALTH_PATH, MAP_VERSION_HEADER } from '../protocol/routed-wire.js';
 import { Cancellation, type AttemptCancellation } from '../core/cancellation.js';
 
 /** One HTTP answer. */

@@ -6,7 +6,7 @@ import type { DatasetRef, SubscriberId } from '../core/ids.js';
 import { ShardMapFollower } from '../core/map-follower.js';
 import type { SubscriberMessage } from '../core/shard-manager/protocol.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
-import type { ShardherdNode } from '../actors/node-process.js';
+import type { LocalNode } from './local-node.js';
 import { NEWEST_MAP_FORMAT } from '../core/map-codec.js';
 
 export type ShardMapListener = (map: ShardMapper, message: SubscriberMessage) => void;
@@ -26,7 +26,7 @@ export class ShardEventSubscriber {
    * subscribes again, as does one whose map is older than the digest says.
    */
   constructor(
-    private readonly node: ShardherdNode,
+    private readonly node: LocalNode,
     readonly dataset: DatasetRef,
     private readonly listener: ShardMapListener = () => {},
   ) {

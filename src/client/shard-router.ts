@@ -6,7 +6,7 @@ import type { DatasetRef, NodeId, ShardNum } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
 import { queryShards } from '../core/spread.js';
 import { ShardEventSubscriber } from './shard-event-subscriber.js';
-import type { ShardherdNode } from '../actors/node-process.js';
+import type { LocalNode } from './local-node.js';
 import { ShardherdClientError, type ClientErrorCode } from './client-errors.js';
 import { LearnedMoves } from './learned-moves.js';
 import { ReplicaChoice, Suspicions, type SpreadPolicy } from './replica-choice.js';
@@ -55,7 +55,7 @@ export class ShardRouter {
   private readonly options: ShardRouterOptions;
   private readonly retryBudget: RetryBudget;
 
-  constructor(private readonly node: ShardherdNode, readonly dataset: DatasetRef, options: ShardRouterOptions = {}) {
+  constructor(private readonly node: LocalNode, readonly dataset: DatasetRef, options: ShardRouterOptions = {}) {
     this.subscriber = new ShardEventSubscriber(node, dataset);
     this.options = options;
     // No probe: the router has no transport of its own; a suspicion lapses and the node is tried again.

@@ -12,7 +12,7 @@ import type { DatasetRef, NodeId, ShardNum } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { ingestionShard, queryShards } from '../core/spread.js';
-import { requestPath, STATUS, type RedirectBody } from '../serving/routed-wire.js';
+import { requestPath, STATUS, type RedirectBody } from '../protocol/routed-wire.js';
 import { Cancellation } from '../core/cancellation.js';
 import { HandlerError, ShardherdClientError, type RemoteError } from './client-errors.js';
 import { ClusterFollower } from './cluster-follower.js';

@@ -18,7 +18,7 @@ import { MemoryMetaStore } from '../store/memory-meta-store.js';
 import type { MetaStore } from '../store/meta-store.js';
 import { ShardherdNode, type ClusterServices, type DetectorServices } from '../actors/node-process.js';
 import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
-import type { Request } from '../actors/wire.js';
+import type { Request } from '../protocol/wire.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
 import { describeUnconverged, unconvergedShards } from './convergence.js';
 import { registerLocalNode } from './local-nodes.js';

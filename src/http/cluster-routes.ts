@@ -3,7 +3,7 @@
 // maps to one status code; a refusal changed nothing.
 import type { FastifyInstance } from 'fastify';
 import type { ShardherdNode } from '../actors/node-process.js';
-import type { Request } from '../actors/wire.js';
+import type { Request } from '../protocol/wire.js';
 import { validateDatasetConfig } from '../core/dataset-config.js';
 import type { ReplyTo } from '../core/ids.js';
 import type { NodeOperationRefusal, Reply } from '../core/shard-manager/protocol.js';

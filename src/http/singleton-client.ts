@@ -2,7 +2,7 @@
 // request. No answer in time (no singleton yet, a failover, a partition) becomes a 503 that says so.
 import { RequestTimeoutError } from '../actors/node-hub.js';
 import type { ShardherdNode } from '../actors/node-process.js';
-import type { Request } from '../actors/wire.js';
+import type { Request } from '../protocol/wire.js';
 import type { ReplyTo } from '../core/ids.js';
 import type { Reply } from '../core/shard-manager/protocol.js';
 import { ApiError } from './api-error.js';

@@ -3,7 +3,7 @@
 // factor and record limits), and each Kafka dataset's topic with one partition per shard
 // (partition p is shard p). What `shardherd topics create` runs.
 import { pino, type Logger } from 'pino';
-import { topicsFor } from '../actors/wire.js';
+import { topicsFor } from '../protocol/wire.js';
 import { explainUnreachableBrokers } from '../cluster/broker-reach.js';
 import { KafkaBus } from '../cluster/kafka-bus.js';
 import { createKafka } from '../cluster/kafka-client.js';

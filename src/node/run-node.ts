@@ -8,7 +8,7 @@ import { TcpDetectorTransport } from '../cluster/failure-detector/tcp-transport.
 import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
 import { KafkaMembership } from '../cluster/kafka-membership.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
-import { nodeGroup, nodeGroupPrefix, topicsFor, type Request } from '../actors/wire.js';
+import { nodeGroup, nodeGroupPrefix, topicsFor, type Request } from '../protocol/wire.js';
 import { createKafka } from '../cluster/kafka-client.js';
 import { deleteStaleGroups } from '../cluster/kafka-group-janitor.js';
 import type { DatasetConfig } from '../core/dataset-config.js';

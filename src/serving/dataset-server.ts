@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Cancellation } from '../core/cancellation.js';
 import type { DatasetRef, ShardNum } from '../core/ids.js';
 import type { ShardCheck } from '../core/shard-check.js';
-import { HEALTH_PATH, MAP_VERSION_HEADER, requestPath, STATUS } from './routed-wire.js';
+import { HEALTH_PATH, MAP_VERSION_HEADER, requestPath, STATUS } from '../protocol/routed-wire.js';
 
 /** One request as the handler sees it: a shard its node serves, the caller's payload, and a signal aborted when the caller goes away. */
 export interface ShardRequest<P = unknown> {

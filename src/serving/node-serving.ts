@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Bus, BusSubscription } from '../cluster/bus.js';
 import type { DatasetRef, Incarnation, NodeId } from '../core/ids.js';
 import { checkedMaxInFlight, DatasetServer, type DatasetServerOptions, type ServingNode, type ShardRequestHandler } from './dataset-server.js';
-import { endpointRecord, parseEndpointsRecord, withdrawnRecord, type Endpoint } from './routed-wire.js';
+import { endpointRecord, parseEndpointsRecord, withdrawnRecord, type Endpoint } from '../protocol/routed-wire.js';
 
 export interface NodeServingParams {
   readonly bus: Bus;

@@ -31,7 +31,7 @@ import { DetectorWorld, type DetectorInvariant } from './detector-world.js';
 import { LateWrites, TokenOrderCheck } from './late-writes.js';
 import { failureDetectorSettings, leaseWaitMs, singletonLeaseWaitMs, singletonRenewalMs } from '../cluster/failure-detector/settings.js';
 import { RealWorld } from './real-world.js';
-import { topicsFor } from '../actors/wire.js';
+import { topicsFor } from '../protocol/wire.js';
 import { ReportChecker, type ReportEvent } from './report-checker.js';
 import { SinkFaults } from './sink-faults.js';
 import { LinkResets } from './link-resets.js';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigResourceTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { topicsFor } from '../../src/actors/wire.js';
+import { topicsFor } from '../../src/protocol/wire.js';
 import { CHAOS_SESSION_TIMEOUT_MS, chaosCluster, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { restartService, startServices, stopInstance, type KafkaNode } from '../../scripts/services/services.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';

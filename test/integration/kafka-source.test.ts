@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ShardherdNode, type ClusterServices } from '../../src/actors/node-process.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
-import type { Request } from '../../src/actors/wire.js';
+import type { Request } from '../../src/protocol/wire.js';
 import { ShardedProducer } from '../../src/client/sharded-producer.js';
 import { RealClock } from '../../src/cluster/clock.js';
 import { MemoryBus } from '../../src/cluster/memory-bus.js';

@@ -12,7 +12,7 @@ import { ShardEventSubscriber } from '../../src/client/shard-event-subscriber.js
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { ShardherdNode } from '../../src/actors/node-process.js';
 import { ActorRuntime } from '../../src/actors/runtime.js';
-import { topicsFor, WIRE_FORMAT, type Request } from '../../src/actors/wire.js';
+import { topicsFor, WIRE_FORMAT, type Request } from '../../src/protocol/wire.js';
 import { COMPACT_MAP_FORMAT, PACKED_MAP_FORMAT } from '../../src/core/map-codec.js';
 import type { MapStamp } from '../../src/core/shard-manager/protocol.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';

@@ -10,7 +10,7 @@ import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
-import type { Request } from '../../src/actors/wire.js';
+import type { Request } from '../../src/protocol/wire.js';
 import { startRackedWithDataset, storedMap } from '../support/racked-cluster.js';
 
 const RATE = 20;

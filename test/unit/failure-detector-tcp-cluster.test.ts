@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ShardherdNode, type ClusterServices } from '../../src/actors/node-process.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
-import type { Request } from '../../src/actors/wire.js';
+import type { Request } from '../../src/protocol/wire.js';
 import { RealClock } from '../../src/cluster/clock.js';
 import { TcpDetectorTransport } from '../../src/cluster/failure-detector/tcp-transport.js';
 import { MemoryBus } from '../../src/cluster/memory-bus.js';

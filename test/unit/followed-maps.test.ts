@@ -1,11 +1,11 @@
-// A node's copy of the maps (src/actors/followed-maps.ts): changes are applied as they come, a whole
+// A node's copy of the maps (src/protocol/followed-maps.ts): changes are applied as they come, a whole
 // map is taken only when the node is behind, and what the node lacks it asks for, once at a time.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FollowedMaps, type FollowedMapsPorts, type MembersRecord } from '../../src/actors/followed-maps.js';
+import { FollowedMaps, type FollowedMapsPorts, type MembersRecord } from '../../src/protocol/followed-maps.js';
 import { EventsSkip, GuardianOutlook } from '../../src/actors/node-guardian.js';
-import { parseEventsMessage, snapshotEnvelope, snapshotLabels, type EventsRecord } from '../../src/actors/wire-events.js';
-import { WIRE_FORMAT, type EventsMessage } from '../../src/actors/wire.js';
+import { parseEventsMessage, snapshotEnvelope, snapshotLabels, type EventsRecord } from '../../src/protocol/wire-events.js';
+import { WIRE_FORMAT, type EventsMessage } from '../../src/protocol/wire.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
 import { datasetRef, epoch, incarnation, nodeId, shardNum, subscriberId, type DatasetRef, type Incarnation, type NodeId, type SubscriberId } from '../../src/core/ids.js';
 import { encodeEvents, encodeSnapshot } from '../../src/core/map-codec.js';

@@ -3,8 +3,8 @@
 // through, so no reader can change it for the others; it is frozen in steps, like the decoding,
 // since one task freezing a whole map's 800 000 objects held the demo's event loop for 90 ms.
 import { describe, expect, it } from 'vitest';
-import { eventsMessageReading, parseEventsMessage, snapshotReading, type EventsRecord } from '../../src/actors/wire-events.js';
-import { WIRE_FORMAT, type EventsMessage } from '../../src/actors/wire.js';
+import { eventsMessageReading, parseEventsMessage, snapshotReading, type EventsRecord } from '../../src/protocol/wire-events.js';
+import { WIRE_FORMAT, type EventsMessage } from '../../src/protocol/wire.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import { datasetRef, epoch, nodeId, shardNum } from '../../src/core/ids.js';
 import { frozenJsonCopy } from '../../src/core/json-data.js';

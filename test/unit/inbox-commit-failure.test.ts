@@ -4,7 +4,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { inboxGroup } from '../../src/actors/inbox-group.js';
-import { topicsFor } from '../../src/actors/wire.js';
+import { topicsFor } from '../../src/protocol/wire.js';
 import type { Bus } from '../../src/cluster/bus.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';

@@ -45,7 +45,7 @@ describe('purity lint rules for src/core', { timeout: 30_000 }, () => {
     ['src/core/__lint_probe__.ts', '../client/shardherd-client.js'],
     ['src/core/__lint_probe__.ts', '../index.js'],
     ['src/core/shard-manager/__lint_probe__.ts', '../../actors/wire.js'],
-    ['src/core/placement/__lint_probe__.ts', '../../serving/routed-wire.js'],
+    ['src/core/placement/__lint_probe__.ts', '../../protocol/routed-wire.js'],
     ['src/core/__lint_probe__.ts', 'fastify'],
   ])('%s may not import %s: it leaves the core', async (file, from) => {
     expect(await purityErrors(`import * as x from '${from}';\nexport const y = x;\n`, file)).toContain('no-restricted-imports');
@@ -67,5 +67,34 @@ describe('purity lint rules for src/core', { timeout: 30_000 }, () => {
     const code = 'export const x = Date.now();\n';
     expect(await purityErrors(code, CORE)).not.toEqual([]);
     expect(await purityErrors(code, CLI)).toEqual([]);
+  });
+});
+
+// The layers of src/ (eslint.config.js, docs/ARCHITECTURE.md §3): no import runs up a layer.
+describe('layer rules for src/', { timeout: 30_000 }, () => {
+  const importing = (from: string) => `import * as x from '${from}';\nexport const y = x;\n`;
+
+  it.each([
+    ['src/protocol/__lint_probe__.ts', '../actors/node-process.js'],
+    ['src/client/__lint_probe__.ts', '../actors/node-process.js'],
+    ['src/client/__lint_probe__.ts', '../serving/dataset-server.js'],
+    ['src/cluster/kafka-bus/__lint_probe__.ts', '../../protocol/wire.js'],
+    ['src/store/__lint_probe__.ts', '../actors/telemetry.js'],
+    ['src/actors/__lint_probe__.ts', '../metrics/node-metrics.js'],
+    ['src/actors/__lint_probe__.ts', '../http/api-error.js'],
+    ['src/http/__lint_probe__.ts', '../cli/main.js'],
+  ])('%s may not import %s: it is above it', async (file, from) => {
+    expect(await purityErrors(importing(from), file)).toContain('no-restricted-imports');
+  });
+
+  it.each([
+    ['src/actors/__lint_probe__.ts', '../protocol/wire.js'],
+    ['src/client/__lint_probe__.ts', '../protocol/followed-maps.js'],
+    ['src/cluster/kafka-bus/__lint_probe__.ts', '../bus.js'],
+    ['src/metrics/__lint_probe__.ts', '../actors/telemetry.js'],
+    ['src/http/__lint_probe__.ts', '../embedded/embedded-cluster.js'],
+    ['src/cli/__lint_probe__.ts', '../http/node-api.js'],
+  ])('%s may import %s', async (file, from) => {
+    expect(await purityErrors(importing(from), file)).toEqual([]);
   });
 });

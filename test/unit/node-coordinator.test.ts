@@ -13,7 +13,7 @@ import type { ReportSink } from '../../src/actors/reporter.js';
 import { ActorRuntime, type ActorRef } from '../../src/actors/runtime.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
 import { NO_TELEMETRY } from '../../src/actors/telemetry.js';
-import { topicsFor } from '../../src/actors/wire.js';
+import { topicsFor } from '../../src/protocol/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { MemoryBus } from '../../src/cluster/memory-bus.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';

@@ -2,7 +2,7 @@
 // at every instant each shard is ingested somewhere and has a serving copy in the singleton's map
 // (no ownerless window), the drained nodes are released, and no record is lost.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Request } from '../../src/actors/wire.js';
+import type { Request } from '../../src/protocol/wire.js';
 import type { Reply } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { isServingCopy } from '../../src/core/shard-record.js';

@@ -3,7 +3,7 @@
 // readable, and it goes on answering: reports are refused with a count, never a crash (issue 34).
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { topicsFor, WIRE_FORMAT, type InboxMessage } from '../../src/actors/wire.js';
+import { topicsFor, WIRE_FORMAT, type InboxMessage } from '../../src/protocol/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { DatasetRef, ShardNum } from '../../src/core/ids.js';
 import { ShardEvents } from '../../src/core/status.js';

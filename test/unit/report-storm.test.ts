@@ -4,7 +4,7 @@
 // 3 run received 6.4 million reports for 49 152 copies, issue 34).
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { topicsFor, type InboxMessage } from '../../src/actors/wire.js';
+import { topicsFor, type InboxMessage } from '../../src/protocol/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { SimDriver } from '../../src/sim/driver.js';

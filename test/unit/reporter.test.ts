@@ -7,7 +7,7 @@ import { spawnReporter } from '../../src/actors/reporter.js';
 import { ActorRuntime } from '../../src/actors/runtime.js';
 import { NO_TELEMETRY } from '../../src/actors/telemetry.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
-import { MAX_EVENTS_PER_REPORT, topicsFor, type InboxMessage } from '../../src/actors/wire.js';
+import { MAX_EVENTS_PER_REPORT, topicsFor, type InboxMessage } from '../../src/protocol/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { MemoryBus } from '../../src/cluster/memory-bus.js';
 import type { DatasetRef, Incarnation, NodeId, ShardNum } from '../../src/core/ids.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { NodeHub } from '../../src/actors/node-hub.js';
 import { RequestLane } from '../../src/actors/request-lane.js';
 import { SingletonContact } from '../../src/actors/singleton-contact.js';
-import { encodeRepliesMessage, topicsFor, WIRE_FORMAT, type RepliesMessage } from '../../src/actors/wire.js';
+import { encodeRepliesMessage, topicsFor, WIRE_FORMAT, type RepliesMessage } from '../../src/protocol/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { MemoryBus } from '../../src/cluster/memory-bus.js';
 import { epoch, incarnation, nodeId, replyTo, type ReplyTo } from '../../src/core/ids.js';

@@ -13,7 +13,7 @@ import type { ShardMapper } from '../../src/core/shard-mapper.js';
 import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import type { RecordSink, SinkStorage } from '../../src/ingest/ingestion-source.js';
-import type { Request } from '../../src/actors/wire.js';
+import type { Request } from '../../src/protocol/wire.js';
 import { storedMap } from '../support/racked-cluster.js';
 import { startWithDataset } from '../support/dataset-setup.js';
 

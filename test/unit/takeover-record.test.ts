@@ -6,7 +6,7 @@
 // replayed IngestionStarted completed a handoff whose successor was still catching up).
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { topicsFor, type InboxMessage } from '../../src/actors/wire.js';
+import { topicsFor, type InboxMessage } from '../../src/protocol/wire.js';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import type { MemoryBusOptions } from '../../src/cluster/memory-bus.js';
 import type { DatasetRef } from '../../src/core/ids.js';

@@ -30,7 +30,7 @@ export interface Topics {
   readonly events: string;
   /** From the singleton: replies to requests and acknowledgements of reports. */
   readonly replies: string;
-  /** Where nodes say at which address they serve a dataset's routed requests (src/serving/routed-wire.ts). */
+  /** Where nodes say at which address they serve a dataset's routed requests (src/protocol/routed-wire.ts). */
   readonly endpoints: string;
 }
 
