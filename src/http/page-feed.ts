@@ -64,6 +64,8 @@ export class PageFeed {
   private readonly history = new Map<string, TimelineEvent[]>();
   private ingestion: PageMessage | undefined;
   private unavailable: PageMessage | undefined;
+  /** When the singleton stopped answering (the first failed view since the last answered one). */
+  private unavailableSince: number | undefined;
   private stopFollowing: (() => void) | undefined;
   private sampling: NodeJS.Timeout | undefined;
   private lingering: NodeJS.Timeout | undefined;
@@ -147,16 +149,20 @@ export class PageFeed {
     this.history.clear();
     this.ingestion = undefined;
     this.unavailable = undefined;
+    this.unavailableSince = undefined;
     this.sampler.reset();
   }
 
   private onFeed(message: FeedMessage): void {
     if (message.type === 'unavailable') {
-      this.unavailable = { event: 'unavailable', data: JSON.stringify({ error: message.error, reason: message.reason }) };
+      // The outage began at its first failed view, not its latest: a page says since when it lasts.
+      this.unavailableSince ??= Date.now();
+      this.unavailable = { event: 'unavailable', data: JSON.stringify({ error: message.error, reason: message.reason, since: this.unavailableSince }) };
       this.send(this.unavailable);
       return;
     }
     this.unavailable = undefined;
+    this.unavailableSince = undefined;
     this.described = message.view;
     void this.rebuild();
   }
@@ -209,7 +215,15 @@ export class PageFeed {
     const { changes, events } = diffViews(prev, next);
     const shown = this.record(events, next.at);
     // Nothing changed still says so: the page's "last updated" is the time of the last view it was sent.
-    this.send({ event: 'changes', data: JSON.stringify({ ...(changes ?? { at: next.at }), ...(shown.length > 0 ? { events: shown } : {}) }) });
+    this.send({ event: 'changes', data: JSON.stringify({ ...(changes ?? { at: next.at }), ...(shown.length > 0 ? { events: shown } : {}), ...this.outage() }) });
+  }
+
+  /**
+   * During an outage the node's own maps still move the shards, but the rest of the view is the
+   * singleton's last answer: such a message says since when, so the page does not call it live.
+   */
+  private outage(): { unavailableSince?: number } {
+    return this.unavailableSince === undefined ? {} : { unavailableSince: this.unavailableSince };
   }
 
   /** Keeps the events (timeline and histories); returns those the timeline took. */
@@ -238,7 +252,7 @@ export class PageFeed {
   }
 
   private snapshot(): PageMessage {
-    return { event: 'snapshot', data: JSON.stringify({ ...this.view, timeline: this.timeline }) };
+    return { event: 'snapshot', data: JSON.stringify({ ...this.view, timeline: this.timeline, ...this.outage() }) };
   }
 
   private scheduleSample(delayMs: number): void {

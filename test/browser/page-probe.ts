@@ -107,3 +107,44 @@ export async function openPage(viewport = { width: 1200, height: 900 }): Promise
   }
   return { browser, page: await browser.newPage({ viewport }) };
 }
+
+/** The few layout globals `horizontalFit` reads, typed here for the same reason. */
+interface LayoutBox {
+  readonly tagName: string;
+  readonly id: string;
+  readonly className: unknown;
+  readonly parentElement: LayoutBox | null;
+  readonly scrollWidth: number;
+  readonly clientWidth: number;
+  getBoundingClientRect(): { readonly left: number; readonly right: number; readonly width: number };
+}
+interface LayoutGlobals {
+  readonly document: { readonly documentElement: LayoutBox; readonly body: LayoutBox & { querySelectorAll(s: string): Iterable<LayoutBox> }; querySelectorAll(s: string): Iterable<LayoutBox> };
+  getComputedStyle(e: LayoutBox): { readonly overflowX: string };
+}
+
+export interface HorizontalFit {
+  readonly scrollWidth: number;
+  readonly clientWidth: number;
+  /** Each dataset panel's left and right edge. */
+  readonly panels: readonly { readonly left: number; readonly right: number }[];
+  /** Every element drawn past the window's edges (but inside a box that scrolls on its own), named with its right edge. */
+  readonly outside: readonly string[];
+}
+
+/** Whether the page fits the window's width, as a user sees it: the document's scroll width and every element's box. */
+export function horizontalFit(page: Page): Promise<HorizontalFit> {
+  return page.evaluate(() => {
+    const { document, getComputedStyle } = globalThis as unknown as LayoutGlobals;
+    const root = document.documentElement;
+    const inScroller = (e: LayoutBox) => {
+      for (let p = e.parentElement; p; p = p.parentElement) if (p.scrollWidth > p.clientWidth && getComputedStyle(p).overflowX === 'auto') return true;
+      return false;
+    };
+    const past = (e: LayoutBox) => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.left < -0.5 || r.right > root.clientWidth + 0.5); };
+    const panels = [...document.querySelectorAll('section[data-dataset]')].map((s) => { const r = s.getBoundingClientRect(); return { left: r.left, right: r.right }; });
+    const outside = [...document.body.querySelectorAll('*')].filter((e) => past(e) && !inScroller(e))
+      .map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}.${String(e.className)} ${Math.round(e.getBoundingClientRect().right)}`);
+    return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, panels, outside };
+  });
+}
