@@ -3,10 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const impureGlobals = [
-  ['setTimeout', 'timers'], ['setInterval', 'timers'], ['setImmediate', 'timers'],
-  ['clearTimeout', 'timers'], ['clearInterval', 'timers'], ['clearImmediate', 'timers'],
-  ['queueMicrotask', 'timers'], ['process', 'process.env and other process state'],
-  ['performance', 'wall-clock time'], ['crypto', 'randomness'], ['fetch', 'I/O'], ['console', 'output'],
+  ['setTimeout', 'timers'],
+  ['setInterval', 'timers'],
+  ['setImmediate', 'timers'],
+  ['clearTimeout', 'timers'],
+  ['clearInterval', 'timers'],
+  ['clearImmediate', 'timers'],
+  ['queueMicrotask', 'timers'],
+  ['process', 'process.env and other process state'],
+  ['performance', 'wall-clock time'],
+  ['crypto', 'randomness'],
+  ['fetch', 'I/O'],
+  ['console', 'output'],
 ].map(([name, what]) => ({
   name,
   message: `src/core is pure: no ${what}. Take it as an input (Clock, Random, config) in the actor layer.`,
@@ -49,7 +57,10 @@ export default tseslint.config(
         // `new Date(ms)` formats an instant the core was given; only the forms without one read the clock.
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/core is pure: no wall-clock dates. Take `now` as an input.' },
         { selector: "CallExpression[callee.name='Date']", message: 'src/core is pure: Date() is the wall-clock time. Take `now` as an input.' },
-        { selector: "MemberExpression[object.name='Math'][property.name='random']", message: 'src/core is pure: no Math.random. Take a seeded Random as an input.' },
+        {
+          selector: "MemberExpression[object.name='Math'][property.name='random']",
+          message: 'src/core is pure: no Math.random. Take a seeded Random as an input.',
+        },
         { selector: "MemberExpression[object.name='process']", message: 'src/core is pure: no process state (process.env is read only in src/cli).' },
       ],
       'no-restricted-imports': coreImports('^\\.\\./'),
@@ -68,12 +79,24 @@ function layerRules() {
     return folders.map((folder) => {
       // The client is the runtime's peer, not its user: it follows the maps over the bus itself.
       const forbidden = folder === 'client' ? [...above, 'actors', 'serving'] : above;
-      return forbidden.length === 0 ? {} : {
-        files: [`src/${folder}/**/*.ts`],
-        rules: {
-          'no-restricted-imports': ['error', { patterns: [{ regex: `^(\\.\\./)+(${forbidden.join('|')})(/|$)`, message: `src/${folder} may not import ${forbidden.join(', ')}: they are above it (docs/ARCHITECTURE.md §3).` }] }],
-        },
-      };
+      return forbidden.length === 0
+        ? {}
+        : {
+            files: [`src/${folder}/**/*.ts`],
+            rules: {
+              'no-restricted-imports': [
+                'error',
+                {
+                  patterns: [
+                    {
+                      regex: `^(\\.\\./)+(${forbidden.join('|')})(/|$)`,
+                      message: `src/${folder} may not import ${forbidden.join(', ')}: they are above it (docs/ARCHITECTURE.md §3).`,
+                    },
+                  ],
+                },
+              ],
+            },
+          };
     });
   });
 }
@@ -86,10 +109,15 @@ function layerRules() {
 function coreImports(leavesCore) {
   return [
     'error',
-    { patterns: [
-      { group: ['node:*', 'fs', 'path', 'os', 'net', 'child_process', 'timers', 'crypto'], message: 'src/core does no I/O: no node: modules.' },
-      { group: ['nact', 'kafkajs', 'cassandra-driver', 'pino', 'fastify', '@fastify/*', 'prom-client', 'ws'], message: 'src/core knows no runtime library: the actor layer adapts.' },
-      { regex: leavesCore, message: 'src/core depends on nothing outside src/core.' },
-    ] },
+    {
+      patterns: [
+        { group: ['node:*', 'fs', 'path', 'os', 'net', 'child_process', 'timers', 'crypto'], message: 'src/core does no I/O: no node: modules.' },
+        {
+          group: ['nact', 'kafkajs', 'cassandra-driver', 'pino', 'fastify', '@fastify/*', 'prom-client', 'ws'],
+          message: 'src/core knows no runtime library: the actor layer adapts.',
+        },
+        { regex: leavesCore, message: 'src/core depends on nothing outside src/core.' },
+      ],
+    },
   ];
 }

@@ -62,17 +62,25 @@ async function node(metrics: boolean): Promise<{ heapPerCopy: number; rssPerCopy
   const rssBefore = process.memoryUsage().rss;
   const t0 = performance.now();
   for (let d = 0; d < DATASETS; d++) {
-    const reply = await cluster.setupDataset({ ref: `d${d}`, numShards: SHARDS, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 60_000);
+    const reply = await cluster.setupDataset(
+      { ref: `d${d}`, numShards: SHARDS, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 0.001 } },
+      60_000,
+    );
     if (reply.type !== 'DatasetVerified') throw new Error(`dataset d${d}: ${reply.type}`);
   }
   const n = cluster.node('node-1');
-  await waitFor('every copy Active', async () => {
-    const maps = (await n.cache())?.maps;
-    if (!maps) return false;
-    let active = 0;
-    for (const f of maps.values()) active += f.mapper?.activeShards().length ?? 0;
-    return active >= DATASETS * SHARDS;
-  }, 600_000, 500);
+  await waitFor(
+    'every copy Active',
+    async () => {
+      const maps = (await n.cache())?.maps;
+      if (!maps) return false;
+      let active = 0;
+      for (const f of maps.values()) active += f.mapper?.activeShards().length ?? 0;
+      return active >= DATASETS * SHARDS;
+    },
+    600_000,
+    500,
+  );
   const setupS = (performance.now() - t0) / 1000;
   // Scraped as Prometheus would (twice: the first asks every copy's end offset, the second reads
   // them), so the heap holds what a scraped node holds, not what setting up left behind.
@@ -95,7 +103,10 @@ function mapsPerCopy(): number {
   for (let d = 0; d < DATASETS; d++) {
     for (let copy = 0; copy < 2; copy++) {
       const m = new ShardMapper(SHARDS, `d${d}` as DatasetRef);
-      m.registerNode(Array.from({ length: SHARDS }, (_, s) => s), 'node-1' as NodeId);
+      m.registerNode(
+        Array.from({ length: SHARDS }, (_, s) => s),
+        'node-1' as NodeId,
+      );
       kept.push(m);
     }
   }
@@ -112,7 +123,10 @@ function mapsPerCopy(): number {
 async function storedMapsPerCopy(): Promise<number> {
   const maps = Array.from({ length: DATASETS }, (_, d) => {
     const m = new ShardMapper(SHARDS, `d${d}` as DatasetRef);
-    m.registerNode(Array.from({ length: SHARDS }, (_, s) => s), 'node-1' as NodeId);
+    m.registerNode(
+      Array.from({ length: SHARDS }, (_, s) => s),
+      'node-1' as NodeId,
+    );
     return m;
   });
   const before = heap();
@@ -146,7 +160,7 @@ register({
         `services in the same process, not the node (a deployed node has Kafka and Cassandra instead): the in-memory MetaStore's copy of the maps ${kb(stored)} KB per copy, the in-memory bus's retained records ${kb(withoutMetrics.busPerCopy)} KB per copy`,
         `**the node's own heap per copy** (the above less those services): ${kb(withMetrics.heapPerCopy - stored - withMetrics.busPerCopy)} KB with metrics, ${kb(withoutMetrics.heapPerCopy - stored - withoutMetrics.busPerCopy)} KB without`,
         `the copies and their ingestion state: ${kb(withoutMetrics.heapPerCopy - maps - stored - withoutMetrics.busPerCopy)} KB per copy (the rest)`,
-        'heap after a full collection; RSS is the process\'s, which the collector does not give back at once',
+        "heap after a full collection; RSS is the process's, which the collector does not give back at once",
       ],
     };
   },

@@ -25,7 +25,6 @@ const CASES = [
   { sessionTimeoutMs: 6_000, samples: 3 },
 ] as const;
 
-
 interface CaseResult {
   readonly sessionTimeoutMs: number;
   readonly singletonActive: number[];
@@ -60,13 +59,18 @@ async function runCase(s: BenchServices, sessionTimeoutMs: number, samples: numb
       const epoch = c.singleton!.status.singleton!.epoch;
       const t0 = Date.now();
       await cluster.kill(victim);
-      await waitFor('a new singleton', async () => {
-        for (const p of cluster.live()) {
-          const st = await cluster.status(p.name, 500);
-          if (st?.singleton && st.singleton.epoch > epoch) return true;
-        }
-        return false;
-      }, 120_000, 25);
+      await waitFor(
+        'a new singleton',
+        async () => {
+          for (const p of cluster.live()) {
+            const st = await cluster.status(p.name, 500);
+            if (st?.singleton && st.singleton.epoch > epoch) return true;
+          }
+          return false;
+        },
+        120_000,
+        25,
+      );
       result.singletonActive.push(Date.now() - t0);
       await waitFor('convergence after the singleton died', async () => (await converged(cluster, DATASET, SHARDS)).ok, 120_000, 25);
       result.singletonAllActive.push(Date.now() - t0);
@@ -96,7 +100,15 @@ register({
       const rows: (string | number)[][] = [];
       for (const { sessionTimeoutMs, samples } of CASES) {
         const r = await runCase(s, sessionTimeoutMs, samples);
-        const row = (what: string, xs: number[]) => [what, ms(sessionTimeoutMs), ms(quantile(xs, 0.5)), ms(quantile(xs, 0.9)), ms(Math.min(...xs)), xs.length, (quantile(xs, 0.5) / sessionTimeoutMs).toFixed(2)];
+        const row = (what: string, xs: number[]) => [
+          what,
+          ms(sessionTimeoutMs),
+          ms(quantile(xs, 0.5)),
+          ms(quantile(xs, 0.9)),
+          ms(Math.min(...xs)),
+          xs.length,
+          (quantile(xs, 0.5) / sessionTimeoutMs).toFixed(2),
+        ];
         rows.push(row('SIGKILL singleton → new singleton active (new epoch)', r.singletonActive));
         rows.push(row('SIGKILL singleton → every shard Active', r.singletonAllActive));
         rows.push(row('SIGKILL owner → every shard Active elsewhere', r.ownerAllActive));
@@ -107,7 +119,7 @@ register({
         rows,
         notes: [
           'Wall time from the SIGKILL; failure detection is the Kafka session timeout, so the ratio to it is the figure that carries over.',
-          'Observed by polling each live node\'s /status every 25 ms (adds up to ~25 ms plus one HTTP round trip).',
+          "Observed by polling each live node's /status every 25 ms (adds up to ~25 ms plus one HTTP round trip).",
         ],
       };
     }),

@@ -55,7 +55,11 @@ register({
         while (Date.now() - started < WARMUP_MS + MEASURE_MS) {
           measuring = Date.now() - started >= WARMUP_MS;
           const tick = Date.now();
-          await producer.send({ topic, acks: 1, messages: Array.from({ length: perTick }, () => ({ partition: n++ % PARTITIONS, value: JSON.stringify({ n, sentAt: Date.now() }) })) });
+          await producer.send({
+            topic,
+            acks: 1,
+            messages: Array.from({ length: perTick }, () => ({ partition: n++ % PARTITIONS, value: JSON.stringify({ n, sentAt: Date.now() }) })),
+          });
           await new Promise((r) => setTimeout(r, Math.max(0, 10 - (Date.now() - tick))));
         }
         await new Promise((r) => setTimeout(r, 1_000));

@@ -34,7 +34,11 @@ async function fillTopic(kafka: Kafka, topic: string, partitions = PARTITIONS, r
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   for (let n = 0; n < records; n += 2_000) {
-    const messages = Array.from({ length: Math.min(2_000, records - n) }, (_, i) => ({ partition: (n + i) % partitions, key: `k${n + i}`, value: JSON.stringify({ n: n + i, at: 1_700_000_000_000 + n + i }) }));
+    const messages = Array.from({ length: Math.min(2_000, records - n) }, (_, i) => ({
+      partition: (n + i) % partitions,
+      key: `k${n + i}`,
+      value: JSON.stringify({ n: n + i, at: 1_700_000_000_000 + n + i }),
+    }));
     await producer.send({ topic, acks: -1, messages });
   }
   await producer.disconnect();
@@ -58,7 +62,14 @@ register({
       const kafka = new Kafka({ clientId: 'bench-throughput', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR });
       const topic = `tp_${Date.now().toString(36)}.metrics`;
       await fillTopic(kafka, topic);
-      const job = (reader: ReaderJob['reader'], sample: number, t = topic, partitions = PARTITIONS, records = RECORDS): ReaderJob => ({ reader, services: s, topic: t, partitions, records, sample });
+      const job = (reader: ReaderJob['reader'], sample: number, t = topic, partitions = PARTITIONS, records = RECORDS): ReaderJob => ({
+        reader,
+        services: s,
+        topic: t,
+        partitions,
+        records,
+        sample,
+      });
       const bareRates: Rates[] = [];
       const bareOurDecoderRates: Rates[] = [];
       const ourRates: Rates[] = [];
@@ -72,14 +83,34 @@ register({
       const row = (reader: string, rates: Rates[], of: keyof Rates) => {
         const xs = rates.map((r) => r[of]);
         const median = quantile(xs, 0.5);
-        return [reader, k(median), k(Math.min(...xs)), k(Math.max(...xs)), SAMPLES, (median / quantile(bareRates.map((r) => r[of]), 0.5)).toFixed(2)];
+        return [
+          reader,
+          k(median),
+          k(Math.min(...xs)),
+          k(Math.max(...xs)),
+          SAMPLES,
+          (
+            median /
+            quantile(
+              bareRates.map((r) => r[of]),
+              0.5,
+            )
+          ).toFixed(2),
+        ];
       };
       const small: (string | number)[][] = [];
       for (const n of SHARD_COUNTS) {
         const t = `tp_${Date.now().toString(36)}_${n}.metrics`;
         await fillTopic(kafka, t, n, SMALL_RECORDS);
         const r = await runReader(job({ kind: 'shardherd' }, 100 + n, t, n, SMALL_RECORDS));
-        small.push([`shardherd node owning ${n} shard${n === 1 ? '' : 's'} (${SMALL_RECORDS.toLocaleString('en')} records, one sample, from join)`, k(r.fromJoin), '', '', 1, '']);
+        small.push([
+          `shardherd node owning ${n} shard${n === 1 ? '' : 's'} (${SMALL_RECORDS.toLocaleString('en')} records, one sample, from join)`,
+          k(r.fromJoin),
+          '',
+          '',
+          1,
+          '',
+        ]);
       }
       return {
         title: `Ingestion throughput, one node reading ${PARTITIONS} partitions (${RECORDS.toLocaleString('en')} records of ~40 bytes)`,
@@ -94,9 +125,9 @@ register({
           ...small,
         ],
         notes: [
-          'Streaming: from the first record delivered to the last (the pipeline\'s speed). From join: from the consumer\'s group join to the last record, so the first fetch\'s start-up (about a second for either reader here) is counted. Runs alternate, each reader in a fresh process, with fresh groups and a fresh cluster each time.',
-          'The bare kafkajs consumer decodes with kafkajs\'s own decoder; the shardherd node with shardherd\'s (the source installs it), which makes the same message objects at a third of the cost. The middle row is the bare consumer with shardherd\'s decoder: the ratio of the node to it is what the rest of shardherd\'s pipeline costs.',
-          'Both fetch with the source\'s default sizes (1 MiB per partition, 8 MiB per fetch, 100 ms wait); shardherd\'s source keeps what it fetched in bounded buffers (30 000 records or 8 MiB per shard) and its actors read 2 000 records per sink call.',
+          "Streaming: from the first record delivered to the last (the pipeline's speed). From join: from the consumer's group join to the last record, so the first fetch's start-up (about a second for either reader here) is counted. Runs alternate, each reader in a fresh process, with fresh groups and a fresh cluster each time.",
+          "The bare kafkajs consumer decodes with kafkajs's own decoder; the shardherd node with shardherd's (the source installs it), which makes the same message objects at a third of the cost. The middle row is the bare consumer with shardherd's decoder: the ratio of the node to it is what the rest of shardherd's pipeline costs.",
+          "Both fetch with the source's default sizes (1 MiB per partition, 8 MiB per fetch, 100 ms wait); shardherd's source keeps what it fetched in bounded buffers (30 000 records or 8 MiB per shard) and its actors read 2 000 records per sink call.",
         ],
       };
     }),

@@ -17,7 +17,12 @@ export interface PauseFigures {
  * `gapMs` (a random time in the range) before the next pause. `stop()` resolves once the paused
  * node (if any) runs again.
  */
-export function randomPauses(cluster: ProcessCluster, names: readonly string[], maxPauseMs: number, gapMs: readonly [number, number]): { figures: PauseFigures; stop(): Promise<void> } {
+export function randomPauses(
+  cluster: ProcessCluster,
+  names: readonly string[],
+  maxPauseMs: number,
+  gapMs: readonly [number, number],
+): { figures: PauseFigures; stop(): Promise<void> } {
   const figures: PauseFigures = { pauses: 0, longestMs: 0 };
   let running = true;
   const loop = (async () => {

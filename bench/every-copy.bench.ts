@@ -58,8 +58,26 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
     keyspace: 'shardherd_bench',
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,
-    runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, checkpointIntervalMs: 500 },
-    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 1, replicationFactor: rf, strategy: 'balanced', maxConcurrentMoves: 4, replacementDelayMs: 0, source: { type: 'kafka', topic } }],
+    runtime: {
+      publishIntervalMs: 1_000,
+      reportResendMs: 500,
+      recoveryReplyTimeoutMs: 2_000,
+      pollIntervalMs: 50,
+      reassignmentCooldownMs: 0,
+      checkpointIntervalMs: 500,
+    },
+    datasets: [
+      {
+        ref: DATASET,
+        numShards: SHARDS,
+        minNumNodes: 1,
+        replicationFactor: rf,
+        strategy: 'balanced',
+        maxConcurrentMoves: 4,
+        replacementDelayMs: 0,
+        source: { type: 'kafka', topic },
+      },
+    ],
   });
   const numbered = new NumberedProducer(producer, topic, SHARDS);
   const copies = SHARDS * rf;
@@ -82,16 +100,26 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
       await cluster.kill(victim);
       // Over once the survivors' map holds none of the victim's copies and every copy is Active
       // again (right after the kill the maps still show its copies Active).
-      await waitFor(`RF ${rf}: copies re-created after ${victim} died`, async () => (await copiesOf(victim)) === 0 && (await everyCopyActive(cluster, DATASET, copies)), 180_000, 200);
+      await waitFor(
+        `RF ${rf}: copies re-created after ${victim} died`,
+        async () => (await copiesOf(victim)) === 0 && (await everyCopyActive(cluster, DATASET, copies)),
+        180_000,
+        200,
+      );
       crashToActiveS.push((Date.now() - t) / 1000);
       await sleep(2_000);
       t = Date.now();
       await cluster.start(victim, 120_000);
-      await waitFor(`RF ${rf}: ${victim} holds copies again`, async () => {
-        const st = await cluster.status(victim, 5_000);
-        const mine = st?.runningCounts[DATASET]?.Active ?? 0;
-        return mine > 0 && (await copiesOf(victim)) === mine && (await everyCopyActive(cluster, DATASET, copies));
-      }, 180_000, 200);
+      await waitFor(
+        `RF ${rf}: ${victim} holds copies again`,
+        async () => {
+          const st = await cluster.status(victim, 5_000);
+          const mine = st?.runningCounts[DATASET]?.Active ?? 0;
+          return mine > 0 && (await copiesOf(victim)) === mine && (await everyCopyActive(cluster, DATASET, copies));
+        },
+        180_000,
+        200,
+      );
       restartToActiveS.push((Date.now() - t) / 1000);
       await sleep(2_000);
     }
@@ -123,10 +151,15 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
     };
     let byCopy = new Map<string, number[]>();
     const holders = (v: Awaited<ReturnType<typeof view>>) => v.shards.flatMap((sh) => sh.owners.map((o) => ({ node: o.node, shard: sh.shard })));
-    await waitFor(`RF ${rf}: every copy caught up to the partitions' ends`, async () => {
-      byCopy = await received();
-      return holders(await view()).every(({ node, shard }) => new Set(byCopy.get(`${node}/${shard}`) ?? []).size >= ends.get(shard)! - lows.get(shard)!);
-    }, 60_000, 500).catch(() => undefined); // what is missing then is counted below as lost
+    await waitFor(
+      `RF ${rf}: every copy caught up to the partitions' ends`,
+      async () => {
+        byCopy = await received();
+        return holders(await view()).every(({ node, shard }) => new Set(byCopy.get(`${node}/${shard}`) ?? []).size >= ends.get(shard)! - lows.get(shard)!);
+      },
+      60_000,
+      500,
+    ).catch(() => undefined); // what is missing then is counted below as lost
 
     let expected = 0;
     let got = 0;
@@ -150,7 +183,20 @@ async function runCase(s: BenchServices, rf: number): Promise<CaseResult> {
       if (missing > 0) copiesWithLoss++;
       if (missing > worst.lost) worst = { copy: `${node}/${shard}`, lost: missing };
     }
-    return { rf, cycles: CYCLES, produced, copies: final.length, expected, received: got, lost, duplicates, copiesWithLoss, worstCopy: worst.lost > 0 ? `${worst.copy}: ${worst.lost}` : '-', crashToActiveS, restartToActiveS };
+    return {
+      rf,
+      cycles: CYCLES,
+      produced,
+      copies: final.length,
+      expected,
+      received: got,
+      lost,
+      duplicates,
+      copiesWithLoss,
+      worstCopy: worst.lost > 0 ? `${worst.copy}: ${worst.lost}` : '-',
+      crashToActiveS,
+      restartToActiveS,
+    };
   } finally {
     await numbered.stop().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
@@ -171,11 +217,35 @@ register({
     });
     return {
       title: `Every copy's records after crash, restart and move cycles (real Kafka and Cassandra, ${NODES.length} node processes, ${SHARDS} partitions)`,
-      columns: ['RF', 'cycles', 'records produced', 'copies', 'offsets expected (Σ copies)', 'distinct received', 'lost', 'copies with loss', 'duplicates', 'crash → all Active (s)', 'restart → all Active (s)'],
-      rows: results.map((r) => [r.rf, r.cycles, r.produced, r.copies, r.expected, r.received, r.lost, r.copiesWithLoss, r.duplicates, seconds(r.crashToActiveS), seconds(r.restartToActiveS)]),
+      columns: [
+        'RF',
+        'cycles',
+        'records produced',
+        'copies',
+        'offsets expected (Σ copies)',
+        'distinct received',
+        'lost',
+        'copies with loss',
+        'duplicates',
+        'crash → all Active (s)',
+        'restart → all Active (s)',
+      ],
+      rows: results.map((r) => [
+        r.rf,
+        r.cycles,
+        r.produced,
+        r.copies,
+        r.expected,
+        r.received,
+        r.lost,
+        r.copiesWithLoss,
+        r.duplicates,
+        seconds(r.crashToActiveS),
+        seconds(r.restartToActiveS),
+      ]),
       notes: [
-        'lost: offsets of a partition from the copy\'s start (the earliest offset) to the partition\'s end that its node\'s sink never received; goal 0.',
-        'duplicates: records a node\'s sink received more than once for a copy (replays after a crash: at least once).',
+        "lost: offsets of a partition from the copy's start (the earliest offset) to the partition's end that its node's sink never received; goal 0.",
+        "duplicates: records a node's sink received more than once for a copy (replays after a crash: at least once).",
         ...results.filter((r) => r.lost > 0).map((r) => `RF ${r.rf}: worst copy ${r.worstCopy}`),
       ],
     };

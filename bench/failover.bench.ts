@@ -145,7 +145,6 @@ function randomEndpointResets(proxies: ReadonlyMap<string, TcpProxy>): { figures
 }
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
-
 // ------------------------------------------------------------------ a cluster under load
 
 interface Run {
@@ -175,10 +174,26 @@ async function startRun(s: BenchServices, o: Options, mode: Mode, label: string,
     // Publishing, resends and retries as the chaos tests have them; no reassignment cooldown, which
     // would keep a shard that moved a moment ago from moving again in the next sample.
     runtime: CHAOS_RUNTIME,
-    ...(failureDetector ? { failureDetector } : mode === 'heartbeat' ? { failureDetector: { mode: 'heartbeat', ...(o.singletonLeaseMs ? { singletonLeaseMs: o.singletonLeaseMs } : {}) } } : {}),
+    ...(failureDetector
+      ? { failureDetector }
+      : mode === 'heartbeat'
+        ? { failureDetector: { mode: 'heartbeat', ...(o.singletonLeaseMs ? { singletonLeaseMs: o.singletonLeaseMs } : {}) } }
+        : {}),
     datasets: [
       { ref: RF1.ref, numShards: RF1.numShards, minNumNodes: 4, source: { type: 'kafka', topic: `${name}.${RF1.ref}` } },
-      ...(o.rf2 ? [{ ref: RF2.ref, numShards: RF2.numShards, minNumNodes: 2, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'kafka', topic: `${name}.${RF2.ref}` } }] : []),
+      ...(o.rf2
+        ? [
+            {
+              ref: RF2.ref,
+              numShards: RF2.numShards,
+              minNumNodes: 2,
+              replicationFactor: 2,
+              strategy: 'balanced',
+              replacementDelayMs: 0,
+              source: { type: 'kafka', topic: `${name}.${RF2.ref}` },
+            },
+          ]
+        : []),
     ],
     built: true,
   });
@@ -209,7 +224,9 @@ async function startRun(s: BenchServices, o: Options, mode: Mode, label: string,
         for (const p of producers) await p.numbered.stop();
         for (const p of producers) {
           const missing = await missingRecords(p.numbered.acked, async () => (await cluster.ingested()).filter((l) => l.dataset === p.dataset), 120_000);
-          lines.push(`${mode}${label.startsWith('soak') ? ' soak' : ''} ${p.dataset}: ${p.numbered.acked.size} records acknowledged, ${missing.length} never reached a sink${missing.length > 0 ? ` (first: ${missing.slice(0, 5).join(', ')})` : ''}; ${p.numbered.failedSends} sends retried.`);
+          lines.push(
+            `${mode}${label.startsWith('soak') ? ' soak' : ''} ${p.dataset}: ${p.numbered.acked.size} records acknowledged, ${missing.length} never reached a sink${missing.length > 0 ? ` (first: ${missing.slice(0, 5).join(', ')})` : ''}; ${p.numbered.failedSends} sends retried.`,
+          );
         }
       } finally {
         await producer.disconnect().catch(() => undefined);
@@ -232,30 +249,35 @@ async function settle(run: Run, timeoutMs = 180_000): Promise<void> {
   const { cluster, watch } = run;
   let stable = '';
   let since = 0;
-  await until('the cluster to settle', async () => {
-    for (const n of NODES) {
-      if (!cluster.live().some((p) => p.name === n)) {
-        run.unexpectedExits += 1;
-        log(`${n} had exited: starting it again`);
-        await cluster.start(n, 120_000);
+  await until(
+    'the cluster to settle',
+    async () => {
+      for (const n of NODES) {
+        if (!cluster.live().some((p) => p.name === n)) {
+          run.unexpectedExits += 1;
+          log(`${n} had exited: starting it again`);
+          await cluster.start(n, 120_000);
+        }
       }
-    }
-    const statuses = await Promise.all(NODES.map((n) => cluster.status(n, 2_000)));
-    const ok =
-      statuses.every((st) => st?.member === true && st.state === 'running') &&
-      statuses.filter((st) => st?.singleton !== undefined).length === 1 &&
-      watch.whole(new Set(NODES)) &&
-      // A restarted node gets its share of a `balanced` dataset by planned moves after the settle
-      // window: until it has some, the next victim's share would be larger than the others'.
-      run.datasets.every((d) => d.replicationFactor === 1 || NODES.every((n) => (watch.shardsOn(n).get(d.ref) ?? []).length > 0));
-    const key = ok ? watch.versions() : '';
-    if (!ok || key !== stable) {
-      stable = key;
-      since = performance.now();
-      return false;
-    }
-    return performance.now() - since >= QUIET_MS;
-  }, timeoutMs, 100);
+      const statuses = await Promise.all(NODES.map((n) => cluster.status(n, 2_000)));
+      const ok =
+        statuses.every((st) => st?.member === true && st.state === 'running') &&
+        statuses.filter((st) => st?.singleton !== undefined).length === 1 &&
+        watch.whole(new Set(NODES)) &&
+        // A restarted node gets its share of a `balanced` dataset by planned moves after the settle
+        // window: until it has some, the next victim's share would be larger than the others'.
+        run.datasets.every((d) => d.replicationFactor === 1 || NODES.every((n) => (watch.shardsOn(n).get(d.ref) ?? []).length > 0));
+      const key = ok ? watch.versions() : '';
+      if (!ok || key !== stable) {
+        stable = key;
+        since = performance.now();
+        return false;
+      }
+      return performance.now() - since >= QUIET_MS;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /** The victim's shards of one dataset, as the map a `replaced` check takes. */
@@ -293,9 +315,18 @@ const MAP_ON_BUS = 'map on the events topic';
  * so none waits for another), into the measure `what(dataset)`; a dataset whose shards are not
  * served elsewhere in time is a failure of its own measure, not of the others.
  */
-async function servedElsewhere(run: Run, m: Measures, what: (dataset: string) => string, shards: ReadonlyMap<string, number[]>, victim: string, t0: number): Promise<void> {
+async function servedElsewhere(
+  run: Run,
+  m: Measures,
+  what: (dataset: string) => string,
+  shards: ReadonlyMap<string, number[]>,
+  victim: string,
+  t0: number,
+): Promise<void> {
   const datasets = run.datasets.filter((d) => (shards.get(d.ref) ?? []).length > 0);
-  const results = await Promise.allSettled(datasets.map((d) => until(`${victim}'s ${d.ref} shards Active elsewhere`, () => run.watch.replaced(only(shards, d.ref), victim), SAMPLE_TIMEOUT_MS)));
+  const results = await Promise.allSettled(
+    datasets.map((d) => until(`${victim}'s ${d.ref} shards Active elsewhere`, () => run.watch.replaced(only(shards, d.ref), victim), SAMPLE_TIMEOUT_MS)),
+  );
   results.forEach((r, i) => {
     const measure = m.get(run.mode, what(datasets[i]!.ref), MAP_ON_BUS);
     if (r.status === 'fulfilled') m.add(run.mode, measure.what, MAP_ON_BUS, r.value - t0);
@@ -358,10 +389,15 @@ async function silentStop(run: Run, m: Measures): Promise<void> {
   }
   const resumed = performance.now();
   // Its incarnation was dropped (evicted or past its session): it must come back as a new one.
-  const back = await until(`${victim} back as a new incarnation after SIGCONT`, async () => {
-    const st = await run.cluster.status(victim, 1_000);
-    return st !== undefined && st.member && st.state === 'running' && st.incarnation !== before;
-  }, SAMPLE_TIMEOUT_MS, 100);
+  const back = await until(
+    `${victim} back as a new incarnation after SIGCONT`,
+    async () => {
+      const st = await run.cluster.status(victim, 1_000);
+      return st !== undefined && st.member && st.state === 'running' && st.incarnation !== before;
+    },
+    SAMPLE_TIMEOUT_MS,
+    100,
+  );
   m.add(run.mode, 'SIGCONT → the stopped node is a member again, as a new incarnation', '/status of the node, every 100 ms', back - resumed);
 }
 
@@ -420,7 +456,12 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
       const port = await freePort();
       ports.set(n, port);
       // Only heartbeats (node → singleton) are dropped; every other frame passes.
-      proxies.set(n, await TcpProxy.start(`127.0.0.1:${port}`, { dropFrame: (frame, toServer) => toServer && frame.includes('"type":"heartbeat"') && Math.random() < DROP_RATE }));
+      proxies.set(
+        n,
+        await TcpProxy.start(`127.0.0.1:${port}`, {
+          dropFrame: (frame, toServer) => toServer && frame.includes('"type":"heartbeat"') && Math.random() < DROP_RATE,
+        }),
+      );
     }
   }
   const detector = mode === 'heartbeat' ? (n: string) => ({ mode: 'heartbeat', port: ports.get(n)!, advertisedPort: proxies.get(n)!.port }) : undefined;
@@ -434,7 +475,10 @@ async function soak(s: BenchServices, o: Options, mode: Mode): Promise<SoakResul
   const restarts: string[] = [];
   let settledAfterMs: number | undefined;
   try {
-    for (const [fraction, service] of [[1 / 3, 'kafka'], [2 / 3, 'cassandra']] as const) {
+    for (const [fraction, service] of [
+      [1 / 3, 'kafka'],
+      [2 / 3, 'cassandra'],
+    ] as const) {
       await at(fraction);
       if (!s.restart) {
         restarts.push(`${service}: not restarted (named by the environment, not started by the benchmark)`);
@@ -501,39 +545,64 @@ async function failover(): Promise<Table> {
   const soaks: SoakResult[] = [];
   // The node processes run the built package: build it, so they run these sources.
   execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
-  await withRealServices(async (s) => {
-    for (const mode of o.modes) {
-      if (!['owner', 'singleton', 'silent'].some((p) => o.parts.has(p as Part))) break;
-      const run = await startRun(s, o, mode, mode === 'heartbeat' ? 'hb' : 'so');
-      const busy = o.busy ? [busyCores(1), busyCores(1)] : [];
-      try {
-        if (o.parts.has('owner')) await samples(run, m, 'SIGKILL owner', o.kills.owner, ownerKill);
-        if (o.parts.has('singleton')) await samples(run, m, 'SIGKILL singleton', o.kills.singleton, singletonKill);
-        if (o.parts.has('silent')) await samples(run, m, 'SIGSTOP owner', o.kills.silent, silentStop);
-        await settle(run).catch((e: unknown) => notes.push(`${mode}: did not settle at the end: ${e instanceof Error ? e.message : String(e)}`));
-      } finally {
-        for (const b of busy) await b.stop();
-        if (run.unexpectedExits > 0) notes.push(`${mode}: ${run.unexpectedExits} node processes exited on their own and were started again.`);
-        notes.push(...(await run.finish()));
+  await withRealServices(
+    async (s) => {
+      for (const mode of o.modes) {
+        if (!['owner', 'singleton', 'silent'].some((p) => o.parts.has(p as Part))) break;
+        const run = await startRun(s, o, mode, mode === 'heartbeat' ? 'hb' : 'so');
+        const busy = o.busy ? [busyCores(1), busyCores(1)] : [];
+        try {
+          if (o.parts.has('owner')) await samples(run, m, 'SIGKILL owner', o.kills.owner, ownerKill);
+          if (o.parts.has('singleton')) await samples(run, m, 'SIGKILL singleton', o.kills.singleton, singletonKill);
+          if (o.parts.has('silent')) await samples(run, m, 'SIGSTOP owner', o.kills.silent, silentStop);
+          await settle(run).catch((e: unknown) => notes.push(`${mode}: did not settle at the end: ${e instanceof Error ? e.message : String(e)}`));
+        } finally {
+          for (const b of busy) await b.stop();
+          if (run.unexpectedExits > 0) notes.push(`${mode}: ${run.unexpectedExits} node processes exited on their own and were started again.`);
+          notes.push(...(await run.finish()));
+        }
       }
-    }
-    if (o.parts.has('soak')) for (const mode of o.soakModes) soaks.push(await soak(s, o, mode));
-  }, { restartable: o.parts.has('soak') });
+      if (o.parts.has('soak')) for (const mode of o.soakModes) soaks.push(await soak(s, o, mode));
+    },
+    { restartable: o.parts.has('soak') },
+  );
 
   if (soaks.length > 0) {
-    console.log(markdownTable({
-      title: `Failover soak: ${NODES.length} nodes, pauses up to ${MAX_PAUSE_MS} ms, every core busy, ${DROP_RATE * 100} % of heartbeats dropped, resets of live nodes' detector endpoints up to ${MAX_RESET_MS} ms, a Kafka and a Cassandra restart`,
-      columns: ['mode', 'minutes', 'pauses (longest ms)', 'endpoint resets (longest ms)', 'false evictions', 'evictions of fenced incarnations', 'fences (new incarnations)', 'heartbeats dropped / frames forwarded', 'restarts', 'settled after ms', 'records'],
-      rows: soaks.map((r) => [
-        r.mode, r.minutes.toFixed(1), `${r.pauses} (${ms(r.longestPauseMs)})`, r.mode === 'heartbeat' ? `${r.resets} (${ms(r.longestResetMs)})` : '-', `${r.evicted}${r.evicted > 0 ? `: ${r.evictedDetail}` : ''}`, r.evictedAfterFence,
-        `${r.fenced}${r.fenced > 0 ? `: ${r.fencedDetail}` : ''}`, r.mode === 'heartbeat' ? `${r.heartbeatsDropped} / ${r.framesForwarded}` : '-',
-        r.restarts || '-', r.settledAfterMs === undefined ? 'not within 300 s' : ms(r.settledAfterMs), r.records.join(' '),
-      ]),
-      notes: [
-        'Nothing is killed in the soak: a `detector.evicted` of an incarnation that was still running is a false eviction (goal 0). One of an incarnation that had fenced itself before (its `node.fenced` logged earlier: its Kafka session lost while the broker was away, say) is counted apart: that incarnation was gone, its endpoint closed. Fences count `node.fenced`: a node that learned it was no longer a member (the detector\'s eviction, or its Kafka session lost) and restarted as a new incarnation.',
-        ...soaks.filter((r) => r.unexpectedExits > 0).map((r) => `${r.mode}: ${r.unexpectedExits} node processes exited on their own.`),
-      ],
-    }));
+    console.log(
+      markdownTable({
+        title: `Failover soak: ${NODES.length} nodes, pauses up to ${MAX_PAUSE_MS} ms, every core busy, ${DROP_RATE * 100} % of heartbeats dropped, resets of live nodes' detector endpoints up to ${MAX_RESET_MS} ms, a Kafka and a Cassandra restart`,
+        columns: [
+          'mode',
+          'minutes',
+          'pauses (longest ms)',
+          'endpoint resets (longest ms)',
+          'false evictions',
+          'evictions of fenced incarnations',
+          'fences (new incarnations)',
+          'heartbeats dropped / frames forwarded',
+          'restarts',
+          'settled after ms',
+          'records',
+        ],
+        rows: soaks.map((r) => [
+          r.mode,
+          r.minutes.toFixed(1),
+          `${r.pauses} (${ms(r.longestPauseMs)})`,
+          r.mode === 'heartbeat' ? `${r.resets} (${ms(r.longestResetMs)})` : '-',
+          `${r.evicted}${r.evicted > 0 ? `: ${r.evictedDetail}` : ''}`,
+          r.evictedAfterFence,
+          `${r.fenced}${r.fenced > 0 ? `: ${r.fencedDetail}` : ''}`,
+          r.mode === 'heartbeat' ? `${r.heartbeatsDropped} / ${r.framesForwarded}` : '-',
+          r.restarts || '-',
+          r.settledAfterMs === undefined ? 'not within 300 s' : ms(r.settledAfterMs),
+          r.records.join(' '),
+        ]),
+        notes: [
+          "Nothing is killed in the soak: a `detector.evicted` of an incarnation that was still running is a false eviction (goal 0). One of an incarnation that had fenced itself before (its `node.fenced` logged earlier: its Kafka session lost while the broker was away, say) is counted apart: that incarnation was gone, its endpoint closed. Fences count `node.fenced`: a node that learned it was no longer a member (the detector's eviction, or its Kafka session lost) and restarted as a new incarnation.",
+          ...soaks.filter((r) => r.unexpectedExits > 0).map((r) => `${r.mode}: ${r.unexpectedExits} node processes exited on their own.`),
+        ],
+      }),
+    );
     console.log('');
   }
 
@@ -545,11 +614,21 @@ async function failover(): Promise<Table> {
     rows: m.all.map((x) => {
       const v = x.values;
       const f = (q: number) => (v.length === 0 ? '-' : ms(quantile(v, q)));
-      return [x.mode, x.what, x.observed, v.length, f(0.5), f(0.99), v.length === 0 ? '-' : ms(Math.max(...v)), v.length === 0 ? '-' : ms(Math.min(...v)), x.failures.length === 0 ? 0 : `${x.failures.length}: ${x.failures[0]}`];
+      return [
+        x.mode,
+        x.what,
+        x.observed,
+        v.length,
+        f(0.5),
+        f(0.99),
+        v.length === 0 ? '-' : ms(Math.max(...v)),
+        v.length === 0 ? '-' : ms(Math.min(...v)),
+        x.failures.length === 0 ? 0 : `${x.failures.length}: ${x.failures[0]}`,
+      ];
     }),
     notes: [
       `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}); load average (1, 5, 15 min) ${load(loadBefore)} before, ${load(loadAfter)} after.`,
-      'Wall ms from the signal\'s sending. p99 is the nearest rank: with fewer than 100 samples it is the largest.',
+      "Wall ms from the signal's sending. p99 is the nearest rank: with fewer than 100 samples it is the largest.",
       `heartbeat: failureDetector at its defaults (heartbeat 100 ms, lease 500 ms, suspicion 1800 ms, singleton lease ${o.singletonLeaseMs ?? 5000} ms${o.singletonLeaseMs ? ', set by --singleton-lease-ms' : ''}); session-only: departures from the Kafka group alone, which also bounds the singleton's replacement there. Both with the same ${o.sessionMs} ms session.`,
       `RF 1: FiloDB's strategy, minNumNodes 4 (8 shards a node: four owners and a spare).${o.rf2 ? ' RF 2: `balanced`, no replacement delay; its figure is the time until each lost copy is Active again on another node (the shard was served by its other copy meanwhile), the settle window (`settleWindowMs`, 1000 ms by default) included: a lost copy whose shard is still served waits for it.' : ''} Runtime: ${JSON.stringify(CHAOS_RUNTIME)}.`,
       'Victims are chosen at random among the nodes that own RF 1 shards and do not host the singleton; each is started again (a new incarnation) and the cluster settles (every node a member, every copy Active, every node holding copies of a replicated dataset, no map change for 1.5 s) before the next sample.',

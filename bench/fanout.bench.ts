@@ -54,10 +54,15 @@ async function cluster(n: number): Promise<{ oc: ObservedCluster; delivers: Deli
   await waitFor('the singleton', async () => (await (await c.singletonNode())?.singletonState()) !== undefined, 10_000);
   const reply = await c.setupDataset({ ref: DATASET, numShards: SHARDS, minNumNodes: NODES, source: { type: 'synthetic', recordsPerSecond: 1 } });
   if (reply.type !== 'DatasetVerified') throw new Error(`SetupDataset: ${reply.type}`);
-  await waitFor('every shard Active', async () => {
-    const s = await (await c.singletonNode())?.singletonState();
-    return s?.datasets.get(DATASET)?.mapper.activeShards().length === SHARDS;
-  }, 30_000, 20);
+  await waitFor(
+    'every shard Active',
+    async () => {
+      const s = await (await c.singletonNode())?.singletonState();
+      return s?.datasets.get(DATASET)?.mapper.activeShards().length === SHARDS;
+    },
+    30_000,
+    20,
+  );
 
   // N subscribers, spread evenly over the nodes; each subscribes and gets a snapshot first.
   probe.snapshots = 0;
@@ -121,14 +126,22 @@ async function fanout(): Promise<Table> {
     // The same subscriber functions, called directly with one message object, N calls in a loop;
     // the loop runs `reps` times per timed sample (about 100 000 calls) and the time is divided.
     const reps = Math.max(1, Math.floor(100_000 / n));
-    const message: SubscriberMessage = { type: 'StampedShardEvent', epoch: epoch(1), version: 1, event: ShardEvents.shardDown(DATASET, shardNum(0), nodeId('n01')) };
-    const base = sample(() => {
-      for (let r = 0; r < reps; r++) {
-        Object.assign(probe, { shard: 0, expected: n, received: 0, firstAt: 0, lastAt: 0 });
-        for (const d of delivers) d(message);
-      }
-      return probe.received;
-    }, { warmup: 5, warmupMs: 500, minSamples: 20, maxSamples: 200, budgetMs: 300, capMs: 5_000 });
+    const message: SubscriberMessage = {
+      type: 'StampedShardEvent',
+      epoch: epoch(1),
+      version: 1,
+      event: ShardEvents.shardDown(DATASET, shardNum(0), nodeId('n01')),
+    };
+    const base = sample(
+      () => {
+        for (let r = 0; r < reps; r++) {
+          Object.assign(probe, { shard: 0, expected: n, received: 0, firstAt: 0, lastAt: 0 });
+          for (const d of delivers) d(message);
+        }
+        return probe.received;
+      },
+      { warmup: 5, warmupMs: 500, minSamples: 20, maxSamples: 200, budgetMs: 300, capMs: 5_000 },
+    );
     if (base.last !== n) throw new Error('the baseline did not reach every subscriber');
     const perLoop = base.times.map((t) => t / reps);
 
@@ -136,18 +149,50 @@ async function fanout(): Promise<Table> {
     const last = col((s) => s.publishToLast);
     const baseMed = quantile(perLoop, 0.5);
     rows.push([
-      n, NODES, samples.length,
-      ms(quantile(last, 0.5)), ms(quantile(last, 0.9)), ms(quantile(col((s) => s.publishToFirst), 0.5)),
-      ms(quantile(col((s) => s.requestToLast), 0.5)), ms(quantile(col((s) => s.requestToLast), 0.9)),
-      (baseMed * 1000).toPrecision(3), `${(quantile(last, 0.5) / baseMed).toFixed(0)}×`,
-      `${Math.max(...col((s) => s.eventRecords))} (${samples[0]!.addressees} addressees)`, Math.max(...col((s) => s.records)),
+      n,
+      NODES,
+      samples.length,
+      ms(quantile(last, 0.5)),
+      ms(quantile(last, 0.9)),
+      ms(
+        quantile(
+          col((s) => s.publishToFirst),
+          0.5,
+        ),
+      ),
+      ms(
+        quantile(
+          col((s) => s.requestToLast),
+          0.5,
+        ),
+      ),
+      ms(
+        quantile(
+          col((s) => s.requestToLast),
+          0.9,
+        ),
+      ),
+      (baseMed * 1000).toPrecision(3),
+      `${(quantile(last, 0.5) / baseMed).toFixed(0)}×`,
+      `${Math.max(...col((s) => s.eventRecords))} (${samples[0]!.addressees} addressees)`,
+      Math.max(...col((s) => s.records)),
     ]);
   }
   return {
     title: `Runtime: event fan-out to N local subscribers over ${NODES} nodes (embedded cluster, RealClock)`,
     columns: [
-      'subscribers N', 'nodes', 'samples', 'publish → last median ms', 'p90 ms', 'publish → first median ms',
-      'request → last median ms', 'p90 ms', 'baseline: N calls median µs', 'publish → last / baseline', 'event records (to)', 'records per change',
+      'subscribers N',
+      'nodes',
+      'samples',
+      'publish → last median ms',
+      'p90 ms',
+      'publish → first median ms',
+      'request → last median ms',
+      'p90 ms',
+      'baseline: N calls median µs',
+      'publish → last / baseline',
+      'event records (to)',
+      'records per change',
     ],
     rows,
     notes: [

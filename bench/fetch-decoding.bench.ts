@@ -38,10 +38,21 @@ async function fetchedRecords(): Promise<Buffer> {
   for (let b = 0; b < BATCHES; b++) {
     const records = Array.from({ length: PER_BATCH }, (_, i) => {
       const n = b * PER_BATCH + i;
-      return encodeRecord({ offsetDelta: i, timestampDelta: i, key: Buffer.from(`k${n}`), value: Buffer.from(JSON.stringify({ n, at: 1_700_000_000_000 + n })) });
+      return encodeRecord({
+        offsetDelta: i,
+        timestampDelta: i,
+        key: Buffer.from(`k${n}`),
+        value: Buffer.from(JSON.stringify({ n, at: 1_700_000_000_000 + n })),
+      });
     });
     const at = 1_700_000_000_000 + b * PER_BATCH;
-    const batch = await RecordBatch({ firstOffset: Long.fromValue(b * PER_BATCH), lastOffsetDelta: PER_BATCH - 1, firstTimestamp: at, maxTimestamp: at + PER_BATCH - 1, records });
+    const batch = await RecordBatch({
+      firstOffset: Long.fromValue(b * PER_BATCH),
+      lastOffsetDelta: PER_BATCH - 1,
+      firstTimestamp: at,
+      maxTimestamp: at + PER_BATCH - 1,
+      records,
+    });
     batches.push(Buffer.from(batch.buffer));
   }
   return Buffer.from(new Encoder().writeBytes(Buffer.concat(batches)).buffer);
@@ -89,8 +100,13 @@ register({
     return {
       title: `Decoding one partition's fetched records (${RECORDS.toLocaleString('en')} records of ~40 bytes in ${BATCHES} batches), per record`,
       columns: ['what a consumer does per record', "kafkajs's decoder", "shardherd's decoder", 'speed-up'],
-      rows: [row('decode, kafkajs Batch, loop over the messages', false), row('the same and JSON.parse of each value (the bare consumer of deploy-throughput)', true)],
-      notes: [`Medians of ${ROUNDS} alternating rounds of ${FETCHES} fetches each, a full garbage collection before each round; both decoders make the same messages (checked before timing).`],
+      rows: [
+        row('decode, kafkajs Batch, loop over the messages', false),
+        row('the same and JSON.parse of each value (the bare consumer of deploy-throughput)', true),
+      ],
+      notes: [
+        `Medians of ${ROUNDS} alternating rounds of ${FETCHES} fetches each, a full garbage collection before each round; both decoders make the same messages (checked before timing).`,
+      ],
     };
   },
 });

@@ -29,7 +29,10 @@ const ENTRIES: readonly { readonly name: string; readonly file: string | undefin
 
 /** One fresh process: wall time, and Node's own clock at the end of the import. */
 function once(file: string | undefined): { wallMs: number; inProcessMs: number } {
-  const script = file === undefined ? 'console.log(performance.now())' : `await import(${JSON.stringify(pathToFileURL(resolve(REPO, file)).href)}); console.log(performance.now())`;
+  const script =
+    file === undefined
+      ? 'console.log(performance.now())'
+      : `await import(${JSON.stringify(pathToFileURL(resolve(REPO, file)).href)}); console.log(performance.now())`;
   const t0 = performance.now();
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   const wallMs = performance.now() - t0;
@@ -65,7 +68,10 @@ function run(): Table {
         entry.file === undefined ? '-' : (median(s.inProcess) - baseIn).toFixed(0),
       ];
     }),
-    notes: ['Goal: `shardherd` (the root) under 150 ms of process wall time.', 'In-process: `performance.now()` once the import resolved, i.e. since Node started.'],
+    notes: [
+      'Goal: `shardherd` (the root) under 150 ms of process wall time.',
+      'In-process: `performance.now()` once the import resolved, i.e. since Node started.',
+    ],
   };
 }
 

@@ -23,7 +23,6 @@ const DATASET = 'metrics';
 const SESSION_MS = 10_000;
 const WAVE = Number(process.env.SHARDHERD_JOIN_WAVE ?? 10);
 
-
 register({
   name: 'join-storm',
   run: async (): Promise<Table> =>
@@ -51,7 +50,14 @@ register({
         const setup = await fetch(`${cluster.get(names[0]!).url}/api/v1/datasets`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token(names[0]!)}` },
-          body: JSON.stringify({ ref: DATASET, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }),
+          body: JSON.stringify({
+            ref: DATASET,
+            numShards: SHARDS,
+            minNumNodes: 1,
+            replicationFactor: RF,
+            strategy: 'balanced',
+            source: { type: 'synthetic', recordsPerSecond: 0.001 },
+          }),
         });
         if (setup.status !== 201) throw new Error(`setup answered ${setup.status}`);
         const started = Date.now();
@@ -95,9 +101,11 @@ register({
             ['members that fenced themselves (flaps)', flaps],
             ['member.down decisions logged by singletons', downs],
             ['largest resident memory of a node', `${maxRss.toFixed(0)} MiB`],
-            ['from the first node\'s start', ms(Date.now() - t0)],
+            ["from the first node's start", ms(Date.now() - t0)],
           ],
-          notes: [`Built package (\`node dist/cli/main.js node\`), \`--max-old-space-size=96\`, session timeout ${SESSION_MS} ms, racks a/b/c in turn; the first three, then waves of ${WAVE} started together (\`SHARDHERD_JOIN_WAVE\`).`],
+          notes: [
+            `Built package (\`node dist/cli/main.js node\`), \`--max-old-space-size=96\`, session timeout ${SESSION_MS} ms, racks a/b/c in turn; the first three, then waves of ${WAVE} started together (\`SHARDHERD_JOIN_WAVE\`).`,
+          ],
         };
       } finally {
         await cluster.stopAll();

@@ -146,7 +146,13 @@ function startedReports(inbox: readonly TopicRecord[], from: number): { perCopy:
   let sameSeq = 0;
   for (const r of inbox) {
     if (r.timestamp < from || r.chunk || !r.value) continue;
-    const m = JSON.parse(r.value.toString('utf8')) as { kind?: string; node?: string; incarnation?: string; seq?: number; events?: { type: string; shard: number }[] };
+    const m = JSON.parse(r.value.toString('utf8')) as {
+      kind?: string;
+      node?: string;
+      incarnation?: string;
+      seq?: number;
+      events?: { type: string; shard: number }[];
+    };
     if (m.kind !== 'report') continue;
     for (const e of m.events ?? []) {
       if (e.type !== 'IngestionStarted') continue;
@@ -187,7 +193,8 @@ async function resentEvents(cluster: ProcessCluster, names: readonly string[]): 
   const sum = { lost: 0, silence: 0 };
   for (const n of names) {
     const text = await (await fetch(`${cluster.get(n).url}/metrics`, { signal: AbortSignal.timeout(30_000) })).text();
-    for (const cause of ['lost', 'silence'] as const) sum[cause] += Number(new RegExp(`^shardherd_report_events_resent_total\\{cause="${cause}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+    for (const cause of ['lost', 'silence'] as const)
+      sum[cause] += Number(new RegExp(`^shardherd_report_events_resent_total\\{cause="${cause}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
   }
   return sum;
 }
@@ -233,7 +240,15 @@ register({
         const res = await fetch(`${cluster.get(FIRST[0]!).url}/api/v1/datasets`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token(FIRST[0]!)}` },
-          body: JSON.stringify({ ref: DATASET, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', maxConcurrentMoves: MOVES, source: { type: 'synthetic', recordsPerSecond: 0.001 } }),
+          body: JSON.stringify({
+            ref: DATASET,
+            numShards: SHARDS,
+            minNumNodes: 1,
+            replicationFactor: RF,
+            strategy: 'balanced',
+            maxConcurrentMoves: MOVES,
+            source: { type: 'synthetic', recordsPerSecond: 0.001 },
+          }),
           signal: AbortSignal.timeout(120_000),
         });
         if (res.status !== 201) throw new Error(`setup answered ${res.status}: ${await res.text()}`);
@@ -245,10 +260,12 @@ register({
         const waveAt = Date.now();
         // When each joiner's API answered: its loading (modules, schemas) before it is no stall of the wave.
         const readyAt = new Map<string, number>();
-        await Promise.all(JOINERS.map(async (n) => {
-          await cluster.start(n, 120_000);
-          readyAt.set(n, Date.now());
-        }));
+        await Promise.all(
+          JOINERS.map(async (n) => {
+            await cluster.start(n, 120_000);
+            readyAt.set(n, Date.now());
+          }),
+        );
         up.push(...JOINERS);
         const all = [...FIRST, ...JOINERS];
         let last: number[] = [];
@@ -292,16 +309,41 @@ register({
         const row = (phase: string, stalls: Map<string, number>, extra: string[], cpu: Map<string, number>) => [phase, ...extra, perNode(stalls), perNode(cpu)];
         return {
           title: `A join wave at ${SHARDS} × ${RF}: three nodes joining three${BUSY > 0 ? `, ${BUSY} busy loops beside it` : ''} (real Kafka and Cassandra, maxConcurrentMoves ${MOVES})`,
-          columns: ['phase', 'time', 'copies started (needed)', 'IngestionStarted per copy: mean / max', 'fences', 'events / inbox bytes', 'longest event-loop stall per node (ms)', 'most CPU of the process in one stall (ms)'],
+          columns: [
+            'phase',
+            'time',
+            'copies started (needed)',
+            'IngestionStarted per copy: mean / max',
+            'fences',
+            'events / inbox bytes',
+            'longest event-loop stall per node (ms)',
+            'most CPU of the process in one stall (ms)',
+          ],
           rows: [
-            row('setup → every copy Active', setupStalls, [ms(setupMs), `${logs.slice(0, 3).reduce((sum, l) => sum + l.started, 0)} (${copies})`, '', '', `${(within(events, t0, waveAt).bytes / 1e6).toFixed(1)} / ${(within(inbox, t0, waveAt).bytes / 1e6).toFixed(1)} MB`], cpuInStalls[0]!),
-            row('three nodes join → balanced', waveStalls, [
-              ms(waveMs),
-              `${startedOnJoiners} (${3 * share})`,
-              `${(counts.reduce((a, b) => a + b, 0) / counts.length).toFixed(3)} / ${counts.reduce((a, b) => Math.max(a, b), 0)}`,
-              String(logs.reduce((sum, l) => sum + l.fences, 0)),
-              `${(within(events, waveAt, waveDone).bytes / 1e6).toFixed(1)} / ${(within(inbox, waveAt, waveDone).bytes / 1e6).toFixed(1)} MB`,
-            ], cpuInStalls[1]!),
+            row(
+              'setup → every copy Active',
+              setupStalls,
+              [
+                ms(setupMs),
+                `${logs.slice(0, 3).reduce((sum, l) => sum + l.started, 0)} (${copies})`,
+                '',
+                '',
+                `${(within(events, t0, waveAt).bytes / 1e6).toFixed(1)} / ${(within(inbox, t0, waveAt).bytes / 1e6).toFixed(1)} MB`,
+              ],
+              cpuInStalls[0]!,
+            ),
+            row(
+              'three nodes join → balanced',
+              waveStalls,
+              [
+                ms(waveMs),
+                `${startedOnJoiners} (${3 * share})`,
+                `${(counts.reduce((a, b) => a + b, 0) / counts.length).toFixed(3)} / ${counts.reduce((a, b) => Math.max(a, b), 0)}`,
+                String(logs.reduce((sum, l) => sum + l.fences, 0)),
+                `${(within(events, waveAt, waveDone).bytes / 1e6).toFixed(1)} / ${(within(inbox, waveAt, waveDone).bytes / 1e6).toFixed(1)} MB`,
+              ],
+              cpuInStalls[1]!,
+            ),
           ],
           notes: [
             `Nodes ${all.map((n) => `${n.split('.')[0]} (${rackOf(n)})`).join(', ')}; the singleton epochs seen on the events topic: ${epochs(events).join(', ')}.`,

@@ -113,7 +113,9 @@ async function observe(url: string, metrics: readonly string[], until: Promise<v
 
 async function allActive(url: string, dataset: string, shards: number): Promise<boolean> {
   try {
-    const body = (await (await fetch(`${url}/api/v1/datasets`, { signal: AbortSignal.timeout(30_000) })).json()) as { datasets: { name: string; counts: Record<string, number> }[] };
+    const body = (await (await fetch(`${url}/api/v1/datasets`, { signal: AbortSignal.timeout(30_000) })).json()) as {
+      datasets: { name: string; counts: Record<string, number> }[];
+    };
     return body.datasets.find((d) => d.name === dataset)?.counts.Active === shards;
   } catch {
     return false;
@@ -152,7 +154,7 @@ register({
       // The answers after the POST, split at the moment every copy was Active: while setting up, and at rest after.
       const activeAt = activeMs === undefined ? Infinity : t0 + activeMs;
       const windows: [string, Phase, (at: number) => boolean][] = [
-        ['before (the demo\'s 2 datasets × 16 shards)', baseline, () => true],
+        ["before (the demo's 2 datasets × 16 shards)", baseline, () => true],
         [`setting up ${SHARDS} shards (POST → every copy Active)`, after, (at) => at < activeAt],
         ['after, every copy Active and ingesting', after, (at) => at >= activeAt],
       ];
@@ -163,7 +165,13 @@ register({
           const asked = answers.filter((a) => inWindow(a.at));
           const times = asked.flatMap((a) => (a.ms === undefined ? [] : [a.ms]));
           if (route === '/api/v1/datasets/metrics') p99Of[name] = quantile(times, 0.99);
-          rows.push([name, route, asked.length, asked.length - times.length, ...(times.length === 0 ? ['', '', ''] : [ms(quantile(times, 0.5)), ms(quantile(times, 0.99)), ms(Math.max(...times))])]);
+          rows.push([
+            name,
+            route,
+            asked.length,
+            asked.length - times.length,
+            ...(times.length === 0 ? ['', '', ''] : [ms(quantile(times, 0.5)), ms(quantile(times, 0.99)), ms(Math.max(...times))]),
+          ]);
         }
         const stalls = phase.stalls.filter((s) => inWindow(s.at)).map((s) => s.ms);
         rows.push([name, 'longest event-loop stall of the demo', stalls.length, '', '', '', stalls.length === 0 ? '' : ms(Math.max(...stalls))]);

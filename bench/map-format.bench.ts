@@ -70,8 +70,16 @@ register({
     const cases: Record<string, Case> = {
       'map compact': { text: JSON.stringify(encodeSnapshot(snapshot)), read: snapshotDecoding, encode: () => JSON.stringify(encodeSnapshot(snapshot)) },
       'map packed': { text: JSON.stringify(packSnapshot(snapshot)), read: snapshotDecoding, encode: () => JSON.stringify(packSnapshot(snapshot)) },
-      'changes compact': { text: JSON.stringify(encodeEvents(events)), read: (raw) => eventsDecoding(raw, ds, SHARDS), encode: () => JSON.stringify(encodeEvents(events)) },
-      'changes packed': { text: JSON.stringify(packEvents(events)), read: (raw) => eventsDecoding(raw, ds, SHARDS), encode: () => JSON.stringify(packEvents(events)) },
+      'changes compact': {
+        text: JSON.stringify(encodeEvents(events)),
+        read: (raw) => eventsDecoding(raw, ds, SHARDS),
+        encode: () => JSON.stringify(encodeEvents(events)),
+      },
+      'changes packed': {
+        text: JSON.stringify(packEvents(events)),
+        read: (raw) => eventsDecoding(raw, ds, SHARDS),
+        encode: () => JSON.stringify(packEvents(events)),
+      },
     };
     // Like with like: both formats read back to the same map and the same events.
     deepStrictEqual(decodeSnapshot(JSON.parse(cases['map packed']!.text)), decodeSnapshot(JSON.parse(cases['map compact']!.text)));

@@ -107,8 +107,14 @@ async function allActive(oc: ObservedCluster): Promise<boolean> {
 async function setUp(mode: Mode): Promise<void> {
   const { cluster: c } = mode.oc;
   await c.startNodes();
-  await mode.until('singleton', async () => (await c.singletonNode())?.isMember === true && (await (await c.singletonNode())!.singletonState()) !== undefined, 10_000);
-  const replies = refs.map((ref) => c.setupDataset({ ref, numShards: SHARDS, minNumNodes: MIN_NUM_NODES, source: { type: 'synthetic', recordsPerSecond: RATE } }));
+  await mode.until(
+    'singleton',
+    async () => (await c.singletonNode())?.isMember === true && (await (await c.singletonNode())!.singletonState()) !== undefined,
+    10_000,
+  );
+  const replies = refs.map((ref) =>
+    c.setupDataset({ ref, numShards: SHARDS, minNumNodes: MIN_NUM_NODES, source: { type: 'synthetic', recordsPerSecond: RATE } }),
+  );
   let answered = 0;
   for (const r of replies) void r.then(() => (answered += 1));
   await mode.until('dataset replies', () => answered === DATASETS, 10_000);
@@ -134,7 +140,8 @@ async function crashOne(mode: Mode, host: ShardherdNode): Promise<Sample> {
   let activeAt: number | undefined;
   const handle = c.membership.connect();
   const stopListening = handle.onChange((view: MembershipView) => {
-    if (detectedAt === undefined && !view.members.some((m) => m.node === victimMember.node && m.incarnation === victimMember.incarnation)) detectedAt = mode.now();
+    if (detectedAt === undefined && !view.members.some((m) => m.node === victimMember.node && m.incarnation === victimMember.incarnation))
+      detectedAt = mode.now();
   });
   const lostKeys = new Set([...lost].flatMap(([ref, shards]) => shards.map((sh) => `${ref}/${sh}`)));
   oc.onProduce = (p) => {
@@ -148,7 +155,12 @@ async function crashOne(mode: Mode, host: ShardherdNode): Promise<Sample> {
     subscribers.length === DATASETS &&
     subscribers.every((sub) => {
       const map = sub.map;
-      return map !== undefined && lost.get(sub.dataset)!.every((sh) => map.nodeForShard(sh) !== undefined && map.nodeForShard(sh) !== victimMember.node && map.statusForShard(sh).type === 'Active');
+      return (
+        map !== undefined &&
+        lost
+          .get(sub.dataset)!
+          .every((sh) => map.nodeForShard(sh) !== undefined && map.nodeForShard(sh) !== victimMember.node && map.statusForShard(sh).type === 'Active')
+      );
     });
   const check = () => {
     if (activeAt === undefined && detectedAt !== undefined && done()) activeAt = mode.now();
@@ -194,15 +206,36 @@ async function nodeCrash(): Promise<Table> {
   const simWall = (performance.now() - t0) / 1000;
   const real = realMode();
   const realSamples = await run(real);
-  for (const [mode, samples] of [[sim, simSamples], [real, realSamples]] as const) {
+  for (const [mode, samples] of [
+    [sim, simSamples],
+    [real, realSamples],
+  ] as const) {
     const detect = samples.map((s) => s.detectMs);
     const active = samples.map((s) => s.activeMs);
     rows.push([
-      mode.name, `${mode.unit} ms`, samples.length, samples[0]!.moved,
-      ms(quantile(detect, 0.5)), ms(Math.min(...detect)), ms(Math.max(...detect)),
-      ms(quantile(samples.map((s) => s.reassignMs), 0.5)),
-      ms(quantile(active, 0.5)), ms(quantile(active, 0.9)), ms(Math.min(...active)), ms(Math.max(...active)),
-      ms(quantile(samples.map((s) => s.detectMs + s.activeMs), 0.5)),
+      mode.name,
+      `${mode.unit} ms`,
+      samples.length,
+      samples[0]!.moved,
+      ms(quantile(detect, 0.5)),
+      ms(Math.min(...detect)),
+      ms(Math.max(...detect)),
+      ms(
+        quantile(
+          samples.map((s) => s.reassignMs),
+          0.5,
+        ),
+      ),
+      ms(quantile(active, 0.5)),
+      ms(quantile(active, 0.9)),
+      ms(Math.min(...active)),
+      ms(Math.max(...active)),
+      ms(
+        quantile(
+          samples.map((s) => s.detectMs + s.activeMs),
+          0.5,
+        ),
+      ),
     ]);
     notes.push(`${mode.name}: crashed ${samples.map((s) => `${s.victim} (${s.moved})`).join(', ')}.`);
   }
@@ -210,8 +243,19 @@ async function nodeCrash(): Promise<Table> {
   return {
     title: `Runtime: node crash → its shards Active elsewhere (${NODES} nodes, ${DATASETS} × ${SHARDS} shards, minNumNodes ${MIN_NUM_NODES})`,
     columns: [
-      'clock', 'unit', 'samples', 'shards moved', 'detection median', 'min', 'max', 'detected → reassigned median',
-      'detected → all Active median', 'p90', 'min', 'max', 'crash → all Active median',
+      'clock',
+      'unit',
+      'samples',
+      'shards moved',
+      'detection median',
+      'min',
+      'max',
+      'detected → reassigned median',
+      'detected → all Active median',
+      'p90',
+      'min',
+      'max',
+      'crash → all Active median',
     ],
     rows,
     notes: [

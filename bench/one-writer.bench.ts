@@ -48,7 +48,14 @@ async function oneWriter(): Promise<Table> {
   const loadBefore = os.loadavg();
   return withRealServices(async (s) => {
     const dir = await mkdtemp(join(os.tmpdir(), 'shardherd-one-writer-'));
-    const base = { dir, cluster: `ow_${Date.now().toString(36)}`, kafkaBrokers: s.kafkaBrokers, cassandraContactPoints: s.cassandraContactPoints, cassandraLocalDataCenter: s.cassandraLocalDataCenter, keyspace: 'shardherd_bench' };
+    const base = {
+      dir,
+      cluster: `ow_${Date.now().toString(36)}`,
+      kafkaBrokers: s.kafkaBrokers,
+      cassandraContactPoints: s.cassandraContactPoints,
+      cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+      keyspace: 'shardherd_bench',
+    };
     const run = await OneWriterRun.start({ base, nodes: NODES, initial: 3, built: true, sink: o.sink, log });
     const busy = o.busy ? [busyCores(1), busyCores(1)] : [];
     let kept = false;
@@ -66,21 +73,34 @@ async function oneWriter(): Promise<Table> {
       const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(', ');
       return {
         title: `One writer per RF 1 shard: ${NODES.length} node processes, heartbeat mode, random faults for ${o.minutes} min${o.busy ? ', two busy-loop processes' : ''}, recorded around the ${o.sink} sink`,
-        columns: ['minutes of faults', 'faults', 'sink calls (accepted / refused / failed)', 'overlapping writes', 'out-of-order writes', 'lost acknowledged records', 'evictions (false)', 'converged'],
-        rows: [[
-          faultMinutes.toFixed(1),
-          Object.entries(counts).map(([k, n]) => `${k} × ${n}`).join(', ') || '-',
-          `${r.calls} (${r.accepted} / ${r.refused} / ${r.failed})`,
-          `${r.overlaps.length}${r.overlaps.length ? ` on ${new Set(r.overlaps.map((x) => x.shard)).size} shards, longest ${Math.max(...r.overlaps.map((x) => x.overlapMs)).toFixed(0)} ms` : ''}`,
-          r.outOfOrder.length,
-          `${r.lost.length} of ${r.acked}`,
-          `${result.evictions.total} (${result.evictions.false.length})`,
-          result.notConverged === undefined ? 'yes' : `no: ${result.notConverged}`,
-        ]],
+        columns: [
+          'minutes of faults',
+          'faults',
+          'sink calls (accepted / refused / failed)',
+          'overlapping writes',
+          'out-of-order writes',
+          'lost acknowledged records',
+          'evictions (false)',
+          'converged',
+        ],
+        rows: [
+          [
+            faultMinutes.toFixed(1),
+            Object.entries(counts)
+              .map(([k, n]) => `${k} × ${n}`)
+              .join(', ') || '-',
+            `${r.calls} (${r.accepted} / ${r.refused} / ${r.failed})`,
+            `${r.overlaps.length}${r.overlaps.length ? ` on ${new Set(r.overlaps.map((x) => x.shard)).size} shards, longest ${Math.max(...r.overlaps.map((x) => x.overlapMs)).toFixed(0)} ms` : ''}`,
+            r.outOfOrder.length,
+            `${r.lost.length} of ${r.acked}`,
+            `${result.evictions.total} (${result.evictions.false.length})`,
+            result.notConverged === undefined ? 'yes' : `no: ${result.notConverged}`,
+          ],
+        ],
         notes: [
           `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}); load average (1, 5, 15 min) ${load(loadBefore)} before, ${load(loadAfter)} after.`,
           'Overlapping writes: accepted sink calls of one shard by two nodes whose [start, end] intervals overlap (wall clock, every process on this machine). Out-of-order: an accepted call whose token is older than that of an accepted call that had ended before it started. Lost: acknowledged by the broker, in no accepted call.',
-          'Evictions: `detector.evicted` in the nodes\' logs; false: of an incarnation still running that no fault explains (not stopped by a SIGSTOP within the 5 s before, not killed or stopped since its last start).',
+          "Evictions: `detector.evicted` in the nodes' logs; false: of an incarnation still running that no fault explains (not stopped by a SIGSTOP within the 5 s before, not killed or stopped since its last start).",
           ...(kept ? [`Configs, logs and histories kept in ${dir}.`] : []),
           ...result.text.split('\n').slice(0, 60),
         ],

@@ -16,7 +16,10 @@ const DEFAULTS: Settings = { label: 'defaults', replacementDelayMs: DEFAULT_REPL
 const NONE: Settings = { label: 'none', replacementDelayMs: 0, settleWindowMs: 0 };
 
 const racked = (racks: number, perRack: number): (readonly [string, string])[] =>
-  Array.from({ length: racks * perRack }, (_, i) => [`${String.fromCharCode(97 + (i % racks))}${Math.floor(i / racks) + 1}`, `rack-${String.fromCharCode(97 + (i % racks))}`] as const);
+  Array.from(
+    { length: racks * perRack },
+    (_, i) => [`${String.fromCharCode(97 + (i % racks))}${Math.floor(i / racks) + 1}`, `rack-${String.fromCharCode(97 + (i % racks))}`] as const,
+  );
 
 const SHAPES: readonly ClusterShape[] = [
   { label: '512 × RF 3, 3 racks × 4 nodes', shards: 512, rf: 3, nodes: racked(3, 4) },
@@ -42,10 +45,11 @@ const OPERATIONS: readonly Operation[] = [
   {
     label: 'rolling restart of every node (down, back 15 s later)',
     goal: '0',
-    events: (shape) => shape.nodes.flatMap(([node, rack], i) => [
-      { at: i * NEXT_NODE_MS, kind: 'down', node },
-      { at: i * NEXT_NODE_MS + RESTART_MS, kind: 'up', node, rack },
-    ]),
+    events: (shape) =>
+      shape.nodes.flatMap(([node, rack], i) => [
+        { at: i * NEXT_NODE_MS, kind: 'down', node },
+        { at: i * NEXT_NODE_MS + RESTART_MS, kind: 'up', node, rack },
+      ]),
   },
   ...[300, 5_000].map((gap): Operation => ({
     label: `a rack lost node by node, ${gap} ms apart`,
@@ -57,7 +61,10 @@ const OPERATIONS: readonly Operation[] = [
     goal: 'minimum',
     events: (shape) => {
       const old = shape.nodes[0]![0];
-      return [{ at: 0, kind: 'down', node: old }, { at: gap, kind: 'up', node: `${old}r`, rack: rackOf(shape, old) }];
+      return [
+        { at: 0, kind: 'down', node: old },
+        { at: gap, kind: 'up', node: `${old}r`, rack: rackOf(shape, old) },
+      ];
     },
   })),
   {
@@ -69,7 +76,10 @@ const OPERATIONS: readonly Operation[] = [
   ...[300, 5_000].map((gap): Operation => ({
     label: `3 nodes added one at a time (one per rack), ${gap} ms apart`,
     goal: 'minimum',
-    events: (shape) => racks(shape).slice(0, 3).map((rack, i) => ({ at: i * gap, kind: 'up', node: `new${i + 1}`, rack })),
+    events: (shape) =>
+      racks(shape)
+        .slice(0, 3)
+        .map((rack, i) => ({ at: i * gap, kind: 'up', node: `new${i + 1}`, rack })),
   })),
 ];
 
@@ -102,14 +112,24 @@ register({
     }
     return {
       title: 'Placement: operations of several membership events, through ShardManager.decide (balanced dataset)',
-      columns: ['cluster', 'operation', 'events', 'copies created (defaults)', 'copies created (no delay, no window)', 'goal', 'decisions that changed copies: defaults / none', 'most shards unserved: defaults / none', 'last change of the map after s: defaults / none'],
+      columns: [
+        'cluster',
+        'operation',
+        'events',
+        'copies created (defaults)',
+        'copies created (no delay, no window)',
+        'goal',
+        'decisions that changed copies: defaults / none',
+        'most shards unserved: defaults / none',
+        'last change of the map after s: defaults / none',
+      ],
       rows,
       notes: [
         `defaults: replacementDelayMs ${DEFAULT_REPLACEMENT_DELAY_MS}, settleWindowMs ${DEFAULT_SETTLE_WINDOW_MS}; none: both 0, every change decided at once and nothing kept (the behaviour before them).`,
         `Simulated clock: events at their times, the singleton's timers (ScheduleCheck) fired when due, every new copy caught up ${CATCH_UP_MS} ms after it was given; run until nothing is left to happen. Restarted nodes come back under the same id, ${RESTART_MS / 1000} s after they went down; the next one goes ${NEXT_NODE_MS / 1000} s after the previous one did.`,
         'copies created: a node given a copy of a shard it did not hold, counted decision by decision over the whole operation (a copy created and dropped again counts). one decision: the copies one decision of the balanced strategy creates from the start map for the final members, the least any sequence of decisions can create.',
         'Goal "not at RF 1": a lost single copy has no other serving copy, so it is placed again at once (availability first); the node\'s return or its replacement then takes its share back in a second decision.',
-        'decisions that changed copies: those that gave or removed a copy (a handoff\'s end included). most shards unserved: the largest number of shards without a serving copy after any decision (a single-copy shard of a lost node is unserved until its new copy caught up).',
+        "decisions that changed copies: those that gave or removed a copy (a handoff's end included). most shards unserved: the largest number of shards without a serving copy after any decision (a single-copy shard of a lost node is unserved until its new copy caught up).",
       ],
     };
   },

@@ -33,8 +33,14 @@ const SHORT_SAMPLES = 10;
 
 function loadScenarios(): PlacementScenario[] {
   const dirs = [STANDARD_DIR, OWN_DIR].filter((d) => existsSync(d));
-  if (!existsSync(STANDARD_DIR)) console.error(`placement: no standard scenarios in ${STANDARD_DIR} (set SHARDHERD_PLACEMENT_SCENARIOS); running the project's own only`);
-  const files = dirs.flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(d, f)));
+  if (!existsSync(STANDARD_DIR))
+    console.error(`placement: no standard scenarios in ${STANDARD_DIR} (set SHARDHERD_PLACEMENT_SCENARIOS); running the project's own only`);
+  const files = dirs.flatMap((d) =>
+    readdirSync(d)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => path.join(d, f)),
+  );
   const scenarios = files.map((f) => parseScenario(JSON.parse(readFileSync(f, 'utf8')), f));
   const singleRack = scenarios.filter((s) => s.rf === 1 && new Set(s.nodes.map((n) => n.group)).size === 1);
   return [...scenarios, ...singleRack.map((s) => withNodeGroups(s, 2))];
@@ -156,12 +162,35 @@ function summary(lines: readonly StepLine[]): Table {
       all.reduce((n, l) => n + l.ownerless_rounds, 0),
       all[0]!.decide_ms_p50.toFixed(2),
       quantile(p50s, 0.5).toFixed(2),
-      `${(quantile(p50s, 0.5) / Math.max(1e-6, quantile(timed.map((l) => l.copy_floor_ms), 0.5))).toFixed(1)}×`,
+      `${(
+        quantile(p50s, 0.5) /
+        Math.max(
+          1e-6,
+          quantile(
+            timed.map((l) => l.copy_floor_ms),
+            0.5,
+          ),
+        )
+      ).toFixed(1)}×`,
     ]);
   }
   return {
     title: 'Placement: standard scenarios (placement-peers §2–§3), every step',
-    columns: ['scenario', 'strategy', 'steps', 'moves / LB', 'moves/LB', 'final spread / LB', 'steps above spread LB', 'iso + dup', 'max uncovered', 'ownerless rounds', 'initial ms', 'decide ms (changes)', '÷ copy floor'],
+    columns: [
+      'scenario',
+      'strategy',
+      'steps',
+      'moves / LB',
+      'moves/LB',
+      'final spread / LB',
+      'steps above spread LB',
+      'iso + dup',
+      'max uncovered',
+      'ownerless rounds',
+      'initial ms',
+      'decide ms (changes)',
+      '÷ copy floor',
+    ],
     rows,
     notes: [
       'moves / LB summed over the steps that change membership (not the initial placement, not noop); LB = placement-peers §3.3 from the map before each step.',

@@ -77,8 +77,10 @@ const MODES = (process.env.SHARDHERD_READS_MODES ?? 'embedded,real').split(',');
 const DETECTOR = process.env.SHARDHERD_READS_DETECTOR ?? 'session-only';
 /** SHARDHERD_READS_BUSY=N: N processes spinning a core each beside the run (default 0). */
 const BUSY = Number(process.env.SHARDHERD_READS_BUSY ?? 0);
-if (!Number.isInteger(BUSY) || BUSY < 0) throw new Error(`SHARDHERD_READS_BUSY must be a whole number >= 0, got ${JSON.stringify(process.env.SHARDHERD_READS_BUSY)}`);
-if (DETECTOR !== 'session-only' && DETECTOR !== 'heartbeat') throw new Error(`SHARDHERD_READS_DETECTOR must be session-only or heartbeat, got ${JSON.stringify(DETECTOR)}`);
+if (!Number.isInteger(BUSY) || BUSY < 0)
+  throw new Error(`SHARDHERD_READS_BUSY must be a whole number >= 0, got ${JSON.stringify(process.env.SHARDHERD_READS_BUSY)}`);
+if (DETECTOR !== 'session-only' && DETECTOR !== 'heartbeat')
+  throw new Error(`SHARDHERD_READS_DETECTOR must be session-only or heartbeat, got ${JSON.stringify(DETECTOR)}`);
 /** SHARDHERD_READS_HEDGE=1: the router hedges (a second copy asked after the recent p95). */
 const HEDGE = process.env.SHARDHERD_READS_HEDGE === '1';
 const FAULT_NAMES = ['crash', 'sigstop-3s', 'sigstop-15s', 'rolling-start', 'rolling-reverse', 'drain'] as const;
@@ -86,7 +88,9 @@ type FaultName = (typeof FAULT_NAMES)[number];
 const FAULTS: readonly FaultName[] = (() => {
   const raw = process.env.SHARDHERD_READS_FAULTS ?? 'crash,drain';
   const names = raw === 'all' ? [...FAULT_NAMES] : raw.split(',');
-  for (const n of names) if (!(FAULT_NAMES as readonly string[]).includes(n)) throw new Error(`SHARDHERD_READS_FAULTS: unknown fault ${JSON.stringify(n)} (known: ${FAULT_NAMES.join(', ')}, or all)`);
+  for (const n of names)
+    if (!(FAULT_NAMES as readonly string[]).includes(n))
+      throw new Error(`SHARDHERD_READS_FAULTS: unknown fault ${JSON.stringify(n)} (known: ${FAULT_NAMES.join(', ')}, or all)`);
   return names as FaultName[];
 })();
 /** A rolling restart must find a node's copies kept for it; without one the drain need not wait a minute. */
@@ -127,7 +131,10 @@ interface FaultFigures {
   readonly at: number;
 }
 
-async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; faults: FaultFigures[]; all: Outcome[]; peak?: { readonly rss: number; readonly inFlight: number } }> {
+async function runCase(
+  h: Harness,
+  rf: number,
+): Promise<{ baseline: Outcome[]; faults: FaultFigures[]; all: Outcome[]; peak?: { readonly rss: number; readonly inFlight: number } }> {
   const busiest = async (exclude: readonly string[]) => {
     const count = new Map<string, number>();
     for (const nodes of await h.serving()) for (const n of nodes) if (!exclude.includes(n)) count.set(n, (count.get(n) ?? 0) + 1);
@@ -156,15 +163,34 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
       const crashAt = Date.now();
       await h.crash(victim);
       crashed.add(victim);
-      await waitFor(`RF ${rf}: ${victim}'s shards served elsewhere`, async () => (await h.serving()).every((nodes, s) => !deadShards.has(s) || nodes.some((n) => n !== victim)), 120_000, 50);
+      await waitFor(
+        `RF ${rf}: ${victim}'s shards served elsewhere`,
+        async () => (await h.serving()).every((nodes, s) => !deadShards.has(s) || nodes.some((n) => n !== victim)),
+        120_000,
+        50,
+      );
       const servedElsewhere = Date.now();
       await sleep(1_000);
-      faults.push({ fault: 'crash', victim, shardsOfVictim: deadShards.size, windowMs: Date.now() - crashAt, settledMs: servedElsewhere - crashAt, outcomes: [], deadShards, at: crashAt });
+      faults.push({
+        fault: 'crash',
+        victim,
+        shardsOfVictim: deadShards.size,
+        windowMs: Date.now() - crashAt,
+        settledMs: servedElsewhere - crashAt,
+        outcomes: [],
+        deadShards,
+        at: crashAt,
+      });
       if (REPLACEMENT_DELAY_MS > 0) {
         // Its copies are kept for it: it comes back, as a restarted process does.
         await h.start(victim);
         crashed.delete(victim);
-        await waitFor(`RF ${rf}: every copy serving again after ${victim}'s return`, async () => (await h.serving()).every((nodes) => nodes.length === rf), 120_000, 100);
+        await waitFor(
+          `RF ${rf}: every copy serving again after ${victim}'s return`,
+          async () => (await h.serving()).every((nodes) => nodes.length === rf),
+          120_000,
+          100,
+        );
       } else {
         // Every copy back before the next fault, so it starts from a whole map.
         await waitFor(`RF ${rf}: every copy serving again after the crash`, () => everyCopyServing(victim), 120_000, 100);
@@ -176,10 +202,24 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
       const itsShards = await shardsOf(victim);
       const at = Date.now();
       await h.freeze(victim, ms);
-      await waitFor(`RF ${rf}: every copy serving again after ${victim}'s freeze`, async () => (await h.serving()).every((nodes) => nodes.length === rf), 120_000, 100);
+      await waitFor(
+        `RF ${rf}: every copy serving again after ${victim}'s freeze`,
+        async () => (await h.serving()).every((nodes) => nodes.length === rf),
+        120_000,
+        100,
+      );
       const settled = Date.now();
       await sleep(1_000);
-      faults.push({ fault: `SIGSTOP ${ms / 1000} s`, victim, shardsOfVictim: itsShards.size, windowMs: Date.now() - at, settledMs: settled - at, outcomes: [], deadShards: itsShards, at });
+      faults.push({
+        fault: `SIGSTOP ${ms / 1000} s`,
+        victim,
+        shardsOfVictim: itsShards.size,
+        windowMs: Date.now() - at,
+        settledMs: settled - at,
+        outcomes: [],
+        deadShards: itsShards,
+        at,
+      });
     } else if (fault === 'rolling-start' || fault === 'rolling-reverse') {
       const order = h.nodes.filter((n) => !crashed.has(n));
       if (fault === 'rolling-reverse') order.reverse();
@@ -193,20 +233,40 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
         const itsShards = await shardsOf(node);
         await h.stopNode(node);
         // Until the map shows its copies down: the cluster has seen it go (and so waits for it).
-        await waitFor(`RF ${rf}: ${node}'s copies seen down`, async () => {
-          await watch();
-          return (await h.serving()).every((nodes, s) => !itsShards.has(s) || !nodes.includes(node));
-        }, 60_000, 50);
+        await waitFor(
+          `RF ${rf}: ${node}'s copies seen down`,
+          async () => {
+            await watch();
+            return (await h.serving()).every((nodes, s) => !itsShards.has(s) || !nodes.includes(node));
+          },
+          60_000,
+          50,
+        );
         await h.start(node);
-        await waitFor(`RF ${rf}: every copy serving again after ${node}'s restart`, async () => {
-          await watch();
-          return (await h.serving()).every((nodes) => nodes.length === rf);
-        }, 120_000, 100);
+        await waitFor(
+          `RF ${rf}: every copy serving again after ${node}'s restart`,
+          async () => {
+            await watch();
+            return (await h.serving()).every((nodes) => nodes.length === rf);
+          },
+          120_000,
+          100,
+        );
       }
       const settled = Date.now();
       await sleep(1_000);
       const created = [...seen].filter((pair) => !before.has(pair)).length;
-      faults.push({ fault: `rolling restart (${fault === 'rolling-start' ? 'start order' : 'reverse order'})`, victim: order.join(','), shardsOfVictim: SHARDS * rf, windowMs: Date.now() - at, settledMs: settled - at, outcomes: [], deadShards: new Set(), at, copiesCreated: created });
+      faults.push({
+        fault: `rolling restart (${fault === 'rolling-start' ? 'start order' : 'reverse order'})`,
+        victim: order.join(','),
+        shardsOfVictim: SHARDS * rf,
+        windowMs: Date.now() - at,
+        settledMs: settled - at,
+        outcomes: [],
+        deadShards: new Set(),
+        at,
+        copiesCreated: created,
+      });
     } else {
       const drained = await busiest([...crashed]);
       const drainedShards = await shardsOf(drained);
@@ -215,7 +275,16 @@ async function runCase(h: Harness, rf: number): Promise<{ baseline: Outcome[]; f
       await waitFor(`RF ${rf}: ${drained} drained`, () => everyCopyServing(drained), 180_000, 50);
       const drainDone = Date.now();
       await sleep(500);
-      faults.push({ fault: 'drain', victim: drained, shardsOfVictim: drainedShards.size, windowMs: Date.now() - drainAt, settledMs: drainDone - drainAt, outcomes: [], deadShards: drainedShards, at: drainAt });
+      faults.push({
+        fault: 'drain',
+        victim: drained,
+        shardsOfVictim: drainedShards.size,
+        windowMs: Date.now() - drainAt,
+        settledMs: drainDone - drainAt,
+        outcomes: [],
+        deadShards: drainedShards,
+        at: drainAt,
+      });
     }
   }
 
@@ -238,7 +307,18 @@ async function embeddedHarness(rf: number): Promise<Harness> {
   });
   for (const node of cluster.nodes) await node.serve(ds, ({ shard }) => ({ node: node.node, shard }));
   await cluster.start();
-  const reply = await cluster.setupDataset({ ref: ds, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: REPLACEMENT_DELAY_MS, source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
+  const reply = await cluster.setupDataset(
+    {
+      ref: ds,
+      numShards: SHARDS,
+      minNumNodes: NODES.length,
+      replicationFactor: rf,
+      strategy: 'balanced',
+      replacementDelayMs: REPLACEMENT_DELAY_MS,
+      source: { type: 'synthetic', recordsPerSecond: 10 },
+    },
+    10_000,
+  );
   if (reply.type !== 'DatasetVerified') throw new Error(`setting up ${ds}: ${reply.type}`);
   const client = await ShardherdClient.connectEmbedded(cluster, { name: 'bench', deadlineMs: DEADLINE_MS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS, hedge: HEDGE });
   const serving = async () => {
@@ -290,7 +370,15 @@ function localLoad(client: ShardherdClient, ds: DatasetRef): { stop(): Promise<O
         (a) => outcomes.push({ type: 'r', t, ms: performance.now() - t0, shard: a.shard, ok: true, node: a.node }),
         (e: unknown) => {
           const error = e instanceof ShardherdClientError ? e : undefined;
-          outcomes.push({ type: 'r', t, ms: performance.now() - t0, shard: error?.shard ?? null, ok: false, code: error?.code ?? 'UNTYPED', message: String(e) });
+          outcomes.push({
+            type: 'r',
+            t,
+            ms: performance.now() - t0,
+            shard: error?.shard ?? null,
+            ok: false,
+            code: error?.code ?? 'UNTYPED',
+            message: String(e),
+          });
         },
       )
       .finally(() => inFlight--);
@@ -323,7 +411,17 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
-    datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: NODES.length, replicationFactor: rf, strategy: 'balanced', replacementDelayMs: REPLACEMENT_DELAY_MS, source: { type: 'kafka', topic } }],
+    datasets: [
+      {
+        ref: DATASET,
+        numShards: SHARDS,
+        minNumNodes: NODES.length,
+        replicationFactor: rf,
+        strategy: 'balanced',
+        replacementDelayMs: REPLACEMENT_DELAY_MS,
+        source: { type: 'kafka', topic },
+      },
+    ],
     serve: [{ dataset: DATASET, handler: ECHO_HANDLER }],
     built: true,
     failureDetector: { mode: DETECTOR },
@@ -366,10 +464,22 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
     },
     drain: async (node) => {
       const via = NODES.find((n) => n !== node && !dead.has(n))!;
-      const res = await fetch(`${cluster.get(via).url}/api/v1/nodes/${node}/drain`, { method: 'POST', headers: { authorization: `Bearer ${cluster.token(via)}` } });
+      const res = await fetch(`${cluster.get(via).url}/api/v1/nodes/${node}/drain`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${cluster.token(via)}` },
+      });
       if (res.status !== 202) throw new Error(`drain of ${node}: HTTP ${res.status} ${await res.text()}`);
     },
-    startLoad: () => startRouter({ brokers: s.kafkaBrokers, topicPrefix: name, dataset: DATASET, rate: RATE, deadlineMs: DEADLINE_MS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS, hedge: HEDGE }),
+    startLoad: () =>
+      startRouter({
+        brokers: s.kafkaBrokers,
+        topicPrefix: name,
+        dataset: DATASET,
+        rate: RATE,
+        deadlineMs: DEADLINE_MS,
+        attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
+        hedge: HEDGE,
+      }),
     stop: async () => {
       await cluster.stopAll();
       await rm(dir, { recursive: true, force: true });
@@ -388,13 +498,29 @@ function rows(mode: string, rf: number, r: Awaited<ReturnType<typeof runCase>>):
     const w = figures(f.outcomes, DEADLINE_MS);
     const failures = r.all.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok && o.t >= f.at && o.t < f.at + f.windowMs);
     const elsewhere = failures.filter((o) => o.shard === null || !f.deadShards.has(o.shard)).length;
-    const codes = Object.entries(w.codes).map(([c, n]) => `${c} ${n}`).join(', ') || '-';
+    const codes =
+      Object.entries(w.codes)
+        .map(([c, n]) => `${c} ${n}`)
+        .join(', ') || '-';
     const failedFor = failures.length === 0 ? '-' : `${Math.max(...failures.map((o) => o.t)) - f.at} ms`;
     const maxFailMs = failures.length === 0 ? '-' : ms(Math.max(...failures.map((o) => o.ms)));
     return [
-      mode, rf, f.fault, `${f.victim} (${f.shardsOfVictim})`, w.requests, w.failed, w.pastDeadline,
-      `${ms(base.p50)} / ${ms(base.p99)}`, `${ms(w.p50)} / ${ms(w.p99)}`, `${added(w.p50, base.p50)} / ${added(w.p99, base.p99)}`,
-      `${f.settledMs} ms`, failedFor, codes, maxFailMs, elsewhere, f.copiesCreated ?? '-',
+      mode,
+      rf,
+      f.fault,
+      `${f.victim} (${f.shardsOfVictim})`,
+      w.requests,
+      w.failed,
+      w.pastDeadline,
+      `${ms(base.p50)} / ${ms(base.p99)}`,
+      `${ms(w.p50)} / ${ms(w.p99)}`,
+      `${added(w.p50, base.p50)} / ${added(w.p99, base.p99)}`,
+      `${f.settledMs} ms`,
+      failedFor,
+      codes,
+      maxFailMs,
+      elsewhere,
+      f.copiesCreated ?? '-',
     ];
   });
 }
@@ -409,21 +535,29 @@ function failureMessages(mode: string, rf: number, r: Awaited<ReturnType<typeof 
     for (const o of f.outcomes) if (!o.ok) counts.set(o.message.slice(0, 400), (counts.get(o.message.slice(0, 400)) ?? 0) + 1);
     const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3);
     // The slowest answers of the window, with the copy that gave them and when (ms after the fault): where a p99 comes from.
-    const slowest = f.outcomes.filter((o) => o.ok).sort((a, b) => b.ms - a.ms).slice(0, 5);
+    const slowest = f.outcomes
+      .filter((o) => o.ok)
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 5);
     return [
       ...(top.length === 0 ? [] : [`${mode} RF ${rf} ${f.fault}: most frequent failures: ${top.map(([m, n]) => `${n} × "${m}"`).join('; ')}`]),
-      ...(slowest.length === 0 ? [] : [`${mode} RF ${rf} ${f.fault}: slowest answers: ${slowest.map((o) => `${o.ms.toFixed(0)} ms (shard ${o.shard}, ${o.ok ? o.node : '-'}, sent ${o.t - f.at} ms in)`).join('; ')}`]),
+      ...(slowest.length === 0
+        ? []
+        : [
+            `${mode} RF ${rf} ${f.fault}: slowest answers: ${slowest.map((o) => `${o.ms.toFixed(0)} ms (shard ${o.shard}, ${o.ok ? o.node : '-'}, sent ${o.t - f.at} ms in)`).join('; ')}`,
+          ]),
     ];
   });
 }
 
 async function cases(one: (mode: string, rf: number, make: () => Promise<Harness>) => Promise<void>): Promise<void> {
   if (MODES.includes('embedded')) for (const rf of RFS) await one('embedded', rf, () => embeddedHarness(rf));
-  if (MODES.includes('real')) await withRealServices(async (s) => {
-    // The node processes run the built package: build it, so they run these sources.
-    execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
-    for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
-  });
+  if (MODES.includes('real'))
+    await withRealServices(async (s) => {
+      // The node processes run the built package: build it, so they run these sources.
+      execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
+      for (const rf of RFS) await one('real', rf, () => realHarness(s, rf));
+    });
 }
 
 async function run(): Promise<Table> {
@@ -449,9 +583,14 @@ async function run(): Promise<Table> {
       }
       const all = figures(r.all, DEADLINE_MS);
       const late = r.all.filter((o) => o.ms > DEADLINE_MS + 100).length;
-      const codes = Object.entries(all.codes).map(([c, n]) => `${c} ${n}`).join(', ') || 'none';
+      const codes =
+        Object.entries(all.codes)
+          .map(([c, n]) => `${c} ${n}`)
+          .join(', ') || 'none';
       const peak = r.peak ? `; the router's peak: ${(r.peak.rss / 2 ** 20).toFixed(0)} MiB resident, ${r.peak.inFlight} requests in flight` : '';
-      notes.push(`${mode} RF ${rf}: ${all.requests} requests in the run (${(all.requests / ((r.all.at(-1)!.t - r.all[0]!.t) / 1000)).toFixed(0)}/s sent), ${all.failed} failed (${codes}), ${all.pastDeadline} past the deadline, ${late} more than 100 ms past it, max ${ms(all.max)} ms${peak}.`);
+      notes.push(
+        `${mode} RF ${rf}: ${all.requests} requests in the run (${(all.requests / ((r.all.at(-1)!.t - r.all[0]!.t) / 1000)).toFixed(0)}/s sent), ${all.failed} failed (${codes}), ${all.pastDeadline} past the deadline, ${late} more than 100 ms past it, max ${ms(all.max)} ms${peak}.`,
+      );
       process.stderr.write(`[read-availability] ${mode} RF ${rf} done\n`);
     } catch (e) {
       notes.push(`${mode} RF ${rf}: failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -469,10 +608,27 @@ async function run(): Promise<Table> {
   }
   return {
     title: `Read availability: 5 nodes in 5 racks, ${SHARDS} shards (balanced), a router at ${RATE} requests/s (embedded: ${EMBEDDED_RATE}) over random keys, deadline ${DEADLINE_MS} ms, attempt timeout ${ATTEMPT_TIMEOUT_MS} ms${HEDGE ? ', hedged' : ''}, real nodes in ${DETECTOR} detection; faults ${FAULTS.join(', ')}${BUSY > 0 ? `; ${BUSY} busy-loop process${BUSY > 1 ? 'es' : ''} beside it` : ''}`,
-    columns: ['cluster', 'RF', 'fault', 'node (shards)', 'requests', 'failed', 'past deadline', 'fault-free p50 / p99 ms', 'window p50 / p99 ms', 'added p50 / p99 ms', 'served elsewhere / drained after', 'dead shards failed until', 'errors', 'slowest failure ms', 'failures on other shards', 'copies created'],
+    columns: [
+      'cluster',
+      'RF',
+      'fault',
+      'node (shards)',
+      'requests',
+      'failed',
+      'past deadline',
+      'fault-free p50 / p99 ms',
+      'window p50 / p99 ms',
+      'added p50 / p99 ms',
+      'served elsewhere / drained after',
+      'dead shards failed until',
+      'errors',
+      'slowest failure ms',
+      'failures on other shards',
+      'copies created',
+    ],
     rows: out,
     notes: [
-      'Embedded: crash() of a node in the benchmark\'s process, the router in the same process. Real: `shardherd node` processes (built) on real Kafka and Cassandra, SIGKILL, the router a process of its own (connectKafkaClient).',
+      "Embedded: crash() of a node in the benchmark's process, the router in the same process. Real: `shardherd node` processes (built) on real Kafka and Cassandra, SIGKILL, the router a process of its own (connectKafkaClient).",
       'Window: a crash\'s from the kill until 1 s after every dead shard is served elsewhere in the map; a drain\'s from the request until 500 ms after it is done. "dead shards failed until": the send time of the last failed request, after the fault.',
       ...notes,
     ],

@@ -43,7 +43,17 @@ export async function withRealServices<T>(fn: (s: BenchServices) => Promise<T>, 
   const contactPoints = list(ENV_CASSANDRA_CONTACT_POINTS);
   const instance = `bench-${process.pid}`;
   const log = (line: string) => process.stderr.write(`[services] ${line}\n`);
-  const started = brokers && contactPoints ? undefined : await startServices({ instance, kafka: !brokers, cassandra: !contactPoints, owned: true, log, ...(options.restartable ? { durableSchema: true } : {}) });
+  const started =
+    brokers && contactPoints
+      ? undefined
+      : await startServices({
+          instance,
+          kafka: !brokers,
+          cassandra: !contactPoints,
+          owned: true,
+          log,
+          ...(options.restartable ? { durableSchema: true } : {}),
+        });
   try {
     return await fn({
       kafkaBrokers: brokers ?? started?.kafka?.brokers ?? [],

@@ -61,11 +61,23 @@ function bareSender(url: string, shard: number, version: number): { send: Send; 
     new Promise((resolve, reject) => {
       // The payload serialised per request, as any caller does (the client does too).
       const body = JSON.stringify(PAYLOAD);
-      const req = httpRequest({ agent, hostname: u.hostname, port: Number(u.port), method: 'POST', path, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), [MAP_VERSION_HEADER]: String(version) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`HTTP ${res.statusCode}`))));
-      });
+      const req = httpRequest(
+        {
+          agent,
+          hostname: u.hostname,
+          port: Number(u.port),
+          method: 'POST',
+          path,
+          headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), [MAP_VERSION_HEADER]: String(version) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`HTTP ${res.statusCode}`)),
+          );
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -92,7 +104,10 @@ async function run(): Promise<Table> {
   const setup = await cluster.setupDataset({ ref: DATASET, numShards: 4, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } }, 10_000);
   if (setup.type !== 'DatasetVerified') throw new Error(`setup: ${setup.type}`);
   const clients: Record<string, { client: ShardherdClient; transport: RequestTransport }> = {};
-  for (const [name, transport] of [['http', new HttpTransport()], ['fetch', new FetchTransport()]] as const) {
+  for (const [name, transport] of [
+    ['http', new HttpTransport()],
+    ['fetch', new FetchTransport()],
+  ] as const) {
     const client = await ShardherdClient.connectEmbedded(cluster, { name, transport });
     clients[name] = { client, transport };
   }
@@ -110,7 +125,11 @@ async function run(): Promise<Table> {
     }
   }
   const version = clients.http!.client.map(DATASET)!.version;
-  const bare = bareSender((await node.serve(DATASET, ({ shard: s, payload }) => ({ shard: s, rows: 1, echo: (payload as typeof PAYLOAD).query }))) ?? url!, shard, version);
+  const bare = bareSender(
+    (await node.serve(DATASET, ({ shard: s, payload }) => ({ shard: s, rows: 1, echo: (payload as typeof PAYLOAD).query }))) ?? url!,
+    shard,
+    version,
+  );
   // serve() again reopened the port: let the clients hear the new address.
   await new Promise((r) => setTimeout(r, 300));
   const sides: Record<string, Send> = {
@@ -153,7 +172,16 @@ async function run(): Promise<Table> {
   };
   return {
     title: `Routed requests: ShardherdClient.request against a bare keep-alive request to the same handler (medians of ${ROUNDS} rounds)`,
-    columns: ['side', `requests/s (${CONCURRENCY} in flight)`, '× bare', 'CPU µs per request', 'bare CPU ÷ this CPU', 'p50 ms (1 in flight)', 'added p50 ms', 'p99 ms'],
+    columns: [
+      'side',
+      `requests/s (${CONCURRENCY} in flight)`,
+      '× bare',
+      'CPU µs per request',
+      'bare CPU ÷ this CPU',
+      'p50 ms (1 in flight)',
+      'added p50 ms',
+      'p99 ms',
+    ],
     rows: ['bare', 'client', 'client (fetch)'].map(row),
     notes: [
       'Goals: client ≥ 0.9 × bare throughput, ≤ 0.3 ms added p50.',

@@ -63,12 +63,20 @@ if (only !== undefined) {
   console.log(`- Node: ${process.version} (${os.platform()} ${os.arch()})`);
   console.log(`- CPU: ${cpus[0]?.model ?? 'unknown'} × ${cpus.length} cores`);
   console.log(`- Memory: ${gib(os.totalmem())} total, ${gib(os.freemem())} free`);
-  console.log(`- Load average (1, 5, 15 min): ${os.loadavg().map((l) => l.toFixed(2)).join(', ')}`);
+  console.log(
+    `- Load average (1, 5, 15 min): ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
   console.log(`- Benchmarks: ${selected.map((b) => b.name).join(', ') || `none match "${filter}"`}\n`);
 
   const start = performance.now();
   for (const b of selected) {
-    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, ...process.argv.slice(3)], { stdio: 'inherit', env: { ...process.env, [CHILD]: b.name } });
+    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, ...process.argv.slice(3)], {
+      stdio: 'inherit',
+      env: { ...process.env, [CHILD]: b.name },
+    });
     if (child.status !== 0) process.exitCode = 1;
   }
   console.log(`Total: ${((performance.now() - start) / 1000).toFixed(1)} s`);

@@ -80,11 +80,15 @@ export class ObservedCluster {
 
   constructor(o: ObservedClusterOptions) {
     const metaStore = recordingMetaStore(new MemoryMetaStore(o.storeFaults ? { faults: o.storeFaults } : {}), (lease, at) => this.onLease?.({ lease, at }));
-    const log = pino({ level: o.logLevel ?? 'warn' }, {
-      write: (line: string) => {
-        if (this.onLog && (line.includes('"singleton.takeover"') || !/^\{"level":(10|20|30),/.test(line))) this.onLog(JSON.parse(line) as Record<string, unknown>);
+    const log = pino(
+      { level: o.logLevel ?? 'warn' },
+      {
+        write: (line: string) => {
+          if (this.onLog && (line.includes('"singleton.takeover"') || !/^\{"level":(10|20|30),/.test(line)))
+            this.onLog(JSON.parse(line) as Record<string, unknown>);
+        },
       },
-    });
+    );
     const deliver: BusFault = { kind: 'deliver' };
     this.cluster = new EmbeddedCluster({
       name: o.name,

@@ -24,7 +24,6 @@ const DATASETS = Number(process.env.SHARDHERD_SCALE_DATASETS ?? 100);
 const SHARDS = 1024;
 const RF = 3;
 
-
 /** Bytes the changes and whole maps of some effects take as they are produced (compact JSON). */
 function recordBytes(effects: readonly Effect[]): number {
   let bytes = 0;
@@ -66,17 +65,34 @@ register({
     const datasets = Array.from({ length: DATASETS }, (_, i) => `ds${i}` as DatasetRef);
     const t1 = performance.now();
     for (const ref of datasets) {
-      const r = await cluster.setupDataset({ ref, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: 0.001 } }, 600_000);
+      const r = await cluster.setupDataset(
+        {
+          ref,
+          numShards: SHARDS,
+          minNumNodes: 1,
+          replicationFactor: RF,
+          strategy: 'balanced',
+          replacementDelayMs: 0,
+          source: { type: 'synthetic', recordsPerSecond: 0.001 },
+        },
+        600_000,
+      );
       if (r.type !== 'DatasetVerified') throw new Error(`setup of ${ref}: ${JSON.stringify(r)}`);
     }
     const setupMs = performance.now() - t1;
     const singletonNode = (await cluster.singletonNode())!;
-    await waitFor('every copy Active', async () => {
-      const state = await singletonNode.singletonState();
-      if (!state) return false;
-      for (const ds of state.datasets.values()) for (let s = 0; s < SHARDS; s++) if (ds.mapper.recordForShard(s).assignments.filter((a) => a.status.type === 'Active').length < RF) return false;
-      return true;
-    }, 600_000, 1_000);
+    await waitFor(
+      'every copy Active',
+      async () => {
+        const state = await singletonNode.singletonState();
+        if (!state) return false;
+        for (const ds of state.datasets.values())
+          for (let s = 0; s < SHARDS; s++) if (ds.mapper.recordForShard(s).assignments.filter((a) => a.status.type === 'Active').length < RF) return false;
+        return true;
+      },
+      600_000,
+      1_000,
+    );
     const activeMs = performance.now() - t1;
 
     // Decisions on the singleton's own state, as its next inputs would be.
@@ -93,7 +109,11 @@ register({
       downTimes.push(performance.now() - t);
       downBytes = recordBytes(d.effects);
       t = performance.now();
-      const u = manager.decide(d.state, { type: 'MemberUp', member: { node: 'node-new' as NodeId, incarnation: 'x' as Incarnation, joinedAt: Date.now(), rack: 'a' } }, Date.now());
+      const u = manager.decide(
+        d.state,
+        { type: 'MemberUp', member: { node: 'node-new' as NodeId, incarnation: 'x' as Incarnation, joinedAt: Date.now(), rack: 'a' } },
+        Date.now(),
+      );
       upTimes.push(performance.now() - t);
       upBytes = recordBytes(u.effects);
     }
@@ -105,7 +125,8 @@ register({
     const produced: number[] = [];
     const produce = cluster.bus.produce.bind(cluster.bus);
     cluster.bus.produce = (topic, value) => {
-      if ((value as { kind?: string; dataset?: string }).kind === 'map-changes' && (value as { dataset?: string }).dataset === target) produced.push(performance.now());
+      if ((value as { kind?: string; dataset?: string }).kind === 'map-changes' && (value as { dataset?: string }).dataset === target)
+        produced.push(performance.now());
       return produce(topic, value);
     };
     const stop = await cluster.request((replyTo) => ({ type: 'StopShards', dataset: target, shards: [0], replyTo }), 600_000);
@@ -117,9 +138,21 @@ register({
     // Singleton recovery after its node crashed.
     const epoch = (await cluster.metaStore.readLease())!.epoch;
     singletonNode.crash();
-    await waitFor('a new singleton', async () => ((await cluster.metaStore.readLease())?.epoch ?? 0) > epoch && (await cluster.singletonNode()) !== undefined, 120_000, 100);
-    await waitFor('its recovery', () => lines.some((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1), 120_000, 100);
-    const recovered = lines.find((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1)!;
+    await waitFor(
+      'a new singleton',
+      async () => ((await cluster.metaStore.readLease())?.epoch ?? 0) > epoch && (await cluster.singletonNode()) !== undefined,
+      120_000,
+      100,
+    );
+    await waitFor(
+      'its recovery',
+      () => lines.some((l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1),
+      120_000,
+      100,
+    );
+    const recovered = lines.find(
+      (l) => l.event === 'singleton.takeover' && l.recoveryMs !== undefined && (l as { singleton?: number }).singleton === epoch + 1,
+    )!;
     const recoveryMs = recovered.recoveryMs!;
     const rssMiB = process.memoryUsage().rss / 2 ** 20;
     await cluster.stop();
@@ -139,7 +172,7 @@ register({
         ['process memory (RSS)', `${rssMiB.toFixed(0)} MiB`],
       ],
       notes: [
-        'Decisions are timed on the singleton\'s own state through `ShardManager.decide`, as its next input would be; their bytes are the compact records they produce (the bus adds a small envelope).',
+        "Decisions are timed on the singleton's own state through `ShardManager.decide`, as its next input would be; their bytes are the compact records they produce (the bus adds a small envelope).",
         'Every node of the process applies every change: the time is until the last of them holds the new version (polled every 2 ms).',
       ],
     };

@@ -31,7 +31,6 @@ const IDLE_MS = 30_000;
 const SESSION_MS = 6_000;
 const KiB = 1024;
 
-
 /** CPU seconds (user + system) and resident MiB of a process, from /proc. */
 async function processUsage(pid: number): Promise<{ cpuS: number; rssMiB: number }> {
   const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
@@ -89,7 +88,16 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
       headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token(NODES[0]!)}` },
       // Moves back to a restarted node (RF 1) in rounds of 1024, not the default 16; the killed
       // node's copies re-created at once (no replacement delay): that is what the SIGKILL times.
-      body: JSON.stringify({ ref: DATASET, numShards, minNumNodes: 1, replicationFactor: rf, strategy: 'balanced', maxConcurrentMoves: 1024, replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: 0.001 } }),
+      body: JSON.stringify({
+        ref: DATASET,
+        numShards,
+        minNumNodes: 1,
+        replicationFactor: rf,
+        strategy: 'balanced',
+        maxConcurrentMoves: 1024,
+        replacementDelayMs: 0,
+        source: { type: 'synthetic', recordsPerSecond: 0.001 },
+      }),
       signal: AbortSignal.timeout(120_000),
     });
     const setupMs = Date.now() - t0;
@@ -131,7 +139,12 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     await cluster.kill(victim);
     const left = rf === 1 ? copies : numShards * (rf - 1);
     const survivors = NODES.filter((n) => n !== victim);
-    await waitFor(`${label}: the survivors' maps without ${victim}, and its shards running on them`, async () => (await allActive(cluster, left)) && (await runningActive(cluster, survivors)) === left, 600_000, 100);
+    await waitFor(
+      `${label}: the survivors' maps without ${victim}, and its shards running on them`,
+      async () => (await allActive(cluster, left)) && (await runningActive(cluster, survivors)) === left,
+      600_000,
+      100,
+    );
     const killMs = Date.now() - killAt;
     const killDone = Date.now();
 
@@ -140,7 +153,12 @@ async function runCase(s: BenchServices, numShards: number, rf: number): Promise
     const restartAt = Date.now();
     await cluster.start(victim, 120_000);
     const share = Math.floor(copies / NODES.length);
-    await waitFor(`${label}: every copy Active after the restart, ${share} on ${victim}`, async () => (await allActive(cluster, copies)) && (await runningActive(cluster, [victim])) >= share, 900_000, 100);
+    await waitFor(
+      `${label}: every copy Active after the restart, ${share} on ${victim}`,
+      async () => (await allActive(cluster, copies)) && (await runningActive(cluster, [victim])) >= share,
+      900_000,
+      100,
+    );
     const restartMs = Date.now() - restartAt;
     const restartDone = Date.now();
     const placedOnVictim = Object.values((await cluster.status(victim, 10_000))?.runningCounts[DATASET] ?? {}).reduce((a, b) => a + b, 0);
@@ -204,13 +222,24 @@ register({
       }
       return {
         title: 'Maps at scale: 3 node processes in 3 racks, one balanced dataset, real Kafka (stock 1 MiB message limit) and Cassandra',
-        columns: ['shards × RF', 'setup', 'every copy Active', 'status route / overview', 'largest record: events / inbox / replies', 'events, nothing changing', 'idle CPU per node (cores)', 'RSS per node (MiB)', 'SIGKILL of a node → maps without it, events bytes', 'restart → all Active, events bytes per copy placed'],
+        columns: [
+          'shards × RF',
+          'setup',
+          'every copy Active',
+          'status route / overview',
+          'largest record: events / inbox / replies',
+          'events, nothing changing',
+          'idle CPU per node (cores)',
+          'RSS per node (MiB)',
+          'SIGKILL of a node → maps without it, events bytes',
+          'restart → all Active, events bytes per copy placed',
+        ],
         rows,
         notes: [
           `Node ids like \`${NODES[0]}\`; session timeout ${SESSION_MS} ms; digest every 5 s; nothing-changing window ${IDLE_MS / 1000} s after 5 s of quiet.`,
           'Status route / overview: `GET /api/v1/cluster/<dataset>/status` and `GET /api/v1/overview` on a node that does not host the singleton, median of 5 wall ms (the whole answer read).',
           'Record sizes are the values as the broker holds them (after chunking, before compression); bytes are those values summed over the interval.',
-          'SIGKILL: the killed node does not host the singleton; the time runs until every surviving node\'s map has no copy on it and every remaining copy is Active (RF 1: every shard Active elsewhere).',
+          "SIGKILL: the killed node does not host the singleton; the time runs until every surviving node's map has no copy on it and every remaining copy is Active (RF 1: every shard Active elsewhere).",
         ],
       };
     }),

@@ -81,7 +81,12 @@ interface Sample {
 
 function configs(count: number): DatasetConfig[] {
   return Array.from({ length: count }, (_, i) => {
-    const r = validateDatasetConfig({ ref: `ds${String(i).padStart(3, '0')}`, numShards: SHARDS, minNumNodes: NODES, source: { type: 'synthetic', recordsPerSecond: RATE } });
+    const r = validateDatasetConfig({
+      ref: `ds${String(i).padStart(3, '0')}`,
+      numShards: SHARDS,
+      minNumNodes: NODES,
+      source: { type: 'synthetic', recordsPerSecond: RATE },
+    });
     if (!r.ok) throw new Error(r.error.message);
     return r.value;
   });
@@ -142,15 +147,20 @@ async function build(datasets: readonly DatasetConfig[]): Promise<ObservedCluste
   };
   cluster.node(nodeName(0)).crash();
   const shardNodes = cluster.nodes.slice(BOOT_NODES);
-  await waitFor('every shard running on its node', async () => {
-    let n = 0;
-    for (const node of shardNodes) {
-      const running = await node.running();
-      if (running.some((r) => r.status.type !== 'Active')) return false;
-      n += running.length;
-    }
-    return n === datasets.length * SHARDS;
-  }, 60_000, 50);
+  await waitFor(
+    'every shard running on its node',
+    async () => {
+      let n = 0;
+      for (const node of shardNodes) {
+        const running = await node.running();
+        if (running.some((r) => r.status.type !== 'Active')) return false;
+        n += running.length;
+      }
+      return n === datasets.length * SHARDS;
+    },
+    60_000,
+    50,
+  );
   oc.onProduce = undefined;
   debug('every shard running');
   cluster.node(nodeName(1)).crash();
@@ -250,7 +260,11 @@ async function measure(datasets: readonly DatasetConfig[]): Promise<{ samples: S
  * running shards). Each copy is its own object, as if read from the bus.
  */
 function equivalentRecovery(datasets: readonly DatasetConfig[]): { recovery: RecoveryData; answers: unknown[] } {
-  const all: Member[] = Array.from({ length: NODES + BOOT_NODES }, (_, i) => ({ node: nodeId(nodeName(i)), incarnation: incarnation(`bench-${i}`), joinedAt: i + 1 }));
+  const all: Member[] = Array.from({ length: NODES + BOOT_NODES }, (_, i) => ({
+    node: nodeId(nodeName(i)),
+    incarnation: incarnation(`bench-${i}`),
+    joinedAt: i + 1,
+  }));
   const manager = new ShardManager();
   const empty: RecoveryData = { epoch: toEpoch(3), datasets: [], maps: [], subscriptions: [], watchers: [], cooldowns: [], members: all, running: [] };
   let state = manager.decide(manager.initialState(), { type: 'Recover', recovery: empty }, 0).state;
@@ -264,11 +278,22 @@ function equivalentRecovery(datasets: readonly DatasetConfig[]): { recovery: Rec
   const survivors = shardNodes.slice(1);
   const watchers = shardNodes.map((m) => subscriberId(`${m.node}@${m.incarnation}/guardian`));
   const subscriptions = datasets.map((c) => ({ dataset: c.ref, subscribers: watchers }));
-  const runningOf = (m: Member) => maps.flatMap((snap) => snap.shards.flatMap((r, shard) => (r.assignments[0]?.node === m.node ? [{ dataset: snap.dataset, shard, status: r.status }] : [])));
-  const answers = survivors.map((m) => structuredClone({
-    format: WIRE_FORMAT, kind: 'cluster-state', requestId: `recovery-4-${survivors[0]!.node}`, epoch: 4,
-    node: m.node, incarnation: m.incarnation, maps: [], subscriptions, watchers, running: runningOf(m),
-  }));
+  const runningOf = (m: Member) =>
+    maps.flatMap((snap) => snap.shards.flatMap((r, shard) => (r.assignments[0]?.node === m.node ? [{ dataset: snap.dataset, shard, status: r.status }] : [])));
+  const answers = survivors.map((m) =>
+    structuredClone({
+      format: WIRE_FORMAT,
+      kind: 'cluster-state',
+      requestId: `recovery-4-${survivors[0]!.node}`,
+      epoch: 4,
+      node: m.node,
+      incarnation: m.incarnation,
+      maps: [],
+      subscriptions,
+      watchers,
+      running: runningOf(m),
+    }),
+  );
   const copies = <T>(value: T): T[] => [value, ...survivors.map(() => value)].map((v) => structuredClone(v));
   const recovery: RecoveryData = {
     epoch: toEpoch(4),
@@ -289,7 +314,12 @@ async function singletonRecovery(): Promise<Table> {
   const baselines = DATASET_COUNTS.map((count) => {
     const { recovery, answers } = equivalentRecovery(configs(count));
     const core = sample(() => manager.decide(manager.initialState(), { type: 'Recover', recovery }, 0), {
-      warmup: 3, warmupMs: 500, minSamples: 5, maxSamples: 50, budgetMs: 1_000, capMs: 10_000,
+      warmup: 3,
+      warmupMs: 500,
+      minSamples: 5,
+      maxSamples: 50,
+      budgetMs: 1_000,
+      capMs: 10_000,
     });
     if (core.last.state.phase !== 'active' || core.last.state.datasets.size !== count) throw new Error('the core did not recover every dataset');
     const parse = sample(() => answers.map((a) => parseInboxMessage(a)), { warmup: 1, minSamples: 5, maxSamples: 20, budgetMs: 1_000, capMs: 10_000 });
@@ -310,11 +340,21 @@ async function singletonRecovery(): Promise<Table> {
     const first = s.map((x) => x.firstMs);
     const med = (f: (x: Sample) => number) => quantile(s.map(f), 0.5);
     rows.push([
-      count, count * SHARDS,
-      ms(quantile(first, 0.5)), ms(quantile(first, 0.9)), ms(Math.min(...first)), ms(Math.max(...first)), s.length,
+      count,
+      count * SHARDS,
+      ms(quantile(first, 0.5)),
+      ms(quantile(first, 0.9)),
+      ms(Math.min(...first)),
+      ms(Math.max(...first)),
+      s.length,
       s.map((x) => `${x.answered}/${x.members}`).join(' '),
-      ms(med((x) => x.answersMs)), ms(med((x) => x.firstMs - x.answersMs)), ms(med((x) => x.allMs)), ms(med((x) => x.takeoverMs)),
-      ms(base.core), `${(quantile(first, 0.5) / base.core).toFixed(0)}×`, `${ms(base.parse)} (${base.answers})`,
+      ms(med((x) => x.answersMs)),
+      ms(med((x) => x.firstMs - x.answersMs)),
+      ms(med((x) => x.allMs)),
+      ms(med((x) => x.takeoverMs)),
+      ms(base.core),
+      `${(quantile(first, 0.5) / base.core).toFixed(0)}×`,
+      `${ms(base.parse)} (${base.answers})`,
       quantile(first, 0.5) < DESIGN_GOAL_MS ? 'yes' : 'no',
     ]);
     notes.push(
@@ -325,16 +365,29 @@ async function singletonRecovery(): Promise<Table> {
   return {
     title: 'Runtime: singleton recovery after its node crashes (embedded cluster, 20 nodes, RealClock)',
     columns: [
-      'datasets', 'shards', 'recovery median ms', 'p90 ms', 'min ms', 'max ms', 'samples', 'answered',
-      'lease → last answer ms', 'last answer → first map ms', 'lease → all maps ms', 'crash → lease ms',
-      'core Recover median ms', 'runtime / core', 'parse answers ms (n)', `under ${DESIGN_GOAL_MS / 1000} s`,
+      'datasets',
+      'shards',
+      'recovery median ms',
+      'p90 ms',
+      'min ms',
+      'max ms',
+      'samples',
+      'answered',
+      'lease → last answer ms',
+      'last answer → first map ms',
+      'lease → all maps ms',
+      'crash → lease ms',
+      'core Recover median ms',
+      'runtime / core',
+      'parse answers ms (n)',
+      `under ${DESIGN_GOAL_MS / 1000} s`,
     ],
     rows,
     notes: [
       'recovery = from the new singleton’s `takeLease` resolving (MetaStore proxy) to its first `CurrentShardSnapshot` publish or desired state under the new epoch (bus produce hook), wall ms. Columns after `answered` are medians.',
       'lease → last answer = until the last guardian answer used was produced; last answer → first map = the singleton validating the answers, `Recover`, and persisting every map; lease → all maps = until the last dataset’s `CurrentShardSnapshot` was produced; crash → lease = failure detection (session timeout 500 ms, heartbeat 100 ms) and candidacy.',
       `answered = guardians whose answers the singleton used / members then (its own included), per sample, from its \`singleton.takeover\` log line; recoveryReplyTimeoutMs ${RECOVERY_REPLY_TIMEOUT_MS}. The cluster shrinks by one node per sample (the crashed one does not come back).`,
-      'core Recover = `new ShardManager().decide(initialState, { type: \'Recover\', recovery }, now)` alone (harness `sample`, median), timed before any cluster exists on the data of the first takeover rebuilt with the core and `ShardMapper`: the same 22-member layout, every shard Active, `n03` gone; the store’s maps (the guardians’ copies are no newer, so their answers carry none), the 19 guardians’ subscriptions (20 watchers) and running shards. runtime / core = recovery median / core median.',
+      "core Recover = `new ShardManager().decide(initialState, { type: 'Recover', recovery }, now)` alone (harness `sample`, median), timed before any cluster exists on the data of the first takeover rebuilt with the core and `ShardMapper`: the same 22-member layout, every shard Active, `n03` gone; the store’s maps (the guardians’ copies are no newer, so their answers carry none), the 19 guardians’ subscriptions (20 watchers) and running shards. runtime / core = recovery median / core median.",
       'parse answers = `parseInboxMessage` (the wire validation the singleton runs on each answer) over those 19 answers as plain data, median.',
       `Datasets: ${SHARDS} shards, minNumNodes ${NODES}, synthetic source at ${RATE} records/s per shard; pollIntervalMs ${SETTINGS.pollIntervalMs}, publishIntervalMs ${SETTINGS.publishIntervalMs}, reportResendMs ${SETTINGS.reportResendMs}.`,
       ...notes,

@@ -94,7 +94,9 @@ async function soak(): Promise<Table> {
       churn.singletonCrashes++;
     } else if (r < 82 && temporary.length < 3) {
       const ref = `tmp${nextTemp++}`;
-      const reply = await cluster.setupDataset({ ref, numShards: 4, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: RATE } }, 10_000).catch(() => undefined);
+      const reply = await cluster
+        .setupDataset({ ref, numShards: 4, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: RATE } }, 10_000)
+        .catch(() => undefined);
       if (reply?.type === 'DatasetVerified') {
         temporary.push(ref);
         churn.setups++;
@@ -158,13 +160,22 @@ async function soak(): Promise<Table> {
     title: `Soak: ${MINUTES} min of churn on a 6-node embedded cluster (wall clock), sampled each minute`,
     columns: ['figure', 'value'],
     rows: [
-      ['churn', `${churn.crashes} crashes, ${churn.singletonCrashes} singleton crashes, ${churn.restarts} restarts, ${churn.setups} dataset setups, ${churn.removals} removals`],
+      [
+        'churn',
+        `${churn.crashes} crashes, ${churn.singletonCrashes} singleton crashes, ${churn.restarts} restarts, ${churn.setups} dataset setups, ${churn.removals} removals`,
+      ],
       ['heap after GC, MiB (per minute)', heapMb.map((h) => h.toFixed(1)).join(' ')],
       ['heap slope, MiB/min (least squares)', slope(minutes, heapMb).toFixed(2)],
-      ['heap slope over the second half, MiB/min', slope(minutes.slice(Math.floor(minutes.length / 2)), heapMb.slice(Math.floor(heapMb.length / 2))).toFixed(2)],
+      [
+        'heap slope over the second half, MiB/min',
+        slope(minutes.slice(Math.floor(minutes.length / 2)), heapMb.slice(Math.floor(heapMb.length / 2))).toFixed(2),
+      ],
       ['open handles (per minute)', handles.join(' ')],
       ['open handles slope, per min', slope(minutes, handles).toFixed(2)],
-      ['records ingested (steady datasets), re-ingested after a crash (alpha)', `${STEADY.reduce((n, d) => n + Array.from({ length: d.numShards }, (_, s) => sink.tally(d.ref, s).accepted).reduce((a, b) => a + b, 0), 0)}, ${duplicates}`],
+      [
+        'records ingested (steady datasets), re-ingested after a crash (alpha)',
+        `${STEADY.reduce((n, d) => n + Array.from({ length: d.numShards }, (_, s) => sink.tally(d.ref, s).accepted).reduce((a, b) => a + b, 0), 0)}, ${duplicates}`,
+      ],
       ['converged after the churn stopped, ms', settledMs],
       ['invariants at the end', 'held: every shard Active on live members, replicas in distinct racks, subscribers equal to the singleton, nothing lost'],
     ],
@@ -187,7 +198,8 @@ async function violations(cluster: EmbeddedCluster, rackOf: ReadonlyMap<string, 
     for (let s = 0; s < d.numShards; s++) {
       const assignments = m.recordForShard(s).assignments;
       const serving = assignments.filter((a) => a.status.type === 'Active' && a.placement !== 'Leaving' && live.has(a.node));
-      if (serving.length !== copies || assignments.length !== copies) out.push(`${d.ref}/${s}: ${assignments.map((a) => `${a.node}:${a.placement}/${a.status.type}`).join(' ') || 'no copy'}`);
+      if (serving.length !== copies || assignments.length !== copies)
+        out.push(`${d.ref}/${s}: ${assignments.map((a) => `${a.node}:${a.placement}/${a.status.type}`).join(' ') || 'no copy'}`);
       if (new Set(serving.map((a) => rackOf.get(a.node))).size !== serving.length) out.push(`${d.ref}/${s}: two copies in one rack`);
     }
     const sub = subscribers.find((x) => x.dataset === d.ref);

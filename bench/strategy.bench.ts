@@ -71,9 +71,18 @@ function assignFromScratch(): Table {
     if (!mapper.equals(mapperOf(base.last.state, config))) throw new Error('baseline and default strategy disagree');
     const counts = loads(mapper, members);
     rows.push([
-      numShards, nodes, ms(quantile(times, 0.5)), ms(quantile(times, 0.9)), times.length,
-      ms(quantile(base.times, 0.5)), `${(quantile(base.times, 0.5) / quantile(times, 0.5)).toFixed(1)}×`,
-      mapper.numAssignedShards, mapper.numAssignedNodes, Math.min(...counts), Math.max(...counts), balance(counts),
+      numShards,
+      nodes,
+      ms(quantile(times, 0.5)),
+      ms(quantile(times, 0.9)),
+      times.length,
+      ms(quantile(base.times, 0.5)),
+      `${(quantile(base.times, 0.5) / quantile(times, 0.5)).toFixed(1)}×`,
+      mapper.numAssignedShards,
+      mapper.numAssignedNodes,
+      Math.min(...counts),
+      Math.max(...counts),
+      balance(counts),
     ]);
   }
   return {
@@ -118,10 +127,20 @@ function nodeRemoval(spare: boolean): Table {
       if (owner !== undefined) replaced++;
     }
     rows.push([
-      numShards, nodes, config.minNumNodes, beforeMap.numUnassignedShards, beforeMap.numShardsForNode(victim.node),
-      ms(quantile(times, 0.5)), ms(quantile(times, 0.9)), times.length,
-      ms(quantile(base.times, 0.5)), `${(quantile(base.times, 0.5) / quantile(times, 0.5)).toFixed(1)}×`,
-      balance(loads(afterMap, survivors)), moved, replaced, afterMap.numUnassignedShards,
+      numShards,
+      nodes,
+      config.minNumNodes,
+      beforeMap.numUnassignedShards,
+      beforeMap.numShardsForNode(victim.node),
+      ms(quantile(times, 0.5)),
+      ms(quantile(times, 0.9)),
+      times.length,
+      ms(quantile(base.times, 0.5)),
+      `${(quantile(base.times, 0.5) / quantile(times, 0.5)).toFixed(1)}×`,
+      balance(loads(afterMap, survivors)),
+      moved,
+      replaced,
+      afterMap.numUnassignedShards,
     ]);
   }
   return {
@@ -129,8 +148,20 @@ function nodeRemoval(spare: boolean): Table {
       ? 'Default strategy: one node removal, dataset sized for N − 1 nodes (one spare)'
       : 'Default strategy: one node removal, dataset sized for N nodes (no spare)',
     columns: [
-      'shards', 'nodes N', 'minNumNodes', 'unassigned before', 'victim’s shards',
-      'median ms', 'p90 ms', 'samples', 'baseline median ms', 'speed-up', 'balance after', 'moved', 're-placed', 'unassigned after',
+      'shards',
+      'nodes N',
+      'minNumNodes',
+      'unassigned before',
+      'victim’s shards',
+      'median ms',
+      'p90 ms',
+      'samples',
+      'baseline median ms',
+      'speed-up',
+      'balance after',
+      'moved',
+      're-placed',
+      'unassigned after',
     ],
     rows,
     notes: [

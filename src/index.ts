@@ -57,15 +57,7 @@ export type {
 export { DEFAULT_REPLACEMENT_DELAY_MS, datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
 
 // Shard arithmetic and hashing
-export {
-  ingestionShard,
-  isValidShardCount,
-  log2Shards,
-  MAX_SHARDS,
-  partitionHashMask,
-  queryShards,
-  shardHashMask,
-} from './core/spread.js';
+export { ingestionShard, isValidShardCount, log2Shards, MAX_SHARDS, partitionHashMask, queryShards, shardHashMask } from './core/spread.js';
 export { combineHashes, DEFAULT_HASH_SEED, murmur3, partitionKeyHash, shardKeyHash } from './core/hashing.js';
 
 // Shard maps
@@ -130,7 +122,15 @@ export { NodeMetrics } from './metrics/node-metrics.js';
 
 // A client that is not a member, and routed requests the library carries (nodes serve them with `ShardherdNode.serve`)
 export { ShardherdClient } from './client/shardherd-client.js';
-export type { EmbeddedClusterLike, FanOutResult, Labels, RequestOptions, RequestTarget, ShardherdClientOptions, ShardOutcome } from './client/shardherd-client.js';
+export type {
+  EmbeddedClusterLike,
+  FanOutResult,
+  Labels,
+  RequestOptions,
+  RequestTarget,
+  ShardherdClientOptions,
+  ShardOutcome,
+} from './client/shardherd-client.js';
 export { HandlerError, ShardherdClientError } from './client/client-errors.js';
 export type { ClientErrorCode, ClientErrorContext, RemoteError } from './client/client-errors.js';
 export { FetchTransport, HttpTransport } from './client/http-transport.js';

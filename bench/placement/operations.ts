@@ -11,7 +11,14 @@
  * map for the final members.
  */
 import { epoch, incarnation, type Member, nodeId, replyTo, ShardEvents, validateDatasetConfig, type ShardMapper, type ShardNum } from '../../src/index.js';
-import { BalancedPlacementStrategy, type ShardManagerInput, type ShardManagerState, ShardManager, type ShardManagerOptions, type Effect } from '../../src/entries/core.js';
+import {
+  BalancedPlacementStrategy,
+  type ShardManagerInput,
+  type ShardManagerState,
+  ShardManager,
+  type ShardManagerOptions,
+  type Effect,
+} from '../../src/entries/core.js';
 
 /** How long a new copy takes to catch up (its backlog) before it serves. */
 export const CATCH_UP_MS = 5_000;
@@ -56,7 +63,16 @@ const DS = 'bench';
 /** Runs `events` on a fresh cluster of `shape` with `settings`; see the module's comment. */
 export function runOperation(shape: ClusterShape, events: readonly OperationEvent[], settings: Settings): OperationResult {
   const manager = new ShardManager({ settleWindowMs: settings.settleWindowMs } satisfies ShardManagerOptions);
-  const config = validateDatasetConfig({ ref: DS, numShards: shape.shards, minNumNodes: 1, replicationFactor: shape.rf, strategy: 'balanced', maxConcurrentMoves: shape.shards * shape.rf, replacementDelayMs: settings.replacementDelayMs, source: { type: 'synthetic' } });
+  const config = validateDatasetConfig({
+    ref: DS,
+    numShards: shape.shards,
+    minNumNodes: 1,
+    replicationFactor: shape.rf,
+    strategy: 'balanced',
+    maxConcurrentMoves: shape.shards * shape.rf,
+    replacementDelayMs: settings.replacementDelayMs,
+    source: { type: 'synthetic' },
+  });
   if (!config.ok) throw new Error(config.error.message);
   let now = START;
   let joined = 0;
@@ -113,7 +129,12 @@ export function runOperation(shape: ClusterShape, events: readonly OperationEven
     for (const r of reports) byNode.set(r.node, [...(byNode.get(r.node) ?? []), r.shard]);
     decide({
       type: 'NodeReports',
-      reports: [...byNode].map(([node, shards]) => ({ node: nodeId(node), incarnation: members.get(node)!.incarnation, seq: now, events: shards.map((s) => ShardEvents.ingestionStarted(config.value.ref, s as ShardNum, nodeId(node))) })),
+      reports: [...byNode].map(([node, shards]) => ({
+        node: nodeId(node),
+        incarnation: members.get(node)!.incarnation,
+        seq: now,
+        events: shards.map((s) => ShardEvents.ingestionStarted(config.value.ref, s as ShardNum, nodeId(node))),
+      })),
     });
   };
   const fireTimers = (): void => {
@@ -130,7 +151,16 @@ export function runOperation(shape: ClusterShape, events: readonly OperationEven
   };
 
   // The start: every node a member, the dataset placed and caught up.
-  const recovery = { epoch: epoch(1), datasets: [], maps: [], subscriptions: [], watchers: [], cooldowns: [], members: shape.nodes.map(([n, rack]) => member(n, rack)), running: [] };
+  const recovery = {
+    epoch: epoch(1),
+    datasets: [],
+    maps: [],
+    subscriptions: [],
+    watchers: [],
+    cooldowns: [],
+    members: shape.nodes.map(([n, rack]) => member(n, rack)),
+    running: [],
+  };
   state = manager.decide(state, { type: 'Recover', recovery }, now).state;
   decide({ type: 'SetupDataset', config: config.value, replyTo: replyTo('bench') });
   for (let i = 0; i < 10_000 && !quiet(); i++) tick();
@@ -179,7 +209,8 @@ function unserved(m: ShardMapper): number {
 function notActive(m: ShardMapper, state: ShardManagerState): number {
   const members = new Set(state.members.map((x) => x.node as string));
   let n = 0;
-  for (let s = 0; s < m.numShards; s++) for (const a of m.recordForShard(s).assignments) if (!members.has(a.node) || a.status.type !== 'Active' || a.placement !== 'Available') n++;
+  for (let s = 0; s < m.numShards; s++)
+    for (const a of m.recordForShard(s).assignments) if (!members.has(a.node) || a.status.type !== 'Active' || a.placement !== 'Available') n++;
   return n;
 }
 

@@ -117,7 +117,8 @@ export const filodbDefault: Placer = {
         return owner === undefined ? [] : [owner];
       });
     };
-    const run = (from: ShardManagerState, inputs: readonly ShardManagerInput[]): ShardManagerState => inputs.reduce((s, input) => manager.decide(s, input, now).state, from);
+    const run = (from: ShardManagerState, inputs: readonly ShardManagerInput[]): ShardManagerState =>
+      inputs.reduce((s, input) => manager.decide(s, input, now).state, from);
     return {
       decide(nodes) {
         now += STEP_MS;
@@ -125,7 +126,16 @@ export const filodbDefault: Placer = {
         let from: ShardManagerState;
         if (state === undefined) {
           for (const n of nodes) members.set(n.id, member(n.id, joined++));
-          const recovery = { epoch: epoch(1), datasets: [], maps: [], subscriptions: [], watchers: [], cooldowns: [], members: [...members.values()], running: [] };
+          const recovery = {
+            epoch: epoch(1),
+            datasets: [],
+            maps: [],
+            subscriptions: [],
+            watchers: [],
+            cooldowns: [],
+            members: [...members.values()],
+            running: [],
+          };
           from = manager.decide(manager.initialState(), { type: 'Recover', recovery }, now).state;
           inputs.push({ type: 'SetupDataset', config: config.value, replyTo: replyTo('bench') });
         } else {

@@ -53,7 +53,7 @@ export class AckGate {
   /** Takes out the digests whose gate is met or whose patience ran out; the largest offset of them and `also`. */
   private release(now: number, also: number | undefined): number | undefined {
     let taken = also;
-    for (let i = 0; i < this.waiting.length; ) {
+    for (let i = 0; i < this.waiting.length;) {
       const w = this.waiting[i]!;
       if (this.covers(w.epoch, w.acksSent) || now - w.since >= this.patienceMs) {
         taken = Math.max(taken ?? w.inbox, w.inbox);

@@ -99,31 +99,34 @@ export class CheckpointWriter {
     const next = this.waiting;
     this.waiting = undefined;
     this.busy = true;
-    void this.o.write(next.offset, next.token).then(
-      () => {
-        this.retryDelay = this.o.retryInitialMs;
-        this.settledOffset = Math.max(this.settledOffset, next.offset);
-        this.o.written(next.offset);
-      },
-      (e: unknown) => {
-        if (e instanceof CheckpointRefusedError) {
+    void this.o
+      .write(next.offset, next.token)
+      .then(
+        () => {
+          this.retryDelay = this.o.retryInitialMs;
           this.settledOffset = Math.max(this.settledOffset, next.offset);
-          this.o.refused(e, next.offset, next.token);
-          return;
-        }
-        const delay = this.retryDelay;
-        this.retryDelay = Math.min(this.retryDelay * 2, this.o.retryMaxMs);
-        this.o.failed(e, next.offset, delay);
-        if (this.waiting !== undefined || this.closed) return; // a newer offer replaces it, or nobody waits for it
-        this.cancelRetry = this.o.clock.schedule(delay, () => {
-          this.cancelRetry = undefined;
-          if (this.waiting === undefined && !this.closed) this.waiting = next;
-          this.pump();
-        });
-      },
-    ).finally(() => {
-      this.busy = false;
-      this.pump();
-    });
+          this.o.written(next.offset);
+        },
+        (e: unknown) => {
+          if (e instanceof CheckpointRefusedError) {
+            this.settledOffset = Math.max(this.settledOffset, next.offset);
+            this.o.refused(e, next.offset, next.token);
+            return;
+          }
+          const delay = this.retryDelay;
+          this.retryDelay = Math.min(this.retryDelay * 2, this.o.retryMaxMs);
+          this.o.failed(e, next.offset, delay);
+          if (this.waiting !== undefined || this.closed) return; // a newer offer replaces it, or nobody waits for it
+          this.cancelRetry = this.o.clock.schedule(delay, () => {
+            this.cancelRetry = undefined;
+            if (this.waiting === undefined && !this.closed) this.waiting = next;
+            this.pump();
+          });
+        },
+      )
+      .finally(() => {
+        this.busy = false;
+        this.pump();
+      });
   }
 }

@@ -70,7 +70,11 @@ export class CopyTimers {
     // Only what was armed before this firing: a timer armed by a `due` for now waits for the next one.
     const armedBefore = this.seq;
     try {
-      for (let n = 0, next = this.timers.top(); n < DUE_PER_FIRING && next !== undefined && next.at <= now && next.seq < armedBefore; n++, next = this.timers.top()) {
+      for (
+        let n = 0, next = this.timers.top();
+        n < DUE_PER_FIRING && next !== undefined && next.at <= now && next.seq < armedBefore;
+        n++, next = this.timers.top()
+      ) {
         this.timers.pop();
         next.target.due();
       }

@@ -6,17 +6,19 @@ import type { Telemetry } from './telemetry.js';
 
 export function countedBus(bus: Bus, telemetry: Telemetry): Bus {
   return {
-    produce: (topic, value, options) => bus.produce(topic, value, options).catch((e: unknown) => {
-      telemetry.busError('produce');
-      throw e;
-    }),
-    subscribe: (topic, group, handler, options) => bus.subscribe(topic, group, handler, {
-      ...options,
-      onError: (e, record) => {
-        telemetry.busError('handle');
-        options?.onError?.(e, record);
-      },
-    }),
+    produce: (topic, value, options) =>
+      bus.produce(topic, value, options).catch((e: unknown) => {
+        telemetry.busError('produce');
+        throw e;
+      }),
+    subscribe: (topic, group, handler, options) =>
+      bus.subscribe(topic, group, handler, {
+        ...options,
+        onError: (e, record) => {
+          telemetry.busError('handle');
+          options?.onError?.(e, record);
+        },
+      }),
     committedOffset: (topic, group) => bus.committedOffset(topic, group),
   };
 }

@@ -60,10 +60,15 @@ export function gatedBus(bus: Bus, gate: Gate): Bus {
     },
     subscribe: async (topic, group, handler, options): Promise<BusSubscription> => {
       await gate.pass();
-      return bus.subscribe(topic, group, async (record) => {
-        await gate.pass();
-        await handler(record);
-      }, options);
+      return bus.subscribe(
+        topic,
+        group,
+        async (record) => {
+          await gate.pass();
+          await handler(record);
+        },
+        options,
+      );
     },
     committedOffset: async (topic, group) => {
       await gate.pass();
@@ -140,5 +145,8 @@ export function gatedSource(source: IngestionSource, gate: Gate): IngestionSourc
 
 export function gatedSink(sink: RecordSink, gate: Gate): RecordSink {
   // What the sink declares passes through: it decides where the node's copies resume.
-  return { accept: async (dataset, shard, records, token) => gate.pass().then(() => sink.accept(dataset, shard, records, token)), ...(sink.storage ? { storage: sink.storage } : {}) };
+  return {
+    accept: async (dataset, shard, records, token) => gate.pass().then(() => sink.accept(dataset, shard, records, token)),
+    ...(sink.storage ? { storage: sink.storage } : {}),
+  };
 }

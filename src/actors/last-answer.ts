@@ -52,14 +52,14 @@ export class LastAnswer<T> {
   }
 
   private askOnce(): Promise<T> {
-    const asking = (this.asking ??= this.question().then(
-      (value) => {
+    const asking = (this.asking ??= this.question()
+      .then((value) => {
         this.last = { value };
         return value;
-      },
-    ).finally(() => {
-      if (this.asking === asking) this.asking = undefined;
-    }));
+      })
+      .finally(() => {
+        if (this.asking === asking) this.asking = undefined;
+      }));
     return asking;
   }
 

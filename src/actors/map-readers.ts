@@ -7,7 +7,16 @@
 // that lacks a map reads one addressed to another node too; one of an older version cannot read a
 // packed one, skips it as malformed, and reads its own, in format 3, which it asked for: slower,
 // never wrong. Changes are applied by every node: packed only when every member and addressee said 4.
-import { COMPACT_MAP_FORMAT, encodeEvents, encodeSnapshot, PACKED_MAP_FORMAT, snapshotPacking, type CompactSnapshot, type EncodedEvents, type PackedSnapshot } from '../core/map-codec.js';
+import {
+  COMPACT_MAP_FORMAT,
+  encodeEvents,
+  encodeSnapshot,
+  PACKED_MAP_FORMAT,
+  snapshotPacking,
+  type CompactSnapshot,
+  type EncodedEvents,
+  type PackedSnapshot,
+} from '../core/map-codec.js';
 import { packEvents, type PackedEvents } from '../core/packed-events.js';
 import type { ShardEvent } from '../core/status.js';
 import type { Steps } from '../core/steps.js';

@@ -6,7 +6,18 @@ import type { Cancel } from '../cluster/clock.js';
 import type { MembershipView } from '../cluster/membership.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, SubscriberId } from '../core/ids.js';
-import { type AppliedRequest, type Effect, isReadRequest, isReadRequestType, type MapStamp, type Member, type NodeOperations, type NodeReportBody, type RecoveryData, type ShardManagerInput } from '../core/shard-manager/protocol.js';
+import {
+  type AppliedRequest,
+  type Effect,
+  isReadRequest,
+  isReadRequestType,
+  type MapStamp,
+  type Member,
+  type NodeOperations,
+  type NodeReportBody,
+  type RecoveryData,
+  type ShardManagerInput,
+} from '../core/shard-manager/protocol.js';
 import type { Evidence } from '../core/failure-detection/judge.js';
 import type { SingletonMonitor } from '../cluster/failure-detector/singleton-monitor.js';
 import { SingletonLeaseKeeper } from '../cluster/failure-detector/singleton-lease-keeper.js';
@@ -86,7 +97,16 @@ interface State {
   commitFailures: number;
   /** When the commit on its way started (the node's clock); undefined when none is. */
   committingSince: number | undefined;
-  stored: { datasets: DatasetConfig[]; maps: ShardMapSnapshot[]; cooldowns: StoredCooldown[]; subscriptions: StoredSubscriptions; operations: NodeOperations; applied: AppliedRequest[] } | undefined;
+  stored:
+    | {
+        datasets: DatasetConfig[];
+        maps: ShardMapSnapshot[];
+        cooldowns: StoredCooldown[];
+        subscriptions: StoredSubscriptions;
+        operations: NodeOperations;
+        applied: AppliedRequest[];
+      }
+    | undefined;
   /** The stored maps recovery can use, as stamps: guardians send only maps newer than these. */
   storedStamps: MapStamp[];
   readonly answers: Map<NodeId, ClusterState>;
@@ -210,7 +230,11 @@ function usableStamps(datasets: readonly DatasetConfig[], maps: readonly ShardMa
 }
 
 export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, epoch: Epoch, callbacks: SingletonCallbacks): ActorRef<ClusterMsg> {
-  const manager = new ShardManager({ reassignmentCooldownMs: env.settings.reassignmentCooldownMs, maxMapBytes: env.settings.maxMapBytes, settleWindowMs: env.settings.settleWindowMs });
+  const manager = new ShardManager({
+    reassignmentCooldownMs: env.settings.reassignmentCooldownMs,
+    maxMapBytes: env.settings.maxMapBytes,
+    settleWindowMs: env.settings.settleWindowMs,
+  });
   const log = env.log.child({ singleton: epoch });
   const requestId = `recovery-${epoch}-${env.node}`;
   const later = (s: State, ms: number, fn: () => void) => {
@@ -274,7 +298,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       if (!isPermanentBusFailure(e)) {
         log.warn({ event: 'bus.send-failed', err: e, what }, 'a record of the singleton was not sent; a resend, a sync or the digest repairs it');
       } else if (env.problems.note('bus.record-refused', what, `a ${what} record of the singleton cannot be sent: ${(e as Error).message}`)) {
-        log.error({ event: 'bus.record-refused', err: e, what }, 'a record of the singleton can never be sent (too large for the bus): it is dropped, and this is said once per kind of record');
+        log.error(
+          { event: 'bus.record-refused', err: e, what },
+          'a record of the singleton can never be sent (too large for the bus): it is dropped, and this is said once per kind of record',
+        );
       }
       env.telemetry.busError('produce');
     });
@@ -343,14 +370,34 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'publish', epoch, to: e.to, message: e.message });
           break;
         case 'PublishChanges':
-          queueEvent({ format: WIRE_FORMAT, kind: 'map-changes', epoch, dataset: e.dataset, numShards: e.numShards, base: e.base, changes: s.mapReaders.encodeChanges(e.events, e.to, s.view.members), members: e.members });
+          queueEvent({
+            format: WIRE_FORMAT,
+            kind: 'map-changes',
+            epoch,
+            dataset: e.dataset,
+            numShards: e.numShards,
+            base: e.base,
+            changes: s.mapReaders.encodeChanges(e.events, e.to, s.view.members),
+            members: e.members,
+          });
           break;
         case 'PublishSnapshot': {
           const { dataset, numShards, version } = e.snapshot;
           // Packed in slices on a real process: a joiner's map of 65 536 × 3 was 100 ms and more of the singleton's loop.
           const encoding = s.mapReaders.encoding(e.snapshot, e.to, s.view.members);
           const snapshot = env.slicePause ? await runInSlices(encoding, env.slicePause) : runWhole(encoding);
-          queueEvent({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch, dataset, numShards, version, to: e.to, config: configOf(dataset), snapshot, members: e.members });
+          queueEvent({
+            format: WIRE_FORMAT,
+            kind: 'map-snapshot',
+            epoch,
+            dataset,
+            numShards,
+            version,
+            to: e.to,
+            config: configOf(dataset),
+            snapshot,
+            members: e.members,
+          });
           await yieldAfterLarge(numShards);
           break;
         }
@@ -361,7 +408,15 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueEvent({ format: WIRE_FORMAT, kind: 'members-change', epoch, version: e.version, joined: e.joined, left: e.left });
           break;
         case 'PublishDigest':
-          queueEvent({ format: WIRE_FORMAT, kind: 'digest', epoch, members: e.members, maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })), inbox: appliedInbox(s), acksSent: s.acksSent });
+          queueEvent({
+            format: WIRE_FORMAT,
+            kind: 'digest',
+            epoch,
+            members: e.members,
+            maps: e.maps.map(({ dataset, numShards, version }) => ({ dataset, numShards, version })),
+            inbox: appliedInbox(s),
+            acksSent: s.acksSent,
+          });
           break;
         case 'FenceNode':
           queueEvent({ format: WIRE_FORMAT, kind: 'fence', epoch, node: e.node, incarnation: e.incarnation, reason: e.reason });
@@ -370,12 +425,21 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           queueReply(replyRecord(e));
           break;
         case 'AckReport':
-        {
-          const key = reportKey(e.node, e.incarnation, e.seq);
-          const inbox = s.reportOffsets.get(key);
-          s.reportOffsets.delete(key);
-          queueReply({ format: WIRE_FORMAT, kind: 'ack', epoch, node: e.node, incarnation: e.incarnation, seq: e.seq, ...(inbox === undefined ? {} : { inbox }), ordinal: ++s.acksSent });
-        }
+          {
+            const key = reportKey(e.node, e.incarnation, e.seq);
+            const inbox = s.reportOffsets.get(key);
+            s.reportOffsets.delete(key);
+            queueReply({
+              format: WIRE_FORMAT,
+              kind: 'ack',
+              epoch,
+              node: e.node,
+              incarnation: e.incarnation,
+              seq: e.seq,
+              ...(inbox === undefined ? {} : { inbox }),
+              ordinal: ++s.acksSent,
+            });
+          }
           break;
         case 'ScheduleCheck':
           if (!s.checks.has(e.at)) {
@@ -398,7 +462,9 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
           // A flood of refused reports (a node acting on an old map, replays) is one line per
           // member and 10 s, and one more counting the others; each is counted in the metrics.
           limitedLog(log, env.clock, `${name} ${node ?? ''}`, (more) =>
-            more === 0 ? log[level]({ event: name, ...fields, ...member }, message) : log[level]({ event: name, ...member, refused: more }, `${more} more report event(s) of ${node ?? 'a node'} refused in the last 10 s`),
+            more === 0
+              ? log[level]({ event: name, ...fields, ...member }, message)
+              : log[level]({ event: name, ...member, refused: more }, `${more} more report event(s) of ${node ?? 'a node'} refused in the last 10 s`),
           );
           break;
         }
@@ -467,20 +533,27 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     const offset = s.lastOffset + 1;
     const since = now;
     s.committingSince = since;
-    s.inbox.commit(offset).then(
-      () => {
-        if (s.commitFailures > 0) log.info({ event: 'inbox.commit-recovered', failures: s.commitFailures }, `the inbox position is committed again, after ${s.commitFailures} failed commit(s)`);
-        s.commitFailures = 0;
-      },
-      (e: unknown) => {
-        s.commitFailures += 1;
-        const fields = { event: 'inbox.commit-failed', err: e, failures: s.commitFailures, offset };
-        if (s.commitFailures === 1) log.warn(fields, 'committing the inbox position failed: the singleton goes on and commits again at its next tick');
-        else log.debug(fields, 'committing the inbox position failed again');
-      },
-    ).finally(() => {
-      if (s.committingSince === since) s.committingSince = undefined;
-    });
+    s.inbox
+      .commit(offset)
+      .then(
+        () => {
+          if (s.commitFailures > 0)
+            log.info(
+              { event: 'inbox.commit-recovered', failures: s.commitFailures },
+              `the inbox position is committed again, after ${s.commitFailures} failed commit(s)`,
+            );
+          s.commitFailures = 0;
+        },
+        (e: unknown) => {
+          s.commitFailures += 1;
+          const fields = { event: 'inbox.commit-failed', err: e, failures: s.commitFailures, offset };
+          if (s.commitFailures === 1) log.warn(fields, 'committing the inbox position failed: the singleton goes on and commits again at its next tick');
+          else log.debug(fields, 'committing the inbox position failed again');
+        },
+      )
+      .finally(() => {
+        if (s.committingSince === since) s.committingSince = undefined;
+      });
   }
 
   /**
@@ -547,7 +620,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     if (room < reports.length) {
       for (let i = Math.max(0, room); i < reports.length; i++) {
         limitedLog(log, env.clock, 'reports.dropped', (more) =>
-          log.warn({ event: 'reports.dropped', reports: more || 1, queued: s.reports.length }, `${more || 1} report(s) dropped unacknowledged: ${MAX_QUEUED_REPORTS} wait to be applied already; their nodes send them again`),
+          log.warn(
+            { event: 'reports.dropped', reports: more || 1, queued: s.reports.length },
+            `${more || 1} report(s) dropped unacknowledged: ${MAX_QUEUED_REPORTS} wait to be applied already; their nodes send them again`,
+          ),
         );
       }
       for (const r of reports.slice(Math.max(0, room))) s.reportOffsets.delete(reportKey(r.node, r.incarnation, r.seq));
@@ -585,7 +661,10 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
       if (m.epoch !== epoch) return; // a predecessor's: what follows it is still from before this takeover
       s.afterTakeoverRecord = true;
       if (s.reportsBeforeTakeover > 0) {
-        log.info({ event: 'recovery.reports-before-takeover', reports: s.reportsBeforeTakeover }, `${s.reportsBeforeTakeover} report(s) written before this singleton took over were dropped: a predecessor applied them, or their nodes send their events again`);
+        log.info(
+          { event: 'recovery.reports-before-takeover', reports: s.reportsBeforeTakeover },
+          `${s.reportsBeforeTakeover} report(s) written before this singleton took over were dropped: a predecessor applied them, or their nodes send their events again`,
+        );
       }
       return;
     } else if (m.kind === 'cluster-state') {
@@ -597,12 +676,20 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         const superseded = s.beforeAnswer.length - kept.length;
         s.beforeAnswer = kept;
         if (superseded > 0) {
-          log.info({ event: 'recovery.reports-superseded', member: m.node, reports: superseded }, `${superseded} report(s) of ${m.node} read before its answer to the recovery were dropped: its answer gives its state after them`);
+          log.info(
+            { event: 'recovery.reports-superseded', member: m.node, reports: superseded },
+            `${superseded} report(s) of ${m.node} read before its answer to the recovery were dropped: its answer gives its state after them`,
+          );
         }
         if (allAnswered(s)) await finishRecovery(s);
       }
       return; // answers are not inputs: committing them is the recovery's job
-    } else if (m.kind === 'request' && m.request.type === 'SetupDataset' && !s.core.datasets.has(m.request.config.ref) && !(await sourceAccepts(m.request.config, m.request.replyTo))) {
+    } else if (
+      m.kind === 'request' &&
+      m.request.type === 'SetupDataset' &&
+      !s.core.datasets.has(m.request.config.ref) &&
+      !(await sourceAccepts(m.request.config, m.request.replyTo))
+    ) {
       return;
     } else {
       if (m.kind === 'report') {
@@ -724,202 +811,232 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     checks: new Set(),
   };
 
-  const self: ActorRef<ClusterMsg> = env.runtime.spawn<State, ClusterMsg>(parent, `singleton-${epoch}`, async (s, msg, ctx) => {
-    if (s.phase === 'stopped') return s;
-    try {
-      switch (msg.type) {
-        case 'Begin': {
-          s.takeoverAt = env.clock.now();
-          role.begin(epoch, (reason) => {
-            stopNow(s, reason);
-            env.runtime.send(ctx.self, { type: 'Stop', reason });
-          });
-          s.groupView = msg.view;
-          const detector = env.detector;
-          if (detector) {
-            keeper = new SingletonLeaseKeeper({
-              store: env.lease,
-              epoch,
-              settings: env.settings.failureDetector,
-              clock: detector.clock,
-              log,
-              takenAt: msg.takenAt ?? detector.clock.now(),
-              hearsMajority: () => s.monitor?.hearsMajority() ?? true,
-              // On the keeper's timer, not through the mailbox: the actor may be blocked on the store.
-              onLost: (reason) => {
-                stopNow(s, reason);
-                env.runtime.send(ctx.self, { type: 'Stop', reason });
+  const self: ActorRef<ClusterMsg> = env.runtime.spawn<State, ClusterMsg>(
+    parent,
+    `singleton-${epoch}`,
+    async (s, msg, ctx) => {
+      if (s.phase === 'stopped') return s;
+      try {
+        switch (msg.type) {
+          case 'Begin': {
+            s.takeoverAt = env.clock.now();
+            role.begin(epoch, (reason) => {
+              stopNow(s, reason);
+              env.runtime.send(ctx.self, { type: 'Stop', reason });
+            });
+            s.groupView = msg.view;
+            const detector = env.detector;
+            if (detector) {
+              keeper = new SingletonLeaseKeeper({
+                store: env.lease,
+                epoch,
+                settings: env.settings.failureDetector,
+                clock: detector.clock,
+                log,
+                takenAt: msg.takenAt ?? detector.clock.now(),
+                hearsMajority: () => s.monitor?.hearsMajority() ?? true,
+                // On the keeper's timer, not through the mailbox: the actor may be blocked on the store.
+                onLost: (reason) => {
+                  stopNow(s, reason);
+                  env.runtime.send(ctx.self, { type: 'Stop', reason });
+                },
+              });
+              const k = keeper;
+              s.keeper = k;
+              s.monitor = detector.hostSingleton(msg.view.members, {
+                epoch,
+                leaseForMs: () => k.remainingMs(),
+                onEvict: (member, evidence) => env.runtime.send(ctx.self, { type: 'Evicted', member, evidence }),
+                onDepart: (member) => env.runtime.send(ctx.self, { type: 'Departed', member }),
+              });
+              k.start();
+              // A predecessor's grants may still run (it cannot be asked): nothing moves before they end.
+              s.predecessorLeasesOver = false;
+              later(s, leaseWaitMs(env.settings.failureDetector), () => env.runtime.send(ctx.self, { type: 'PredecessorLeasesOver' }));
+            }
+            s.view = effectiveView(s);
+            log.info({ event: 'singleton.takeover', epoch }, 'singleton lease taken: recovering');
+            s.stored = {
+              datasets: await retrying('reading datasets', () => env.metaStore.datasets()),
+              maps: await retrying('reading shard maps', () => env.metaStore.shardMaps()),
+              cooldowns: await retrying('reading cooldowns', () => env.metaStore.cooldowns()),
+              subscriptions: await retrying('reading subscriptions', () => env.metaStore.subscriptions()),
+              operations: await retrying('reading node operations', () => env.metaStore.nodeOperations()),
+              applied: await retrying('reading the applied requests', () => env.metaStore.appliedRequests()),
+            };
+            s.storedStamps = usableStamps(s.stored.datasets, s.stored.maps);
+            s.phase = 'recovering';
+            const inbox = env.topics.inbox;
+            const startAt = await retrying('reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
+            s.inbox = await env.bus.subscribe(
+              inbox,
+              inboxGroup(inbox, epoch),
+              (record) => {
+                if (answerReadAtOnce(s, record)) return;
+                if (s.inboxQueue.push(record) === 1) env.runtime.send(ctx.self, { type: 'Inbox' });
               },
-            });
-            const k = keeper;
-            s.keeper = k;
-            s.monitor = detector.hostSingleton(msg.view.members, {
-              epoch,
-              leaseForMs: () => k.remainingMs(),
-              onEvict: (member, evidence) => env.runtime.send(ctx.self, { type: 'Evicted', member, evidence }),
-              onDepart: (member) => env.runtime.send(ctx.self, { type: 'Departed', member }),
-            });
-            k.start();
-            // A predecessor's grants may still run (it cannot be asked): nothing moves before they end.
-            s.predecessorLeasesOver = false;
-            later(s, leaseWaitMs(env.settings.failureDetector), () => env.runtime.send(ctx.self, { type: 'PredecessorLeasesOver' }));
-          }
-          s.view = effectiveView(s);
-          log.info({ event: 'singleton.takeover', epoch }, 'singleton lease taken: recovering');
-          s.stored = {
-            datasets: await retrying('reading datasets', () => env.metaStore.datasets()),
-            maps: await retrying('reading shard maps', () => env.metaStore.shardMaps()),
-            cooldowns: await retrying('reading cooldowns', () => env.metaStore.cooldowns()),
-            subscriptions: await retrying('reading subscriptions', () => env.metaStore.subscriptions()),
-            operations: await retrying('reading node operations', () => env.metaStore.nodeOperations()),
-            applied: await retrying('reading the applied requests', () => env.metaStore.appliedRequests()),
-          };
-          s.storedStamps = usableStamps(s.stored.datasets, s.stored.maps);
-          s.phase = 'recovering';
-          const inbox = env.topics.inbox;
-          const startAt = await retrying('reading the inbox position', () => inboxStart(env.bus, inbox, epoch));
-          s.inbox = await env.bus.subscribe(inbox, inboxGroup(inbox, epoch), (record) => {
-            if (answerReadAtOnce(s, record)) return;
-            if (s.inboxQueue.push(record) === 1) env.runtime.send(ctx.self, { type: 'Inbox' });
-          }, { start: 'earliest', ...(startAt === undefined ? {} : { startAt }), onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled') });
-          // This group holds the position from now on, even if this singleton dies before it applies anything.
-          if (startAt !== undefined) await retrying('committing the inbox position', () => s.inbox!.commit(startAt));
-          later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
-          // Handed to the bus before the guardians are asked (an answer that still comes before it
-          // is taken all the same: only reports are dropped before it).
-          env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' });
-          env.runtime.send(ctx.self, { type: 'AskGuardians' });
-          return s;
-        }
-        case 'WriteTakeoverRecord':
-          if (s.afterTakeoverRecord) return s;
-          if (s.takeoverRecordWrites > 0) log.warn({ event: 'recovery.takeover-record-again', writes: s.takeoverRecordWrites }, `the takeover record was not read back within ${env.settings.recoveryReplyTimeoutMs} ms: written again (no report is applied before it is read)`);
-          // Not awaited: a produce that hangs (a broker frozen, then back) must not hold the mailbox,
-          // the recovery's deadline among it. Written again on the timer until read back.
-          mustAct('writing the takeover record');
-          sendLater('takeover', env.bus.produce(env.topics.inbox, { format: WIRE_FORMAT, kind: 'takeover', epoch } satisfies InboxMessage));
-          s.takeoverRecordWrites++;
-          later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' }));
-          return s;
-        case 'AskGuardians':
-          if (s.phase !== 'recovering') return s;
-          mustAct('asking the guardians');
-          // Asked again on the timer whatever the bus does: a question lost or not sent is asked again.
-          sendLater('cluster-state-request', produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps }));
-          later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
-          return s;
-        case 'PredecessorLeasesOver':
-          s.predecessorLeasesOver = true;
-          if (s.phase !== 'recovering') return s;
-          if (s.recoveryDeadlinePassed) env.runtime.send(ctx.self, { type: 'RecoveryDeadline' });
-          else if (allAnswered(s)) await finishRecovery(s);
-          return s;
-        case 'RecoveryDeadline':
-          if (s.phase === 'recovering' && !s.predecessorLeasesOver) {
-            s.recoveryDeadlinePassed = true;
+              {
+                start: 'earliest',
+                ...(startAt === undefined ? {} : { startAt }),
+                onError: (e, r) => log.error({ err: e, offset: r.offset }, 'inbox record not handled'),
+              },
+            );
+            // This group holds the position from now on, even if this singleton dies before it applies anything.
+            if (startAt !== undefined) await retrying('committing the inbox position', () => s.inbox!.commit(startAt));
+            later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'RecoveryDeadline' }));
+            // Handed to the bus before the guardians are asked (an answer that still comes before it
+            // is taken all the same: only reports are dropped before it).
+            env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' });
+            env.runtime.send(ctx.self, { type: 'AskGuardians' });
             return s;
           }
-          if (s.phase === 'recovering') {
-            const missing = s.view.members.filter((m) => !s.answers.has(m.node)).map((m) => m.node);
-            log.warn({ missing }, 'recovery goes on without the guardians that did not answer in time');
-            await finishRecovery(s);
-          }
-          return s;
-        case 'Inbox': {
-          const records = s.inboxQueue.splice(0, INBOX_RECORDS_PER_MESSAGE);
-          for (const record of records) {
-            await onInbox(s, record);
-            // Stopped by one of them (a lost lease): the rest is a successor's.
-            if ((s.phase as State['phase']) === 'stopped') return s;
-          }
-          if (s.inboxQueue.length > 0) env.runtime.send(ctx.self, { type: 'Inbox' });
-          return s;
-        }
-        case 'Reports': {
-          // A bounded lot per decision: a backlog is applied in slices, other messages in between.
-          s.reportsAsked = false;
-          const reports = s.reports.splice(0, MAX_REPORTS_PER_DECISION);
-          const startedAt = env.clock.now();
-          if (reports.length > 0) await decide(s, { type: 'NodeReports', reports });
-          const now = env.clock.now();
-          s.nextReportsAt = now + REPORT_DECISION_GAP * (now - startedAt);
-          if (s.reports.length > 0) askToApplyReports(s);
-          return s;
-        }
-        case 'View': {
-          s.groupView = msg.view;
-          s.monitor?.view(msg.view.members);
-          s.view = effectiveView(s);
-          if (s.phase === 'recovering') {
-            if (allAnswered(s)) await finishRecovery(s);
+          case 'WriteTakeoverRecord':
+            if (s.afterTakeoverRecord) return s;
+            if (s.takeoverRecordWrites > 0)
+              log.warn(
+                { event: 'recovery.takeover-record-again', writes: s.takeoverRecordWrites },
+                `the takeover record was not read back within ${env.settings.recoveryReplyTimeoutMs} ms: written again (no report is applied before it is read)`,
+              );
+            // Not awaited: a produce that hangs (a broker frozen, then back) must not hold the mailbox,
+            // the recovery's deadline among it. Written again on the timer until read back.
+            mustAct('writing the takeover record');
+            sendLater('takeover', env.bus.produce(env.topics.inbox, { format: WIRE_FORMAT, kind: 'takeover', epoch } satisfies InboxMessage));
+            s.takeoverRecordWrites++;
+            later(s, env.settings.recoveryReplyTimeoutMs, () => env.runtime.send(ctx.self, { type: 'WriteTakeoverRecord' }));
+            return s;
+          case 'AskGuardians':
+            if (s.phase !== 'recovering') return s;
+            mustAct('asking the guardians');
+            // Asked again on the timer whatever the bus does: a question lost or not sent is asked again.
+            sendLater('cluster-state-request', produceEvents({ format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, stored: s.storedStamps }));
+            later(s, Math.max(1, Math.floor(env.settings.recoveryReplyTimeoutMs / 4)), () => env.runtime.send(ctx.self, { type: 'AskGuardians' }));
+            return s;
+          case 'PredecessorLeasesOver':
+            s.predecessorLeasesOver = true;
+            if (s.phase !== 'recovering') return s;
+            if (s.recoveryDeadlinePassed) env.runtime.send(ctx.self, { type: 'RecoveryDeadline' });
+            else if (allAnswered(s)) await finishRecovery(s);
+            return s;
+          case 'RecoveryDeadline':
+            if (s.phase === 'recovering' && !s.predecessorLeasesOver) {
+              s.recoveryDeadlinePassed = true;
+              return s;
+            }
+            if (s.phase === 'recovering') {
+              const missing = s.view.members.filter((m) => !s.answers.has(m.node)).map((m) => m.node);
+              log.warn({ missing }, 'recovery goes on without the guardians that did not answer in time');
+              await finishRecovery(s);
+            }
+            return s;
+          case 'Inbox': {
+            const records = s.inboxQueue.splice(0, INBOX_RECORDS_PER_MESSAGE);
+            for (const record of records) {
+              await onInbox(s, record);
+              // Stopped by one of them (a lost lease): the rest is a successor's.
+              if ((s.phase as State['phase']) === 'stopped') return s;
+            }
+            if (s.inboxQueue.length > 0) env.runtime.send(ctx.self, { type: 'Inbox' });
             return s;
           }
-          if (s.phase !== 'active') return s;
-          // The effective members: an evicted incarnation the group still lists must not come back.
-          await decide(s, { type: 'MembershipView', members: s.view.members });
-          await dropSubscribersOfDepartedNodes(s);
-          return s;
-        }
-        case 'Tick': {
-          if (s.phase !== 'active') return s;
-          const lease = await retrying('reading the lease', () => env.lease.readLease());
-          if (lease?.epoch !== epoch) {
-            await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
+          case 'Reports': {
+            // A bounded lot per decision: a backlog is applied in slices, other messages in between.
+            s.reportsAsked = false;
+            const reports = s.reports.splice(0, MAX_REPORTS_PER_DECISION);
+            const startedAt = env.clock.now();
+            if (reports.length > 0) await decide(s, { type: 'NodeReports', reports });
+            const now = env.clock.now();
+            s.nextReportsAt = now + REPORT_DECISION_GAP * (now - startedAt);
+            if (s.reports.length > 0) askToApplyReports(s);
             return s;
           }
-          commit(s);
-          await decide(s, { type: 'PublishDigest' });
-          later(s, env.settings.publishIntervalMs, () => env.runtime.send(ctx.self, { type: 'Tick' }));
+          case 'View': {
+            s.groupView = msg.view;
+            s.monitor?.view(msg.view.members);
+            s.view = effectiveView(s);
+            if (s.phase === 'recovering') {
+              if (allAnswered(s)) await finishRecovery(s);
+              return s;
+            }
+            if (s.phase !== 'active') return s;
+            // The effective members: an evicted incarnation the group still lists must not come back.
+            await decide(s, { type: 'MembershipView', members: s.view.members });
+            await dropSubscribersOfDepartedNodes(s);
+            return s;
+          }
+          case 'Tick': {
+            if (s.phase !== 'active') return s;
+            const lease = await retrying('reading the lease', () => env.lease.readLease());
+            if (lease?.epoch !== epoch) {
+              await stopSelf(s, `lease lost: epoch ${lease?.epoch ?? 'none'} holds it`);
+              return s;
+            }
+            commit(s);
+            await decide(s, { type: 'PublishDigest' });
+            later(s, env.settings.publishIntervalMs, () => env.runtime.send(ctx.self, { type: 'Tick' }));
+            return s;
+          }
+          case 'CheckCooldowns':
+            if (s.phase === 'active') await decide(s, { type: 'CheckCooldowns' });
+            return s;
+          case 'Evicted': {
+            const { member, evidence } = msg;
+            env.telemetry.detectorEvicted();
+            log.warn(
+              {
+                event: 'detector.evicted',
+                member: member.node,
+                incarnation: member.incarnation,
+                silentMs: evidence.silentMs,
+                refused: evidence.refused,
+                neededMs: evidence.neededMs,
+                quorum: evidence.quorum,
+                votes: evidence.votes,
+              },
+              `${member.node} was evicted by the failure detector: silent for ${Math.round(evidence.silentMs)} ms${evidence.refused ? ' and its endpoint refused probes' : ''}, and its lease has run out`,
+            );
+            await detectorChanged(s, { type: 'MemberDown', node: member.node, incarnation: member.incarnation });
+            return s;
+          }
+          case 'Departed':
+            log.info(
+              { event: 'detector.departure', member: msg.member.node, incarnation: msg.member.incarnation },
+              `${msg.member.node} left the group and its lease has run out: its departure is applied`,
+            );
+            await detectorChanged(s, undefined);
+            return s;
+          case 'Stop':
+            await stopSelf(s, msg.reason);
+            return s;
+          case 'GetState':
+            msg.reply(s.phase === 'active' ? s.core : undefined);
+            return s;
+        }
+      } catch (e) {
+        if (e instanceof Fenced) {
+          await stopSelf(s, e.message);
           return s;
         }
-        case 'CheckCooldowns':
-          if (s.phase === 'active') await decide(s, { type: 'CheckCooldowns' });
-          return s;
-        case 'Evicted': {
-          const { member, evidence } = msg;
-          env.telemetry.detectorEvicted();
-          log.warn(
-            { event: 'detector.evicted', member: member.node, incarnation: member.incarnation, silentMs: evidence.silentMs, refused: evidence.refused, neededMs: evidence.neededMs, quorum: evidence.quorum, votes: evidence.votes },
-            `${member.node} was evicted by the failure detector: silent for ${Math.round(evidence.silentMs)} ms${evidence.refused ? ' and its endpoint refused probes' : ''}, and its lease has run out`,
-          );
-          await detectorChanged(s, { type: 'MemberDown', node: member.node, incarnation: member.incarnation });
-          return s;
-        }
-        case 'Departed':
-          log.info({ event: 'detector.departure', member: msg.member.node, incarnation: msg.member.incarnation }, `${msg.member.node} left the group and its lease has run out: its departure is applied`);
-          await detectorChanged(s, undefined);
-          return s;
-        case 'Stop':
-          await stopSelf(s, msg.reason);
-          return s;
-        case 'GetState':
-          msg.reply(s.phase === 'active' ? s.core : undefined);
-          return s;
-      }
-    } catch (e) {
-      if (e instanceof Fenced) {
-        await stopSelf(s, e.message);
-        return s;
-      }
-      throw e;
-    }
-  }, {
-    initialState,
-    onCrash: 'stop',
-    afterStop: (s) => {
-      if (s.phase !== 'stopped') {
-        role.stop(epoch, 'crashed');
-        s.monitor?.stop();
-        s.keeper?.stop();
-        for (const cancel of s.timers) cancel();
-        void s.inbox?.close().catch(() => undefined);
-        // A singleton that already stopped by its own clock told the guardian then: once is enough.
-        if (!stopReported) {
-          stopReported = true;
-          callbacks.onStopped('crashed');
-        }
+        throw e;
       }
     },
-  });
+    {
+      initialState,
+      onCrash: 'stop',
+      afterStop: (s) => {
+        if (s.phase !== 'stopped') {
+          role.stop(epoch, 'crashed');
+          s.monitor?.stop();
+          s.keeper?.stop();
+          for (const cancel of s.timers) cancel();
+          void s.inbox?.close().catch(() => undefined);
+          // A singleton that already stopped by its own clock told the guardian then: once is enough.
+          if (!stopReported) {
+            stopReported = true;
+            callbacks.onStopped('crashed');
+          }
+        }
+      },
+    },
+  );
   return self;
 }

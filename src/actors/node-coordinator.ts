@@ -18,7 +18,15 @@ import type { ActorRef } from './runtime.js';
 
 export type CoordinatorMsg =
   /** The node's copy of a dataset's map changed (the mapper is never changed afterwards). */
-  | { readonly type: 'MapState'; readonly dataset: DatasetRef; readonly epoch: Epoch; readonly mapper: ShardMapper; readonly config: DatasetConfig; readonly shards?: ReadonlySet<number>; readonly madeFor?: number }
+  | {
+      readonly type: 'MapState';
+      readonly dataset: DatasetRef;
+      readonly epoch: Epoch;
+      readonly mapper: ShardMapper;
+      readonly config: DatasetConfig;
+      readonly shards?: ReadonlySet<number>;
+      readonly madeFor?: number;
+    }
   /** `admission`: since when the singleton counts this incarnation (absent: it does not). */
   | { readonly type: 'Members'; readonly members: MembersRecord; readonly admission?: Admission }
   | { readonly type: 'DatasetGone'; readonly dataset: DatasetRef }
@@ -27,8 +35,14 @@ export type CoordinatorMsg =
   /** Counts of every copy and the first `listUpTo` as `GetRunning` gives them: /status of a node of 65 536 copies built them all. */
   | { readonly type: 'GetRunningSummary'; readonly listUpTo: number; readonly reply: (summary: RunningSummary) => void }
   /** The rest of a reconciliation too large for one turn of the event loop (`RECONCILE_SLICE`). */
-  | { readonly type: 'ReconcileRest'; readonly dataset: DatasetRef; readonly wanted: readonly number[]; readonly from: number; readonly started: Lot; readonly stopsBefore: number };
-
+  | {
+      readonly type: 'ReconcileRest';
+      readonly dataset: DatasetRef;
+      readonly wanted: readonly number[];
+      readonly from: number;
+      readonly started: Lot;
+      readonly stopsBefore: number;
+    };
 
 /**
  * Copies to run that one reconciliation looks at in one message: a map that gives a node 65 536
@@ -84,7 +98,10 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     }
     if (stopped.length === 0) return;
     lots.say(`shards.stopped ${why}`, { count: stopped.length, sample: sampleOf(stopped) }, (lot, changes) =>
-      env.log.info({ event: 'shards.stopped', copies: lot.count, sample: lot.sample, why, ...(changes > 1 ? { changes } : {}) }, `${copies(lot.count)} stopped: ${why}${inChanges(changes)}`),
+      env.log.info(
+        { event: 'shards.stopped', copies: lot.count, sample: lot.sample, why, ...(changes > 1 ? { changes } : {}) },
+        `${copies(lot.count)} stopped: ${why}${inChanges(changes)}`,
+      ),
     );
   };
 
@@ -123,9 +140,16 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
       }
       stopShards(s, gone, 'the map no longer gives them to this node');
     } else {
-      wanted = map.mapper.copiesForNode(env.node).filter((c) => isIngestionStatus(c.copy.status)).map((c) => c.shard);
+      wanted = map.mapper
+        .copiesForNode(env.node)
+        .filter((c) => isIngestionStatus(c.copy.status))
+        .map((c) => c.shard);
       const keep = new Set(wanted);
-      stopShards(s, [...s.running].filter(([, r]) => r.copy.dataset === dataset && !keep.has(r.copy.shard)).map(([key]) => key), 'the map no longer gives them to this node');
+      stopShards(
+        s,
+        [...s.running].filter(([, r]) => r.copy.dataset === dataset && !keep.has(r.copy.shard)).map(([key]) => key),
+        'the map no longer gives them to this node',
+      );
     }
     runSlice(s, dataset, self, wanted, 0, { count: 0, sample: [] });
   };
@@ -174,7 +198,10 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     if (to < wanted.length) env.runtime.send(self, { type: 'ReconcileRest', dataset, wanted, from: to, started: lot, stopsBefore: s.stopAlls });
     else if (lot.count > 0) {
       lots.say(`shards.started ${dataset}`, lot, (all, changes) =>
-        env.log.info({ event: 'shards.started', dataset, copies: all.count, sample: all.sample, ...(changes > 1 ? { changes } : {}) }, `${copies(all.count)} of ${dataset} started${inChanges(changes)}`),
+        env.log.info(
+          { event: 'shards.started', dataset, copies: all.count, sample: all.sample, ...(changes > 1 ? { changes } : {}) },
+          `${copies(all.count)} of ${dataset} started${inChanges(changes)}`,
+        ),
       );
     }
     if (restated.length > 0) {
@@ -217,9 +244,11 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
   const restateIfRestarted = (r: Running, inMap: ShardStatus): boolean => {
     if (inMap.type !== 'Assigned') return false;
     const event =
-      r.status.type === 'Active' ? ShardEvents.ingestionStarted(r.copy.dataset, r.copy.shard, env.node)
-      : r.status.type === 'Recovery' ? ShardEvents.recoveryInProgress(r.copy.dataset, r.copy.shard, env.node, r.status.progressPct)
-      : undefined; // still starting: its first report is on its way
+      r.status.type === 'Active'
+        ? ShardEvents.ingestionStarted(r.copy.dataset, r.copy.shard, env.node)
+        : r.status.type === 'Recovery'
+          ? ShardEvents.recoveryInProgress(r.copy.dataset, r.copy.shard, env.node, r.status.progressPct)
+          : undefined; // still starting: its first report is on its way
     if (!event) return false;
     reporter.report(event);
     return true;
@@ -251,67 +280,76 @@ export function spawnNodeCoordinator(env: NodeEnv, parent: ActorRef<unknown>, re
     },
     tokenOf: (copy) => tokenOf(initialState, copy.dataset, copy.shard),
   };
-  return env.runtime.spawn<State, CoordinatorMsg>(parent, 'coordinator', (s, msg, ctx) => {
-    switch (msg.type) {
-      case 'MapState': {
-        const before = s.maps.get(msg.dataset);
-        s.maps.set(msg.dataset, { epoch: msg.epoch, mapper: msg.mapper, config: msg.config, madeFor: msg.madeFor });
-        // Only the shards a change touched, unless the map came whole or under a new epoch (the
-        // node may have started acting with it).
-        const incremental = msg.shards !== undefined && before !== undefined && before.epoch === msg.epoch;
-        reconcile(s, msg.dataset, ctx.self, incremental ? msg.shards : undefined);
-        return s;
-      }
-      case 'Members':
-        s.members = msg.members;
-        s.admission = msg.admission;
-        // With the failure detector the singleton may evict this incarnation while the group still
-        // lists it (docs/ARCHITECTURE.md §11.5): once the singleton no longer counts it, it runs
-        // nothing (its lease has run out anyway); it starts again when the singleton counts it.
-        if (env.detector && !msg.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation)) {
-          stopShards(s, [...s.running.keys()], 'the singleton no longer counts this incarnation as a member');
+  return env.runtime.spawn<State, CoordinatorMsg>(
+    parent,
+    'coordinator',
+    (s, msg, ctx) => {
+      switch (msg.type) {
+        case 'MapState': {
+          const before = s.maps.get(msg.dataset);
+          s.maps.set(msg.dataset, { epoch: msg.epoch, mapper: msg.mapper, config: msg.config, madeFor: msg.madeFor });
+          // Only the shards a change touched, unless the map came whole or under a new epoch (the
+          // node may have started acting with it).
+          const incremental = msg.shards !== undefined && before !== undefined && before.epoch === msg.epoch;
+          reconcile(s, msg.dataset, ctx.self, incremental ? msg.shards : undefined);
           return s;
         }
-        for (const dataset of s.maps.keys()) reconcile(s, dataset, ctx.self);
-        return s;
-      case 'DatasetGone':
-        s.maps.delete(msg.dataset);
-        stopShards(s, [...s.running].filter(([, r]) => r.copy.dataset === msg.dataset).map(([key]) => key), 'the dataset was removed');
-        return s;
-      case 'StopAll':
-        s.stopAlls++;
-        stopShards(s, [...s.running.keys()], msg.reason);
-        return s;
-      case 'ReconcileRest':
-        // A StopAll since (a fence): what was left to start is not started.
-        if (msg.stopsBefore === s.stopAlls) runSlice(s, msg.dataset, ctx.self, msg.wanted, msg.from, msg.started);
-        return s;
-      case 'GetRunning':
-        msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => runningShard(s, r)));
-        return s;
-      case 'GetRunningSummary': {
-        const listed: RunningShard[] = [];
-        const counts: Record<string, Record<string, number>> = {};
-        for (const r of s.running.values()) {
-          if (r.status.type === 'Error') continue;
-          const perStatus = (counts[r.copy.dataset] ??= {});
-          perStatus[r.status.type] = (perStatus[r.status.type] ?? 0) + 1;
-          if (listed.length < msg.listUpTo) listed.push(runningShard(s, r));
+        case 'Members':
+          s.members = msg.members;
+          s.admission = msg.admission;
+          // With the failure detector the singleton may evict this incarnation while the group still
+          // lists it (docs/ARCHITECTURE.md §11.5): once the singleton no longer counts it, it runs
+          // nothing (its lease has run out anyway); it starts again when the singleton counts it.
+          if (env.detector && !msg.members.members.some((m) => m.node === env.node && m.incarnation === env.incarnation)) {
+            stopShards(s, [...s.running.keys()], 'the singleton no longer counts this incarnation as a member');
+            return s;
+          }
+          for (const dataset of s.maps.keys()) reconcile(s, dataset, ctx.self);
+          return s;
+        case 'DatasetGone':
+          s.maps.delete(msg.dataset);
+          stopShards(
+            s,
+            [...s.running].filter(([, r]) => r.copy.dataset === msg.dataset).map(([key]) => key),
+            'the dataset was removed',
+          );
+          return s;
+        case 'StopAll':
+          s.stopAlls++;
+          stopShards(s, [...s.running.keys()], msg.reason);
+          return s;
+        case 'ReconcileRest':
+          // A StopAll since (a fence): what was left to start is not started.
+          if (msg.stopsBefore === s.stopAlls) runSlice(s, msg.dataset, ctx.self, msg.wanted, msg.from, msg.started);
+          return s;
+        case 'GetRunning':
+          msg.reply([...s.running.values()].filter((r) => r.status.type !== 'Error').map((r) => runningShard(s, r)));
+          return s;
+        case 'GetRunningSummary': {
+          const listed: RunningShard[] = [];
+          const counts: Record<string, Record<string, number>> = {};
+          for (const r of s.running.values()) {
+            if (r.status.type === 'Error') continue;
+            const perStatus = (counts[r.copy.dataset] ??= {});
+            perStatus[r.status.type] = (perStatus[r.status.type] ?? 0) + 1;
+            if (listed.length < msg.listUpTo) listed.push(runningShard(s, r));
+          }
+          msg.reply({ listed, counts });
+          return s;
         }
-        msg.reply({ listed, counts });
-        return s;
       }
-    }
-  }, {
-    initialState,
-    onCrash: 'resume',
-    // The node stops (or crashes): its copies stop with it.
-    afterStop: (s) => {
-      for (const r of s.running.values()) r.copy.stop(true);
-      s.running.clear();
-      host.timers.close();
     },
-  });
+    {
+      initialState,
+      onCrash: 'resume',
+      // The node stops (or crashes): its copies stop with it.
+      afterStop: (s) => {
+        for (const r of s.running.values()) r.copy.stop(true);
+        s.running.clear();
+        host.timers.close();
+      },
+    },
+  );
 }
 
 /** "1 shard copy", "3 shard copies". */

@@ -78,7 +78,11 @@ export function sleep(clock: Clock, ms: number): Promise<void> {
  * escapes; anything else is rethrown at once). Failures are logged once per cause and 10 s on a
  * node, with one more line at the window's end counting the others (`limitedLog`).
  */
-export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'log'> & Partial<Pick<NodeEnv, 'telemetry'>>, what: string, op: () => Promise<T>): Promise<T> {
+export async function withRetry<T>(
+  env: Pick<NodeEnv, 'clock' | 'settings' | 'log'> & Partial<Pick<NodeEnv, 'telemetry'>>,
+  what: string,
+  op: () => Promise<T>,
+): Promise<T> {
   let delay = env.settings.retryInitialMs;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -89,7 +93,10 @@ export async function withRetry<T>(env: Pick<NodeEnv, 'clock' | 'settings' | 'lo
       limitedLog(env.log, env.clock, `retry ${what}: ${e.message}`, (more) =>
         more === 0
           ? env.log.warn({ event: 'retry', what, err: e, attempt, retryInMs: delay }, `${what} failed; retrying`)
-          : env.log.warn({ event: 'retry', what, err: e, failures: more }, `${what} failed ${more} more time(s) on this node in the last 10 s, for the same cause; each is retried`),
+          : env.log.warn(
+              { event: 'retry', what, err: e, failures: more },
+              `${what} failed ${more} more time(s) on this node in the last 10 s, for the same cause; each is retried`,
+            ),
       );
       env.telemetry?.retry(what);
       await sleep(env.clock, delay);

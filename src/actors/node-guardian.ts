@@ -189,39 +189,54 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
   const request = (r: Request) => toInbox({ format: WIRE_FORMAT, kind: 'request', request: r });
   /** Tells the singleton the newest map format this node reads: a `SyncMaps` of nothing, which changes nothing. */
   const declareMapFormat = () =>
-    void request({ type: 'SyncMaps', subscriber: guardianId, datasets: [], members: false, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) => env.log.debug({ err: e }, 'telling the singleton which map format this node reads failed: it writes the compact one for it'));
+    void request({ type: 'SyncMaps', subscriber: guardianId, datasets: [], members: false, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) =>
+      env.log.debug({ err: e }, 'telling the singleton which map format this node reads failed: it writes the compact one for it'),
+    );
 
   /** The node's copy of every map, wired to its coordinator, its local subscribers and the singleton. */
   function followedMaps(self: ActorRef<GuardianMsg>, coordinator: ActorRef<CoordinatorMsg>, state: () => State): FollowedMaps {
-    const maps: FollowedMaps = new FollowedMaps({
-      mapChanged: (dataset, follower, config, shards) => {
-        const madeFor = maps.madeForMembers(dataset);
-        env.runtime.send(coordinator, { type: 'MapState', dataset, epoch: follower.epoch, mapper: follower.mapper!, config, ...(shards ? { shards } : {}), ...(madeFor === undefined ? {} : { madeFor }) });
+    const maps: FollowedMaps = new FollowedMaps(
+      {
+        mapChanged: (dataset, follower, config, shards) => {
+          const madeFor = maps.madeForMembers(dataset);
+          env.runtime.send(coordinator, {
+            type: 'MapState',
+            dataset,
+            epoch: follower.epoch,
+            mapper: follower.mapper!,
+            config,
+            ...(shards ? { shards } : {}),
+            ...(madeFor === undefined ? {} : { madeFor }),
+          });
+        },
+        membersChanged: (members) => {
+          const admission = maps.admission;
+          env.runtime.send(coordinator, { type: 'Members', members, ...(admission ? { admission } : {}) });
+        },
+        datasetGone: (dataset) => {
+          env.runtime.send(coordinator, { type: 'DatasetGone', dataset });
+          env.telemetry.datasetRemoved(dataset);
+        },
+        deliver: (dataset, message, only) => {
+          if (only === undefined) return hub.deliverToDataset(dataset, message);
+          const prefix = hostPrefix(env.node, env.incarnation);
+          let built: SubscriberMessage | undefined;
+          for (const id of only) if (id !== guardianId && id.startsWith(prefix)) hub.deliver(id, (built ??= message()));
+        },
+        askSync: (wanted) => {
+          const s = state();
+          s.syncTimer?.();
+          // An answer lost on the bus (or never sent) is asked for again, at the pace of reports, and
+          // more slowly while no answer comes (a singleton busy with a large decision).
+          s.syncTimer = env.clock.schedule(env.settings.reportResendMs * maps.syncWaitFactor, () => env.runtime.send(self, { type: 'SyncTimeout' }));
+          env.log.debug({ ...wanted }, 'this node is behind on some maps: asking the singleton');
+          void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) =>
+            env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'),
+          );
+        },
       },
-      membersChanged: (members) => {
-        const admission = maps.admission;
-        env.runtime.send(coordinator, { type: 'Members', members, ...(admission ? { admission } : {}) });
-      },
-      datasetGone: (dataset) => {
-        env.runtime.send(coordinator, { type: 'DatasetGone', dataset });
-        env.telemetry.datasetRemoved(dataset);
-      },
-      deliver: (dataset, message, only) => {
-        if (only === undefined) return hub.deliverToDataset(dataset, message);
-        const prefix = hostPrefix(env.node, env.incarnation);
-        let built: SubscriberMessage | undefined;
-        for (const id of only) if (id !== guardianId && id.startsWith(prefix)) hub.deliver(id, (built ??= message()));
-      },
-      askSync: (wanted) => {
-        const s = state();
-        s.syncTimer?.();
-        // An answer lost on the bus (or never sent) is asked for again, at the pace of reports, and
-        // more slowly while no answer comes (a singleton busy with a large decision).
-        s.syncTimer = env.clock.schedule(env.settings.reportResendMs * maps.syncWaitFactor, () => env.runtime.send(self, { type: 'SyncTimeout' }));
-        env.log.debug({ ...wanted }, 'this node is behind on some maps: asking the singleton');
-        void request({ type: 'SyncMaps', subscriber: guardianId, ...wanted, mapFormat: NEWEST_MAP_FORMAT }).catch((e: unknown) => env.log.warn({ err: e }, 'asking the singleton for maps failed; asked again later'));
-      },
-    }, { node: env.node, incarnation: env.incarnation });
+      { node: env.node, incarnation: env.incarnation },
+    );
     return maps;
   }
 
@@ -279,14 +294,17 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
         s.reporter.digest(m.epoch, m.inbox, m.acksSent);
         return s.maps.digest(m);
       case 'fence':
-        if (m.node === env.node && m.incarnation === env.incarnation) env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
+        if (m.node === env.node && m.incarnation === env.incarnation)
+          env.runtime.send(s.coordinator, { type: 'StopAll', reason: `fenced by the singleton: ${m.reason}` });
         return;
       case 'release':
         if (m.node === env.node && m.incarnation === env.incarnation) callbacks.onReleased();
         return;
       case 'cluster-state-request': {
         const stored = new Map((m.stored ?? []).map((x) => [x.dataset, x]));
-        const running = await new Promise<RunningShard[]>((resolve) => env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), resolve, []));
+        const running = await new Promise<RunningShard[]>((resolve) =>
+          env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), resolve, []),
+        );
         await toInbox({
           format: WIRE_FORMAT,
           kind: 'cluster-state',
@@ -377,13 +395,16 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
           // The winner may be renewing already: back off rather than race it again (§11.9).
           backOff(s, 'lost a race for the singleton lease');
           watchSoon(s, self, 0);
-        }
-        else env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
+        } else env.clock.schedule(env.settings.retryInitialMs, () => env.runtime.send(self, { type: 'RetryCandidacy' }));
         return;
       }
       s.candidacyFailures = 0;
       const epoch = lease.epoch;
-      if (seen && current) env.log.info({ event: 'singleton.succession', epoch, predecessor: `${current.node}@${current.incarnation}`, predecessorEpoch: current.epoch, why: seen.why }, `took the singleton lease from ${current.node}: ${seen.why}`);
+      if (seen && current)
+        env.log.info(
+          { event: 'singleton.succession', epoch, predecessor: `${current.node}@${current.incarnation}`, predecessorEpoch: current.epoch, why: seen.why },
+          `took the singleton lease from ${current.node}: ${seen.why}`,
+        );
       const ref = spawnNodeClusterActor(env, self, epoch, {
         onStopped: (reason) => env.runtime.send(self, { type: 'SingletonStopped', epoch, reason }),
       });
@@ -436,7 +457,8 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
       lease = await env.lease.readLease();
       s.leaseReadFailing = false;
     } catch (e) {
-      if (!s.leaseReadFailing) env.log.warn({ event: 'retry', what: 'reading the singleton lease', err: e }, 'could not read the singleton lease; looking again');
+      if (!s.leaseReadFailing)
+        env.log.warn({ event: 'retry', what: 'reading the singleton lease', err: e }, 'could not read the singleton lease; looking again');
       s.leaseReadFailing = true;
       watchSoon(s, self, settings.heartbeatIntervalMs);
       return;
@@ -448,20 +470,27 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     if (lease) {
       const problem = leaseRowProblem(lease, Math.max(s.maxEpoch, watch.newestEpoch), s.view.members);
       if (problem === 'future-epoch') {
-        detector.dropped.drop({ cause: problem, detail: `singleton lease row of epoch ${lease.epoch} held by ${lease.node}@${lease.incarnation}; the newest epoch seen is ${Math.max(s.maxEpoch, watch.newestEpoch)}` });
+        detector.dropped.drop({
+          cause: problem,
+          detail: `singleton lease row of epoch ${lease.epoch} held by ${lease.node}@${lease.incarnation}; the newest epoch seen is ${Math.max(s.maxEpoch, watch.newestEpoch)}`,
+        });
         watchSoon(s, self, nextLookMs);
         return;
       }
       if (problem === 'holder-not-member' && (watch.changed || !s.holderNotMemberSeen)) {
         // Counted once per renewal seen, not per look.
-        detector.dropped.drop({ cause: problem, detail: `singleton lease row of epoch ${lease.epoch} renewed (${lease.renewal}) by ${lease.node}@${lease.incarnation}, which the group does not list` });
+        detector.dropped.drop({
+          cause: problem,
+          detail: `singleton lease row of epoch ${lease.epoch} renewed (${lease.renewal}) by ${lease.node}@${lease.incarnation}, which the group does not list`,
+        });
       }
       s.holderNotMemberSeen = problem === 'holder-not-member';
     }
     const now = detector.clock.now();
     const extraMs = place === undefined ? 0 : placeWaitMs(place, settings);
     const verdict = watch.observe(lease, now, extraMs);
-    if (watch.clockWentBack) detector.dropped.drop({ cause: 'clock-jump', detail: 'the monotonic clock went back between two looks at the singleton lease: its wait starts over' });
+    if (watch.clockWentBack)
+      detector.dropped.drop({ cause: 'clock-jump', detail: 'the monotonic clock went back between two looks at the singleton lease: its wait starts over' });
     const backingOffMs = s.standBackoff.remainingMs(now);
     if (backingOffMs > 0 && (verdict.kind === 'free' || verdict.kind === 'expired')) {
       watchSoon(s, self, Math.min(nextLookMs, backingOffMs));
@@ -518,83 +547,88 @@ export function spawnNodeGuardian(env: NodeEnv, hub: NodeHub, callbacks: Guardia
     outside?.outlook.attach(() => state);
     return state;
   };
-  return env.runtime.spawn<State | undefined, GuardianMsg>(env.runtime.system, 'guardian', async (s0, msg, ctx) => {
-    const s = s0 ?? firstState(ctx.self);
-    switch (msg.type) {
-      case 'Start':
-        // Every map and the members: what a node needs before it runs anything.
-        s.maps.want({ all: true, members: true });
-        return s;
-      case 'View':
-        await onView(s, msg.view, ctx.self);
-        return s;
-      case 'Events':
-        try {
-          await onEvents(s, msg.record);
-        } finally {
-          outside?.skip.taken();
-        }
-        return s;
-      case 'Replies':
-        onReplies(s, msg.record);
-        return s;
-      case 'SingletonStopped': {
-        if (s.singleton?.epoch !== msg.epoch) return s;
-        const ranMs = env.clock.now() - s.singleton.startedAt;
-        s.singleton = undefined;
-        if (s.leaseWatch) {
-          // It lost or gave up the lease: it must not take it back at once (§11.9).
-          s.leaseWatch.reset();
-          backOff(s, `its singleton stopped: ${msg.reason}`);
-          watchSoon(s, ctx.self, 0);
-        }
-        // A singleton that crashed (Kafka or the MetaStore failed it past its retries: a commit
-        // refused while a broker was away) is replaced at once by a new epoch if this node is still
-        // the oldest member; nothing else would start one before the next membership change.
-        // ('crashed' is what the singleton reports from its crash, see spawnNodeClusterActor.)
-        if (msg.reason === 'crashed') {
-          if (ranMs >= env.settings.retryMaxMs) s.singletonCrashes = 0;
-          const attempt = ++s.singletonCrashes;
-          const retryInMs = Math.min(env.settings.retryInitialMs * 2 ** (attempt - 1), env.settings.retryMaxMs);
-          env.log.warn({ event: 'singleton.stopped', reason: 'crashed', epoch: msg.epoch, ranMs, retryInMs }, 'the singleton crashed; standing again');
-          env.clock.schedule(retryInMs, () => env.runtime.send(ctx.self, { type: 'RetryCandidacy' }));
-        }
-        return s;
-      }
-      case 'WatchLease':
-        await watchLease(s, ctx.self);
-        return s;
-      case 'RetryCandidacy': {
-        if (s.leaseWatch) {
-          watchSoon(s, ctx.self, 0);
+  return env.runtime.spawn<State | undefined, GuardianMsg>(
+    env.runtime.system,
+    'guardian',
+    async (s0, msg, ctx) => {
+      const s = s0 ?? firstState(ctx.self);
+      switch (msg.type) {
+        case 'Start':
+          // Every map and the members: what a node needs before it runs anything.
+          s.maps.want({ all: true, members: true });
+          return s;
+        case 'View':
+          await onView(s, msg.view, ctx.self);
+          return s;
+        case 'Events':
+          try {
+            await onEvents(s, msg.record);
+          } finally {
+            outside?.skip.taken();
+          }
+          return s;
+        case 'Replies':
+          onReplies(s, msg.record);
+          return s;
+        case 'SingletonStopped': {
+          if (s.singleton?.epoch !== msg.epoch) return s;
+          const ranMs = env.clock.now() - s.singleton.startedAt;
+          s.singleton = undefined;
+          if (s.leaseWatch) {
+            // It lost or gave up the lease: it must not take it back at once (§11.9).
+            s.leaseWatch.reset();
+            backOff(s, `its singleton stopped: ${msg.reason}`);
+            watchSoon(s, ctx.self, 0);
+          }
+          // A singleton that crashed (Kafka or the MetaStore failed it past its retries: a commit
+          // refused while a broker was away) is replaced at once by a new epoch if this node is still
+          // the oldest member; nothing else would start one before the next membership change.
+          // ('crashed' is what the singleton reports from its crash, see spawnNodeClusterActor.)
+          if (msg.reason === 'crashed') {
+            if (ranMs >= env.settings.retryMaxMs) s.singletonCrashes = 0;
+            const attempt = ++s.singletonCrashes;
+            const retryInMs = Math.min(env.settings.retryInitialMs * 2 ** (attempt - 1), env.settings.retryMaxMs);
+            env.log.warn({ event: 'singleton.stopped', reason: 'crashed', epoch: msg.epoch, ranMs, retryInMs }, 'the singleton crashed; standing again');
+            env.clock.schedule(retryInMs, () => env.runtime.send(ctx.self, { type: 'RetryCandidacy' }));
+          }
           return s;
         }
-        const oldest = s.view && oldestMember(s.view);
-        if (!s.singleton && oldest?.node === env.node && oldest.incarnation === env.incarnation) await stand(s, ctx.self);
-        return s;
+        case 'WatchLease':
+          await watchLease(s, ctx.self);
+          return s;
+        case 'RetryCandidacy': {
+          if (s.leaseWatch) {
+            watchSoon(s, ctx.self, 0);
+            return s;
+          }
+          const oldest = s.view && oldestMember(s.view);
+          if (!s.singleton && oldest?.node === env.node && oldest.incarnation === env.incarnation) await stand(s, ctx.self);
+          return s;
+        }
+        case 'GetSingletonState':
+          // A singleton that stops with the question in its mailbox (its lease ran out) answers none.
+          if (!s.singleton) msg.reply(undefined);
+          else env.runtime.ask(s.singleton.ref, (reply) => ({ type: 'GetState' as const, reply }), msg.reply, undefined);
+          return s;
+        case 'GetRunning':
+          env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), msg.reply, []);
+          return s;
+        case 'GetRunningSummary':
+          env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunningSummary' as const, listUpTo: msg.listUpTo, reply }), msg.reply, NOTHING_RUNNING);
+          return s;
+        case 'SyncTimeout':
+          s.syncTimer = undefined;
+          s.maps.syncFailed();
+          return s;
       }
-      case 'GetSingletonState':
-        // A singleton that stops with the question in its mailbox (its lease ran out) answers none.
-        if (!s.singleton) msg.reply(undefined);
-        else env.runtime.ask(s.singleton.ref, (reply) => ({ type: 'GetState' as const, reply }), msg.reply, undefined);
-        return s;
-      case 'GetRunning':
-        env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunning' as const, reply }), msg.reply, []);
-        return s;
-      case 'GetRunningSummary':
-        env.runtime.ask(s.coordinator, (reply) => ({ type: 'GetRunningSummary' as const, listUpTo: msg.listUpTo, reply }), msg.reply, NOTHING_RUNNING);
-        return s;
-      case 'SyncTimeout':
-        s.syncTimer = undefined;
-        s.maps.syncFailed();
-        return s;
-    }
-  }, {
-    initialState: undefined,
-    onCrash: 'resume',
-    afterStop: (s) => {
-      s?.syncTimer?.();
-      s?.watchTimer?.();
     },
-  });
+    {
+      initialState: undefined,
+      onCrash: 'resume',
+      afterStop: (s) => {
+        s?.syncTimer?.();
+        s?.watchTimer?.();
+      },
+    },
+  );
 }

@@ -7,7 +7,10 @@ export type Deliver = (message: SubscriberMessage) => void;
 
 /** A request that got no reply in time. */
 export class RequestTimeoutError extends Error {
-  constructor(readonly replyTo: string, readonly timeoutMs: number) {
+  constructor(
+    readonly replyTo: string,
+    readonly timeoutMs: number,
+  ) {
     super(`no reply to ${replyTo} within ${timeoutMs} ms (is there a singleton?)`);
     this.name = 'RequestTimeoutError';
   }

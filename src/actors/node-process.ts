@@ -176,7 +176,9 @@ export class ShardherdNode {
     const quick = <T>(ask: () => Promise<T>) => new LastAnswer(ask, services.clock, LOCAL_ANSWER_WAIT_MS);
     this.local = {
       running: quick(() => this.running()),
-      runningSummary: quick(() => this.askGuardian<RunningSummary>((reply) => ({ type: 'GetRunningSummary', listUpTo: RUNNING_LISTED, reply }), NOTHING_RUNNING)),
+      runningSummary: quick(() =>
+        this.askGuardian<RunningSummary>((reply) => ({ type: 'GetRunningSummary', listUpTo: RUNNING_LISTED, reply }), NOTHING_RUNNING),
+      ),
       singleton: quick(() => this.singletonState()),
       // A store read: once the lease is known, the known one at once (read again in the background).
       lease: new LastAnswer(() => services.metaStore.readLease(), services.clock, LOCAL_ANSWER_WAIT_MS, 0),
@@ -186,11 +188,13 @@ export class ShardherdNode {
       busTopics: Object.values(topicsFor(services.settings.topicPrefix)),
       maps: async () => {
         const cache = await this.localCache();
-        return cache ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, mapper: f.mapper }] : [])) : [];
+        return cache
+          ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, mapper: f.mapper }] : []))
+          : [];
       },
       isSingleton: async () => (await this.localSingletonState()) !== undefined,
       knownEpoch: async () => (await this.localCache())?.maxEpoch,
-      membershipSize: () => (this.member ? this.lastView?.members.length ?? 0 : 0),
+      membershipSize: () => (this.member ? (this.lastView?.members.length ?? 0) : 0),
       leaseWaitingShards: () => this.leaseWaits?.count ?? 0,
     });
   }
@@ -302,7 +306,13 @@ export class ShardherdNode {
       metaStore,
       lease: metaStore,
       source: gatedSource(s.source, gate),
-      sink: gatedSink({ accept: (ds, shard, records, token) => this.accept(detector, ds, shard, records, token), ...(this.sink.storage ? { storage: this.sink.storage } : {}) }, gate),
+      sink: gatedSink(
+        {
+          accept: (ds, shard, records, token) => this.accept(detector, ds, shard, records, token),
+          ...(this.sink.storage ? { storage: this.sink.storage } : {}),
+        },
+        gate,
+      ),
       settings: s.settings,
       log,
       telemetry,
@@ -319,14 +329,19 @@ export class ShardherdNode {
     const outlook = new GuardianOutlook();
     this.outlook = outlook;
     const eventsSkip = new EventsSkip(env, outlook);
-    const guardian = spawnNodeGuardian(env, this.hub, {
-      onFenced: (reason) => fenced('node.fenced', reason),
-      onReleased: () => {
-        if (this.current !== incarnation || this.drained) return;
-        this.drained = true;
-        log.info({ event: 'node.released' }, 'this node was drained: it holds no shard copy and may stop');
+    const guardian = spawnNodeGuardian(
+      env,
+      this.hub,
+      {
+        onFenced: (reason) => fenced('node.fenced', reason),
+        onReleased: () => {
+          if (this.current !== incarnation || this.drained) return;
+          this.drained = true;
+          log.info({ event: 'node.released' }, 'this node was drained: it holds no shard copy and may stop');
+        },
       },
-    }, { outlook, skip: eventsSkip });
+      { outlook, skip: eventsSkip },
+    );
     this.guardian = guardian;
     const lane = new RequestLane(env, this.hub, () => outlook.newestEpoch());
     this.lane = lane;
@@ -340,13 +355,23 @@ export class ShardherdNode {
     };
     const group = nodeGroup(s.settings.topicPrefix, this.node, incarnation);
     this.subscriptions = [
-      await env.bus.subscribe(env.topics.events, group, (record) => {
-        eventsSkip.handedOn();
-        runtime.send(guardian, { type: 'Events', record });
-      }, { onError, skip: eventsSkip.skips }),
-      await env.bus.subscribe(env.topics.replies, group, (record) => {
-        if (!lane.takeReply(record)) runtime.send(guardian, { type: 'Replies', record });
-      }, { onError }),
+      await env.bus.subscribe(
+        env.topics.events,
+        group,
+        (record) => {
+          eventsSkip.handedOn();
+          runtime.send(guardian, { type: 'Events', record });
+        },
+        { onError, skip: eventsSkip.skips },
+      ),
+      await env.bus.subscribe(
+        env.topics.replies,
+        group,
+        (record) => {
+          if (!lane.takeReply(record)) runtime.send(guardian, { type: 'Replies', record });
+        },
+        { onError },
+      ),
     ];
     const membership = s.connectMembership();
     this.membership = membership;
@@ -356,7 +381,12 @@ export class ShardherdNode {
       membership.close?.();
     };
     this.lifecycle = 'running';
-    const view = await membership.join({ node: this.node, incarnation, ...this.placement, ...(detectorAddress === undefined ? {} : { detector: detectorAddress }) });
+    const view = await membership.join({
+      node: this.node,
+      incarnation,
+      ...this.placement,
+      ...(detectorAddress === undefined ? {} : { detector: detectorAddress }),
+    });
     this.onView(view);
     runtime.send(guardian, { type: 'Start' });
     const rack = this.placement.rack ?? view.members.find((m) => m.node === this.node)?.rack;
@@ -421,8 +451,16 @@ export class ShardherdNode {
     await after(leaseWaitMs(settings));
     try {
       const released = await Promise.race([store.renewLease(epoch as Epoch, RELEASED_RENEWAL), after(settings.singletonLeaseMs)]);
-      if (released === true) log.info({ event: 'singleton.handed-over', node: this.node, epoch }, 'singleton lease released once every node lease it granted had run out: the next in line takes it now');
-      else log.warn({ event: 'singleton.handed-over', node: this.node, epoch, released }, 'the singleton lease could not be released (taken over already, or the store did not answer): the next in line waits it out');
+      if (released === true)
+        log.info(
+          { event: 'singleton.handed-over', node: this.node, epoch },
+          'singleton lease released once every node lease it granted had run out: the next in line takes it now',
+        );
+      else
+        log.warn(
+          { event: 'singleton.handed-over', node: this.node, epoch, released },
+          'the singleton lease could not be released (taken over already, or the store did not answer): the next in line waits it out',
+        );
     } catch (e) {
       log.warn({ event: 'singleton.handed-over', node: this.node, epoch, err: e }, 'the singleton lease could not be released: the next in line waits it out');
     }
@@ -472,12 +510,19 @@ export class ShardherdNode {
     this.lifecycle = 'stopped';
     this.restartAbandoned = false;
     const { log } = this.services;
-    const attempts = await this.startWithBackoff((e, attempt, retryInMs) => {
-      this.restartTrouble = { attempt, error: e instanceof Error ? e.message : String(e), retryInMs };
-      log[isRetriable(e) ? 'warn' : 'error']({ event: 'node.restart-failed', node: this.node, attempt, retryInMs, err: e }, 'starting a new incarnation failed; retrying');
-      return true;
-    }, () => this.restartAbandoned);
-    if (attempts !== undefined && this.restartTrouble) log.info({ event: 'node.restarted', node: this.node, attempts }, 'a new incarnation started after the outage');
+    const attempts = await this.startWithBackoff(
+      (e, attempt, retryInMs) => {
+        this.restartTrouble = { attempt, error: e instanceof Error ? e.message : String(e), retryInMs };
+        log[isRetriable(e) ? 'warn' : 'error'](
+          { event: 'node.restart-failed', node: this.node, attempt, retryInMs, err: e },
+          'starting a new incarnation failed; retrying',
+        );
+        return true;
+      },
+      () => this.restartAbandoned,
+    );
+    if (attempts !== undefined && this.restartTrouble)
+      log.info({ event: 'node.restarted', node: this.node, attempts }, 'a new incarnation started after the outage');
     this.restartTrouble = undefined;
   }
 
@@ -591,7 +636,13 @@ export class ShardherdNode {
    * `sinkTimeoutMs` times: the shard waits for the grant itself (`whenLeaseHeld`), so a lapse
    * pauses ingestion and fails nothing.
    */
-  private async accept(detector: NodeDetector | undefined, ds: DatasetConfig, shard: ShardNum, records: readonly SourceRecord[], token: FencingToken | undefined): Promise<void> {
+  private async accept(
+    detector: NodeDetector | undefined,
+    ds: DatasetConfig,
+    shard: ShardNum,
+    records: readonly SourceRecord[],
+    token: FencingToken | undefined,
+  ): Promise<void> {
     const epoch = token?.epoch ?? this.followedMap(ds.ref)?.epoch;
     if (detector && (epoch === undefined || !detector.holds(epoch))) throw new LeaseLapsedError(this.node, epoch ?? 0);
     // A refusal the design expects (records fetched before the fence), not a failure of the shard.
@@ -613,7 +664,11 @@ export class ShardherdNode {
    * `stop()` withdraws the address first. A request may reach the handler more than once (see
    * `ShardRequestHandler`).
    */
-  async serve<P = unknown, R = unknown>(dataset: DatasetRef, handler: ShardRequestHandler<P, R>, options: DatasetServerOptions = {}): Promise<string | undefined> {
+  async serve<P = unknown, R = unknown>(
+    dataset: DatasetRef,
+    handler: ShardRequestHandler<P, R>,
+    options: DatasetServerOptions = {},
+  ): Promise<string | undefined> {
     await this.serving.serve(dataset, handler as ShardRequestHandler, options);
     return this.serving.urlOf(dataset);
   }

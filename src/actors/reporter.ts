@@ -98,7 +98,20 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
   // One state for the actor and for `report`: the actor handles one message per turn of the event
   // loop, and a node that starts 65 536 copies reports 65 536 times at once; as messages they took
   // minutes to get through its mailbox (issue 34), as calls they coalesce at once.
-  const s: State = { seq: 0, pending: new Map(), unsent: new Set(), inFlight: new Map(), flushQueued: false, resend: undefined, resendAt: Infinity, resendTimers: 0, newestAcked: 0, passed: 0, lastAckAt: -Infinity, quietResends: 0 };
+  const s: State = {
+    seq: 0,
+    pending: new Map(),
+    unsent: new Set(),
+    inFlight: new Map(),
+    flushQueued: false,
+    resend: undefined,
+    resendAt: Infinity,
+    resendTimers: 0,
+    newestAcked: 0,
+    passed: 0,
+    lastAckAt: -Infinity,
+    quietResends: 0,
+  };
   const resendMs = env.settings.reportResendMs;
   // A digest's offset counts once this node read the acknowledgements sent before it; a digest
   // whose acknowledgements never come (lost, or sent before this node read the replies) counts
@@ -125,100 +138,108 @@ export function spawnReporter(env: NodeEnv, parent: ActorRef<unknown>): Reporter
     const timer = ++s.resendTimers;
     s.resend = env.clock.schedule(Math.max(0, at - env.clock.now()), () => env.runtime.send(self, { type: 'Resend', timer }));
   };
-  const ref = env.runtime.spawn<State, ReporterMsg>(parent, 'reporter', async (_, msg, ctx) => {
-    switch (msg.type) {
-      case 'Flush': {
-        s.flushQueued = false;
-        // At most MAX_EVENTS_PER_REPORT a report: a node that starts thousands of shards sends
-        // several bounded reports in a row, each acknowledged on its own.
-        const keys: string[] = [];
-        for (const key of s.unsent) {
-          if (keys.length === MAX_EVENTS_PER_REPORT) break;
-          keys.push(key);
-          s.unsent.delete(key);
-        }
-        if (keys.length === 0) return s;
-        const seq = ++s.seq;
-        const unsent = keys.map((key) => s.pending.get(key)!);
-        for (const p of unsent) p.sentIn = seq;
-        const inFlight: InFlight = { keys, producedAt: undefined, offset: undefined, lost: false };
-        s.inFlight.set(seq, inFlight);
-        if (s.unsent.size > 0) {
-          s.flushQueued = true;
-          env.runtime.send(ctx.self, { type: 'Flush' });
-        }
-        const report: InboxMessage = {
-          format: WIRE_FORMAT,
-          kind: 'report',
-          node: env.node,
-          incarnation: env.incarnation,
-          seq,
-          events: unsent.map((p) => p.event),
-        };
-        // Its wait counts from when it reached the bus, not from when it was handed to it: a
-        // produce held by a pause (or a slow broker) that ended just as a timer fired put the same
-        // events on the bus twice at once (sim seed 7260, I16). A failed produce is sent again
-        // like a report lost on the way.
-        try {
-          inFlight.offset = await env.bus.produce(env.topics.inbox, report);
-        } catch (e) {
-          inFlight.lost = true;
-          throw e;
-        } finally {
-          inFlight.producedAt = env.clock.now();
-          armResend(ctx.self);
-        }
-        return s;
-      }
-      case 'Ack': {
-        // Only the events of the report acknowledged: an acknowledgement of a later report says
-        // nothing of an earlier one whose produce failed (the singleton never saw it), so an event
-        // in it stays until it is sent again and acknowledged (sim seed 45 lost an IngestionError so).
-        for (const key of s.inFlight.get(msg.seq)?.keys ?? []) if (s.pending.get(key)?.sentIn === msg.seq) s.pending.delete(key);
-        s.inFlight.delete(msg.seq);
-        s.newestAcked = Math.max(s.newestAcked, msg.seq);
-        armResend(ctx.self);
-        return s;
-      }
-      case 'Heard':
-        armResend(ctx.self);
-        return s;
-      case 'Resend': {
-        // A flush or an acknowledgement between the timer's firing and this message armed a newer timer: that one decides.
-        if (msg.timer !== s.resendTimers) return s;
-        s.resend = undefined;
-        s.resendAt = Infinity;
-        const now = env.clock.now();
-        const resent = { lost: 0, silence: 0 };
-        for (const [seq, r] of s.inFlight) {
-          if (dueAt(seq, r) > now) continue;
-          const cause = isLost(seq, r) ? 'lost' : 'silence';
-          for (const key of r.keys) {
-            if (s.pending.get(key)?.sentIn !== seq) continue;
-            s.pending.get(key)!.sentIn = undefined;
-            s.unsent.add(key);
-            resent[cause]++;
+  const ref = env.runtime.spawn<State, ReporterMsg>(
+    parent,
+    'reporter',
+    async (_, msg, ctx) => {
+      switch (msg.type) {
+        case 'Flush': {
+          s.flushQueued = false;
+          // At most MAX_EVENTS_PER_REPORT a report: a node that starts thousands of shards sends
+          // several bounded reports in a row, each acknowledged on its own.
+          const keys: string[] = [];
+          for (const key of s.unsent) {
+            if (keys.length === MAX_EVENTS_PER_REPORT) break;
+            keys.push(key);
+            s.unsent.delete(key);
           }
-          s.inFlight.delete(seq);
-        }
-        for (const cause of ['lost', 'silence'] as const) if (resent[cause] > 0) env.telemetry.reportEventsResent(cause, resent[cause]);
-        if (resent.silence > 0) s.quietResends++;
-        if (resent.lost + resent.silence > 0) {
-          env.log.debug({ ...resent, pending: s.pending.size, seq: s.seq, quietResends: s.quietResends }, 'reports not acknowledged in time: sending them again');
-          if (!s.flushQueued) {
+          if (keys.length === 0) return s;
+          const seq = ++s.seq;
+          const unsent = keys.map((key) => s.pending.get(key)!);
+          for (const p of unsent) p.sentIn = seq;
+          const inFlight: InFlight = { keys, producedAt: undefined, offset: undefined, lost: false };
+          s.inFlight.set(seq, inFlight);
+          if (s.unsent.size > 0) {
             s.flushQueued = true;
             env.runtime.send(ctx.self, { type: 'Flush' });
           }
+          const report: InboxMessage = {
+            format: WIRE_FORMAT,
+            kind: 'report',
+            node: env.node,
+            incarnation: env.incarnation,
+            seq,
+            events: unsent.map((p) => p.event),
+          };
+          // Its wait counts from when it reached the bus, not from when it was handed to it: a
+          // produce held by a pause (or a slow broker) that ended just as a timer fired put the same
+          // events on the bus twice at once (sim seed 7260, I16). A failed produce is sent again
+          // like a report lost on the way.
+          try {
+            inFlight.offset = await env.bus.produce(env.topics.inbox, report);
+          } catch (e) {
+            inFlight.lost = true;
+            throw e;
+          } finally {
+            inFlight.producedAt = env.clock.now();
+            armResend(ctx.self);
+          }
+          return s;
         }
-        armResend(ctx.self);
-        return s;
+        case 'Ack': {
+          // Only the events of the report acknowledged: an acknowledgement of a later report says
+          // nothing of an earlier one whose produce failed (the singleton never saw it), so an event
+          // in it stays until it is sent again and acknowledged (sim seed 45 lost an IngestionError so).
+          for (const key of s.inFlight.get(msg.seq)?.keys ?? []) if (s.pending.get(key)?.sentIn === msg.seq) s.pending.delete(key);
+          s.inFlight.delete(msg.seq);
+          s.newestAcked = Math.max(s.newestAcked, msg.seq);
+          armResend(ctx.self);
+          return s;
+        }
+        case 'Heard':
+          armResend(ctx.self);
+          return s;
+        case 'Resend': {
+          // A flush or an acknowledgement between the timer's firing and this message armed a newer timer: that one decides.
+          if (msg.timer !== s.resendTimers) return s;
+          s.resend = undefined;
+          s.resendAt = Infinity;
+          const now = env.clock.now();
+          const resent = { lost: 0, silence: 0 };
+          for (const [seq, r] of s.inFlight) {
+            if (dueAt(seq, r) > now) continue;
+            const cause = isLost(seq, r) ? 'lost' : 'silence';
+            for (const key of r.keys) {
+              if (s.pending.get(key)?.sentIn !== seq) continue;
+              s.pending.get(key)!.sentIn = undefined;
+              s.unsent.add(key);
+              resent[cause]++;
+            }
+            s.inFlight.delete(seq);
+          }
+          for (const cause of ['lost', 'silence'] as const) if (resent[cause] > 0) env.telemetry.reportEventsResent(cause, resent[cause]);
+          if (resent.silence > 0) s.quietResends++;
+          if (resent.lost + resent.silence > 0) {
+            env.log.debug(
+              { ...resent, pending: s.pending.size, seq: s.seq, quietResends: s.quietResends },
+              'reports not acknowledged in time: sending them again',
+            );
+            if (!s.flushQueued) {
+              s.flushQueued = true;
+              env.runtime.send(ctx.self, { type: 'Flush' });
+            }
+          }
+          armResend(ctx.self);
+          return s;
+        }
       }
-    }
-  }, {
-    initialState: s,
-    onCrash: 'resume',
-    afterStop: () => s.resend?.(),
-  });
+    },
+    {
+      initialState: s,
+      onCrash: 'resume',
+      afterStop: () => s.resend?.(),
+    },
+  );
   /** The singleton runs, and every report before inbox offset `passed` (if any) was applied or dropped. */
   const heard = (passed: number | undefined): void => {
     s.lastAckAt = env.clock.now();

@@ -28,7 +28,10 @@ export class RequestLane {
    */
   send(request: Request): void {
     this.env.bus.produce(this.env.topics.inbox, encodeInboxMessage({ format: WIRE_FORMAT, kind: 'request', request })).catch((e: unknown) => {
-      this.env.log.warn({ event: 'request.send-failed', err: e, request: request.type }, 'a request to the singleton was not sent: its sender waits for its reply until its timeout');
+      this.env.log.warn(
+        { event: 'request.send-failed', err: e, request: request.type },
+        'a request to the singleton was not sent: its sender waits for its reply until its timeout',
+      );
     });
   }
 

@@ -2,11 +2,18 @@ import { z } from 'zod';
 import { DEFAULT_MAX_MAP_BYTES, DEFAULT_REASSIGNMENT_COOLDOWN_MS, DEFAULT_SETTLE_WINDOW_MS } from '../core/shard-manager/shard-manager.js';
 import { failureDetectorSettings, type FailureDetectorOptions, type FailureDetectorSettings } from '../cluster/failure-detector/settings.js';
 
-const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0);
+const ms = (what: string) =>
+  z
+    .number({ error: `${what} must be a number of milliseconds` })
+    .int()
+    .min(0);
 
 const schema = z.strictObject({
   /** Topic name prefix: one cluster per prefix. */
-  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/).default('shardherd'),
+  topicPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/)
+    .default('shardherd'),
   /** How often the singleton publishes its digest of every map's stamp (bounds staleness after a lost message). */
   publishIntervalMs: ms('publishIntervalMs').min(1).default(5_000),
   /** How long a node waits for the singleton to acknowledge a report before it sends it again. */
@@ -43,7 +50,12 @@ const schema = z.strictObject({
    * replays at most this many records more; a store slower than ingestion slows ingestion only past
    * it. 0: every batch waits for its checkpoint (the behaviour before checkpoints were decoupled).
    */
-  maxUncheckpointedRecords: z.number({ error: 'maxUncheckpointedRecords must be a number of records' }).int().min(0).max(Number.MAX_SAFE_INTEGER).default(100_000),
+  maxUncheckpointedRecords: z
+    .number({ error: 'maxUncheckpointedRecords must be a number of records' })
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(100_000),
   /** Most records read per poll (one sink call). */
   batchSize: z.number().int().min(1).max(100_000).default(2_000),
   /** Recovery progress is reported when it has grown by this many percent (coalescing). */

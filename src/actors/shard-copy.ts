@@ -73,7 +73,6 @@ export function refusalBackoff(settings: { readonly retryInitialMs: number; read
   return Math.min(settings.retryMaxMs, settings.retryInitialMs * 2 ** Math.min(30, Math.max(0, refusedInARow - 1)));
 }
 
-
 type Step = 'start' | 'poll';
 
 export class ShardCopy implements IngestionProbe, Due {
@@ -274,18 +273,30 @@ export class ShardCopy implements IngestionProbe, Due {
         written: (offset) => {
           this.reader?.consumed?.(offset + 1);
           this.refusalsOfCopy?.end('checkpoint');
-          if (checkpointFailures > 0) this.log.info({ event: 'checkpoint.written-again', offset, failedAttempts: checkpointFailures }, 'checkpoints are written again');
+          if (checkpointFailures > 0)
+            this.log.info({ event: 'checkpoint.written-again', offset, failedAttempts: checkpointFailures }, 'checkpoints are written again');
           checkpointFailures = 0;
         },
         // Not tried again for this offset: the next offer is (it may be admitted once this node's map has the newer token).
         refused: (e, offset, token) => {
           const newer = e.stored.token !== undefined && compareTokens(e.stored.token, token) > 0;
-          this.refusals.refused('checkpoint', newer ? 'stale-token' : 'lower-offset', { offset, token: tokenText(token), stored: e.stored.offset, storedToken: e.stored.token && tokenText(e.stored.token) }, newer ? 'a checkpoint of a newer owner is stored: this one was refused' : 'a higher checkpoint of the same assignment is stored: this one was refused');
+          this.refusals.refused(
+            'checkpoint',
+            newer ? 'stale-token' : 'lower-offset',
+            { offset, token: tokenText(token), stored: e.stored.offset, storedToken: e.stored.token && tokenText(e.stored.token) },
+            newer
+              ? 'a checkpoint of a newer owner is stored: this one was refused'
+              : 'a higher checkpoint of the same assignment is stored: this one was refused',
+          );
         },
         // Ingestion goes on; a restart replays a little more (at least once, never lost). Said once
         // per outage: every shard's every attempt would repeat it.
         failed: (e, offset, retryInMs) => {
-          if (checkpointFailures++ === 0) this.log.warn({ event: 'checkpoint.failed', err: e, offset, retryInMs }, 'checkpoint not written; ingestion goes on and the checkpoint is tried again');
+          if (checkpointFailures++ === 0)
+            this.log.warn(
+              { event: 'checkpoint.failed', err: e, offset, retryInMs },
+              'checkpoint not written; ingestion goes on and the checkpoint is tried again',
+            );
           else this.log.debug({ err: e, offset }, 'checkpoint not written');
         },
       });
@@ -327,22 +338,29 @@ export class ShardCopy implements IngestionProbe, Due {
     this.log.debug({ event: 'lease.shard-wait-ended', waitedMs: ended.waitedMs }, 'the shard writes again');
     // One line per lapse of the node, not one per shard (a node of 16 384 copies logged 16 384).
     const { lapse } = ended;
-    if (lapse) env.log.info({ event: 'lease.wait-ended', shards: lapse.shards, longestWaitMs: lapse.longestMs }, `the node holds a lease again: ${lapse.shards} shard(s) that held their batches write again (the longest waited ${lapse.longestMs} ms)`);
+    if (lapse)
+      env.log.info(
+        { event: 'lease.wait-ended', shards: lapse.shards, longestWaitMs: lapse.longestMs },
+        `the node holds a lease again: ${lapse.shards} shard(s) that held their batches write again (the longest waited ${lapse.longestMs} ms)`,
+      );
   }
 
   /** Polls again at the first grant under the epoch of the map the copy is ingested under (§11.4). */
   private waitForLease(): void {
     const { env } = this;
-    if (env.leaseWaits && env.leaseWaits.count === 0) this.log.debug({ event: 'lease.wait-began' }, 'this node holds no lease: its shards hold their batches until a grant');
+    if (env.leaseWaits && env.leaseWaits.count === 0)
+      this.log.debug({ event: 'lease.wait-began' }, 'this node holds no lease: its shards hold their batches until a grant');
     env.leaseWaits?.begin(this.leaseKey, env.clock.now());
     const detector = env.detector;
     if (!detector) {
       this.schedule('poll', env.settings.pollIntervalMs); // cannot happen: only a detector refuses for a lease
       return;
     }
-    void detector.whenHolding(() => this.host.tokenOf(this)?.epoch).then(() => {
-      if (this.armed === undefined) this.schedule('poll', 0);
-    });
+    void detector
+      .whenHolding(() => this.host.tokenOf(this)?.epoch)
+      .then(() => {
+        if (this.armed === undefined) this.schedule('poll', 0);
+      });
   }
 
   /**
@@ -358,14 +376,21 @@ export class ShardCopy implements IngestionProbe, Due {
     this.endLeaseWait();
     if (e instanceof SinkTimeoutError) {
       const message = e.message;
-      this.log.warn({ code: e.code, offset: this.offset, reason: message }, 'ingestion failed: the sink failed; the failure is reported once the call has ended');
+      this.log.warn(
+        { code: e.code, offset: this.offset, reason: message },
+        'ingestion failed: the sink failed; the failure is reported once the call has ended',
+      );
       this.host.statusChanged(this, Status.error(message));
       let reported = false;
       const reportOnce = (abandoned: boolean) => {
         if (reported) return;
         reported = true;
         cancelAbandon();
-        if (abandoned) this.log.warn({ code: e.code, waitedMs: e.timeoutMs }, 'the sink call that timed out has still not ended: the failure is reported anyway, and only the fencing token refuses the call if it lands');
+        if (abandoned)
+          this.log.warn(
+            { code: e.code, waitedMs: e.timeoutMs },
+            'the sink call that timed out has still not ended: the failure is reported anyway, and only the fencing token refuses the call if it lands',
+          );
         this.report(ShardEvents.ingestionError(config.ref, shard, env.node, message, failedUnder), Status.error(message));
       };
       const cancelAbandon = env.clock.schedule(e.timeoutMs, () => reportOnce(true));
@@ -376,7 +401,8 @@ export class ShardCopy implements IngestionProbe, Due {
     // A poison record is an expected condition (a warning with its offset); so is a sink that times
     // out or breaks its contract (the user's to fix, said with its code); anything else is a bug or an outage.
     if (e instanceof IngestionFailure) this.log.warn({ offset: e.offset, reason: message }, 'ingestion failed on a record it cannot read');
-    else if (e instanceof ShardherdError && e.code === 'SINK_CONTRACT') this.log.warn({ code: e.code, offset: this.offset, reason: message }, 'ingestion failed: the sink failed');
+    else if (e instanceof ShardherdError && e.code === 'SINK_CONTRACT')
+      this.log.warn({ code: e.code, offset: this.offset, reason: message }, 'ingestion failed: the sink failed');
     else {
       // An outage fails every copy of the node at once: one line per cause and window, with a count.
       limitedLog(env.log, env.clock, `ingestion failed: ${message}`, (more) =>
@@ -403,7 +429,12 @@ export class ShardCopy implements IngestionProbe, Due {
     const token = this.host.tokenOf(this);
     if (stored !== undefined && token !== undefined && compareTokens(stored, token) > 0) {
       this.startsRefused += 1;
-      this.refusals.refused('checkpoint', 'newer-token-stored', { token: tokenText(token), storedToken: tokenText(stored) }, 'the copy\'s checkpoint has a newer token than this node\'s map: the shard waits for the newer map');
+      this.refusals.refused(
+        'checkpoint',
+        'newer-token-stored',
+        { token: tokenText(token), storedToken: tokenText(stored) },
+        "the copy's checkpoint has a newer token than this node's map: the shard waits for the newer map",
+      );
       this.schedule('start', refusalBackoff(env.settings, this.startsRefused));
       return;
     }
@@ -426,7 +457,11 @@ export class ShardCopy implements IngestionProbe, Due {
       storage: sinkStorage(env.sink),
     });
     if (this.stopped) return;
-    if (plan.lostToRetention > 0) this.log.warn({ from: plan.from, reason: plan.reason, earliest, lost: plan.lostToRetention }, 'records before the earliest available offset were never ingested: lost to retention');
+    if (plan.lostToRetention > 0)
+      this.log.warn(
+        { from: plan.from, reason: plan.reason, earliest, lost: plan.lostToRetention },
+        'records before the earliest available offset were never ingested: lost to retention',
+      );
     this.start = plan.from;
     this.catchUpTo = plan.catchUpTo;
     this.offset = this.start;
@@ -436,7 +471,8 @@ export class ShardCopy implements IngestionProbe, Due {
     if (this.recovering) this.report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
     else this.report(ShardEvents.ingestionStarted(config.ref, shard, env.node), Status.active);
     // Debug: its node logs the copies a map started in one line (`shards.started`).
-    if (env.log.isLevelEnabled('debug')) this.log.debug({ from: this.start, reason: plan.reason, catchUpTo: this.catchUpTo, peersCheckpoint: plan.peersCheckpoint }, 'shard started');
+    if (env.log.isLevelEnabled('debug'))
+      this.log.debug({ from: this.start, reason: plan.reason, catchUpTo: this.catchUpTo, peersCheckpoint: plan.peersCheckpoint }, 'shard started');
     this.schedule('poll', 0);
   }
 
@@ -447,7 +483,11 @@ export class ShardCopy implements IngestionProbe, Due {
     const uncheckpointed = this.offset - 1 - this.settled;
     if (this.pending === undefined && uncheckpointed > env.settings.maxUncheckpointedRecords) {
       this.offerCheckpoint();
-      if (!this.heldBack) this.log.debug({ event: 'checkpoint.held-back', uncheckpointed, bound: env.settings.maxUncheckpointedRecords }, 'reads wait for checkpoints to catch up');
+      if (!this.heldBack)
+        this.log.debug(
+          { event: 'checkpoint.held-back', uncheckpointed, bound: env.settings.maxUncheckpointedRecords },
+          'reads wait for checkpoints to catch up',
+        );
       this.heldBack = true;
       this.schedule('poll', env.settings.pollIntervalMs);
       return;
@@ -459,9 +499,10 @@ export class ShardCopy implements IngestionProbe, Due {
       // The token of the moment of the call: a batch read under an older assignment goes with
       // the newer token once this node holds it (its records are still the copy's next ones).
       const token = this.host.tokenOf(this);
-      const outcome = token === undefined
-        ? { kind: 'refused' as const, cause: 'not-assigned' as const, detail: {}, message: 'records fetched before the map moved this copy were not written' }
-        : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token, env.runGaps);
+      const outcome =
+        token === undefined
+          ? { kind: 'refused' as const, cause: 'not-assigned' as const, detail: {}, message: 'records fetched before the map moved this copy were not written' }
+          : await callSink(env.sink, env.clock, env.settings.sinkTimeoutMs, config, shard, records, token, env.runGaps);
       if (outcome.kind === 'lease-lapsed') {
         // No lease for the map's epoch: nothing was written and nothing failed. The batch waits
         // for the next grant; no poll runs meanwhile (the grant's wake-up is the next poll).

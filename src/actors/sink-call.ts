@@ -23,7 +23,10 @@ export class NotMemberError extends ShardherdError {
  * sink is called, so it is never sink time: the shard waits for the next grant, nothing fails.
  */
 export class LeaseLapsedError extends ShardherdError {
-  constructor(node: string, readonly epoch: number) {
+  constructor(
+    node: string,
+    readonly epoch: number,
+  ) {
     super('LEASE_LAPSED', `${node} holds no lease under epoch ${epoch}: the write waits for a grant`, { node });
   }
 }
@@ -35,7 +38,12 @@ export class LeaseLapsedError extends ShardherdError {
  * (docs/ARCHITECTURE.md §12.2).
  */
 export class SinkTimeoutError extends ShardherdError {
-  constructor(dataset: string, shard: number, readonly timeoutMs: number, readonly settled: Promise<void>) {
+  constructor(
+    dataset: string,
+    shard: number,
+    readonly timeoutMs: number,
+    readonly settled: Promise<void>,
+  ) {
     super('SINK_TIMEOUT', `the sink did not answer a batch of ${dataset} shard ${shard} within ${timeoutMs} ms`, { dataset, shard });
   }
 }
@@ -69,17 +77,37 @@ export async function callSink(
 ): Promise<SinkOutcome> {
   try {
     const call = sink.accept(dataset, shard, records, token);
-    const settled = call.then(() => undefined, () => undefined);
+    const settled = call.then(
+      () => undefined,
+      () => undefined,
+    );
     await withTimeout(call, clock, timeoutMs, () => new SinkTimeoutError(dataset.ref, shard, timeoutMs, settled), runGaps);
     return { kind: 'accepted' };
   } catch (e) {
-    if (e instanceof LeaseLapsedError) return { kind: 'lease-lapsed', detail: { token: tokenText(token) }, message: 'this node holds no lease for the map\'s epoch: the batch waits for a grant' };
-    if (e instanceof NotMemberError) return { kind: 'refused', cause: 'not-a-member', detail: { token: tokenText(token) }, message: 'records fetched before this node was fenced were refused' };
+    if (e instanceof LeaseLapsedError)
+      return {
+        kind: 'lease-lapsed',
+        detail: { token: tokenText(token) },
+        message: "this node holds no lease for the map's epoch: the batch waits for a grant",
+      };
+    if (e instanceof NotMemberError)
+      return {
+        kind: 'refused',
+        cause: 'not-a-member',
+        detail: { token: tokenText(token) },
+        message: 'records fetched before this node was fenced were refused',
+      };
     if (e instanceof StaleTokenError) {
       // A refusal must name a token newer than the one given: anything else is a sink bug, and
       // retrying it would loop for ever.
-      if (compareTokens(e.newest, token) <= 0) throw new SinkContractError(dataset.ref, shard, `it refused token ${tokenText(token)} naming token ${tokenText(e.newest)}, which is not newer`);
-      return { kind: 'refused', cause: 'stale-token', detail: { token: tokenText(token), newest: tokenText(e.newest) }, message: 'the sink refused records of an older token than one it has seen' };
+      if (compareTokens(e.newest, token) <= 0)
+        throw new SinkContractError(dataset.ref, shard, `it refused token ${tokenText(token)} naming token ${tokenText(e.newest)}, which is not newer`);
+      return {
+        kind: 'refused',
+        cause: 'stale-token',
+        detail: { token: tokenText(token), newest: tokenText(e.newest) },
+        message: 'the sink refused records of an older token than one it has seen',
+      };
     }
     throw e;
   }

@@ -58,7 +58,10 @@ export class WriteRefusals {
     const run = this.runs.get(kind);
     if (!run) return;
     this.runs.delete(kind);
-    this.log.info({ event: `${kind}.write-refused`, cause: run.cause, refused: run.count, ended: how, ...run.first }, `${run.count} ${kind} write(s) refused as fenced (${run.cause}); ${how}`);
+    this.log.info(
+      { event: `${kind}.write-refused`, cause: run.cause, refused: run.count, ended: how, ...run.first },
+      `${run.count} ${kind} write(s) refused as fenced (${run.cause}); ${how}`,
+    );
   }
 
   /** The shard stops: every open run is logged. */

@@ -25,7 +25,12 @@ async function main(): Promise<number> {
   }
   if (parsed.kind === 'topics-create') {
     // As for a node: kafkajs leaves timers behind that would keep the command from ending.
-    process.exit(await runTopicsCreate(parsed.configPath, parsed.datasets, parsed.logLevel, { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) }));
+    process.exit(
+      await runTopicsCreate(parsed.configPath, parsed.datasets, parsed.logLevel, {
+        stdout: (s) => process.stdout.write(s),
+        stderr: (s) => process.stderr.write(s),
+      }),
+    );
   }
   if (parsed.kind === 'admin') {
     return runAdmin(parsed.command, {

@@ -26,12 +26,20 @@ function sinkFor(config: NodeConfig, log: Logger): MadeSink {
   if (sink.type === 'jsonl') return { sink: new JsonLinesSink(sink.path), close: async () => {} };
   if (sink.type === 'log') return { sink: new LogSink(log.child({ component: 'sink' })), close: async () => {} };
   // Made at the first batch: the keyspace exists once the node's MetaStore has connected.
-  const client = new Client({ contactPoints: [...(sink.contactPoints ?? config.cassandra.contactPoints)], localDataCenter: config.cassandra.localDataCenter, socketOptions: { readTimeout: sink.requestTimeoutMs } });
+  const client = new Client({
+    contactPoints: [...(sink.contactPoints ?? config.cassandra.contactPoints)],
+    localDataCenter: config.cassandra.localDataCenter,
+    socketOptions: { readTimeout: sink.requestTimeoutMs },
+  });
   let made: Promise<CassandraRecordSink> | undefined;
-  const make = () => (made ??= client.connect().then(() => CassandraRecordSink.create({ client, keyspace: config.cassandra.keyspace, table: sink.table, recordsPerBatch: sink.recordsPerBatch })).catch((e: unknown) => {
-    made = undefined;
-    throw e;
-  }));
+  const make = () =>
+    (made ??= client
+      .connect()
+      .then(() => CassandraRecordSink.create({ client, keyspace: config.cassandra.keyspace, table: sink.table, recordsPerBatch: sink.recordsPerBatch }))
+      .catch((e: unknown) => {
+        made = undefined;
+        throw e;
+      }));
   return {
     // One table for every node's copies (see `CassandraRecordSink.storage`).
     sink: { accept: async (dataset, shard, records, token) => (await make()).accept(dataset, shard, records, token), storage: 'shared' },

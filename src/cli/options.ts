@@ -57,7 +57,9 @@ function shardCount(raw: string): number {
   const n = integer('--shards', 1, MAX_SHARDS)(raw);
   if ((n & (n - 1)) !== 0) {
     const lower = 2 ** Math.floor(Math.log2(n));
-    throw new InvalidArgumentError(`--shards must be a power of two (a dataset's shards are split by the high bits of a hash), got ${n}; try ${lower} or ${lower * 2}.`);
+    throw new InvalidArgumentError(
+      `--shards must be a power of two (a dataset's shards are split by the high bits of a hash), got ${n}; try ${lower} or ${lower * 2}.`,
+    );
   }
   return n;
 }
@@ -86,7 +88,7 @@ function nodeCommand(): Command {
     .description(
       'Runs one node of a real deployment: Kafka for membership, messages and ingestion, Cassandra for the MetaStore.\n' +
         'SIGTERM or Ctrl-C leaves the cluster gracefully (the singleton moves at once if it ran here).\n' +
-        'The topics of the config\'s Kafka datasets must exist first: shardherd topics create --config <file> creates them.',
+        "The topics of the config's Kafka datasets must exist first: shardherd topics create --config <file> creates them.",
     )
     .requiredOption('--config <file>', 'the node configuration, JSON (see config/README.md)')
     .addOption(new Option('--log-level <level>', 'overrides the logLevel of the config').choices(LOG_LEVELS))
@@ -100,14 +102,14 @@ function topicsCommand(configure: (c: Command) => Command, done: (parsed: Parsed
     configure(
       new Command('create')
         .description(
-          'Creates the cluster\'s bus topics (<cluster>.inbox, .events, .replies, .endpoints) and the topic of each Kafka dataset of the config, ' +
-            'with numShards partitions (partition p is shard p), as the config\'s kafka section says.\n' +
+          "Creates the cluster's bus topics (<cluster>.inbox, .events, .replies, .endpoints) and the topic of each Kafka dataset of the config, " +
+            "with numShards partitions (partition p is shard p), as the config's kafka section says.\n" +
             'Topics that exist as they should are left as they are; one with another partition count is an error and is never changed.\n' +
             'Exit codes: 0 done, 1 Kafka failed or a topic is not as it should be, 2 a bad config or an unknown --dataset.',
         )
         .requiredOption('--config <file>', 'a node configuration, JSON (see config/README.md): its brokers, cluster and datasets')
         .addOption(new Option('--dataset <ref...>', 'only these datasets of the config (default: every one whose source is Kafka)'))
-        .addOption(new Option('--log-level <level>', 'level of the Kafka client\'s logs, written to stderr').choices(LOG_LEVELS).default('error'))
+        .addOption(new Option('--log-level <level>', "level of the Kafka client's logs, written to stderr").choices(LOG_LEVELS).default('error'))
         .allowExcessArguments(false)
         .allowUnknownOption(false)
         .action((opts: { config: string; dataset?: string[]; logLevel: LogLevel }) => {
@@ -158,7 +160,15 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
       const port = opts.http ? opts.port : undefined;
       parsed = {
         kind: 'run',
-        options: { nodes: opts.nodes, datasets: opts.datasets, shards: opts.shards, story: opts.story, logLevel: opts.logLevel, port, portGiven: port !== undefined && command.getOptionValueSource('port') === 'cli' },
+        options: {
+          nodes: opts.nodes,
+          datasets: opts.datasets,
+          shards: opts.shards,
+          story: opts.story,
+          logLevel: opts.logLevel,
+          port,
+          portGiven: port !== undefined && command.getOptionValueSource('port') === 'cli',
+        },
       };
     });
   cmd.addCommand(topicsCommand(configure, (p) => (parsed = p)));

@@ -18,11 +18,13 @@ import { RunProgress } from '../sim/run-progress.js';
 import { runSimulation } from '../sim/simulation.js';
 import { timestampWithIso } from './log-timestamp.js';
 
-const int = (name: string, min = 0) => (v: string) => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer of at least ${min}`);
-  return n;
-};
+const int =
+  (name: string, min = 0) =>
+  (v: string) => {
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer of at least ${min}`);
+    return n;
+  };
 
 const program = new Command('shardherd-sim')
   .description('deterministic whole-cluster simulation with fault injection and invariant checks')
@@ -32,14 +34,34 @@ const program = new Command('shardherd-sim')
   .option('--seed <seed>', 'run this one seed (and print its history)', int('--seed'))
   .option('--steps <count>', 'fault steps per seed', int('--steps'), 25)
   .option('--detector', 'run the failure detector (heartbeat mode) with its faults and invariants I10–I12', false)
-  .option('--no-world-faults', 'with --detector: without the real world’s faults (sink failures and hangs, refusals and resets from live processes, stalls, slow joins), as seeds ran before them')
+  .option(
+    '--no-world-faults',
+    'with --detector: without the real world’s faults (sink failures and hangs, refusals and resets from live processes, stalls, slow joins), as seeds ran before them',
+  )
   .option('--verbose', 'print every seed’s history, and the cluster logs of a single seed', false)
   .option('--progress <seconds>', 'when stderr is not a terminal: a progress line this often', int('--progress', 1), 30)
   .option('--fingerprint', 'print a hash of each seed’s history, violations and stats (`seed N: hash`), in seed order', false)
-  .addOption(new Option('--journal <file>', 'record each finished seed in this file; run the same command again to go on where it stopped').conflicts(['seed', 'fingerprint']))
+  .addOption(
+    new Option('--journal <file>', 'record each finished seed in this file; run the same command again to go on where it stopped').conflicts([
+      'seed',
+      'fingerprint',
+    ]),
+  )
   .showHelpAfterError();
 
-const o = program.parse().opts<{ from: number; seeds: number; workers: number; seed?: number; steps: number; detector: boolean; worldFaults: boolean; verbose: boolean; progress: number; fingerprint: boolean; journal?: string }>();
+const o = program.parse().opts<{
+  from: number;
+  seeds: number;
+  workers: number;
+  seed?: number;
+  steps: number;
+  detector: boolean;
+  worldFaults: boolean;
+  verbose: boolean;
+  progress: number;
+  fingerprint: boolean;
+  journal?: string;
+}>();
 
 function printViolations(violations: SeedResult['violations']): void {
   for (const v of violations) process.stdout.write(`  ${v.invariant} at step ${v.step} (${v.time} ms): ${v.message}\n`);
@@ -55,7 +77,14 @@ function print(r: SeedResult): void {
 function openJournal(path: string): RunJournal {
   const sources = fileURLToPath(new URL('..', import.meta.url));
   try {
-    return RunJournal.open(path, { from: o.from, seeds: o.seeds, steps: o.steps, detector: o.detector, ...(o.detector ? { worldFaults: o.worldFaults } : {}), code: codeHash(sources) });
+    return RunJournal.open(path, {
+      from: o.from,
+      seeds: o.seeds,
+      steps: o.steps,
+      detector: o.detector,
+      ...(o.detector ? { worldFaults: o.worldFaults } : {}),
+      code: codeHash(sources),
+    });
   } catch (error) {
     if (!(error instanceof JournalMismatch)) throw error;
     process.stderr.write(`shardherd-sim: ${error.message}\n`);
@@ -92,7 +121,12 @@ if (o.seed !== undefined) {
     }
   }
   if (journal) process.stderr.write(`${o.journal}: ${fromJournal} seeds run before, ${failed} with violations; running the other ${o.seeds - fromJournal}\n`);
-  const progress = new RunProgress({ total: o.seeds - fromJournal, write: (t) => process.stderr.write(t), inPlace: process.stderr.isTTY, everyMs: o.progress * 1000 });
+  const progress = new RunProgress({
+    total: o.seeds - fromJournal,
+    write: (t) => process.stderr.write(t),
+    inPlace: process.stderr.isTTY,
+    everyMs: o.progress * 1000,
+  });
   await runSeedsInParallel({
     from: o.from,
     count: o.seeds,
@@ -117,5 +151,7 @@ const secs = (performance.now() - started) / 1000;
 const ranHere = ran - fromJournal;
 const range = o.seed !== undefined ? `seed ${o.seed}` : `seeds ${o.from}..${o.from + o.seeds - 1} on ${Math.min(o.workers, o.seeds)} workers`;
 const before = fromJournal > 0 ? `, ${fromJournal} of them run before (the journal)` : '';
-process.stdout.write(`\n${ran - failed} of ${ran} seeds kept every invariant (${range}${before}; ${ranHere} here in ${secs.toFixed(1)} s, ${(ranHere / secs).toFixed(1)} seeds/s)\n`);
+process.stdout.write(
+  `\n${ran - failed} of ${ran} seeds kept every invariant (${range}${before}; ${ranHere} here in ${secs.toFixed(1)} s, ${(ranHere / secs).toFixed(1)} seeds/s)\n`,
+);
 process.exitCode = failed > 0 ? 1 : 0;

@@ -22,7 +22,12 @@ export async function runTopicsCreate(configPath: string, datasets: readonly str
   try {
     const config = await loadNodeConfig(configPath);
     const topics = await createClusterTopics(config, { ...(datasets === undefined ? {} : { datasets }), log, configSource: configPath });
-    io.stdout(table(['TOPIC', 'PARTITIONS', 'DATASET', 'RESULT'], topics.map((t) => [t.topic, String(t.partitions), t.dataset ?? '-', t.outcome === 'created' ? 'created' : 'exists'])));
+    io.stdout(
+      table(
+        ['TOPIC', 'PARTITIONS', 'DATASET', 'RESULT'],
+        topics.map((t) => [t.topic, String(t.partitions), t.dataset ?? '-', t.outcome === 'created' ? 'created' : 'exists']),
+      ),
+    );
     return 0;
   } catch (e) {
     io.stderr(`${NAME}: ${e instanceof Error ? e.message : String(e)}\n`);

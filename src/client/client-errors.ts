@@ -50,7 +50,11 @@ export class ShardherdClientError extends Error {
   readonly shard: number | undefined;
   readonly node: string | undefined;
 
-  constructor(readonly code: ClientErrorCode, message: string, context: ClientErrorContext = {}) {
+  constructor(
+    readonly code: ClientErrorCode,
+    message: string,
+    context: ClientErrorContext = {},
+  ) {
     super(message, context.cause === undefined ? undefined : { cause: context.cause });
     this.retriable = RETRIABLE.has(code);
     this.dataset = context.dataset;
@@ -68,7 +72,10 @@ export interface RemoteError {
 
 /** The handler on `node` threw: `remote` is what it threw, as the node reported it. */
 export class HandlerError extends ShardherdClientError {
-  constructor(readonly remote: RemoteError, context: { dataset: string; shard: number; node: string }) {
+  constructor(
+    readonly remote: RemoteError,
+    context: { dataset: string; shard: number; node: string },
+  ) {
     super('HANDLER_FAILED', `the handler of ${context.dataset}/${context.shard} on ${context.node} failed: ${remote.name}: ${remote.message}`, context);
   }
 }

@@ -62,7 +62,9 @@ export class ClusterFollower {
           if (!this.closed) this.maps.syncFailed();
         });
         const request = { type: 'SyncMaps' as const, subscriber: this.subscriber, ...wanted, mapFormat: NEWEST_MAP_FORMAT };
-        p.bus.produce(this.topics.inbox, encodeInboxMessage({ format: WIRE_FORMAT, kind: 'request', request })).catch((e: unknown) => p.onProblem('asking the singleton for maps failed; asked again later', e));
+        p.bus
+          .produce(this.topics.inbox, encodeInboxMessage({ format: WIRE_FORMAT, kind: 'request', request }))
+          .catch((e: unknown) => p.onProblem('asking the singleton for maps failed; asked again later', e));
       },
     });
   }

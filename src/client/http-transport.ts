@@ -38,7 +38,14 @@ export class HttpTransport implements RequestTransport {
   }
 
   post(url: string, path: string, mapVersion: number, body: string, cancellation: AttemptCancellation): Promise<TransportAnswer> {
-    return this.call(url, 'POST', path, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), [MAP_VERSION_HEADER]: String(mapVersion) }, body, cancellation);
+    return this.call(
+      url,
+      'POST',
+      path,
+      { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), [MAP_VERSION_HEADER]: String(mapVersion) },
+      body,
+      cancellation,
+    );
   }
 
   async probe(url: string, signal: AbortSignal): Promise<boolean> {
@@ -53,7 +60,14 @@ export class HttpTransport implements RequestTransport {
     this.agent.destroy();
   }
 
-  private call(url: string, method: string, path: string, headers: Record<string, string>, body: string | undefined, cancellation: AttemptCancellation): Promise<TransportAnswer> {
+  private call(
+    url: string,
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    cancellation: AttemptCancellation,
+  ): Promise<TransportAnswer> {
     if (cancellation.cancelled) return Promise.reject(cancellation.reason);
     let host = this.hosts.get(url);
     if (!host) {
@@ -86,7 +100,12 @@ export class HttpTransport implements RequestTransport {
 /** The global `fetch` (undici in Node 20): measured slower than `HttpTransport`; kept for comparison. */
 export class FetchTransport implements RequestTransport {
   async post(url: string, path: string, mapVersion: number, body: string, cancellation: AttemptCancellation): Promise<TransportAnswer> {
-    const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', [MAP_VERSION_HEADER]: String(mapVersion) }, body, signal: cancellation.signal });
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [MAP_VERSION_HEADER]: String(mapVersion) },
+      body,
+      signal: cancellation.signal,
+    });
     return { status: res.status, body: await res.text() };
   }
 

@@ -44,14 +44,18 @@ export async function connectKafkaClient(options: KafkaClientOptions): Promise<S
 async function explained(e: unknown, brokers: readonly string[], prefix: string): Promise<unknown> {
   if (!(e instanceof ShardherdClientError) || e.code !== 'CONNECT_FAILED') return e;
   if (!(await anyBrokerAccepts(brokers))) {
-    return new ShardherdClientError('CONNECT_FAILED', `no Kafka broker could be reached at ${brokers.join(', ')} (the client's brokers): is Kafka running there, and are the addresses right?`, { cause: e });
+    return new ShardherdClientError(
+      'CONNECT_FAILED',
+      `no Kafka broker could be reached at ${brokers.join(', ')} (the client's brokers): is Kafka running there, and are the addresses right?`,
+      { cause: e },
+    );
   }
   const cause = e.cause;
   if (cause instanceof KafkaBusError && cause.code === 'TOPIC_MISSING') {
     return new ShardherdClientError(
       'CONNECT_FAILED',
       `Kafka at ${brokers.join(', ')} answered, but no shardherd cluster uses the topic prefix ${prefix} there: its topic ${cause.topic ?? `${prefix}.events`} does not exist ` +
-        '(is topicPrefix the `cluster` of the nodes\' config files, and has a node of it started on these brokers?)',
+        "(is topicPrefix the `cluster` of the nodes' config files, and has a node of it started on these brokers?)",
       { cause: e },
     );
   }

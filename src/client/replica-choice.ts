@@ -104,7 +104,7 @@ export class ReplicaChoice {
     const rotated = nodes.map((_, i) => nodes[(i + shift) % n]!);
     const rank = (node: NodeId) =>
       (this.suspicions.isSuspected(node) ? 2 : 0) + (this.options.rack !== undefined && this.rackOf(node) !== this.options.rack ? 1 : 0);
-    const load = (node: NodeId) => (this.spread === 'least-outstanding' ? this.outstanding.get(node) ?? 0 : 0);
+    const load = (node: NodeId) => (this.spread === 'least-outstanding' ? (this.outstanding.get(node) ?? 0) : 0);
     // Array.prototype.sort is stable: equal copies keep the rotation's order.
     return rotated.sort((a, b) => rank(a) - rank(b) || load(a) - load(b));
   }

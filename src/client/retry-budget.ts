@@ -26,13 +26,18 @@ export class RetryBudget {
   private reserveAt: number;
   private refusedCount = 0;
 
-  constructor(private readonly clock: Clock, options: RetryBudgetOptions = {}) {
+  constructor(
+    private readonly clock: Clock,
+    options: RetryBudgetOptions = {},
+  ) {
     this.ratio = options.ratio ?? 0.2;
     this.minPerSecond = options.minPerSecond ?? 10;
     this.maxSaved = options.maxSaved ?? 100;
     if (!(this.ratio >= 0) || !Number.isFinite(this.ratio)) throw new RangeError(`retryBudget.ratio must be a number >= 0, got ${String(options.ratio)}`);
-    if (!(this.minPerSecond >= 0) || !Number.isFinite(this.minPerSecond)) throw new RangeError(`retryBudget.minPerSecond must be a number >= 0, got ${String(options.minPerSecond)}`);
-    if (!(this.maxSaved >= 0) || !Number.isFinite(this.maxSaved)) throw new RangeError(`retryBudget.maxSaved must be a number >= 0, got ${String(options.maxSaved)}`);
+    if (!(this.minPerSecond >= 0) || !Number.isFinite(this.minPerSecond))
+      throw new RangeError(`retryBudget.minPerSecond must be a number >= 0, got ${String(options.minPerSecond)}`);
+    if (!(this.maxSaved >= 0) || !Number.isFinite(this.maxSaved))
+      throw new RangeError(`retryBudget.maxSaved must be a number >= 0, got ${String(options.maxSaved)}`);
     this.reserve = this.minPerSecond;
     this.reserveAt = clock.now();
   }

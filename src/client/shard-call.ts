@@ -127,7 +127,10 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     } catch (e) {
       sent = Promise.reject(e);
     }
-    sent.then((answer) => push({ kind: 'done', id, node, answer }), (error: unknown) => push({ kind: 'done', id, node, error }));
+    sent.then(
+      (answer) => push({ kind: 'done', id, node, answer }),
+      (error: unknown) => push({ kind: 'done', id, node, error }),
+    );
     if (!hedged && options.hedgeDelayMs !== undefined) {
       hedged = true;
       timers.push(clock.schedule(options.hedgeDelayMs, () => push({ kind: 'hedge' })));
@@ -157,7 +160,12 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     if (node !== undefined) {
       if (free || ids === 0 || ports.retryBudget?.tryWithdraw() !== false) return launch(node);
       // A copy is left to ask, and the client declines to: its own overload protection, not the shard's state.
-      if (inflight.size === 0) throw new ShardherdClientError('OVERLOADED', `${options.dataset}/${shard}: the client's retry budget is spent, so ${node} was not asked: ${failuresText()}`, { ...context, cause: [...failures.values()].at(-1) });
+      if (inflight.size === 0)
+        throw new ShardherdClientError(
+          'OVERLOADED',
+          `${options.dataset}/${shard}: the client's retry budget is spent, so ${node} was not asked: ${failuresText()}`,
+          { ...context, cause: [...failures.values()].at(-1) },
+        );
       return;
     }
     const candidates = ports.candidates(shard);
@@ -171,7 +179,10 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
   const failuresText = (): string =>
     failures.size > 0 ? [...failures].map(([node, error]) => `${node}: ${describe(error)}`).join('; ') : 'the map shows no serving copy';
   function unavailable(why: string): ShardherdClientError {
-    return new ShardherdClientError('SHARD_UNAVAILABLE', `${options.dataset}/${shard}: ${why}: ${failuresText()}`, { ...context, cause: [...failures.values()].at(-1) });
+    return new ShardherdClientError('SHARD_UNAVAILABLE', `${options.dataset}/${shard}: ${why}: ${failuresText()}`, {
+      ...context,
+      cause: [...failures.values()].at(-1),
+    });
   }
 
   const stopListening = options.cancellation?.onCancel((reason) => push({ kind: 'cancelled', reason }));
@@ -187,7 +198,10 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
         case 'deadline': {
           // Nothing but fast failures (or no copy at all): the shard is unavailable; else it was slow.
           if (!waitedForAnswer && inflight.size === 0) throw unavailable(`no copy could be reached within the deadline (${options.deadlineMs} ms)`);
-          throw new ShardherdClientError('DEADLINE_EXCEEDED', `${options.dataset}/${shard}: no answer within ${options.deadlineMs} ms (${failuresText()})`, { ...context, cause: [...failures.values()].at(-1) });
+          throw new ShardherdClientError('DEADLINE_EXCEEDED', `${options.dataset}/${shard}: no answer within ${options.deadlineMs} ms (${failuresText()})`, {
+            ...context,
+            cause: [...failures.values()].at(-1),
+          });
         }
         case 'slow': {
           if (!inflight.has(e.id)) break;
@@ -262,7 +276,10 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
 }
 
 function tooManyRedirects(options: CallOptions, shard: number, redirects: number): ShardherdClientError {
-  return new ShardherdClientError('TOO_MANY_REDIRECTS', `${options.dataset}/${shard}: ${redirects} redirections (more than ${options.maxRedirects})`, { dataset: options.dataset, shard });
+  return new ShardherdClientError('TOO_MANY_REDIRECTS', `${options.dataset}/${shard}: ${redirects} redirections (more than ${options.maxRedirects})`, {
+    dataset: options.dataset,
+    shard,
+  });
 }
 
 function describe(e: unknown): string {

@@ -55,7 +55,11 @@ export class ShardRouter {
   private readonly options: ShardRouterOptions;
   private readonly retryBudget: RetryBudget;
 
-  constructor(private readonly node: LocalNode, readonly dataset: DatasetRef, options: ShardRouterOptions = {}) {
+  constructor(
+    private readonly node: LocalNode,
+    readonly dataset: DatasetRef,
+    options: ShardRouterOptions = {},
+  ) {
     this.subscriber = new ShardEventSubscriber(node, dataset);
     this.options = options;
     // No probe: the router has no transport of its own; a suspicion lapses and the node is tried again.

@@ -89,7 +89,8 @@ export interface ShardherdClientOptions {
 }
 
 /** Per-shard outcome of a fan-out. */
-export type ShardOutcome<R> = { readonly shard: ShardNum; readonly ok: true; readonly value: R } | { readonly shard: ShardNum; readonly ok: false; readonly error: ShardherdClientError };
+export type ShardOutcome<R> =
+  { readonly shard: ShardNum; readonly ok: true; readonly value: R } | { readonly shard: ShardNum; readonly ok: false; readonly error: ShardherdClientError };
 
 /** What a fan-out returns: every shard's answer or error, in shard order. */
 export interface FanOutResult<R> {
@@ -128,7 +129,9 @@ export class ShardherdClient {
   private readonly suspicions: Suspicions;
   private readonly choice: ReplicaChoice;
   private readonly routing = new Map<DatasetRef, DatasetRouting>();
-  private readonly o: Required<Pick<ShardherdClientOptions, 'deadlineMs' | 'attemptTimeoutMs' | 'maxRedirects' | 'retryBackoffMs' | 'connectTimeoutMs' | 'maxInFlight'>>;
+  private readonly o: Required<
+    Pick<ShardherdClientOptions, 'deadlineMs' | 'attemptTimeoutMs' | 'maxRedirects' | 'retryBackoffMs' | 'connectTimeoutMs' | 'maxInFlight'>
+  >;
   private readonly retryBudget: RetryBudget;
   private inFlight = 0;
   private closed = false;
@@ -157,7 +160,10 @@ export class ShardherdClient {
       onProblem: (what, detail) => options.log?.warn({ detail }, what),
     });
     this.suspicions = new Suspicions(this.clock, (node) => this.probe(node), options.probe);
-    this.choice = new ReplicaChoice(this.suspicions, (node) => this.rackOf(node), { ...(options.spread ? { spread: options.spread } : {}), ...(options.rack === undefined ? {} : { rack: options.rack }) });
+    this.choice = new ReplicaChoice(this.suspicions, (node) => this.rackOf(node), {
+      ...(options.spread ? { spread: options.spread } : {}),
+      ...(options.rack === undefined ? {} : { rack: options.rack }),
+    });
   }
 
   /**
@@ -172,13 +178,20 @@ export class ShardherdClient {
     let timer: () => void = () => {};
     const timeout = new Promise<never>((_, reject) => {
       timer = client.clock.schedule(connectTimeoutMs, () =>
-        reject(new ShardherdClientError('CONNECT_FAILED', `no shardherd cluster answered on topic prefix ${prefix} within ${connectTimeoutMs} ms (is the prefix right, and is a node running?)`)),
+        reject(
+          new ShardherdClientError(
+            'CONNECT_FAILED',
+            `no shardherd cluster answered on topic prefix ${prefix} within ${connectTimeoutMs} ms (is the prefix right, and is a node running?)`,
+          ),
+        ),
       );
     });
     try {
       await Promise.race([
         client.follower.open().catch((e: unknown) => {
-          throw new ShardherdClientError('CONNECT_FAILED', `could not follow the cluster ${prefix} on its bus: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+          throw new ShardherdClientError('CONNECT_FAILED', `could not follow the cluster ${prefix} on its bus: ${e instanceof Error ? e.message : String(e)}`, {
+            cause: e,
+          });
         }),
         timeout,
       ]);
@@ -205,7 +218,8 @@ export class ShardherdClient {
   async datasetConfig(dataset: DatasetRef, options: { readonly deadlineMs?: number } = {}): Promise<DatasetConfig> {
     await this.mapWithin(dataset, deadlineOf(options, this.o.deadlineMs, dataset));
     const config = this.follower.config(dataset);
-    if (!config) throw new ShardherdClientError('UNKNOWN_DATASET', `the cluster ${this.options.topicPrefix ?? 'shardherd'} has no dataset ${dataset}`, { dataset });
+    if (!config)
+      throw new ShardherdClientError('UNKNOWN_DATASET', `the cluster ${this.options.topicPrefix ?? 'shardherd'} has no dataset ${dataset}`, { dataset });
     return config;
   }
 
@@ -233,7 +247,13 @@ export class ShardherdClient {
       const cancel = this.clock.schedule(Math.max(0, deadlineMs - (this.clock.now() - started)), () => {
         stopListening();
         const left = unserved();
-        reject(new ShardherdClientError('DEADLINE_EXCEEDED', `${dataset}: ${left.length} of ${map.numShards} shards had no serving copy this client can reach within ${deadlineMs} ms (shards ${left.slice(0, 10).join(', ')}${left.length > 10 ? ', …' : ''}): are their nodes serving the dataset (node.serve)?`, { dataset }));
+        reject(
+          new ShardherdClientError(
+            'DEADLINE_EXCEEDED',
+            `${dataset}: ${left.length} of ${map.numShards} shards had no serving copy this client can reach within ${deadlineMs} ms (shards ${left.slice(0, 10).join(', ')}${left.length > 10 ? ', …' : ''}): are their nodes serving the dataset (node.serve)?`,
+            { dataset },
+          ),
+        );
       });
       stopListening = this.follower.onChange(() => {
         if (this.closed || unserved().length > 0) return;
@@ -278,7 +298,12 @@ export class ShardherdClient {
    * `spread` defaults to the dataset's) in parallel, and gathers every shard's answer or error:
    * it never rejects for one shard's failure (only for the dataset or the payload).
    */
-  async fanOut<R = unknown>(dataset: DatasetRef, query: { readonly shardKey: Labels; readonly spread?: number }, payload: unknown, options: RequestOptions = {}): Promise<FanOutResult<R>> {
+  async fanOut<R = unknown>(
+    dataset: DatasetRef,
+    query: { readonly shardKey: Labels; readonly spread?: number },
+    payload: unknown,
+    options: RequestOptions = {},
+  ): Promise<FanOutResult<R>> {
     const deadlineMs = deadlineOf(options, this.o.deadlineMs, dataset);
     const body = serialise(payload, dataset);
     const started = this.clock.now();
@@ -323,7 +348,9 @@ export class ShardherdClient {
       await Promise.race([
         this.follower.wantMap(dataset),
         new Promise<never>((_, reject) => {
-          cancel = this.clock.schedule(deadlineMs, () => reject(new ShardherdClientError('DEADLINE_EXCEEDED', `no map of ${dataset} within ${deadlineMs} ms`, { dataset })));
+          cancel = this.clock.schedule(deadlineMs, () =>
+            reject(new ShardherdClientError('DEADLINE_EXCEEDED', `no map of ${dataset} within ${deadlineMs} ms`, { dataset })),
+          );
         }),
       ]);
     } finally {
@@ -335,7 +362,10 @@ export class ShardherdClient {
   private shardOf(dataset: DatasetRef, map: ShardMapper, target: RequestTarget): ShardNum {
     if ('shard' in target) {
       if (!Number.isInteger(target.shard) || target.shard < 0 || target.shard >= map.numShards) {
-        throw new ShardherdClientError('SHARD_OUT_OF_RANGE', `shard ${target.shard} is out of range: ${dataset} has shards 0..${map.numShards - 1}`, { dataset, shard: target.shard });
+        throw new ShardherdClientError('SHARD_OUT_OF_RANGE', `shard ${target.shard} is out of range: ${dataset} has shards 0..${map.numShards - 1}`, {
+          dataset,
+          shard: target.shard,
+        });
       }
       return target.shard as ShardNum;
     }
@@ -352,7 +382,11 @@ export class ShardherdClient {
   private async call<R>(dataset: DatasetRef, shard: number, body: string, deadlineMs: number, options: RequestOptions): Promise<R> {
     if (this.closed) throw new ShardherdClientError('CLOSED', 'the client is closed', { dataset, shard });
     if (this.inFlight >= this.o.maxInFlight) {
-      throw new ShardherdClientError('OVERLOADED', `${dataset}/${shard}: this client has ${this.inFlight} requests in flight already (maxInFlight ${this.o.maxInFlight}); nothing was sent`, { dataset, shard });
+      throw new ShardherdClientError(
+        'OVERLOADED',
+        `${dataset}/${shard}: this client has ${this.inFlight} requests in flight already (maxInFlight ${this.o.maxInFlight}); nothing was sent`,
+        { dataset, shard },
+      );
     }
     this.inFlight += 1;
     this.retryBudget.deposit();
@@ -393,7 +427,13 @@ export class ShardherdClient {
       retryBudget: this.retryBudget,
     };
     const hedge = options.hedge ?? (this.options.hedge !== undefined && this.options.hedge !== false);
-    const hedgeDelayMs = !hedge ? undefined : typeof this.options.hedge === 'object' ? this.options.hedge.delayMs : routing.latencies.p95() === undefined ? undefined : Math.max(1, routing.latencies.p95()!);
+    const hedgeDelayMs = !hedge
+      ? undefined
+      : typeof this.options.hedge === 'object'
+        ? this.options.hedge.delayMs
+        : routing.latencies.p95() === undefined
+          ? undefined
+          : Math.max(1, routing.latencies.p95()!);
     return callShard<R>(ports, shard, {
       deadlineMs: Math.max(0, deadlineMs),
       attemptTimeoutMs: this.o.attemptTimeoutMs,
@@ -474,7 +514,9 @@ function serialise(payload: unknown, dataset: string): string {
 }
 
 function asClientError(e: unknown, dataset: string, shard: number): ShardherdClientError {
-  return e instanceof ShardherdClientError ? e : new ShardherdClientError('SHARD_UNAVAILABLE', `${dataset}/${shard}: ${e instanceof Error ? e.message : String(e)}`, { dataset, shard, cause: e });
+  return e instanceof ShardherdClientError
+    ? e
+    : new ShardherdClientError('SHARD_UNAVAILABLE', `${dataset}/${shard}: ${e instanceof Error ? e.message : String(e)}`, { dataset, shard, cause: e });
 }
 
 /** The longest wait a timer can hold (Node's timers fire at once beyond it): about 24.8 days. */
@@ -485,7 +527,11 @@ function deadlineOf(options: { readonly deadlineMs?: number }, fallback: number,
   const v = options.deadlineMs;
   if (v === undefined) return fallback;
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > MAX_WAIT_MS) {
-    throw new ShardherdClientError('INVALID_OPTION', `deadlineMs must be a positive number of milliseconds up to ${MAX_WAIT_MS}, got ${String(v)}; nothing was sent`, { dataset });
+    throw new ShardherdClientError(
+      'INVALID_OPTION',
+      `deadlineMs must be a positive number of milliseconds up to ${MAX_WAIT_MS}, got ${String(v)}; nothing was sent`,
+      { dataset },
+    );
   }
   return v;
 }
@@ -498,6 +544,7 @@ function wholeAtLeastOne(value: number | undefined, fallback: number, key: strin
 
 function positive(value: number | undefined, fallback: number, key: string): number {
   const v = value ?? fallback;
-  if (!(v > 0) || !Number.isFinite(v) || v > MAX_WAIT_MS) throw new RangeError(`ShardherdClient option ${key} must be a positive number of milliseconds up to ${MAX_WAIT_MS}, got ${String(value)}`);
+  if (!(v > 0) || !Number.isFinite(v) || v > MAX_WAIT_MS)
+    throw new RangeError(`ShardherdClient option ${key} must be a positive number of milliseconds up to ${MAX_WAIT_MS}, got ${String(value)}`);
   return v;
 }

@@ -62,7 +62,9 @@ export class BrokersUnreachableError extends Error {
     origin: string,
     cause: unknown,
   ) {
-    super(`no Kafka broker could be reached at ${brokers.join(', ')} (${origin}): is Kafka running there, and are the addresses right?${causeText(cause)}`, { cause });
+    super(`no Kafka broker could be reached at ${brokers.join(', ')} (${origin}): is Kafka running there, and are the addresses right?${causeText(cause)}`, {
+      cause,
+    });
     this.name = 'BrokersUnreachableError';
   }
 }

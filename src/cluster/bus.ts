@@ -114,12 +114,7 @@ export interface Bus {
    * message is delivered in the place of the chunk that completed it (see `BusSubscription.commit`
    * for what committing means while one is incomplete).
    */
-  subscribe(
-    topic: string,
-    group: string,
-    handler: RecordHandler,
-    options?: SubscribeOptions,
-  ): Promise<BusSubscription>;
+  subscribe(topic: string, group: string, handler: RecordHandler, options?: SubscribeOptions): Promise<BusSubscription>;
   /** The group's committed position on the topic, if it committed one. */
   committedOffset(topic: string, group: string): Promise<number | undefined>;
 }

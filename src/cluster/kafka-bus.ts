@@ -162,7 +162,8 @@ export class KafkaBus implements Bus {
     // topic's limits stay what they were for records without them.
     const labels = options.labels === undefined ? undefined : labelHeaders(encodeLabels(options.labels));
     const room = maxRecordBytes - (labels?.bytes ?? 0);
-    if (bytes <= room) return this.producer.produce(topic, [{ value: json, bytes: bytes + (labels?.bytes ?? 0), ...(labels ? { headers: labels.headers } : {}) }]);
+    if (bytes <= room)
+      return this.producer.produce(topic, [{ value: json, bytes: bytes + (labels?.bytes ?? 0), ...(labels ? { headers: labels.headers } : {}) }]);
     if (bytes > maxMessageBytes) throw new MessageTooLargeError(topic, bytes, maxMessageBytes);
     // Cut as bytes, not characters: a slice may end inside a character; the reader joins the
     // bytes before it decodes them, once.
@@ -170,16 +171,15 @@ export class KafkaBus implements Bus {
     const id = `${this.producerId}.${this.nextMessage++}`;
     return this.producer.produce(
       topic,
-      slices.map((slice, index) => ({ value: slice, bytes: slice.length + (labels?.bytes ?? 0), headers: { ...chunkHeaders(id, index, slices.length), ...labels?.headers } })),
+      slices.map((slice, index) => ({
+        value: slice,
+        bytes: slice.length + (labels?.bytes ?? 0),
+        headers: { ...chunkHeaders(id, index, slices.length), ...labels?.headers },
+      })),
     );
   }
 
-  async subscribe(
-    topic: string,
-    group: string,
-    handler: RecordHandler,
-    options: SubscribeOptions = {},
-  ): Promise<BusSubscription> {
+  async subscribe(topic: string, group: string, handler: RecordHandler, options: SubscribeOptions = {}): Promise<BusSubscription> {
     this.assertOpen();
     checkTopicName(topic);
     if (group.length === 0) throw new KafkaBusError('INVALID_OPTION', 'group must not be empty', { topic });
@@ -193,7 +193,7 @@ export class KafkaBus implements Bus {
       throw this.closedInstead(e, topic);
     }
     this.assertOpen();
-    const startIfUncommitted = options.startAt ?? Number(options.start === 'earliest' ? watermarks?.low ?? '0' : watermarks?.high ?? '0');
+    const startIfUncommitted = options.startAt ?? Number(options.start === 'earliest' ? (watermarks?.low ?? '0') : (watermarks?.high ?? '0'));
     const openedAt = this.nextOpenTime();
     const sub: KafkaSubscription = new KafkaSubscription({
       committedOffset: () => this.committedOffset(topic, group),

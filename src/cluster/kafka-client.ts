@@ -40,7 +40,8 @@ function pinoLevel(level: logLevel): 'warn' | 'info' | 'debug' | 'trace' {
  * leave and session timeout, so at debug (shardherd logs the membership change itself). With three
  * nodes and short sessions these were most of a node's log.
  */
-const ROUTINE_GROUP_CHATTER = /rebalanc|heartbeat|re-?join|restarting the consumer|not the correct coordinator|unknown member|illegal generation|member id required/i;
+const ROUTINE_GROUP_CHATTER =
+  /rebalanc|heartbeat|re-?join|restarting the consumer|not the correct coordinator|unknown member|illegal generation|member id required/i;
 
 /** The pino level of one kafkajs log entry. */
 export function kafkaLogLevel(level: logLevel, message: string, extra: Record<string, unknown> = {}): 'warn' | 'info' | 'debug' | 'trace' {
@@ -86,7 +87,11 @@ const TOPIC_LEADERS_MS = 10_000;
  */
 export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig[], timeoutMs = TOPIC_LEADERS_MS): Promise<boolean> {
   const created = await admin.createTopics({ topics, waitForLeaders: false });
-  await waitForTopicLeaders(admin, topics.map((t) => t.topic), timeoutMs);
+  await waitForTopicLeaders(
+    admin,
+    topics.map((t) => t.topic),
+    timeoutMs,
+  );
   return created;
 }
 

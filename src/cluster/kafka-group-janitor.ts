@@ -28,6 +28,7 @@ export async function deleteStaleGroups(admin: Admin, stale: StaleGroups, log: L
     return groups;
   });
   const deleted = results.filter((r) => r.errorCode === 0).map((r) => r.groupId);
-  if (deleted.length > 0) log.info({ event: 'kafka.groups-deleted', groups: deleted }, `deleted ${deleted.length} consumer groups of earlier incarnations of this node`);
+  if (deleted.length > 0)
+    log.info({ event: 'kafka.groups-deleted', groups: deleted }, `deleted ${deleted.length} consumer groups of earlier incarnations of this node`);
   return deleted;
 }

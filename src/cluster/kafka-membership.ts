@@ -106,7 +106,13 @@ export class KafkaMembership implements Membership {
    */
   join(request: JoinRequest): Promise<MembershipView> {
     if (this.phase !== 'idle') {
-      return Promise.reject(new KafkaMembershipError('CLOSED', `membership handle of ${request.node} already ${this.phase === 'closed' ? 'closed' : 'joined'}: a handle joins once`, { node: request.node }));
+      return Promise.reject(
+        new KafkaMembershipError(
+          'CLOSED',
+          `membership handle of ${request.node} already ${this.phase === 'closed' ? 'closed' : 'joined'}: a handle joins once`,
+          { node: request.node },
+        ),
+      );
     }
     this.phase = 'joining';
     const rack = request.rack ?? this.settings.rack;
@@ -121,7 +127,9 @@ export class KafkaMembership implements Membership {
       ...(weight === undefined ? {} : { weight }),
       ...(request.detector === undefined ? {} : { detector: request.detector }),
     });
-    this.log = this.log.child(this.log.bindings().node === request.node ? { incarnation: request.incarnation } : { node: request.node, incarnation: request.incarnation });
+    this.log = this.log.child(
+      this.log.bindings().node === request.node ? { incarnation: request.incarnation } : { node: request.node, incarnation: request.incarnation },
+    );
     const joined = new Promise<MembershipView>((resolve, reject) => {
       this.pendingJoin = { resolve, reject };
     });
@@ -130,15 +138,25 @@ export class KafkaMembership implements Membership {
       const cause = this.lastJoinError;
       const why = cause instanceof Error ? `: ${cause.message}` : '';
       this.failJoin(
-        new KafkaMembershipError('JOIN_TIMEOUT', `${request.node} could not join the group ${this.groupId} at ${brokers.join(',')} within ${joinTimeoutMs} ms${why}`, {
-          node: request.node,
-          cause,
-          retriable: true,
-        }),
+        new KafkaMembershipError(
+          'JOIN_TIMEOUT',
+          `${request.node} could not join the group ${this.groupId} at ${brokers.join(',')} within ${joinTimeoutMs} ms${why}`,
+          {
+            node: request.node,
+            cause,
+            retriable: true,
+          },
+        ),
       );
     }, joinTimeoutMs);
     this.start().catch((e: unknown) => {
-      this.failJoin(new KafkaMembershipError('JOIN_FAILED', `${request.node} could not join the group ${this.groupId}: ${e instanceof Error ? e.message : String(e)}`, { node: request.node, cause: e, retriable: true }));
+      this.failJoin(
+        new KafkaMembershipError('JOIN_FAILED', `${request.node} could not join the group ${this.groupId}: ${e instanceof Error ? e.message : String(e)}`, {
+          node: request.node,
+          cause: e,
+          retriable: true,
+        }),
+      );
     });
     return joined.finally(() => clearTimeout(timer));
   }
@@ -153,7 +171,9 @@ export class KafkaMembership implements Membership {
       const wasFenced = this.phase === 'fenced';
       this.phase = 'closed';
       this.watchdog.stop();
-      this.failJoin(new KafkaMembershipError('CLOSED', `${this.self?.node ?? 'membership'} left before it was in a view`, this.self ? { node: this.self.node } : {}));
+      this.failJoin(
+        new KafkaMembershipError('CLOSED', `${this.self?.node ?? 'membership'} left before it was in a view`, this.self ? { node: this.self.node } : {}),
+      );
       if (!wasFenced && this.self) {
         this.log.info({ event: 'membership.left', memberId: this.memberId }, 'leaving the membership group');
         this.dropSelf();
@@ -290,7 +310,12 @@ export class KafkaMembership implements Membership {
       // Not in the group yet: kafkajs retries on its own (within joinTimeoutMs) unless it gave up.
       if (!restart) {
         const node = this.self?.node;
-        this.failJoin(new KafkaMembershipError('JOIN_FAILED', `${node} could not join the group ${this.groupId}: ${error.message}`, { ...(node === undefined ? {} : { node }), cause: error }));
+        this.failJoin(
+          new KafkaMembershipError('JOIN_FAILED', `${node} could not join the group ${this.groupId}: ${error.message}`, {
+            ...(node === undefined ? {} : { node }),
+            cause: error,
+          }),
+        );
       } else {
         this.log.warn({ err: error }, 'the membership consumer crashed while joining; kafkajs restarts it');
       }
@@ -304,7 +329,10 @@ export class KafkaMembership implements Membership {
 
   private applyGroup(group: GroupDescription): void {
     const ours = decodeMembers(group.members, (m, reason) =>
-      this.log.warn({ event: 'membership.foreign-member', memberId: m.memberId, clientId: m.clientId, reason }, 'a member of the membership group is not a shardherd node of this format: ignored'),
+      this.log.warn(
+        { event: 'membership.foreign-member', memberId: m.memberId, clientId: m.clientId, reason },
+        'a member of the membership group is not a shardherd node of this format: ignored',
+      ),
     );
     this.offer(liveMembers(ours).map((e) => e.member));
   }
@@ -354,7 +382,13 @@ export class KafkaMembership implements Membership {
     this.fencedBecause = reason;
     this.watchdog.stop();
     this.log.warn({ event: 'membership.fenced', memberId: this.memberId, reason }, `fenced: ${reason}`);
-    this.failJoin(new KafkaMembershipError('FENCED', `${this.self?.node ?? 'membership'} fenced itself while joining: ${reason}`, this.self ? { node: this.self.node } : {}));
+    this.failJoin(
+      new KafkaMembershipError(
+        'FENCED',
+        `${this.self?.node ?? 'membership'} fenced itself while joining: ${reason}`,
+        this.self ? { node: this.self.node } : {},
+      ),
+    );
     this.dropSelf();
     // Leave (if the broker still lists it) so the others see it go at once.
     this.stopping ??= this.disconnect();

@@ -1,4 +1,13 @@
-import { encodeLabels, MessageTooLargeError, type Bus, type BusRecord, type BusSubscription, type ProduceOptions, type RecordHandler, type SubscribeOptions } from './bus.js';
+import {
+  encodeLabels,
+  MessageTooLargeError,
+  type Bus,
+  type BusRecord,
+  type BusSubscription,
+  type ProduceOptions,
+  type RecordHandler,
+  type SubscribeOptions,
+} from './bus.js';
 import { busLimits, chunkCount, type BusLimitOptions, type BusLimits } from './bus-limits.js';
 import type { ChunkPosition } from './chunk-assembly.js';
 import { ChunkedReader } from './chunked-reader.js';
@@ -112,7 +121,8 @@ export class MemoryBus implements Bus {
     this.limits = busLimits(options, invalid);
     // A message with more chunks than the log keeps would lose its first ones as it is appended.
     const chunks = chunkCount(this.limits.maxMessageBytes, this.limits.maxRecordBytes);
-    if (chunks > this.retain) invalid('retainRecords', `(${this.retain}) must hold the chunks of the largest message: maxMessageBytes / maxRecordBytes = ${chunks}`);
+    if (chunks > this.retain)
+      invalid('retainRecords', `(${this.retain}) must hold the chunks of the largest message: maxMessageBytes / maxRecordBytes = ${chunks}`);
   }
 
   /** Labels are checked as Kafka's bus checks them, and not kept: every record is delivered (`SubscribeOptions.skip`). */
@@ -162,12 +172,7 @@ export class MemoryBus implements Bus {
     }
   }
 
-  async subscribe(
-    topic: string,
-    group: string,
-    handler: RecordHandler,
-    options: SubscribeOptions = {},
-  ): Promise<BusSubscription> {
+  async subscribe(topic: string, group: string, handler: RecordHandler, options: SubscribeOptions = {}): Promise<BusSubscription> {
     const committed = this.committed.get(key(topic, group));
     const log = this.log(topic);
     const start = committed ?? (options.startAt !== undefined ? Math.max(log.base, options.startAt) : options.start === 'earliest' ? log.base : end(log));

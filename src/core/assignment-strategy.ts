@@ -26,7 +26,10 @@ export interface ShardAssignmentStrategy {
 /** Unassigned shards that are not held, ascending; at most `limit` of them. */
 export function freeShards(mapper: ShardMapper, held: ReadonlySet<number> | undefined, limit = Infinity): ShardNum[] {
   if (!held || held.size === 0) return mapper.unassignedShards(limit);
-  return mapper.unassignedShards(limit + held.size).filter((s) => !held.has(s)).slice(0, limit);
+  return mapper
+    .unassignedShards(limit + held.size)
+    .filter((s) => !held.has(s))
+    .slice(0, limit);
 }
 
 /** How many unassigned shards are not held, without listing them. */

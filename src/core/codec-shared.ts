@@ -20,7 +20,11 @@ export const SIMPLE_STATUS: ReadonlyMap<unknown, ShardStatus> = new Map<string, 
   ['D', { type: 'Down' }],
 ]);
 export const PLACEMENT_LETTER: Readonly<Record<PlacementState, 'I' | 'A' | 'L'>> = { Initializing: 'I', Available: 'A', Leaving: 'L' };
-export const PLACEMENT_OF: ReadonlyMap<unknown, PlacementState> = new Map([['I', 'Initializing'], ['A', 'Available'], ['L', 'Leaving']]);
+export const PLACEMENT_OF: ReadonlyMap<unknown, PlacementState> = new Map([
+  ['I', 'Initializing'],
+  ['A', 'Available'],
+  ['L', 'Leaving'],
+]);
 
 export const EVENT_LETTER: Readonly<Record<ShardEventType, string>> = {
   ShardAssignmentStarted: 'S',
@@ -91,7 +95,8 @@ export const progressIn = (text: string): number | string => (PROGRESS.test(text
 
 /** The message at `raw` in the table, or `Malformed`. */
 export function messageAt(messages: readonly string[], raw: unknown, where: string): string {
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw >= messages.length) return fail(where, `error message index ${JSON.stringify(raw)} is not in the message table of ${messages.length}`);
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw >= messages.length)
+    return fail(where, `error message index ${JSON.stringify(raw)} is not in the message table of ${messages.length}`);
   return messages[raw]!;
 }
 
@@ -111,7 +116,8 @@ export function decodeNodes(raw: unknown, where: string): NodeId[] {
 }
 
 export function nodeAt(nodes: readonly NodeId[], raw: unknown, where: string): NodeId {
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw >= nodes.length) return fail(where, `node index ${JSON.stringify(raw)} is not in the node table of ${nodes.length}`);
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw >= nodes.length)
+    return fail(where, `node index ${JSON.stringify(raw)} is not in the node table of ${nodes.length}`);
   return nodes[raw]!;
 }
 
@@ -159,7 +165,8 @@ export function checkedEvent(p: EventParts, dataset: DatasetRef, numShards: numb
   const type = EVENT_OF.get(p.letter);
   if (type === undefined) return fail(`${at}.type`, `unknown event ${JSON.stringify(p.letter)}`);
   const { shard, detail } = p;
-  if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0 || shard >= numShards) return fail(`${at}.shard`, `${JSON.stringify(shard)} is not within 0..${numShards - 1}`);
+  if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0 || shard >= numShards)
+    return fail(`${at}.shard`, `${JSON.stringify(shard)} is not within 0..${numShards - 1}`);
   // Object literals, not a spread of a shared base: a wave's changes are tens of thousands of
   // events, and spreading made a third of their decoding.
   const { node } = p;

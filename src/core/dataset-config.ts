@@ -122,16 +122,23 @@ const sourceSchema = z.discriminatedUnion('type', [
 const configSchema = z
   .strictObject({
     ref: z.string().refine((s) => parseDatasetRef(s).ok, 'must be a letter, then up to 63 letters, digits, "_" or "-"'),
-    numShards: z
-      .number()
-      .refine(isValidShardCount, `must be a power of two between 1 and ${MAX_SHARDS}`),
+    numShards: z.number().refine(isValidShardCount, `must be a power of two between 1 and ${MAX_SHARDS}`),
     minNumNodes: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS),
     spread: z.number().int('must be an integer').optional(),
-    replicationFactor: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_REPLICATION_FACTOR, `must be at most ${MAX_REPLICATION_FACTOR}`).default(1),
+    replicationFactor: z
+      .number()
+      .int('must be an integer')
+      .min(1, 'must be at least 1')
+      .max(MAX_REPLICATION_FACTOR, `must be at most ${MAX_REPLICATION_FACTOR}`)
+      .default(1),
     strategy: z.enum(['filodb-default', 'balanced']).default('filodb-default'),
     maxConcurrentMoves: z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_SHARDS).default(DEFAULT_MAX_CONCURRENT_MOVES),
     // Earliest by default: a new copy that skipped records its source still holds would serve less than its peers.
-    copyStartFrom: z.enum(['earliest', 'serving-copies'], { error: 'must be "earliest" (the earliest retained offset) or "serving-copies" (the furthest checkpoint of the other copies)' }).default('earliest'),
+    copyStartFrom: z
+      .enum(['earliest', 'serving-copies'], {
+        error: 'must be "earliest" (the earliest retained offset) or "serving-copies" (the furthest checkpoint of the other copies)',
+      })
+      .default('earliest'),
     replacementDelayMs: z
       .number({ error: 'must be a number of milliseconds' })
       .int('must be an integer (ms)')
@@ -148,11 +155,19 @@ const configSchema = z
     }
     // FiloDB's strategy places one owner per shard and never moves one: replicas need `balanced`.
     if (c.replicationFactor > 1 && c.strategy !== 'balanced') {
-      ctx.addIssue({ code: 'custom', path: ['replicationFactor'], message: `above 1 needs "strategy": "balanced" (FiloDB's strategy places one owner per shard)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['replicationFactor'],
+        message: `above 1 needs "strategy": "balanced" (FiloDB's strategy places one owner per shard)`,
+      });
     }
     // FiloDB's datasets re-place a lost node's shards at once, as FiloDB does: a delay would be ignored.
     if ((c.replacementDelayMs ?? 0) > 0 && c.strategy !== 'balanced') {
-      ctx.addIssue({ code: 'custom', path: ['replacementDelayMs'], message: `above 0 needs "strategy": "balanced" (FiloDB's strategy re-places a lost node's shards at once)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['replacementDelayMs'],
+        message: `above 0 needs "strategy": "balanced" (FiloDB's strategy re-places a lost node's shards at once)`,
+      });
     }
   });
 
@@ -173,7 +188,7 @@ export function validateDatasetConfig(input: unknown): Result<DatasetConfig, Inv
     const path = issue?.path.map(String).join('.') ?? '';
     const unknownKeys = issue?.code === 'unrecognized_keys' ? issue.keys : [];
     const field = unknownKeys.length > 0 ? [path, unknownKeys[0]].filter(Boolean).join('.') : path || '(root)';
-    const message = issue?.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue?.message ?? 'is invalid';
+    const message = issue?.code === 'invalid_type' && issue.input === undefined ? 'is required' : (issue?.message ?? 'is invalid');
     return err({ type: 'InvalidDatasetConfig', field, message: `${field} ${message}` });
   }
   const c = parsed.data;
@@ -193,7 +208,18 @@ export function validateDatasetConfig(input: unknown): Result<DatasetConfig, Inv
 
 /** Field-by-field differences between two configs of the same dataset (empty when equal). */
 export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): string[] {
-  const fields = ['ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'replacementDelayMs', 'source'] as const;
+  const fields = [
+    'ref',
+    'numShards',
+    'minNumNodes',
+    'spread',
+    'replicationFactor',
+    'strategy',
+    'maxConcurrentMoves',
+    'copyStartFrom',
+    'replacementDelayMs',
+    'source',
+  ] as const;
   return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));
 }
 
@@ -204,5 +230,9 @@ export function canonicalConfigJson(config: DatasetConfig): string {
 
 function canonical(v: unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, x]) => [k, canonical(x)]));
+  return Object.fromEntries(
+    Object.entries(v)
+      .sort(([x], [y]) => (x < y ? -1 : 1))
+      .map(([k, x]) => [k, canonical(x)]),
+  );
 }

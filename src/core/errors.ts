@@ -60,7 +60,11 @@ export class InvalidShardCountError extends ShardherdError {
 
 /** A shard number outside `0 .. numShards-1` (including `shard == numShards`). */
 export class ShardOutOfRangeError extends ShardherdError {
-  constructor(shard: number, readonly numShards: number, dataset?: string) {
+  constructor(
+    shard: number,
+    readonly numShards: number,
+    dataset?: string,
+  ) {
     super(
       'SHARD_OUT_OF_RANGE',
       `shard ${shard} is out of range: valid shards are 0..${numShards - 1}${dataset ? ` for dataset ${dataset}` : ''}`,
@@ -71,7 +75,10 @@ export class ShardOutOfRangeError extends ShardherdError {
 
 /** A spread outside `0 .. log2(numShards)`. */
 export class InvalidSpreadError extends ShardherdError {
-  constructor(readonly spread: number, readonly numShards: number) {
+  constructor(
+    readonly spread: number,
+    readonly numShards: number,
+  ) {
     super('INVALID_SPREAD', `Invalid spread ${spread}: must be an integer in 0..${Math.log2(numShards)} for ${numShards} shards`);
   }
 }

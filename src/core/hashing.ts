@@ -43,10 +43,7 @@ export function shardKeyHash(shardKey: Readonly<Record<string, string>>): number
  * `combine(murmur3(key), murmur3(value))`, folded from 7. Labels in `ignore` (FiloDB ignores `le`,
  * so all buckets of a histogram land on one shard) are left out.
  */
-export function partitionKeyHash(
-  tags: Readonly<Record<string, string>>,
-  ignore: ReadonlySet<string> = new Set(['le']),
-): number {
+export function partitionKeyHash(tags: Readonly<Record<string, string>>, ignore: ReadonlySet<string> = new Set(['le'])): number {
   let h = 7;
   for (const [key, value] of sortedEntries(tags)) {
     if (ignore.has(key)) continue;

@@ -139,7 +139,8 @@ function walk(value: unknown, s: WalkState): unknown {
         if (copy) result = Object.freeze(items);
       } else {
         const proto: unknown = Object.getPrototypeOf(value);
-        if (proto !== Object.prototype && proto !== null) refuse(`a ${(value as { constructor?: { name?: string } }).constructor?.name ?? 'non-plain'} object`, path);
+        if (proto !== Object.prototype && proto !== null)
+          refuse(`a ${(value as { constructor?: { name?: string } }).constructor?.name ?? 'non-plain'} object`, path);
         const fields: Record<string, unknown> = {};
         for (const k in value) {
           const v = (value as Record<string, unknown>)[k];

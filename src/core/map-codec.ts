@@ -4,7 +4,23 @@
 // referred to by index, statuses and placements are letters. Decoding checks everything it reads
 // (the bytes come from the bus or a database) and says where a value is wrong.
 import { InvalidSnapshotError } from './errors.js';
-import { checkCopyCount, checkedEvent, checkedRecord, decodeNodes, encodeStatus, EVENT_LETTER, fail, Malformed, nodeAt, PACKED_FORMAT, PLACEMENT_LETTER, PLACEMENT_OF, recoveryStatus, SIMPLE_STATUS, type EncodedStatus } from './codec-shared.js';
+import {
+  checkCopyCount,
+  checkedEvent,
+  checkedRecord,
+  decodeNodes,
+  encodeStatus,
+  EVENT_LETTER,
+  fail,
+  Malformed,
+  nodeAt,
+  PACKED_FORMAT,
+  PLACEMENT_LETTER,
+  PLACEMENT_OF,
+  recoveryStatus,
+  SIMPLE_STATUS,
+  type EncodedStatus,
+} from './codec-shared.js';
 import { StringTable } from './string-table.js';
 import { parseDatasetRef, type DatasetRef, type Epoch, type NodeId } from './ids.js';
 import { packedEventsDecoding } from './packed-events.js';
@@ -220,7 +236,8 @@ export function* snapshotDecoding(raw: unknown): Steps<Result<ShardMapSnapshot, 
     const numShards = s.numShards;
     const epoch = checkStamp(s.epoch, 'epoch');
     const version = checkStamp(s.version, 'version');
-    const shards = format === PACKED_MAP_FORMAT ? yield* packedRecordsDecoding(s, numShards) : yield* recordsDecoding({ nodes: s.nodes, records: s.records }, numShards);
+    const shards =
+      format === PACKED_MAP_FORMAT ? yield* packedRecordsDecoding(s, numShards) : yield* recordsDecoding({ nodes: s.nodes, records: s.records }, numShards);
     const versions = s.assignmentVersions;
     if (!Array.isArray(versions) || versions.length !== numShards) return fail('assignmentVersions', `must list ${numShards} versions`);
     const assignmentVersions = versions.map((v, i) => checkStamp(v, `assignmentVersions[${i}]`));

@@ -6,7 +6,20 @@
 //
 // Events are comma-separated `<type letter><shard>:<node index>[:<detail>]`, the detail a progress
 // (`R`) or an index into the table of error messages (`E`): `I12:0,C12:3,R7:1:45.5,E9:2:0`.
-import { checkedEvent, decodeMessages, decodeNodes, digitsEnd, EVENT_LETTER, fail, indexIn, messageAt, nodeAt, PACKED_FORMAT, progressIn, wholeIn } from './codec-shared.js';
+import {
+  checkedEvent,
+  decodeMessages,
+  decodeNodes,
+  digitsEnd,
+  EVENT_LETTER,
+  fail,
+  indexIn,
+  messageAt,
+  nodeAt,
+  PACKED_FORMAT,
+  progressIn,
+  wholeIn,
+} from './codec-shared.js';
 import { StringTable } from './string-table.js';
 import type { DatasetRef } from './ids.js';
 import { ITEMS_PER_STEP, type Steps } from './steps.js';
@@ -36,7 +49,11 @@ export function packEvents(events: readonly ShardEvent[]): PackedEvents {
  * Unpacks events for `dataset`, checking every field, a thousand per step; throws `Malformed`.
  * Read by scanning the one string, not by a split and a pattern per event (twice as slow).
  */
-export function* packedEventsDecoding(raw: { readonly nodes?: unknown; readonly messages?: unknown; readonly events?: unknown }, dataset: DatasetRef, numShards: number): Steps<ShardEvent[]> {
+export function* packedEventsDecoding(
+  raw: { readonly nodes?: unknown; readonly messages?: unknown; readonly events?: unknown },
+  dataset: DatasetRef,
+  numShards: number,
+): Steps<ShardEvent[]> {
   const nodes = decodeNodes(raw.nodes, 'nodes');
   const messages = decodeMessages(raw.messages, 'messages');
   const text = raw.events;
@@ -57,8 +74,22 @@ export function* packedEventsDecoding(raw: { readonly nodes?: unknown; readonly 
     if (shard < 0 || node < 0 || letter === undefined || letter < 'A' || letter > 'Z' || badDetail) {
       return fail(`events[${k}]`, `not a packed event (type, shard:node[:detail]): ${JSON.stringify(text.slice(from, Math.min(end, from + 40)))}`);
     }
-    const detail = detailText === undefined ? undefined : letter === 'R' ? progressIn(detailText) : letter === 'E' ? messageAt(messages, indexIn(detailText), `events[${k}].error`) : detailText;
-    events.push(checkedEvent({ letter, shard, node: nodeAt(nodes, node, `events[${k}].node`), detail, hasDetail: detailText !== undefined }, dataset, numShards, `events[${k}]`));
+    const detail =
+      detailText === undefined
+        ? undefined
+        : letter === 'R'
+          ? progressIn(detailText)
+          : letter === 'E'
+            ? messageAt(messages, indexIn(detailText), `events[${k}].error`)
+            : detailText;
+    events.push(
+      checkedEvent(
+        { letter, shard, node: nodeAt(nodes, node, `events[${k}].node`), detail, hasDetail: detailText !== undefined },
+        dataset,
+        numShards,
+        `events[${k}]`,
+      ),
+    );
     if (k % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
   }
   return events;

@@ -9,7 +9,24 @@
 // messages (messages are free text: kept out of the strings so nothing needs escaping). E.g.
 // `A;0AA,3AA,5IN` is an Active shard owned on node 0, served on node 3, and being added on node 5.
 import type { NodeId } from './ids.js';
-import { checkCopyCount, checkedRecord, decodeMessages, decodeNodes, digitsEnd, encodeStatus, fail, indexIn, messageAt, nodeAt, PLACEMENT_LETTER, PLACEMENT_OF, progressIn, recoveryStatus, SIMPLE_STATUS, wholeIn } from './codec-shared.js';
+import {
+  checkCopyCount,
+  checkedRecord,
+  decodeMessages,
+  decodeNodes,
+  digitsEnd,
+  encodeStatus,
+  fail,
+  indexIn,
+  messageAt,
+  nodeAt,
+  PLACEMENT_LETTER,
+  PLACEMENT_OF,
+  progressIn,
+  recoveryStatus,
+  SIMPLE_STATUS,
+  wholeIn,
+} from './codec-shared.js';
 import { StringTable } from './string-table.js';
 import type { ShardAssignment, ShardRecord } from './shard-map-snapshot.js';
 import { ITEMS_PER_STEP, type Steps } from './steps.js';
@@ -79,7 +96,8 @@ function unpackRecord(raw: unknown, nodes: readonly NodeId[], messages: readonly
     const n = assignments.length;
     const nodeEnd = digitsEnd(raw, from, end);
     const placement = PLACEMENT_OF.get(raw[nodeEnd]);
-    if (nodeEnd === from || placement === undefined || nodeEnd + 1 >= end) return fail(`${where}.copies[${n}]`, `not a copy (node index, placement letter, status): ${JSON.stringify(raw.slice(from, Math.min(end, from + 40)))}`);
+    if (nodeEnd === from || placement === undefined || nodeEnd + 1 >= end)
+      return fail(`${where}.copies[${n}]`, `not a copy (node index, placement letter, status): ${JSON.stringify(raw.slice(from, Math.min(end, from + 40)))}`);
     checkCopyCount(n + 1, `${where}.copies`);
     const token = raw.slice(nodeEnd + 1, end);
     assignments.push({
@@ -93,7 +111,10 @@ function unpackRecord(raw: unknown, nodes: readonly NodeId[], messages: readonly
 }
 
 /** Unpacks `count` records, checking every field, a thousand per step; throws `Malformed`. */
-export function* packedRecordsDecoding(raw: { readonly nodes?: unknown; readonly messages?: unknown; readonly records?: unknown }, count: number): Steps<ShardRecord[]> {
+export function* packedRecordsDecoding(
+  raw: { readonly nodes?: unknown; readonly messages?: unknown; readonly records?: unknown },
+  count: number,
+): Steps<ShardRecord[]> {
   const nodes = decodeNodes(raw.nodes, 'nodes');
   const messages = decodeMessages(raw.messages, 'messages');
   if (!Array.isArray(raw.records)) return fail('records', 'not a list');

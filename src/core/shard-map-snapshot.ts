@@ -107,7 +107,11 @@ const snapshotSchemas = {
 export function parseShardMapSnapshot(input: unknown): Result<ShardMapSnapshot, InvalidSnapshotError> {
   const format = (input as { format?: unknown } | null)?.format;
   if (format !== 1 && format !== 2) {
-    return err(new InvalidSnapshotError(`unsupported shard map format ${JSON.stringify(format)}: this version reads formats ${READABLE_SHARD_MAP_FORMATS.join(' and ')}`));
+    return err(
+      new InvalidSnapshotError(
+        `unsupported shard map format ${JSON.stringify(format)}: this version reads formats ${READABLE_SHARD_MAP_FORMATS.join(' and ')}`,
+      ),
+    );
   }
   const parsed = snapshotSchemas[format].safeParse(input);
   if (!parsed.success) {
@@ -126,7 +130,12 @@ export function parseShardMapSnapshot(input: unknown): Result<ShardMapSnapshot, 
   }
   const assignmentVersions = 'assignmentVersions' in s ? s.assignmentVersions : new Array<number>(s.numShards).fill(0);
   if (assignmentVersions.length !== s.numShards) {
-    return err(new InvalidSnapshotError(`shard map of ${s.dataset}: assignmentVersions lists ${assignmentVersions.length} versions but numShards is ${s.numShards}`, s.dataset));
+    return err(
+      new InvalidSnapshotError(
+        `shard map of ${s.dataset}: assignmentVersions lists ${assignmentVersions.length} versions but numShards is ${s.numShards}`,
+        s.dataset,
+      ),
+    );
   }
   return ok({ ...(s as unknown as ShardMapSnapshot), format: SHARD_MAP_FORMAT, assignmentVersions });
 }

@@ -1,25 +1,9 @@
-import {
-  DatasetMismatchError,
-  InvalidEventError,
-  InvalidShardCountError,
-  InvalidSnapshotError,
-  ShardOutOfRangeError,
-} from './errors.js';
+import { DatasetMismatchError, InvalidEventError, InvalidShardCountError, InvalidSnapshotError, ShardOutOfRangeError } from './errors.js';
 import type { DatasetRef, Epoch, NodeId, ShardNum } from './ids.js';
 import { isShardInRange } from './ids.js';
 import { assertNever, err, ok, type Result } from './result.js';
 import { SHARD_MAP_FORMAT, type ShardAssignment, type ShardMapSnapshot, type ShardRecord } from './shard-map-snapshot.js';
-import {
-  applyToRecord,
-  copyOf,
-  isServingCopy,
-  noOwner,
-  primaryCopy,
-  recordEquals,
-  sameAssignment,
-  soleOwner,
-  UNASSIGNED_RECORD,
-} from './shard-record.js';
+import { applyToRecord, copyOf, isServingCopy, noOwner, primaryCopy, recordEquals, sameAssignment, soleOwner, UNASSIGNED_RECORD } from './shard-record.js';
 import * as spreadMath from './spread.js';
 import { type ShardEvent, ShardEvents, type ShardStatus, statusLetter } from './status.js';
 import { ITEMS_PER_STEP, runWhole, type Steps } from './steps.js';
@@ -112,7 +96,9 @@ export class ShardMapper {
 
   /** Nodes whose copy serves queries now: Active and Available or Leaving (not still Initializing). */
   servingNodes(shard: number): NodeId[] {
-    return this.record(shard).assignments.filter(isServingCopy).map((a) => a.node);
+    return this.record(shard)
+      .assignments.filter(isServingCopy)
+      .map((a) => a.node);
   }
 
   /** The copy `node` holds of a shard, if any. */
@@ -438,7 +424,10 @@ export class ShardMapper {
   static *buildingFrom(snapshot: ShardMapSnapshot): Steps<ShardMapper> {
     const m = new ShardMapper(snapshot.numShards, snapshot.dataset);
     if (snapshot.shards.length !== snapshot.numShards) {
-      throw new InvalidSnapshotError(`snapshot of ${snapshot.dataset} lists ${snapshot.shards.length} shards, expected ${snapshot.numShards}`, snapshot.dataset);
+      throw new InvalidSnapshotError(
+        `snapshot of ${snapshot.dataset} lists ${snapshot.shards.length} shards, expected ${snapshot.numShards}`,
+        snapshot.dataset,
+      );
     }
     for (let i = 0; i < snapshot.numShards; i++) {
       m.replace(i, snapshot.shards[i]!);
@@ -457,7 +446,10 @@ export class ShardMapper {
   prettyPrint(): string {
     const rows: string[] = [];
     for (let start = 0; start < this.numShards; start += 16) {
-      const letters = this.records.slice(start, start + 16).map((r) => statusLetter(r.status)).join('');
+      const letters = this.records
+        .slice(start, start + 16)
+        .map((r) => statusLetter(r.status))
+        .join('');
       rows.push(`${String(start).padStart(5)}: ${letters.replace(/(.{4})(?=.)/g, '$1 ')}`);
     }
     const nodes = [...this.ownerCounts.keys()].sort();
@@ -484,9 +476,7 @@ export class ShardMapper {
 
   private filterShards(shards: readonly number[] | undefined, pred: (r: ShardRecord) => boolean): ShardNum[] {
     if (shards === undefined) return this.shardsWhere(pred);
-    return [...new Set(shards)]
-      .filter((s) => isShardInRange(s, this.numShards) && pred(this.records[s]!))
-      .sort((a, b) => a - b) as ShardNum[];
+    return [...new Set(shards)].filter((s) => isShardInRange(s, this.numShards) && pred(this.records[s]!)).sort((a, b) => a - b) as ShardNum[];
   }
 
   /**

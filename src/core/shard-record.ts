@@ -75,14 +75,20 @@ export function applyToRecord(r: ShardRecord, e: ShardEvent): Result<ShardRecord
   const bad = (why: string) => err(new InvalidEventError(`${e.type} for shard ${e.shard} of ${e.dataset}: ${why}`, e.dataset, e.shard));
   switch (e.type) {
     case 'ShardAssignmentStarted':
-      return ok(mine ? withCopy(r, { node: e.node, placement: keepLeaving(mine, 'Initializing'), status: Status.assigned }) : soleOwner(e.node, 'Initializing', Status.assigned));
+      return ok(
+        mine
+          ? withCopy(r, { node: e.node, placement: keepLeaving(mine, 'Initializing'), status: Status.assigned })
+          : soleOwner(e.node, 'Initializing', Status.assigned),
+      );
     case 'RecoveryInProgress': {
       if (!(e.progressPct >= 0 && e.progressPct <= 100)) return bad(`progressPct must be within 0..100, got ${e.progressPct}`);
       const status = Status.recovery(e.progressPct);
       return ok(mine ? withCopy(r, { node: e.node, placement: keepLeaving(mine, 'Initializing'), status }) : soleOwner(e.node, 'Initializing', status));
     }
     case 'IngestionStarted':
-      return ok(mine ? withCopy(r, { node: e.node, placement: keepLeaving(mine, 'Available'), status: Status.active }) : soleOwner(e.node, 'Available', Status.active));
+      return ok(
+        mine ? withCopy(r, { node: e.node, placement: keepLeaving(mine, 'Available'), status: Status.active }) : soleOwner(e.node, 'Available', Status.active),
+      );
     case 'IngestionError':
       return ok(mine ? withoutCopy(r, e.node, Status.error(e.error)) : noOwner(Status.error(e.error), e.node));
     case 'IngestionStopped': {

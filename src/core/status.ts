@@ -51,14 +51,22 @@ export function statusEquals(a: ShardStatus, b: ShardStatus): boolean {
 /** One letter per status, as in FiloDB's `prettyPrint`. */
 export function statusLetter(s: ShardStatus): string {
   switch (s.type) {
-    case 'Unassigned': return '.';
-    case 'Assigned': return 'N';
-    case 'Active': return 'A';
-    case 'Error': return 'E';
-    case 'Recovery': return 'R';
-    case 'Stopped': return 'S';
-    case 'Down': return 'D';
-    default: return assertNever(s);
+    case 'Unassigned':
+      return '.';
+    case 'Assigned':
+      return 'N';
+    case 'Active':
+      return 'A';
+    case 'Error':
+      return 'E';
+    case 'Recovery':
+      return 'R';
+    case 'Stopped':
+      return 'S';
+    case 'Down':
+      return 'D';
+    default:
+      return assertNever(s);
   }
 }
 
@@ -125,26 +133,28 @@ export const NODE_REPORTED_EVENTS: ReadonlySet<ShardEventType> = new Set<ShardEv
 
 /** Constructors for shard events. */
 export const ShardEvents = {
-  assignmentStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardAssignmentStarted', dataset, shard, node }),
-  recoveryInProgress: (dataset: DatasetRef, shard: ShardNum, node: NodeId, progressPct: number): ShardEvent =>
-    ({ type: 'RecoveryInProgress', dataset, shard, node, progressPct }),
-  ingestionStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'IngestionStarted', dataset, shard, node }),
-  ingestionError: (dataset: DatasetRef, shard: ShardNum, node: NodeId, error: string, token?: FencingToken): ShardEvent =>
-    ({ type: 'IngestionError', dataset, shard, node, error: boundedMessage(error), ...(token ? { token } : {}) }),
-  ingestionStopped: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'IngestionStopped', dataset, shard, node }),
-  shardDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardDown', dataset, shard, node }),
-  copyAdded: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardCopyAdded', dataset, shard, node }),
-  leaving: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardLeaving', dataset, shard, node }),
-  leavingCancelled: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardLeavingCancelled', dataset, shard, node }),
-  left: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardLeft', dataset, shard, node }),
-  copyDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent =>
-    ({ type: 'ShardCopyDown', dataset, shard, node }),
+  assignmentStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardAssignmentStarted', dataset, shard, node }),
+  recoveryInProgress: (dataset: DatasetRef, shard: ShardNum, node: NodeId, progressPct: number): ShardEvent => ({
+    type: 'RecoveryInProgress',
+    dataset,
+    shard,
+    node,
+    progressPct,
+  }),
+  ingestionStarted: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'IngestionStarted', dataset, shard, node }),
+  ingestionError: (dataset: DatasetRef, shard: ShardNum, node: NodeId, error: string, token?: FencingToken): ShardEvent => ({
+    type: 'IngestionError',
+    dataset,
+    shard,
+    node,
+    error: boundedMessage(error),
+    ...(token ? { token } : {}),
+  }),
+  ingestionStopped: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'IngestionStopped', dataset, shard, node }),
+  shardDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardDown', dataset, shard, node }),
+  copyAdded: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardCopyAdded', dataset, shard, node }),
+  leaving: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardLeaving', dataset, shard, node }),
+  leavingCancelled: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardLeavingCancelled', dataset, shard, node }),
+  left: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardLeft', dataset, shard, node }),
+  copyDown: (dataset: DatasetRef, shard: ShardNum, node: NodeId): ShardEvent => ({ type: 'ShardCopyDown', dataset, shard, node }),
 } as const;

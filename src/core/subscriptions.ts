@@ -94,10 +94,7 @@ export class ShardSubscriptions {
 
   /** Both sets of subscriptions together: recovery must never drop a subscriber either side knows. */
   union(other: ShardSubscriptions): ShardSubscriptions {
-    let out: ShardSubscriptions = ShardSubscriptions.of(
-      [...this.toList(), ...other.toList()],
-      [...this.watchers, ...other.watchers],
-    );
+    let out: ShardSubscriptions = ShardSubscriptions.of([...this.toList(), ...other.toList()], [...this.watchers, ...other.watchers]);
     for (const w of out.watchers) out = out.subscribeAll(w);
     return out;
   }

@@ -15,7 +15,13 @@ export function unconvergedShards(config: DatasetConfig, map: ShardMapper, isLiv
     for (const copy of copies) {
       // A balanced dataset keeps a lost node's copy (Down) for its replacement delay: it converges
       // when the node comes back, or when the copy is re-created after the delay.
-      if (!isLive(copy.node)) note(copy.status.type === 'Down' ? `a copy kept for ${copy.node}, lost, until it comes back or its replacement delay ends` : `a copy on ${copy.node}, not a live member`, shard);
+      if (!isLive(copy.node))
+        note(
+          copy.status.type === 'Down'
+            ? `a copy kept for ${copy.node}, lost, until it comes back or its replacement delay ends`
+            : `a copy on ${copy.node}, not a live member`,
+          shard,
+        );
       else if (copy.status.type !== 'Active') note(`${copy.status.type} on ${copy.node}`, shard);
       else if (copy.placement !== 'Available') note(`${copy.placement} on ${copy.node}`, shard);
     }
@@ -30,7 +36,7 @@ export function describeUnconverged(dataset: string, why: ReadonlyMap<string, re
 
 function ranges(shards: readonly number[]): string {
   const out: string[] = [];
-  for (let i = 0; i < shards.length; ) {
+  for (let i = 0; i < shards.length;) {
     let j = i;
     while (j + 1 < shards.length && shards[j + 1] === shards[j]! + 1) j++;
     out.push(i === j ? `${shards[i]}` : `${shards[i]}-${shards[j]}`);

@@ -157,7 +157,10 @@ export class EmbeddedCluster {
     const id = nodeId(name);
     if (this.nodeMap.has(id)) throw new Error(`node ${name} already exists`);
     checkPlacement(name, placement);
-    const rackAndWeight = { ...(placement.rack === undefined ? {} : { rack: placement.rack }), ...(placement.weight === undefined ? {} : { weight: placement.weight }) };
+    const rackAndWeight = {
+      ...(placement.rack === undefined ? {} : { rack: placement.rack }),
+      ...(placement.weight === undefined ? {} : { weight: placement.weight }),
+    };
     const sink = this.sinkFor(id);
     this.sinks.set(id, sink);
     // The process's own figures (event-loop delay, heap) once, on the first node's metrics: every node runs in this process.
@@ -232,7 +235,9 @@ export class EmbeddedCluster {
       if (!singleton || state?.phase !== 'active') return ['no recovered singleton'];
       const datasets = dataset === undefined ? [...state.datasets.values()] : [state.datasets.get(dataset as DatasetRef)];
       if (datasets.length === 0) return ['no dataset is set up'];
-      return datasets.flatMap((d) => (d ? describeUnconverged(d.config.ref, unconvergedShards(d.config, d.mapper, isLive)) : [`dataset ${dataset} is not set up`]));
+      return datasets.flatMap((d) =>
+        d ? describeUnconverged(d.config.ref, unconvergedShards(d.config, d.mapper, isLive)) : [`dataset ${dataset} is not set up`],
+      );
     });
   }
 
@@ -306,9 +311,13 @@ export class EmbeddedCluster {
 function checkPlacement(name: string, placement: { readonly rack?: string; readonly weight?: number }): void {
   const { rack, weight } = placement;
   if (weight !== undefined && (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0 || weight > 1_000_000)) {
-    throw new ShardherdError('INVALID_PLACEMENT', `node ${name}: weight must be a finite number above 0 and at most 1000000, got ${String(weight)}`, { node: name });
+    throw new ShardherdError('INVALID_PLACEMENT', `node ${name}: weight must be a finite number above 0 and at most 1000000, got ${String(weight)}`, {
+      node: name,
+    });
   }
   if (rack !== undefined && (typeof rack !== 'string' || rack.length === 0 || rack.length > 200)) {
-    throw new ShardherdError('INVALID_PLACEMENT', `node ${name}: rack must be a non-empty string of at most 200 characters, got ${JSON.stringify(rack)}`, { node: name });
+    throw new ShardherdError('INVALID_PLACEMENT', `node ${name}: rack must be a non-empty string of at most 200 characters, got ${JSON.stringify(rack)}`, {
+      node: name,
+    });
   }
 }

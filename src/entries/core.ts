@@ -28,7 +28,16 @@ export { ShardSubscriptions } from '../core/subscriptions.js';
 // Shard maps on the wire
 export { compareStamps } from '../core/shard-map-snapshot.js';
 export type { CompactSnapshot, EncodedEvents, EncodedRecords, PackedSnapshot } from '../core/map-codec.js';
-export { COMPACT_MAP_FORMAT, decodeEvents, decodeSnapshot, encodeEvents, encodeSnapshot, NEWEST_MAP_FORMAT, PACKED_MAP_FORMAT, packSnapshot } from '../core/map-codec.js';
+export {
+  COMPACT_MAP_FORMAT,
+  decodeEvents,
+  decodeSnapshot,
+  encodeEvents,
+  encodeSnapshot,
+  NEWEST_MAP_FORMAT,
+  PACKED_MAP_FORMAT,
+  packSnapshot,
+} from '../core/map-codec.js';
 export type { FollowOutcome, MapChanges } from '../core/map-follower.js';
 export { ShardMapFollower } from '../core/map-follower.js';
 

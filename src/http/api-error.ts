@@ -41,7 +41,7 @@ export const isFiloDbPath = (url: string) => url === '/api/v1/cluster' || url.st
 const FASTIFY_REFUSALS: Readonly<Record<string, { readonly code: number; readonly error: string; readonly reason: string }>> = {
   FST_ERR_CTP_INVALID_JSON_BODY: { code: 400, error: 'MalformedBody', reason: 'the body is not valid JSON' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: 400, error: 'MalformedBody', reason: 'the content type says JSON but the body is empty' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 400, error: 'MalformedBody', reason: 'the body\'s length is not its Content-Length' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 400, error: 'MalformedBody', reason: "the body's length is not its Content-Length" },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 415, error: 'UnsupportedMediaType', reason: 'a body must be JSON: send it with Content-Type: application/json' },
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 413, error: 'BodyTooLarge', reason: 'the body is larger than the API takes (1 MiB)' },
   FST_ERR_BAD_URL: { code: 400, error: 'BadRequest', reason: 'the path is not valid percent-encoding' },
@@ -87,7 +87,13 @@ export function answerClientError(e: Error & { code?: string }, socket: Duplex):
     socket.destroy();
     return;
   }
-  const known = (e.code === undefined ? undefined : CLIENT_ERRORS[e.code]) ?? { code: 400, error: 'MalformedRequest', reason: 'the request is not valid HTTP/1.1' };
+  const known = (e.code === undefined ? undefined : CLIENT_ERRORS[e.code]) ?? {
+    code: 400,
+    error: 'MalformedRequest',
+    reason: 'the request is not valid HTTP/1.1',
+  };
   const body = JSON.stringify({ error: known.error, reason: known.reason });
-  socket.end(`HTTP/1.1 ${known.code} ${STATUS_CODES[known.code]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${known.code} ${STATUS_CODES[known.code]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -10,7 +10,8 @@ import { clusterView, type ClusterView } from './cluster-view.js';
 import type { SingletonClient } from './singleton-client.js';
 
 /** One message of the feed: a view, or why there is none right now. */
-export type FeedMessage = { readonly type: 'view'; readonly view: ClusterView } | { readonly type: 'unavailable'; readonly error: string; readonly reason: string };
+export type FeedMessage =
+  { readonly type: 'view'; readonly view: ClusterView } | { readonly type: 'unavailable'; readonly error: string; readonly reason: string };
 type Client = (message: FeedMessage) => void;
 
 export interface ClusterFeedOptions {
@@ -37,7 +38,10 @@ export class ClusterFeed {
   private readonly debounceMs: number;
   private readonly refreshMs: number;
 
-  constructor(private readonly singleton: SingletonClient, options: ClusterFeedOptions = {}) {
+  constructor(
+    private readonly singleton: SingletonClient,
+    options: ClusterFeedOptions = {},
+  ) {
     this.debounceMs = options.debounceMs ?? 25;
     this.refreshMs = options.refreshMs ?? 2_000;
   }
@@ -115,7 +119,8 @@ export class ClusterFeed {
         this.subscribers.delete(ref);
       }
     }
-    for (const ref of wanted) if (!this.subscribers.has(ref)) this.subscribers.set(ref, new ShardEventSubscriber(this.singleton.node, ref, () => this.changed()));
+    for (const ref of wanted)
+      if (!this.subscribers.has(ref)) this.subscribers.set(ref, new ShardEventSubscriber(this.singleton.node, ref, () => this.changed()));
   }
 
   private send(message: FeedMessage): void {

@@ -85,7 +85,6 @@ export interface DescribedDataset {
   readonly map: FollowedMap;
 }
 
-
 /** A map as a node follows it, with its stamp. */
 export interface FollowedMap {
   readonly mapper: ShardMapper;
@@ -137,14 +136,16 @@ export interface ClusterSummary extends Omit<ClusterView, 'datasets'> {
 /** The cluster with every dataset's shards, owners and reasons (the overview, the page, its feed). */
 export async function clusterView(singleton: SingletonClient, only?: DatasetRef): Promise<ClusterView> {
   const described = await describedCluster(singleton, only);
-  const datasets = await Promise.all(described.description.datasets.map(async (d): Promise<DatasetView> => {
-    try {
-      return datasetView({ description: d, map: await followedMap(singleton, d.stamp) });
-    } catch (e) {
-      // One dataset this node cannot show must not hide the others (nor the problems that say why).
-      return { ...datasetSummary(d), shards: [], mapUnavailable: e instanceof Error ? e.message : String(e) };
-    }
-  }));
+  const datasets = await Promise.all(
+    described.description.datasets.map(async (d): Promise<DatasetView> => {
+      try {
+        return datasetView({ description: d, map: await followedMap(singleton, d.stamp) });
+      } catch (e) {
+        // One dataset this node cannot show must not hide the others (nor the problems that say why).
+        return { ...datasetSummary(d), shards: [], mapUnavailable: e instanceof Error ? e.message : String(e) };
+      }
+    }),
+  );
   return clusterAs(singleton, described, datasets);
 }
 
@@ -171,7 +172,11 @@ async function describedCluster(singleton: SingletonClient, only: DatasetRef | u
   return { description: expectReply(reply, 'ClusterDescription'), lease };
 }
 
-function clusterAs<V extends DatasetSummary>(singleton: SingletonClient, { description, lease }: DescribedCluster, datasets: readonly V[]): ClusterSummary & { readonly datasets: readonly V[] } {
+function clusterAs<V extends DatasetSummary>(
+  singleton: SingletonClient,
+  { description, lease }: DescribedCluster,
+  datasets: readonly V[],
+): ClusterSummary & { readonly datasets: readonly V[] } {
   const { node } = singleton;
   // From the node's own flag, not by asking the singleton's actor: it waits behind a decision.
   const singletonHere = node.actingSingletonEpoch !== undefined;
@@ -181,7 +186,9 @@ function clusterAs<V extends DatasetSummary>(singleton: SingletonClient, { descr
   const host = description.members.find(isSingleton);
   return {
     answeredBy: { node: node.node, incarnation: node.incarnation, singleton: singletonHere },
-    singleton: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: description.epoch, ...(host?.address ? { address: host.address } : {}) } : null,
+    singleton: lease
+      ? { node: lease.node, incarnation: lease.incarnation, epoch: description.epoch, ...(host?.address ? { address: host.address } : {}) }
+      : null,
     members: description.members.map((m) => ({
       node: m.node,
       incarnation: m.incarnation,
@@ -229,7 +236,12 @@ export function datasetView(described: DescribedDataset): DatasetView {
       status: r.status.type,
       ...(r.status.type === 'Recovery' ? { progressPct: r.status.progressPct } : {}),
       ...(r.status.type === 'Error' ? { error: r.status.message } : {}),
-      owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type, ...(a.status.type === 'Error' ? { error: a.status.message } : {}) })),
+      owners: r.assignments.map((a) => ({
+        node: a.node,
+        placement: a.placement,
+        status: a.status.type,
+        ...(a.status.type === 'Error' ? { error: a.status.message } : {}),
+      })),
       ...(missing.has(shard) ? { reason: missing.get(shard)! } : {}),
     };
   });

@@ -46,7 +46,6 @@ export function filodbStatusName(status: ShardStatus): string {
   }
 }
 
-
 const success = (data: readonly unknown[]) => ({ status: 'success', data });
 
 /** Why shards without a copy have none, as far as the map itself says. */
@@ -59,7 +58,6 @@ function localReasons(mapper: ShardMapper): Map<number, string> {
   }
   return out;
 }
-
 
 /** A start/stop reply as HTTP: Success → 200, an unknown dataset → 404, FiloDB's refusals → 400. */
 function answerShardCommand(reply: Reply, dataset: DatasetRef): ReturnType<typeof success> {
@@ -77,73 +75,103 @@ function answerShardCommand(reply: Reply, dataset: DatasetRef): ReturnType<typeo
 }
 
 export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonClient): void {
-  app.get('/api/v1/cluster', {
-    schema: { tags: ['FiloDB'], summary: 'The registered datasets (FiloDB shape)', response: answers('filodb', { 200: { schema: 'FiloDbDatasets', description: 'The datasets\' names' } }, READ_ERRORS) },
-  }, async () => {
-    // From the datasets this node follows (no bus round trip: monitors poll this); a node that
-    // follows none yet (just started) asks the singleton.
-    const cache = await singleton.node.localCache();
-    if (cache && cache.configs.size > 0) return success([...cache.configs.keys()].sort());
-    const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 'RegisteredDatasets');
-    return success(reply.datasets);
-  });
-
-  app.get<{ Params: { dataset: string } }>('/api/v1/cluster/:dataset/status', {
-    config: DATASET_PATH,
-    schema: {
-      params: DatasetParams,
-      tags: ['FiloDB'],
-      summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)',
-      response: answers('filodb', { 200: { schema: 'FiloDbShardStatuses', description: 'Every shard, in order' } }, [400, 404, ...READ_ERRORS]),
+  app.get(
+    '/api/v1/cluster',
+    {
+      schema: {
+        tags: ['FiloDB'],
+        summary: 'The registered datasets (FiloDB shape)',
+        response: answers('filodb', { 200: { schema: 'FiloDbDatasets', description: "The datasets' names" } }, READ_ERRORS),
+      },
     },
-  }, async (req) => {
-    const dataset = parseDatasetParam(req.params.dataset);
-    // From this node's own copy of the map, as every node holds it (no bus round trip: monitors
-    // poll this, and a singleton behind its inbox must not make it fail). A shard's reason is then
-    // what the map says (its error, or an operator's stop); the singleton's fuller reasons (a
-    // cooldown, no room) are on /api/v1/datasets/:dataset. A node without the map asks the singleton.
-    const local = (await singleton.node.localCache())?.maps.get(dataset)?.mapper;
-    const { mapper, missing } = local ? { mapper: local, missing: localReasons(local) } : await (async () => {
-      const { description, map } = await describeDataset(singleton, dataset);
-      return { mapper: map.mapper, missing: missingReasons(description) };
-    })();
-    return success(Array.from({ length: mapper.numShards }, (_, shard) => mapper.recordForShard(shard)).map((record, shard) => ({
-      shard,
-      status: filodbStatusName(record.status),
-      address: record.assignments[0]?.node ?? '',
-      owners: record.assignments.map((a) => ({ node: a.node, placement: a.placement, status: filodbStatusName(a.status) })),
-      ...(missing.has(shard) ? { reason: missing.get(shard) } : {}),
-    })));
-  });
-
-  app.post<{ Params: { dataset: string }; Body: { address: string; shardList: number[] } }>('/api/v1/cluster/:dataset/startshards', {
-    config: { mutates: true, ...DATASET_PATH },
-    schema: {
-      params: DatasetParams,
-      tags: ['FiloDB'],
-      summary: 'Start stopped or unassigned shards on a node (FiloDB body)',
-      body: schemaRef('StartShardsBody'),
-      querystring: NoQuery,
-      response: answers('filodb', { 200: { schema: 'FiloDbSuccess', description: 'Started' } }, [...MUTATION_ERRORS, 404]),
+    async () => {
+      // From the datasets this node follows (no bus round trip: monitors poll this); a node that
+      // follows none yet (just started) asks the singleton.
+      const cache = await singleton.node.localCache();
+      if (cache && cache.configs.size > 0) return success([...cache.configs.keys()].sort());
+      const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 'RegisteredDatasets');
+      return success(reply.datasets);
     },
-  }, async (req) => {
-    const dataset = parseDatasetParam(req.params.dataset);
-    const { address, shardList: shards } = req.body;
-    return answerShardCommand(await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'StartShards', dataset, node: address, shards, replyTo })), dataset);
-  });
+  );
 
-  app.post<{ Params: { dataset: string }; Body: { shardList: number[] } }>('/api/v1/cluster/:dataset/stopshards', {
-    config: { mutates: true, ...DATASET_PATH },
-    schema: {
-      params: DatasetParams,
-      tags: ['FiloDB'],
-      summary: 'Stop shards (FiloDB body); they stay unassigned until started or a membership change',
-      body: schemaRef('StopShardsBody'),
-      querystring: NoQuery,
-      response: answers('filodb', { 200: { schema: 'FiloDbSuccess', description: 'Stopped' } }, [...MUTATION_ERRORS, 404]),
+  app.get<{ Params: { dataset: string } }>(
+    '/api/v1/cluster/:dataset/status',
+    {
+      config: DATASET_PATH,
+      schema: {
+        params: DatasetParams,
+        tags: ['FiloDB'],
+        summary: 'Per shard: status and owner (FiloDB shape, plus owners and reason)',
+        response: answers('filodb', { 200: { schema: 'FiloDbShardStatuses', description: 'Every shard, in order' } }, [400, 404, ...READ_ERRORS]),
+      },
     },
-  }, async (req) => {
-    const dataset = parseDatasetParam(req.params.dataset);
-    return answerShardCommand(await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'StopShards', dataset, shards: req.body.shardList, replyTo })), dataset);
-  });
+    async (req) => {
+      const dataset = parseDatasetParam(req.params.dataset);
+      // From this node's own copy of the map, as every node holds it (no bus round trip: monitors
+      // poll this, and a singleton behind its inbox must not make it fail). A shard's reason is then
+      // what the map says (its error, or an operator's stop); the singleton's fuller reasons (a
+      // cooldown, no room) are on /api/v1/datasets/:dataset. A node without the map asks the singleton.
+      const local = (await singleton.node.localCache())?.maps.get(dataset)?.mapper;
+      const { mapper, missing } = local
+        ? { mapper: local, missing: localReasons(local) }
+        : await (async () => {
+            const { description, map } = await describeDataset(singleton, dataset);
+            return { mapper: map.mapper, missing: missingReasons(description) };
+          })();
+      return success(
+        Array.from({ length: mapper.numShards }, (_, shard) => mapper.recordForShard(shard)).map((record, shard) => ({
+          shard,
+          status: filodbStatusName(record.status),
+          address: record.assignments[0]?.node ?? '',
+          owners: record.assignments.map((a) => ({ node: a.node, placement: a.placement, status: filodbStatusName(a.status) })),
+          ...(missing.has(shard) ? { reason: missing.get(shard) } : {}),
+        })),
+      );
+    },
+  );
+
+  app.post<{ Params: { dataset: string }; Body: { address: string; shardList: number[] } }>(
+    '/api/v1/cluster/:dataset/startshards',
+    {
+      config: { mutates: true, ...DATASET_PATH },
+      schema: {
+        params: DatasetParams,
+        tags: ['FiloDB'],
+        summary: 'Start stopped or unassigned shards on a node (FiloDB body)',
+        body: schemaRef('StartShardsBody'),
+        querystring: NoQuery,
+        response: answers('filodb', { 200: { schema: 'FiloDbSuccess', description: 'Started' } }, [...MUTATION_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const dataset = parseDatasetParam(req.params.dataset);
+      const { address, shardList: shards } = req.body;
+      return answerShardCommand(
+        await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'StartShards', dataset, node: address, shards, replyTo })),
+        dataset,
+      );
+    },
+  );
+
+  app.post<{ Params: { dataset: string }; Body: { shardList: number[] } }>(
+    '/api/v1/cluster/:dataset/stopshards',
+    {
+      config: { mutates: true, ...DATASET_PATH },
+      schema: {
+        params: DatasetParams,
+        tags: ['FiloDB'],
+        summary: 'Stop shards (FiloDB body); they stay unassigned until started or a membership change',
+        body: schemaRef('StopShardsBody'),
+        querystring: NoQuery,
+        response: answers('filodb', { 200: { schema: 'FiloDbSuccess', description: 'Stopped' } }, [...MUTATION_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const dataset = parseDatasetParam(req.params.dataset);
+      return answerShardCommand(
+        await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'StopShards', dataset, shards: req.body.shardList, replyTo })),
+        dataset,
+      );
+    },
+  );
 }

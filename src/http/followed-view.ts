@@ -37,7 +37,12 @@ function followedDataset(d: DatasetView, mapper: ShardMapper, epoch: number, ver
       ...(r.status.type === 'Recovery' ? { progressPct: r.status.progressPct } : {}),
       ...(r.status.type === 'Error' ? { error: r.status.message } : {}),
       // A copy's own error rides along: with replicas one copy may fail while the shard serves.
-      owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type, ...(a.status.type === 'Error' ? { error: a.status.message } : {}) })),
+      owners: r.assignments.map((a) => ({
+        node: a.node,
+        placement: a.placement,
+        status: a.status.type,
+        ...(a.status.type === 'Error' ? { error: a.status.message } : {}),
+      })),
       // The singleton's reason while the shard still lacks copies; its next answer brings new ones.
       ...(was?.reason !== undefined && r.assignments.length < d.replicationFactor ? { reason: was.reason } : {}),
     };

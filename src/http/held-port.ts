@@ -34,7 +34,8 @@ export async function holdHttpPort(host: string, port: number): Promise<HeldHttp
   const address = server.address() as AddressInfo;
   // A wildcard address is no place to connect to: the URL names this machine's loopback, as
   // Fastify's own listen does for 0.0.0.0.
-  const shownHost = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '[::1]' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const shownHost =
+    address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '[::1]' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closed: Promise<void> | undefined;
   return {
     server,

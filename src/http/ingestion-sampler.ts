@@ -97,7 +97,13 @@ export class IngestionSampler {
           lag += c.lag;
           maxLag = Math.max(maxLag, c.lag);
         }
-        const sample: CopySample = { node, position: c.position, at: answer.at, ...(ratePerSec === undefined ? {} : { ratePerSec }), ...(c.lag === undefined ? {} : { lag: c.lag }) };
+        const sample: CopySample = {
+          node,
+          position: c.position,
+          at: answer.at,
+          ...(ratePerSec === undefined ? {} : { ratePerSec }),
+          ...(c.lag === undefined ? {} : { lag: c.lag }),
+        };
         const list = copiesByShard.get(key);
         if (list) list.push(sample);
         else copiesByShard.set(key, [sample]);
@@ -123,7 +129,9 @@ export class IngestionSampler {
 
   private async read(member: SampledMember): Promise<NodeIngestion | { state: NodeSampleState; reason?: string }> {
     const here = this.self();
-    const local = (this.inProcess ? localNodes(here) : [here]).find((n) => n.node === member.node && n.incarnation === member.incarnation && n.state === 'running');
+    const local = (this.inProcess ? localNodes(here) : [here]).find(
+      (n) => n.node === member.node && n.incarnation === member.incarnation && n.state === 'running',
+    );
     if (local) return nodeIngestion(local);
     if (member.address === undefined || !/^https?:\/\//i.test(member.address)) return { state: 'no-address' };
     const url = new URL('api/v1/node/ingestion', member.address.endsWith('/') ? member.address : `${member.address}/`);
@@ -132,7 +140,8 @@ export class IngestionSampler {
       if (!res.ok) return { state: 'unreachable', reason: `${url.href} answered ${res.status}` };
       const body = (await res.json()) as NodeIngestion;
       // Another incarnation answers at that address: its copies are not the member's.
-      if (body.node !== member.node || body.incarnation !== member.incarnation) return { state: 'unreachable', reason: `${url.href} is ${body.node} (incarnation ${body.incarnation})` };
+      if (body.node !== member.node || body.incarnation !== member.incarnation)
+        return { state: 'unreachable', reason: `${url.href} is ${body.node} (incarnation ${body.incarnation})` };
       return body;
     } catch (e) {
       return { state: 'unreachable', reason: `${url.href}: ${e instanceof Error ? e.message : String(e)}` };

@@ -131,7 +131,11 @@ export async function prepareNodeApi(node: ShardherdNode | (() => ShardherdNode)
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'shardherd node API', version: '1', description: 'FiloDB-compatible cluster routes and shardherd\'s own. Mutating routes need `Authorization: Bearer <token>`.' },
+      info: {
+        title: 'shardherd node API',
+        version: '1',
+        description: "FiloDB-compatible cluster routes and shardherd's own. Mutating routes need `Authorization: Bearer <token>`.",
+      },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
     // Components named as registered (`#/components/schemas/ErrorBody`), not `def-0`.
@@ -142,7 +146,8 @@ export async function prepareNodeApi(node: ShardherdNode | (() => ShardherdNode)
   app.addHook('onRoute', (route) => {
     const mutates = route.config?.mutates === true;
     if (mutates) route.schema = { ...route.schema, security: [{ bearer: [] }] };
-    if (route.schema?.response !== undefined) route.schema = withRefusals(isFiloDbPath(route.url) ? 'filodb' : 'shardherd', route.schema as Record<string, unknown>, mutates);
+    if (route.schema?.response !== undefined)
+      route.schema = withRefusals(isFiloDbPath(route.url) ? 'filodb' : 'shardherd', route.schema as Record<string, unknown>, mutates);
   });
   registerRoutes(app, singleton, feed);
   const page = registerPageRoutes(app, singleton, feed, options.page);
@@ -173,7 +178,10 @@ async function openNodeApi({ app, page, feed, listener, access }: Prepared, opti
   const token = resolveAccessToken(options.token, (app.server.address() as { port: number }).port, options.env);
   access.token = token;
   if (token.origin === 'generated') {
-    options.log?.info({ event: 'http.token', file: token.file }, `mutating routes need the bearer token ${token.token} (also written to ${token.file}, readable by this user only)`);
+    options.log?.info(
+      { event: 'http.token', file: token.file },
+      `mutating routes need the bearer token ${token.token} (also written to ${token.file}, readable by this user only)`,
+    );
   }
   options.log?.info({ event: 'http.listening', url, tokenFrom: token.origin }, `HTTP API and status page at ${url}`);
   return {
@@ -195,14 +203,23 @@ function answerUnrouted(req: FastifyRequest, res: FastifyReply, routes: RouteTab
   const path = req.url.split('?')[0]!;
   const allowed = routes.methodsAt(path);
   if (allowed.length === 0) return res.code(404).send(errorBody(req.url, 'NotFound', `no route ${req.method} ${path}`));
-  return res.code(405).header('Allow', allowed.join(', ')).send(errorBody(req.url, 'MethodNotAllowed', `${path} takes ${allowed.join(', ')}, not ${req.method}`));
+  return res
+    .code(405)
+    .header('Allow', allowed.join(', '))
+    .send(errorBody(req.url, 'MethodNotAllowed', `${path} takes ${allowed.join(', ')}, not ${req.method}`));
 }
 
 /**
  * What a request the router could not route answers before its own error: a method its path does
  * not take, and a missing token where its route needs one, as they would be answered if it had been routed.
  */
-function refuseBeforeRouting(req: FastifyRequest, res: FastifyReply, routes: RouteTable, token: AccessToken | undefined, log: Logger | undefined): FastifyReply | undefined {
+function refuseBeforeRouting(
+  req: FastifyRequest,
+  res: FastifyReply,
+  routes: RouteTable,
+  token: AccessToken | undefined,
+  log: Logger | undefined,
+): FastifyReply | undefined {
   if (!routes.methodsAt(req.url).includes(req.method)) return answerUnrouted(req, res, routes);
   return routes.mutates(req.method, req.url) ? refuseUnauthorized(req, res, token, log) : undefined;
 }
@@ -212,68 +229,104 @@ function refuseUnauthorized(req: FastifyRequest, res: FastifyReply, token: Acces
   const refusal = authorize(req, token);
   if (!refusal) return undefined;
   log?.warn({ event: 'http.refused', method: req.method, url: req.url, reason: refusal.error }, 'a request that changes the cluster was refused');
-  return res.code(refusal.code).header('WWW-Authenticate', 'Bearer realm="shardherd"').send(errorBody(req.url, refusal.error, refusal.reason));
+  return res
+    .code(refusal.code)
+    .header('WWW-Authenticate', 'Bearer realm="shardherd"')
+    .send(errorBody(req.url, refusal.error, refusal.reason));
 }
 
 function authorize(req: FastifyRequest, token: AccessToken | undefined): { code: number; error: string; reason: string } | undefined {
   if (!token) return { code: 503, error: 'Starting', reason: 'the node is still starting: try again' };
   const header = req.headers.authorization;
-  if (!header) return { code: 401, error: 'Unauthorized', reason: 'this route changes the cluster: send the header "Authorization: Bearer <token>" (the node logs where its token is)' };
-  if (!bearerMatches(header, token.token)) return { code: 403, error: 'Forbidden', reason: 'the bearer token is not this node\'s' };
+  if (!header)
+    return {
+      code: 401,
+      error: 'Unauthorized',
+      reason: 'this route changes the cluster: send the header "Authorization: Bearer <token>" (the node logs where its token is)',
+    };
+  if (!bearerMatches(header, token.token)) return { code: 403, error: 'Forbidden', reason: "the bearer token is not this node's" };
   return undefined;
 }
 
 function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: ClusterFeed): void {
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
   const health = { description: 'This node runs and is a member', schema: 'Health' } as const;
-  app.get('/healthz', {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['node'],
+        summary: '200 when this node runs, is a member and hears from a singleton (within two publish intervals), else 503 saying which is not so',
+        response: withAnswer(answers('shardherd', { 200: health }, []), 503, {
+          description: 'This node does not run, is not a member, or hears from no singleton',
+          ...schemaRef('Health'),
+        }),
+      },
+    },
+    async (_req, res) => {
+      const node = singleton.node;
+      // A singleton publishes at least a digest every publishIntervalMs: two missed ones is silence.
+      const boundMs = 2 * node.services.settings.publishIntervalMs;
+      const silentMs = node.singletonSilentMs();
+      const hears = silentMs !== undefined && silentMs <= boundMs;
+      const reason =
+        node.state !== 'running'
+          ? `${node.node} is ${node.state}`
+          : !node.isMember
+            ? `${node.node} is not a member`
+            : !hears
+              ? `${node.node} has heard from no singleton ${silentMs === undefined ? 'yet' : `for ${Math.round(silentMs)} ms`} (more than ${boundMs} ms: none elected yet, a failover under way, or a singleton stalled)`
+              : undefined;
+      return res.code(reason === undefined ? 200 : 503).send({
+        ok: reason === undefined,
+        state: node.state,
+        member: node.isMember,
+        singletonHeard: hears,
+        ...(silentMs === undefined ? {} : { singletonSilentMs: Math.round(silentMs) }),
+        ...(reason === undefined ? {} : { reason }),
+      });
+    },
+  );
+  const status = {
     schema: {
       tags: ['node'],
-      summary: '200 when this node runs, is a member and hears from a singleton (within two publish intervals), else 503 saying which is not so',
-      response: withAnswer(answers('shardherd', { 200: health }, []), 503, { description: 'This node does not run, is not a member, or hears from no singleton', ...schemaRef('Health') }),
+      summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows',
+      querystring: NodeStatusQuery,
+      response: answers('shardherd', { 200: { schema: 'NodeStatus', description: 'This node' } }, [400]),
     },
-  }, async (_req, res) => {
-    const node = singleton.node;
-    // A singleton publishes at least a digest every publishIntervalMs: two missed ones is silence.
-    const boundMs = 2 * node.services.settings.publishIntervalMs;
-    const silentMs = node.singletonSilentMs();
-    const hears = silentMs !== undefined && silentMs <= boundMs;
-    const reason =
-      node.state !== 'running' ? `${node.node} is ${node.state}`
-      : !node.isMember ? `${node.node} is not a member`
-      : !hears ? `${node.node} has heard from no singleton ${silentMs === undefined ? 'yet' : `for ${Math.round(silentMs)} ms`} (more than ${boundMs} ms: none elected yet, a failover under way, or a singleton stalled)`
-      : undefined;
-    return res.code(reason === undefined ? 200 : 503).send({
-      ok: reason === undefined,
-      state: node.state,
-      member: node.isMember,
-      singletonHeard: hears,
-      ...(silentMs === undefined ? {} : { singletonSilentMs: Math.round(silentMs) }),
-      ...(reason === undefined ? {} : { reason }),
-    });
-  });
-  const status = { schema: { tags: ['node'], summary: 'This node: identity, shards it runs, where the singleton is, the maps it follows', querystring: NodeStatusQuery, response: answers('shardherd', { 200: { schema: 'NodeStatus', description: 'This node' } }, [400]) } };
+  };
   const statusOf = (req: FastifyRequest) => nodeStatus(singleton.node, { allRunning: (req.query as { running?: string }).running === 'all' });
   app.get('/status', status, statusOf);
   app.get('/api/v1/node', status, statusOf);
-  app.get('/metrics', {
-    schema: {
-      tags: ['node'],
-      summary: 'Prometheus metrics of this node',
-      response: withAnswer(answers('shardherd', {}, [404]), 200, { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } }),
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['node'],
+        summary: 'Prometheus metrics of this node',
+        response: withAnswer(answers('shardherd', {}, [404]), 200, {
+          description: 'Prometheus text format 0.0.4',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        }),
+      },
     },
-  }, async (_req, res) => {
-    const { node } = singleton;
-    if (!node.metrics) return res.code(404).send({ error: 'NoMetrics', reason: 'this node was started without a metrics registry' });
-    return res.header('Content-Type', node.metrics.contentType).send(await node.metrics.scrape());
-  });
-  app.get('/api/v1/events', {
-    schema: {
-      tags: ['cluster'],
-      summary: 'Server-sent events: a `view` (as /api/v1/overview) on every change, `unavailable` when the singleton does not answer',
-      response: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+    async (_req, res) => {
+      const { node } = singleton;
+      if (!node.metrics) return res.code(404).send({ error: 'NoMetrics', reason: 'this node was started without a metrics registry' });
+      return res.header('Content-Type', node.metrics.contentType).send(await node.metrics.scrape());
     },
-  }, (req, res) => streamFeed(req, res, feed));
+  );
+  app.get(
+    '/api/v1/events',
+    {
+      schema: {
+        tags: ['cluster'],
+        summary: 'Server-sent events: a `view` (as /api/v1/overview) on every change, `unavailable` when the singleton does not answer',
+        response: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+      },
+    },
+    (req, res) => streamFeed(req, res, feed),
+  );
   app.get('/', { schema: { hide: true } }, async (_req, res) => res.type('text/html; charset=utf-8').send(await readFile(PAGE)));
   for (const path of ['/favicon.svg', '/favicon.ico']) {
     app.get(path, { schema: { hide: true } }, (_req, res) => res.type(FAVICON_TYPE).header('Cache-Control', 'max-age=86400').send(FAVICON_SVG));
@@ -287,7 +340,8 @@ function streamFeed(req: FastifyRequest, res: FastifyReply, feed: ClusterFeed): 
   const raw = res.raw;
   raw.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
   raw.write('retry: 2000\n\n');
-  const send = (m: FeedMessage) => raw.write(`event: ${m.type}\ndata: ${JSON.stringify(m.type === 'view' ? m.view : { error: m.error, reason: m.reason })}\n\n`);
+  const send = (m: FeedMessage) =>
+    raw.write(`event: ${m.type}\ndata: ${JSON.stringify(m.type === 'view' ? m.view : { error: m.error, reason: m.reason })}\n\n`);
   const stop = feed.listen(send);
   // A comment now and then keeps proxies from closing an idle stream.
   const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);

@@ -27,18 +27,20 @@ const END_OFFSET_TIMEOUT_MS = 1_000;
 
 export async function nodeIngestion(node: ShardherdNode): Promise<NodeIngestion> {
   // A crashed node's probes may linger until its actors are gone: a node that does not run ingests nothing.
-  const probes = node.state === 'running' ? node.metrics?.ingestionProbes() ?? [] : [];
+  const probes = node.state === 'running' ? (node.metrics?.ingestionProbes() ?? []) : [];
   const at = node.services.clock.now();
   // One timer for all the node's copies (hundreds of them), not one each.
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, END_OFFSET_TIMEOUT_MS, undefined)));
   try {
-    const copies = await Promise.all(probes.map(async (probe): Promise<CopyIngestion> => {
-      const { dataset, shard } = probe;
-      const position = probe.position();
-      const end = await Promise.race([probe.endOffset().catch(() => undefined), late]);
-      return { dataset, shard, position, ...(end === undefined ? {} : { lag: Math.max(0, end - position) }) };
-    }));
+    const copies = await Promise.all(
+      probes.map(async (probe): Promise<CopyIngestion> => {
+        const { dataset, shard } = probe;
+        const position = probe.position();
+        const end = await Promise.race([probe.endOffset().catch(() => undefined), late]);
+        return { dataset, shard, position, ...(end === undefined ? {} : { lag: Math.max(0, end - position) }) };
+      }),
+    );
     return { node: node.node, incarnation: node.incarnation, at, tracked: node.metrics !== undefined, copies };
   } finally {
     clearTimeout(timer);

@@ -26,7 +26,14 @@ export interface NodeStatus {
    */
   readonly writeLease?: { readonly held: boolean; readonly waitingShards: number; readonly longestWaitMs: number };
   /** The maps this node follows (its guardian's copies), as stamps, shard counts per status and copy counts per status. */
-  readonly maps: readonly { readonly dataset: string; readonly epoch: number; readonly version: number; readonly numShards: number; readonly statuses: Record<string, number>; readonly copies: Record<string, number> }[];
+  readonly maps: readonly {
+    readonly dataset: string;
+    readonly epoch: number;
+    readonly version: number;
+    readonly numShards: number;
+    readonly statuses: Record<string, number>;
+    readonly copies: Record<string, number>;
+  }[];
   /** The state of the singleton, on the node that hosts it only. */
   readonly singleton: SingletonStatus | undefined;
   /** Failures no retry fixes (a record too large for the bus, ...), the most recent first; each is logged once. */
@@ -63,14 +70,21 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
     knownEpoch: cache?.maxEpoch,
     singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
     ...(node.writeLease ? { writeLease: node.writeLease } : {}),
-    maps: [...(cache?.maps.values() ?? [])].flatMap((f) => (f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, ...statusCounts(f.mapper) }] : [])),
+    maps: [...(cache?.maps.values() ?? [])].flatMap((f) =>
+      f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, numShards: f.mapper.numShards, ...statusCounts(f.mapper) }] : [],
+    ),
     singleton:
       state === undefined
         ? undefined
         : {
             epoch: state.epoch,
             members: state.members,
-            maps: [...state.datasets.values()].map((d) => ({ dataset: d.config.ref, numShards: d.config.numShards, epoch: state.epoch, version: d.mapper.version })),
+            maps: [...state.datasets.values()].map((d) => ({
+              dataset: d.config.ref,
+              numShards: d.config.numShards,
+              epoch: state.epoch,
+              version: d.mapper.version,
+            })),
             subscriptions: state.subscriptions.toList(),
             watchers: state.subscriptions.watcherList(),
           },

@@ -215,7 +215,10 @@ export class PageFeed {
     const { changes, events } = diffViews(prev, next);
     const shown = this.record(events, next.at);
     // Nothing changed still says so: the page's "last updated" is the time of the last view it was sent.
-    this.send({ event: 'changes', data: JSON.stringify({ ...(changes ?? { at: next.at }), ...(shown.length > 0 ? { events: shown } : {}), ...this.outage() }) });
+    this.send({
+      event: 'changes',
+      data: JSON.stringify({ ...(changes ?? { at: next.at }), ...(shown.length > 0 ? { events: shown } : {}), ...this.outage() }),
+    });
   }
 
   /**

@@ -25,46 +25,64 @@ export function registerPageRoutes(app: FastifyInstance, singleton: SingletonCli
   const page = new PageFeed(feed, sampler, () => singleton.node, options);
   for (const schema of PAGE_SCHEMAS) app.addSchema(schema);
 
-  app.get('/api/v1/page/events', {
-    schema: {
-      tags: ['cluster'],
-      summary: 'Server-sent events for the status page: a compact `snapshot`, then `changes` (only what changed), `ingestion` (rate and lag per node), `unavailable`',
-      querystring: NoQuery,
-      response: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+  app.get(
+    '/api/v1/page/events',
+    {
+      schema: {
+        tags: ['cluster'],
+        summary:
+          'Server-sent events for the status page: a compact `snapshot`, then `changes` (only what changed), `ingestion` (rate and lag per node), `unavailable`',
+        querystring: NoQuery,
+        response: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+      },
     },
-  }, (req, res) => stream(req, res, page));
+    (req, res) => stream(req, res, page),
+  );
 
-  app.get<{ Params: { dataset: string; shard: string } }>('/api/v1/page/shards/:dataset/:shard', {
-    schema: {
-      tags: ['cluster'],
-      summary: 'One shard for the status page: its copies with their ingestion rate and lag, and its recent changes',
-      params: { type: 'object', additionalProperties: false, properties: { dataset: { type: 'string', maxLength: 256 }, shard: { type: 'string', pattern: '^[0-9]{1,9}$' } }, required: ['dataset', 'shard'] },
-      querystring: NoQuery,
-      response: { 200: { description: 'The shard', $ref: 'ShardDetails#' }, ...answers('shardherd', {}, [400, 404, ...READ_ERRORS]) },
+  app.get<{ Params: { dataset: string; shard: string } }>(
+    '/api/v1/page/shards/:dataset/:shard',
+    {
+      schema: {
+        tags: ['cluster'],
+        summary: 'One shard for the status page: its copies with their ingestion rate and lag, and its recent changes',
+        params: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { dataset: { type: 'string', maxLength: 256 }, shard: { type: 'string', pattern: '^[0-9]{1,9}$' } },
+          required: ['dataset', 'shard'],
+        },
+        querystring: NoQuery,
+        response: { 200: { description: 'The shard', $ref: 'ShardDetails#' }, ...answers('shardherd', {}, [400, 404, ...READ_ERRORS]) },
+      },
     },
-  }, async (req) => {
-    const dataset = parseDatasetParam(req.params.dataset);
-    const shard = Number(req.params.shard);
-    const found = page.shard(dataset, shard);
-    if (found) return found;
-    // No page watches (or the feed has no view yet): the shard as the cluster has it now, without history or rates.
-    const view = pageView(await clusterView(singleton, dataset), new StringTable(), Date.now());
-    const details = shardDetails(view, dataset, shard, [], []);
-    if (details) return details;
-    const d = view.datasets.find((x) => x.name === dataset);
-    if (!d) throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
-    if (d.mapUnavailable !== undefined) throw new ApiError(503, 'MapUnavailable', `this node cannot show the map of ${dataset}: ${d.mapUnavailable}`);
-    throw new ApiError(404, 'ShardUnknown', `dataset ${dataset} has shards 0 to ${d.numShards - 1}, not ${shard}`);
-  });
+    async (req) => {
+      const dataset = parseDatasetParam(req.params.dataset);
+      const shard = Number(req.params.shard);
+      const found = page.shard(dataset, shard);
+      if (found) return found;
+      // No page watches (or the feed has no view yet): the shard as the cluster has it now, without history or rates.
+      const view = pageView(await clusterView(singleton, dataset), new StringTable(), Date.now());
+      const details = shardDetails(view, dataset, shard, [], []);
+      if (details) return details;
+      const d = view.datasets.find((x) => x.name === dataset);
+      if (!d) throw new ApiError(404, 'DatasetUnknown', `Dataset ${dataset} is not registered`);
+      if (d.mapUnavailable !== undefined) throw new ApiError(503, 'MapUnavailable', `this node cannot show the map of ${dataset}: ${d.mapUnavailable}`);
+      throw new ApiError(404, 'ShardUnknown', `dataset ${dataset} has shards 0 to ${d.numShards - 1}, not ${shard}`);
+    },
+  );
 
-  app.get('/api/v1/node/ingestion', {
-    schema: {
-      tags: ['node'],
-      summary: 'What this node ingests now: per copy the next offset and the lag behind the end of its stream',
-      querystring: NoQuery,
-      response: { 200: { description: 'This node\'s copies', $ref: 'NodeIngestion#' }, ...answers('shardherd', {}, []) },
+  app.get(
+    '/api/v1/node/ingestion',
+    {
+      schema: {
+        tags: ['node'],
+        summary: 'What this node ingests now: per copy the next offset and the lag behind the end of its stream',
+        querystring: NoQuery,
+        response: { 200: { description: "This node's copies", $ref: 'NodeIngestion#' }, ...answers('shardherd', {}, []) },
+      },
     },
-  }, () => nodeIngestion(singleton.node));
+    () => nodeIngestion(singleton.node),
+  );
 
   return { close: () => page.close() };
 }

@@ -6,7 +6,10 @@ import type { ShardStatusType } from '../core/status.js';
 import type { ClusterView, MemberView, ShardView, SingletonView } from './cluster-view.js';
 
 /** A status as one letter (the map codec's, docs/ARCHITECTURE.md §10). */
-export const STATUS_LETTERS = { Active: 'A', Recovery: 'R', Assigned: 'N', Error: 'E', Stopped: 'S', Down: 'D', Unassigned: 'U' } as const satisfies Record<ShardStatusType, string>;
+export const STATUS_LETTERS = { Active: 'A', Recovery: 'R', Assigned: 'N', Error: 'E', Stopped: 'S', Down: 'D', Unassigned: 'U' } as const satisfies Record<
+  ShardStatusType,
+  string
+>;
 export const PLACEMENT_LETTERS: Readonly<Record<string, string>> = { Initializing: 'I', Available: 'A', Leaving: 'L' };
 const STATUS_NAMES = Object.fromEntries(Object.entries(STATUS_LETTERS).map(([name, letter]) => [letter, name])) as Record<string, ShardStatusType>;
 const PLACEMENT_NAMES = Object.fromEntries(Object.entries(PLACEMENT_LETTERS).map(([name, letter]) => [letter, name]));
@@ -253,7 +256,9 @@ function memberEvents(prev: readonly PageMember[], next: readonly PageMember[], 
   const is = new Set(next.map(key));
   return [
     ...prev.filter((m) => !is.has(key(m))).map((m) => ({ at, what: `${m.node} left (incarnation ${m.incarnation})` })),
-    ...next.filter((m) => !was.has(key(m))).map((m) => ({ at, what: `${m.node} joined${m.rack === undefined ? '' : ` in rack ${m.rack}`} (incarnation ${m.incarnation})` })),
+    ...next
+      .filter((m) => !was.has(key(m)))
+      .map((m) => ({ at, what: `${m.node} joined${m.rack === undefined ? '' : ` in rack ${m.rack}`} (incarnation ${m.incarnation})` })),
   ];
 }
 

@@ -26,7 +26,13 @@ export interface ShardDetails {
 }
 
 /** The shard of `view`, or undefined when the view has no such dataset or shard. */
-export function shardDetails(view: PageView, dataset: string, shard: number, sampled: readonly CopySample[], history: readonly TimelineEvent[]): ShardDetails | undefined {
+export function shardDetails(
+  view: PageView,
+  dataset: string,
+  shard: number,
+  sampled: readonly CopySample[],
+  history: readonly TimelineEvent[],
+): ShardDetails | undefined {
   const d = view.datasets.find((x) => x.name === dataset);
   const s = d?.shards[shard];
   if (!d || !s) return undefined;
@@ -43,7 +49,13 @@ export function shardDetails(view: PageView, dataset: string, shard: number, sam
     copies: copies.map(([node, placement, copyStatus, error]) => {
       const name = view.nodes[node] ?? `#${node}`;
       const ingestion = byNode.get(name);
-      return { node: name, placement: placementName(placement), status: statusName(copyStatus), ...(error === undefined ? {} : { error }), ...(ingestion ? { ingestion } : {}) };
+      return {
+        node: name,
+        placement: placementName(placement),
+        status: statusName(copyStatus),
+        ...(error === undefined ? {} : { error }),
+        ...(ingestion ? { ingestion } : {}),
+      };
     }),
     history,
     at: view.at,

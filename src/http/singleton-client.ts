@@ -29,7 +29,11 @@ export class SingletonClient {
       return await node.request(build, timeoutMs);
     } catch (e) {
       if (e instanceof RequestTimeoutError) {
-        throw new ApiError(503, 'SingletonUnavailable', `no singleton answered ${node.node} within ${timeoutMs} ms (none elected yet, or a failover is under way); try again`);
+        throw new ApiError(
+          503,
+          'SingletonUnavailable',
+          `no singleton answered ${node.node} within ${timeoutMs} ms (none elected yet, or a failover is under way); try again`,
+        );
       }
       throw e;
     }

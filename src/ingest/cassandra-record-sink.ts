@@ -53,7 +53,10 @@ export class CassandraRecordSink implements RecordSink {
   /** Creates the table if missing (records are JSON text; `fence_token` is the shard's newest token applied). */
   static async create(options: CassandraRecordSinkOptions): Promise<CassandraRecordSink> {
     const tableName = options.table ?? 'shardherd_records';
-    for (const [what, name] of [['keyspace', options.keyspace], ['table', tableName]] as const) {
+    for (const [what, name] of [
+      ['keyspace', options.keyspace],
+      ['table', tableName],
+    ] as const) {
       if (!CQL_KEYSPACE_NAME.test(name)) throw new RangeError(`invalid ${what} ${JSON.stringify(name)}: must be an unquoted CQL identifier`);
     }
     const perBatch = options.recordsPerBatch ?? 100;
@@ -81,10 +84,21 @@ export class CassandraRecordSink implements RecordSink {
   /** The shard's newest token and its records in offset order (for readers of the table and for tests). */
   async read(dataset: string, shard: number): Promise<StoredShard> {
     const rows: types.Row[] = [];
-    const result = await this.client.execute(`SELECT fence_token, record_offset, record_key, record_value, written_with FROM ${this.table} WHERE dataset = ? AND shard = ?`, [dataset, shard], { ...READ, fetchSize: 5_000 });
+    const result = await this.client.execute(
+      `SELECT fence_token, record_offset, record_key, record_value, written_with FROM ${this.table} WHERE dataset = ? AND shard = ?`,
+      [dataset, shard],
+      { ...READ, fetchSize: 5_000 },
+    );
     for await (const row of result) rows.push(row);
     const token = tokenOf(rows[0]?.get('fence_token'));
-    const records = rows.filter((r) => r.get('record_offset') !== null).map((r) => ({ offset: Number(r.get('record_offset')), key: r.get('record_key') as string, value: JSON.parse(r.get('record_value') as string) as unknown, writtenWith: tokenOf(r.get('written_with')) }));
+    const records = rows
+      .filter((r) => r.get('record_offset') !== null)
+      .map((r) => ({
+        offset: Number(r.get('record_offset')),
+        key: r.get('record_key') as string,
+        value: JSON.parse(r.get('record_value') as string) as unknown,
+        writtenWith: tokenOf(r.get('written_with')),
+      }));
     return { token, records };
   }
 
@@ -99,7 +113,10 @@ export class CassandraRecordSink implements RecordSink {
       if (inserts.length > 0) await this.client.batch(inserts, { prepare: true, consistency: types.consistencies.localQuorum });
       return;
     }
-    const setToken = (condition: string) => ({ query: `UPDATE ${this.table} SET fence_token = ? WHERE dataset = ? AND shard = ? IF ${condition}`, params: condition === 'fence_token = null' ? [tuple, dataset, shard] : [tuple, dataset, shard, tuple] });
+    const setToken = (condition: string) => ({
+      query: `UPDATE ${this.table} SET fence_token = ? WHERE dataset = ? AND shard = ? IF ${condition}`,
+      params: condition === 'fence_token = null' ? [tuple, dataset, shard] : [tuple, dataset, shard, tuple],
+    });
     // `fence_token <= ?` never holds for a shard without one (null compares with nothing): its first write is `IF fence_token = null`.
     let condition = 'fence_token <= ?';
     for (let round = 0; round < 4; round++) {

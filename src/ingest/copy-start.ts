@@ -93,18 +93,26 @@ export function copyStart(input: CopyStartInput): CopyStart {
   }
   const shared = checkpoints.shared.get(group);
   const [perCopy, perCopyReason]: [number, CopyStartReason] =
-    own !== undefined ? [own + 1, 'own-checkpoint']
-    // Migration: the shard's old checkpoint is where every copy without its own stood.
-    : shared !== undefined ? [shared + 1, 'shared-checkpoint']
-    : peersCheckpoint !== undefined ? (input.copyStartFrom === 'serving-copies' ? [peersCheckpoint + 1, 'serving-copies'] : [earliest, 'earliest'])
-    // Nobody ever ingested this shard: the source's rule, never a silent skip by default (FiloDB's).
-    : input.newShardStartFrom === 'latest' ? [endAtStart, 'latest'] : [earliest, 'earliest'];
+    own !== undefined
+      ? [own + 1, 'own-checkpoint']
+      : // Migration: the shard's old checkpoint is where every copy without its own stood.
+        shared !== undefined
+        ? [shared + 1, 'shared-checkpoint']
+        : peersCheckpoint !== undefined
+          ? input.copyStartFrom === 'serving-copies'
+            ? [peersCheckpoint + 1, 'serving-copies']
+            : [earliest, 'earliest']
+          : // Nobody ever ingested this shard: the source's rule, never a silent skip by default (FiloDB's).
+            input.newShardStartFrom === 'latest'
+            ? [endAtStart, 'latest']
+            : [earliest, 'earliest'];
   // One store for all copies: what the copy would replay below the shard's newest fenced checkpoint
   // is already in it (the checkpoint is written only once the sink accepted up to it), whether the
   // copy has an older checkpoint of its own or none (then `copyStartFrom` is about data the copy
   // would keep itself, which it does not). Never lower than the per-copy start: that one is safe too.
   const newest = input.storage === 'shared' ? newestFencedCheckpoint(checkpoints, group) : undefined;
-  const [stored, reason]: [number, CopyStartReason] = newest !== undefined && newest.offset + 1 > perCopy ? [newest.offset + 1, 'newest-fenced-checkpoint'] : [perCopy, perCopyReason];
+  const [stored, reason]: [number, CopyStartReason] =
+    newest !== undefined && newest.offset + 1 > perCopy ? [newest.offset + 1, 'newest-fenced-checkpoint'] : [perCopy, perCopyReason];
   const from = Math.max(stored, earliest);
   // Whatever the start, the copy serves only once it reached the end seen at start: with a shared
   // store the node still has to hold the shard's recent records before it answers for it.

@@ -121,7 +121,10 @@ export function sinkStorage(sink: Pick<RecordSink, 'storage'>): SinkStorage {
 
 /** A record the source cannot read (a poison record): the shard reports `IngestionError`. */
 export class IngestionFailure extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(message);
     this.name = 'IngestionFailure';
   }

@@ -120,7 +120,8 @@ export class KafkaIngestionSource implements IngestionSource {
     await Promise.all([...this.feeds.values()].map((feed) => feed.shutdown()));
     await Promise.all([...this.retiring]);
     const admin = this.adminConnection.take();
-    if (admin !== undefined) await admin.then((a) => a.disconnect()).catch((e: unknown) => this.log.warn({ err: e }, 'disconnecting the Kafka admin client failed'));
+    if (admin !== undefined)
+      await admin.then((a) => a.disconnect()).catch((e: unknown) => this.log.warn({ err: e }, 'disconnecting the Kafka admin client failed'));
   }
 
   private feedContext(): FeedContext {

@@ -60,7 +60,18 @@ export class JsonLinesSink implements RecordSink {
     const write = this.tail.then(async () => {
       this.fence.admit(dataset.ref, shard, token);
       if (records.length === 0) return;
-      const lines = records.map((r) => JSON.stringify({ dataset: dataset.ref, shard, offset: r.offset, key: r.key, value: r.value, ...(token ? { token: [token.epoch, token.version] } : {}) })).join('\n');
+      const lines = records
+        .map((r) =>
+          JSON.stringify({
+            dataset: dataset.ref,
+            shard,
+            offset: r.offset,
+            key: r.key,
+            value: r.value,
+            ...(token ? { token: [token.epoch, token.version] } : {}),
+          }),
+        )
+        .join('\n');
       await appendFile(this.path, `${lines}\n`);
     });
     this.tail = write.catch(() => undefined);

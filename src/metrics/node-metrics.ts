@@ -92,7 +92,11 @@ export class NodeMetrics implements NodeTelemetry {
     this.perShardSeriesUpTo = options.perShardSeriesUpTo ?? PER_SHARD_SERIES_UP_TO;
     const { Counter, Histogram, collectDefaultMetrics } = promClient();
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'shardherd_process_' });
-    this.failovers = new Counter({ name: 'shardherd_singleton_failovers_total', help: 'Times a singleton on this node took over and recovered the cluster state', registers });
+    this.failovers = new Counter({
+      name: 'shardherd_singleton_failovers_total',
+      help: 'Times a singleton on this node took over and recovered the cluster state',
+      registers,
+    });
     this.recoveryDuration = new Histogram({
       name: 'shardherd_singleton_recovery_duration_seconds',
       help: 'From taking the singleton lease to acting on the recovered state',
@@ -106,43 +110,82 @@ export class NodeMetrics implements NodeTelemetry {
       for (const map of await this.maps()) c.inc({ dataset: map.dataset }, 0);
     };
     this.reassignments = new Counter({
-      name: 'shardherd_shard_reassignments_total', help: 'Shards moved to another node after an ingestion error (by this node\'s singleton)', labelNames: ['dataset'], registers,
+      name: 'shardherd_shard_reassignments_total',
+      help: "Shards moved to another node after an ingestion error (by this node's singleton)",
+      labelNames: ['dataset'],
+      registers,
       collect: () => perDataset(this.reassignments),
     });
     this.cooldownRefusals = new Counter({
-      name: 'shardherd_shard_cooldown_refusals_total', help: 'Reassignments skipped because the shard was inside its cooldown', labelNames: ['dataset'], registers,
+      name: 'shardherd_shard_cooldown_refusals_total',
+      help: 'Reassignments skipped because the shard was inside its cooldown',
+      labelNames: ['dataset'],
+      registers,
       collect: () => perDataset(this.cooldownRefusals),
     });
-    this.busErrors = new Counter({ name: 'shardherd_bus_errors_total', help: 'Bus produce failures and received records that could not be handled', labelNames: ['operation'], registers });
+    this.busErrors = new Counter({
+      name: 'shardherd_bus_errors_total',
+      help: 'Bus produce failures and received records that could not be handled',
+      labelNames: ['operation'],
+      registers,
+    });
     for (const operation of ['produce', 'handle']) this.busErrors.inc({ operation }, 0);
     this.malformed = new Counter({
-      name: 'shardherd_bus_malformed_records_total', help: 'Bus records that did not parse and were skipped, changing nothing', labelNames: ['topic'], registers,
+      name: 'shardherd_bus_malformed_records_total',
+      help: 'Bus records that did not parse and were skipped, changing nothing',
+      labelNames: ['topic'],
+      registers,
       collect: () => {
         for (const topic of this.subject?.busTopics ?? []) this.malformed.inc({ topic }, 0);
       },
     });
-    this.metaStoreErrors = new Counter({ name: 'shardherd_metastore_errors_total', help: 'MetaStore calls that failed (retried or not)', labelNames: ['operation'], registers });
+    this.metaStoreErrors = new Counter({
+      name: 'shardherd_metastore_errors_total',
+      help: 'MetaStore calls that failed (retried or not)',
+      labelNames: ['operation'],
+      registers,
+    });
     for (const operation of META_STORE_OPERATIONS) this.metaStoreErrors.inc({ operation }, 0);
     // `what` names whatever was retried (free text): its series appear with the first retry.
     this.retries = new Counter({ name: 'shardherd_retries_total', help: 'Retriable failures retried after a backoff', labelNames: ['what'], registers });
     // Per dataset, kind and cause; series appear with the first refusal (the causes are few but
     // datasets come and go).
     this.fencedWrites = new Counter({
-      name: 'shardherd_fenced_writes_total', help: 'Writes refused as fenced: sink batches and checkpoints of a token older than one seen, or of a node no longer a member', labelNames: ['dataset', 'kind', 'cause'], registers,
+      name: 'shardherd_fenced_writes_total',
+      help: 'Writes refused as fenced: sink batches and checkpoints of a token older than one seen, or of a node no longer a member',
+      labelNames: ['dataset', 'kind', 'cause'],
+      registers,
     });
     this.records = new Counter({
-      name: 'shardherd_ingested_records_total', help: `Records the sink accepted, per shard this node ingests (only while it runs at most ${this.perShardSeriesUpTo} copies)`, labelNames: ['dataset', 'shard'], registers,
+      name: 'shardherd_ingested_records_total',
+      help: `Records the sink accepted, per shard this node ingests (only while it runs at most ${this.perShardSeriesUpTo} copies)`,
+      labelNames: ['dataset', 'shard'],
+      registers,
       collect: () => this.dropMovedShards(),
     });
     this.datasetRecords = new Counter({
-      name: 'shardherd_dataset_ingested_records_total', help: 'Records the sink accepted on this node, per dataset', labelNames: ['dataset'], registers,
+      name: 'shardherd_dataset_ingested_records_total',
+      help: 'Records the sink accepted on this node, per dataset',
+      labelNames: ['dataset'],
+      registers,
     });
     this.detectorDrops = new Counter({
-      name: 'shardherd_detector_dropped_frames_total', help: 'Failure detector frames dropped without being acted on, by cause (heartbeat mode)', labelNames: ['cause'], registers,
+      name: 'shardherd_detector_dropped_frames_total',
+      help: 'Failure detector frames dropped without being acted on, by cause (heartbeat mode)',
+      labelNames: ['cause'],
+      registers,
     });
     for (const cause of DROP_CAUSES) this.detectorDrops.inc({ cause }, 0);
-    this.detectorEvictions = new Counter({ name: 'shardherd_detector_evictions_total', help: 'Members this node\'s singleton evicted on the failure detector\'s evidence (heartbeat mode)', registers });
-    this.leaseWaits = new Counter({ name: 'shardherd_lease_wait_seconds_total', help: 'Time shards spent holding a batch while this node held no lease to write it (heartbeat mode): writes paused, nothing failed', registers });
+    this.detectorEvictions = new Counter({
+      name: 'shardherd_detector_evictions_total',
+      help: "Members this node's singleton evicted on the failure detector's evidence (heartbeat mode)",
+      registers,
+    });
+    this.leaseWaits = new Counter({
+      name: 'shardherd_lease_wait_seconds_total',
+      help: 'Time shards spent holding a batch while this node held no lease to write it (heartbeat mode): writes paused, nothing failed',
+      registers,
+    });
     this.reportsResent = new Counter({
       name: 'shardherd_report_events_resent_total',
       help: 'Events this node sent the singleton again: lost (passed unacknowledged, or its produce failed), or silence (the singleton acknowledged nothing for a while)',
@@ -318,21 +361,36 @@ export class NodeMetrics implements NodeTelemetry {
     this.gauge('shardherd_singleton_epoch', 'The newest singleton epoch this node heard of', [], async (g) => {
       g.set((await this.subject?.knownEpoch()) ?? 0);
     });
-    this.gauge('shardherd_lease_waiting_shards', 'Shards holding a batch until this node holds a lease to write it (heartbeat mode; a lapse pauses writes, it fails nothing)', [], async (g) => {
-      g.set(this.subject?.leaseWaitingShards?.() ?? 0);
-    });
-    this.gauge('shardherd_membership_size', 'Members in this node\'s membership view', [], async (g) => {
+    this.gauge(
+      'shardherd_lease_waiting_shards',
+      'Shards holding a batch until this node holds a lease to write it (heartbeat mode; a lapse pauses writes, it fails nothing)',
+      [],
+      async (g) => {
+        g.set(this.subject?.leaseWaitingShards?.() ?? 0);
+      },
+    );
+    this.gauge('shardherd_membership_size', "Members in this node's membership view", [], async (g) => {
       g.set(this.subject?.membershipSize() ?? 0);
     });
-    this.gauge('shardherd_ingestion_lag_records', `Per shard this node ingests: end offset of its stream minus the next offset to ingest (only while it runs at most ${this.perShardSeriesUpTo} copies)`, ['dataset', 'shard'], async (g) => {
-      if (!this.perShardSeries()) return;
-      for (const { dataset, shard, lag } of await this.lags()) if (lag !== undefined) g.set({ dataset, shard: String(shard) }, lag);
-    });
-    this.gauge('shardherd_dataset_ingestion_lag_records', 'Per dataset: the sum over the copies this node ingests of their end offset minus the next offset to ingest', ['dataset'], async (g) => {
-      const sums = new Map<DatasetRef, number>();
-      for (const { dataset, lag } of await this.lags()) if (lag !== undefined) sums.set(dataset, (sums.get(dataset) ?? 0) + lag);
-      for (const [dataset, sum] of sums) g.set({ dataset }, sum);
-    });
+    this.gauge(
+      'shardherd_ingestion_lag_records',
+      `Per shard this node ingests: end offset of its stream minus the next offset to ingest (only while it runs at most ${this.perShardSeriesUpTo} copies)`,
+      ['dataset', 'shard'],
+      async (g) => {
+        if (!this.perShardSeries()) return;
+        for (const { dataset, shard, lag } of await this.lags()) if (lag !== undefined) g.set({ dataset, shard: String(shard) }, lag);
+      },
+    );
+    this.gauge(
+      'shardherd_dataset_ingestion_lag_records',
+      'Per dataset: the sum over the copies this node ingests of their end offset minus the next offset to ingest',
+      ['dataset'],
+      async (g) => {
+        const sums = new Map<DatasetRef, number>();
+        for (const { dataset, lag } of await this.lags()) if (lag !== undefined) sums.set(dataset, (sums.get(dataset) ?? 0) + lag);
+        for (const [dataset, sum] of sums) g.set({ dataset }, sum);
+      },
+    );
   }
 
   /** A gauge whose values `fill` sets afresh at every scrape (series that vanished vanish from it too). */
@@ -375,4 +433,3 @@ export class NodeMetrics implements NodeTelemetry {
     return (await this.subject?.maps()) ?? [];
   }
 }
-

@@ -26,7 +26,10 @@ const SINKS = [
   // The example sink over Cassandra, fenced by token: in the node's keyspace, through its own client.
   z.strictObject({
     type: z.literal('cassandra'),
-    table: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd_records'),
+    table: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier')
+      .default('shardherd_records'),
     recordsPerBatch: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000, 'must be at most 1000').default(100),
     /** Other contact points than the MetaStore's (default: the same). */
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point').optional(),
@@ -37,7 +40,10 @@ const SINKS = [
 
 const schema = z.strictObject({
   node: z.string().refine((s) => parseNodeId(s).ok, 'must be a node id: a letter or digit, then up to 127 letters, digits, ".", "_" or "-"'),
-  cluster: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,47}$/, 'must be a letter, then up to 47 letters, digits or "_"').default('shardherd'),
+  cluster: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_]{0,47}$/, 'must be a letter, then up to 47 letters, digits or "_"')
+    .default('shardherd'),
   rack: z.string().min(1).max(100).optional(),
   weight: z.number().positive('must be positive').max(1_000_000).optional(),
   address: z.string().min(1).max(200).optional(),
@@ -55,11 +61,19 @@ const schema = z.strictObject({
   cassandra: z.strictObject({
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),
     localDataCenter: z.string().min(1).default('datacenter1'),
-    keyspace: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier').default('shardherd'),
+    keyspace: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]{0,47}$/, 'must be a lower-case CQL identifier')
+      .default('shardherd'),
     replicationFactor: z.number().int().min(1).default(1),
     connectTimeoutMs: ms.default(60_000),
     maxConcurrentRequests: z.number().int('must be a whole number').min(1, 'must be at least 1').max(2048, 'must be at most 2048').default(128),
-    maxMutationBytes: z.number().int('must be a whole number of bytes').min(1024, 'must be at least 1024').max(2 ** 31 - 1).default(1024 * 1024),
+    maxMutationBytes: z
+      .number()
+      .int('must be a whole number of bytes')
+      .min(1024, 'must be at least 1024')
+      .max(2 ** 31 - 1)
+      .default(1024 * 1024),
   }),
   runtime: z.record(z.string(), z.unknown()).default({}),
   // Its timings are checked by failureDetectorSettings (naming the key), its endpoint here.
@@ -174,7 +188,7 @@ export function parseNodeConfig(input: unknown, source = 'config', baseDir = pro
     const path = issue?.path.map(String).join('.') ?? '';
     if (issue?.code === 'unrecognized_keys') throw new NodeConfigError([path, issue.keys[0]].filter(Boolean).join('.'), 'is not a known key', source);
     const missing = issue?.code === 'invalid_type' && issue.input === undefined;
-    throw new NodeConfigError(path, missing ? 'is required' : issue?.message ?? 'is invalid', source);
+    throw new NodeConfigError(path, missing ? 'is required' : (issue?.message ?? 'is invalid'), source);
   }
   const c = r.data;
   busLimits(c.kafka, (key, reason) => {

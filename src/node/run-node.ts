@@ -93,7 +93,9 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     const bus = new KafkaBus(kafkaBusOptions(config, log.child({ component: 'bus' })));
     closers.push(() => bus.close());
     // The node's first Kafka call: brokers out of reach are reported as such, naming the key.
-    await explainUnreachableBrokers(brokers, `kafka.brokers of ${options.configSource ?? 'the config'}`, () => bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix))));
+    await explainUnreachableBrokers(brokers, `kafka.brokers of ${options.configSource ?? 'the config'}`, () =>
+      bus.ensureTopics(Object.values(topicsFor(config.runtime.topicPrefix))),
+    );
 
     const clock = new RealClock();
     const kafkaSource = new KafkaIngestionSource({
@@ -130,7 +132,15 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       // Used in failureDetector.mode "heartbeat" only: leases are durations, measured on the
       // monotonic clock, as the Kafka membership measures its session.
       detector: {
-        transport: (_owner, dropped) => new TcpDetectorTransport({ cluster: config.runtime.topicPrefix, host: config.detector.host, port: config.detector.port, advertisedHost: config.detector.advertisedHost, advertisedPort: config.detector.advertisedPort, dropped }),
+        transport: (_owner, dropped) =>
+          new TcpDetectorTransport({
+            cluster: config.runtime.topicPrefix,
+            host: config.detector.host,
+            port: config.detector.port,
+            advertisedHost: config.detector.advertisedHost,
+            advertisedPort: config.detector.advertisedPort,
+            dropped,
+          }),
         clock: new MonotonicClock(),
       },
     };
@@ -139,9 +149,16 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     // as the held port's "starting" answer said until then. The node, and with it its metrics' event
     // loop delay monitor, comes after: the monitor sees every stall from then on, its join included.
     const made: { node?: ShardherdNode } = {};
-    const preparedApi = config.status && heldPort
-      ? await prepareNodeApi(() => made.node!, { host: config.status.host, port: config.status.port, held: heldPort, token: config.status.token, log: log.child({ component: 'http' }) })
-      : undefined;
+    const preparedApi =
+      config.status && heldPort
+        ? await prepareNodeApi(() => made.node!, {
+            host: config.status.host,
+            port: config.status.port,
+            held: heldPort,
+            token: config.status.token,
+            log: log.child({ component: 'http' }),
+          })
+        : undefined;
     const node = new ShardherdNode(services, config.node, {}, { metrics: new NodeMetrics({ defaultMetrics: true }) });
     made.node = node;
     await node.startPatiently(FIRST_START_PATIENCE_MS);
@@ -150,7 +167,11 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
     if (api) closers.push(() => api.close());
     for (const { serve, handler } of handlers) {
       const { host, port, advertisedHost } = serve;
-      const url = await node.serve(serve.dataset, handler, { ...(host === undefined ? {} : { host }), ...(port === undefined ? {} : { port }), ...(advertisedHost === undefined ? {} : { advertisedHost }) });
+      const url = await node.serve(serve.dataset, handler, {
+        ...(host === undefined ? {} : { host }),
+        ...(port === undefined ? {} : { port }),
+        ...(advertisedHost === undefined ? {} : { advertisedHost }),
+      });
       log.info({ event: 'node.serving', dataset: serve.dataset, url }, `serving routed requests of ${serve.dataset} at ${url ?? '(next start)'}`);
     }
     void deleteGroupsOfEarlierIncarnations(config, node, kafkaSource.instanceId, log);
@@ -171,10 +192,14 @@ async function deleteGroupsOfEarlierIncarnations(config: NodeConfig, node: Shard
   try {
     await admin.connect();
     const current = nodeGroup(config.runtime.topicPrefix, config.node, node.incarnation!);
-    await deleteStaleGroups(admin, {
-      prefixes: [nodeGroupPrefix(config.runtime.topicPrefix, config.node), `${ingestGroupPrefix(config)}.`],
-      current: (id) => id === current || id.includes(`.${ingestInstance}.`),
-    }, log);
+    await deleteStaleGroups(
+      admin,
+      {
+        prefixes: [nodeGroupPrefix(config.runtime.topicPrefix, config.node), `${ingestGroupPrefix(config)}.`],
+        current: (id) => id === current || id.includes(`.${ingestInstance}.`),
+      },
+      log,
+    );
   } catch (e) {
     log.warn({ err: e }, 'the consumer groups of earlier incarnations were not deleted');
   } finally {
@@ -209,7 +234,10 @@ async function setUpDatasets(node: ShardherdNode, datasets: readonly DatasetConf
         break;
       } catch (e) {
         if (Date.now() > deadline) {
-          log.error({ event: 'node.dataset-setup', dataset: config.ref, err: e }, `dataset ${config.ref} from the config could not be set up: no singleton answered`);
+          log.error(
+            { event: 'node.dataset-setup', dataset: config.ref, err: e },
+            `dataset ${config.ref} from the config could not be set up: no singleton answered`,
+          );
           break;
         }
         log.debug({ err: e, dataset: config.ref }, 'no answer to SetupDataset yet; asking again');

@@ -54,7 +54,8 @@ export async function loadServeHandlers(config: NodeConfig, log: Logger, source 
       } catch (e) {
         throw new NodeConfigError(key, `${serve.handler}: createHandler failed: ${e instanceof Error ? e.message : String(e)}`, source);
       }
-      if (typeof handler !== 'function') throw new NodeConfigError(key, `${serve.handler}: createHandler returned ${describe(handler)}, not a handler function`, source);
+      if (typeof handler !== 'function')
+        throw new NodeConfigError(key, `${serve.handler}: createHandler returned ${describe(handler)}, not a handler function`, source);
     } else {
       handler = typeof module.handler === 'function' ? module.handler : module.default;
       if (typeof handler !== 'function') {

@@ -24,7 +24,11 @@ export class StatusPortError extends NodeConfigError {
     why: string,
     source: string,
   ) {
-    super(key, `${key === 'status.port' ? port : host}: cannot listen on ${host}:${port}, which ${why} (${code}); the node did not start and did not join the cluster`, source);
+    super(
+      key,
+      `${key === 'status.port' ? port : host}: cannot listen on ${host}:${port}, which ${why} (${code}); the node did not start and did not join the cluster`,
+      source,
+    );
     this.name = 'StatusPortError';
   }
 }

@@ -133,7 +133,9 @@ export class FollowedMaps {
     this.ports.mapChanged(m.dataset, f, this.configs.get(m.dataset)!, whole ? undefined : new Set(m.events.map((e) => e.shard)));
     this.askIfMadeForOthers(m.dataset);
     if (m.base.epoch === m.epoch) {
-      m.events.forEach((event, i) => this.ports.deliver(m.dataset, () => ({ type: 'StampedShardEvent', epoch: m.epoch, version: m.base.version + i + 1, event })));
+      m.events.forEach((event, i) =>
+        this.ports.deliver(m.dataset, () => ({ type: 'StampedShardEvent', epoch: m.epoch, version: m.base.version + i + 1, event })),
+      );
     } else {
       // A failover: the map goes on under a new epoch, which a subscriber takes as a whole map.
       this.ports.deliver(m.dataset, () => ({ type: 'CurrentShardSnapshot', snapshot: f.mapper!.toSnapshot(f.epoch) }));
@@ -182,7 +184,8 @@ export class FollowedMaps {
     const current = this.followers.get(m.dataset)!;
     // The same map, said now to be made for newer members: the node may act on it where it waited.
     const made = this.madeFor.get(m.dataset);
-    const remade = !taken && compareStamps(current, { epoch: m.epoch, version: m.version }) === 0 && m.members !== undefined && made !== undefined && m.members > made;
+    const remade =
+      !taken && compareStamps(current, { epoch: m.epoch, version: m.version }) === 0 && m.members !== undefined && made !== undefined && m.members > made;
     if (remade) this.madeFor.set(m.dataset, m.members);
     if (compareStamps(current, { epoch: m.epoch, version: m.version }) >= 0) this.satisfied(() => this.wanted.datasets.delete(m.dataset));
     this.satisfied(() => (this.wanted.all = false));

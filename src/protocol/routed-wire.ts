@@ -47,7 +47,15 @@ export type EndpointsRecord =
 
 const token = z.string().min(1).max(256);
 const endpointsS = z.discriminatedUnion('kind', [
-  z.object({ format: z.literal(ENDPOINTS_FORMAT), kind: z.literal('endpoint'), node: token, incarnation: token, dataset: token, url: z.string().url().max(500), rack: token.optional() }),
+  z.object({
+    format: z.literal(ENDPOINTS_FORMAT),
+    kind: z.literal('endpoint'),
+    node: token,
+    incarnation: token,
+    dataset: token,
+    url: z.string().url().max(500),
+    rack: token.optional(),
+  }),
   z.object({ format: z.literal(ENDPOINTS_FORMAT), kind: z.literal('withdrawn'), node: token, incarnation: token, dataset: token }),
   z.object({ format: z.literal(ENDPOINTS_FORMAT), kind: z.literal('hello'), from: token }),
 ]);
@@ -60,5 +68,11 @@ export function parseEndpointsRecord(value: unknown): Result<EndpointsRecord, { 
 }
 
 export const endpointRecord = (e: Endpoint): EndpointsRecord => ({ format: ENDPOINTS_FORMAT, kind: 'endpoint', ...e });
-export const withdrawnRecord = (e: Pick<Endpoint, 'node' | 'incarnation' | 'dataset'>): EndpointsRecord => ({ format: ENDPOINTS_FORMAT, kind: 'withdrawn', node: e.node, incarnation: e.incarnation, dataset: e.dataset });
+export const withdrawnRecord = (e: Pick<Endpoint, 'node' | 'incarnation' | 'dataset'>): EndpointsRecord => ({
+  format: ENDPOINTS_FORMAT,
+  kind: 'withdrawn',
+  node: e.node,
+  incarnation: e.incarnation,
+  dataset: e.dataset,
+});
 export const helloRecord = (from: string): EndpointsRecord => ({ format: ENDPOINTS_FORMAT, kind: 'hello', from });

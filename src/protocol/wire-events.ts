@@ -96,11 +96,15 @@ function* checkingEventsMessage(value: unknown): Steps<Result<EventsRecord, Malf
       return events.ok ? ok({ ...m, events: events.value }) : err({ reason: events.error.message });
     }
     case 'map-snapshot': {
-      const where = checkMapEnvelope(m) ?? (isWhole(m.version) ? undefined : 'version') ?? (Array.isArray(m.to) && m.to.every((x) => typeof x === 'string') ? undefined : 'to');
+      const where =
+        checkMapEnvelope(m) ??
+        (isWhole(m.version) ? undefined : 'version') ??
+        (Array.isArray(m.to) && m.to.every((x) => typeof x === 'string') ? undefined : 'to');
       if (where) return err({ reason: `malformed map-snapshot: ${where}` });
       const config = validateDatasetConfig(m.config);
       if (!config.ok) return err({ reason: `malformed map-snapshot: config ${config.error.message}` });
-      if (config.value.ref !== m.dataset || config.value.numShards !== m.numShards) return err({ reason: 'malformed map-snapshot: its config is of another dataset' });
+      if (config.value.ref !== m.dataset || config.value.numShards !== m.numShards)
+        return err({ reason: 'malformed map-snapshot: its config is of another dataset' });
       // The map itself is decoded when a reader needs it (`snapshotReading`): most readers have it already.
       return typeof m.snapshot === 'object' && m.snapshot !== null ? ok({ ...m, config: config.value }) : err({ reason: 'malformed map-snapshot: no map' });
     }
@@ -154,7 +158,12 @@ export function* snapshotReading(m: MapSnapshotRecord): Steps<Result<ShardMapSna
   if (cached) return cached;
   let r = yield* snapshotDecoding(raw);
   if (r.ok && (r.value.dataset !== m.dataset || r.value.numShards !== m.numShards || r.value.epoch !== m.epoch || r.value.version !== m.version)) {
-    r = err(new InvalidSnapshotError(`a map-snapshot of ${m.dataset} holds the map of ${r.value.dataset} (${r.value.numShards} shards) at ${r.value.epoch}/${r.value.version}, not ${m.numShards} shards at ${m.epoch}/${m.version}`, m.dataset));
+    r = err(
+      new InvalidSnapshotError(
+        `a map-snapshot of ${m.dataset} holds the map of ${r.value.dataset} (${r.value.numShards} shards) at ${r.value.epoch}/${r.value.version}, not ${m.numShards} shards at ${m.epoch}/${m.version}`,
+        m.dataset,
+      ),
+    );
   }
   if (Object.isFrozen(raw)) {
     yield* freezing(r);
@@ -222,7 +231,8 @@ export function snapshotEnvelope(labels: RecordLabels): SnapshotEnvelope | undef
   } catch {
     return undefined;
   }
-  if (!dataset.ok || numShards === undefined || epoch === undefined || version === undefined || (labels.members !== undefined && members === undefined)) return undefined;
+  if (!dataset.ok || numShards === undefined || epoch === undefined || version === undefined || (labels.members !== undefined && members === undefined))
+    return undefined;
   if (typeof labels.config !== 'string' || !Array.isArray(toHosts) || !toHosts.every((h) => typeof h === 'string')) return undefined;
   return { dataset: dataset.value, numShards, epoch: epoch as Epoch, version, members, config: labels.config, toHosts: toHosts as string[] };
 }

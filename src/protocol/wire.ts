@@ -39,10 +39,18 @@ export const nodeGroup = (prefix: string, node: NodeId, incarnation: Incarnation
 /** What every incarnation's `nodeGroup` of a node starts with. */
 export const nodeGroupPrefix = (prefix: string, node: NodeId): string => `${prefix}.node.${node}@`;
 
-export const topicsFor = (prefix: string): Topics => ({ inbox: `${prefix}.inbox`, events: `${prefix}.events`, replies: `${prefix}.replies`, endpoints: `${prefix}.endpoints` });
+export const topicsFor = (prefix: string): Topics => ({
+  inbox: `${prefix}.inbox`,
+  events: `${prefix}.events`,
+  replies: `${prefix}.replies`,
+  endpoints: `${prefix}.endpoints`,
+});
 
 /** Requests anyone may send to the singleton (admin commands, subscriptions, queries). */
-export type Request = Exclude<ShardManagerInput, { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'NodeReports' | 'PublishDigest' | 'CheckCooldowns' }>;
+export type Request = Exclude<
+  ShardManagerInput,
+  { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'NodeReports' | 'PublishDigest' | 'CheckCooldowns' }
+>;
 
 /** The most events one report carries: a node starting thousands of shards sends several reports. */
 export const MAX_EVENTS_PER_REPORT = 500;
@@ -54,7 +62,14 @@ export type InboxMessage =
    * term): every record before it was written before the takeover.
    */
   | { readonly format: 2; readonly kind: 'takeover'; readonly epoch: Epoch }
-  | { readonly format: 2; readonly kind: 'report'; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly events: readonly ShardEvent[] }
+  | {
+      readonly format: 2;
+      readonly kind: 'report';
+      readonly node: NodeId;
+      readonly incarnation: Incarnation;
+      readonly seq: number;
+      readonly events: readonly ShardEvent[];
+    }
   | {
       readonly format: 2;
       readonly kind: 'cluster-state';
@@ -71,7 +86,9 @@ export type InboxMessage =
     };
 
 /** `cluster-state` as it travels: its maps in the compact encoding. */
-type InboxRecord = Exclude<InboxMessage, { kind: 'cluster-state' }> | (Omit<Extract<InboxMessage, { kind: 'cluster-state' }>, 'maps'> & { readonly maps: readonly CompactSnapshot[] });
+type InboxRecord =
+  | Exclude<InboxMessage, { kind: 'cluster-state' }>
+  | (Omit<Extract<InboxMessage, { kind: 'cluster-state' }>, 'maps'> & { readonly maps: readonly CompactSnapshot[] });
 
 export type EventsMessage =
   /** Messages for some subscribers: the subscriptions to watchers, a dataset unknown or removed. */
@@ -80,18 +97,45 @@ export type EventsMessage =
    * One decision's changes to a dataset's map, for every node: they turn the map at `base` into
    * the map at `(epoch, base.version + n)` (see the `PublishChanges` effect).
    */
-  | { readonly format: 2; readonly kind: 'map-changes'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly base: { readonly epoch: Epoch; readonly version: number }; readonly changes: EncodedEvents | PackedEvents; readonly members?: number }
+  | {
+      readonly format: 2;
+      readonly kind: 'map-changes';
+      readonly epoch: Epoch;
+      readonly dataset: DatasetRef;
+      readonly numShards: number;
+      readonly base: { readonly epoch: Epoch; readonly version: number };
+      readonly changes: EncodedEvents | PackedEvents;
+      readonly members?: number;
+    }
   /**
    * A whole map, compact, with the dataset's config: anyone behind on it may take it; `to` are the
    * subscribers that asked. The stamp is outside the map so a reader that has it decodes nothing.
    * `members` (both kinds): the members' version the map was made for; absent from a singleton of
    * an earlier release, whose maps are taken as made for any members.
    */
-  | { readonly format: 2; readonly kind: 'map-snapshot'; readonly epoch: Epoch; readonly dataset: DatasetRef; readonly numShards: number; readonly version: number; readonly to: readonly SubscriberId[]; readonly config: DatasetConfig; readonly snapshot: CompactSnapshot | PackedSnapshot; readonly members?: number }
+  | {
+      readonly format: 2;
+      readonly kind: 'map-snapshot';
+      readonly epoch: Epoch;
+      readonly dataset: DatasetRef;
+      readonly numShards: number;
+      readonly version: number;
+      readonly to: readonly SubscriberId[];
+      readonly config: DatasetConfig;
+      readonly snapshot: CompactSnapshot | PackedSnapshot;
+      readonly members?: number;
+    }
   /** The member incarnations the maps are made for: a node acts on its map only while it is among them. */
   | { readonly format: 2; readonly kind: 'members'; readonly epoch: Epoch; readonly version: number; readonly members: readonly MemberIncarnation[] }
   /** How they changed: applies to the members at `version - 1` (see the `PublishMembersChange` effect). */
-  | { readonly format: 2; readonly kind: 'members-change'; readonly epoch: Epoch; readonly version: number; readonly joined: readonly MemberIncarnation[]; readonly left: readonly MemberIncarnation[] }
+  | {
+      readonly format: 2;
+      readonly kind: 'members-change';
+      readonly epoch: Epoch;
+      readonly version: number;
+      readonly joined: readonly MemberIncarnation[];
+      readonly left: readonly MemberIncarnation[];
+    }
   /** The periodic digest: every map's stamp and the members' version. */
   /**
    * `inbox`: every report before this inbox offset was applied or dropped (as an acknowledgement's
@@ -99,7 +143,15 @@ export type EventsMessage =
    * `acksSent`: the acknowledgements this singleton had sent when it wrote the digest; a node takes
    * `inbox` only once it has read them (they are on another topic, see `AckGate`).
    */
-  | { readonly format: 2; readonly kind: 'digest'; readonly epoch: Epoch; readonly members: number; readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[]; readonly inbox?: number; readonly acksSent?: number }
+  | {
+      readonly format: 2;
+      readonly kind: 'digest';
+      readonly epoch: Epoch;
+      readonly members: number;
+      readonly maps: readonly { readonly dataset: DatasetRef; readonly numShards: number; readonly version: number }[];
+      readonly inbox?: number;
+      readonly acksSent?: number;
+    }
   | { readonly format: 2; readonly kind: 'fence'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly reason: string }
   /** A drained node holds no copy any more: it may stop (its operator or orchestrator decides when). */
   | { readonly format: 2; readonly kind: 'release'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation }
@@ -120,7 +172,16 @@ export type RepliesMessage =
    * Absent from a singleton of an earlier release. `ordinal`: this acknowledgement's number among
    * its singleton's (from 1), which digests count.
    */
-  | { readonly format: 2; readonly kind: 'ack'; readonly epoch: Epoch; readonly node: NodeId; readonly incarnation: Incarnation; readonly seq: number; readonly inbox?: number; readonly ordinal?: number };
+  | {
+      readonly format: 2;
+      readonly kind: 'ack';
+      readonly epoch: Epoch;
+      readonly node: NodeId;
+      readonly incarnation: Incarnation;
+      readonly seq: number;
+      readonly inbox?: number;
+      readonly ordinal?: number;
+    };
 
 /** A record that could not be read: what was wrong, for the log. */
 export interface MalformedRecord {
@@ -142,17 +203,23 @@ export function encodeRepliesMessage(m: RepliesMessage): unknown {
 
 // ------------------------------------------------------------------ schemas
 
-const id = <T>(parse: (raw: unknown) => Result<T, Error>) =>
-  z.custom<T>((v) => parse(v).ok, { message: 'malformed identifier' });
+const id = <T>(parse: (raw: unknown) => Result<T, Error>) => z.custom<T>((v) => parse(v).ok, { message: 'malformed identifier' });
 export const datasetRefS = id<DatasetRef>(parseDatasetRef);
 export const nodeIdS = id<NodeId>(parseNodeId);
 export const incarnationS = id<Incarnation>(parseIncarnation);
 export const subscriberS = id<SubscriberId>(parseSubscriberId);
-const replyToS = z.string().min(1).max(512).transform((s) => s as ReplyTo);
+const replyToS = z
+  .string()
+  .min(1)
+  .max(512)
+  .transform((s) => s as ReplyTo);
 /** A subscriber's newest whole-map format; an older singleton drops the field (`z.object` strips it) and writes what it writes. */
 const mapFormatS = z.number().int().min(1).max(1_000_000).optional();
 /** An HTTP client's `Idempotency-Key` (checked there too): a request sent again under it is applied once. */
-const idempotencyKeyS = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional();
+const idempotencyKeyS = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/)
+  .optional();
 const shardS = z.number().int().min(0);
 
 const statusS = shardStatusSchema as unknown as z.ZodType<ShardStatus>;
@@ -162,7 +229,12 @@ const eventS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ShardAssignmentStarted'), ...eventBase }),
   z.object({ type: z.literal('RecoveryInProgress'), progressPct: z.number(), ...eventBase }),
   z.object({ type: z.literal('IngestionStarted'), ...eventBase }),
-  z.object({ type: z.literal('IngestionError'), error: z.string(), token: z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0) }).optional(), ...eventBase }),
+  z.object({
+    type: z.literal('IngestionError'),
+    error: z.string(),
+    token: z.object({ epoch: z.number().int().min(0), version: z.number().int().min(0) }).optional(),
+    ...eventBase,
+  }),
   z.object({ type: z.literal('IngestionStopped'), ...eventBase }),
   z.object({ type: z.literal('ShardDown'), ...eventBase }),
   z.object({ type: z.literal('ShardCopyAdded'), ...eventBase }),
@@ -179,10 +251,23 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('SubscribeAll'), subscriber: subscriberS }),
   z.object({ type: z.literal('Unsubscribe'), subscriber: subscriberS, dataset: datasetRefS.optional() }),
   z.object({ type: z.literal('SubscriberTerminated'), subscriber: subscriberS }),
-  z.object({ type: z.literal('SyncMaps'), subscriber: subscriberS, datasets: z.union([z.literal('all'), z.array(datasetRefS).max(10_000)]), members: z.boolean(), mapFormat: mapFormatS }),
+  z.object({
+    type: z.literal('SyncMaps'),
+    subscriber: subscriberS,
+    datasets: z.union([z.literal('all'), z.array(datasetRefS).max(10_000)]),
+    members: z.boolean(),
+    mapFormat: mapFormatS,
+  }),
   z.object({ type: z.literal('GetShardMap'), dataset: datasetRefS, replyTo: replyToS }),
   z.object({ type: z.literal('ListRegisteredDatasets'), replyTo: replyToS }),
-  z.object({ type: z.literal('StartShards'), dataset: datasetRefS, node: z.string(), shards: z.array(z.number()), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
+  z.object({
+    type: z.literal('StartShards'),
+    dataset: datasetRefS,
+    node: z.string(),
+    shards: z.array(z.number()),
+    replyTo: replyToS,
+    idempotencyKey: idempotencyKeyS,
+  }),
   z.object({ type: z.literal('StopShards'), dataset: datasetRefS, shards: z.array(z.number()), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
   z.object({ type: z.literal('RemoveNode'), node: z.string(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
   z.object({ type: z.literal('ReplaceNode'), old: z.string(), new: z.string(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
@@ -191,17 +276,28 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('DescribeCluster'), replyTo: replyToS, dataset: datasetRefS.optional() }),
 ]);
 
-export const stampsS = z.array(z.object({
-  dataset: datasetRefS,
-  numShards: z.number().int().min(1),
-  epoch: z.number().int().min(0),
-  version: z.number().int().min(0),
-})).refine((stamps) => new Set(stamps.map((x) => x.dataset)).size === stamps.length, 'a dataset is listed twice');
+export const stampsS = z
+  .array(
+    z.object({
+      dataset: datasetRefS,
+      numShards: z.number().int().min(1),
+      epoch: z.number().int().min(0),
+      version: z.number().int().min(0),
+    }),
+  )
+  .refine((stamps) => new Set(stamps.map((x) => x.dataset)).size === stamps.length, 'a dataset is listed twice');
 
 const inboxS = z.discriminatedUnion('kind', [
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('request'), request: requestS }),
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('takeover'), epoch: z.number().int().min(0) }),
-  z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('report'), node: nodeIdS, incarnation: incarnationS, seq: z.number().int().min(0), events: z.array(eventS).max(MAX_EVENTS_PER_REPORT) }),
+  z.object({
+    format: z.literal(WIRE_FORMAT),
+    kind: z.literal('report'),
+    node: nodeIdS,
+    incarnation: incarnationS,
+    seq: z.number().int().min(0),
+    events: z.array(eventS).max(MAX_EVENTS_PER_REPORT),
+  }),
   z.object({
     format: z.literal(WIRE_FORMAT),
     kind: z.literal('cluster-state'),
@@ -250,7 +346,16 @@ export function parseInboxMessage(value: unknown): Result<InboxMessage | Invalid
   if (m.kind === 'request' && m.request.type === 'SetupDataset') {
     const config = validateDatasetConfig(m.request.config);
     if (!config.ok) return ok({ kind: 'invalid-setup', replyTo: m.request.replyTo, message: config.error.message });
-    return ok({ format: WIRE_FORMAT, kind: 'request', request: { type: 'SetupDataset', config: config.value, replyTo: m.request.replyTo, ...(m.request.idempotencyKey === undefined ? {} : { idempotencyKey: m.request.idempotencyKey }) } });
+    return ok({
+      format: WIRE_FORMAT,
+      kind: 'request',
+      request: {
+        type: 'SetupDataset',
+        config: config.value,
+        replyTo: m.request.replyTo,
+        ...(m.request.idempotencyKey === undefined ? {} : { idempotencyKey: m.request.idempotencyKey }),
+      },
+    });
   }
   return ok(m as InboxMessage);
 }
@@ -270,7 +375,10 @@ export function parseRepliesMessage(value: unknown): Result<RepliesMessage, Malf
   if (bad) return err({ reason: bad });
   const m = value as RepliesMessage;
   if (typeof m.epoch !== 'number') return err({ reason: 'no epoch' });
-  if (m.kind === 'ack') return typeof m.node === 'string' && Number.isInteger(m.seq) && optionalCount(m.inbox) && optionalCount(m.ordinal) ? ok(m) : err({ reason: 'malformed ack' });
+  if (m.kind === 'ack')
+    return typeof m.node === 'string' && Number.isInteger(m.seq) && optionalCount(m.inbox) && optionalCount(m.ordinal)
+      ? ok(m)
+      : err({ reason: 'malformed ack' });
   if (m.kind !== 'reply') return err({ reason: `unknown kind ${JSON.stringify((m as { kind?: unknown }).kind)}` });
   if (typeof m.to !== 'string' || typeof m.reply?.type !== 'string') return err({ reason: 'malformed reply' });
   if (m.reply.type !== 'CurrentShardSnapshot') return ok(m);

@@ -78,7 +78,8 @@ export class DatasetServer {
     async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
       const url = req.url ?? '';
       if (req.method === 'GET' && url === HEALTH_PATH) return send(res, node.serving() ? STATUS.ok : STATUS.notServing, { serving: node.serving() });
-      if (req.method !== 'POST' || !url.startsWith(prefix)) return send(res, STATUS.notFound, { error: { name: 'NotFound', message: `no ${req.method} ${url} here` } });
+      if (req.method !== 'POST' || !url.startsWith(prefix))
+        return send(res, STATUS.notFound, { error: { name: 'NotFound', message: `no ${req.method} ${url} here` } });
       const shard = Number(url.slice(prefix.length));
       const body = await readBody(req);
       if (!node.serving()) return send(res, STATUS.notServing, { error: { name: 'NotServing', message: 'this node is not serving now' } });
@@ -90,7 +91,10 @@ export class DatasetServer {
       } catch (e) {
         return send(res, STATUS.badRequest, { error: { name: 'BadPayload', message: `the payload is not JSON: ${(e as Error).message}` } });
       }
-      if (inFlight >= maxInFlight) return send(res, STATUS.overloaded, { error: { name: 'Overloaded', message: `this node runs ${inFlight} requests of ${dataset} already (maxInFlight ${maxInFlight})` } });
+      if (inFlight >= maxInFlight)
+        return send(res, STATUS.overloaded, {
+          error: { name: 'Overloaded', message: `this node runs ${inFlight} requests of ${dataset} already (maxInFlight ${maxInFlight})` },
+        });
       // The handler's signal is made only if the handler looks at it (an AbortController per request costs).
       const callerGone = new Cancellation();
       res.on('close', () => {

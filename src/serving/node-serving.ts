@@ -65,7 +65,11 @@ export class NodeServing {
     const subscription = this.subscription;
     this.subscription = undefined;
     if (graceful && incarnation) {
-      await Promise.all(servers.map(([dataset]) => this.p.bus.produce(this.p.topic, withdrawnRecord({ node: this.p.node, incarnation: incarnation.incarnation, dataset })).catch(() => undefined)));
+      await Promise.all(
+        servers.map(([dataset]) =>
+          this.p.bus.produce(this.p.topic, withdrawnRecord({ node: this.p.node, incarnation: incarnation.incarnation, dataset })).catch(() => undefined),
+        ),
+      );
     }
     await Promise.all(servers.map(([, server]) => server.close()));
     await subscription?.then((s) => s.close()).catch(() => undefined);
@@ -91,7 +95,15 @@ export class NodeServing {
   }
 
   private async announce(incarnation: ServingIncarnation, dataset: DatasetRef, url: string): Promise<void> {
-    const endpoint: Endpoint = { node: this.p.node, incarnation: incarnation.incarnation, dataset, url, ...(incarnation.rack === undefined ? {} : { rack: incarnation.rack }) };
-    await this.p.bus.produce(this.p.topic, endpointRecord(endpoint)).catch((e: unknown) => this.p.log.warn({ err: e, dataset }, 'announcing an endpoint failed; a client asks again when it lacks it'));
+    const endpoint: Endpoint = {
+      node: this.p.node,
+      incarnation: incarnation.incarnation,
+      dataset,
+      url,
+      ...(incarnation.rack === undefined ? {} : { rack: incarnation.rack }),
+    };
+    await this.p.bus
+      .produce(this.p.topic, endpointRecord(endpoint))
+      .catch((e: unknown) => this.p.log.warn({ err: e, dataset }, 'announcing an endpoint failed; a client asks again when it lacks it'));
   }
 }

@@ -19,7 +19,12 @@ export interface BalanceProblem {
  * waits for the cooldown's end by design (as an errored shard without a copy does), and while one
  * does the spread is not judged.
  */
-export function balanceViolation(map: ShardMapper, nodes: readonly { node: string; rack: string }[], replicationFactor: number, cooling: ReadonlySet<number> = new Set()): BalanceProblem | undefined {
+export function balanceViolation(
+  map: ShardMapper,
+  nodes: readonly { node: string; rack: string }[],
+  replicationFactor: number,
+  cooling: ReadonlySet<number> = new Set(),
+): BalanceProblem | undefined {
   if (nodes.length === 0) return undefined;
   const racks = new Set(nodes.map((n) => n.rack)).size;
   const copies = Math.min(replicationFactor, racks);
@@ -35,9 +40,16 @@ export function balanceViolation(map: ShardMapper, nodes: readonly { node: strin
   if (waiting) return undefined;
   const loads = nodes.map((n) => map.numShardsForNode(n.node as never));
   const spread = Math.max(...loads) - Math.min(...loads);
-  const bound = spreadLowerBound(map.numShards, copies, nodes.map((n) => ({ id: n.node as NodeId, group: n.rack, weight: 1 })));
+  const bound = spreadLowerBound(
+    map.numShards,
+    copies,
+    nodes.map((n) => ({ id: n.node as NodeId, group: n.rack, weight: 1 })),
+  );
   if (spread > bound) {
-    return { invariant: 'I9', message: `spread ${spread} (loads ${loads.join(',')} on ${nodes.map((n) => n.node).join(',')}) is above its lower bound ${bound}` };
+    return {
+      invariant: 'I9',
+      message: `spread ${spread} (loads ${loads.join(',')} on ${nodes.map((n) => n.node).join(',')}) is above its lower bound ${bound}`,
+    };
   }
   return undefined;
 }

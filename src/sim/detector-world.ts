@@ -188,7 +188,10 @@ export class DetectorWorld {
     const now = this.clock.now();
     this.startedAt.set(node, now);
     const intervals = this.down.get(node) ?? [];
-    this.down.set(node, intervals.map((i) => (i.to === Number.POSITIVE_INFINITY ? { from: i.from, to: now } : i)));
+    this.down.set(
+      node,
+      intervals.map((i) => (i.to === Number.POSITIVE_INFINITY ? { from: i.from, to: now } : i)),
+    );
     this.disturbed(0);
   }
 
@@ -238,7 +241,12 @@ export class DetectorWorld {
     const unreachable = this.longestUnreachable(v.member.node, observers, now - this.settings.suspicionTimeoutMs, now);
     if (unreachable >= TOLERATED_PAUSE_MS) return [];
     const why = v.evidence ? ` (silent ${Math.round(v.evidence.silentMs)} ms, votes ${v.evidence.votes.map((x) => `${x.observer}:${x.vote}`).join(' ')})` : '';
-    return [{ invariant: 'I10', message: `${key} was evicted by ${v.singleton.node} though a majority of ${observers.join(',')} could reach it all but ${Math.round(unreachable)} ms of the last ${this.settings.suspicionTimeoutMs} ms${why}` }];
+    return [
+      {
+        invariant: 'I10',
+        message: `${key} was evicted by ${v.singleton.node} though a majority of ${observers.join(',')} could reach it all but ${Math.round(unreachable)} ms of the last ${this.settings.suspicionTimeoutMs} ms${why}`,
+      },
+    ];
   }
 
   /** Whether a singleton took incarnation `key` out (evicted it, or let its departure through). */
@@ -255,7 +263,12 @@ export class DetectorWorld {
     const removed = this.removed.get(key);
     if (removed === undefined || this.clock.now() < removed.at) return [];
     if (leaseEpoch !== undefined && leaseEpoch > removed.epoch) return [];
-    return [{ invariant: 'I11', message: `${key} wrote ${what} at ${this.clock.now()} ms under a lease of epoch ${leaseEpoch ?? 'none'}, after the singleton of epoch ${removed.epoch} took it out at ${removed.at} ms (its lease had run out)` }];
+    return [
+      {
+        invariant: 'I11',
+        message: `${key} wrote ${what} at ${this.clock.now()} ms under a lease of epoch ${leaseEpoch ?? 'none'}, after the singleton of epoch ${removed.epoch} took it out at ${removed.at} ms (its lease had run out)`,
+      },
+    ];
   }
 
   /**
@@ -270,7 +283,10 @@ export class DetectorWorld {
         const removed = this.removed.get(`${m.node}@${m.incarnation}`);
         return removed?.epoch === epoch && removed.at < askedAt;
       })
-      .map((m) => ({ invariant: 'I11' as const, message: `the singleton of epoch ${epoch} counts ${m.node}@${m.incarnation} as a member again after it took it out` }));
+      .map((m) => ({
+        invariant: 'I11' as const,
+        message: `the singleton of epoch ${epoch} counts ${m.node}@${m.incarnation} as a member again after it took it out`,
+      }));
   }
 
   /** I12, for every crash whose bound has passed: the dead node must be out of the singleton's view. */
@@ -282,9 +298,13 @@ export class DetectorWorld {
       const bound = this.boundOf(c);
       if (now < c.judgedFrom + bound) continue;
       const late = c.removedAt === undefined || c.removedAt > c.judgedFrom + bound;
-      if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.judgedFrom + bound, c.at) || !this.majorityLived(c, c.judgedFrom + bound)) continue;
+      if (!late || this.disturbedBetween(c.at - this.settings.suspicionTimeoutMs, c.judgedFrom + bound, c.at) || !this.majorityLived(c, c.judgedFrom + bound))
+        continue;
       c.reported = true;
-      out.push({ invariant: 'I12', message: `${c.key} crashed at ${c.at} ms and was ${c.removedAt === undefined ? 'still not' : `only at ${c.removedAt} ms`} taken out of the singleton's view (the bound is ${bound} ms)` });
+      out.push({
+        invariant: 'I12',
+        message: `${c.key} crashed at ${c.at} ms and was ${c.removedAt === undefined ? 'still not' : `only at ${c.removedAt} ms`} taken out of the singleton's view (the bound is ${bound} ms)`,
+      });
     }
     return out;
   }

@@ -45,7 +45,13 @@ export class HandoffWindows {
   /** Whether nodes `a` and `b` were the two copies of one handoff of the shard, and `from .. to` lies within its window. */
   covers(dataset: string, shard: number, a: string, b: string, from: number, to: number): boolean {
     return this.handoffs.some(
-      (h) => h.dataset === dataset && h.shard === shard && h.nodes.has(a) && h.nodes.has(b) && from >= h.from && to <= (h.to ?? Number.POSITIVE_INFINITY) + this.tailMs,
+      (h) =>
+        h.dataset === dataset &&
+        h.shard === shard &&
+        h.nodes.has(a) &&
+        h.nodes.has(b) &&
+        from >= h.from &&
+        to <= (h.to ?? Number.POSITIVE_INFINITY) + this.tailMs,
     );
   }
 }

@@ -78,7 +78,9 @@ export class TokenOrderCheck {
         const key = `${ds.ref}/${shard}`;
         const seen = this.newest.get(key);
         if (seen !== undefined && compareTokens(token, seen) < 0) {
-          this.violate(`${key}: a write of token ${tokenText(token)} (offsets ${records[0]?.offset ?? '-'}..${records.at(-1)?.offset ?? '-'}) was applied after one of token ${tokenText(seen)}`);
+          this.violate(
+            `${key}: a write of token ${tokenText(token)} (offsets ${records[0]?.offset ?? '-'}..${records.at(-1)?.offset ?? '-'}) was applied after one of token ${tokenText(seen)}`,
+          );
         }
         if (seen === undefined || compareTokens(token, seen) > 0) this.newest.set(key, token);
       },

@@ -67,19 +67,25 @@ export async function runSeedsInParallel(o: ParallelSeedsOptions): Promise<SeedR
   const batchSize = o.batchSize ?? 5;
   const results: SeedResult[] = [];
   const workers = Math.max(1, Math.min(o.workers ?? availableParallelism(), o.count));
-  await Promise.all(Array.from({ length: workers }, () => new Promise<void>((resolve, reject) => {
-    const worker = startWorker(o.steps ?? 25, o.detector ?? false, o.worldFaults ?? true, o.fingerprint ?? false);
-    worker.on('message', (batch: SeedResult[]) => {
-      for (const r of batch) {
-        if (o.keep !== 'violations' || r.violations.length > 0) results.push(r);
-        o.onResult?.(r);
-      }
-      const seeds: number[] = [];
-      for (; next.seed < end && seeds.length < batchSize; next.seed++) if (!o.skip?.(next.seed)) seeds.push(next.seed);
-      worker.postMessage(seeds.length > 0 ? ({ seeds } satisfies SeedBatch) : null);
-    });
-    worker.on('error', reject);
-    worker.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a simulation worker exited with code ${code}`))));
-  })));
+  await Promise.all(
+    Array.from(
+      { length: workers },
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const worker = startWorker(o.steps ?? 25, o.detector ?? false, o.worldFaults ?? true, o.fingerprint ?? false);
+          worker.on('message', (batch: SeedResult[]) => {
+            for (const r of batch) {
+              if (o.keep !== 'violations' || r.violations.length > 0) results.push(r);
+              o.onResult?.(r);
+            }
+            const seeds: number[] = [];
+            for (; next.seed < end && seeds.length < batchSize; next.seed++) if (!o.skip?.(next.seed)) seeds.push(next.seed);
+            worker.postMessage(seeds.length > 0 ? ({ seeds } satisfies SeedBatch) : null);
+          });
+          worker.on('error', reject);
+          worker.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a simulation worker exited with code ${code}`))));
+        }),
+    ),
+  );
   return results.sort((a, b) => a.seed - b.seed);
 }

@@ -29,11 +29,23 @@ export function declaredCopies(map: ShardMapper): string[] {
  * `sameMember(node, shard)` says whether the node is still a member with the incarnation that held
  * its copy of the shard.
  */
-export function unservedByPlannedMoves(previous: ShardMapper, now: ShardMapper, sameMember: (node: string, shard: number) => boolean, exempt: (shard: number) => boolean): string[] {
+export function unservedByPlannedMoves(
+  previous: ShardMapper,
+  now: ShardMapper,
+  sameMember: (node: string, shard: number) => boolean,
+  exempt: (shard: number) => boolean,
+): string[] {
   const out: string[] = [];
-  const show = (m: ShardMapper, s: number) => m.recordForShard(s).assignments.map((a) => `${a.node}:${a.placement}/${a.status.type}`).join(' ') || 'none';
+  const show = (m: ShardMapper, s: number) =>
+    m
+      .recordForShard(s)
+      .assignments.map((a) => `${a.node}:${a.placement}/${a.status.type}`)
+      .join(' ') || 'none';
   for (let s = 0; s < Math.min(previous.numShards, now.numShards); s++) {
-    const before = previous.recordForShard(s).assignments.filter(isServingCopy).map((a) => a.node);
+    const before = previous
+      .recordForShard(s)
+      .assignments.filter(isServingCopy)
+      .map((a) => a.node);
     if (before.length === 0 || exempt(s)) continue;
     const copies = now.recordForShard(s).assignments;
     if (copies.some(isServingCopy)) continue;
@@ -90,7 +102,10 @@ export function keptCopyViolations(
       }
       const since = departedAt(a.node);
       if (a.status.type !== 'Down') violations.push(`shard ${s}: ${a.node} is not a member and its copy is ${a.status.type}, not kept Down`);
-      else if (since === undefined || now - since > replacementDelayMs + boundMs) violations.push(`shard ${s}: ${a.node}'s copy is still kept ${since === undefined ? '(never seen leaving)' : `${now - since} ms after it left (or the acting singleton took over)`}, beyond replacementDelayMs ${replacementDelayMs} + ${boundMs}`);
+      else if (since === undefined || now - since > replacementDelayMs + boundMs)
+        violations.push(
+          `shard ${s}: ${a.node}'s copy is still kept ${since === undefined ? '(never seen leaving)' : `${now - since} ms after it left (or the acting singleton took over)`}, beyond replacementDelayMs ${replacementDelayMs} + ${boundMs}`,
+        );
       else kept = true;
     }
   }

@@ -39,8 +39,7 @@ const FORMAT = 'shardherd-sim-journal/1';
  */
 export function codeHash(dir: string): string {
   const hash = createHash('sha256');
-  const walk = (d: string): string[] =>
-    readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
   for (const file of walk(dir).sort()) {
     hash.update(relative(dir, file)).update('\0').update(readFileSync(file)).update('\0');
   }
@@ -70,7 +69,9 @@ export class RunJournal {
     for (const key of Object.keys(identity) as (keyof RunIdentity)[]) {
       if (header[key] !== identity[key]) {
         const what = key === 'code' ? 'code (the sources changed since it was written)' : `--${key}`;
-        throw new JournalMismatch(`${path} was written by another run: its ${what} was ${JSON.stringify(header[key])}, this run's is ${JSON.stringify(identity[key])}; resume it with the same options and code, or name a new journal`);
+        throw new JournalMismatch(
+          `${path} was written by another run: its ${what} was ${JSON.stringify(header[key])}, this run's is ${JSON.stringify(identity[key])}; resume it with the same options and code, or name a new journal`,
+        );
       }
     }
     const earlier = new Map<number, JournalledSeed>();

@@ -17,7 +17,13 @@ port.on('message', async (batch: SeedBatch | null) => {
   const results: SeedResult[] = [];
   for (const seed of batch.seeds) {
     const r = await runSimulation({ seed, steps, detector, worldFaults });
-    results.push({ seed, violations: r.violations, stats: r.stats, history: r.violations.length > 0 ? r.history : [], ...(fingerprint ? { fingerprint: fingerprintOf(r) } : {}) });
+    results.push({
+      seed,
+      violations: r.violations,
+      stats: r.stats,
+      history: r.violations.length > 0 ? r.history : [],
+      ...(fingerprint ? { fingerprint: fingerprintOf(r) } : {}),
+    });
   }
   port.postMessage(results);
 });

@@ -143,7 +143,9 @@ const SETTLE_MS = 1_000;
  */
 const KEPT_BOUND_MS = SETTLE_MS + 1_000 + 2_500 + 1_500;
 const REPORT_RESEND_MS = 500;
-const BALANCED_DATASETS = [{ ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: REPLACEMENT_DELAY_MS }] as const;
+const BALANCED_DATASETS = [
+  { ref: 'gamma', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: REPLACEMENT_DELAY_MS },
+] as const;
 const DATASETS = [...FILODB_DATASETS, ...BALANCED_DATASETS] as const;
 const RACKS = ['rackA', 'rackB', 'rackC'] as const;
 const RATE = 20; // records per second per shard
@@ -214,7 +216,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     if (topic === topics.inbox && m.kind === 'report') reports.report(clock.now(), m.node!, m.incarnation!, m.seq!, m.events!);
     else if ((topic === topics.events || topic === topics.replies) && typeof m.epoch === 'number') {
       reports.singletonRecord(m.epoch);
-      if (m.kind === 'ack' && fault.kind !== 'drop') reports.ack(clock.now() + (fault.kind === 'delay' ? fault.ms : 0), m.epoch, m.node!, m.incarnation!, m.seq!);
+      if (m.kind === 'ack' && fault.kind !== 'drop')
+        reports.ack(clock.now() + (fault.kind === 'delay' ? fault.ms : 0), m.epoch, m.node!, m.incarnation!, m.seq!);
     }
     return fault;
   };
@@ -235,17 +238,37 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     return addressBook.get(address);
   };
   const droppingSink = options.sinkDrops
-    ? { accept: (...[ds, shard, records, token]: Parameters<CountingSink['accept']>) => sink.accept(ds, shard, records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset)), token) }
+    ? {
+        accept: (...[ds, shard, records, token]: Parameters<CountingSink['accept']>) =>
+          sink.accept(
+            ds,
+            shard,
+            records.filter((r) => !options.sinkDrops!(ds.ref, shard, r.offset)),
+            token,
+          ),
+      }
     : sink;
   // Every write the sink applies is checked for I13; an unfenced sink (testing the checker) never sees the token.
   const sharedSink = new TokenOrderCheck((message) => violate('I13', message)).wrap(droppingSink, options.unfencedSink ? () => undefined : (token) => token);
   // Late writes: some sink calls land later, and one under way when its node pauses lands after the
   // pause. Their own random source, so the fault schedule of a seed is the same as without them.
-  const late: LateWrites = new LateWrites(clock, new SeededRandom(seed ^ 0x1a7e), (node: string): string => cluster.node(node).state, () => lossy);
+  const late: LateWrites = new LateWrites(
+    clock,
+    new SeededRandom(seed ^ 0x1a7e),
+    (node: string): string => cluster.node(node).state,
+    () => lossy,
+  );
   // The real world's faults (chosen per seed, with their own random sources) and every sink call, recorded.
   const real = new RealWorld(seed, world !== undefined && (options.worldFaults ?? true));
   const sinkFaults: SinkFaults | undefined = real.choices.sinkFaults
-    ? new SinkFaults(clock, real.sinkRng, real.choices.sinkTimeoutMs, (node: string): string => cluster.node(node).state, () => lossy, (what: string): void => note(what))
+    ? new SinkFaults(
+        clock,
+        real.sinkRng,
+        real.choices.sinkTimeoutMs,
+        (node: string): string => cluster.node(node).state,
+        () => lossy,
+        (what: string): void => note(what),
+      )
     : undefined;
   const resets = new LinkResets(clock);
   const sinkCalls = new SinkCallLog(() => clock.now());
@@ -280,7 +303,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
             pick: (n: number) => world.pick(n),
             clockOf: (node: string) => world.clockOf(node),
             observe: (v) => {
-              for (const x of world.verdict(v, cluster.membership.view().members.map((m) => m.node))) violate(x.invariant, x.message);
+              for (const x of world.verdict(
+                v,
+                cluster.membership.view().members.map((m) => m.node),
+              ))
+                violate(x.invariant, x.message);
             },
           },
         }
@@ -290,7 +317,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     // travel in chunks, each of which the faults may drop, duplicate or delay.
     bus: { faults: observedFault, maxRecordBytes: 1024, maxMessageBytes: 1024 * 1024 },
     // Asked of every record read (tens of thousands a seed): no key is built while nothing is poisoned.
-    source: { failAt: (ds, shard, offset) => (poison.size > 0 && poison.get(`${ds}/${shard}`) === offset ? `poison record ${ds}/${shard}@${offset}` : undefined) },
+    source: {
+      failAt: (ds, shard, offset) => (poison.size > 0 && poison.get(`${ds}/${shard}`) === offset ? `poison record ${ds}/${shard}@${offset}` : undefined),
+    },
     settings: {
       publishIntervalMs: 1_000,
       recoveryReplyTimeoutMs: 500,
@@ -352,7 +381,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     const exempt = (shard: number) => !moving(shard) || poison.has(`${ref}/${shard}`) || sinkFaults?.faulted(ref, shard) === true;
     // (An incarnation the detector took out is gone, as a crashed one, whatever the group still says.)
     const same = (node: string, shard: number) =>
-      members.get(node) !== undefined && members.get(node) === last.members.get(node) && incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)! && !world?.wasRemoved(`${node}@${members.get(node)}`);
+      members.get(node) !== undefined &&
+      members.get(node) === last.members.get(node) &&
+      incarnations.get(node)!.since < placedAt.get(`${ref}/${shard}/${node}`)! &&
+      !world?.wasRemoved(`${node}@${members.get(node)}`);
     const lost = unservedByPlannedMoves(last.map, now, same, exempt);
     if (lost.length > 0) violate('I7', `${ref}: shards ${lost.join(',')} lost their last serving copy in a planned move`);
   };
@@ -361,7 +393,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const removalGraceMs = REMOVAL_GRACE_MS + (world ? 2_500 : 0);
   // The RF-1 datasets' planned handoffs, for I15.
   const handoffs = new HandoffWindows(removalGraceMs);
-  const declaredRecently = (dataset: string) => (shard: number, node: string) => clock.now() - (declared.get(`${dataset}/${shard}/${node}`) ?? -Infinity) <= removalGraceMs;
+  const declaredRecently = (dataset: string) => (shard: number, node: string) =>
+    clock.now() - (declared.get(`${dataset}/${shard}/${node}`) ?? -Infinity) <= removalGraceMs;
   const history: string[] = [];
   const violations: Violation[] = [];
   const subscribers: TrackedSubscriber[] = [];
@@ -409,7 +442,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const paused = () => cluster.nodes.filter((n) => n.state === 'paused');
   const storedMaps = async () => new Map((await metaStore.shardMaps()).map((m) => [m.dataset, m] as const));
   const operations = (): Promise<NodeOperations> => metaStore.nodeOperations();
-  const adminRequest = (build: Parameters<EmbeddedCluster['request']>[0]) => ask(cluster.request(build, 5_000).catch((e: unknown) => ({ type: 'Failed', message: String(e) }) as const), 'an admin request');
+  const adminRequest = (build: Parameters<EmbeddedCluster['request']>[0]) =>
+    ask(
+      cluster.request(build, 5_000).catch((e: unknown) => ({ type: 'Failed', message: String(e) }) as const),
+      'an admin request',
+    );
   /** Waits for an answer from the cluster, letting simulated time pass if an actor is waiting on it (a delayed record). */
   const ask = async <T>(p: Promise<T>, what = 'a question'): Promise<T> => {
     let done = false;
@@ -474,7 +511,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       if (history.length > noted) quietSince = step;
       await driver.advance(stepMs);
       // A member coming or going is not quiet either (a fenced node rejoining long after its fault).
-      const membersNow = cluster.membership.view().members.map((m) => `${m.node}@${m.incarnation}`).join(' ');
+      const membersNow = cluster.membership
+        .view()
+        .members.map((m) => `${m.node}@${m.incarnation}`)
+        .join(' ');
       if (membersNow !== lastMembers) quietSince = step;
       lastMembers = membersNow;
       if (world) {
@@ -496,10 +536,12 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       await checkEveryStep(preCrash);
       // With the detector's 6 s session, the group may still list a dead node (or an evicted
       // incarnation) steps after it is gone for the singleton: not at rest until it no longer does.
-      const settled = !world || cluster.membership.view().members.every((m) => {
-        const n = cluster.node(m.node);
-        return n.state === 'running' && n.incarnation === m.incarnation && !world.wasRemoved(`${m.node}@${m.incarnation}`);
-      });
+      const settled =
+        !world ||
+        cluster.membership.view().members.every((m) => {
+          const n = cluster.node(m.node);
+          return n.state === 'running' && n.incarnation === m.incarnation && !world.wasRemoved(`${m.node}@${m.incarnation}`);
+        });
       const quiet = step - quietSince >= 3 && paused().length === 0 && settled;
       if (quiet) await checkAtRest();
       const recovering = !quiet || (await shardsWaitingForCooldown());
@@ -671,7 +713,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
    */
   async function worldFaults(w: DetectorWorld): Promise<void> {
     const singleton = await cluster.singletonNode();
-    for (const f of real.step(live().map((n) => n.node), singleton?.node)) {
+    for (const f of real.step(
+      live().map((n) => n.node),
+      singleton?.node,
+    )) {
       if (f.kind === 'stall') {
         const node = cluster.node(f.node);
         if (node.state !== 'running') continue;
@@ -681,7 +726,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         stats.pauses++;
         clock.schedule(f.ms, () => node.resume());
       } else {
-        note(`${f.to}${f.to === singleton?.node ? ' (the singleton)' : ''} refuses and resets ${f.from.join(',')}${f.bothWays ? ' both ways' : ''} for ${f.ms} ms (detector endpoints, both processes run)`);
+        note(
+          `${f.to}${f.to === singleton?.node ? ' (the singleton)' : ''} refuses and resets ${f.from.join(',')}${f.bothWays ? ' both ways' : ''} for ${f.ms} ms (detector endpoints, both processes run)`,
+        );
         for (const from of f.from) {
           resets.add(from, f.to, f.ms);
           world?.refusing(from, f.to, f.ms);
@@ -847,7 +894,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
     // I8: replicas of a shard in distinct racks (as far as the live racks allow), never two on one node.
     const ops = await operations();
-    const placeable = cluster.membership.view().members.map((m) => m.node as string).filter((node) => !(ops.draining as readonly string[]).includes(node));
+    const placeable = cluster.membership
+      .view()
+      .members.map((m) => m.node as string)
+      .filter((node) => !(ops.draining as readonly string[]).includes(node));
     const racksLive = new Set(placeable.map((node) => rackOf.get(node)!)).size;
     for (const d of BALANCED_DATASETS) {
       const map = mapsNow.get(d.ref as DatasetRef);
@@ -891,7 +941,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
 
   async function checkFailover(pre: PreCrash): Promise<void> {
     // Give the new singleton time to detect, take over and recover.
-    const recovered = await driver.until(async () => ((await metaStore.readLease())?.epoch ?? 0) > pre.epoch && (await cluster.singletonNode()) !== undefined, 10_000, 250);
+    const recovered = await driver.until(
+      async () => ((await metaStore.readLease())?.epoch ?? 0) > pre.epoch && (await cluster.singletonNode()) !== undefined,
+      10_000,
+      250,
+    );
     if (!recovered) violate('I4', `no new singleton took over within 10 s of the crash of ${pre.node}`);
     await driver.advance(1_000);
     const after = await storedMaps();
@@ -903,7 +957,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     for (const t of subscribers) {
       if (t.node.node === pre.node || !state || !pre.subscriptions.has(`${t.sub.id} ${t.sub.dataset}`)) continue;
       if (world?.wasRemoved(`${t.node.node}@${pre.members.get(t.node.node)}`)) continue;
-      if (!state.subscriptions.isSubscribed(t.sub.id, t.sub.dataset)) violate('I4', `the subscription of ${t.sub.id} to ${t.sub.dataset} was lost in the failover`);
+      if (!state.subscriptions.isSubscribed(t.sub.id, t.sub.dataset))
+        violate('I4', `the subscription of ${t.sub.id} to ${t.sub.dataset} was lost in the failover`);
     }
     for (const [ref, before] of pre.maps) {
       const now = after.get(ref);
@@ -918,11 +973,24 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       const a = ShardMapper.fromSnapshot(now);
       // Owners that are still the same live member (same incarnation) must keep their shards.
       // (An incarnation the detector took out is gone for the singleton, whatever the group says.)
-      const alive = new Set(cluster.membership.view().members.filter((m) => pre.members.get(m.node) === m.incarnation && !world?.wasRemoved(`${m.node}@${m.incarnation}`)).map((m) => m.node as string));
+      const alive = new Set(
+        cluster.membership
+          .view()
+          .members.filter((m) => pre.members.get(m.node) === m.incarnation && !world?.wasRemoved(`${m.node}@${m.incarnation}`))
+          .map((m) => m.node as string),
+      );
       for (let s = 0; s < b.numShards; s++) {
         const owner = b.nodeForShard(s);
         const planned = pre.draining.has(owner ?? '') || b.recordForShard(s).assignments.length > 1;
-        if (owner && owner !== pre.node && alive.has(owner) && !planned && !poison.has(`${ref}/${s}`) && !sinkFaults?.faulted(ref, s) && a.nodeForShard(s) !== owner) {
+        if (
+          owner &&
+          owner !== pre.node &&
+          alive.has(owner) &&
+          !planned &&
+          !poison.has(`${ref}/${s}`) &&
+          !sinkFaults?.faulted(ref, s) &&
+          a.nodeForShard(s) !== owner
+        ) {
           violate('I4', `${ref}/${s} was on ${owner}, which is still alive, and is now on ${a.nodeForShard(s) ?? 'nobody'}`);
         }
       }
@@ -951,7 +1019,14 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       // (errored ones wait by design).
       let kept = false;
       if ('strategy' in d) {
-        const k = keptCopyViolations(m, (node) => members.has(node), (node) => delayStarts.get(node), clock.now(), d.replacementDelayMs, KEPT_BOUND_MS);
+        const k = keptCopyViolations(
+          m,
+          (node) => members.has(node),
+          (node) => delayStarts.get(node),
+          clock.now(),
+          d.replacementDelayMs,
+          KEPT_BOUND_MS,
+        );
         for (const v of k.violations) violate('I2', `${d.ref}: ${v}`);
         kept = k.kept;
       } else {
@@ -961,7 +1036,9 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         // I2 and I9 for a balanced dataset: every shard has its copies, spread at its lower bound
         // (once no copy is kept for a lost node: until then the map waits for it, by design).
         // (The singleton's clock drifts from the sim's, and its check runs a moment after the end.)
-        const cooling = new Set(cooldowns.filter((c) => c.dataset === d.ref && c.reassignedAt + COOLDOWN_MS + COOLDOWN_END_MARGIN_MS > clock.now()).map((c) => c.shard));
+        const cooling = new Set(
+          cooldowns.filter((c) => c.dataset === d.ref && c.reassignedAt + COOLDOWN_MS + COOLDOWN_END_MARGIN_MS > clock.now()).map((c) => c.shard),
+        );
         const problem = balanceViolation(m, placeable, d.replicationFactor, cooling);
         if (problem) violate(problem.invariant, `${d.ref}: ${problem.message}`);
       }
@@ -978,7 +1055,10 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       for (const t of lossy ? [] : subscribers) {
         if (t.sub.dataset !== d.ref) continue;
         if (!t.sub.map || !t.sub.map.equals(m) || t.sub.epoch !== snap.epoch) {
-          violate('I3', `${t.sub.id} has ${t.sub.map ? `epoch ${t.sub.epoch} v${t.sub.version}` : 'no map'}, the singleton epoch ${snap.epoch} v${snap.version}`);
+          violate(
+            'I3',
+            `${t.sub.id} has ${t.sub.map ? `epoch ${t.sub.epoch} v${t.sub.version}` : 'no map'}, the singleton epoch ${snap.epoch} v${snap.version}`,
+          );
         }
       }
     }

@@ -59,7 +59,17 @@ export class SinkCallLog {
   wrap(node: string, incarnation: () => string, sink: RecordSink): RecordSink {
     return {
       accept: (ds, shard, records, token) => {
-        const call: SinkCall = { node, incarnation: incarnation(), dataset: ds.ref, shard, token, records: records.length, start: this.now(), end: undefined, outcome: undefined };
+        const call: SinkCall = {
+          node,
+          incarnation: incarnation(),
+          dataset: ds.ref,
+          shard,
+          token,
+          records: records.length,
+          start: this.now(),
+          end: undefined,
+          outcome: undefined,
+        };
         this.calls.push(call);
         const settle = (outcome: SinkCallOutcome) => {
           call.end = this.now();

@@ -32,7 +32,17 @@ export function storedFence(value: unknown, dataset: string, shard: number): Sto
   return { offset, token };
 }
 
-export async function writeFencedCheckpoint(session: CassandraSession, cql: MetaStoreCql, cluster: string, dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken): Promise<void> {
+export async function writeFencedCheckpoint(
+  session: CassandraSession,
+  cql: MetaStoreCql,
+  cluster: string,
+  dataset: DatasetRef,
+  shard: number,
+  node: NodeId,
+  group: string,
+  offset: number,
+  token: FencingToken,
+): Promise<void> {
   if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`a checkpoint offset must be a safe integer >= 0, got ${offset}`);
   if (!isFencingToken(token)) throw new RangeError(`a checkpoint's token must be two safe whole numbers >= 0, got ${JSON.stringify(token)}`);
   const row = `checkpoint of ${dataset} shard ${shard} on ${node}`;

@@ -96,7 +96,15 @@ import { CassandraSession, LWT, READ, refuseIfFenced, safeNumber, SERIAL_READ, s
 import { CassandraShardMaps } from './cassandra-shard-maps.js';
 import { storedFence, writeFencedCheckpoint } from './cassandra-checkpoints.js';
 import type { FencingToken } from '../core/fencing-token.js';
-import { MetaStoreUnavailableError, RELEASED_RENEWAL, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import {
+  MetaStoreUnavailableError,
+  RELEASED_RENEWAL,
+  type Lease,
+  type MetaStore,
+  type ShardCheckpoints,
+  type StoredCooldown,
+  type StoredSubscriptions,
+} from './meta-store.js';
 import type { LimiterStats } from './request-limiter.js';
 
 export type { KeyspaceReplication } from './cassandra-schema.js';
@@ -134,7 +142,11 @@ export interface CassandraMetaStoreOptions {
   readonly maxMutationBytes?: number;
 }
 
-const ms = (key: string) => z.number({ error: `${key} must be a number of milliseconds` }).int().min(1);
+const ms = (key: string) =>
+  z
+    .number({ error: `${key} must be a number of milliseconds` })
+    .int()
+    .min(1);
 const replicationFactor = z.number().int().min(1);
 /** The driver refuses more requests than this on one connection (`BusyConnectionError`). */
 const DRIVER_REQUESTS_PER_CONNECTION = 2048;
@@ -160,7 +172,12 @@ const settingsSchema = z.strictObject({
     .min(1, 'must be at least 1')
     .max(DRIVER_REQUESTS_PER_CONNECTION, `must be at most ${DRIVER_REQUESTS_PER_CONNECTION} (the driver's limit per connection)`)
     .default(128),
-  maxMutationBytes: z.number().int('must be a whole number of bytes').min(1024, 'must be at least 1024 bytes').max(2 ** 31 - 1).default(1024 * 1024),
+  maxMutationBytes: z
+    .number()
+    .int('must be a whole number of bytes')
+    .min(1024, 'must be at least 1024 bytes')
+    .max(2 ** 31 - 1)
+    .default(1024 * 1024),
 });
 
 type Settings = Readonly<z.output<typeof settingsSchema>>;
@@ -196,7 +213,9 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
 
 const subscriberSchema = z.string().refine((s) => parseSubscriberId(s).ok, 'malformed subscriber id');
 const subscriptionsSchema = z.strictObject({
-  subscriptions: z.array(z.strictObject({ dataset: z.string().refine((s) => parseDatasetRef(s).ok, 'malformed dataset name'), subscribers: z.array(subscriberSchema) })),
+  subscriptions: z.array(
+    z.strictObject({ dataset: z.string().refine((s) => parseDatasetRef(s).ok, 'malformed dataset name'), subscribers: z.array(subscriberSchema) }),
+  ),
   watchers: z.array(subscriberSchema),
 });
 
@@ -228,7 +247,8 @@ function leaseFrom(row: types.Row | undefined, location: string): Lease | undefi
   const lease = { epoch: epoch as Epoch, node: node.value, incarnation: incarnation.value };
   if (!row.keys().includes('value')) return lease;
   const renewal = Number(row.get('value'));
-  if (!Number.isSafeInteger(renewal) || (renewal < 0 && renewal !== RELEASED_RENEWAL)) throw new MetaStoreRowError(location, `invalid lease renewal: ${JSON.stringify(row.get('value'))}`);
+  if (!Number.isSafeInteger(renewal) || (renewal < 0 && renewal !== RELEASED_RENEWAL))
+    throw new MetaStoreRowError(location, `invalid lease renewal: ${JSON.stringify(row.get('value'))}`);
   return { ...lease, renewal };
 }
 
@@ -423,7 +443,8 @@ export class CassandraMetaStore implements MetaStore {
     const unique = [...result.keys()];
     const slices: number[][] = [];
     for (let i = 0; i < unique.length; i += CHECKPOINT_SHARDS_PER_READ) slices.push(unique.slice(i, i + CHECKPOINT_SHARDS_PER_READ));
-    const read = (operation: 'readCheckpointsOf' | 'readSharedCheckpointsOf', slice: number[]) => this.session.readAll(operation, this.cql[operation], [this.cluster, dataset, slice], CHECKPOINT_ROWS_PER_PAGE);
+    const read = (operation: 'readCheckpointsOf' | 'readSharedCheckpointsOf', slice: number[]) =>
+      this.session.readAll(operation, this.cql[operation], [this.cluster, dataset, slice], CHECKPOINT_ROWS_PER_PAGE);
     const [copyPages, sharedPages] = await Promise.all([
       settleAll(slices.map((slice) => read('readCheckpointsOf', slice))),
       settleAll(slices.map((slice) => read('readSharedCheckpointsOf', slice))),
@@ -447,7 +468,8 @@ export class CassandraMetaStore implements MetaStore {
         tokens.set(group, fence.token);
       }
     }
-    for (const row of sharedPages.flat()) result.get(row.get('shard') as number)?.shared.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
+    for (const row of sharedPages.flat())
+      result.get(row.get('shard') as number)?.shared.set(row.get('group_name') as string, safeNumber(row.get('last_offset')) ?? 0);
     return result;
   }
 

@@ -27,7 +27,11 @@ export async function addMissingColumns(client: Client, keyspace: string): Promi
   const added: string[] = [];
   for (const c of ADDED_COLUMNS) {
     // Unquoted identifiers are stored in lower case.
-    const existing = await client.execute('SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [keyspace.toLowerCase(), c.table], { prepare: true, consistency: types.consistencies.localOne });
+    const existing = await client.execute(
+      'SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?',
+      [keyspace.toLowerCase(), c.table],
+      { prepare: true, consistency: types.consistencies.localOne },
+    );
     if (existing.rows.some((r) => r.get('column_name') === c.column)) continue;
     try {
       await client.execute(`ALTER TABLE ${keyspace}.${c.table} ADD ${c.column} ${c.type}`, [], { consistency: types.consistencies.localQuorum });

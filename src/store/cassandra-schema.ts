@@ -49,9 +49,7 @@ function cqlString(text: string): string {
 /** The replication map of `CREATE KEYSPACE`, e.g. `{'class': 'SimpleStrategy', 'replication_factor': 1}`. */
 export function replicationCql(replication: KeyspaceReplication): string {
   const entries: [string, string | number][] =
-    replication.class === 'SimpleStrategy'
-      ? [['replication_factor', replication.replicationFactor]]
-      : Object.entries(replication.dataCenters);
+    replication.class === 'SimpleStrategy' ? [['replication_factor', replication.replicationFactor]] : Object.entries(replication.dataCenters);
   const rendered = entries.map(([k, v]) => `${cqlString(k)}: ${typeof v === 'number' ? v : cqlString(v)}`);
   return `{${[`'class': ${cqlString(replication.class)}`, ...rendered].join(', ')}}`;
 }

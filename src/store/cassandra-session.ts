@@ -156,7 +156,11 @@ export class CassandraSession {
 
   /** A batch (one partition: one mutation), its statements' values measured together. */
   batch(operation: string, row: string, statements: readonly Statement[], options: WriteOptions, dataset?: string): Promise<types.ResultSet> {
-    this.checkSize(row, statements.flatMap((s) => s.params), dataset);
+    this.checkSize(
+      row,
+      statements.flatMap((s) => s.params),
+      dataset,
+    );
     return this.limiter.run(() => request(operation, () => this.client.batch([...statements], options)));
   }
 }

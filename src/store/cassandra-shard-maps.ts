@@ -73,7 +73,11 @@ function parseMapRow(row: types.Row, dataset: string): MapRow {
     return { kind: 'whole', map: map.value, stamp };
   }
   if (format !== MAP_HEADER_FORMAT) {
-    return { kind: 'unreadable', reason: `header format ${JSON.stringify(format)} is unknown: this version reads formats ${WHOLE_MAP_FORMAT} and ${MAP_HEADER_FORMAT} (written by a newer shardherd?)`, stamp };
+    return {
+      kind: 'unreadable',
+      reason: `header format ${JSON.stringify(format)} is unknown: this version reads formats ${WHOLE_MAP_FORMAT} and ${MAP_HEADER_FORMAT} (written by a newer shardherd?)`,
+      stamp,
+    };
   }
   const header = decodeHeader(value ?? '');
   if (!header.ok) return { kind: 'unreadable', reason: `malformed header: ${header.error}`, stamp };
@@ -122,7 +126,14 @@ export class CassandraShardMaps {
         await this.writeParts(snapshot, plan.write);
         for (const p of plan.write) written.add(p);
       }
-      const result = await this.session.write('putShardMap', `shard_map header of ${dataset}`, known === undefined ? this.cql.putFirstMapHeader : this.cql.putMapHeader, headerParams, LWT, dataset);
+      const result = await this.session.write(
+        'putShardMap',
+        `shard_map header of ${dataset}`,
+        known === undefined ? this.cql.putFirstMapHeader : this.cql.putMapHeader,
+        headerParams,
+        LWT,
+        dataset,
+      );
       refuseIfFenced(result, snapshot.epoch);
       if (result.wasApplied()) {
         this.known.set(dataset, knownWhole(plan.header, snapshot));
@@ -134,7 +145,10 @@ export class CassandraShardMaps {
       // Another header than the remembered one: learn which parts it refers to, and go again.
       fromMemory = false;
       known = stored === undefined ? undefined : await this.readKnown(dataset, known);
-      this.log.debug({ dataset, stored: stored && stampText(stored), attempt }, 'the stored shard map header was not the one remembered; writing again against it');
+      this.log.debug(
+        { dataset, stored: stored && stampText(stored), attempt },
+        'the stored shard map header was not the one remembered; writing again against it',
+      );
     }
     throw new MetaStoreUnavailableError('putShardMap', new Error(`the stored map of ${dataset} kept changing under ${MAX_WRITE_ATTEMPTS} attempts`));
   }
@@ -208,8 +222,22 @@ export class CassandraShardMaps {
     const garbage = garbageOf(header, parts ?? header.parts.map((_, p) => p));
     const deletes = garbage.map((g) =>
       'below' in g
-        ? this.session.write('putShardMap (deleting old parts)', `old map parts of ${dataset}`, this.cql.deletePartRowsBelow, [this.cluster, dataset, g.part, g.below.epoch, g.below.version], PLAIN_WRITE, dataset)
-        : this.session.write('putShardMap (deleting old parts)', `old map parts of ${dataset}`, this.cql.deletePartRowsBetween, [this.cluster, dataset, g.part, g.after.epoch, g.after.version, g.upTo.epoch, g.upTo.version], PLAIN_WRITE, dataset),
+        ? this.session.write(
+            'putShardMap (deleting old parts)',
+            `old map parts of ${dataset}`,
+            this.cql.deletePartRowsBelow,
+            [this.cluster, dataset, g.part, g.below.epoch, g.below.version],
+            PLAIN_WRITE,
+            dataset,
+          )
+        : this.session.write(
+            'putShardMap (deleting old parts)',
+            `old map parts of ${dataset}`,
+            this.cql.deletePartRowsBetween,
+            [this.cluster, dataset, g.part, g.after.epoch, g.after.version, g.upTo.epoch, g.upTo.version],
+            PLAIN_WRITE,
+            dataset,
+          ),
     );
     try {
       await settleAll(deletes);
@@ -253,15 +281,19 @@ export class CassandraShardMaps {
     const keys = header.parts.map((s, p) => new types.Tuple(p, s.epoch, s.version));
     const slices: types.Tuple[][] = [];
     for (let i = 0; i < keys.length; i += PARTS_PER_READ) slices.push(keys.slice(i, i + PARTS_PER_READ));
-    const rows = (await settleAll(slices.map((slice) => this.session.readAll('shardMaps', this.cql.readParts, [this.cluster, dataset, slice], PARTS_PER_READ)))).flat();
+    const rows = (
+      await settleAll(slices.map((slice) => this.session.readAll('shardMaps', this.cql.readParts, [this.cluster, dataset, slice], PARTS_PER_READ)))
+    ).flat();
     const parts = new Array<PartContent | undefined>(header.parts.length);
     for (const row of rows) {
       const p = row.get('part') as number;
       const stamp = { epoch: safeNumber(row.get('epoch')) ?? -1, version: safeNumber(row.get('version')) ?? -1 };
       const name = `${partName(dataset, header.numShards, header.shardsPerPart, p)} (stamp ${stampText(stamp)})`;
-      if (!(p >= 0 && p < parts.length) || !sameStamp(stamp, header.parts[p]!)) return { ok: false, missing: false, reason: `${name} is not one the header names` };
+      if (!(p >= 0 && p < parts.length) || !sameStamp(stamp, header.parts[p]!))
+        return { ok: false, missing: false, reason: `${name} is not one the header names` };
       const format = row.get('format') as number | null;
-      if (format !== MAP_PART_FORMAT) return { ok: false, missing: false, reason: `${name} has format ${JSON.stringify(format)}: this version reads format ${MAP_PART_FORMAT}` };
+      if (format !== MAP_PART_FORMAT)
+        return { ok: false, missing: false, reason: `${name} has format ${JSON.stringify(format)}: this version reads format ${MAP_PART_FORMAT}` };
       const content = decodePart((row.get('value') as string | null) ?? '', header, p);
       if (!content.ok) return { ok: false, missing: false, reason: `${name} is malformed: ${content.error}` };
       parts[p] = content.value;
@@ -279,7 +311,10 @@ export class CassandraShardMaps {
    * singleton recovers a map it did not find from the nodes' copies.
    */
   private unreadable(dataset: string, reason: string, stamp: Stamp | undefined): undefined {
-    this.log.error({ event: 'metastore.map-unreadable', dataset, reason }, `the shard map of ${dataset} cannot be read whole and is left out; the singleton recovers it from the nodes`);
+    this.log.error(
+      { event: 'metastore.map-unreadable', dataset, reason },
+      `the shard map of ${dataset} cannot be read whole and is left out; the singleton recovers it from the nodes`,
+    );
     // The next write must replace the whole map, against the stored stamp, even if this store
     // remembers that header with its parts (one of them is gone or damaged): reusing them would
     // leave the map unreadable.
@@ -292,6 +327,7 @@ export class CassandraShardMaps {
   /** Keeps what a read learned unless this store already knows a newer or as new a header. */
   private remember(dataset: string, k: KnownMap): void {
     const current = this.known.get(dataset);
-    if (current === undefined || compareStamps(k.stamp, current.stamp) > 0 || (current.content === undefined && sameStamp(k.stamp, current.stamp))) this.known.set(dataset, k);
+    if (current === undefined || compareStamps(k.stamp, current.stamp) > 0 || (current.content === undefined && sameStamp(k.stamp, current.stamp)))
+      this.known.set(dataset, k);
   }
 }

@@ -11,7 +11,15 @@ import type { AppliedRequest, NodeOperations } from '../core/shard-manager/proto
 import { appliedRequestsSchema, nodeOperationsSchema } from './node-operations-schema.js';
 import * as ops from './meta-state.js';
 import type { FencingToken } from '../core/fencing-token.js';
-import { MetaStoreUnavailableError, RELEASED_RENEWAL, type Lease, type MetaStore, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import {
+  MetaStoreUnavailableError,
+  RELEASED_RENEWAL,
+  type Lease,
+  type MetaStore,
+  type ShardCheckpoints,
+  type StoredCooldown,
+  type StoredSubscriptions,
+} from './meta-store.js';
 
 /**
  * The version of the file layout this code writes. Format 2 keeps shard maps in the compact
@@ -147,7 +155,10 @@ export class FileMetaStore implements MetaStore {
       const next = ops.cloneMetaState(await this.loaded());
       const result = op(next); // throws (FencedError) before anything is written
       try {
-        await writeAtomically(this.path, renderDocument(toDocument(next), (map) => this.encodedMap(map)));
+        await writeAtomically(
+          this.path,
+          renderDocument(toDocument(next), (map) => this.encodedMap(map)),
+        );
       } catch (error) {
         throw new MetaStoreUnavailableError(`${operation} (writing ${this.path})`, error);
       }
@@ -253,7 +264,10 @@ const cooldownSchema = z.strictObject({ dataset: datasetSchema, shard: shardSche
 const checkpointSchema = z.strictObject({
   dataset: datasetSchema,
   shard: shardSchema,
-  node: z.string().refine((s) => parseNodeId(s).ok, 'malformed node id').optional(),
+  node: z
+    .string()
+    .refine((s) => parseNodeId(s).ok, 'malformed node id')
+    .optional(),
   group: z.string(),
   offset: z.number().int(),
   // An optional field of format 3: files written before tokens lack it.
@@ -305,7 +319,10 @@ export async function loadMetaFile(path: string): Promise<ops.MetaState> {
 export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
   const format = (raw as { format?: unknown } | null)?.format;
   if (typeof format !== 'number' || !READABLE_META_FILE_FORMATS.includes(format)) {
-    throw new MetaStoreFileError(path, `unknown MetaStore file format ${JSON.stringify(format)}: this version reads formats ${READABLE_META_FILE_FORMATS.join(', ')}`);
+    throw new MetaStoreFileError(
+      path,
+      `unknown MetaStore file format ${JSON.stringify(format)}: this version reads formats ${READABLE_META_FILE_FORMATS.join(', ')}`,
+    );
   }
   const doc = documentSchema.safeParse(raw);
   if (!doc.success) throw new MetaStoreFileError(path, `malformed MetaStore file: ${issueText(doc.error)}`);
@@ -356,7 +373,8 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
     if (!r.success) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: ${issueText(r.error)}`);
     const { dataset, shard, node, group, offset, token } = r.data;
     // A copy's checkpoint needs format 3: an older file holds only shared ones.
-    if ((node !== undefined || token !== undefined) && d.format < 3) throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: a file of format ${d.format} holds no per-copy checkpoints (node)`);
+    if ((node !== undefined || token !== undefined) && d.format < 3)
+      throw new MetaStoreFileError(path, `invalid entry checkpoints[${i}]: a file of format ${d.format} holds no per-copy checkpoints (node)`);
     if (node === undefined) ops.loadSharedCheckpoint(state, dataset as DatasetRef, shard, group, offset);
     else ops.writeCheckpoint(state, dataset as DatasetRef, shard, node as NodeId, group, offset, token && { epoch: token[0], version: token[1] });
   });
@@ -367,7 +385,11 @@ export function parseMetaDocument(raw: unknown, path: string): ops.MetaState {
 function decodeCompactMap(entry: unknown, fileFormat: number): Result<ShardMapSnapshot, InvalidSnapshotError> {
   const format = (entry as { format?: unknown } | null)?.format;
   if (format !== COMPACT_MAP_FORMAT) {
-    return err(new InvalidSnapshotError(`unsupported shard map format ${JSON.stringify(format)}: a file of format ${fileFormat} holds compact maps (format ${COMPACT_MAP_FORMAT})`));
+    return err(
+      new InvalidSnapshotError(
+        `unsupported shard map format ${JSON.stringify(format)}: a file of format ${fileFormat} holds compact maps (format ${COMPACT_MAP_FORMAT})`,
+      ),
+    );
   }
   return decodeSnapshot(entry);
 }

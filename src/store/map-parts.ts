@@ -126,7 +126,8 @@ export function decodeHeader(text: string): Result<MapHeader, string> {
   const { numShards, epoch, version, shardsPerPart, stamps, parts } = h;
   if (typeof numShards !== 'number' || !isValidShardCount(numShards)) return err(`numShards ${JSON.stringify(numShards)} is not a power of two in 1..65536`);
   if (!isCount(epoch) || !isCount(version)) return err('epoch and version must be whole numbers >= 0');
-  if (typeof shardsPerPart !== 'number' || !isValidShardCount(shardsPerPart)) return err(`shardsPerPart ${JSON.stringify(shardsPerPart)} is not a power of two in 1..65536`);
+  if (typeof shardsPerPart !== 'number' || !isValidShardCount(shardsPerPart))
+    return err(`shardsPerPart ${JSON.stringify(shardsPerPart)} is not a power of two in 1..65536`);
   if (!Array.isArray(stamps)) return err('stamps is not a list');
   const table: Stamp[] = [];
   for (const [i, s] of stamps.entries()) {
@@ -164,7 +165,9 @@ export function decodePart(text: string, header: MapHeader, part: number): Resul
   const v = parsed.value as Record<string, unknown> | null;
   if (typeof v !== 'object' || v === null) return err('not a part object');
   if (v.numShards !== header.numShards || v.shardsPerPart !== header.shardsPerPart || v.part !== part) {
-    return err(`it is part ${JSON.stringify(v.part)} of ${JSON.stringify(v.numShards)} shards by ${JSON.stringify(v.shardsPerPart)}, not part ${part} of ${header.numShards} by ${header.shardsPerPart}`);
+    return err(
+      `it is part ${JSON.stringify(v.part)} of ${JSON.stringify(v.numShards)} shards by ${JSON.stringify(v.shardsPerPart)}, not part ${part} of ${header.numShards} by ${header.shardsPerPart}`,
+    );
   }
   const { first, end } = partRange(header.numShards, header.shardsPerPart, part);
   const count = end - first;
@@ -268,13 +271,21 @@ export interface WritePlan {
 export function planWrite(snapshot: ShardMapSnapshot, known: KnownMap | undefined, written: ReadonlySet<number>, shardsPerPart = SHARDS_PER_PART): WritePlan {
   const stamp = stampOf(snapshot);
   const count = partCount(snapshot.numShards, shardsPerPart);
-  const base = known?.header !== undefined && known.content !== undefined && known.header.numShards === snapshot.numShards && known.header.shardsPerPart === shardsPerPart ? known : undefined;
+  const base =
+    known?.header !== undefined && known.content !== undefined && known.header.numShards === snapshot.numShards && known.header.shardsPerPart === shardsPerPart
+      ? known
+      : undefined;
   const versions = versionsOf(snapshot);
   const parts: Stamp[] = [];
   const write: number[] = [];
   for (let p = 0; p < count; p++) {
     if (written.has(p)) parts.push(stamp);
-    else if (base !== undefined && base.known[p] === true && samePart(snapshot.shards, versions, base.content!, partRange(snapshot.numShards, shardsPerPart, p))) parts.push(base.header!.parts[p]!);
+    else if (
+      base !== undefined &&
+      base.known[p] === true &&
+      samePart(snapshot.shards, versions, base.content!, partRange(snapshot.numShards, shardsPerPart, p))
+    )
+      parts.push(base.header!.parts[p]!);
     else {
       parts.push(stamp);
       write.push(p);
@@ -283,7 +294,12 @@ export function planWrite(snapshot: ShardMapSnapshot, known: KnownMap | undefine
   return { header: { numShards: snapshot.numShards, epoch: snapshot.epoch, version: snapshot.version, shardsPerPart, parts }, write };
 }
 
-function samePart(shards: readonly ShardRecord[], versions: readonly number[], base: NonNullable<KnownMap['content']>, { first, end }: { first: number; end: number }): boolean {
+function samePart(
+  shards: readonly ShardRecord[],
+  versions: readonly number[],
+  base: NonNullable<KnownMap['content']>,
+  { first, end }: { first: number; end: number },
+): boolean {
   for (let s = first; s < end; s++) {
     const a = shards[s]!;
     const b = base.shards[s]!;

@@ -5,7 +5,15 @@ import { compareStamps, type ShardMapSnapshot, type ShardRecord } from '../core/
 import { NO_NODE_OPERATIONS, type AppliedRequest, type NodeOperations } from '../core/shard-manager/protocol.js';
 import type { FencingToken } from '../core/fencing-token.js';
 import type { ShardStatus } from '../core/status.js';
-import { CheckpointRefusedError, checkpointAdmits, FencedError, type Lease, type ShardCheckpoints, type StoredCooldown, type StoredSubscriptions } from './meta-store.js';
+import {
+  CheckpointRefusedError,
+  checkpointAdmits,
+  FencedError,
+  type Lease,
+  type ShardCheckpoints,
+  type StoredCooldown,
+  type StoredSubscriptions,
+} from './meta-store.js';
 
 /**
  * The whole content of a MetaStore as plain data, and the operations on it: the semantics shared
@@ -35,7 +43,16 @@ export interface CellCheckpoints {
 }
 
 export function emptyMetaState(): MetaState {
-  return { lease: undefined, datasets: new Map(), shardMaps: new Map(), subscriptions: { subscriptions: [], watchers: [] }, nodeOperations: NO_NODE_OPERATIONS, appliedRequests: [], cooldowns: new Map(), checkpoints: new Map() };
+  return {
+    lease: undefined,
+    datasets: new Map(),
+    shardMaps: new Map(),
+    subscriptions: { subscriptions: [], watchers: [] },
+    nodeOperations: NO_NODE_OPERATIONS,
+    appliedRequests: [],
+    cooldowns: new Map(),
+    checkpoints: new Map(),
+  };
 }
 
 /** A state that changes apart from `state`: the stored values are frozen, so they are shared, not copied. */
@@ -233,13 +250,22 @@ function cellOf(state: MetaState, dataset: string, shard: number): CellCheckpoin
  * changing nothing, when the stored checkpoint is newer. Without a token only when loading a file
  * written before tokens existed.
  */
-export function writeCheckpoint(state: MetaState, dataset: DatasetRef, shard: number, node: NodeId, group: string, offset: number, token: FencingToken | undefined): void {
+export function writeCheckpoint(
+  state: MetaState,
+  dataset: DatasetRef,
+  shard: number,
+  node: NodeId,
+  group: string,
+  offset: number,
+  token: FencingToken | undefined,
+): void {
   const cell = cellOf(state, dataset, shard);
   if (token !== undefined) {
     const stored = cell.copies.get(node)?.get(group);
     if (stored !== undefined) {
       const storedToken = cell.tokens.get(node)?.get(group);
-      if (!checkpointAdmits({ offset: stored, token: storedToken }, offset, token)) throw new CheckpointRefusedError(dataset, shard, node, group, offset, token, { offset: stored, token: storedToken });
+      if (!checkpointAdmits({ offset: stored, token: storedToken }, offset, token))
+        throw new CheckpointRefusedError(dataset, shard, node, group, offset, token, { offset: stored, token: storedToken });
     }
   }
   let groups = cell.copies.get(node);

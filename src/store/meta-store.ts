@@ -114,9 +114,25 @@ export interface MetaStore {
  * fails to compile when a method is added to `MetaStore` and not here.
  */
 export const META_STORE_OPERATIONS = [
-  'readLease', 'takeLease', 'renewLease', 'putDataset', 'deleteDataset', 'datasets', 'putShardMap', 'shardMaps',
-  'putSubscriptions', 'subscriptions', 'putNodeOperations', 'nodeOperations', 'putAppliedRequests',
-  'appliedRequests', 'putCooldown', 'cooldowns', 'writeCheckpoint', 'readCheckpoints', 'readCheckpointsOf',
+  'readLease',
+  'takeLease',
+  'renewLease',
+  'putDataset',
+  'deleteDataset',
+  'datasets',
+  'putShardMap',
+  'shardMaps',
+  'putSubscriptions',
+  'subscriptions',
+  'putNodeOperations',
+  'nodeOperations',
+  'putAppliedRequests',
+  'appliedRequests',
+  'putCooldown',
+  'cooldowns',
+  'writeCheckpoint',
+  'readCheckpoints',
+  'readCheckpointsOf',
 ] as const satisfies readonly (keyof MetaStore)[];
 type UnlistedOperation = Exclude<keyof MetaStore, (typeof META_STORE_OPERATIONS)[number]>;
 const _everyOperationListed: [UnlistedOperation] extends [never] ? true : UnlistedOperation = true;
@@ -172,7 +188,11 @@ export class CheckpointRefusedError extends ShardherdError {
     readonly token: FencingToken,
     readonly stored: StoredCheckpoint,
   ) {
-    super('CHECKPOINT_REFUSED', `checkpoint ${offset} of ${dataset} shard ${shard} on ${node} (group ${group}) with token ${tokenText(token)} refused: the stored one is ${stored.offset} with token ${stored.token ? tokenText(stored.token) : 'none'}`, { dataset, shard, node });
+    super(
+      'CHECKPOINT_REFUSED',
+      `checkpoint ${offset} of ${dataset} shard ${shard} on ${node} (group ${group}) with token ${tokenText(token)} refused: the stored one is ${stored.offset} with token ${stored.token ? tokenText(stored.token) : 'none'}`,
+      { dataset, shard, node },
+    );
   }
 }
 
@@ -188,7 +208,10 @@ export const NO_CHECKPOINTS: ShardCheckpoints = Object.freeze({ copies: new Map(
 
 /** A write from a singleton whose epoch is no longer the lease's: that singleton must stop at once. */
 export class FencedError extends ShardherdError {
-  constructor(readonly writeEpoch: number, readonly currentEpoch: number) {
+  constructor(
+    readonly writeEpoch: number,
+    readonly currentEpoch: number,
+  ) {
     super('FENCED', `write at epoch ${writeEpoch} refused: epoch ${currentEpoch} holds the singleton lease`);
   }
 }
@@ -207,13 +230,22 @@ export class MetaStoreWriteTooLargeError extends ShardherdError {
     readonly maxBytes: number,
     dataset?: string,
   ) {
-    super('METASTORE_WRITE_TOO_LARGE', `MetaStore write of ${row} is ${bytes} bytes, above maxMutationBytes ${maxBytes}: it cannot succeed and is not retried`, dataset === undefined ? {} : { dataset });
+    super(
+      'METASTORE_WRITE_TOO_LARGE',
+      `MetaStore write of ${row} is ${bytes} bytes, above maxMutationBytes ${maxBytes}: it cannot succeed and is not retried`,
+      dataset === undefined ? {} : { dataset },
+    );
   }
 }
 
 /** The store could not be reached or failed; the write may be retried. */
 export class MetaStoreUnavailableError extends ShardherdError {
   constructor(operation: string, cause?: unknown) {
-    super('METASTORE_UNAVAILABLE', `MetaStore ${operation} failed${cause instanceof Error ? `: ${cause.message}` : ''}`, cause === undefined ? {} : { cause }, true);
+    super(
+      'METASTORE_UNAVAILABLE',
+      `MetaStore ${operation} failed${cause instanceof Error ? `: ${cause.message}` : ''}`,
+      cause === undefined ? {} : { cause },
+      true,
+    );
   }
 }

@@ -18,7 +18,10 @@ export default function setup(): void {
     aptGet('update', '-qq');
     aptGet('install', '-y', '-qq', '--no-install-recommends', 'chromium');
   } catch (e) {
-    throw new Error(`the browser tests need Chromium at ${CHROMIUM} and installing Debian's chromium package failed: ${e instanceof Error ? e.message : String(e)}. Install it (apt-get install chromium) or set SHARDHERD_CHROMIUM to a Chromium binary.`, { cause: e });
+    throw new Error(
+      `the browser tests need Chromium at ${CHROMIUM} and installing Debian's chromium package failed: ${e instanceof Error ? e.message : String(e)}. Install it (apt-get install chromium) or set SHARDHERD_CHROMIUM to a Chromium binary.`,
+      { cause: e },
+    );
   }
   if (!existsSync(CHROMIUM)) throw new Error(`apt-get installed chromium but ${CHROMIUM} does not exist; set SHARDHERD_CHROMIUM to the binary`);
 }

@@ -32,7 +32,12 @@ afterAll(async () => {
 describe('the status page of a shard in Error', () => {
   it('paints it Error and shows its cause as visible text', async () => {
     await page.goto(`${api.url}/`);
-    await until('shard 1 painted Error', () => paintedStatuses(page, 'metrics'), (p) => p[1] === 'Error', 30_000);
+    await until(
+      'shard 1 painted Error',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p[1] === 'Error',
+      30_000,
+    );
     const cell = page.locator('section[data-dataset="metrics"] .cell[data-shard="1"][data-status="Error"]');
     const cause = cell.locator('.e');
     expect(await cause.isVisible()).toBe(true);

@@ -39,7 +39,10 @@ export function paintedStatuses(page: Page, dataset: string): Promise<string[]> 
     const dpr = canvas.width / parseFloat(canvas.style.width);
     const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
     const css = getComputedStyle(document.documentElement);
-    const rgb = (v: string) => { const h = css.getPropertyValue(v).trim().slice(1); return [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16)); };
+    const rgb = (v: string) => {
+      const h = css.getPropertyValue(v).trim().slice(1);
+      return [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+    };
     const colours = ['Active', 'Recovery', 'Assigned', 'Error', 'Stopped', 'Down', 'Unassigned'].map((s) => [s, rgb(`--${s}`)] as const);
     colours.push(['Unassigned', rgb('--panel')]);
     const out: string[] = [];
@@ -76,7 +79,13 @@ export async function cellCentre(page: Page, dataset: string, shard: number): Pr
 
 /** The page's marks of one name, in order. */
 export function marks(page: Page, name: string): Promise<Marked[]> {
-  return page.evaluate((n) => (globalThis as unknown as BrowserGlobals).performance.getEntriesByName(n).map((e) => ({ startTime: e.startTime, detail: e.detail as Record<string, number | string> })), `shardherd:${name}`);
+  return page.evaluate(
+    (n) =>
+      (globalThis as unknown as BrowserGlobals).performance
+        .getEntriesByName(n)
+        .map((e) => ({ startTime: e.startTime, detail: e.detail as Record<string, number | string> })),
+    `shardherd:${name}`,
+  );
 }
 
 /** Counts of each value. */
@@ -119,7 +128,11 @@ interface LayoutBox {
   getBoundingClientRect(): { readonly left: number; readonly right: number; readonly width: number };
 }
 interface LayoutGlobals {
-  readonly document: { readonly documentElement: LayoutBox; readonly body: LayoutBox & { querySelectorAll(s: string): Iterable<LayoutBox> }; querySelectorAll(s: string): Iterable<LayoutBox> };
+  readonly document: {
+    readonly documentElement: LayoutBox;
+    readonly body: LayoutBox & { querySelectorAll(s: string): Iterable<LayoutBox> };
+    querySelectorAll(s: string): Iterable<LayoutBox>;
+  };
   getComputedStyle(e: LayoutBox): { readonly overflowX: string };
 }
 
@@ -141,9 +154,16 @@ export function horizontalFit(page: Page): Promise<HorizontalFit> {
       for (let p = e.parentElement; p; p = p.parentElement) if (p.scrollWidth > p.clientWidth && getComputedStyle(p).overflowX === 'auto') return true;
       return false;
     };
-    const past = (e: LayoutBox) => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.left < -0.5 || r.right > root.clientWidth + 0.5); };
-    const panels = [...document.querySelectorAll('section[data-dataset]')].map((s) => { const r = s.getBoundingClientRect(); return { left: r.left, right: r.right }; });
-    const outside = [...document.body.querySelectorAll('*')].filter((e) => past(e) && !inScroller(e))
+    const past = (e: LayoutBox) => {
+      const r = e.getBoundingClientRect();
+      return r.width > 0 && (r.left < -0.5 || r.right > root.clientWidth + 0.5);
+    };
+    const panels = [...document.querySelectorAll('section[data-dataset]')].map((s) => {
+      const r = s.getBoundingClientRect();
+      return { left: r.left, right: r.right };
+    });
+    const outside = [...document.body.querySelectorAll('*')]
+      .filter((e) => past(e) && !inScroller(e))
       .map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}.${String(e.className)} ${Math.round(e.getBoundingClientRect().right)}`);
     return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, panels, outside };
   });

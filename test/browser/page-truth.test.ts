@@ -19,7 +19,11 @@ beforeAll(async () => {
   // so nobody takes over and the page has no view for as long as it is paused.
   cluster = new EmbeddedCluster({
     name: `page-truth-${Date.now()}`,
-    nodes: [{ name: 'n1', rack: 'rack-a' }, { name: 'n2', rack: 'rack-b' }, { name: 'n3', rack: 'rack-a' }],
+    nodes: [
+      { name: 'n1', rack: 'rack-a' },
+      { name: 'n2', rack: 'rack-b' },
+      { name: 'n3', rack: 'rack-a' },
+    ],
     log: pino({ level: 'silent' }),
     sessionTimeoutMs: 60_000,
     heartbeatIntervalMs: 250,
@@ -27,11 +31,20 @@ beforeAll(async () => {
   });
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 16, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
-  await cluster.setupDataset({ ref: 'logs-with-a-rather-long-dataset-name', numShards: 64, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 50 } });
+  await cluster.setupDataset({
+    ref: 'logs-with-a-rather-long-dataset-name',
+    numShards: 64,
+    minNumNodes: 2,
+    source: { type: 'synthetic', recordsPerSecond: 50 },
+  });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 500, feed: { refreshMs: 500 } });
   ({ browser, page } = await openPage());
   await page.goto(`${api.url}/`);
-  await until('every shard painted Active', () => paintedStatuses(page, 'metrics'), (p) => p.length === 16 && p.every((s) => s === 'Active'));
+  await until(
+    'every shard painted Active',
+    () => paintedStatuses(page, 'metrics'),
+    (p) => p.length === 16 && p.every((s) => s === 'Active'),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -57,7 +70,11 @@ async function panelsAgainstMaps(): Promise<string[]> {
 }
 
 async function stopShard(dataset: string, shard: number): Promise<void> {
-  const res = await fetch(`${api.url}/api/v1/cluster/${dataset}/stopshards`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [shard] }) });
+  const res = await fetch(`${api.url}/api/v1/cluster/${dataset}/stopshards`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ shardList: [shard] }),
+  });
   expect(res.status).toBe(200);
 }
 
@@ -67,11 +84,24 @@ describe('the status page tells the truth', () => {
     await page.mouse.move(0, 0);
     await page.locator('section[data-dataset="metrics"] canvas.heatmap').focus();
     await page.keyboard.press('ArrowRight');
-    await until('shard 1 in the panel, Active', () => panelTitle('metrics'), (t) => t === 'metrics shard 1: Active');
+    await until(
+      'shard 1 in the panel, Active',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 1: Active',
+    );
     await stopShard('metrics', 1);
-    await until('shard 1 painted Stopped', () => paintedStatuses(page, 'metrics'), (p) => p[1] === 'Stopped');
+    await until(
+      'shard 1 painted Stopped',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p[1] === 'Stopped',
+    );
     // The map and the panel show the same moment: the panel has had every update the map had.
-    await until('the panel says Stopped', () => panelTitle('metrics'), (t) => t === 'metrics shard 1: Stopped', 3_000);
+    await until(
+      'the panel says Stopped',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 1: Stopped',
+      3_000,
+    );
     expect(await page.locator('section[data-dataset="metrics"] .inspector').textContent()).toContain('no copy');
   });
 
@@ -80,36 +110,69 @@ describe('the status page tells the truth', () => {
     await page.locator('section[data-dataset="metrics"] canvas.heatmap').focus();
     await page.keyboard.press('Home');
     for (let k = 0; k < 3; k++) await page.keyboard.press('ArrowRight');
-    await until('shard 3 in the panel, Active', () => panelTitle('metrics'), (t) => t === 'metrics shard 3: Active');
+    await until(
+      'shard 3 in the panel, Active',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 3: Active',
+    );
     // The keyboard goes on to the next map: the first map's panel no longer follows a selection.
     await page.locator('section[data-dataset="logs-with-a-rather-long-dataset-name"] canvas.heatmap').focus();
-    await until('the other map\'s shard 0 in its panel', () => panelTitle('logs-with-a-rather-long-dataset-name'), (t) => (t ?? '').startsWith('logs-with-a-rather-long-dataset-name shard 0: '));
+    await until(
+      "the other map's shard 0 in its panel",
+      () => panelTitle('logs-with-a-rather-long-dataset-name'),
+      (t) => (t ?? '').startsWith('logs-with-a-rather-long-dataset-name shard 0: '),
+    );
     await stopShard('metrics', 3);
-    await until('shard 3 painted Stopped', () => paintedStatuses(page, 'metrics'), (p) => p[3] === 'Stopped');
+    await until(
+      'shard 3 painted Stopped',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p[3] === 'Stopped',
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await panelsAgainstMaps()).toEqual([]);
 
     // The same when the shard was clicked (kept selected) before the keyboard went on.
     const { x, y } = await cellCentre(page, 'metrics', 4);
     await page.mouse.click(x, y);
-    await until('shard 4 selected, Active', () => panelTitle('metrics'), (t) => t === 'metrics shard 4: Activeselected');
+    await until(
+      'shard 4 selected, Active',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 4: Activeselected',
+    );
     await page.mouse.move(0, 0);
     await page.locator('section[data-dataset="logs-with-a-rather-long-dataset-name"] canvas.heatmap').focus();
     await page.keyboard.press('ArrowRight');
     await stopShard('metrics', 4);
-    await until('shard 4 painted Stopped', () => paintedStatuses(page, 'metrics'), (p) => p[4] === 'Stopped');
+    await until(
+      'shard 4 painted Stopped',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p[4] === 'Stopped',
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await panelsAgainstMaps()).toEqual([]);
   });
 
   it('keeps the panel of a clicked shard current too', async () => {
     await page.locator('section[data-dataset="metrics"] .attention .cell[data-shard="1"] button').click();
-    await until('shard 1 selected', () => panelTitle('metrics'), (t) => t === 'metrics shard 1: Stoppedselected');
+    await until(
+      'shard 1 selected',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 1: Stoppedselected',
+    );
     await page.locator('section[data-dataset="metrics"] canvas.heatmap').focus();
     await page.keyboard.press('ArrowRight');
-    await until('shard 2 selected, Active', () => panelTitle('metrics'), (t) => t === 'metrics shard 2: Activeselected');
+    await until(
+      'shard 2 selected, Active',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 2: Activeselected',
+    );
     await stopShard('metrics', 2);
-    await until('the panel says Stopped', () => panelTitle('metrics'), (t) => t === 'metrics shard 2: Stoppedselected', 5_000);
+    await until(
+      'the panel says Stopped',
+      () => panelTitle('metrics'),
+      (t) => t === 'metrics shard 2: Stoppedselected',
+      5_000,
+    );
     await page.keyboard.press('Escape');
   });
 
@@ -119,7 +182,12 @@ describe('the status page tells the truth', () => {
     const singleton = cluster.node('n1');
     singleton.pause();
     try {
-      const said = await until('the header tells the outage', () => connection.textContent(), (t) => (t ?? '').startsWith('singleton unavailable since '), 10_000);
+      const said = await until(
+        'the header tells the outage',
+        () => connection.textContent(),
+        (t) => (t ?? '').startsWith('singleton unavailable since '),
+        10_000,
+      );
       expect(said).toMatch(/^singleton unavailable since \d\d:\d\d:\d\d$/);
       // It stays so while the outage lasts, through the node's own map polls and ingestion samples.
       await new Promise((r) => setTimeout(r, 2_500));
@@ -128,7 +196,12 @@ describe('the status page tells the truth', () => {
     } finally {
       singleton.resume();
     }
-    await until('live again once the singleton answers', () => connection.textContent(), (t) => t === 'live', 15_000);
+    await until(
+      'live again once the singleton answers',
+      () => connection.textContent(),
+      (t) => t === 'live',
+      15_000,
+    );
     expect(await page.locator('#banner').isVisible()).toBe(false);
   }, 40_000);
 
@@ -156,7 +229,10 @@ describe('the status page tells the truth', () => {
     expect(wide.outside).toEqual([]);
     expect(wide.scrollWidth).toBeLessThanOrEqual(wide.clientWidth);
     // At desktop width the map and its panel stand side by side, as before.
-    const [mapBox, panelBox] = await Promise.all([page.locator('section[data-dataset="metrics"] canvas.heatmap').boundingBox(), page.locator('section[data-dataset="metrics"] .inspector').boundingBox()]);
+    const [mapBox, panelBox] = await Promise.all([
+      page.locator('section[data-dataset="metrics"] canvas.heatmap').boundingBox(),
+      page.locator('section[data-dataset="metrics"] .inspector').boundingBox(),
+    ]);
     expect(panelBox!.x).toBeGreaterThan(mapBox!.x + mapBox!.width);
   });
 });

@@ -26,7 +26,9 @@ beforeAll(async () => {
   });
   await cluster.start();
   await new Promise((r) => setTimeout(r, 500));
-  expect((await cluster.setupDataset({ ref: 'wide', numShards: 512, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } })).type).toBe('DatasetVerified');
+  expect((await cluster.setupDataset({ ref: 'wide', numShards: 512, minNumNodes: 1, source: { type: 'synthetic', recordsPerSecond: 1 } })).type).toBe(
+    'DatasetVerified',
+  );
   // The page is served by the singleton's node, whose problems the cluster description carries.
   api = await startNodeApi(cluster.node('n1'), { port: 0, token: 'page-test-token-0123456789', singletonTimeoutMs: 2_000, feed: { refreshMs: 1_000 } });
   ({ browser, page } = await openPage());
@@ -39,12 +41,14 @@ afterAll(async () => {
 });
 
 describe('the status page of a cluster with a record its bus refuses', () => {
-  it('lists the problem with its count, and says why the dataset\'s shards are not shown', async () => {
+  it("lists the problem with its count, and says why the dataset's shards are not shown", async () => {
     await page.goto(`${api.url}/`);
     await page.waitForSelector('#problems:not([hidden])', { timeout: 30_000 });
     const problems = await page.$$eval('#problem-list li', (items) => items.map((li) => li.textContent ?? ''));
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/^n1: bus\.record-refused — a map-snapshot record of the singleton cannot be sent: .*maxMessageBytes.* \(\d+ times?, last at \d{4}-\d\d-\d\dT/);
+    expect(problems[0]).toMatch(
+      /^n1: bus\.record-refused — a map-snapshot record of the singleton cannot be sent: .*maxMessageBytes.* \(\d+ times?, last at \d{4}-\d\d-\d\dT/,
+    );
     const dataset = await page.textContent('section[data-dataset="wide"]');
     expect(dataset).toMatch(/this node cannot show the map/);
     expect(await page.$$('section[data-dataset="wide"] .cell')).toHaveLength(0);

@@ -14,10 +14,18 @@ let browser: Browser;
 let page: Page;
 const TOKEN = 'page-test-token-0123456789';
 
-const memberRows = () => page.$$eval('#members tbody tr', (rows) => rows.map((r) => ({ node: r.getAttribute('data-node') ?? '', text: r.textContent ?? '', copies: Number(r.children[3]?.textContent) })));
+const memberRows = () =>
+  page.$$eval('#members tbody tr', (rows) =>
+    rows.map((r) => ({ node: r.getAttribute('data-node') ?? '', text: r.textContent ?? '', copies: Number(r.children[3]?.textContent) })),
+  );
 
 beforeAll(async () => {
-  cluster = liveCluster('page', [{ name: 'n1', rack: 'rack-a' }, { name: 'n2', rack: 'rack-b' }, { name: 'n3', rack: 'rack-a' }, { name: 'n4', rack: 'rack-b' }]);
+  cluster = liveCluster('page', [
+    { name: 'n1', rack: 'rack-a' },
+    { name: 'n2', rack: 'rack-b' },
+    { name: 'n3', rack: 'rack-a' },
+    { name: 'n4', rack: 'rack-b' },
+  ]);
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 16, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, feed: { refreshMs: 1_000 } });
@@ -31,9 +39,13 @@ afterAll(async () => {
 });
 
 describe('the status page', () => {
-  it('paints every shard Active, tells a hovered shard\'s owner, and lists the members with racks and the singleton', async () => {
+  it("paints every shard Active, tells a hovered shard's owner, and lists the members with racks and the singleton", async () => {
     await page.goto(`${api.url}/`);
-    await until('all 16 shards painted Active', () => paintedStatuses(page, 'metrics'), (p) => p.length === 16 && p.every((s) => s === 'Active'));
+    await until(
+      'all 16 shards painted Active',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p.length === 16 && p.every((s) => s === 'Active'),
+    );
     const members = await memberRows();
     expect(members.map((m) => m.node)).toEqual(['n1', 'n2', 'n3', 'n4']);
     expect(members.find((m) => m.text.includes('singleton'))?.node).toBe('n1');
@@ -43,7 +55,11 @@ describe('the status page', () => {
     expect(await page.textContent('#connection')).toBe('live');
     const { x, y } = await cellCentre(page, 'metrics', 0);
     await page.mouse.move(x, y);
-    const copy = await until('the hovered shard\'s copy in the panel', () => page.locator('section[data-dataset="metrics"] .inspector tbody td').first().textContent(), (t) => /^n\d$/.test(t ?? ''));
+    const copy = await until(
+      "the hovered shard's copy in the panel",
+      () => page.locator('section[data-dataset="metrics"] .inspector tbody td').first().textContent(),
+      (t) => /^n\d$/.test(t ?? ''),
+    );
     expect(members.find((m) => m.node === copy)?.copies).toBeGreaterThan(0);
   });
 
@@ -53,13 +69,27 @@ describe('the status page', () => {
     await page.keyboard.press('ArrowRight');
     await page.keyboard.press('ArrowDown');
     const panel = page.locator('section[data-dataset="metrics"] .inspector');
-    await until('shard 5 in the panel (one right, one row down of 4)', () => panel.textContent(), (t) => (t ?? '').includes('metrics shard 5: Active'));
+    await until(
+      'shard 5 in the panel (one right, one row down of 4)',
+      () => panel.textContent(),
+      (t) => (t ?? '').includes('metrics shard 5: Active'),
+    );
     await page.keyboard.press('Enter');
-    await until('shard 5 kept', () => panel.textContent(), (t) => (t ?? '').includes('selected'));
+    await until(
+      'shard 5 kept',
+      () => panel.textContent(),
+      (t) => (t ?? '').includes('selected'),
+    );
     const drain = page.locator('#members tbody tr[data-node="n4"] button');
     await drain.focus();
     const seen = (await marks(page, 'ingestion')).length;
-    await until('an ingestion update and a view since', () => marks(page, 'ingestion'), (m) => m.length >= seen + 2, 10_000, 100);
+    await until(
+      'an ingestion update and a view since',
+      () => marks(page, 'ingestion'),
+      (m) => m.length >= seen + 2,
+      10_000,
+      100,
+    );
     expect(await drain.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
     await page.keyboard.press('Escape');
   });
@@ -69,22 +99,44 @@ describe('the status page', () => {
     expect((await memberRows()).find((m) => m.node === victim)?.copies).toBeGreaterThan(0);
     const loadedAt = await page.evaluate(() => performance.timeOrigin);
     cluster.node(victim).crash();
-    const after = await until(`${victim} gone and its shards on the others`, memberRows, (rows) => !rows.some((r) => r.node === victim) && rows.reduce((n, r) => n + r.copies, 0) === 16);
+    const after = await until(
+      `${victim} gone and its shards on the others`,
+      memberRows,
+      (rows) => !rows.some((r) => r.node === victim) && rows.reduce((n, r) => n + r.copies, 0) === 16,
+    );
     expect(after.map((r) => r.node)).toEqual(['n1', 'n2', 'n4']);
-    await until('every shard painted Active again', () => paintedStatuses(page, 'metrics'), (p) => p.length === 16 && p.every((s) => s === 'Active'));
+    await until(
+      'every shard painted Active again',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p.length === 16 && p.every((s) => s === 'Active'),
+    );
     expect(await page.textContent('#cluster-events')).toMatch(new RegExp(`${victim} left`));
     expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // the same page: it updated itself
   }, 40_000);
 
   it('shows a stopped shard as Stopped, and says why it has no copy', async () => {
-    const res = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [3] }) });
+    const res = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ shardList: [3] }),
+    });
     expect(res.status).toBe(200);
-    await until('shard 3 painted Stopped', () => paintedStatuses(page, 'metrics'), (p) => p[3] === 'Stopped');
+    await until(
+      'shard 3 painted Stopped',
+      () => paintedStatuses(page, 'metrics'),
+      (p) => p[3] === 'Stopped',
+    );
     expect(tally(await paintedStatuses(page, 'metrics'))).toEqual({ Active: 15, Stopped: 1 });
-    expect(await page.locator('section[data-dataset="metrics"] .attention .cell[data-shard="3"][data-status="Stopped"]').textContent()).toBe('#3 Stoppedno copy');
+    expect(await page.locator('section[data-dataset="metrics"] .attention .cell[data-shard="3"][data-status="Stopped"]').textContent()).toBe(
+      '#3 Stoppedno copy',
+    );
     const { x, y } = await cellCentre(page, 'metrics', 3);
     await page.mouse.click(x, y);
-    const panel = await until('the panel', () => page.locator('section[data-dataset="metrics"] .inspector').textContent(), (t) => (t ?? '').includes('shard 3: Stopped'));
+    const panel = await until(
+      'the panel',
+      () => page.locator('section[data-dataset="metrics"] .inspector').textContent(),
+      (t) => (t ?? '').includes('shard 3: Stopped'),
+    );
     expect(panel).toContain('why it has no copy: stopped by an operator (stopshards)');
   }, 30_000);
 });

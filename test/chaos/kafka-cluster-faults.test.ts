@@ -70,7 +70,11 @@ describe('Kafka cluster faults: real node processes while the broker leading the
     await expect.poll(() => numbered.acked.size, { timeout: 60_000, interval: 200 }).toBeGreaterThanOrEqual(target);
   };
 
-  const noProcessExited = () => expect(NODES.filter((n) => !cluster.get(n).alive), 'node processes that exited').toEqual([]);
+  const noProcessExited = () =>
+    expect(
+      NODES.filter((n) => !cluster.get(n).alive),
+      'node processes that exited',
+    ).toEqual([]);
 
   beforeAll(async () => {
     const s = services();
@@ -111,7 +115,10 @@ describe('Kafka cluster faults: real node processes while the broker leading the
       for (const p of partitions) expect(p.replicas.length, `${t} partition ${p.partitionId}`).toBe(REPLICATION_FACTOR);
     }
     const configs = await withAdmin((admin) =>
-      admin.describeConfigs({ includeSynonyms: false, resources: topics.map((t) => ({ type: ConfigResourceTypes.TOPIC, name: t, configNames: ['min.insync.replicas'] })) }),
+      admin.describeConfigs({
+        includeSynonyms: false,
+        resources: topics.map((t) => ({ type: ConfigResourceTypes.TOPIC, name: t, configNames: ['min.insync.replicas'] })),
+      }),
     );
     for (const r of configs.resources) expect(r.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue, r.resourceName).toBe('2');
   }, 180_000);
@@ -125,10 +132,15 @@ describe('Kafka cluster faults: real node processes while the broker leading the
     }));
     const leaderOf = (t: string) => metadata.topics.find((m) => m.name === t)!.partitions;
     const leader = leaderOf(inbox)[0]!.leader;
-    const shardsLed = leaderOf(topic).filter((p) => p.leader === leader).map((p) => p.partitionId).sort((a, b) => a - b);
+    const shardsLed = leaderOf(topic)
+      .filter((p) => p.leader === leader)
+      .map((p) => p.partitionId)
+      .sort((a, b) => a - b);
     expect(shardsLed.length, `shards whose partition broker ${leader} leads`).toBeGreaterThan(0);
     const victim = brokers.find((b) => b.nodeId === leader)!;
-    report(`killing broker ${leader} (PID ${victim.pid}): it leads the inbox and shards ${shardsLed.join(', ')}; the active controller is ${String(controller)}`);
+    report(
+      `killing broker ${leader} (PID ${victim.pid}): it leads the inbox and shards ${shardsLed.join(', ')}; the active controller is ${String(controller)}`,
+    );
 
     const killed = Date.now();
     process.kill(victim.pid, 'SIGKILL');
@@ -138,7 +150,12 @@ describe('Kafka cluster faults: real node processes while the broker leading the
     brokers = [...endpoint.nodes!];
     const back = Date.now();
     report(`broker ${leader} restarted in ${((back - restarting) / 1000).toFixed(1)} s`);
-    await convergedAfter(`SIGKILL of broker ${leader}, ${(2 * SESSION_TIMEOUT_MS) / 1000} s down, restart`, back, 'the broker was back', ` (${((Date.now() - killed) / 1000).toFixed(1)} s after the kill)`);
+    await convergedAfter(
+      `SIGKILL of broker ${leader}, ${(2 * SESSION_TIMEOUT_MS) / 1000} s down, restart`,
+      back,
+      'the broker was back',
+      ` (${((Date.now() - killed) / 1000).toFixed(1)} s after the kill)`,
+    );
     noProcessExited();
     await acknowledged(200);
     // Each node says what failed and that it goes on (kafkajs's reconnects, the bus's retries).

@@ -234,7 +234,12 @@ export function busContract(name: string, makeBus: (limits?: BusLimitOptions) =>
       );
       for (const v of ['throw', 'reject', 'fine']) await bus.produce(topic, v);
       await eventually(() => expect(values()).toEqual(['throw', 'reject', 'fine']));
-      await eventually(() => expect(reported).toEqual([['boom', 'throw'], ['rejected', 'reject']]));
+      await eventually(() =>
+        expect(reported).toEqual([
+          ['boom', 'throw'],
+          ['rejected', 'reject'],
+        ]),
+      );
     });
 
     it('a synchronous handler that throws does not stop delivery either', async () => {

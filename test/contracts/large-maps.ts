@@ -26,7 +26,8 @@ function recordFor(shard: number, salt = 0): ShardRecord {
   }
   const serving = copies(s, 3, Status.active, 'Available');
   // A copy in handoff: a fourth, Initializing copy on another node.
-  if (s % 7 === 0) return { status: Status.active, assignments: [...serving, { node: NODES[(s + 5) % NODES.length]!, placement: 'Initializing', status: Status.assigned }] };
+  if (s % 7 === 0)
+    return { status: Status.active, assignments: [...serving, { node: NODES[(s + 5) % NODES.length]!, placement: 'Initializing', status: Status.assigned }] };
   return { status: Status.active, assignments: serving };
 }
 
@@ -70,7 +71,8 @@ export function mapDifference(a: ShardMapSnapshot, b: ShardMapSnapshot): string 
     if (a[key] !== b[key]) return `${key}: ${String(a[key])} vs ${String(b[key])}`;
   }
   if (a.shards.length !== b.shards.length) return `shards: ${a.shards.length} vs ${b.shards.length}`;
-  if (a.assignmentVersions.length !== b.assignmentVersions.length) return `assignmentVersions: ${a.assignmentVersions.length} vs ${b.assignmentVersions.length}`;
+  if (a.assignmentVersions.length !== b.assignmentVersions.length)
+    return `assignmentVersions: ${a.assignmentVersions.length} vs ${b.assignmentVersions.length}`;
   for (let s = 0; s < a.shards.length; s++) {
     if (!recordEquals(a.shards[s]!, b.shards[s]!)) return `shard ${s}: ${JSON.stringify(a.shards[s])} vs ${JSON.stringify(b.shards[s])}`;
     if (a.assignmentVersions[s] !== b.assignmentVersions[s]) return `assignmentVersions[${s}]: ${a.assignmentVersions[s]} vs ${b.assignmentVersions[s]}`;

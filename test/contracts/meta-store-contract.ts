@@ -289,7 +289,7 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         expect(await store.datasets()).toEqual([datasetConfig(ds2)]);
       });
 
-      it("deleting a dataset drops its shard map and cooldowns (a re-created dataset starts afresh) but keeps its checkpoints", async () => {
+      it('deleting a dataset drops its shard map and cooldowns (a re-created dataset starts afresh) but keeps its checkpoints', async () => {
         await leaseForA();
         await store.putDataset(datasetConfig(ds1), epoch(1));
         await store.putDataset(datasetConfig(ds2), epoch(1));
@@ -367,13 +367,20 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 1_000, TOKEN);
         await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 16, TOKEN);
         expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 16 } }, shared: {} });
-        expect(plainCheckpoints((await store.readCheckpointsOf(ds1, [0])).get(0))).toEqual({ copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 16 } }, shared: {} });
+        expect(plainCheckpoints((await store.readCheckpointsOf(ds1, [0])).get(0))).toEqual({
+          copies: { [nodeA]: { sink: 1_000 }, [nodeB]: { sink: 16 } },
+          shared: {},
+        });
       });
 
       it('are fenced by token: an older token, or the same token with a lower offset, is refused and changes nothing', async () => {
         await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 100, { epoch: 2, version: 7 });
         // A former owner (older assignment version, or older epoch with any version) is refused.
-        for (const [offset, token] of [[500, { epoch: 2, version: 6 }], [500, { epoch: 1, version: 99 }], [99, { epoch: 2, version: 7 }]] as const) {
+        for (const [offset, token] of [
+          [500, { epoch: 2, version: 6 }],
+          [500, { epoch: 1, version: 99 }],
+          [99, { epoch: 2, version: 7 }],
+        ] as const) {
           const e = await store.writeCheckpoint(ds1, 0, nodeA, 'sink', offset, token).catch((x: unknown) => x);
           expect(e, `${offset} at ${token.epoch}/${token.version}`).toBeInstanceOf(CheckpointRefusedError);
           expect((e as CheckpointRefusedError).stored).toEqual({ offset: 100, token: { epoch: 2, version: 7 } });
@@ -390,10 +397,13 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         // Each copy and group is fenced on its own.
         await store.writeCheckpoint(ds1, 0, nodeB, 'sink', 3, { epoch: 1, version: 1 });
         await store.writeCheckpoint(ds1, 0, nodeA, 'archive', 3, { epoch: 1, version: 1 });
-        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({ copies: { [nodeA]: { sink: 40, archive: 3 }, [nodeB]: { sink: 3 } }, shared: {} });
+        expect(plainCheckpoints(await store.readCheckpoints(ds1, 0))).toEqual({
+          copies: { [nodeA]: { sink: 40, archive: 3 }, [nodeB]: { sink: 3 } },
+          shared: {},
+        });
       });
 
-      it('a copy\'s checkpoint stored before tokens existed is read without a token and replaced by any tokened write', async () => {
+      it("a copy's checkpoint stored before tokens existed is read without a token and replaced by any tokened write", async () => {
         if (!fixture.withUntokenedCheckpoints) return; // memory: nothing was ever stored without a token
         const old = await fixture.withUntokenedCheckpoints([
           { dataset: ds1, shard: 0, node: nodeA, group: 'sink', offset: 700 },
@@ -457,17 +467,29 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         cooldown.reassignedAt = 0;
 
         const readConfig = (await store.datasets())[0] as unknown as { source: { recordsPerSecond: number } };
-        tryToChange(() => { readConfig.source.recordsPerSecond = 2; });
+        tryToChange(() => {
+          readConfig.source.recordsPerSecond = 2;
+        });
         const readMap = (await store.shardMaps())[0] as unknown as { shards: unknown[] };
-        tryToChange(() => { readMap.shards.length = 0; });
+        tryToChange(() => {
+          readMap.shards.length = 0;
+        });
         const readCooldown = (await store.cooldowns())[0] as { reassignedAt: number };
-        tryToChange(() => { readCooldown.reassignedAt = -1; });
+        tryToChange(() => {
+          readCooldown.reassignedAt = -1;
+        });
         await store.writeCheckpoint(ds1, 0, nodeA, 'sink', 8, TOKEN);
         const readCheckpoints = await store.readCheckpoints(ds1, 0);
-        tryToChange(() => { (readCheckpoints.copies.get(nodeA) as Map<string, number>).set('sink', 0); });
-        tryToChange(() => { (readCheckpoints.copies as unknown as Map<string, unknown>).delete(nodeA); });
+        tryToChange(() => {
+          (readCheckpoints.copies.get(nodeA) as Map<string, number>).set('sink', 0);
+        });
+        tryToChange(() => {
+          (readCheckpoints.copies as unknown as Map<string, unknown>).delete(nodeA);
+        });
         const lease = (await store.readLease()) as { epoch: number };
-        tryToChange(() => { lease.epoch = 42; });
+        tryToChange(() => {
+          lease.epoch = 42;
+        });
 
         expect(await store.datasets()).toEqual([datasetConfig(ds1)]);
         expect(await store.shardMaps()).toEqual([shardMap(ds1, 1, 2)]);

@@ -61,7 +61,7 @@ describe('shardherd admin commands', () => {
     expect(r.stdout).toMatch(/^metrics\s+4\s+1\s+filodb-default\s+\d+\s+\d+\s+Active 4$/m);
   });
 
-  it('--json prints the node\'s JSON for scripts', async () => {
+  it("--json prints the node's JSON for scripts", async () => {
     const members = await cli(['members', '--url', url, '--json']);
     expect(members.code).toBe(0);
     expect(JSON.parse(members.stdout).members).toEqual([expect.objectContaining({ node: 'node-1', singleton: true, copies: 4 })]);
@@ -69,7 +69,7 @@ describe('shardherd admin commands', () => {
     expect(JSON.parse(datasets.stdout).datasets.map((d: { name: string }) => d.name)).toEqual(['metrics']);
   });
 
-  it('stops and starts a shard with the token from the node\'s token file', async () => {
+  it("stops and starts a shard with the token from the node's token file", async () => {
     const stop = await cli(['shards', 'stop', 'metrics', '--shards', '2', '--url', url]);
     expect(stop).toMatchObject({ code: 0, stdout: 'stopped shards 2 of metrics\n' });
     const status = JSON.parse((await cli(['status', '--url', url, '--json'])).stdout);

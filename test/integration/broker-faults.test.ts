@@ -41,7 +41,11 @@ describe('broker faults: real node processes while their Kafka broker is frozen 
     return ms;
   };
 
-  const noProcessExited = () => expect(NODES.filter((n) => !cluster.get(n).alive), 'node processes that exited').toEqual([]);
+  const noProcessExited = () =>
+    expect(
+      NODES.filter((n) => !cluster.get(n).alive),
+      'node processes that exited',
+    ).toEqual([]);
 
   beforeAll(async () => {
     const started = await startServices({ instance, kafka: true, cassandra: false, owned: true, log: report });

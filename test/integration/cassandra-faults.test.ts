@@ -44,7 +44,11 @@ describe('Cassandra faults: real node processes while their database is killed a
     cassandraPid = (await restartService(instance, 'cassandra', { owned: true })).pid!;
     report(`Cassandra restarted in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   };
-  const noProcessExited = () => expect(NODES.filter((n) => cluster.get(n).alive === false && !killed.has(n)), 'node processes that exited').toEqual([]);
+  const noProcessExited = () =>
+    expect(
+      NODES.filter((n) => cluster.get(n).alive === false && !killed.has(n)),
+      'node processes that exited',
+    ).toEqual([]);
   const killed = new Set<string>();
 
   beforeAll(async () => {
@@ -82,7 +86,10 @@ describe('Cassandra faults: real node processes while their database is killed a
       method: 'POST',
       headers: { authorization: `Bearer ${cluster.token(node)}`, 'content-type': 'application/json' },
       body: JSON.stringify({ ref: 'second', numShards: SHARDS, minNumNodes: 2, source: { type: 'kafka', topic: topics.second } }),
-    }).then((r) => r.status, () => 0);
+    }).then(
+      (r) => r.status,
+      () => 0,
+    );
     await new Promise((r) => setTimeout(r, 3_000));
     await restartCassandra();
     const back = Date.now();

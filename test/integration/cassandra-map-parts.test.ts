@@ -27,7 +27,14 @@ const silent = pino({ level: 'silent' });
 
 function storeOptions(overrides: Partial<CassandraMetaStoreOptions> = {}): CassandraMetaStoreOptions {
   const { cassandraContactPoints, cassandraLocalDataCenter } = services();
-  return { contactPoints: cassandraContactPoints, localDataCenter: cassandraLocalDataCenter, keyspace: KEYSPACE, cluster: uniqueName('parts'), log: silent, ...overrides };
+  return {
+    contactPoints: cassandraContactPoints,
+    localDataCenter: cassandraLocalDataCenter,
+    keyspace: KEYSPACE,
+    cluster: uniqueName('parts'),
+    log: silent,
+    ...overrides,
+  };
 }
 
 /** A pino logger whose lines (JSON) are kept, for checking what was logged. */
@@ -83,13 +90,22 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
 
   /** The part rows of a dataset as `part epoch/version`, sorted. */
   async function partRows(cluster: string, dataset: string): Promise<string[]> {
-    const result = await raw.execute(`SELECT part, epoch, version FROM ${KEYSPACE}.map_parts WHERE cluster = ? AND dataset = ?`, [cluster, dataset], { prepare: true, fetchSize: 5000 });
+    const result = await raw.execute(`SELECT part, epoch, version FROM ${KEYSPACE}.map_parts WHERE cluster = ? AND dataset = ?`, [cluster, dataset], {
+      prepare: true,
+      fetchSize: 5000,
+    });
     return result.rows.map((r) => `${String(r.get('part')).padStart(3, '0')} ${r.get('epoch')}/${r.get('version')}`).sort();
   }
 
   /** The stored header row of a dataset: its format and the part stamps its value names. */
   async function headerRow(cluster: string, dataset: string): Promise<{ format: number; parts: string[] }> {
-    const row = (await raw.execute(`SELECT format, value FROM ${KEYSPACE}.singleton_state WHERE cluster = ? AND kind = 'shard_map' AND dataset = ? AND shard = -1`, [cluster, dataset], { prepare: true })).first();
+    const row = (
+      await raw.execute(
+        `SELECT format, value FROM ${KEYSPACE}.singleton_state WHERE cluster = ? AND kind = 'shard_map' AND dataset = ? AND shard = -1`,
+        [cluster, dataset],
+        { prepare: true },
+      )
+    ).first();
     const format = row.get('format') as number;
     const header = format === 2 ? decodeHeader(row.get('value') as string) : undefined;
     return { format, parts: header?.ok ? header.value.parts.map((s, p) => `${String(p).padStart(3, '0')} ${s.epoch}/${s.version}`) : [] };
@@ -126,7 +142,9 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
     started = performance.now();
     await expectStored(reader, changed);
     const readMs = performance.now() - started;
-    console.info(`[cassandra-map-parts] 65 536 × 3: first write ${Math.round(firstWriteMs)} ms, one-shard change ${Math.round(changeMs)} ms, full read ${Math.round(readMs)} ms`);
+    console.info(
+      `[cassandra-map-parts] 65 536 × 3: first write ${Math.round(firstWriteMs)} ms, one-shard change ${Math.round(changeMs)} ms, full read ${Math.round(readMs)} ms`,
+    );
   });
 
   it('a map that cannot be read whole is left out and logged as metastore.map-unreadable, while the others are read; the next write replaces it whole', async () => {
@@ -141,7 +159,9 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
 
     await raw.execute(`DELETE FROM ${KEYSPACE}.map_parts WHERE cluster = ? AND dataset = ? AND part = 2`, [cluster, ds1], { prepare: true });
     expect((await store.shardMaps()).map((m) => m.dataset)).toEqual([ds2]);
-    expect(lines).toMatchObject([{ level: 50, event: 'metastore.map-unreadable', dataset: ds1, reason: 'map part 2 (shards 512..767) of ds1 (stamp 1/5) is missing' }]);
+    expect(lines).toMatchObject([
+      { level: 50, event: 'metastore.map-unreadable', dataset: ds1, reason: 'map part 2 (shards 512..767) of ds1 (stamp 1/5) is missing' },
+    ]);
 
     // The singleton recovered the map from the nodes and writes it again: every part is written
     // (the store does not reuse the part it knows is gone) and the map is whole again.
@@ -152,8 +172,16 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
     await expectStored(store, recovered);
 
     // A malformed part, and a header written by a newer version, are left out the same way.
-    await raw.execute(`UPDATE ${KEYSPACE}.map_parts SET value = '{"numShards": 1024}' WHERE cluster = ? AND dataset = ? AND part = 1 AND epoch = 1 AND version = 7`, [cluster, ds1], { prepare: true });
-    await raw.execute(`UPDATE ${KEYSPACE}.singleton_state SET format = 3 WHERE cluster = ? AND kind = 'shard_map' AND dataset = ? AND shard = -1`, [cluster, ds2], { prepare: true });
+    await raw.execute(
+      `UPDATE ${KEYSPACE}.map_parts SET value = '{"numShards": 1024}' WHERE cluster = ? AND dataset = ? AND part = 1 AND epoch = 1 AND version = 7`,
+      [cluster, ds1],
+      { prepare: true },
+    );
+    await raw.execute(
+      `UPDATE ${KEYSPACE}.singleton_state SET format = 3 WHERE cluster = ? AND kind = 'shard_map' AND dataset = ? AND shard = -1`,
+      [cluster, ds2],
+      { prepare: true },
+    );
     lines.length = 0;
     expect(await store.shardMaps()).toEqual([]);
     expect(lines.map((l) => [l.dataset, l.reason]).sort()).toEqual([
@@ -170,7 +198,13 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
     await a.putShardMap(map);
     await expectStored(b, map); // b now remembers a's header and its 16 parts
 
-    const turns: [CassandraMetaStore, number][] = [[a, 100], [b, 1_400], [a, 2_900], [b, 100], [a, 4_095]];
+    const turns: [CassandraMetaStore, number][] = [
+      [a, 100],
+      [b, 1_400],
+      [a, 2_900],
+      [b, 100],
+      [a, 4_095],
+    ];
     let writtenLast = new Set<number>(); // the parts the other store's last header refers to anew
     for (const [i, [writer, shard]] of turns.entries()) {
       const counts = countStatements(writer);
@@ -194,7 +228,7 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
     expect(await partRows(cluster, ds1)).toEqual((await headerRow(cluster, ds1)).parts);
   });
 
-  it("a map written whole by an older version (format 1) is read, then rewritten in parts by the first write", async () => {
+  it('a map written whole by an older version (format 1) is read, then rewritten in parts by the first write', async () => {
     const cluster = uniqueName('migrate');
     const store = await open({ cluster });
     await store.takeLease(nodeA, incA, 0);
@@ -214,11 +248,7 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
 
     // A store that never read the old row migrates it too (its first guess, "no map", is refused).
     const other = uniqueName('migrate');
-    await raw.execute(
-      `UPDATE ${KEYSPACE}.singleton_state SET epoch = 1, node = 'node-a', incarnation = 'a#1' WHERE cluster = ?`,
-      [other],
-      { prepare: true },
-    );
+    await raw.execute(`UPDATE ${KEYSPACE}.singleton_state SET epoch = 1, node = 'node-a', incarnation = 'a#1' WHERE cluster = ?`, [other], { prepare: true });
     await raw.execute(
       `UPDATE ${KEYSPACE}.singleton_state SET format = ?, value = ?, map_stamp = ? WHERE cluster = ? AND kind = ? AND dataset = ? AND shard = -1`,
       [1, JSON.stringify(old), new types.Tuple(types.Long.fromNumber(1), types.Long.fromNumber(30)), other, 'shard_map', ds1],
@@ -263,7 +293,10 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
     expect(store.requests).toEqual({ running: 0, waiting: 0, highWater: 32 });
 
     // The same through the batch read: 50 requests of 100 shards to each checkpoint table.
-    const batch = await store.readCheckpointsOf(ds1, Array.from({ length: 5_000 }, (_, shard) => shard));
+    const batch = await store.readCheckpointsOf(
+      ds1,
+      Array.from({ length: 5_000 }, (_, shard) => shard),
+    );
     expect([...batch].filter(([, c]) => c.copies.size > 0).map(([shard]) => shard)).toEqual(Array.from({ length: 50 }, (_, i) => i * 100));
   });
 
@@ -277,7 +310,13 @@ describe('CassandraMetaStore: shard maps in parts, bounded requests', () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(MetaStoreWriteTooLargeError);
-    expect(error).toMatchObject({ code: 'METASTORE_WRITE_TOO_LARGE', retriable: false, maxBytes: 4_096, dataset: ds1, row: 'map part 0 (shards 0..255) of ds1' });
+    expect(error).toMatchObject({
+      code: 'METASTORE_WRITE_TOO_LARGE',
+      retriable: false,
+      maxBytes: 4_096,
+      dataset: ds1,
+      row: 'map part 0 (shards 0..255) of ds1',
+    });
     expect((error as MetaStoreWriteTooLargeError).bytes).toBeGreaterThan(4_096);
     expect((error as Error).message).toMatch(/^MetaStore write of map part 0 \(shards 0\.\.255\) of ds1 is \d+ bytes, above maxMutationBytes 4096/);
     expect(counts).toMatchObject({ partWrites: 0, headerWrites: 0 });

@@ -9,7 +9,21 @@ import { epoch, type SubscriberId } from '../../src/core/ids.js';
 import { CassandraMetaStore, MetaStoreRowError, type CassandraMetaStoreOptions } from '../../src/store/cassandra-meta-store.js';
 import { CheckpointRefusedError, FencedError, MalformedCheckpointError, MetaStoreUnavailableError, type Lease } from '../../src/store/meta-store.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
-import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, NONE, nodeA, nodeB, onlyCopy, plainCheckpoints, shardMap } from '../contracts/meta-store-contract.js';
+import {
+  datasetConfig,
+  ds1,
+  ds2,
+  formatOneMap,
+  incA,
+  incB,
+  metaStoreContract,
+  NONE,
+  nodeA,
+  nodeB,
+  onlyCopy,
+  plainCheckpoints,
+  shardMap,
+} from '../contracts/meta-store-contract.js';
 import { services, uniqueName } from './support.js';
 
 /** The fencing token the checkpoints of these tests are written with (one assignment throughout). */
@@ -40,7 +54,11 @@ metaStoreContract('cassandra', async () => {
     withSharedCheckpoints: async (rows) => {
       const client = store['client'];
       for (const r of rows) {
-        await client.execute(`INSERT INTO ${KEYSPACE}.checkpoints (cluster, dataset, shard, group_name, last_offset) VALUES (?, ?, ?, ?, ?)`, [options.cluster, r.dataset, r.shard, r.group, types.Long.fromNumber(r.offset)], { prepare: true });
+        await client.execute(
+          `INSERT INTO ${KEYSPACE}.checkpoints (cluster, dataset, shard, group_name, last_offset) VALUES (?, ?, ?, ?, ?)`,
+          [options.cluster, r.dataset, r.shard, r.group, types.Long.fromNumber(r.offset)],
+          { prepare: true },
+        );
       }
       return store;
     },
@@ -48,7 +66,11 @@ metaStoreContract('cassandra', async () => {
     withUntokenedCheckpoints: async (rows) => {
       const client = store['client'];
       for (const r of rows) {
-        await client.execute(`UPDATE ${KEYSPACE}.copy_checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND node = ? AND group_name = ?`, [types.Long.fromNumber(r.offset), options.cluster, r.dataset, r.shard, r.node, r.group], { prepare: true });
+        await client.execute(
+          `UPDATE ${KEYSPACE}.copy_checkpoints SET last_offset = ? WHERE cluster = ? AND dataset = ? AND shard = ? AND node = ? AND group_name = ?`,
+          [types.Long.fromNumber(r.offset), options.cluster, r.dataset, r.shard, r.node, r.group],
+          { prepare: true },
+        );
       }
       return store;
     },
@@ -104,7 +126,12 @@ describe('CassandraMetaStore', () => {
       [cluster],
       { prepare: true },
     );
-    return result.rows.map((row) => row.keys().map((k) => `${k}=${String(row.get(k))}`).join(' '));
+    return result.rows.map((row) =>
+      row
+        .keys()
+        .map((k) => `${k}=${String(row.get(k))}`)
+        .join(' '),
+    );
   }
 
   describe('schema', () => {
@@ -129,7 +156,9 @@ describe('CassandraMetaStore', () => {
       createdKeyspaces.push(keyspace);
       const { cassandraLocalDataCenter: dc } = services();
       const replicationOf = async () =>
-        (await raw.execute('SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?', [keyspace], { prepare: true })).first()?.get('replication');
+        (await raw.execute('SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?', [keyspace], { prepare: true }))
+          .first()
+          ?.get('replication');
 
       await open({ keyspace, replication: { class: 'NetworkTopologyStrategy', dataCenters: { [dc]: 1 } } });
       expect(await replicationOf()).toEqual({ class: 'org.apache.cassandra.locator.NetworkTopologyStrategy', [dc]: '1' });
@@ -143,12 +172,16 @@ describe('CassandraMetaStore', () => {
       await expect(CassandraMetaStore.connect(storeOptions({ contactPoints: [] }))).rejects.toThrow(/option contactPoints: needs at least one/);
       await expect(CassandraMetaStore.connect(storeOptions({ connectTimeoutMs: 0 }))).rejects.toThrow(/option connectTimeoutMs/);
       await expect(CassandraMetaStore.connect(storeOptions({ maxConcurrentRequests: 0 }))).rejects.toThrow(/option maxConcurrentRequests: must be at least 1/);
-      await expect(CassandraMetaStore.connect(storeOptions({ maxConcurrentRequests: 2.5 }))).rejects.toThrow(/option maxConcurrentRequests: must be a whole number/);
-      await expect(CassandraMetaStore.connect(storeOptions({ maxConcurrentRequests: 4096 }))).rejects.toThrow(/option maxConcurrentRequests: must be at most 2048/);
+      await expect(CassandraMetaStore.connect(storeOptions({ maxConcurrentRequests: 2.5 }))).rejects.toThrow(
+        /option maxConcurrentRequests: must be a whole number/,
+      );
+      await expect(CassandraMetaStore.connect(storeOptions({ maxConcurrentRequests: 4096 }))).rejects.toThrow(
+        /option maxConcurrentRequests: must be at most 2048/,
+      );
       await expect(CassandraMetaStore.connect(storeOptions({ maxMutationBytes: 100 }))).rejects.toThrow(/option maxMutationBytes: must be at least 1024 bytes/);
-      await expect(
-        CassandraMetaStore.connect(storeOptions({ replication: { class: 'NetworkTopologyStrategy', dataCenters: {} } })),
-      ).rejects.toThrow(/option replication.dataCenters: needs at least one data center/);
+      await expect(CassandraMetaStore.connect(storeOptions({ replication: { class: 'NetworkTopologyStrategy', dataCenters: {} } }))).rejects.toThrow(
+        /option replication.dataCenters: needs at least one data center/,
+      );
     });
   });
 
@@ -243,7 +276,11 @@ describe('CassandraMetaStore', () => {
       // Map parts are written before the header that would refer to them: the first map of ds2
       // left its part, which no header refers to (the next write of ds2 sweeps it; see
       // cassandra-map-parts.test.ts). ds1's newer map had the stored part's content: none written.
-      const parts = await raw.execute(`SELECT dataset, part, epoch, version FROM ${KEYSPACE}.map_parts WHERE cluster = ? AND dataset IN ?`, [cluster, [ds1, ds2]], { prepare: true });
+      const parts = await raw.execute(
+        `SELECT dataset, part, epoch, version FROM ${KEYSPACE}.map_parts WHERE cluster = ? AND dataset IN ?`,
+        [cluster, [ds1, ds2]],
+        { prepare: true },
+      );
       expect(parts.rows.map((r) => `${r.get('dataset')} ${r.get('part')} ${r.get('epoch')}/${r.get('version')}`).sort()).toEqual(['ds1 0 1/3', 'ds2 0 1/1']);
       expect((await next.shardMaps()).map((m) => [m.dataset, m.version])).toEqual([[ds1, 3]]);
     });
@@ -306,7 +343,11 @@ describe('CassandraMetaStore', () => {
       await raw.execute(put, [cluster, ds1, 1, nodeB, 'sink', types.Long.fromNumber(77)], { prepare: true });
 
       const [a, b] = await Promise.all([open({ keyspace, cluster }), open({ keyspace, cluster })]);
-      const columns = await raw.execute('SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?', [keyspace, 'copy_checkpoints'], { prepare: true });
+      const columns = await raw.execute(
+        'SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?',
+        [keyspace, 'copy_checkpoints'],
+        { prepare: true },
+      );
       expect(columns.rows.find((r) => r.get('column_name') === 'fence')?.get('type')).toBe('frozen<tuple<bigint, bigint, bigint>>');
 
       // Stored offsets survive, with no token.
@@ -328,11 +369,18 @@ describe('CassandraMetaStore', () => {
       expect(plainCheckpoints(await later.readCheckpoints(ds1, 0))).toEqual(onlyCopy(nodeA, { sink: 1_010 }));
     });
 
-    it('writers racing on one copy\'s row: the newest (token, offset) is what stays, every older one refused or overwritten', async () => {
+    it("writers racing on one copy's row: the newest (token, offset) is what stays, every older one refused or overwritten", async () => {
       const cluster = uniqueName('race');
       const [x, y] = await Promise.all([open({ cluster }), open({ cluster })]);
       const writes = Array.from({ length: 24 }, (_, i) => ({ offset: 100 + (i % 7) * 10, token: { epoch: 1 + (i % 3), version: i % 5 } }));
-      const outcomes = await Promise.all(writes.map((w, i) => (i % 2 === 0 ? x : y).writeCheckpoint(ds1, 2, nodeA, 'sink', w.offset, w.token).then(() => 'applied', (e: unknown) => (e instanceof CheckpointRefusedError ? 'refused' : e))));
+      const outcomes = await Promise.all(
+        writes.map((w, i) =>
+          (i % 2 === 0 ? x : y).writeCheckpoint(ds1, 2, nodeA, 'sink', w.offset, w.token).then(
+            () => 'applied',
+            (e: unknown) => (e instanceof CheckpointRefusedError ? 'refused' : e),
+          ),
+        ),
+      );
       expect(outcomes.every((o) => o === 'applied' || o === 'refused')).toBe(true);
       const best = [...writes].sort((p, q) => p.token.epoch - q.token.epoch || p.token.version - q.token.version || p.offset - q.offset).at(-1)!;
       const read = await x.readCheckpoints(ds1, 2);
@@ -377,7 +425,13 @@ describe('CassandraMetaStore', () => {
       expect((datasetsError as Error).message).toMatch(/dataset row of ds9: unknown format 2: this version reads format 1/);
       // A map that cannot be read is left out (the singleton recovers it from the nodes), not thrown.
       expect(await store.shardMaps()).toEqual([]);
-      expect(errorsLogged).toMatchObject([{ event: 'metastore.map-unreadable', dataset: 'ds1', reason: expect.stringMatching(/whole map \(format 1\): shard map of ds1 lists 4 shards but numShards is 8/) }]);
+      expect(errorsLogged).toMatchObject([
+        {
+          event: 'metastore.map-unreadable',
+          dataset: 'ds1',
+          reason: expect.stringMatching(/whole map \(format 1\): shard map of ds1 lists 4 shards but numShards is 8/),
+        },
+      ]);
     });
   });
 
@@ -391,7 +445,9 @@ describe('CassandraMetaStore', () => {
 
       expect(error).toBeInstanceOf(MetaStoreUnavailableError);
       expect(error).toMatchObject({ code: 'METASTORE_UNAVAILABLE', retriable: true });
-      expect((error as Error).message).toMatch(/^MetaStore connect to Cassandra at 127\.0\.0\.1:1 \(gave up after \d+ attempts in \d+ ms\) failed: .*127\.0\.0\.1:1.*ECONNREFUSED/);
+      expect((error as Error).message).toMatch(
+        /^MetaStore connect to Cassandra at 127\.0\.0\.1:1 \(gave up after \d+ attempts in \d+ ms\) failed: .*127\.0\.0\.1:1.*ECONNREFUSED/,
+      );
       expect(elapsed).toBeGreaterThanOrEqual(1_400);
       expect(elapsed).toBeLessThan(4_000);
       const retries = warnings.filter((w) => w.msg.startsWith('cannot reach Cassandra at 127.0.0.1:1'));

@@ -50,7 +50,12 @@ describe('a Cassandra outage', () => {
   it('delays a dataset setup until Cassandra is back, logging each retry, without a crash', async () => {
     proxy.cut();
     const setup: Promise<Reply> = node.node.request(
-      (replyTo) => ({ type: 'SetupDataset', config: { ref: 'm', numShards: 4, minNumNodes: 1, spread: 1, replicationFactor: 1, source: { type: 'kafka', topic, startFrom: 'earliest' } }, replyTo }) as never,
+      (replyTo) =>
+        ({
+          type: 'SetupDataset',
+          config: { ref: 'm', numShards: 4, minNumNodes: 1, spread: 1, replicationFactor: 1, source: { type: 'kafka', topic, startFrom: 'earliest' } },
+          replyTo,
+        }) as never,
       60_000,
     );
     await expect.poll(() => lines.filter((l) => l.event === 'retry').length, { timeout: 15_000, interval: 100 }).toBeGreaterThanOrEqual(2);

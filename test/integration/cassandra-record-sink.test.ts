@@ -52,18 +52,29 @@ describe('CassandraRecordSink', () => {
   it('owners racing on one shard: the newest token stays, and every refused call names a newer one', async () => {
     const shard = 1 as ShardNum;
     const calls = Array.from({ length: 12 }, (_, i) => ({ token: t(1 + (i % 3), i % 4), records: recs(100 * i, 3) }));
-    const outcomes = await Promise.all(calls.map((c) => sink.accept(ds, shard, c.records, c.token).then(() => undefined, (e: unknown) => e)));
+    const outcomes = await Promise.all(
+      calls.map((c) =>
+        sink.accept(ds, shard, c.records, c.token).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     for (const [i, o] of outcomes.entries()) {
       if (o === undefined) continue;
       expect(o).toBeInstanceOf(StaleTokenError);
       const e = o as StaleTokenError;
       expect(e.newest.epoch * 100 + e.newest.version, `call ${i}`).toBeGreaterThan(calls[i]!.token.epoch * 100 + calls[i]!.token.version);
     }
-    const newest = calls.map((c) => c.token).sort((a, b) => a.epoch - b.epoch || a.version - b.version).at(-1)!;
+    const newest = calls
+      .map((c) => c.token)
+      .sort((a, b) => a.epoch - b.epoch || a.version - b.version)
+      .at(-1)!;
     expect((await sink.read(ds.ref, shard)).token).toEqual(newest);
     // Every applied call's records are there; no refused call's.
     const stored = new Set((await sink.read(ds.ref, shard)).records.map((r) => r.offset));
-    for (const [i, o] of outcomes.entries()) for (const r of calls[i]!.records) expect(stored.has(r.offset), `record ${r.offset} of call ${i}`).toBe(o === undefined);
+    for (const [i, o] of outcomes.entries())
+      for (const r of calls[i]!.records) expect(stored.has(r.offset), `record ${r.offset} of call ${i}`).toBe(o === undefined);
   });
 
   it('a caller without a token writes unfenced (the three-argument API keeps working)', async () => {

@@ -66,7 +66,9 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     last = await settle('start');
     expect(last.singleton!.name).toBe('node-1');
     // Each node's config names its rack: it travels in the membership metadata to the singleton's view.
-    expect(last.singleton!.status.singleton!.members.map((m) => [m.node, m.rack])).toEqual(['node-1', 'node-2', 'node-3', 'node-4'].map((n) => [n, `rack-${n}`]));
+    expect(last.singleton!.status.singleton!.members.map((m) => [m.node, m.rack])).toEqual(
+      ['node-1', 'node-2', 'node-3', 'node-4'].map((n) => [n, `rack-${n}`]),
+    );
   }, 120_000);
 
   it('SIGKILL of the singleton: the next oldest recovers the dataset and the subscriptions under a new epoch', async () => {
@@ -113,11 +115,15 @@ describe('chaos: real node processes on real Kafka and Cassandra', () => {
     expect(taken, 'no other node took over while the singleton was frozen').toBeDefined();
     expectRecovered(before, taken!, [frozen]);
     cluster.signal(frozen, 'SIGCONT');
-    const woken = await waitFor(async () => {
-      const s = await cluster.status(frozen);
-      // It fences itself: a new incarnation, a member again, and no singleton.
-      return s && s.incarnation !== before.statuses.get(frozen)!.incarnation && s.member ? s : undefined;
-    }, 60_000, `${frozen} did not come back as a new incarnation after SIGCONT`);
+    const woken = await waitFor(
+      async () => {
+        const s = await cluster.status(frozen);
+        // It fences itself: a new incarnation, a member again, and no singleton.
+        return s && s.incarnation !== before.statuses.get(frozen)!.incarnation && s.member ? s : undefined;
+      },
+      60_000,
+      `${frozen} did not come back as a new incarnation after SIGCONT`,
+    );
     expect(woken.singleton).toBeUndefined();
     last = await settle('waking the frozen singleton');
     expect(last.singleton!.name).toBe(taken!.singleton!.name);

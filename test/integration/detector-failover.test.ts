@@ -7,7 +7,14 @@
 // singleton's bound; at the end every acknowledged record reached a sink.
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIFT_FACTOR, FAILURE_DETECTOR_DEFAULTS, lateAfterMs, leaseWaitMs, probePeriodMs, quorumSilenceMs } from '../../src/cluster/failure-detector/settings.js';
+import {
+  DRIFT_FACTOR,
+  FAILURE_DETECTOR_DEFAULTS,
+  lateAfterMs,
+  leaseWaitMs,
+  probePeriodMs,
+  quorumSilenceMs,
+} from '../../src/cluster/failure-detector/settings.js';
 import { CHAOS_RUNTIME, chaosTeardown, createTopics } from '../support/chaos-run.js';
 import { departures, MapWatch, singletonAnswers, singletonOf, until, type WatchedDataset } from '../support/failover-run.js';
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';

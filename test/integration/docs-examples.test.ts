@@ -124,7 +124,7 @@ describe('the examples, against the installed package', () => {
     }
   });
 
-  it('router: a request by key reaches the key\'s shard, a fan-out every shard of the key, errors per shard', async () => {
+  it("router: a request by key reaches the key's shard, a fan-out every shard of the key, errors per shard", async () => {
     const r = await runExample('router');
     const key = { _ws_: 'demo', _ns_: 'api', _metric_: 'http_requests' };
     const series = { host: 'h1', path: '/login' };
@@ -140,7 +140,12 @@ describe('the examples, against the installed package', () => {
     expect(fanOuts[1]![3]).toBe('');
     // The handler's refusal reaches the router per shard, as HANDLER_FAILED.
     expect(fanOuts[2]![2]).toBe('');
-    expect(fanOuts[2]![3]).toBe(fanned.split(',').map((s) => `${s}: HANDLER_FAILED`).join(', '));
+    expect(fanOuts[2]![3]).toBe(
+      fanned
+        .split(',')
+        .map((s) => `${s}: HANDLER_FAILED`)
+        .join(', '),
+    );
   }, 120_000);
 
   it('ingestion worker: every shard answers with the records its node ingested, and its sink wrote them', async () => {
@@ -150,7 +155,9 @@ describe('the examples, against the installed package', () => {
     for (const m of answers) expect(Number(m[3])).toBeGreaterThan(0);
     const lines = /^sinks wrote (\d+) records to (.+)$/m.exec(r);
     expect(lines, r).not.toBeNull();
-    const written = readFileSync(lines![2]!, 'utf8').split('\n').filter((l) => l !== '');
+    const written = readFileSync(lines![2]!, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
     expect(written.length).toBe(Number(lines![1]));
     // What the handlers answered is what the sinks had written by then (they go on ingesting).
     const answered = answers.reduce((sum, m) => sum + Number(m[3]), 0);

@@ -10,14 +10,7 @@
 import type { TestProject } from 'vitest/node';
 import { CASSANDRA_LOCAL_DC, ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS } from '../../scripts/services/config.js';
 import { sleep } from '../../scripts/services/processes.js';
-import {
-  cassandraAnswers,
-  cleanupLeftovers,
-  kafkaAnswers,
-  startServices,
-  stopInstance,
-  type RunningServices,
-} from '../../scripts/services/services.js';
+import { cassandraAnswers, cleanupLeftovers, kafkaAnswers, startServices, stopInstance, type RunningServices } from '../../scripts/services/services.js';
 
 export type ProvidedServices =
   | {
@@ -44,7 +37,10 @@ function log(line: string): void {
 function fromEnv(name: string): string[] | undefined {
   const value = process.env[name]?.trim();
   if (value === undefined || value === '') return undefined;
-  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 async function waitForExternal(what: string, probe: () => Promise<boolean>): Promise<void> {

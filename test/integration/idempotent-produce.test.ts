@@ -64,7 +64,14 @@ describe('a produce whose answer is lost', () => {
     await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
     const losing = losingFirstProduceAnswer();
     // A short request timeout: the lost answer is noticed and the request retried within a second.
-    const kafka = new Kafka({ clientId: 'idempotence-producer', brokers, logLevel: logLevel.NOTHING, socketFactory: losing.factory, requestTimeout: 1_000, retry: { retries: 5, initialRetryTime: 100 } });
+    const kafka = new Kafka({
+      clientId: 'idempotence-producer',
+      brokers,
+      logLevel: logLevel.NOTHING,
+      socketFactory: losing.factory,
+      requestTimeout: 1_000,
+      retry: { retries: 5, initialRetryTime: 100 },
+    });
     const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner, ...options });
     await producer.connect();
     closers.push(() => producer.disconnect());

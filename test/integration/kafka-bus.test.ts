@@ -94,7 +94,10 @@ async function writeRaw(topic: string, records: readonly RawRecord[]): Promise<n
 
 /** Every record of the topic as a plain kafkajs consumer sees it. */
 async function readRaw(topic: string, count: number): Promise<{ offset: number; value: Buffer; headers: Record<string, string> }[]> {
-  const consumer = new Kafka({ clientId: 'raw-reader', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({ groupId: uniqueName('raw-reader'), maxWaitTimeInMs: 100 });
+  const consumer = new Kafka({ clientId: 'raw-reader', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({
+    groupId: uniqueName('raw-reader'),
+    maxWaitTimeInMs: 100,
+  });
   const records: { offset: number; value: Buffer; headers: Record<string, string> }[] = [];
   await consumer.connect();
   try {
@@ -139,7 +142,10 @@ busContract(
             if (record !== undefined) order.push([i, record]);
           });
         }
-        const base = await writeRaw(topic, order.map(([, r]) => r));
+        const base = await writeRaw(
+          topic,
+          order.map(([, r]) => r),
+        );
         return values.map((_, i) => base + order.map(([v]) => v).lastIndexOf(i));
       },
     };
@@ -243,7 +249,9 @@ describe('KafkaBus subscriptions', () => {
     await eventually(() => expect(old.values).toEqual([0, 1, 2, 3, 4]));
     await old.sub.commit(old.records[2]!.offset + 1); // applied 0, 1 and 2
     expect(await first.committedOffset(topic, group)).toBe(3);
-    expect(await withAdmin((admin) => admin.fetchOffsets({ groupId: group, topics: [topic] }))).toMatchObject([{ topic, partitions: [{ partition: 0, offset: '3' }] }]);
+    expect(await withAdmin((admin) => admin.fetchOffsets({ groupId: group, topics: [topic] }))).toMatchObject([
+      { topic, partitions: [{ partition: 0, offset: '3' }] },
+    ]);
     await first.close(); // the old singleton's process stops
 
     await second.produce(topic, 5);
@@ -421,14 +429,19 @@ describe('KafkaBus subscriptions', () => {
       last = now;
     }, 5);
     try {
-      await bus.subscribe(topic, uniqueName('g'), () => {
-        if (handled === 0) last = performance.now();
-        const until = performance.now() + 5;
-        while (performance.now() < until) {
-          // the handler's work
-        }
-        handled++;
-      }, { start: 'earliest' });
+      await bus.subscribe(
+        topic,
+        uniqueName('g'),
+        () => {
+          if (handled === 0) last = performance.now();
+          const until = performance.now() + 5;
+          while (performance.now() < until) {
+            // the handler's work
+          }
+          handled++;
+        },
+        { start: 'earliest' },
+      );
       await eventually(() => expect(handled).toBe(records), 30_000);
     } finally {
       clearInterval(ticker);
@@ -454,10 +467,13 @@ describe('KafkaBus subscriptions', () => {
 });
 
 describe('KafkaBus records, chunks and limits', () => {
-  it("a topic whose max.message.bytes is below what the bus writes is refused by ensureTopics, produce and subscribe, saying what to change", async () => {
+  it('a topic whose max.message.bytes is below what the bus writes is refused by ensureTopics, produce and subscribe, saying what to change', async () => {
     const topic = uniqueName('bus-small-limit');
     await withAdmin((admin) =>
-      admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '100000' }] }], waitForLeaders: true }),
+      admin.createTopics({
+        topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '100000' }] }],
+        waitForLeaders: true,
+      }),
     );
     // 256 KiB of records, 143 bytes of headers and lengths per record, a 61-byte batch header, and what gzip may add.
     expect(brokerBytesNeeded(262_144, 'gzip')).toBe(262_453);
@@ -469,7 +485,9 @@ describe('KafkaBus records, chunks and limits', () => {
     expect((error as Error).message).toContain(
       `topic ${topic} takes record batches of at most 100000 bytes (its max.message.bytes), but this bus writes up to 262453 (maxRecordBytes 262144 and 309 bytes of record and batch overhead)`,
     );
-    expect((error as Error).message).toMatch(/raise the topic's max\.message\.bytes to at least 262453 .*or lower the bus option maxRecordBytes \(kafka\.maxRecordBytes in a node config\)$/);
+    expect((error as Error).message).toMatch(
+      /raise the topic's max\.message\.bytes to at least 262453 .*or lower the bus option maxRecordBytes \(kafka\.maxRecordBytes in a node config\)$/,
+    );
     await expect(bus.produce(topic, 'x')).rejects.toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic });
     await expect(bus.subscribe(topic, uniqueName('g'), () => {})).rejects.toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic });
 
@@ -489,7 +507,9 @@ describe('KafkaBus records, chunks and limits', () => {
     const options = { maxRecordBytes: 2 * 1024 * 1024 };
     const need = brokerBytesNeeded(options.maxRecordBytes, 'gzip');
     // The test broker's segments are 1 MiB (log.segment.bytes): a 2 MiB batch would be refused.
-    const refused = await newBus('large-records', options).ensureTopics([large]).catch((e: unknown) => e);
+    const refused = await newBus('large-records', options)
+      .ensureTopics([large])
+      .catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic: large });
     expect((refused as Error).message).toContain(`takes record batches of at most 1048576 bytes (its segment.bytes), but this bus writes up to ${need}`);
     expect(await maxMessageBytesOf(large)).toBe(need);
@@ -578,7 +598,10 @@ describe('KafkaBus records, chunks and limits', () => {
     let interleaved = false;
     let from = 0;
     for (let round = 0; round < 5 && !interleaved; round += 1) {
-      const values = [{ from: 'a', round, pad: 'x'.repeat(20_000) }, { from: 'b', round, pad: 'y'.repeat(20_000) }];
+      const values = [
+        { from: 'a', round, pad: 'x'.repeat(20_000) },
+        { from: 'b', round, pad: 'y'.repeat(20_000) },
+      ];
       const offsets = await Promise.all([a.produce(topic, values[0]), b.produce(topic, values[1])]);
       offsets.forEach((offset, i) => sent.push({ offset, value: values[i] }));
       const end = Math.max(...offsets) + 1;
@@ -601,7 +624,10 @@ describe('KafkaBus records, chunks and limits', () => {
     await gzip.produce(topic, 'a');
     await none.produce(topic, 'b');
     await withAdmin((admin) =>
-      admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'max.message.bytes', value: '20000' }] }] }),
+      admin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'max.message.bytes', value: '20000' }] }],
+      }),
     );
     await eventually(async () => expect(await maxMessageBytesOf(topic)).toBe(20_000));
     const value = shardMapLike(600); // ~170 KB of JSON, one record; a few KB gzipped
@@ -648,12 +674,20 @@ describe('KafkaBus options', () => {
   const base = { brokers: ['127.0.0.1:9092'], clientId: 'c', log: silent };
 
   it('has defaults for production and refuses options that cannot work, naming them', () => {
-    expect(kafkaBusSettings(base)).toMatchObject({ sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000, rebalanceTimeoutMs: 10_000, maxWaitTimeMs: 250, replicationFactor: 1 });
+    expect(kafkaBusSettings(base)).toMatchObject({
+      sessionTimeoutMs: 10_000,
+      heartbeatIntervalMs: 1_000,
+      rebalanceTimeoutMs: 10_000,
+      maxWaitTimeMs: 250,
+      replicationFactor: 1,
+    });
     expect(kafkaBusSettings({ ...base, sessionTimeoutMs: 3_000 })).toMatchObject({ heartbeatIntervalMs: 300, maxWaitTimeMs: 250, rebalanceTimeoutMs: 3_000 });
     expect(() => new KafkaBus({ ...base, sessionTimeoutMs: 3_000, heartbeatIntervalMs: 3_000 })).toThrow(
       'KafkaBus option heartbeatIntervalMs (3000) must be less than sessionTimeoutMs (3000)',
     );
-    expect(() => new KafkaBus({ ...base, heartbeatIntervalMs: 200, maxWaitTimeMs: 500 })).toThrow('KafkaBus option maxWaitTimeMs (500) must be at most heartbeatIntervalMs (200)');
+    expect(() => new KafkaBus({ ...base, heartbeatIntervalMs: 200, maxWaitTimeMs: 500 })).toThrow(
+      'KafkaBus option maxWaitTimeMs (500) must be at most heartbeatIntervalMs (200)',
+    );
     expect(() => new KafkaBus({ ...base, replicationFactor: 0 })).toThrow('KafkaBus option replicationFactor must be a positive whole number, got 0');
     expect(() => new KafkaBus({ ...base, brokers: [] })).toThrow('KafkaBus option brokers needs at least one host:port');
     expect(() => new KafkaBus({ ...base, brokers: ['localhost'] })).toThrow("KafkaBus option brokers must be host:port, got 'localhost'");
@@ -667,9 +701,15 @@ describe('KafkaBus options', () => {
       chunkTimeoutMs: 10,
       compression: 'none',
     });
-    expect(() => new KafkaBus({ ...base, maxRecordBytes: 100 })).toThrow('KafkaBus option maxRecordBytes must be a whole number from 1024 to 268435456, got 100');
-    expect(() => new KafkaBus({ ...base, maxRecordBytes: 2048, maxMessageBytes: 1024 })).toThrow('KafkaBus option maxRecordBytes (2048) must be at most maxMessageBytes (1024)');
-    expect(() => new KafkaBus({ ...base, maxMessageBytes: 1.5 })).toThrow('KafkaBus option maxMessageBytes must be a whole number from 1024 to 268435456, got 1.5');
+    expect(() => new KafkaBus({ ...base, maxRecordBytes: 100 })).toThrow(
+      'KafkaBus option maxRecordBytes must be a whole number from 1024 to 268435456, got 100',
+    );
+    expect(() => new KafkaBus({ ...base, maxRecordBytes: 2048, maxMessageBytes: 1024 })).toThrow(
+      'KafkaBus option maxRecordBytes (2048) must be at most maxMessageBytes (1024)',
+    );
+    expect(() => new KafkaBus({ ...base, maxMessageBytes: 1.5 })).toThrow(
+      'KafkaBus option maxMessageBytes must be a whole number from 1024 to 268435456, got 1.5',
+    );
     expect(() => new KafkaBus({ ...base, chunkTimeoutMs: -1 })).toThrow('KafkaBus option chunkTimeoutMs must be a whole number from 1 to 2147483647, got -1');
     expect(() => new KafkaBus({ ...base, compression: 'zstd' as never })).toThrow('KafkaBus option compression must be "gzip" or "none", got "zstd"');
     expect(() => new KafkaBus({ ...base, maxRecordBytes: 'big' as never })).toThrow('KafkaBus option maxRecordBytes must be a number, got big');

@@ -23,7 +23,8 @@ describe('deleteStaleGroups', () => {
     await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
     const group = (name: string) => `${prefix}.node.${name}`;
     // Groups with committed offsets, as the bus subscriptions of dead incarnations leave them.
-    for (const g of ['n1@old-1', 'n1@old-2', 'n1@current', 'n2@old']) await admin.setOffsets({ groupId: group(g), topic, partitions: [{ partition: 0, offset: '0' }] });
+    for (const g of ['n1@old-1', 'n1@old-2', 'n1@current', 'n2@old'])
+      await admin.setOffsets({ groupId: group(g), topic, partitions: [{ partition: 0, offset: '0' }] });
     // One still has a member (an earlier incarnation that is still stopping).
     const busy = k.consumer({ groupId: group('n1@busy'), sessionTimeout: 10_000 });
     await busy.connect();
@@ -32,10 +33,19 @@ describe('deleteStaleGroups', () => {
     await busy.run({ eachMessage: async () => {} });
     await expect.poll(async () => (await admin.describeGroups([group('n1@busy')])).groups[0]!.state, { timeout: 20_000 }).toBe('Stable');
 
-    const deleted = await deleteStaleGroups(admin, { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') }, pino({ level: 'silent' }));
+    const deleted = await deleteStaleGroups(
+      admin,
+      { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') },
+      pino({ level: 'silent' }),
+    );
     expect(deleted.sort()).toEqual([group('n1@old-1'), group('n1@old-2')]);
-    const left = (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(prefix)).sort();
+    const left = (await admin.listGroups()).groups
+      .map((g) => g.groupId)
+      .filter((id) => id.startsWith(prefix))
+      .sort();
     expect(left).toEqual([group('n1@busy'), group('n1@current'), group('n2@old')]);
-    expect(await deleteStaleGroups(admin, { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') }, pino({ level: 'silent' }))).toEqual([]);
+    expect(
+      await deleteStaleGroups(admin, { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') }, pino({ level: 'silent' })),
+    ).toEqual([]);
   });
 });

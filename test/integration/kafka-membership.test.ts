@@ -77,9 +77,15 @@ async function until(what: string, condition: () => boolean, timeoutMs: number):
 
 function spawnMember(options: { topicPrefix: string; node: string; incarnation: string }): ChildMember {
   const args = JSON.stringify({ brokers: services().kafkaBrokers, sessionTimeoutMs: SESSION_MS, rack: 'rack-c', ...options });
-  const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE, args], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } });
+  const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE, args], {
+    cwd: REPO,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, FORCE_COLOR: '0' },
+  });
   const child: ChildMember = { proc, key: `${options.node}@${options.incarnation}`, lines: [], stderr: '' };
-  createInterface({ input: proc.stdout! }).on('line', (line) => child.lines.push({ at: performance.now(), line: JSON.parse(line) as ChildMember['lines'][number]['line'] }));
+  createInterface({ input: proc.stdout! }).on('line', (line) =>
+    child.lines.push({ at: performance.now(), line: JSON.parse(line) as ChildMember['lines'][number]['line'] }),
+  );
   proc.stderr!.on('data', (chunk: Buffer) => (child.stderr += chunk.toString()));
   children.push(child);
   return child;
@@ -128,7 +134,9 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
       { memberId: 'm-n2', memberMetadata: metadata(member('n2', 'j1', 200)) },
     ];
     const assigned = (topics: string[]) =>
-      Object.fromEntries(planMembershipAssignment(group, topics, topic).map((a) => [a.memberId, AssignerProtocol.MemberAssignment.decode(a.memberAssignment)?.assignment]));
+      Object.fromEntries(
+        planMembershipAssignment(group, topics, topic).map((a) => [a.memberId, AssignerProtocol.MemberAssignment.decode(a.memberAssignment)?.assignment]),
+      );
     expect(assigned([topic])).toEqual({ 'm-new': {}, 'm-foreign': {}, 'm-old': {}, 'm-n2': { [topic]: [0] } });
     expect(assigned(['other'])).toEqual({ 'm-new': {}, 'm-foreign': {}, 'm-old': {}, 'm-n2': {} });
     const decoded = group.map((g) => decodeMemberMetadata(g.memberMetadata));
@@ -175,7 +183,9 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     // One change each: n1 went, nothing in between.
     for (const s of seen) expect(s.map((x) => keys(x.view))).toEqual([all.slice(1)]);
     await expect.poll(() => partitionZeroHolder(prefix), { timeout: 10_000, interval: 200 }).toEqual(['n2']);
-    console.info(`[kafka-membership] join: ${joinMs.join(', ')} ms; a graceful leave seen by the others after ${leaveMs} ms (session timeout ${sessionTimeoutMs} ms)`);
+    console.info(
+      `[kafka-membership] join: ${joinMs.join(', ')} ms; a graceful leave seen by the others after ${leaveMs} ms (session timeout ${sessionTimeoutMs} ms)`,
+    );
   });
 
   /** Members a and b in this process and c in a child process, all three in everyone's view. */
@@ -243,7 +253,9 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     }
     const after = c.lines.slice(linesBefore).map((l) => l.line);
     expect(after.filter((l) => l.type === 'view' && keys(l.view!).includes('c@c1'))).toEqual([]);
-    console.info(`[kafka-membership] SIGSTOPped member removed after ${removedMs} ms; on SIGCONT (after ${Math.round(continued - stopped)} ms) it fenced itself in ${fenceMs} ms`);
+    console.info(
+      `[kafka-membership] SIGSTOPped member removed after ${removedMs} ms; on SIGCONT (after ${Math.round(continued - stopped)} ms) it fenced itself in ${fenceMs} ms`,
+    );
   });
 
   it('join fails with a clear error when no broker answers within joinTimeoutMs', async () => {
@@ -251,7 +263,14 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as { port: number };
     await new Promise((r) => server.close(r)); // nothing listens there any more
-    const h = new KafkaMembership({ brokers: [`127.0.0.1:${port}`], clientId: 'membership-it', log, topicPrefix: uniqueName('members'), sessionTimeoutMs: SESSION_MS, joinTimeoutMs: 2_000 });
+    const h = new KafkaMembership({
+      brokers: [`127.0.0.1:${port}`],
+      clientId: 'membership-it',
+      log,
+      topicPrefix: uniqueName('members'),
+      sessionTimeoutMs: SESSION_MS,
+      joinTimeoutMs: 2_000,
+    });
     handles.push(h);
     const started = performance.now();
     await expect(h.join({ node: nodeId('lonely'), incarnation: incarnation('l1') })).rejects.toMatchObject({

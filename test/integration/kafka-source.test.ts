@@ -69,7 +69,7 @@ async function produceNumbered(topic: string, p: number, from: number, count: nu
   const { producer } = await kafkaClient();
   const filler = 'x'.repeat(pad);
   // Large records in smaller requests: the broker refuses a request above 1 MB.
-  const chunk = pad > 0 ? Math.max(1, Math.floor(512 * 1024 / pad)) : 1000;
+  const chunk = pad > 0 ? Math.max(1, Math.floor((512 * 1024) / pad)) : 1000;
   for (let start = from; start < from + count; start += chunk) {
     const n = Math.min(chunk, from + count - start);
     const messages = Array.from({ length: n }, (_, i) => ({
@@ -112,7 +112,8 @@ async function readRecords(reader: ShardReader, from: number, count: number, max
 }
 
 /** The values `{ p, n }` for n in `from .. to - 1`, at offsets equal to n (what produceNumbered wrote from 0). */
-const numbered = (p: number, from: number, to: number) => Array.from({ length: to - from }, (_, i) => ({ offset: from + i, key: `${p}/${from + i}`, value: { p, n: from + i } }));
+const numbered = (p: number, from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => ({ offset: from + i, key: `${p}/${from + i}`, value: { p, n: from + i } }));
 
 describe('KafkaIngestionSource', () => {
   it('validate refuses a topic with the wrong partition count and a missing topic (never creating it), and accepts the right one', async () => {
@@ -240,10 +241,7 @@ describe('KafkaIngestionSource', () => {
     expect(source.stats(ds.ref)?.generations).toBe(1);
 
     // Three shards open at once while the first reader goes on reading, 10 records at a time.
-    const [more, tail] = await Promise.all([
-      Promise.all([1, 2, 3].map((s) => source.open(ds, shardNum(s)))),
-      readRecords(first, 100, 200, 10),
-    ]);
+    const [more, tail] = await Promise.all([Promise.all([1, 2, 3].map((s) => source.open(ds, shardNum(s)))), readRecords(first, 100, 200, 10)]);
     expect([...head, ...tail]).toEqual(numbered(0, 0, 300));
     for (const [i, reader] of more.entries()) expect(await readRecords(reader, 0, 300)).toEqual(numbered(i + 1, 0, 300));
     const stats = source.stats(ds.ref);
@@ -256,7 +254,11 @@ describe('KafkaIngestionSource', () => {
     // Consumer groups do not pile up on the broker: a replaced consumer's group is deleted, and
     // closing the source deletes the last one.
     const { admin } = await kafkaClient();
-    const ours = async () => (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(groupPrefix)).sort();
+    const ours = async () =>
+      (await admin.listGroups()).groups
+        .map((g) => g.groupId)
+        .filter((g) => g.startsWith(groupPrefix))
+        .sort();
     await expect.poll(ours, { timeout: 10_000 }).toEqual([stats?.groupId]);
     await source.close();
     expect(await ours()).toEqual([]);
@@ -299,9 +301,7 @@ describe('KafkaIngestionSource', () => {
     // The first reads say where to start; then the reader is away and the consumer fills the buffers.
     expect(await r0!.read(0, 0)).toEqual([]);
     expect(await r1!.read(0, 0)).toEqual([]);
-    await expect
-      .poll(() => source.stats(ds.ref)?.partitions.map((p) => p.paused), { timeout: 15_000 })
-      .toEqual([true, true]);
+    await expect.poll(() => source.stats(ds.ref)?.partitions.map((p) => p.paused), { timeout: 15_000 }).toEqual([true, true]);
     await sleep(500);
     const full = source.stats(ds.ref)!.partitions;
     expect(full[0]!.bufferedRecords).toBe(bufferRecords);
@@ -479,17 +479,22 @@ describe('the lag of a node past its per-shard series', () => {
     const clock = new RealClock();
     const membership = new MemoryMembershipService(clock, { sessionTimeoutMs: 3_000, heartbeatIntervalMs: 500, onListenerError: () => {} });
     const metrics = new NodeMetrics({ perShardSeriesUpTo: 4 });
-    const node = new ShardherdNode({
-      clock,
-      bus: new MemoryBus(clock),
-      connectMembership: () => membership.connect(),
-      metaStore: new MemoryMetaStore(),
-      source: newSource(),
-      sink,
-      settings: runtimeSettings({ pollIntervalMs: 50 }),
-      log,
-      systemPrefix: uniqueName('it-lag'),
-    }, nodeId('n1'), {}, { metrics });
+    const node = new ShardherdNode(
+      {
+        clock,
+        bus: new MemoryBus(clock),
+        connectMembership: () => membership.connect(),
+        metaStore: new MemoryMetaStore(),
+        source: newSource(),
+        sink,
+        settings: runtimeSettings({ pollIntervalMs: 50 }),
+        log,
+        systemPrefix: uniqueName('it-lag'),
+      },
+      nodeId('n1'),
+      {},
+      { metrics },
+    );
     await node.start();
     try {
       expect((await node.request((replyTo) => ({ type: 'SetupDataset', config: ds, replyTo }) as unknown as Request)).type).toBe('DatasetVerified');

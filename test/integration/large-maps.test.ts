@@ -42,24 +42,41 @@ describe('a map of 16 384 shards × 3 copies', () => {
     const res = await fetch(`${cluster.get(NODES[0]!).url}/api/v1/datasets`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.token(NODES[0]!)}` },
-      body: JSON.stringify({ ref: DATASET, numShards: SHARDS, minNumNodes: 1, replicationFactor: RF, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 0.001 } }),
+      body: JSON.stringify({
+        ref: DATASET,
+        numShards: SHARDS,
+        minNumNodes: 1,
+        replicationFactor: RF,
+        strategy: 'balanced',
+        source: { type: 'synthetic', recordsPerSecond: 0.001 },
+      }),
     });
     expect(res.status).toBe(201);
     const deadline = Date.now() + 180_000;
     while (!(await everyCopyActive(cluster, DATASET, SHARDS * RF))) {
-      if (Date.now() > deadline) throw new Error(`not every copy Active within 180 s: ${JSON.stringify(await Promise.all(NODES.map((n) => cluster.status(n).then((st) => st?.maps))))}`);
+      if (Date.now() > deadline)
+        throw new Error(`not every copy Active within 180 s: ${JSON.stringify(await Promise.all(NODES.map((n) => cluster.status(n).then((st) => st?.maps))))}`);
       await new Promise((r) => setTimeout(r, 500));
     }
     for (const n of NODES) expect((await cluster.status(n, 10_000))!.runningCounts[DATASET]?.Active).toBe(SHARDS);
 
-    const traffic = await readTopics(s.kafkaBrokers, ['inbox', 'events', 'replies'].map((t) => `${prefix}.${t}`));
+    const traffic = await readTopics(
+      s.kafkaBrokers,
+      ['inbox', 'events', 'replies'].map((t) => `${prefix}.${t}`),
+    );
     const largest = Math.max(...[...traffic.values()].flat().map((r) => r.bytes));
     expect(largest).toBeLessThanOrEqual(256 * 1024);
   }, 300_000);
 
   it('is stored in the MetaStore whole, every copy Active, and an operator reads it from any node', async () => {
     const s = services();
-    const store = await CassandraMetaStore.connect({ contactPoints: s.cassandraContactPoints, localDataCenter: s.cassandraLocalDataCenter, keyspace: 'shardherd_test', cluster: prefix, log: pino({ level: 'silent' }) });
+    const store = await CassandraMetaStore.connect({
+      contactPoints: s.cassandraContactPoints,
+      localDataCenter: s.cassandraLocalDataCenter,
+      keyspace: 'shardherd_test',
+      cluster: prefix,
+      log: pino({ level: 'silent' }),
+    });
     try {
       const map = (await store.shardMaps()).find((m) => m.dataset === DATASET)!;
       expect(map.numShards).toBe(SHARDS);

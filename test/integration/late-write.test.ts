@@ -54,7 +54,12 @@ describe('a late write on real processes', () => {
       runtime: { ...CHAOS_RUNTIME, batchSize: 40 },
       // minNumNodes 3: three nodes hold the shards, the fourth has room for the victim's.
       datasets: [{ ref: DATASET, numShards: SHARDS, minNumNodes: 3, source: { type: 'kafka', topic } }],
-      sinkOf: (node) => ({ type: 'cassandra', table, recordsPerBatch: 1, ...(node === VICTIM ? { contactPoints: [proxy.address], requestTimeoutMs: VICTIM_REQUEST_TIMEOUT_MS } : {}) }),
+      sinkOf: (node) => ({
+        type: 'cassandra',
+        table,
+        recordsPerBatch: 1,
+        ...(node === VICTIM ? { contactPoints: [proxy.address], requestTimeoutMs: VICTIM_REQUEST_TIMEOUT_MS } : {}),
+      }),
     });
     for (const n of ['node-1', 'node-2', 'node-3', 'node-4']) await cluster.start(n);
     client = new Client({ contactPoints: s.cassandraContactPoints, localDataCenter: s.cassandraLocalDataCenter });
@@ -64,12 +69,18 @@ describe('a late write on real processes', () => {
     numbered.start();
   }, 180_000);
 
-  chaosTeardown('late-write', () => ({ numbered, producer, cluster, dir, stopServices: async () => {
-    await client?.shutdown();
-    await proxy?.close();
-  } }));
+  chaosTeardown('late-write', () => ({
+    numbered,
+    producer,
+    cluster,
+    dir,
+    stopServices: async () => {
+      await client?.shutdown();
+      await proxy?.close();
+    },
+  }));
 
-  it('the frozen owner\'s late write is refused by token: 0 lost, 0 applied out of order', async () => {
+  it("the frozen owner's late write is refused by token: 0 lost, 0 applied out of order", async () => {
     const before = await waitConverged(cluster, DATASET, SHARDS, 90_000);
     const victimShards = before.statuses.get(VICTIM)?.running.map((r) => r.shard) ?? [];
     expect(victimShards.length).toBeGreaterThan(0);
@@ -92,7 +103,10 @@ describe('a late write on real processes', () => {
     for (;;) {
       const now = (await reader.read(DATASET, victimShards[0]!)).token!;
       if (compareTokens(now, frozenWith) > 0) break;
-      if (Date.now() - frozenAt > VICTIM_REQUEST_TIMEOUT_MS - 10_000) throw new Error(`the victim's shard ${victimShards[0]} was not written by a newer owner within ${(VICTIM_REQUEST_TIMEOUT_MS - 10_000) / 1000} s of the SIGSTOP`);
+      if (Date.now() - frozenAt > VICTIM_REQUEST_TIMEOUT_MS - 10_000)
+        throw new Error(
+          `the victim's shard ${victimShards[0]} was not written by a newer owner within ${(VICTIM_REQUEST_TIMEOUT_MS - 10_000) / 1000} s of the SIGSTOP`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
     cluster.signal(VICTIM, 'SIGCONT');
@@ -111,14 +125,26 @@ describe('a late write on real processes', () => {
       const { records, token } = await reader.read(DATASET, shard);
       for (let i = 1; i < records.length; i++) {
         const [a, b] = [records[i - 1]!.writtenWith!, records[i]!.writtenWith!];
-        expect(compareTokens(b, a), `shard ${shard}: offset ${records[i]!.offset} stored with ${b.epoch}/${b.version} after ${a.epoch}/${a.version}`).toBeGreaterThanOrEqual(0);
+        expect(
+          compareTokens(b, a),
+          `shard ${shard}: offset ${records[i]!.offset} stored with ${b.epoch}/${b.version} after ${a.epoch}/${a.version}`,
+        ).toBeGreaterThanOrEqual(0);
       }
       expect(compareTokens(token!, records.at(-1)!.writtenWith!)).toBeGreaterThanOrEqual(0);
     }
 
     // The late write happened and was refused: the woken node counted it.
     const metrics = await (await fetch(`${cluster.get(VICTIM).url}/metrics`)).text();
-    const refused = [...metrics.matchAll(/^shardherd_fenced_writes_total\{dataset="metrics",kind="sink",cause="stale-token"\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
-    expect(refused, metrics.split('\n').filter((l) => l.includes('fenced')).join('\n')).toBeGreaterThan(0);
+    const refused = [...metrics.matchAll(/^shardherd_fenced_writes_total\{dataset="metrics",kind="sink",cause="stale-token"\} (\d+)/gm)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
+    expect(
+      refused,
+      metrics
+        .split('\n')
+        .filter((l) => l.includes('fenced'))
+        .join('\n'),
+    ).toBeGreaterThan(0);
   }, 300_000);
 });

@@ -59,7 +59,10 @@ describe('shardherd node processes', () => {
   it('refuses a dataset whose topic does not have numShards partitions, or does not exist, and says why', async () => {
     const six = await setUp({ ref: 'six', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.six` } });
     expect(six.status).toBe(422);
-    expect(six.reply).toEqual({ error: 'BadData', reason: `dataset six: Kafka topic "${prefix}.six" has 6 partitions but numShards is 8 (partition p is shard p)` });
+    expect(six.reply).toEqual({
+      error: 'BadData',
+      reason: `dataset six: Kafka topic "${prefix}.six" has 6 partitions but numShards is 8 (partition p is shard p)`,
+    });
     const missing = await setUp({ ref: 'missing', numShards: 8, minNumNodes: 1, source: { type: 'kafka', topic: `${prefix}.none` } });
     expect(missing.status).toBe(422);
     expect(missing.reply.reason).toMatch(/does not exist/);

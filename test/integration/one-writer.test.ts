@@ -61,7 +61,14 @@ describe('one writer per RF 1 shard: real node processes under network faults, p
     // The history is worth checking only if the nodes wrote under faults and the producer was acknowledged.
     expect(r.accepted, result.text).toBeGreaterThan(50);
     expect(r.acked, result.text).toBeGreaterThan(200);
-    const findings = { overlaps: r.overlaps.length, outOfOrder: r.outOfOrder.length, lost: r.lost.length, falseEvictions: result.evictions.false.length, notConverged: result.notConverged, scheduleError };
+    const findings = {
+      overlaps: r.overlaps.length,
+      outOfOrder: r.outOfOrder.length,
+      lost: r.lost.length,
+      falseEvictions: result.evictions.false.length,
+      notConverged: result.notConverged,
+      scheduleError,
+    };
     expect(findings, `the checker's findings:\n${result.text}${scheduleError ? `\nthe schedule stopped early: ${scheduleError}` : ''}`).toEqual({
       overlaps: 0,
       outOfOrder: 0,

@@ -110,7 +110,9 @@ describe('the packed package, installed into a fresh application', () => {
     expect(app.packedFiles).toContain('dist/index.d.ts');
     expect(app.packedFiles).toContain('dist/cli/main.js');
     expect(app.packedFiles).toContain('dist/http/status-page.html');
-    const unwanted = app.packedFiles.filter((f) => /^(test|bench|scripts|src|docs|config|\.github)\//.test(f) || /\.(png|map|ts)$/.test(f.replace(/\.d\.ts$/, '')));
+    const unwanted = app.packedFiles.filter(
+      (f) => /^(test|bench|scripts|src|docs|config|\.github)\//.test(f) || /\.(png|map|ts)$/.test(f.replace(/\.d\.ts$/, '')),
+    );
     expect(unwanted).toEqual([]);
   });
 
@@ -135,7 +137,13 @@ describe('the packed package, installed into a fresh application', () => {
     const r = await runInApp(app, ['out/main.js'], 120_000);
     expect(r.code, r.text).toBe(0);
     const lastLine = r.text.trim().split('\n').at(-1)!;
-    const report = JSON.parse(lastLine) as { singleton: string | null; activeShards: number; copiesPerNode: number[]; servingCopies: number[]; recordsPerNode: number[] };
+    const report = JSON.parse(lastLine) as {
+      singleton: string | null;
+      activeShards: number;
+      copiesPerNode: number[];
+      servingCopies: number[];
+      recordsPerNode: number[];
+    };
     // `start()` resolved with a singleton in place.
     expect(['n1', 'n2', 'n3']).toContain(report.singleton);
     // `whenConverged` resolved only once every shard had both its copies serving.
@@ -148,7 +156,15 @@ describe('the packed package, installed into a fresh application', () => {
   }, 180_000);
 
   it('loads from CommonJS with require() too (Node loads ES modules with require since 20.19)', async () => {
-    const r = await runInApp(app, ['--input-type=commonjs', '-e', `const { EmbeddedCluster, ShardMapper } = require('shardherd'); console.log(typeof EmbeddedCluster, typeof ShardMapper);`], 60_000);
+    const r = await runInApp(
+      app,
+      [
+        '--input-type=commonjs',
+        '-e',
+        `const { EmbeddedCluster, ShardMapper } = require('shardherd'); console.log(typeof EmbeddedCluster, typeof ShardMapper);`,
+      ],
+      60_000,
+    );
     expect(r.code, r.text).toBe(0);
     expect(r.text.trim()).toBe('function function');
   }, 60_000);
@@ -172,9 +188,13 @@ describe('the packed package, installed into a fresh application', () => {
 /** The packages under node_modules whose modules a fresh process resolves while importing `entry`. */
 async function loadedPackages(entry: string): Promise<string[]> {
   const file = join(app.dir, `loads-${entry.replace(/\W/g, '_')}.txt`);
-  const r = await runInApp(app, ['--import', './record-loads.mjs', '--input-type=module', '-e', `await import(${JSON.stringify(entry)});`], 60_000, { SHARDHERD_LOADS: file });
+  const r = await runInApp(app, ['--import', './record-loads.mjs', '--input-type=module', '-e', `await import(${JSON.stringify(entry)});`], 60_000, {
+    SHARDHERD_LOADS: file,
+  });
   expect(r.code, r.text).toBe(0);
-  const urls = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+  const urls = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
   const packages = new Set<string>();
   for (const url of urls) {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);

@@ -77,11 +77,17 @@ describe('read availability: a router process and three serving node processes, 
     const failover = figures(sentBetween(outcomes, killedAt, killedAt + CHAOS_SESSION_TIMEOUT_MS + 2_000), DEADLINE_MS);
     const after = figures(sentBetween(outcomes, killedAt + CHAOS_SESSION_TIMEOUT_MS + 2_000, Number.POSITIVE_INFINITY), DEADLINE_MS);
     const all = figures(outcomes, DEADLINE_MS);
-    const row = (label: string, f: typeof all) => `${label.padEnd(10)} ${String(f.requests).padStart(6)} requests, ${f.failed} failed, ${f.pastDeadline} past ${DEADLINE_MS} ms, p50 ${f.p50?.toFixed(1)} ms, p99 ${f.p99?.toFixed(1)} ms, max ${f.max?.toFixed(1)} ms`;
-    process.stdout.write(`[read-availability] SIGKILL of ${victim} (${victimShards.size} of ${SHARDS} shards) at RF ${RF}, ${RATE} requests/s\n${[row('before', before), row('failover', failover), row('after', after), row('all', all)].map((l) => `  ${l}`).join('\n')}\n`);
+    const row = (label: string, f: typeof all) =>
+      `${label.padEnd(10)} ${String(f.requests).padStart(6)} requests, ${f.failed} failed, ${f.pastDeadline} past ${DEADLINE_MS} ms, p50 ${f.p50?.toFixed(1)} ms, p99 ${f.p99?.toFixed(1)} ms, max ${f.max?.toFixed(1)} ms`;
+    process.stdout.write(
+      `[read-availability] SIGKILL of ${victim} (${victimShards.size} of ${SHARDS} shards) at RF ${RF}, ${RATE} requests/s\n${[row('before', before), row('failover', failover), row('after', after), row('all', all)].map((l) => `  ${l}`).join('\n')}\n`,
+    );
 
     const failures = outcomes.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok);
-    expect(failures.slice(0, 5).map((f) => `${f.code}: ${f.message}`), `${failures.length} of ${outcomes.length} requests failed`).toEqual([]);
+    expect(
+      failures.slice(0, 5).map((f) => `${f.code}: ${f.message}`),
+      `${failures.length} of ${outcomes.length} requests failed`,
+    ).toEqual([]);
     expect(all.pastDeadline).toBe(0);
     // A steady load: at least 80 % of the rate over the run (on 2 shared cores).
     expect(all.requests).toBeGreaterThan(RATE * 15 * 0.8);
@@ -97,7 +103,11 @@ describe('read availability: a router process and three serving node processes, 
     const client = await connectKafkaClient({ brokers: services().kafkaBrokers, topicPrefix: name, connectTimeoutMs: 20_000 });
     const producer = new ShardedProducer({ brokers: services().kafkaBrokers, clientId: 'reads-gateway', log: pino({ level: 'silent' }), client });
     try {
-      const records = Array.from({ length: 20 }, (_, i) => ({ shardKey: { _ws_: 'gw', _ns_: `ns-${i % 4}` }, partitionKey: { series: `s-${i}` }, value: { i } }));
+      const records = Array.from({ length: 20 }, (_, i) => ({
+        shardKey: { _ws_: 'gw', _ns_: `ns-${i % 4}` },
+        partitionKey: { series: `s-${i}` },
+        value: { i },
+      }));
       const sent = await producer.send(datasetRef(DATASET), records);
       // Where the cluster's dataset (8 shards, the default spread 1) puts each record, computed here.
       expect(sent.map((r) => r.partition)).toEqual(records.map((r) => ingestionShard(SHARDS, shardKeyHash(r.shardKey), partitionKeyHash(r.partitionKey), 1)));
@@ -154,4 +164,3 @@ async function waitUntil(probe: () => Promise<boolean>, timeoutMs: number, messa
     await sleep(250);
   }
 }
-

@@ -72,13 +72,10 @@ describe('Cassandra', () => {
       const version = await client.execute('SELECT release_version FROM system.local');
       expect(String(version.first()?.get('release_version'))).toMatch(/^5\.0\./);
 
-      const createKeyspace =
-        "CREATE KEYSPACE IF NOT EXISTS shardherd_it WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}";
+      const createKeyspace = "CREATE KEYSPACE IF NOT EXISTS shardherd_it WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}";
       await client.execute(createKeyspace);
       await client.execute(createKeyspace); // idempotent
-      await client.execute(
-        'CREATE TABLE IF NOT EXISTS shardherd_it.smoke_leases (name text PRIMARY KEY, owner text, epoch bigint)',
-      );
+      await client.execute('CREATE TABLE IF NOT EXISTS shardherd_it.smoke_leases (name text PRIMARY KEY, owner text, epoch bigint)');
 
       const name = uniqueName('lease');
       const insert = 'INSERT INTO shardherd_it.smoke_leases (name, owner, epoch) VALUES (?, ?, ?) IF NOT EXISTS';

@@ -78,9 +78,7 @@ describe('ShardedProducer', () => {
     const producer = newProducer();
     const sent = await producer.send(ds, records);
 
-    const expectedShards = records.map((r) =>
-      ingestionShard(16, shardKeyHash(r.shardKey), partitionKeyHash(r.partitionKey), r.spread ?? 2),
-    );
+    const expectedShards = records.map((r) => ingestionShard(16, shardKeyHash(r.shardKey), partitionKeyHash(r.partitionKey), r.spread ?? 2));
     expect(sent.map((s) => s.shard)).toEqual(expectedShards);
     expect(sent.every((s) => s.partition === s.shard)).toBe(true);
     // The records spread over many partitions (not one, not Kafka's choice).

@@ -41,6 +41,13 @@ export async function processClusterBase(label: string, keyspace = 'shardherd_te
   const s = services();
   const dir = await mkdtemp(join(tmpdir(), `shardherd-${label}-`));
   const name = uniqueName(label).replace(/-/g, '_');
-  const options = { dir, cluster: name, kafkaBrokers: s.kafkaBrokers, cassandraContactPoints: s.cassandraContactPoints, cassandraLocalDataCenter: s.cassandraLocalDataCenter, keyspace };
+  const options = {
+    dir,
+    cluster: name,
+    kafkaBrokers: s.kafkaBrokers,
+    cassandraContactPoints: s.cassandraContactPoints,
+    cassandraLocalDataCenter: s.cassandraLocalDataCenter,
+    keyspace,
+  };
   return { services: s, dir, name, options };
 }

@@ -43,7 +43,7 @@ const cli = (args: string[]): Promise<{ code: number; stdout: string; stderr: st
     });
   });
 
-describe('creating a cluster\'s topics', () => {
+describe("creating a cluster's topics", () => {
   let admin: Admin;
   let dir: string;
 
@@ -81,17 +81,24 @@ describe('creating a cluster\'s topics', () => {
     for (const t of bus) expect(await partitions(t)).toBe(1);
     expect(await partitions(topic)).toBe(4);
     // The bus's record limit is set on each bus topic, not left to the broker's default.
-    const described = await admin.describeConfigs({ includeSynonyms: false, resources: bus.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })) });
-    for (const r of described.resources) expect(r.configEntries.find((e) => e.configName === 'max.message.bytes')).toMatchObject({ configValue: '1048588', isDefault: false });
+    const described = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: bus.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })),
+    });
+    for (const r of described.resources)
+      expect(r.configEntries.find((e) => e.configName === 'max.message.bytes')).toMatchObject({ configValue: '1048588', isDefault: false });
 
     const second = await createClusterTopics(config);
     expect(second.map((t) => t.outcome)).toEqual(['exists', 'exists', 'exists', 'exists', 'exists']);
     expect(await partitions(topic)).toBe(4);
   });
 
-  it('checks the bus topics against the config\'s kafka.maxRecordBytes', async () => {
+  it("checks the bus topics against the config's kafka.maxRecordBytes", async () => {
     const cluster = uniqueName('topics').replace(/-/g, '_');
-    const config = parseNodeConfig({ ...nodeConfig(cluster, `${cluster}.metrics`, 4), kafka: { brokers: services().kafkaBrokers, maxRecordBytes: 2 * 1024 * 1024 } });
+    const config = parseNodeConfig({
+      ...nodeConfig(cluster, `${cluster}.metrics`, 4),
+      kafka: { brokers: services().kafkaBrokers, maxRecordBytes: 2 * 1024 * 1024 },
+    });
     // The test broker's segments are 1 MiB (log.segment.bytes): 2 MiB batches would be refused for good.
     const error = await createClusterTopics(config).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'BROKER_LIMIT_TOO_SMALL', topic: `${cluster}.inbox` });
@@ -118,14 +125,18 @@ describe('creating a cluster\'s topics', () => {
     expect(created.stdout).toMatch(/^TOPIC\s+PARTITIONS\s+DATASET\s+RESULT$/m);
     expect(created.stdout).toMatch(new RegExp(`^${cluster}\\.inbox\\s+1\\s+-\\s+created$`, 'm'));
     expect(created.stdout).toMatch(new RegExp(`^${cluster}\\.metrics\\s+4\\s+metrics\\s+created$`, 'm'));
-    expect((await cli(['topics', 'create', '--config', good, '--dataset', 'metrics'])).stdout).toMatch(new RegExp(`^${cluster}\\.metrics\\s+4\\s+metrics\\s+exists$`, 'm'));
+    expect((await cli(['topics', 'create', '--config', good, '--dataset', 'metrics'])).stdout).toMatch(
+      new RegExp(`^${cluster}\\.metrics\\s+4\\s+metrics\\s+exists$`, 'm'),
+    );
 
     const short = `${cluster}.short`;
     await admin.createTopics({ topics: [{ topic: short, numPartitions: 2, replicationFactor: 1 }], waitForLeaders: true });
     const refused = await cli(['topics', 'create', '--config', await writeConfig('short', nodeConfig(cluster, short, 8))]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');
-    expect(refused.stderr).toBe(`shardherd topics create: dataset metrics: Kafka topic "${short}" has 2 partitions but numShards is 8 (partition p is shard p)\n`);
+    expect(refused.stderr).toBe(
+      `shardherd topics create: dataset metrics: Kafka topic "${short}" has 2 partitions but numShards is 8 (partition p is shard p)\n`,
+    );
     expect(await partitions(short)).toBe(2);
   });
 });
@@ -136,7 +147,9 @@ describe('what a client and a node say about the brokers', () => {
     const error = await connectKafkaClient({ brokers: services().kafkaBrokers, topicPrefix: prefix, connectTimeoutMs: 5_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ShardherdClientError);
     expect((error as ShardherdClientError).code).toBe('CONNECT_FAILED');
-    expect((error as Error).message).toMatch(new RegExp(`^Kafka at .+ answered, but no shardherd cluster uses the topic prefix ${prefix} there: its topic ${prefix}\\.\\w+ does not exist`));
+    expect((error as Error).message).toMatch(
+      new RegExp(`^Kafka at .+ answered, but no shardherd cluster uses the topic prefix ${prefix} there: its topic ${prefix}\\.\\w+ does not exist`),
+    );
     expect((error as Error).message).not.toMatch(/could be reached/);
   });
 
@@ -148,8 +161,14 @@ describe('what a client and a node say about the brokers', () => {
       await writeFile(path, JSON.stringify(nodeConfig(uniqueName('unreachable').replace(/-/g, '_'), 'unused', 4, [broker])));
       const r = await cli(['node', '--config', path, '--log-level', 'error']);
       expect(r.code).toBe(1);
-      const failure = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; err?: { message: string } }).find((l) => l.msg === 'node could not start');
-      expect(failure?.err?.message).toMatch(new RegExp(`^no Kafka broker could be reached at ${broker.replace(/\./g, '\\.')} \\(kafka\\.brokers of ${path.replace(/[.\\/]/g, '\\$&')}\\)`));
+      const failure = r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { msg: string; err?: { message: string } })
+        .find((l) => l.msg === 'node could not start');
+      expect(failure?.err?.message).toMatch(
+        new RegExp(`^no Kafka broker could be reached at ${broker.replace(/\./g, '\\.')} \\(kafka\\.brokers of ${path.replace(/[.\\/]/g, '\\$&')}\\)`),
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

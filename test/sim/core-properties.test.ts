@@ -180,7 +180,8 @@ class World {
         if (mapper) this.step({ type: 'StopShards', dataset: ds, shards: [op.shard % mapper.numShards], replyTo: this.adminReplyTo() }, true);
         return;
       case 'start':
-        if (mapper) this.step({ type: 'StartShards', dataset: ds, node: NODES[op.node]!, shards: [op.shard % mapper.numShards], replyTo: this.adminReplyTo() }, true);
+        if (mapper)
+          this.step({ type: 'StartShards', dataset: ds, node: NODES[op.node]!, shards: [op.shard % mapper.numShards], replyTo: this.adminReplyTo() }, true);
         return;
       case 'tick':
         this.now += op.ms;
@@ -259,10 +260,19 @@ class World {
   perform(effects: readonly Effect[]): void {
     for (const e of effects) {
       switch (e.type) {
-        case 'PersistDataset': this.persistedDatasets.set(e.config.ref, e.config); break;
-        case 'DeleteDataset': this.persistedDatasets.delete(e.dataset); this.persistedMaps.delete(e.dataset); break;
-        case 'PersistShardMap': this.persistedMaps.set(e.snapshot.dataset, e.snapshot); break;
-        case 'PersistCooldown': this.persistedCooldowns.set(`${e.dataset}/${e.shard}`, e.reassignedAt); break;
+        case 'PersistDataset':
+          this.persistedDatasets.set(e.config.ref, e.config);
+          break;
+        case 'DeleteDataset':
+          this.persistedDatasets.delete(e.dataset);
+          this.persistedMaps.delete(e.dataset);
+          break;
+        case 'PersistShardMap':
+          this.persistedMaps.set(e.snapshot.dataset, e.snapshot);
+          break;
+        case 'PersistCooldown':
+          this.persistedCooldowns.set(`${e.dataset}/${e.shard}`, e.reassignedAt);
+          break;
         case 'PublishSnapshot': {
           const ref = e.snapshot.dataset;
           const f = this.followers.get(ref) ?? new ShardMapFollower(ref);
@@ -334,7 +344,9 @@ describe('core properties over random histories', () => {
         setups.forEach((s, i) => ops.splice(positions[i]! % (ops.length + 1), 0, { kind: 'setup', ...s }));
         for (const op of ops) w.apply(op);
         for (const [ref, ds] of w.state.datasets) {
-          expect(ds.mapper.unassignedShards(), `${ref} with ${ds.config.numShards} shards over ${NODES.length} nodes, min ${ds.config.minNumNodes}`).toEqual([]);
+          expect(ds.mapper.unassignedShards(), `${ref} with ${ds.config.numShards} shards over ${NODES.length} nodes, min ${ds.config.minNumNodes}`).toEqual(
+            [],
+          );
         }
       }),
       { numRuns: 200 },

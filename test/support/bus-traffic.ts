@@ -16,7 +16,11 @@ export interface TopicRecord {
 }
 
 /** Every record of `topics` (single-partition bus topics) from the beginning to their end now; values only of `keepValues`. */
-export async function readTopics(brokers: readonly string[], topics: readonly string[], keepValues: readonly string[] = []): Promise<Map<string, TopicRecord[]>> {
+export async function readTopics(
+  brokers: readonly string[],
+  topics: readonly string[],
+  keepValues: readonly string[] = [],
+): Promise<Map<string, TopicRecord[]>> {
   const kafka = new Kafka({ clientId: 'bench-bus-traffic', brokers: [...brokers], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();

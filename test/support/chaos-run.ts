@@ -11,14 +11,25 @@ import { ProcessCluster, type ProcessClusterOptions } from './process-cluster.js
 export const CHAOS_SESSION_TIMEOUT_MS = 3_000;
 
 /** Runtime settings of the chaos tests' nodes: fast publishing, resends and retries, no cooldown. */
-export const CHAOS_RUNTIME = { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0, retryInitialMs: 200, retryMaxMs: 2_000 } as const;
+export const CHAOS_RUNTIME = {
+  publishIntervalMs: 1_000,
+  reportResendMs: 500,
+  recoveryReplyTimeoutMs: 2_000,
+  pollIntervalMs: 50,
+  reassignmentCooldownMs: 0,
+  retryInitialMs: 200,
+  retryMaxMs: 2_000,
+} as const;
 
 /** Creates the topics, `partitions` partitions of `replicationFactor` copies each, and waits for their leaders. */
 export async function createTopics(kafka: Kafka, topics: readonly string[], partitions: number, replicationFactor = 1): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await createTopicsWithLeaders(admin, topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor })));
+    await createTopicsWithLeaders(
+      admin,
+      topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor })),
+    );
   } finally {
     await admin.disconnect();
   }

@@ -37,7 +37,16 @@ export async function startDetectorCluster(o: DetectorClusterOptions) {
     heartbeatIntervalMs: 1_000,
     sink: (node) => o.sink(node, clock),
     log: pino({ level: process.env.TEST_LOG ?? 'silent' }),
-    settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, reportResendMs: 500, retryInitialMs: 50, retryMaxMs: 400, ...o.settings, failureDetector: o.failureDetector },
+    settings: {
+      publishIntervalMs: 1_000,
+      recoveryReplyTimeoutMs: 500,
+      pollIntervalMs: 50,
+      reportResendMs: 500,
+      retryInitialMs: 50,
+      retryMaxMs: 400,
+      ...o.settings,
+      failureDetector: o.failureDetector,
+    },
     detector: { pick: () => 0, ...o.detector },
     ...(o.metaStore ? { metaStore: o.metaStore } : {}),
   });

@@ -9,7 +9,10 @@ import { MonotonicClock } from '../../src/cluster/clock.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';
 
 const cluster = process.env.DETECTOR_PEER_CLUSTER ?? 'test';
-const self = { node: nodeId(process.env.DETECTOR_PEER_NODE ?? 'peer'), incarnation: incarnation(process.env.DETECTOR_PEER_INCARNATION ?? `peer-${process.pid}`) };
+const self = {
+  node: nodeId(process.env.DETECTOR_PEER_NODE ?? 'peer'),
+  incarnation: incarnation(process.env.DETECTOR_PEER_INCARNATION ?? `peer-${process.pid}`),
+};
 const dropped = new DroppedFrames();
 const transport = new TcpDetectorTransport({ cluster, dropped });
 const settings = { heartbeatIntervalMs: 100 };

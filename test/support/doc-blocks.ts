@@ -45,7 +45,13 @@ function blocksOf(file: string, markdown: string, opening: RegExp, extension: st
 
 /** The Markdown files whose blocks are checked: README.md and every Markdown file of docs/. */
 function docFiles(repo: string): string[] {
-  return ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  return [
+    'README.md',
+    ...readdirSync(join(repo, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ];
 }
 
 /** The TypeScript blocks of README.md and every Markdown file of docs/. */

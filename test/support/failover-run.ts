@@ -158,8 +158,16 @@ export async function departures(cluster: ProcessCluster, names: readonly string
         continue;
       }
       const time = e.time ?? 0;
-      if (e.event === 'detector.evicted' && e.member) out.evicted.push({ member: e.member, incarnation: e.incarnation ?? '?', time, ...(e.silentMs === undefined ? {} : { silentMs: e.silentMs }), ...(e.refused === undefined ? {} : { refused: e.refused }) });
-      if (e.event === 'node.fenced') out.fenced.push({ node: name, incarnation: e.incarnation ?? '?', time, ...(e.reason === undefined ? {} : { reason: String(e.reason) }) });
+      if (e.event === 'detector.evicted' && e.member)
+        out.evicted.push({
+          member: e.member,
+          incarnation: e.incarnation ?? '?',
+          time,
+          ...(e.silentMs === undefined ? {} : { silentMs: e.silentMs }),
+          ...(e.refused === undefined ? {} : { refused: e.refused }),
+        });
+      if (e.event === 'node.fenced')
+        out.fenced.push({ node: name, incarnation: e.incarnation ?? '?', time, ...(e.reason === undefined ? {} : { reason: String(e.reason) }) });
     }
   }
   return out;

@@ -153,7 +153,8 @@ function overlapsOf(calls: readonly Call[]): Overlap[] {
   for (const c of sorted) {
     for (let i = open.length - 1; i >= 0; i--) if (open[i]!.end <= c.start) open.splice(i, 1);
     for (const o of open) {
-      if (o.node !== c.node) found.push({ dataset: c.dataset, shard: c.shard, first: o, second: c, overlapMs: Math.min(o.end, c.end) - c.start, kind: kindOf(o, c, newerStart) });
+      if (o.node !== c.node)
+        found.push({ dataset: c.dataset, shard: c.shard, first: o, second: c, overlapMs: Math.min(o.end, c.end) - c.start, kind: kindOf(o, c, newerStart) });
     }
     open.push(c);
   }
@@ -291,13 +292,26 @@ export function formatReport(r: HistoryReport, examples = 10): string {
   const lines = [
     `history: ${r.calls} sink calls by ${r.nodes.join(', ') || 'no node'} (${r.accepted} accepted, ${r.refused} refused as fenced, ${r.failed} failed)${r.malformedLines ? `, ${r.malformedLines} malformed lines` : ''}`,
     `(a) overlapping accepted writes of one RF 1 shard by two nodes: ${r.overlaps.length}` +
-      (r.overlaps.length ? ` pairs of calls (${overlapCalls.size} calls) on ${new Set(r.overlaps.map((o) => `${o.dataset}/${o.shard}`)).size} shards, longest overlap ${Math.max(...r.overlaps.map((o) => o.overlapMs)).toFixed(1)} ms; ${kinds(r.overlaps)}` : '') +
+      (r.overlaps.length
+        ? ` pairs of calls (${overlapCalls.size} calls) on ${new Set(r.overlaps.map((o) => `${o.dataset}/${o.shard}`)).size} shards, longest overlap ${Math.max(...r.overlaps.map((o) => o.overlapMs)).toFixed(1)} ms; ${kinds(r.overlaps)}`
+        : '') +
       ` (not counted: overlaps where one side was refused or failed, ${r.attemptedOverlaps}; in-flight calls cut by a stop of their own process, ${r.pausedOverlaps.length})`,
-    ...firstPerCall(r.overlaps, (o) => o.first).slice(0, examples).map((o) => `    ${o.dataset}/${o.shard}: ${o.overlapMs.toFixed(1)} ms overlap, ${o.kind}\n      ${describe(o.first)}\n      ${describe(o.second)}`),
+    ...firstPerCall(r.overlaps, (o) => o.first)
+      .slice(0, examples)
+      .map((o) => `    ${o.dataset}/${o.shard}: ${o.overlapMs.toFixed(1)} ms overlap, ${o.kind}\n      ${describe(o.first)}\n      ${describe(o.second)}`),
     `(b) accepted writes with a token older than one accepted before: ${r.outOfOrder.length}`,
-    ...firstPerCall(r.outOfOrder, (v) => v.earlier).slice(0, examples).map((v) => `    ${v.dataset}/${v.shard}:\n      before: ${describe(v.earlier)}\n      after:  ${describe(v.later)}`),
+    ...firstPerCall(r.outOfOrder, (v) => v.earlier)
+      .slice(0, examples)
+      .map((v) => `    ${v.dataset}/${v.shard}:\n      before: ${describe(v.earlier)}\n      after:  ${describe(v.later)}`),
     `(c) acknowledged records in no accepted write: ${r.lost.length} of ${r.acked}`,
-    ...(r.lost.length ? [`    ${r.lost.slice(0, examples * 2).map((l) => `${l.dataset}/${l.shard}@${l.offset}`).join(', ')}${r.lost.length > examples * 2 ? ', …' : ''}`] : []),
+    ...(r.lost.length
+      ? [
+          `    ${r.lost
+            .slice(0, examples * 2)
+            .map((l) => `${l.dataset}/${l.shard}@${l.offset}`)
+            .join(', ')}${r.lost.length > examples * 2 ? ', …' : ''}`,
+        ]
+      : []),
   ];
   return lines.join('\n');
 }

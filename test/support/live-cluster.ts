@@ -3,7 +3,11 @@
 import { pino } from 'pino';
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../../src/embedded/embedded-cluster.js';
 
-export function liveCluster(prefix: string, nodes: NonNullable<EmbeddedClusterOptions['nodes']>, options: Pick<EmbeddedClusterOptions, 'source'> = {}): EmbeddedCluster {
+export function liveCluster(
+  prefix: string,
+  nodes: NonNullable<EmbeddedClusterOptions['nodes']>,
+  options: Pick<EmbeddedClusterOptions, 'source'> = {},
+): EmbeddedCluster {
   return new EmbeddedCluster({
     name: `${prefix}-${Date.now()}`,
     nodes,

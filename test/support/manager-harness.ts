@@ -69,7 +69,10 @@ export class Harness {
   /** Joins again with a new incarnation (a restart the membership noticed only as a new member). */
   restartMember(name: string): readonly Effect[] {
     this.incarnations.set(name, (this.incarnations.get(name) ?? 1) + 1);
-    return this.run({ type: 'MemberUp', member: { node: nodeId(name), incarnation: incarnation(`${name}#${this.incarnations.get(name)}`), joinedAt: ++this.joinClock } });
+    return this.run({
+      type: 'MemberUp',
+      member: { node: nodeId(name), incarnation: incarnation(`${name}#${this.incarnations.get(name)}`), joinedAt: ++this.joinClock },
+    });
   }
 
   removeMember(name: string): readonly Effect[] {
@@ -149,7 +152,8 @@ export function changesOf(effects: readonly Effect[]): Extract<Effect, { type: '
  * (it is written at every change of the members, for a successor; `shard-manager-recovery.test.ts`
  * checks what it holds).
  */
-export const visible = (effects: readonly Effect[]): Effect[] => effects.filter((e) => e.type !== 'Notice' && e.type !== 'ScheduleCheck' && e.type !== 'PersistNodeOperations');
+export const visible = (effects: readonly Effect[]): Effect[] =>
+  effects.filter((e) => e.type !== 'Notice' && e.type !== 'ScheduleCheck' && e.type !== 'PersistNodeOperations');
 
 /** The member incarnations published whole, if they were (`PublishMembers`). */
 export const membersPublished = (effects: readonly Effect[]): string[] | undefined => {

@@ -34,7 +34,11 @@ export class NumberedProducer {
         const batch = Array.from({ length: this.partitions }, () => this.next++);
         while (this.running) {
           try {
-            const written = await this.producer.send({ topic: this.topic, acks: -1, messages: batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) })) });
+            const written = await this.producer.send({
+              topic: this.topic,
+              acks: -1,
+              messages: batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) })),
+            });
             const answered = new Set(written.map((r) => r.partition));
             const unwritten = batch.filter((n) => !answered.has(n % this.partitions));
             if (unwritten.length > 0) throw new Error(`no answer for the partitions of ${unwritten.join(', ')}`);
@@ -64,7 +68,11 @@ export class NumberedProducer {
  * Waits until every acknowledged number shows up in `ingested()` (the sinks' records, read again
  * each round) or `timeoutMs` passed; returns the numbers still missing.
  */
-export async function missingRecords(acked: ReadonlySet<number>, ingested: () => Promise<readonly { readonly value: unknown }[]>, timeoutMs: number): Promise<number[]> {
+export async function missingRecords(
+  acked: ReadonlySet<number>,
+  ingested: () => Promise<readonly { readonly value: unknown }[]>,
+  timeoutMs: number,
+): Promise<number[]> {
   let missing = [...acked];
   const deadline = Date.now() + timeoutMs;
   while (missing.length > 0) {

@@ -73,7 +73,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const EXPLAINED_AFTER_MS = 5_000;
 const iso = (ms: number) => new Date(ms).toISOString().slice(11, 23);
 
-
 /** The sending node of a detector frame (`"from":{"node":...}`): the proxy's tag of a connection. */
 const senderOf = (firstBytes: string): string | undefined => /"from":\{[^}]*"node":"([^"]+)"/.exec(firstBytes)?.[1];
 
@@ -126,7 +125,8 @@ export class OneWriterRun {
       sinkOf: (n) => ({
         type: 'recorded',
         history: historyPath(dir, n),
-        sink: o.sink === 'cassandra' ? { type: 'cassandra', contactPoints: [cassandraProxies.get(n)!.address] } : { type: 'jsonl', path: join(dir, `${n}.jsonl`) },
+        sink:
+          o.sink === 'cassandra' ? { type: 'cassandra', contactPoints: [cassandraProxies.get(n)!.address] } : { type: 'jsonl', path: join(dir, `${n}.jsonl`) },
         slowCall: { triggerPath: slowCallPath(dir, n), delayMs: SLOW_CALL_MS },
       }),
       ...(o.built ? { built: true } : {}),
@@ -181,7 +181,11 @@ export class OneWriterRun {
    * with a fault may answer `/status` late); throws naming `what` if it never does, so a schedule
    * never skips a fault silently.
    */
-  async rolesWhen(ok: (r: Awaited<ReturnType<OneWriterRun['roles']>>) => boolean, what: string, timeoutMs = 20_000): Promise<Awaited<ReturnType<OneWriterRun['roles']>>> {
+  async rolesWhen(
+    ok: (r: Awaited<ReturnType<OneWriterRun['roles']>>) => boolean,
+    what: string,
+    timeoutMs = 20_000,
+  ): Promise<Awaited<ReturnType<OneWriterRun['roles']>>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const r = await this.roles();

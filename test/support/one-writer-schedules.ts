@@ -67,7 +67,14 @@ export async function randomSchedule(run: OneWriterRun, o: RandomScheduleOptions
   while (performance.now() < deadline) {
     const r = await run.roles();
     const canLose = down().length < maxDown && r.members.length > 2;
-    const kinds = ['slow-link', 'slow-sink-call', 'detector-resets', 'cassandra-blackhole', 'pause', ...(canLose ? ['kill-owner', 'kill-singleton', 'stop-and-join', 'handover'] : [])];
+    const kinds = [
+      'slow-link',
+      'slow-sink-call',
+      'detector-resets',
+      'cassandra-blackhole',
+      'pause',
+      ...(canLose ? ['kill-owner', 'kill-singleton', 'stop-and-join', 'handover'] : []),
+    ];
     const kind = pick(kinds, random)!;
     const owner = pick(r.owners, random);
     let did = true;
@@ -115,7 +122,10 @@ export async function randomSchedule(run: OneWriterRun, o: RandomScheduleOptions
         } else did = false;
         break;
       case 'stop-and-join': {
-        const node = pick(r.members.filter((n) => n !== r.singleton), random);
+        const node = pick(
+          r.members.filter((n) => n !== r.singleton),
+          random,
+        );
         if (node) {
           await run.stopGracefully(node);
           restartLater(node);

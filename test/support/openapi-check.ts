@@ -34,10 +34,42 @@ const SCHEMAS = '#/components/schemas/';
 
 /** Keywords a Schema Object may have in OpenAPI 3.0.3 (besides `x-` extensions). */
 const SCHEMA_KEYWORDS = new Set([
-  'title', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum', 'maxLength', 'minLength', 'pattern',
-  'maxItems', 'minItems', 'uniqueItems', 'maxProperties', 'minProperties', 'required', 'enum', 'type', 'allOf', 'oneOf',
-  'anyOf', 'not', 'items', 'properties', 'additionalProperties', 'description', 'format', 'default', 'nullable',
-  'discriminator', 'readOnly', 'writeOnly', 'xml', 'externalDocs', 'example', 'deprecated', '$ref',
+  'title',
+  'multipleOf',
+  'maximum',
+  'exclusiveMaximum',
+  'minimum',
+  'exclusiveMinimum',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'maxItems',
+  'minItems',
+  'uniqueItems',
+  'maxProperties',
+  'minProperties',
+  'required',
+  'enum',
+  'type',
+  'allOf',
+  'oneOf',
+  'anyOf',
+  'not',
+  'items',
+  'properties',
+  'additionalProperties',
+  'description',
+  'format',
+  'default',
+  'nullable',
+  'discriminator',
+  'readOnly',
+  'writeOnly',
+  'xml',
+  'externalDocs',
+  'example',
+  'deprecated',
+  '$ref',
 ]);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'array', 'object']);
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -70,7 +102,8 @@ export function structuralProblems(doc: OpenApiDocument): string[] {
     }
     if (s.type !== undefined && !(typeof s.type === 'string' && TYPES.has(s.type))) say(where, `type ${JSON.stringify(s.type)} is not one of 3.0's`);
     if (s.nullable !== undefined && s.type === undefined) say(where, 'is nullable without a type');
-    for (const k of ['exclusiveMinimum', 'exclusiveMaximum'] as const) if (s[k] !== undefined && typeof s[k] !== 'boolean') say(where, `${k} must be a boolean in 3.0`);
+    for (const k of ['exclusiveMinimum', 'exclusiveMaximum'] as const)
+      if (s[k] !== undefined && typeof s[k] !== 'boolean') say(where, `${k} must be a boolean in 3.0`);
     if (s.required !== undefined && !(Array.isArray(s.required) && s.required.length > 0)) say(where, 'required must be a non-empty list');
     for (const [name, p] of Object.entries((s.properties ?? {}) as Record<string, unknown>)) walkSchema(`${where}.properties.${name}`, p);
     if (s.items !== undefined) walkSchema(`${where}.items`, s.items);
@@ -109,7 +142,8 @@ export function structuralProblems(doc: OpenApiDocument): string[] {
       if (responses.length === 0) say(where, 'has no responses');
       for (const [status, r] of responses) {
         if (!/^[1-5]\d\d$/.test(status) && status !== 'default') say(where, `response ${status} is not a status code`);
-        if (typeof r.description !== 'string' || r.description === '' || r.description === 'Default Response') say(`${where} ${status}`, 'needs a description of its own');
+        if (typeof r.description !== 'string' || r.description === '' || r.description === 'Default Response')
+          say(`${where} ${status}`, 'needs a description of its own');
         if (r.content === undefined) say(`${where} ${status}`, 'says nothing of its body');
         else walkContent(`${where} ${status}`, r.content);
       }
@@ -126,13 +160,16 @@ export function structuralProblems(doc: OpenApiDocument): string[] {
 function toAjvRefs(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(toAjvRefs);
   if (typeof schema !== 'object' || schema === null) return schema;
-  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith(SCHEMAS) ? `${v.slice(SCHEMAS.length)}#` : toAjvRefs(v)]));
+  return Object.fromEntries(
+    Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith(SCHEMAS) ? `${v.slice(SCHEMAS.length)}#` : toAjvRefs(v)]),
+  );
 }
 
 /** Compiles the document's schemas with Ajv (strict: an unknown keyword fails) and reads answers against them. */
 export async function openApiCheck(doc: OpenApiDocument): Promise<OpenApiCheck> {
   const app = Fastify({ ajv: { customOptions: { strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: true } } });
-  for (const [name, schema] of Object.entries((doc.components?.schemas ?? {}) as Record<string, object>)) app.addSchema({ $id: name, ...(toAjvRefs(schema) as object) });
+  for (const [name, schema] of Object.entries((doc.components?.schemas ?? {}) as Record<string, object>))
+    app.addSchema({ $id: name, ...(toAjvRefs(schema) as object) });
   // Fastify builds its compiler once a route has a schema.
   app.post('/', { schema: { body: { type: 'object' } } }, () => null);
   await app.ready();
@@ -142,14 +179,24 @@ export async function openApiCheck(doc: OpenApiDocument): Promise<OpenApiCheck> 
     const r = v(data);
     if (r === true) return undefined;
     const errors = (v as unknown as { errors?: { instancePath: string; message?: string }[] }).errors ?? [];
-    return errors.map((e) => `${e.instancePath || '(root)'} ${e.message ?? ''}`).join('; ') || (typeof r === 'object' ? r.error?.message : undefined) || 'invalid';
+    return (
+      errors.map((e) => `${e.instancePath || '(root)'} ${e.message ?? ''}`).join('; ') || (typeof r === 'object' ? r.error?.message : undefined) || 'invalid'
+    );
   };
 
-  const operations = new Map<string, { pattern: RegExp; op: OpenApiDocument; answers: Map<string, Map<string, Validate>>; body: Validate | undefined; params: Map<string, Validate> }>();
+  const operations = new Map<
+    string,
+    { pattern: RegExp; op: OpenApiDocument; answers: Map<string, Map<string, Validate>>; body: Validate | undefined; params: Map<string, Validate> }
+  >();
   for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Record<string, OpenApiDocument>>)) {
     const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     // A parameter may be empty, as the API's router takes it (the route's schema then refuses it).
-    const pattern = new RegExp(`^${path.split(/\{[^}]+\}/).map(literal).join('[^/]*')}$`);
+    const pattern = new RegExp(
+      `^${path
+        .split(/\{[^}]+\}/)
+        .map(literal)
+        .join('[^/]*')}$`,
+    );
     for (const [method, op] of Object.entries(item)) {
       const answers = new Map<string, Map<string, Validate>>();
       for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, { content?: Record<string, { schema: unknown }> }>)) {
@@ -201,7 +248,10 @@ export async function openApiCheck(doc: OpenApiDocument): Promise<OpenApiCheck> 
     },
     methodsAt(url) {
       const path = url.split('?')[0]!;
-      return [...operations].filter(([, o]) => o.pattern.test(path)).map(([key]) => key.split(' ')[0]!).sort();
+      return [...operations]
+        .filter(([, o]) => o.pattern.test(path))
+        .map(([key]) => key.split(' ')[0]!)
+        .sort();
     },
     componentProblem(name, data) {
       return valid(compile({ $ref: `${SCHEMAS}${name}` }), data);

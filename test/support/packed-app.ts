@@ -41,9 +41,18 @@ export interface PackedApp {
 }
 
 /** A child's output, stdout and stderr, whether it succeeded or failed. */
-async function output(command: string, args: readonly string[], options: { cwd: string; timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<{ code: number; text: string }> {
+async function output(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<{ code: number; text: string }> {
   try {
-    const { stdout, stderr } = await run(command, args, { cwd: options.cwd, timeout: options.timeoutMs, maxBuffer: 64 * 2 ** 20, env: options.env ?? process.env });
+    const { stdout, stderr } = await run(command, args, {
+      cwd: options.cwd,
+      timeout: options.timeoutMs,
+      maxBuffer: 64 * 2 ** 20,
+      env: options.env ?? process.env,
+    });
     return { code: 0, text: `${stdout}${stderr}` };
   } catch (e) {
     const failed = e as { code?: number | string; stdout?: string; stderr?: string; message: string };
@@ -69,7 +78,9 @@ function npmEnv(): NodeJS.ProcessEnv {
  * Packs the repository and installs the tarball into a new application with the given files
  * (`package.json` is written here: ESM, private). `devDependencies` are installed beside it.
  */
-export async function packedApp(options: { readonly files?: Readonly<Record<string, string>>; readonly devDependencies?: readonly string[] } = {}): Promise<PackedApp> {
+export async function packedApp(
+  options: { readonly files?: Readonly<Record<string, string>>; readonly devDependencies?: readonly string[] } = {},
+): Promise<PackedApp> {
   const root = mkdtempSync(join(tmpdir(), 'shardherd-consumer-'));
   const packDir = join(root, 'pack');
   const dir = join(root, 'app');
@@ -93,7 +104,10 @@ export async function packedApp(options: { readonly files?: Readonly<Record<stri
   }
   const installOutput = await mustSucceed('npm', ['install', '--no-audit', '--no-fund', tarball], { cwd: dir, timeoutMs: 300_000, env });
   const devDependencies = options.devDependencies ?? [];
-  const devOutput = devDependencies.length === 0 ? '' : await mustSucceed('npm', ['install', '--no-audit', '--no-fund', '--save-dev', ...devDependencies], { cwd: dir, timeoutMs: 300_000, env });
+  const devOutput =
+    devDependencies.length === 0
+      ? ''
+      : await mustSucceed('npm', ['install', '--no-audit', '--no-fund', '--save-dev', ...devDependencies], { cwd: dir, timeoutMs: 300_000, env });
   return {
     dir,
     tarball,

@@ -7,11 +7,30 @@
 // output it lists what breaks the hard rules and measures it the same way. Each answer comes with a
 // witness map, so a claim "the strategy could have done better" can be checked by hand.
 import type { Placement, PlacementInput } from '../../src/core/placement/placement-types.js';
-import { readContract, sameObjective, scaledLoad, scoreMap, validityProblems, withChosenBounds, type ContractView, type MapScore, type Objective, type Problem } from './exact-placement/contract.js';
+import {
+  readContract,
+  sameObjective,
+  scaledLoad,
+  scoreMap,
+  validityProblems,
+  withChosenBounds,
+  type ContractView,
+  type MapScore,
+  type Objective,
+  type Problem,
+} from './exact-placement/contract.js';
 import type { FairShare } from './exact-placement/fair-shares.js';
 import { bestMapWithin, type LoadBounds } from './exact-placement/placement-flow.js';
 
-export { invalidInputReason, betterObjective, sameObjective, type MapScore, type Objective, type Problem, type ProblemKind } from './exact-placement/contract.js';
+export {
+  invalidInputReason,
+  betterObjective,
+  sameObjective,
+  type MapScore,
+  type Objective,
+  type Problem,
+  type ProblemKind,
+} from './exact-placement/contract.js';
 export { fairShares, type FairShare } from './exact-placement/fair-shares.js';
 
 export interface ExactOptimum {
@@ -114,4 +133,3 @@ function distinctSorted(values: readonly number[]): number[] {
   for (const v of sorted) if (out.length === 0 || v - out[out.length - 1]! > SPREAD_TOLERANCE) out.push(v);
   return out;
 }
-

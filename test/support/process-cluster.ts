@@ -108,7 +108,12 @@ export class ProcessCluster {
         ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
         ...(o.topicReplicationFactor ? { topicReplicationFactor: o.topicReplicationFactor } : {}),
       },
-      cassandra: { contactPoints: o.cassandraOf?.(name) ?? o.cassandraContactPoints, localDataCenter: o.cassandraLocalDataCenter, keyspace: o.keyspace, connectTimeoutMs: 30_000 },
+      cassandra: {
+        contactPoints: o.cassandraOf?.(name) ?? o.cassandraContactPoints,
+        localDataCenter: o.cassandraLocalDataCenter,
+        keyspace: o.keyspace,
+        connectTimeoutMs: 30_000,
+      },
       runtime: o.runtime ?? {},
       ...(o.failureDetector ? { failureDetector: typeof o.failureDetector === 'function' ? o.failureDetector(name) : o.failureDetector } : {}),
       datasets: o.datasets ?? [],
@@ -271,7 +276,9 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
   const uncounted = cluster.live().flatMap((p) => {
     const st = statuses.get(p.name);
     if (!st) return [`${p.name}: no /status answer`];
-    return st.member && st.state === 'running' ? [] : [`${p.name}: ${st.state}${st.member ? '' : ', not a member'}, running ${st.running.map((r) => r.shard).join(',') || 'nothing'}`];
+    return st.member && st.state === 'running'
+      ? []
+      : [`${p.name}: ${st.state}${st.member ? '' : ', not a member'}, running ${st.running.map((r) => r.shard).join(',') || 'nothing'}`];
   });
   const fail = (why: string): Convergence => ({ ok: false, why: uncounted.length > 0 ? `${why}; not counted: ${uncounted.join('; ')}` : why, statuses });
   const singletons = members.filter(([, s]) => s.singleton !== undefined);

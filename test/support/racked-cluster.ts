@@ -37,7 +37,11 @@ export function rackedCluster(prefix: string, sink: CountingSink | 'per-node' = 
 }
 
 /** A racked cluster with a sink per node, started on its simulated clock with `dataset` set up and settled. */
-export async function startRackedWithDataset(prefix: string, dataset: DatasetConfigInput, settings: Partial<RuntimeOptions> = {}): Promise<{ cluster: EmbeddedCluster; driver: SimDriver }> {
+export async function startRackedWithDataset(
+  prefix: string,
+  dataset: DatasetConfigInput,
+  settings: Partial<RuntimeOptions> = {},
+): Promise<{ cluster: EmbeddedCluster; driver: SimDriver }> {
   const cluster = rackedCluster(prefix, 'per-node', { checkpointIntervalMs: 200, ...settings });
   const driver = await startWithDataset(cluster, dataset, 3_000);
   return { cluster, driver };

@@ -6,18 +6,7 @@ import type { Placement, PlacementInput } from '../../src/core/placement/placeme
 import { SeededRandom } from '../../src/sim/random.js';
 import type { ContractNode } from './exact-placement/contract.js';
 
-export type Operation =
-  | 'initial'
-  | 'add'
-  | 'remove'
-  | 'drain'
-  | 'replace'
-  | 'rack-lost'
-  | 'rack-added'
-  | 'weights'
-  | 'absent'
-  | 'back'
-  | 'same';
+export type Operation = 'initial' | 'add' | 'remove' | 'drain' | 'replace' | 'rack-lost' | 'rack-added' | 'weights' | 'absent' | 'back' | 'same';
 
 export interface ClusterShape {
   readonly numShards: number;
@@ -52,7 +41,8 @@ export class RandomPlacementHistory {
     const r = this.rng;
     const size = r.int(0, 99);
     // Most histories small, a quarter medium, a few large (up to 1024 shards × 64 nodes).
-    const [shards, nodes] = size < 70 ? [r.int(8, 64), r.int(MIN_NODES, 16)] : size < 95 ? [r.int(65, 256), r.int(8, 40)] : [r.int(257, 1024), r.int(16, MAX_NODES)];
+    const [shards, nodes] =
+      size < 70 ? [r.int(8, 64), r.int(MIN_NODES, 16)] : size < 95 ? [r.int(65, 256), r.int(8, 40)] : [r.int(257, 1024), r.int(16, MAX_NODES)];
     this.numShards = shards;
     this.replicationFactor = r.int(1, 3);
     this.weighting = r.pick(['equal', 'equal', 'integer', 'fractional'] as const);
@@ -118,7 +108,13 @@ export class RandomPlacementHistory {
         case 'weights': {
           const changed = Array.from({ length: r.int(1, 2) }, () => r.pick(this.nodes).id);
           this.nodes = this.nodes.map((n) => (changed.includes(n.id) ? { ...n, weight: this.weightFor(true) } : n));
-          return this.step(op, `weights ${this.nodes.filter((n) => changed.includes(n.id)).map((n) => `${n.id}=${n.weight}`).join(' ')}`);
+          return this.step(
+            op,
+            `weights ${this.nodes
+              .filter((n) => changed.includes(n.id))
+              .map((n) => `${n.id}=${n.weight}`)
+              .join(' ')}`,
+          );
         }
         case 'absent': {
           if (present.length <= Math.max(2, (2 * this.nodes.length) / 3)) continue;
@@ -219,7 +215,10 @@ function scrambled(seed: number): number {
 }
 
 function pickWeighted<T>(r: SeededRandom, items: readonly T[], pull: readonly number[]): T {
-  let x = r.int(1, pull.reduce((a, b) => a + b, 0));
+  let x = r.int(
+    1,
+    pull.reduce((a, b) => a + b, 0),
+  );
   for (let i = 0; i < items.length; i++) if ((x -= pull[i]!) <= 0) return items[i]!;
   return items[items.length - 1]!;
 }

@@ -34,7 +34,15 @@ export interface MemoryLine {
 /** One request's outcome: when it was sent (ms since the epoch), its shard, who answered or why not, and how long it took. */
 export type RouterLine =
   | { readonly type: 'r'; readonly t: number; readonly ms: number; readonly shard: number; readonly ok: true; readonly node: string }
-  | { readonly type: 'r'; readonly t: number; readonly ms: number; readonly shard: number | null; readonly ok: false; readonly code: string; readonly message: string };
+  | {
+      readonly type: 'r';
+      readonly t: number;
+      readonly ms: number;
+      readonly shard: number | null;
+      readonly ok: false;
+      readonly code: string;
+      readonly message: string;
+    };
 
 const settings = JSON.parse(process.env.SHARDHERD_ROUTER ?? '{}') as RouterSettings;
 const out = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`);
@@ -70,7 +78,15 @@ async function main(): Promise<void> {
         (a) => out({ type: 'r', t, ms: performance.now() - t0, shard: a.shard, ok: true, node: a.node }),
         (e: unknown) => {
           const error = e instanceof ShardherdClientError ? e : undefined;
-          out({ type: 'r', t, ms: performance.now() - t0, shard: error?.shard ?? null, ok: false, code: error?.code ?? 'UNTYPED', message: e instanceof Error ? e.message : String(e) });
+          out({
+            type: 'r',
+            t,
+            ms: performance.now() - t0,
+            shard: error?.shard ?? null,
+            ok: false,
+            code: error?.code ?? 'UNTYPED',
+            message: e instanceof Error ? e.message : String(e),
+          });
         },
       )
       .finally(() => inFlight--);

@@ -40,8 +40,7 @@ export async function startRouter(settings: RouterSettings, readyTimeoutMs = 60_
     else if (line.type === 'mem') {
       peak.rss = Math.max(peak.rss, line.rss);
       peak.inFlight = Math.max(peak.inFlight, line.inFlight);
-    }
-    else if (line.type === 'ready') ready();
+    } else if (line.type === 'ready') ready();
     else if (line.type === 'fatal') failed(new Error(`the router could not start: ${line.code}: ${line.message}`));
   });
   void exited.then((code) => failed(new Error(`the router exited (${String(code)}) before it was ready: ${stderr}`)));

@@ -28,27 +28,39 @@ export function judgeStep(strategy: PlacementStrategy, input: PlacementInput, sh
   const fail = (kind: FailureKind, detail: string): void => void failures.push({ kind, detail });
 
   const { problems, own, exact } = checkPlacement(input, output);
-  for (const kind of new Set(problems.map((p) => p.kind))) fail(`invalid:${kind}`, problems.filter((p) => p.kind === kind).slice(0, 3).map((p) => p.detail).join('; '));
+  for (const kind of new Set(problems.map((p) => p.kind)))
+    fail(
+      `invalid:${kind}`,
+      problems
+        .filter((p) => p.kind === kind)
+        .slice(0, 3)
+        .map((p) => p.detail)
+        .join('; '),
+    );
 
   // The checker's own claims, checked on its witnesses: a bug there must not pass for the strategy's.
   const witness = scorePlacement(input, exact.witness);
-  if (witness.problems.length > 0 || !sameObjective(witness.score, exact.objective)) fail('checker', `witness ${JSON.stringify(exact.witness)} does not reach ${JSON.stringify(exact.objective)}`);
+  if (witness.problems.length > 0 || !sameObjective(witness.score, exact.objective))
+    fail('checker', `witness ${JSON.stringify(exact.witness)} does not reach ${JSON.stringify(exact.objective)}`);
   if (problems.length === 0 && betterObjective(own, exact.objective)) fail('checker', `the output beats the "optimum" ${JSON.stringify(exact.objective)}`);
   if (exact.spreadWitness !== undefined && exact.minSpread !== undefined) {
     const narrow = scorePlacement(input, exact.spreadWitness);
-    if (narrow.problems.length > 0 || !sameObjective(narrow.score, exact.objective) || Math.abs(narrow.score.spread - exact.minSpread) > SPREAD_TOLERANCE) fail('checker', `spread witness does not reach spread ${exact.minSpread}`);
+    if (narrow.problems.length > 0 || !sameObjective(narrow.score, exact.objective) || Math.abs(narrow.score.spread - exact.minSpread) > SPREAD_TOLERANCE)
+      fail('checker', `spread witness does not reach spread ${exact.minSpread}`);
   }
 
   // The contract's promise: without held shards or absent nodes every shard gets c copies within the bounds.
   const plain = (input.held?.size ?? 0) === 0 && !input.nodes.some((n) => (n as { absent?: boolean }).absent === true);
-  if (plain && exact.objective.violation > 0) fail('checker', `no held shard, no absent node, yet no map within the bounds (violation ${exact.objective.violation})`);
+  if (plain && exact.objective.violation > 0)
+    fail('checker', `no held shard, no absent node, yet no map within the bounds (violation ${exact.objective.violation})`);
 
   const opt = exact.objective;
   if (own.placed < opt.placed) fail('placed', `${own.placed} copies placed, ${opt.placed} possible`);
   else if (own.placed === opt.placed && own.violation > opt.violation) fail('violation', `bound violation ${own.violation}, ${opt.violation} possible`);
   else if (own.placed === opt.placed && own.violation === opt.violation && own.moves > opt.moves) fail('moves', `${own.moves} moves, ${opt.moves} enough`);
   if (problems.length === 0 && sameObjective(own, opt) && exact.minSpread !== undefined) {
-    if (own.spread > exact.minSpread + SPREAD_TOLERANCE) fail('spread', `spread ${round(own.spread)}, ${round(exact.minSpread)} reachable at the same moves (e.g. ${JSON.stringify(exact.spreadWitness)})`);
+    if (own.spread > exact.minSpread + SPREAD_TOLERANCE)
+      fail('spread', `spread ${round(own.spread)}, ${round(exact.minSpread)} reachable at the same moves (e.g. ${JSON.stringify(exact.spreadWitness)})`);
     if (own.spread < exact.minSpread - SPREAD_TOLERANCE) fail('checker', `the output's spread ${own.spread} is below the "minimum" ${exact.minSpread}`);
   }
 
@@ -60,7 +72,8 @@ export function judgeStep(strategy: PlacementStrategy, input: PlacementInput, sh
   const shuffledInput: PlacementInput = { ...input, nodes: shuffled(rng, input.nodes), current: input.current.map((ids) => shuffled(rng, ids)) };
   const reordered = strategy.place(shuffledInput);
   if (!reordered.ok) fail('nondeterministic', `the same input in another order fails: ${reordered.error.message}`);
-  else if (!sameMap(reordered.value, output)) fail('nondeterministic', `the same input in another order changes ${describeDifference(output, reordered.value)}`);
+  else if (!sameMap(reordered.value, output))
+    fail('nondeterministic', `the same input in another order changes ${describeDifference(output, reordered.value)}`);
 
   return { output, failures };
 }

@@ -35,7 +35,12 @@ afterEach(async () => {
   current = undefined;
 });
 
-async function world(nodes = ['n1', 'n2', 'n3'], cooldownMs = 60_000, metaStore = new MemoryMetaStore(), beforeStart?: (cluster: EmbeddedCluster) => void): Promise<World> {
+async function world(
+  nodes = ['n1', 'n2', 'n3'],
+  cooldownMs = 60_000,
+  metaStore = new MemoryMetaStore(),
+  beforeStart?: (cluster: EmbeddedCluster) => void,
+): Promise<World> {
   const logs: World['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const cluster = new EmbeddedCluster({
@@ -78,7 +83,12 @@ describe('requests to the singleton', () => {
     expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetExists', dataset: 'metrics' });
     const bad = await setup(w, { ...metricsConfig, ref: 'other', numShards: 12 });
     expect(bad).toMatchObject({ type: 'BadSchema', message: expect.stringMatching(/^numShards /) });
-    expect(await reply(w, w.cluster.request((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })))).toEqual({ type: 'RegisteredDatasets', datasets: ['metrics'] });
+    expect(
+      await reply(
+        w,
+        w.cluster.request((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })),
+      ),
+    ).toEqual({ type: 'RegisteredDatasets', datasets: ['metrics'] });
   });
 
   it('a setup of a dataset that exists is answered without checking its source (a check can hang after a broker came back)', async () => {
@@ -105,10 +115,21 @@ describe('requests to the singleton', () => {
     const w = await world();
     await setup(w, metricsConfig);
     const n = w.cluster.node('n2');
-    expect(await reply(w, n.request((replyTo) => ({ type: 'GetShardMap', dataset: 'nope' as DatasetRef, replyTo })))).toEqual({ type: 'DatasetUnknown', dataset: 'nope' });
-    const malformed = await reply(w, n.request((replyTo) => ({ type: 'StartShards', dataset: metrics, node: 'not a node!', shards: [0], replyTo })));
+    expect(
+      await reply(
+        w,
+        n.request((replyTo) => ({ type: 'GetShardMap', dataset: 'nope' as DatasetRef, replyTo })),
+      ),
+    ).toEqual({ type: 'DatasetUnknown', dataset: 'nope' });
+    const malformed = await reply(
+      w,
+      n.request((replyTo) => ({ type: 'StartShards', dataset: metrics, node: 'not a node!', shards: [0], replyTo })),
+    );
     expect(malformed).toMatchObject({ type: 'BadData', message: expect.stringMatching(/malformed node id/) });
-    const outOfRange = await reply(w, n.request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [8], replyTo })));
+    const outOfRange = await reply(
+      w,
+      n.request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [8], replyTo })),
+    );
     expect(outOfRange).toEqual({ type: 'BadSchema', message: 'Invalid shards found [8]. Valid shards are []' });
     for (const node of w.cluster.nodes) expect(node.actors!.crashes).toBe(0);
   });
@@ -116,7 +137,14 @@ describe('requests to the singleton', () => {
   it('a malformed bus record is logged, counted as skipped, and the next request is still answered', async () => {
     const w = await world();
     await w.cluster.bus.produce(topics.inbox, { format: 99, kind: 'request' });
-    await w.cluster.bus.produce(topics.inbox, { format: WIRE_FORMAT, kind: 'report', node: 'n1', incarnation: 'x', seq: 1, events: [{ type: 'IngestionStarted', dataset: 'metrics', shard: -1, node: 'n1' }] });
+    await w.cluster.bus.produce(topics.inbox, {
+      format: WIRE_FORMAT,
+      kind: 'report',
+      node: 'n1',
+      incarnation: 'x',
+      seq: 1,
+      events: [{ type: 'IngestionStarted', dataset: 'metrics', shard: -1, node: 'n1' }],
+    });
     expect(await setup(w, metricsConfig)).toEqual({ type: 'DatasetVerified', dataset: 'metrics' });
     const skipped = w.logs.filter((l) => l.event === 'bus.malformed');
     expect(skipped).toHaveLength(2);
@@ -144,10 +172,15 @@ describe('subscriptions', () => {
     const node = w.cluster.node('n2');
     const runtime = node.actors!;
     const received: string[] = [];
-    const actor = runtime.spawn<number, { type: string }>(runtime.system, 'router', (n, m) => {
-      received.push(m.type);
-      return n + 1;
-    }, { initialState: 0 });
+    const actor = runtime.spawn<number, { type: string }>(
+      runtime.system,
+      'router',
+      (n, m) => {
+        received.push(m.type);
+        return n + 1;
+      },
+      { initialState: 0 },
+    );
     const id = node.registerSubscriber((m) => {
       if (!runtime.send(actor, m)) return; // stopped: the next delivery finds no subscriber
     }, 'router');
@@ -192,27 +225,57 @@ describe('subscriptions', () => {
     const rt = new ActorRuntime(`ask-${Math.floor(performance.now() * 1000)}`, pino({ level: 'silent' }));
     type Question = { readonly type: 'Q'; readonly reply: (n: number) => void };
     const hold: Promise<void> = new Promise(() => {}); // the first message blocks the actor for good
-    const a = rt.spawn<number, Question>(rt.system, 'a', async (n, m) => {
-      await hold;
-      m.reply(n);
-      return n;
-    }, { initialState: 7 });
+    const a = rt.spawn<number, Question>(
+      rt.system,
+      'a',
+      async (n, m) => {
+        await hold;
+        m.reply(n);
+        return n;
+      },
+      { initialState: 7 },
+    );
     const answers: number[] = [];
-    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1); // being handled
-    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1); // queued
+    rt.ask(
+      a,
+      (reply) => ({ type: 'Q' as const, reply }),
+      (n: number) => answers.push(n),
+      -1,
+    ); // being handled
+    rt.ask(
+      a,
+      (reply) => ({ type: 'Q' as const, reply }),
+      (n: number) => answers.push(n),
+      -1,
+    ); // queued
     await new Promise((r) => setImmediate(r));
     expect(answers).toEqual([]);
     rt.stop(a);
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     expect(answers).toEqual([-1, -1]);
-    rt.ask(a, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1); // already stopped
+    rt.ask(
+      a,
+      (reply) => ({ type: 'Q' as const, reply }),
+      (n: number) => answers.push(n),
+      -1,
+    ); // already stopped
     expect(answers).toEqual([-1, -1, -1]);
 
-    const b = rt.spawn<number, Question>(rt.system, 'b', (n, m) => {
-      m.reply(n);
-      return n;
-    }, { initialState: 7 });
-    rt.ask(b, (reply) => ({ type: 'Q' as const, reply }), (n: number) => answers.push(n), -1);
+    const b = rt.spawn<number, Question>(
+      rt.system,
+      'b',
+      (n, m) => {
+        m.reply(n);
+        return n;
+      },
+      { initialState: 7 },
+    );
+    rt.ask(
+      b,
+      (reply) => ({ type: 'Q' as const, reply }),
+      (n: number) => answers.push(n),
+      -1,
+    );
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     rt.stop(b); // answered before: the stop adds no second answer
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
@@ -242,7 +305,10 @@ describe('reports and fencing', () => {
       log: pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) }),
       sessionTimeoutMs: 1_000,
       heartbeatIntervalMs: 250,
-      bus: { faults: (topic, value) => (dropReports && topic === topics.inbox && (value as { kind?: string }).kind === 'report' ? { kind: 'drop' } : { kind: 'deliver' }) },
+      bus: {
+        faults: (topic, value) =>
+          dropReports && topic === topics.inbox && (value as { kind?: string }).kind === 'report' ? { kind: 'drop' } : { kind: 'deliver' },
+      },
       settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: 500 },
     });
     const driver = new SimDriver(cluster);
@@ -291,7 +357,11 @@ describe('failover', () => {
     const shard0Owner = before.datasets.get(metrics)!.mapper.nodeForShard(0)!;
     const ownerMember = before.members.find((m) => m.node === shard0Owner)!;
     await w.cluster.bus.produce(topics.inbox, {
-      format: WIRE_FORMAT, kind: 'report', node: ownerMember.node, incarnation: ownerMember.incarnation, seq: 999,
+      format: WIRE_FORMAT,
+      kind: 'report',
+      node: ownerMember.node,
+      incarnation: ownerMember.incarnation,
+      seq: 999,
       events: [{ type: 'IngestionError', dataset: 'metrics', shard: 0, node: ownerMember.node, error: 'bad record' }],
     });
     await w.driver.advance(500);
@@ -393,10 +463,16 @@ type Answer = { kind: string; requestId: string; node: string; maps: ShardMapSna
 type Question = { kind: string; epoch: number; requestId: string; stored?: MapStamp[] };
 
 const answersTo = (w: World, requestId: string): Answer[] =>
-  w.cluster.bus.topic(topics.inbox).map((r) => r.value as Answer).filter((v) => v.kind === 'cluster-state' && v.requestId === requestId);
+  w.cluster.bus
+    .topic(topics.inbox)
+    .map((r) => r.value as Answer)
+    .filter((v) => v.kind === 'cluster-state' && v.requestId === requestId);
 
 const questionsOf = (w: World, epoch: number): Question[] =>
-  w.cluster.bus.topic(topics.events).map((r) => r.value as Question).filter((v) => v.kind === 'cluster-state-request' && v.epoch === epoch);
+  w.cluster.bus
+    .topic(topics.events)
+    .map((r) => r.value as Question)
+    .filter((v) => v.kind === 'cluster-state-request' && v.epoch === epoch);
 
 /** The singleton's `singleton.takeover` line logged when it became active at `epoch`. */
 const takeover = (w: World, epoch: number) => w.logs.find((l) => l.event === 'singleton.takeover' && l.epoch === epoch && 'recoveryMs' in l);
@@ -413,8 +489,9 @@ describe('recovery answers carry only the maps the MetaStore lacks', () => {
     const s2 = await stateOf(w);
 
     const [question] = questionsOf(w, s2.epoch);
-    expect(question!.stored!.map((x) => `${x.dataset}@${x.epoch}.${x.version}/${x.numShards}`).sort())
-      .toEqual(stored.map((m) => `${m.dataset}@${m.epoch}.${m.version}/${m.numShards}`).sort());
+    expect(question!.stored!.map((x) => `${x.dataset}@${x.epoch}.${x.version}/${x.numShards}`).sort()).toEqual(
+      stored.map((m) => `${m.dataset}@${m.epoch}.${m.version}/${m.numShards}`).sort(),
+    );
     const answers = answersTo(w, question!.requestId);
     expect(answers.map((a) => a.node).sort()).toEqual(['n2', 'n3', 'n4']);
     for (const a of answers) expect(a.maps, a.node).toEqual([]);
@@ -455,7 +532,11 @@ describe('recovery answers carry only the maps the MetaStore lacks', () => {
     const [question] = questionsOf(w, s2.epoch);
     const answers = answersTo(w, question!.requestId);
     expect(answers).toHaveLength(3);
-    for (const a of answers) expect(a.maps.map((m) => [m.dataset, m.epoch, m.version]), a.node).toEqual([[metrics, cached.epoch, cached.version]]);
+    for (const a of answers)
+      expect(
+        a.maps.map((m) => [m.dataset, m.epoch, m.version]),
+        a.node,
+      ).toEqual([[metrics, cached.epoch, cached.version]]);
     expect(takeover(w, s2.epoch)).toMatchObject({ answered: 3, guardianMaps: 3 });
     // The move survived the failover: the shard stays on n2, which still runs it; nothing was called stray.
     expect(s2.datasets.get(metrics)!.mapper.nodeForShard(shard)).toBe('n2');
@@ -477,18 +558,38 @@ describe('recovery answers carry only the maps the MetaStore lacks', () => {
       return { dataset: ref, numShards: f.mapper!.numShards, epoch: f.epoch, version: f.version };
     };
     const ask = async (requestId: string, stored?: unknown): Promise<string[][]> => {
-      await w.cluster.bus.produce(topics.events, { format: WIRE_FORMAT, kind: 'cluster-state-request', epoch, requestId, ...(stored === undefined ? {} : { stored }) });
+      await w.cluster.bus.produce(topics.events, {
+        format: WIRE_FORMAT,
+        kind: 'cluster-state-request',
+        epoch,
+        requestId,
+        ...(stored === undefined ? {} : { stored }),
+      });
       await w.driver.advance(100);
-      return answersTo(w, requestId).sort((a, b) => a.node.localeCompare(b.node)).map((a) => a.maps.map((m) => m.dataset).sort());
+      return answersTo(w, requestId)
+        .sort((a, b) => a.node.localeCompare(b.node))
+        .map((a) => a.maps.map((m) => m.dataset).sort());
     };
     const both = [stamp('metrics'), stamp('logs')];
     expect(await ask('same', both)).toEqual([[], [], []]);
-    expect(await ask('store-behind', [{ ...stamp('metrics'), version: stamp('metrics').version - 1 }, stamp('logs')])).toEqual([['metrics'], ['metrics'], ['metrics']]);
+    expect(await ask('store-behind', [{ ...stamp('metrics'), version: stamp('metrics').version - 1 }, stamp('logs')])).toEqual([
+      ['metrics'],
+      ['metrics'],
+      ['metrics'],
+    ]);
     expect(await ask('store-ahead', [{ ...stamp('metrics'), epoch: epoch + 1, version: 0 }, stamp('logs')])).toEqual([[], [], []]);
     expect(await ask('unlisted', [stamp('metrics')])).toEqual([['logs'], ['logs'], ['logs']]);
     expect(await ask('other-count', [{ ...stamp('metrics'), numShards: 16 }, stamp('logs')])).toEqual([['metrics'], ['metrics'], ['metrics']]);
-    expect(await ask('none-stored', [])).toEqual([['logs', 'metrics'], ['logs', 'metrics'], ['logs', 'metrics']]);
-    expect(await ask('older-singleton')).toEqual([['logs', 'metrics'], ['logs', 'metrics'], ['logs', 'metrics']]);
+    expect(await ask('none-stored', [])).toEqual([
+      ['logs', 'metrics'],
+      ['logs', 'metrics'],
+      ['logs', 'metrics'],
+    ]);
+    expect(await ask('older-singleton')).toEqual([
+      ['logs', 'metrics'],
+      ['logs', 'metrics'],
+      ['logs', 'metrics'],
+    ]);
     // A malformed list is refused whole, logged and counted: a wrong stamp could hide a map recovery needs.
     expect(await ask('twice', [stamp('metrics'), stamp('metrics')])).toEqual([]);
     expect(await ask('negative', [{ ...stamp('metrics'), version: -1 }])).toEqual([]);
@@ -540,22 +641,38 @@ describe('whole maps on the bus', () => {
     // Each guardian said it reads format 4 when it asked for maps at its start.
     expect(snapshotsOn(w).map((v) => v.snapshot?.format)).toEqual([PACKED_MAP_FORMAT]);
     const ask = (subscriber: string, mapFormat?: number) =>
-      w.cluster.bus.produce(topics.inbox, { format: WIRE_FORMAT, kind: 'request', request: { type: 'SyncMaps', subscriber, datasets: 'all', members: false, ...(mapFormat === undefined ? {} : { mapFormat }) } });
+      w.cluster.bus.produce(topics.inbox, {
+        format: WIRE_FORMAT,
+        kind: 'request',
+        request: { type: 'SyncMaps', subscriber, datasets: 'all', members: false, ...(mapFormat === undefined ? {} : { mapFormat }) },
+      });
     await ask('client:older/maps');
     await w.driver.advance(300);
     await ask('client:newer/maps', PACKED_MAP_FORMAT);
     await w.driver.advance(300);
-    expect(snapshotsOn(w).slice(1).map((v) => [v.to, v.snapshot?.format])).toEqual([
+    expect(
+      snapshotsOn(w)
+        .slice(1)
+        .map((v) => [v.to, v.snapshot?.format]),
+    ).toEqual([
       [['client:older/maps'], COMPACT_MAP_FORMAT],
       [['client:newer/maps'], PACKED_MAP_FORMAT],
     ]);
     // A change after both: every node's map is the singleton's.
-    expect(await reply(w, w.cluster.node('n1').request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [0], replyTo })))).toEqual({ type: 'Success' });
+    expect(
+      await reply(
+        w,
+        w.cluster.node('n1').request((replyTo) => ({ type: 'StopShards', dataset: metrics, shards: [0], replyTo })),
+      ),
+    ).toEqual({ type: 'Success' });
     await w.driver.advance(500);
     const truth = (await stateOf(w)).datasets.get(metrics)!.mapper;
     expect(truth.statusForShard(0).type).toBe('Stopped');
     // The change went out packed: every member said it reads format 4.
-    const changes = w.cluster.bus.topic(topics.events).map((r) => r.value as { kind?: string; changes?: { format?: number } }).filter((v) => v.kind === 'map-changes');
+    const changes = w.cluster.bus
+      .topic(topics.events)
+      .map((r) => r.value as { kind?: string; changes?: { format?: number } })
+      .filter((v) => v.kind === 'map-changes');
     expect(changes.at(-1)!.changes!.format).toBe(PACKED_MAP_FORMAT);
     for (const n of ['n1', 'n2', 'n3']) expect((await w.cluster.node(n).cache())!.maps.get(metrics)!.mapper!.equals(truth)).toBe(true);
     // Each guardian told the singleton which format it reads once it heard from it (its first ask
@@ -565,7 +682,8 @@ describe('whole maps on the bus', () => {
       for (const r of w.cluster.bus.topic(topics.inbox)) {
         const v = r.value as { kind?: string; request?: { type?: string; subscriber?: string; datasets?: unknown; mapFormat?: number } };
         const q = v.request;
-        if (v.kind === 'request' && q?.type === 'SyncMaps' && Array.isArray(q.datasets) && q.datasets.length === 0 && q.mapFormat === PACKED_MAP_FORMAT) by.set(q.subscriber!, (by.get(q.subscriber!) ?? 0) + 1);
+        if (v.kind === 'request' && q?.type === 'SyncMaps' && Array.isArray(q.datasets) && q.datasets.length === 0 && q.mapFormat === PACKED_MAP_FORMAT)
+          by.set(q.subscriber!, (by.get(q.subscriber!) ?? 0) + 1);
       }
       return Object.fromEntries(by);
     };

@@ -17,7 +17,10 @@ function subcommands(path: readonly string[]): string[] {
   expect(r, path.join(' ')).toMatchObject({ kind: 'exit', code: 0 });
   const stdout = r.kind === 'exit' ? r.stdout : '';
   const section = stdout.split(/^Commands:$/m)[1] ?? '';
-  return section.split('\n').map((l) => /^ {2}([a-z-]+)\b/.exec(l)?.[1]).filter((n): n is string => n !== undefined && n !== 'help');
+  return section
+    .split('\n')
+    .map((l) => /^ {2}([a-z-]+)\b/.exec(l)?.[1])
+    .filter((n): n is string => n !== undefined && n !== 'help');
 }
 
 describe('usage errors', () => {
@@ -29,7 +32,9 @@ describe('usage errors', () => {
     };
     walk([]);
     // The tree the docs list: the demo, node, and every admin command with its group.
-    expect(paths.map((p) => p.join(' '))).toEqual(expect.arrayContaining(['', 'node', 'status', 'shards', 'shards stop', 'shards start', 'dataset setup', 'nodes replace', 'nodes drain']));
+    expect(paths.map((p) => p.join(' '))).toEqual(
+      expect.arrayContaining(['', 'node', 'status', 'shards', 'shards stop', 'shards start', 'dataset setup', 'nodes replace', 'nodes drain']),
+    );
     for (const path of paths) {
       const r = parseCommandLine([...path, '--no-such-flag']);
       expect(r, path.join(' ')).toMatchObject({ kind: 'exit', code: 2 });
@@ -67,7 +72,9 @@ describe('status', () => {
   beforeAll(async () => {
     // Record 20 of every shard of `poisoned` cannot be read: its shards fail, move once, fail again
     // and stay in Error inside their cooldown.
-    cluster = liveCluster('admin', ['n1', 'n2'], { source: { failAt: (ds, shard, offset) => (ds === 'poisoned' && shard === 1 && offset === 20 ? 'poison record at offset 20' : undefined) } });
+    cluster = liveCluster('admin', ['n1', 'n2'], {
+      source: { failAt: (ds, shard, offset) => (ds === 'poisoned' && shard === 1 && offset === 20 ? 'poison record at offset 20' : undefined) },
+    });
     await cluster.start();
     await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
     api = await startNodeApi(cluster.node('n1'), { port: 0, token: TOKEN });
@@ -96,8 +103,9 @@ describe('status', () => {
     expect(r.stdout).toMatch(/^1\s+Error\s+0\/1\s+failed: poison record at offset 20; \S/m);
     const json = await admin('status', '--json');
     expect(json.code).toBe(1);
-    const shard = (JSON.parse(json.stdout) as { datasets: { name: string; shards: { shard: number; status: string; error?: string }[] }[] })
-      .datasets.find((d) => d.name === 'poisoned')!.shards[1];
+    const shard = (JSON.parse(json.stdout) as { datasets: { name: string; shards: { shard: number; status: string; error?: string }[] }[] }).datasets.find(
+      (d) => d.name === 'poisoned',
+    )!.shards[1];
     expect(shard).toMatchObject({ shard: 1, status: 'Error', error: 'poison record at offset 20' });
   }, 30_000);
 

@@ -46,12 +46,14 @@ function send(r: Sent): Promise<Answer> {
     const req = request(api.url, { method: r.method, path: r.path, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({
-        status: res.statusCode!,
-        contentType: res.headers['content-type'] ?? null,
-        allow: (res.headers.allow as string | undefined) ?? null,
-        body: Buffer.concat(chunks).toString('utf8'),
-      }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          contentType: res.headers['content-type'] ?? null,
+          allow: (res.headers.allow as string | undefined) ?? null,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
     });
     req.on('error', reject);
     req.end(r.body);
@@ -75,7 +77,8 @@ function problemOf(sent: Sent, answer: Answer): string | undefined {
   const head = sent.method === 'HEAD';
   const operation = check.operationOf(head ? 'GET' : sent.method, path);
   if (operation !== undefined) {
-    if (head) return check.statusesOf(operation).includes(String(answer.status)) ? undefined : `HEAD answered ${answer.status}, which ${operation} does not document`;
+    if (head)
+      return check.statusesOf(operation).includes(String(answer.status)) ? undefined : `HEAD answered ${answer.status}, which ${operation} does not document`;
     return check.answerProblem(operation, answer.status, answer.contentType, answer.body);
   }
   const allowed = allowedAt(path);
@@ -102,7 +105,7 @@ afterAll(async () => {
 describe('the token comes first on a route that changes the cluster', () => {
   const long = 'd'.repeat(2_000);
 
-  it('a 2000-character dataset name answers 401 without the token and 403 with a wrong one, 400 with it, in the project\'s shape', async () => {
+  it("a 2000-character dataset name answers 401 without the token and 403 with a wrong one, 400 with it, in the project's shape", async () => {
     const remove = { method: 'DELETE', path: `/api/v1/datasets/${long}` } as const;
     expect(json(await send({ ...remove, token: null }))).toMatchObject({ error: 'Unauthorized' });
     expect((await send({ ...remove, token: null })).status).toBe(401);
@@ -117,7 +120,7 @@ describe('the token comes first on a route that changes the cluster', () => {
     expect(json(await send({ ...stop, token: TOKEN }))).toMatchObject({ status: 'error', errorType: 'BadDatasetName' });
   });
 
-  it('a path the router cannot decode answers 401 without the token, and 400 in the project\'s shape with it', async () => {
+  it("a path the router cannot decode answers 401 without the token, and 400 in the project's shape with it", async () => {
     const drain = { method: 'POST', path: '/api/v1/nodes/n%zz/drain' } as const;
     expect((await send({ ...drain, token: null })).status).toBe(401);
     const refused = await send({ ...drain, token: TOKEN });
@@ -133,7 +136,7 @@ describe('the token comes first on a route that changes the cluster', () => {
 });
 
 describe('methods a path does not take', () => {
-  it('answer 405 with Allow naming the methods it takes, in the project\'s shape', async () => {
+  it("answer 405 with Allow naming the methods it takes, in the project's shape", async () => {
     const query = await send({ method: 'QUERY', path: '/api/v1/datasets', token: TOKEN, body: '{}', contentType: 'application/json' });
     expect(query.status).toBe(405);
     expect(query.allow).toBe('GET, HEAD, POST');
@@ -147,14 +150,14 @@ describe('methods a path does not take', () => {
     expect(json(put)).toMatchObject({ status: 'error', errorType: 'MethodNotAllowed' });
   });
 
-  it('an unknown path stays 404 in the project\'s shape', async () => {
+  it("an unknown path stays 404 in the project's shape", async () => {
     const unknown = await send({ method: 'QUERY', path: '/api/v1/nope', token: null, body: '{}', contentType: 'application/json' });
     expect(unknown.status).toBe(404);
     expect(json(unknown)).toEqual({ error: 'NotFound', reason: expect.any(String) });
   });
 });
 
-describe('the document\'s path parameters', () => {
+describe("the document's path parameters", () => {
   /** Strings near the names' rules: valid ones, ones a character or a length away, anything. */
   const candidate = fc.oneof(
     fc.stringMatching(/^[A-Za-z0-9._-]{1,140}$/),
@@ -170,13 +173,16 @@ describe('the document\'s path parameters', () => {
     const nodeOperations = check.operations.filter((o) => o.includes('{node}'));
     expect(datasetOperations.length).toBeGreaterThanOrEqual(5);
     expect(nodeOperations).toHaveLength(3);
-    fc.assert(fc.property(candidate, (s) => {
-      const dataset = parseDatasetRef(s).ok;
-      const node = parseNodeId(s).ok;
-      for (const o of datasetOperations) expect(check.acceptsPathParameter(o, 'dataset', s), `${o} ${JSON.stringify(s)}`).toBe(dataset);
-      for (const o of nodeOperations) expect(check.acceptsPathParameter(o, 'node', s), `${o} ${JSON.stringify(s)}`).toBe(node);
-      expect(check.acceptsBody('POST /api/v1/nodes/{node}/replace', { with: s }), `with ${JSON.stringify(s)}`).toBe(node);
-    }), { numRuns: 5_000, seed: 7 });
+    fc.assert(
+      fc.property(candidate, (s) => {
+        const dataset = parseDatasetRef(s).ok;
+        const node = parseNodeId(s).ok;
+        for (const o of datasetOperations) expect(check.acceptsPathParameter(o, 'dataset', s), `${o} ${JSON.stringify(s)}`).toBe(dataset);
+        for (const o of nodeOperations) expect(check.acceptsPathParameter(o, 'node', s), `${o} ${JSON.stringify(s)}`).toBe(node);
+        expect(check.acceptsBody('POST /api/v1/nodes/{node}/replace', { with: s }), `with ${JSON.stringify(s)}`).toBe(node);
+      }),
+      { numRuns: 5_000, seed: 7 },
+    );
   });
 });
 
@@ -196,29 +202,42 @@ describe('random requests', () => {
     fc.integer({ min: 60, max: 3_000 }).map((n) => 'a'.repeat(n)),
     fc.stringMatching(/^[A-Za-z][A-Za-z0-9_-]{0,70}$/),
   );
-  const body = fc.option(fc.oneof(
-    fc.jsonValue({ maxDepth: 2 }).map((v) => ({ body: JSON.stringify(v), contentType: 'application/json' })),
-    fc.constantFrom({ shardList: [99] }, { with: 'ghost-2' }, { address: 'ghost', shardList: [99] }, {}).map((v) => ({ body: JSON.stringify(v), contentType: 'application/json' })),
-    fc.constantFrom({ body: 'shardList=1', contentType: 'application/x-www-form-urlencoded' }, { body: '{"shardList":', contentType: 'application/json' }),
-  ), { nil: undefined });
+  const body = fc.option(
+    fc.oneof(
+      fc.jsonValue({ maxDepth: 2 }).map((v) => ({ body: JSON.stringify(v), contentType: 'application/json' })),
+      fc
+        .constantFrom({ shardList: [99] }, { with: 'ghost-2' }, { address: 'ghost', shardList: [99] }, {})
+        .map((v) => ({ body: JSON.stringify(v), contentType: 'application/json' })),
+      fc.constantFrom({ body: 'shardList=1', contentType: 'application/x-www-form-urlencoded' }, { body: '{"shardList":', contentType: 'application/json' }),
+    ),
+    { nil: undefined },
+  );
 
   it('each answers with a status its route documents and a body its schema takes; others 405 or 404', async () => {
-    const sent = fc.record({
-      method: fc.constantFrom(...METHODS),
-      template: fc.constantFrom(...templates()),
-      params: fc.array(parameter, { minLength: 2, maxLength: 2 }),
-      query: fc.constantFrom('', '', '?x=1'),
-      token: fc.constantFrom<string | null>(TOKEN, TOKEN, null, 'not-the-token-0123'),
-      body,
-    }).map(({ method, template, params, query, token, body: b }): Sent => {
-      let i = 0;
-      const path = template.replace(/\{[^}]+\}/g, () => params[i++]!) + query;
-      const carries = b !== undefined && !['GET', 'HEAD', 'TRACE'].includes(method);
-      return { method, path, token, ...(carries ? b : {}) };
-    });
-    await fc.assert(fc.asyncProperty(sent, async (r) => {
-      const answer = await send(r);
-      expect(problemOf(r, answer), `${r.method} ${r.path.slice(0, 200)} token=${r.token === TOKEN ? 'valid' : String(r.token)} body=${r.body ?? ''}`).toBeUndefined();
-    }), { numRuns: 300, seed: 11 });
+    const sent = fc
+      .record({
+        method: fc.constantFrom(...METHODS),
+        template: fc.constantFrom(...templates()),
+        params: fc.array(parameter, { minLength: 2, maxLength: 2 }),
+        query: fc.constantFrom('', '', '?x=1'),
+        token: fc.constantFrom<string | null>(TOKEN, TOKEN, null, 'not-the-token-0123'),
+        body,
+      })
+      .map(({ method, template, params, query, token, body: b }): Sent => {
+        let i = 0;
+        const path = template.replace(/\{[^}]+\}/g, () => params[i++]!) + query;
+        const carries = b !== undefined && !['GET', 'HEAD', 'TRACE'].includes(method);
+        return { method, path, token, ...(carries ? b : {}) };
+      });
+    await fc.assert(
+      fc.asyncProperty(sent, async (r) => {
+        const answer = await send(r);
+        expect(
+          problemOf(r, answer),
+          `${r.method} ${r.path.slice(0, 200)} token=${r.token === TOKEN ? 'valid' : String(r.token)} body=${r.body ?? ''}`,
+        ).toBeUndefined();
+      }),
+      { numRuns: 300, seed: 11 },
+    );
   }, 30_000);
 });

@@ -5,18 +5,10 @@
 // to the map before it asks about the next node. `ask` below does exactly that, the way the
 // ShardManager does: one ShardAssignmentStarted event per shard.
 import { describe, expect, it } from 'vitest';
-import {
-  type AssignmentSpec,
-  DefaultShardAssignmentStrategy,
-  type ShardAssignmentStrategy,
-} from '../../src/core/assignment-strategy.js';
+import { type AssignmentSpec, DefaultShardAssignmentStrategy, type ShardAssignmentStrategy } from '../../src/core/assignment-strategy.js';
 import { InvalidIdError } from '../../src/core/errors.js';
 import { datasetRef, nodeId } from '../../src/core/ids.js';
-import {
-  OrdinalBlockShardAssignmentStrategy,
-  ordinalOf,
-  shardsForOrdinal,
-} from '../../src/core/ordinal-strategy.js';
+import { OrdinalBlockShardAssignmentStrategy, ordinalOf, shardsForOrdinal } from '../../src/core/ordinal-strategy.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
 import { ShardEvents } from '../../src/core/status.js';
 
@@ -52,7 +44,11 @@ const range = (from: number, to: number): number[] => Array.from({ length: to - 
 describe('ShardAssignmentStrategySpec (FiloDB reference §7.3)', () => {
   it('1. Default, 8 shards / 3 nodes: [0,1,2], [3,4,5], [6,7]', () => {
     const { spec, mapper } = setup(8, 3);
-    expect(askAll(defaultStrategy, ['c1', 'c2', 'c3'], spec, mapper)).toEqual([[0, 1, 2], [3, 4, 5], [6, 7]]);
+    expect(askAll(defaultStrategy, ['c1', 'c2', 'c3'], spec, mapper)).toEqual([
+      [0, 1, 2],
+      [3, 4, 5],
+      [6, 7],
+    ]);
     expect(mapper.numUnassignedShards).toBe(0);
   });
 
@@ -73,15 +69,17 @@ describe('ShardAssignmentStrategySpec (FiloDB reference §7.3)', () => {
 
   it('4. K8s, 16/4: [0..3], [4..7], [8..11], [12..15]', () => {
     const { spec, mapper } = setup(16, 4);
-    expect(askAll(k8sStrategy, ['node-0', 'node-1', 'node-2', 'node-3'], spec, mapper)).toEqual([
-      range(0, 4), range(4, 8), range(8, 12), range(12, 16),
-    ]);
+    expect(askAll(k8sStrategy, ['node-0', 'node-1', 'node-2', 'node-3'], spec, mapper)).toEqual([range(0, 4), range(4, 8), range(8, 12), range(12, 16)]);
   });
 
   it('5. Default, 16/5: [0,1,2,3], [4,5,6], [7,8,9], [10,11,12], [13,14,15]', () => {
     const { spec, mapper } = setup(16, 5);
     expect(askAll(defaultStrategy, ['c1', 'c2', 'c3', 'c4', 'c5'], spec, mapper)).toEqual([
-      [0, 1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11, 12], [13, 14, 15],
+      [0, 1, 2, 3],
+      [4, 5, 6],
+      [7, 8, 9],
+      [10, 11, 12],
+      [13, 14, 15],
     ]);
   });
 
@@ -139,7 +137,11 @@ describe('DefaultShardAssignmentStrategy: the §4.1 algorithm and worked example
       if (!r.ok) throw r.error;
       return [...shards];
     });
-    expect(answers).toEqual([[0, 1, 2], [3, 4, 5], [6, 7]]);
+    expect(answers).toEqual([
+      [0, 1, 2],
+      [3, 4, 5],
+      [6, 7],
+    ]);
   });
 
   it('4/2 with a spare: the spare takes both shards of a removed node, even when it is the one that went first', () => {
@@ -181,7 +183,11 @@ describe('DefaultShardAssignmentStrategy: the §4.1 algorithm and worked example
   it('more owners than minNumNodes: a spare gets nothing; an owner gets "up to the cap" or nothing depending on the excess', () => {
     // 4/2 with three owners: nodes for a spare = 2 − 3 = −1 → nothing; for an owner = 0 → up to the cap of 2
     const three = setup(4, 2);
-    for (const [s, c] of [[0, 'c1'], [1, 'c2'], [2, 'c3']] as const) {
+    for (const [s, c] of [
+      [0, 'c1'],
+      [1, 'c2'],
+      [2, 'c3'],
+    ] as const) {
       const r = three.mapper.registerNode([s], nodeId(c));
       if (!r.ok) throw r.error;
     }
@@ -191,7 +197,12 @@ describe('DefaultShardAssignmentStrategy: the §4.1 algorithm and worked example
 
     // 8/2 with four owners: nodes for an owner = 2 − 4 + 1 = −1 → nothing, though four shards are free
     const four = setup(8, 2);
-    for (const [s, c] of [[0, 'c1'], [1, 'c2'], [2, 'c3'], [3, 'c4']] as const) {
+    for (const [s, c] of [
+      [0, 'c1'],
+      [1, 'c2'],
+      [2, 'c3'],
+      [3, 'c4'],
+    ] as const) {
       const r = four.mapper.registerNode([s], nodeId(c));
       if (!r.ok) throw r.error;
     }
@@ -205,7 +216,11 @@ describe('DefaultShardAssignmentStrategy: the §4.1 algorithm and worked example
   it('never gives a node more than ceil(numShards / minNumNodes), even when sizing would allow more', () => {
     // 8/4, cap 2. Three owners hold one shard each; a fourth node sizes for itself alone (want = 5) but is capped at 2.
     const { spec, mapper } = setup(8, 4);
-    for (const [s, c] of [[0, 'c1'], [1, 'c2'], [2, 'c3']] as const) {
+    for (const [s, c] of [
+      [0, 'c1'],
+      [1, 'c2'],
+      [2, 'c3'],
+    ] as const) {
       const r = mapper.registerNode([s], nodeId(c));
       if (!r.ok) throw r.error;
     }
@@ -218,7 +233,10 @@ describe('DefaultShardAssignmentStrategy: the §4.1 algorithm and worked example
     expect(ask(defaultStrategy, 'c1', one.spec, one.mapper)).toEqual([0, 1, 2, 3]);
 
     const under = setup(8, 4);
-    expect(askAll(defaultStrategy, ['c1', 'c2'], under.spec, under.mapper)).toEqual([[0, 1], [2, 3]]);
+    expect(askAll(defaultStrategy, ['c1', 'c2'], under.spec, under.mapper)).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
     expect(under.mapper.unassignedShards()).toEqual([4, 5, 6, 7]);
   });
 
@@ -235,7 +253,10 @@ describe('DefaultShardAssignmentStrategy: the §4.1 algorithm and worked example
     const { spec, mapper } = setup(8, 3, [0, 1]);
     expect(capacity(defaultStrategy, 'c1', spec, mapper)).toBe(2);
     expect(ask(defaultStrategy, 'c1', spec, mapper)).toEqual([2, 3]);
-    expect(askAll(defaultStrategy, ['c2', 'c3'], spec, mapper)).toEqual([[4, 5], [6, 7]]);
+    expect(askAll(defaultStrategy, ['c2', 'c3'], spec, mapper)).toEqual([
+      [4, 5],
+      [6, 7],
+    ]);
     expect(mapper.unassignedShards()).toEqual([0, 1]);
     // only held shards left: nothing to give, no capacity
     expect(capacity(defaultStrategy, 'c4', spec, mapper)).toBe(0);
@@ -313,7 +334,14 @@ describe('shardsForOrdinal (reference §4.4, FiloDbClusterDiscoverySpec)', () =>
   });
 
   it('the blocks of all ordinals cover every shard once, in order, with sizes differing by at most one', () => {
-    for (const [numShards, minNumNodes] of [[8, 3], [16, 5], [64, 7], [4, 4], [2, 3], [256, 10]] as const) {
+    for (const [numShards, minNumNodes] of [
+      [8, 3],
+      [16, 5],
+      [64, 7],
+      [4, 4],
+      [2, 3],
+      [256, 10],
+    ] as const) {
       const blocks = range(0, minNumNodes).map((o) => shardsForOrdinal(o, numShards, minNumNodes));
       expect(blocks.flat()).toEqual(range(0, numShards));
       const sizes = blocks.map((b) => b.length);

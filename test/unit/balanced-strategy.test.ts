@@ -86,7 +86,14 @@ describe("BalancedPlacementStrategy on the project's own scenarios (bench/scenar
       nodes = applyOperation(nodes, op);
       const next = place({ numShards: scenario.shards, replicationFactor: scenario.rf, nodes, current });
       const m = placementMetrics(current, next, scenario.rf, nodes);
-      expect({ op, moves: m.moves, spread: m.spread, iso: m.isoViolations, dup: m.duplicates, uncovered: m.uncovered }).toEqual({ op, moves: m.lbMoves, spread: m.lbSpread, iso: 0, dup: 0, uncovered: 0 });
+      expect({ op, moves: m.moves, spread: m.spread, iso: m.isoViolations, dup: m.duplicates, uncovered: m.uncovered }).toEqual({
+        op,
+        moves: m.lbMoves,
+        spread: m.lbSpread,
+        iso: 0,
+        dup: 0,
+        uncovered: 0,
+      });
       current = next;
     }
   });
@@ -110,7 +117,8 @@ describe('BalancedPlacementStrategy: isolation and input errors', () => {
   });
 
   it('answers bad input with InvalidPlacementInput', () => {
-    const bad = (input: Partial<PlacementInput>) => strategy.place({ numShards: 2, replicationFactor: 1, nodes: [node('a', 'r')], current: [[], []], ...input });
+    const bad = (input: Partial<PlacementInput>) =>
+      strategy.place({ numShards: 2, replicationFactor: 1, nodes: [node('a', 'r')], current: [[], []], ...input });
     expect(bad({ current: [[]] })).toMatchObject({ ok: false, error: { type: 'InvalidPlacementInput' } });
     expect(bad({ nodes: [node('a', 'r'), node('a', 'r')] })).toMatchObject({ ok: false, error: { type: 'InvalidPlacementInput' } });
     expect(bad({ nodes: [node('a', 'r', 0)] })).toMatchObject({ ok: false, error: { type: 'InvalidPlacementInput' } });

@@ -26,7 +26,12 @@ describe('CheckpointLoader', () => {
     const loader = new CheckpointLoader(store);
     const shards = Array.from({ length: 2_500 }, (_, i) => i);
     const results = await Promise.all([...shards.map((s) => loader.read(a, s)), loader.read(b, 7), loader.read(b, 8)]);
-    expect(store.calls.map((c) => [c.dataset, c.shards.length])).toEqual([[a, CHECKPOINTS_PER_READ], [a, CHECKPOINTS_PER_READ], [a, 500], [b, 2]]);
+    expect(store.calls.map((c) => [c.dataset, c.shards.length])).toEqual([
+      [a, CHECKPOINTS_PER_READ],
+      [a, CHECKPOINTS_PER_READ],
+      [a, 500],
+      [b, 2],
+    ]);
     expect(results[4]!.copies.get(node)?.get('0')).toBe(40);
     expect(results[5]!.copies.size).toBe(0); // no checkpoint
     expect(results[2_501]!.copies.get(node)?.get('0')).toBe(80);

@@ -91,7 +91,8 @@ describe('maxUncheckpointedRecords', () => {
   it('defaults to 100 000 and refuses what is not a whole number >= 0, naming the key', () => {
     expect(runtimeSettings().maxUncheckpointedRecords).toBe(100_000);
     expect(runtimeSettings({ maxUncheckpointedRecords: 0 }).maxUncheckpointedRecords).toBe(0);
-    for (const bad of [-1, 1.5, Number.NaN]) expect(() => runtimeSettings({ maxUncheckpointedRecords: bad })).toThrow(/invalid runtime setting maxUncheckpointedRecords/);
+    for (const bad of [-1, 1.5, Number.NaN])
+      expect(() => runtimeSettings({ maxUncheckpointedRecords: bad })).toThrow(/invalid runtime setting maxUncheckpointedRecords/);
     expect(() => runtimeSettings({ sinkTimeoutMs: -5 })).toThrow(/invalid runtime setting sinkTimeoutMs/);
   });
 });

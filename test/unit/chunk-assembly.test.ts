@@ -73,7 +73,10 @@ describe('ChunkAssembler', () => {
   it('a chunk that arrives after its message ran out of time finds it given up, on add as on expire', () => {
     const a = assembler();
     a.add(chunk('m', 0, 2, 0), 0);
-    expect(a.add(chunk('m', 1, 2, 1), TIMEOUT)).toEqual({ outcome: { kind: 'finished' }, givenUp: [{ id: 'm', seen: 1, count: 2, firstOffset: 0, reason: 'timeout' }] });
+    expect(a.add(chunk('m', 1, 2, 1), TIMEOUT)).toEqual({
+      outcome: { kind: 'finished' },
+      givenUp: [{ id: 'm', seen: 1, count: 2, firstOffset: 0, reason: 'timeout' }],
+    });
   });
 
   it('gives up the oldest messages when the incomplete ones hold more than maxHeldBytes', () => {

@@ -7,7 +7,7 @@ import { ShardEvents } from '../../src/core/status.js';
 import { ds1, HOUR, Harness, noticesNamed } from '../support/manager-harness.js';
 
 describe('a shard that fails again inside its cooldown', () => {
-  it('is logged with the cooldown\'s end as an ISO time and as epoch milliseconds', () => {
+  it("is logged with the cooldown's end as an ISO time and as epoch milliseconds", () => {
     const h = new Harness({ reassignmentCooldownMs: 2 * HOUR });
     h.now = Date.UTC(2026, 10, 27, 9, 30); // 2026-11-27T09:30:00Z
     for (const n of ['n1', 'n2', 'n3']) h.addMember(n);
@@ -25,7 +25,7 @@ describe('a shard that fails again inside its cooldown', () => {
     expect(new Date(Number(m![2])).toISOString()).toBe(m![1]);
   });
 
-  it('formats any number: out of Date\'s range it is shown as it is', () => {
+  it("formats any number: out of Date's range it is shown as it is", () => {
     expect(isoInstant(0)).toBe('1970-01-01T00:00:00.000Z');
     expect(isoInstant(Number.MAX_SAFE_INTEGER)).toBe(String(Number.MAX_SAFE_INTEGER));
     expect(isoInstant(Number.NaN)).toBe('NaN');

@@ -17,7 +17,16 @@ const RATE = 20;
 const NUM_SHARDS = 8;
 // No replacement delay: the crashed node's copies are re-created elsewhere at once, which is what
 // this test follows (a restart within the delay is replacement-delay-embedded.test.ts's).
-const DATASET = { ref: 'copies', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 2, replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
+const DATASET = {
+  ref: 'copies',
+  numShards: NUM_SHARDS,
+  minNumNodes: 1,
+  replicationFactor: 2,
+  strategy: 'balanced',
+  maxConcurrentMoves: 2,
+  replacementDelayMs: 0,
+  source: { type: 'synthetic', recordsPerSecond: RATE },
+} as const;
 const ref = DATASET.ref as DatasetRef;
 
 let cluster: EmbeddedCluster | undefined;
@@ -42,7 +51,8 @@ async function until(w: World, done: (map: ShardMapper) => boolean, serving: boo
     await w.driver.advance(50);
     const map = await stored(w);
     if (serving) {
-      for (let s = 0; s < NUM_SHARDS; s++) expect(map.recordForShard(s).assignments.some(isServingCopy), `shard ${s} has no serving copy at tick ${tick}`).toBe(true);
+      for (let s = 0; s < NUM_SHARDS; s++)
+        expect(map.recordForShard(s).assignments.some(isServingCopy), `shard ${s} has no serving copy at tick ${tick}`).toBe(true);
     }
     if (done(map)) return;
   }
@@ -51,7 +61,9 @@ async function until(w: World, done: (map: ShardMapper) => boolean, serving: boo
 
 /** Every shard has two Active copies and no move is in flight. */
 const settled = (map: ShardMapper): boolean =>
-  Array.from({ length: NUM_SHARDS }, (_, s) => map.recordForShard(s).assignments).every((copies) => copies.length === 2 && copies.every((c) => c.placement === 'Available' && c.status.type === 'Active'));
+  Array.from({ length: NUM_SHARDS }, (_, s) => map.recordForShard(s).assignments).every(
+    (copies) => copies.length === 2 && copies.every((c) => c.placement === 'Available' && c.status.type === 'Active'),
+  );
 
 describe('every copy holds every record (RF 2, a sink per node)', () => {
   it('after a crash, a restart that moves copies back and a drain, each copy has every offset; planned moves never leave a shard unserved', async () => {
@@ -86,7 +98,9 @@ describe('every copy holds every record (RF 2, a sink per node)', () => {
       for (const node of map.nodesForShard(s)) {
         const tally = (w.cluster.sinkOf(node) as CountingSink).tally(ref, s);
         copies += 1;
-        expect(tally.covered, `${node}'s copy of shard ${s}: every offset from 0 (lost: ${Math.max(0, produced - tally.covered)})`).toBeGreaterThanOrEqual(produced);
+        expect(tally.covered, `${node}'s copy of shard ${s}: every offset from 0 (lost: ${Math.max(0, produced - tally.covered)})`).toBeGreaterThanOrEqual(
+          produced,
+        );
         expect(tally.ahead.size, `${node}'s copy of shard ${s} has no gap`).toBe(0);
       }
     }

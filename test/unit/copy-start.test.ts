@@ -14,7 +14,14 @@ function checkpoints(copies: Record<string, Record<string, number>>, shared: Rec
   return { copies: new Map(Object.entries(copies).map(([n, g]) => [nodeId(n), new Map(Object.entries(g))])), shared: new Map(Object.entries(shared)) };
 }
 
-const base: Omit<CopyStartInput, 'checkpoints'> = { node: a, group: '0', copyStartFrom: 'earliest', newShardStartFrom: 'earliest', earliest: 100, endAtStart: 5_000 };
+const base: Omit<CopyStartInput, 'checkpoints'> = {
+  node: a,
+  group: '0',
+  copyStartFrom: 'earliest',
+  newShardStartFrom: 'earliest',
+  earliest: 100,
+  endAtStart: 5_000,
+};
 
 describe('copyStart', () => {
   it('a restarted copy resumes from its own checkpoint, not from the furthest copy', () => {
@@ -44,9 +51,16 @@ describe('copyStart', () => {
 
   it('a shard nobody ever checkpointed starts as the source says (latest: at the end, nothing to catch up)', () => {
     expect(copyStart({ ...base, checkpoints: checkpoints({}) })).toMatchObject({ from: 100, reason: 'earliest' });
-    expect(copyStart({ ...base, newShardStartFrom: 'latest', checkpoints: checkpoints({}) })).toMatchObject({ from: 5_000, reason: 'latest', catchUpTo: 5_000 });
+    expect(copyStart({ ...base, newShardStartFrom: 'latest', checkpoints: checkpoints({}) })).toMatchObject({
+      from: 5_000,
+      reason: 'latest',
+      catchUpTo: 5_000,
+    });
     // Another group's checkpoint is not this group's.
-    expect(copyStart({ ...base, newShardStartFrom: 'latest', checkpoints: checkpoints({ b: { other: 10 } }) })).toMatchObject({ reason: 'latest', peersCheckpoint: undefined });
+    expect(copyStart({ ...base, newShardStartFrom: 'latest', checkpoints: checkpoints({ b: { other: 10 } }) })).toMatchObject({
+      reason: 'latest',
+      peersCheckpoint: undefined,
+    });
   });
 
   it('a checkpoint older than the earliest retained offset starts at the earliest and counts what retention took', () => {
@@ -73,7 +87,13 @@ describe('copyStart with a sink of one shared store', () => {
   const returned = fenced({ a: { '0': [1_999, 1, 3] }, b: { '0': [4_800, 1, 5] } });
 
   it("a copy back on its node resumes after the shard's newest fenced checkpoint, not its own older one, and still recovers to the end seen at start", () => {
-    expect(copyStart({ ...base, storage: 'shared', checkpoints: returned })).toEqual({ from: 4_801, reason: 'newest-fenced-checkpoint', catchUpTo: 5_000, peersCheckpoint: 4_800, lostToRetention: 0 });
+    expect(copyStart({ ...base, storage: 'shared', checkpoints: returned })).toEqual({
+      from: 4_801,
+      reason: 'newest-fenced-checkpoint',
+      catchUpTo: 5_000,
+      peersCheckpoint: 4_800,
+      lostToRetention: 0,
+    });
   });
 
   it('a per-copy sink, or one that declares nothing, resumes from its own checkpoint as before', () => {
@@ -102,24 +122,43 @@ describe('copyStart with a sink of one shared store', () => {
     const stored = fenced({ a: { '0': 1_999 }, b: { '0': 4_800 } });
     expect(copyStart({ ...base, storage: 'shared', checkpoints: stored })).toMatchObject({ from: 2_000, reason: 'own-checkpoint' });
     // Another group's newest is not this group's.
-    expect(copyStart({ ...base, storage: 'shared', checkpoints: fenced({ a: { '0': [10, 1, 1] }, b: { other: [4_800, 9, 9] } }) })).toMatchObject({ from: 100, reason: 'own-checkpoint', lostToRetention: 89 });
+    expect(copyStart({ ...base, storage: 'shared', checkpoints: fenced({ a: { '0': [10, 1, 1] }, b: { other: [4_800, 9, 9] } }) })).toMatchObject({
+      from: 100,
+      reason: 'own-checkpoint',
+      lostToRetention: 89,
+    });
   });
 
   // Random shards: up to four nodes' checkpoints in two groups, some with tokens, maybe a legacy one.
   const token = fc.record({ epoch: fc.nat(3), version: fc.nat(6) });
   const checkpoint = fc.tuple(fc.nat(6_000), fc.option(token, { nil: undefined }));
-  const arbitraryInput = fc.record({
-    copies: fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd'), fc.dictionary(fc.constantFrom('0', '1'), checkpoint, { maxKeys: 2 }), { maxKeys: 4 }),
-    legacy: fc.option(fc.nat(6_000), { nil: undefined }),
-    node: fc.constantFrom('a', 'b', 'c', 'd'),
-    copyStartFrom: fc.constantFrom('earliest' as const, 'serving-copies' as const),
-    newShardStartFrom: fc.constantFrom('earliest' as const, 'latest' as const),
-    earliest: fc.nat(3_000),
-    span: fc.nat(4_000),
-  }).map((r): Omit<CopyStartInput, 'storage'> => {
-    const copies = Object.fromEntries(Object.entries(r.copies).map(([n, groups]) => [n, Object.fromEntries(Object.entries(groups).map(([g, [offset, t]]) => [g, t ? ([offset, t.epoch, t.version] as const) : offset]))]));
-    return { checkpoints: fenced(copies, r.legacy === undefined ? {} : { '0': r.legacy }), node: nodeId(r.node), group: '0', copyStartFrom: r.copyStartFrom, newShardStartFrom: r.newShardStartFrom, earliest: r.earliest, endAtStart: r.earliest + r.span };
-  });
+  const arbitraryInput = fc
+    .record({
+      copies: fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd'), fc.dictionary(fc.constantFrom('0', '1'), checkpoint, { maxKeys: 2 }), { maxKeys: 4 }),
+      legacy: fc.option(fc.nat(6_000), { nil: undefined }),
+      node: fc.constantFrom('a', 'b', 'c', 'd'),
+      copyStartFrom: fc.constantFrom('earliest' as const, 'serving-copies' as const),
+      newShardStartFrom: fc.constantFrom('earliest' as const, 'latest' as const),
+      earliest: fc.nat(3_000),
+      span: fc.nat(4_000),
+    })
+    .map((r): Omit<CopyStartInput, 'storage'> => {
+      const copies = Object.fromEntries(
+        Object.entries(r.copies).map(([n, groups]) => [
+          n,
+          Object.fromEntries(Object.entries(groups).map(([g, [offset, t]]) => [g, t ? ([offset, t.epoch, t.version] as const) : offset])),
+        ]),
+      );
+      return {
+        checkpoints: fenced(copies, r.legacy === undefined ? {} : { '0': r.legacy }),
+        node: nodeId(r.node),
+        group: '0',
+        copyStartFrom: r.copyStartFrom,
+        newShardStartFrom: r.newShardStartFrom,
+        earliest: r.earliest,
+        endAtStart: r.earliest + r.span,
+      };
+    });
 
   /** The newest fenced checkpoint of group 0, found the slow way: every fenced one sorted by (token, offset). */
   function newestBySorting(input: Omit<CopyStartInput, 'storage'>): number | undefined {

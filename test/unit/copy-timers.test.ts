@@ -39,12 +39,17 @@ describe('copy timers', () => {
     expect(fired).toEqual(['late@50']);
   });
 
-  it('a timer armed by a due one for the same instant fires at the clock\'s next firing, not in the same loop', () => {
+  it("a timer armed by a due one for the same instant fires at the clock's next firing, not in the same loop", () => {
     const clock = new SimulatedClock();
     const timers = new CopyTimers(clock);
     const fired: string[] = [];
     let again = 3;
-    const loop = { due: () => { fired.push(`loop@${clock.now()}`); if (again-- > 0) timers.add(0, loop); } };
+    const loop = {
+      due: () => {
+        fired.push(`loop@${clock.now()}`);
+        if (again-- > 0) timers.add(0, loop);
+      },
+    };
     timers.add(5, loop);
     clock.advance(5);
     expect(fired).toEqual(['loop@5', 'loop@5', 'loop@5', 'loop@5']);
@@ -54,7 +59,11 @@ describe('copy timers', () => {
     const clock = new SimulatedClock();
     const timers = new CopyTimers(clock);
     const fired: string[] = [];
-    timers.add(10, { due: () => { throw new Error('a bug in one copy'); } });
+    timers.add(10, {
+      due: () => {
+        throw new Error('a bug in one copy');
+      },
+    });
     timers.add(10, target(fired, 'next', clock));
     timers.add(20, target(fired, 'later', clock));
     expect(() => clock.advance(10)).toThrow('a bug in one copy');
@@ -78,7 +87,7 @@ describe('copy timers', () => {
 describe('timer heap', () => {
   it('pops in (time, order armed) order against a sorted oracle, with random cancels, and rebuilds without the cancelled', () => {
     let seed = 7;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     for (let run = 0; run < 200; run++) {
       const heap = new TimerHeap<HeapTimer>();
       const all: HeapTimer[] = [];
@@ -104,7 +113,14 @@ describe('copy timers, many due at once', () => {
     const clock = new SimulatedClock();
     // Which firing of the clock's timer each copy timer fired in.
     let firing = 0;
-    const counted = { now: () => clock.now(), schedule: (ms: number, fn: () => void) => clock.schedule(ms, () => { firing++; fn(); }) };
+    const counted = {
+      now: () => clock.now(),
+      schedule: (ms: number, fn: () => void) =>
+        clock.schedule(ms, () => {
+          firing++;
+          fn();
+        }),
+    };
     const timers = new CopyTimers(counted);
     const fired: { i: number; firing: number }[] = [];
     const n = DUE_PER_FIRING * 2 + 10;

@@ -1,10 +1,6 @@
 // validateDatasetConfig: defaults, and refusals as values naming the first bad field.
 import { describe, expect, it } from 'vitest';
-import {
-  type DatasetConfig,
-  datasetConfigDifferences,
-  validateDatasetConfig,
-} from '../../src/core/dataset-config.js';
+import { type DatasetConfig, datasetConfigDifferences, validateDatasetConfig } from '../../src/core/dataset-config.js';
 
 const minimal = { ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic' } };
 
@@ -25,7 +21,7 @@ function refusal(input: unknown): { type: string; field: string; message: string
 const fieldOf = (input: unknown): string => refusal(input).field;
 
 describe('validateDatasetConfig: defaults', () => {
-  it('a minimal config gets spread 1, replicationFactor 1, FiloDB\'s strategy and 100 records per second', () => {
+  it("a minimal config gets spread 1, replicationFactor 1, FiloDB's strategy and 100 records per second", () => {
     expect(valid(minimal)).toEqual({
       ref: 'metrics',
       numShards: 8,
@@ -40,7 +36,7 @@ describe('validateDatasetConfig: defaults', () => {
     });
   });
 
-  it('replacementDelayMs: 60 s for balanced datasets by default, always 0 for FiloDB\'s, refused when negative, fractional or not a number', () => {
+  it("replacementDelayMs: 60 s for balanced datasets by default, always 0 for FiloDB's, refused when negative, fractional or not a number", () => {
     const balanced = { ...minimal, replicationFactor: 2, strategy: 'balanced' };
     expect(valid(balanced).replacementDelayMs).toBe(60_000);
     expect(valid({ ...balanced, replacementDelayMs: 0 }).replacementDelayMs).toBe(0);
@@ -125,7 +121,7 @@ describe('validateDatasetConfig: refusals are values naming the field', () => {
     expect(fieldOf({ ...minimal, numShards: 1, spread: 1 })).toBe('spread');
   });
 
-  it('replicationFactor 2 with FiloDB\'s strategy → field replicationFactor, naming the strategy it needs', () => {
+  it("replicationFactor 2 with FiloDB's strategy → field replicationFactor, naming the strategy it needs", () => {
     const e = refusal({ ...minimal, replicationFactor: 2 });
     expect(e.field).toBe('replicationFactor');
     expect(e.message).toMatch(/balanced/);

@@ -31,8 +31,20 @@ function expectSameDecision(h: Harness, input: ShardManagerInput) {
 describe('a large decision in steps', () => {
   it('yields at least once per 4096 shards through a setup and a join round, and decides what decide decides', () => {
     const h = new Harness({ settleWindowMs: 0 });
-    for (const [node, rack] of [['a1', 'A'], ['b1', 'B'], ['c1', 'C']] as const) h.run({ type: 'MemberUp', member: { ...h.memberFor(node), rack } });
-    const config = validateDatasetConfig({ ref: ds1, numShards: SHARDS, minNumNodes: 1, replicationFactor: 3, strategy: 'balanced', source: { type: 'synthetic' } });
+    for (const [node, rack] of [
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['c1', 'C'],
+    ] as const)
+      h.run({ type: 'MemberUp', member: { ...h.memberFor(node), rack } });
+    const config = validateDatasetConfig({
+      ref: ds1,
+      numShards: SHARDS,
+      minNumNodes: 1,
+      replicationFactor: 3,
+      strategy: 'balanced',
+      source: { type: 'synthetic' },
+    });
     if (!config.ok) throw new Error(config.error.message);
 
     const setup = expectSameDecision(h, { type: 'SetupDataset', config: config.value, replyTo: adminReplyTo() });

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const MAIN = resolve(import.meta.dirname, '../../src/cli/main.ts');
 
-describe('the demo serves every node\'s metrics', () => {
+describe("the demo serves every node's metrics", () => {
   let child: ChildProcess | undefined;
   // Ctrl-C stops the demo cleanly; a demo that hangs is killed rather than left behind.
   afterAll(async () => {
@@ -19,7 +19,9 @@ describe('the demo serves every node\'s metrics', () => {
   }, 15_000);
 
   it('lists one endpoint per node, each labelled with its node, together covering every ingesting shard', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--no-story', '--port', '0', '--nodes', '3', '--datasets', '1', '--shards', '8'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--no-story', '--port', '0', '--nodes', '3', '--datasets', '1', '--shards', '8'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += String(d)));
     const line = await until(() => /each node's own metrics: (.*)/.exec(stdout)?.[1], 30_000);

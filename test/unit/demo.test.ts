@@ -33,8 +33,24 @@ describe('shardherd command line', () => {
   });
 
   it('takes every flag', () => {
-    expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({ nodes: 3, datasets: 1, shards: 8, story: true, logLevel: 'warn', port: 8080, portGiven: false });
-    expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64', '--port', '0'])).toEqual({ nodes: 5, datasets: 4, shards: 64, story: false, logLevel: 'debug', port: 0, portGiven: true });
+    expect(run(['--nodes', '3', '--datasets', '1', '--shards', '8'])).toEqual({
+      nodes: 3,
+      datasets: 1,
+      shards: 8,
+      story: true,
+      logLevel: 'warn',
+      port: 8080,
+      portGiven: false,
+    });
+    expect(run(['--no-story', '--log-level', 'debug', '--datasets=4', '--shards=64', '--port', '0'])).toEqual({
+      nodes: 5,
+      datasets: 4,
+      shards: 64,
+      story: false,
+      logLevel: 'debug',
+      port: 0,
+      portGiven: true,
+    });
     expect(run(['--port', '8080'])).toMatchObject({ port: 8080, portGiven: true });
     expect(run(['--no-http'])).toMatchObject({ port: undefined, portGiven: false });
     expect(fails(['--port', '70000'])).toContain('--port must be between 0 and 65535');
@@ -84,8 +100,15 @@ describe('the story on a simulated clock', () => {
     const clock = new SimulatedClock(0);
     demo = createDemoCluster(shape, { clock, log: pino({ level: 'silent' }) });
     driver = new SimDriver(demo.cluster);
-    watch = new ShardWatch(demo.cluster, demo.datasets.map((d) => d.ref), () => clock.now());
-    result = await runStory({ demo, watch, timeline: simTimeline(driver), narrator }, { cooldownMs: DEMO_TIMINGS.settings.reassignmentCooldownMs, holdMs: 4_000 });
+    watch = new ShardWatch(
+      demo.cluster,
+      demo.datasets.map((d) => d.ref),
+      () => clock.now(),
+    );
+    result = await runStory(
+      { demo, watch, timeline: simTimeline(driver), narrator },
+      { cooldownMs: DEMO_TIMINGS.settings.reassignmentCooldownMs, holdMs: 4_000 },
+    );
     wallMs = performance.now() - started;
   }, 30_000);
 
@@ -189,7 +212,11 @@ describe('the subscribers of the live view', () => {
     const demo = createDemoCluster({ nodes: 4, datasets: 1, shards: 8 }, { clock, log: pino({ level: 'silent' }) });
     const driver = new SimDriver(demo.cluster);
     const timeline = simTimeline(driver);
-    const watch = new ShardWatch(demo.cluster, demo.datasets.map((d) => d.ref), () => clock.now());
+    const watch = new ShardWatch(
+      demo.cluster,
+      demo.datasets.map((d) => d.ref),
+      () => clock.now(),
+    );
     const narrator: Narrator = { step: () => {}, say: () => {}, snapshot: async () => {} };
     const up = await bringUp({ demo, watch, timeline, narrator });
     const host = demo.cluster.node(up.subscriberHost);
@@ -240,7 +267,10 @@ describe('the screen', () => {
     const frames = o.text().split('\x1b[H').slice(1);
     expect(frames.length).toBeGreaterThanOrEqual(1);
     for (const f of frames) {
-      const lines = f.replace(ANSI, '').split('\n').filter((l, i, all) => i < all.length - 1);
+      const lines = f
+        .replace(ANSI, '')
+        .split('\n')
+        .filter((l, i, all) => i < all.length - 1);
       expect(lines.length).toBeLessThanOrEqual(29);
       for (const l of lines) expect(l.length).toBeLessThanOrEqual(40);
     }

@@ -6,11 +6,22 @@ import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const REPO = join(import.meta.dirname, '../..');
-const DOCS = ['README.md', 'config/README.md', ...readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  'config/README.md',
+  ...readdirSync(join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** GitHub's anchor of a heading: lower case, spaces to '-', punctuation other than '-' and '_' dropped. */
 function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/`/g, '').replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/`/g, '')
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 function anchors(file: string): Set<string> {
@@ -27,7 +38,9 @@ function anchors(file: string): Set<string> {
 }
 
 function links(file: string): { target: string; anchor: string | undefined }[] {
-  const text = readFileSync(join(REPO, file), 'utf8').replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+  const text = readFileSync(join(REPO, file), 'utf8')
+    .replace(/```[\s\S]*?```/g, '')
+    .replace(/`[^`\n]*`/g, '');
   return [...text.matchAll(/\]\(([^)\s]+)\)/g)]
     .map((m) => m[1]!)
     .filter((href) => !/^[a-z]+:/i.test(href))
@@ -53,7 +66,8 @@ describe('documentation links', () => {
           broken.push(`${target}: no such file`);
           continue;
         }
-        if (anchor !== undefined && file.endsWith('.md') && !anchors(file).has(anchor)) broken.push(`${target}#${anchor}: no such heading in ${relative(REPO, file)}`);
+        if (anchor !== undefined && file.endsWith('.md') && !anchors(file).has(anchor))
+          broken.push(`${target}#${anchor}: no such heading in ${relative(REPO, file)}`);
       }
       expect(broken).toEqual([]);
     });

@@ -37,7 +37,9 @@ describe('EmbeddedCluster waits', () => {
   it('whenConverged resolves once every shard has all its copies Active and Available on live members', async () => {
     cluster = threeNodes();
     await cluster.start();
-    expect((await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, replicationFactor: 2, strategy: 'balanced', source: synthetic })).type).toBe('DatasetVerified');
+    expect(
+      (await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, replicationFactor: 2, strategy: 'balanced', source: synthetic })).type,
+    ).toBe('DatasetVerified');
     await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
     const map = (await (await cluster.singletonNode())!.singletonState())!.datasets.get('metrics' as never)!.mapper;
     for (let s = 0; s < 8; s++) {
@@ -92,7 +94,9 @@ describe('EmbeddedCluster waits', () => {
 describe('EmbeddedCluster node placement settings', () => {
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2_000_000])('refuses weight %s with INVALID_PLACEMENT, naming the node', (weight) => {
     const cluster = new EmbeddedCluster({ nodes: [], log: pino({ level: 'silent' }) });
-    expect(() => cluster.add('node-w', { rack: 'r1', weight })).toThrow(expect.objectContaining({ code: 'INVALID_PLACEMENT', message: expect.stringContaining('node-w') }));
+    expect(() => cluster.add('node-w', { rack: 'r1', weight })).toThrow(
+      expect.objectContaining({ code: 'INVALID_PLACEMENT', message: expect.stringContaining('node-w') }),
+    );
     expect(cluster.nodes).toHaveLength(0);
   });
 

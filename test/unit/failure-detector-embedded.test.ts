@@ -18,7 +18,16 @@ import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import type { MetaStore } from '../../src/store/meta-store.js';
 
 /** The store calls a blackholed path to it would hang (the renewals and the singleton's writes); reads and takeovers still answer. */
-const HANGING = new Set(['renewLease', 'putShardMap', 'putDataset', 'deleteDataset', 'putSubscriptions', 'putNodeOperations', 'putAppliedRequests', 'putCooldown']);
+const HANGING = new Set([
+  'renewLease',
+  'putShardMap',
+  'putDataset',
+  'deleteDataset',
+  'putSubscriptions',
+  'putNodeOperations',
+  'putAppliedRequests',
+  'putCooldown',
+]);
 
 /** A memory store whose writes hang from `hang()` until `release()`, when they go through. */
 function hangingStore() {
@@ -31,7 +40,8 @@ function hangingStore() {
       if (typeof v !== 'function') return v;
       const f = v as (...args: unknown[]) => Promise<unknown>;
       if (!HANGING.has(String(prop))) return f.bind(target);
-      return (...args: unknown[]) => (hanging ? new Promise((resolve, reject) => held.push(() => void f.apply(target, args).then(resolve, reject))) : f.apply(target, args));
+      return (...args: unknown[]) =>
+        hanging ? new Promise((resolve, reject) => held.push(() => void f.apply(target, args).then(resolve, reject))) : f.apply(target, args);
     },
   });
   return {
@@ -107,10 +117,14 @@ describe('failure detector in an embedded cluster', () => {
     const crashedAt = w.clock.now();
     w.cluster.node(victim).crash();
     let goneAt: number | undefined;
-    await w.driver.until(async () => {
-      if ((await w.map()).shardsForNode(victim).length === 0) goneAt ??= w.clock.now();
-      return goneAt !== undefined;
-    }, 5_000, 10);
+    await w.driver.until(
+      async () => {
+        if ((await w.map()).shardsForNode(victim).length === 0) goneAt ??= w.clock.now();
+        return goneAt !== undefined;
+      },
+      5_000,
+      10,
+    );
     expect(goneAt).toBeDefined();
     const ms = goneAt! - crashedAt;
     // Its refused port is no proof: it is evicted as a silent node is, ¾ of the 1800 ms timeout after
@@ -210,11 +224,12 @@ describe('failure detector in an embedded cluster', () => {
     await w.driver.advance(1_000);
     for (const [node, shards] of Object.entries(owned)) {
       expect((await w.map()).shardsForNode(node)).toEqual(shards);
-      for (const shard of shards) expect(w.log.firstByOtherAfter('nobody', shard, replacedAt), `shard ${shard} written after the takeover`).toBeLessThan(Infinity);
+      for (const shard of shards)
+        expect(w.log.firstByOtherAfter('nobody', shard, replacedAt), `shard ${shard} written after the takeover`).toBeLessThan(Infinity);
     }
   });
 
-  it('a graceful stop of the singleton\'s host hands the role over: the next in line acts after a node lease, not a singleton lease, and no shard has two writers', async () => {
+  it("a graceful stop of the singleton's host hands the role over: the next in line acts after a node lease, not a singleton lease, and no shard has two writers", async () => {
     const w = await start(HEARTBEAT);
     const before = (await activeSingleton(w))!;
     expect(before.node).toBe('n1');
@@ -264,10 +279,11 @@ describe('failure detector in an embedded cluster', () => {
     const before = (await activeSingleton(w))!;
     expect(before.node).toBe('n1');
     const old = w.cluster.node('n1');
-    const events = () => w.cluster.bus.topic(`${w.cluster.topicPrefix}.events`).filter((r) => {
-      const v = typeof r.value === 'string' ? (JSON.parse(r.value) as { epoch?: number }) : (r.value as { epoch?: number });
-      return v.epoch === before.epoch;
-    }).length;
+    const events = () =>
+      w.cluster.bus.topic(`${w.cluster.topicPrefix}.events`).filter((r) => {
+        const v = typeof r.value === 'string' ? (JSON.parse(r.value) as { epoch?: number }) : (r.value as { epoch?: number });
+        return v.epoch === before.epoch;
+      }).length;
     hs.hang();
     const hungAt = w.clock.now();
     // A crash makes the old singleton change the map: its actor blocks on the hanging write.
@@ -282,18 +298,22 @@ describe('failure detector in an embedded cluster', () => {
       for (const n of w.cluster.nodes) void n.localSingletonState().then((st) => shownBy.set(n.node, n.state === 'running' && st !== undefined));
     };
     const showing = () => [...shownBy].filter(([, shown]) => shown).map(([node]) => node);
-    await w.driver.until(async () => {
-      ask();
-      const shown = showing();
-      expect(shown.length, `singletons on /status at ${w.clock.now()}: ${shown.join(', ')}`).toBeLessThanOrEqual(1);
-      if (oldStoppedAt === undefined && shownBy.has('n1') && !shown.includes('n1')) {
-        oldStoppedAt = w.clock.now();
-        eventsAtStop = events();
-      }
-      // The memory store's read answers at once (it does not hang): no simulated time is needed.
-      if (took === undefined && ((await w.cluster.metaStore.readLease())?.epoch ?? 0) > before.epoch) took = w.clock.now();
-      return took !== undefined;
-    }, 9_000, 10);
+    await w.driver.until(
+      async () => {
+        ask();
+        const shown = showing();
+        expect(shown.length, `singletons on /status at ${w.clock.now()}: ${shown.join(', ')}`).toBeLessThanOrEqual(1);
+        if (oldStoppedAt === undefined && shownBy.has('n1') && !shown.includes('n1')) {
+          oldStoppedAt = w.clock.now();
+          eventsAtStop = events();
+        }
+        // The memory store's read answers at once (it does not hang): no simulated time is needed.
+        if (took === undefined && ((await w.cluster.metaStore.readLease())?.epoch ?? 0) > before.epoch) took = w.clock.now();
+        return took !== undefined;
+      },
+      9_000,
+      10,
+    );
     // Its last landed renewal was sent at most 1250 ms before the hang: it stopped within its
     // 5000 ms lease of it, by its own timer (the actor still waits on the store), before the takeover.
     expect(oldStoppedAt).toBeDefined();

@@ -44,7 +44,8 @@ function setup() {
   const lease = new NodeLease();
   const dropped = new DroppedFrames();
   const sender = new HeartbeatSender({ transport, self, cluster: 'c', clock, heartbeatIntervalMs: 100, lease, dropped, onEvicted: () => {} });
-  const grant = (seq: number) => events!.message({ format: DETECTOR_FORMAT, cluster: 'c', type: 'grant', from: singleton, to: self, seq, epoch: 1, leaseMs: 500, heartbeatIntervalMs: 100 });
+  const grant = (seq: number) =>
+    events!.message({ format: DETECTOR_FORMAT, cluster: 'c', type: 'grant', from: singleton, to: self, seq, epoch: 1, leaseMs: 500, heartbeatIntervalMs: 100 });
   return { clock, sent, sender, lease, dropped, grant };
 }
 

@@ -60,8 +60,12 @@ function cluster(names: string[]): { judge: LivenessJudge<MemberRef>; members: M
   return { judge, members };
 }
 
-const evictions = (log: { t: number; action: JudgeAction<MemberRef> }[]) => log.filter((x) => x.action.type === 'evict').map((x) => ({ t: x.t, node: (x.action as { target: MemberRef }).target.node }));
-const everyone = (vote: Vote, who = 'a'): Reach => (_o, target) => (target === who ? vote : 'alive');
+const evictions = (log: { t: number; action: JudgeAction<MemberRef> }[]) =>
+  log.filter((x) => x.action.type === 'evict').map((x) => ({ t: x.t, node: (x.action as { target: MemberRef }).target.node }));
+const everyone =
+  (vote: Vote, who = 'a'): Reach =>
+  (_o, target) =>
+    target === who ? vote : 'alive';
 
 describe('LivenessJudge', () => {
   it('evicts a crashed member (refused probes) as a silent one: after ¾ of the timeout and a majority failing long enough, never on the refusal alone', () => {
@@ -87,7 +91,12 @@ describe('LivenessJudge', () => {
     // Late at 1200 (2 heartbeats): every observer fails from that round on, for 1300 ms at 2500
     // (the singleton's own silence of 1350 ms came at 2350).
     expect(log.find((x) => x.action.type === 'probe')?.t).toBe(1200);
-    expect(log.filter((x) => x.action.type === 'ask' && x.t === 1200).map((x) => (x.action as { helper: MemberRef }).helper.node).sort()).toEqual(['b', 'c', 'd']);
+    expect(
+      log
+        .filter((x) => x.action.type === 'ask' && x.t === 1200)
+        .map((x) => (x.action as { helper: MemberRef }).helper.node)
+        .sort(),
+    ).toEqual(['b', 'c', 'd']);
     expect(evictions(log)).toEqual([{ t: 2500, node: 'a' }]);
   });
 
@@ -159,7 +168,13 @@ describe('LivenessJudge', () => {
   it('survives a pause shorter than three quarters of the suspicion timeout (minus a heartbeat)', () => {
     const { judge, members } = cluster(['a', 'b', 'c', 'd']);
     const paused = (t: number) => t > 1000 && t < 2250; // silent for 1250 ms
-    const log = run(judge, members, { beats: (m, t) => m !== 'a' || !paused(t), reach: (o, target, t) => (target === 'a' && paused(t) ? 'silent' : 'alive') }, 0, 6000);
+    const log = run(
+      judge,
+      members,
+      { beats: (m, t) => m !== 'a' || !paused(t), reach: (o, target, t) => (target === 'a' && paused(t) ? 'silent' : 'alive') },
+      0,
+      6000,
+    );
     expect(evictions(log)).toEqual([]);
     expect(log.some((x) => x.action.type === 'probe')).toBe(true); // it was suspected
     expect(judge.suspected).toEqual([]); // and cleared when heard again
@@ -369,7 +384,13 @@ describe('LivenessJudge', () => {
     expect(evictions(run(judge, members, world, 1400, 6000))).toEqual([]);
     // Heard again: the suspicion ends, and its votes are worth nothing for the next one.
     judge.heard(a!, 6050);
-    for (const h of asks) judge.vote(members.find((m) => m.node === h)!, a!, round, 'silent');
+    for (const h of asks)
+      judge.vote(
+        members.find((m) => m.node === h)!,
+        a!,
+        round,
+        'silent',
+      );
     expect(evictions(run(judge, members, { ...world, beats: (m, t) => m !== 'a' || t <= 6050 }, 6100, 6800))).toEqual([]);
   });
 });

@@ -134,11 +134,13 @@ describe('MemoryDetectorTransport', () => {
 
   it('survives a lost ping: the probe pings again at a third of its timeout', async () => {
     let first = true;
-    const env = await setup({ faults: (_from, _to, m) => {
-      const drop = first && m.type === 'ping';
-      if (drop) first = false;
-      return drop ? { kind: 'drop' } : { kind: 'deliver' };
-    } });
+    const env = await setup({
+      faults: (_from, _to, m) => {
+        const drop = first && m.type === 'ping';
+        if (drop) first = false;
+        return drop ? { kind: 'drop' } : { kind: 'deliver' };
+      },
+    });
     const [a, b] = [await env.node('a'), await env.node('b')];
     const r = await probe(env, a, b);
     expect(r.outcome).toEqual({ kind: 'acked' });
@@ -148,10 +150,12 @@ describe('MemoryDetectorTransport', () => {
 
   it('drops and delays messages as the faults say, and never reorders a direction', async () => {
     const fate: ('drop' | number)[] = [];
-    const env = await setup({ faults: () => {
-      const f = fate.shift();
-      return f === undefined ? { kind: 'deliver' } : f === 'drop' ? { kind: 'drop' } : { kind: 'delay', ms: f };
-    } });
+    const env = await setup({
+      faults: () => {
+        const f = fate.shift();
+        return f === undefined ? { kind: 'deliver' } : f === 'drop' ? { kind: 'drop' } : { kind: 'delay', ms: f };
+      },
+    });
     const b = await env.node('b');
     const got: number[] = [];
     const client = env.network.transport();

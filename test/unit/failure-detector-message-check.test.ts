@@ -5,7 +5,14 @@
 // field changed, removed or added, near the schema's bounds and at random.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { conformingMessage, DETECTOR_FORMAT, detectorMessageSchema, encodeFrame, VOTES, type DetectorMessage } from '../../src/cluster/failure-detector/messages.js';
+import {
+  conformingMessage,
+  DETECTOR_FORMAT,
+  detectorMessageSchema,
+  encodeFrame,
+  VOTES,
+  type DetectorMessage,
+} from '../../src/cluster/failure-detector/messages.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';
 
 const a = { node: nodeId('a'), incarnation: incarnation('a-1') };
@@ -27,15 +34,81 @@ const MESSAGES: DetectorMessage[] = [
 
 /** Values near the schema's bounds, and of the wrong kinds, as JSON text can carry them. */
 const EDGES: unknown[] = [
-  0, -0, 1, -1, 1.5, 2 ** 53 - 1, 2 ** 53, 3_600_000, 3_600_001, Infinity, -Infinity, '', 'x', 'x'.repeat(200), 'x'.repeat(201), 'x'.repeat(300), 'x'.repeat(301),
-  ' a', 'a b', '.a', 'é', 'x'.repeat(128), 'x'.repeat(129), 'x'.repeat(256), 'x'.repeat(257), null, true, [], {}, [1], { node: 'a' }, a, s, { ...a, extra: 1 },
-  'alive', 'silent', 'unsure', 'maybe', 'heartbeat', 'grant', 'ping-req', 'hello', DETECTOR_FORMAT, '1', 2,
+  0,
+  -0,
+  1,
+  -1,
+  1.5,
+  2 ** 53 - 1,
+  2 ** 53,
+  3_600_000,
+  3_600_001,
+  Infinity,
+  -Infinity,
+  '',
+  'x',
+  'x'.repeat(200),
+  'x'.repeat(201),
+  'x'.repeat(300),
+  'x'.repeat(301),
+  ' a',
+  'a b',
+  '.a',
+  'é',
+  'x'.repeat(128),
+  'x'.repeat(129),
+  'x'.repeat(256),
+  'x'.repeat(257),
+  null,
+  true,
+  [],
+  {},
+  [1],
+  { node: 'a' },
+  a,
+  s,
+  { ...a, extra: 1 },
+  'alive',
+  'silent',
+  'unsure',
+  'maybe',
+  'heartbeat',
+  'grant',
+  'ping-req',
+  'hello',
+  DETECTOR_FORMAT,
+  '1',
+  2,
 ];
 const anyValue = fc.oneof(fc.constantFrom(...EDGES), fc.jsonValue());
-const FIELDS = ['format', 'cluster', 'from', 'to', 'seq', 'type', 'stalledMs', 'epoch', 'leaseMs', 'heartbeatIntervalMs', 'target', 'address', 'vote', 'node', 'incarnation', '__proto__', 'constructor', 'lease'];
+const FIELDS = [
+  'format',
+  'cluster',
+  'from',
+  'to',
+  'seq',
+  'type',
+  'stalledMs',
+  'epoch',
+  'leaseMs',
+  'heartbeatIntervalMs',
+  'target',
+  'address',
+  'vote',
+  'node',
+  'incarnation',
+  '__proto__',
+  'constructor',
+  'lease',
+];
 
 /** Reads `value` as a receiver would: through JSON text (so Infinity becomes what JSON.parse makes of 1e999). */
-const asReceived = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (_k, v: unknown) => (v === Infinity ? '__inf__' : v === -Infinity ? '__-inf__' : v)).replaceAll('"__inf__"', '1e999').replaceAll('"__-inf__"', '-1e999'));
+const asReceived = (value: unknown): unknown =>
+  JSON.parse(
+    JSON.stringify(value, (_k, v: unknown) => (v === Infinity ? '__inf__' : v === -Infinity ? '__-inf__' : v))
+      .replaceAll('"__inf__"', '1e999')
+      .replaceAll('"__-inf__"', '-1e999'),
+  );
 
 function agree(json: unknown): void {
   const fast = conformingMessage(json);
@@ -81,17 +154,24 @@ describe('the detector frame check without zod', () => {
 
   it('accepts nothing zod refuses: random changes to random messages', () => {
     fc.assert(
-      fc.property(fc.constantFrom(...MESSAGES), fc.array(fc.tuple(fc.constantFrom(...FIELDS), fc.constantFrom('', 'from', 'to', 'target'), fc.option(anyValue, { nil: undefined })), { maxLength: 3 }), (m, changes) => {
-        let json: unknown = m;
-        for (const [field, inside, value] of changes) json = changed(json as DetectorMessage, inside ? [inside, field] : [field], value);
-        agree(asReceived(json));
-      }),
+      fc.property(
+        fc.constantFrom(...MESSAGES),
+        fc.array(fc.tuple(fc.constantFrom(...FIELDS), fc.constantFrom('', 'from', 'to', 'target'), fc.option(anyValue, { nil: undefined })), { maxLength: 3 }),
+        (m, changes) => {
+          let json: unknown = m;
+          for (const [field, inside, value] of changes) json = changed(json as DetectorMessage, inside ? [inside, field] : [field], value);
+          agree(asReceived(json));
+        },
+      ),
       { numRuns: 3_000 },
     );
   });
 
   it('agrees with zod on arbitrary JSON', () => {
-    fc.assert(fc.property(fc.jsonValue(), (v) => agree(v)), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => agree(v)),
+      { numRuns: 2_000 },
+    );
     for (const vote of VOTES) agree({ ...base, type: 'vote', target: a, vote });
   });
 });

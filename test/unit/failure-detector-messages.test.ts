@@ -41,7 +41,12 @@ describe('detector frames', () => {
     ['a string epoch', frameText({ ...base, type: 'grant', epoch: '3', leaseMs: 500, heartbeatIntervalMs: 100 }), 'malformed', /epoch/],
     ['a vote of no kind', frameText({ ...base, type: 'vote', target: a, vote: 'maybe' }), 'malformed', /vote/],
     ['another cluster', frameText({ ...base, cluster: 'logs', type: 'heartbeat' }), 'foreign-cluster', /"logs"/],
-    ['an oversized frame', frameText({ ...base, type: 'ping-req', epoch: 1, target: a, address: 'x'.repeat(MAX_FRAME_BYTES) }), 'too-large', /bytes, at most 4096/],
+    [
+      'an oversized frame',
+      frameText({ ...base, type: 'ping-req', epoch: 1, target: a, address: 'x'.repeat(MAX_FRAME_BYTES) }),
+      'too-large',
+      /bytes, at most 4096/,
+    ],
   ])('drops %s', (_what, text, cause, detail) => {
     const r = parseFrame(text, 'metrics');
     expect(r.ok).toBe(false);
@@ -54,7 +59,10 @@ describe('detector frames', () => {
   it('counts every drop by cause and reports only the first of each cause', () => {
     const first: string[] = [];
     const counted: string[] = [];
-    const dropped = new DroppedFrames((d, from) => first.push(`${d.cause} ${from ?? '?'} ${d.detail}`), (cause) => counted.push(cause));
+    const dropped = new DroppedFrames(
+      (d, from) => first.push(`${d.cause} ${from ?? '?'} ${d.detail}`),
+      (cause) => counted.push(cause),
+    );
     dropped.drop({ cause: 'malformed', detail: 'one' }, 'x@1');
     dropped.drop({ cause: 'malformed', detail: 'two' }, 'x@1');
     dropped.drop({ cause: 'stale-epoch', detail: 'three' });

@@ -35,7 +35,8 @@ describe('NodeDetector', () => {
     const address = await detector.start();
     const sender = network.transport(new Gate());
     const link = sender.connect(address, { message: () => {}, ended: () => {} });
-    const announce = (epoch: number, seq: number) => link.send({ format: DETECTOR_FORMAT, cluster: 'c', type: 'singleton', from: ref('s'), to: a, seq, epoch, address: 'mem-s' });
+    const announce = (epoch: number, seq: number) =>
+      link.send({ format: DETECTOR_FORMAT, cluster: 'c', type: 'singleton', from: ref('s'), to: a, seq, epoch, address: 'mem-s' });
     const advance = async (ms: number) => {
       for (let t = 0; t < ms; t++) {
         clock.advance(1);

@@ -28,7 +28,15 @@ const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsErro
 
 describe('failureDetectorSettings', () => {
   it('defaults to session-only with the documented timings, which pass their own checks', () => {
-    expect(failureDetectorSettings()).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000, joinGraceMs: 5400 });
+    expect(failureDetectorSettings()).toEqual({
+      mode: 'session-only',
+      heartbeatIntervalMs: 100,
+      suspicionTimeoutMs: 1800,
+      indirectProbes: 3,
+      leaseMs: 500,
+      singletonLeaseMs: 5000,
+      joinGraceMs: 5400,
+    });
     expect(failureDetectorSettings({})).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings(null)).toEqual(FAILURE_DETECTOR_DEFAULTS);
     expect(failureDetectorSettings({ mode: 'heartbeat', leaseMs: null }).mode).toBe('heartbeat');
@@ -84,7 +92,9 @@ describe('failureDetectorSettings', () => {
   });
 
   it('refuses a singleton lease shorter than four heartbeats or than a node lease: its grants could not last', () => {
-    expect(refusal({ heartbeatIntervalMs: 100, singletonLeaseMs: 399 }).message).toMatch(/^failureDetector\.singletonLeaseMs \(399\) must be at least four heartbeats/);
+    expect(refusal({ heartbeatIntervalMs: 100, singletonLeaseMs: 399 }).message).toMatch(
+      /^failureDetector\.singletonLeaseMs \(399\) must be at least four heartbeats/,
+    );
     const e = refusal({ leaseMs: 600, singletonLeaseMs: 599 });
     expect(e.key).toBe('failureDetector.singletonLeaseMs');
     expect(e.message).toMatch(/must be at least leaseMs \(600\)/);

@@ -7,7 +7,15 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../src/cluster/clock.js';
 import { SingletonLeaseKeeper } from '../../src/cluster/failure-detector/singleton-lease-keeper.js';
-import { leaseRowProblem, LeaseWatch, maxWatchStepMs, placeInLine, placeWaitMs, StandBackoff, standBackoffMs } from '../../src/cluster/failure-detector/succession.js';
+import {
+  leaseRowProblem,
+  LeaseWatch,
+  maxWatchStepMs,
+  placeInLine,
+  placeWaitMs,
+  StandBackoff,
+  standBackoffMs,
+} from '../../src/cluster/failure-detector/succession.js';
 import { epoch, incarnation, nodeId, type Epoch } from '../../src/core/ids.js';
 import { RELEASED_RENEWAL, type Lease } from '../../src/store/meta-store.js';
 
@@ -31,7 +39,16 @@ function store(answer: (epoch: Epoch, renewal: number) => boolean | 'hang') {
 
 function keeper(clock: SimulatedClock, s: ReturnType<typeof store>, hearsMajority: () => boolean = () => true) {
   const lost: string[] = [];
-  const k = new SingletonLeaseKeeper({ store: s, epoch: epoch(3), settings, clock, log: pino({ level: 'silent' }), takenAt: clock.now(), hearsMajority, onLost: (r) => lost.push(r) });
+  const k = new SingletonLeaseKeeper({
+    store: s,
+    epoch: epoch(3),
+    settings,
+    clock,
+    log: pino({ level: 'silent' }),
+    takenAt: clock.now(),
+    hearsMajority,
+    onLost: (r) => lost.push(r),
+  });
   k.start();
   return { k, lost };
 }
@@ -91,7 +108,16 @@ describe('SingletonLeaseKeeper', () => {
   it('loses the lease at once when its clock goes back: a grant measured on it could outlast the role', async () => {
     const clock = new SimulatedClock(10_000);
     const s = store(() => true);
-    const k = new SingletonLeaseKeeper({ store: s, epoch: epoch(3), settings, clock: { now: () => clockNow, schedule: (ms, fn) => clock.schedule(ms, fn) }, log: pino({ level: 'silent' }), takenAt: 10_000, hearsMajority: () => true, onLost: (r) => lost.push(r) });
+    const k = new SingletonLeaseKeeper({
+      store: s,
+      epoch: epoch(3),
+      settings,
+      clock: { now: () => clockNow, schedule: (ms, fn) => clock.schedule(ms, fn) },
+      log: pino({ level: 'silent' }),
+      takenAt: 10_000,
+      hearsMajority: () => true,
+      onLost: (r) => lost.push(r),
+    });
     const lost: string[] = [];
     let clockNow = 10_000;
     k.start();

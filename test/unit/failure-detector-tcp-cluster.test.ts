@@ -55,9 +55,21 @@ describe('failure detector over TCP', () => {
     }
     // n2 and n3 joined after the singleton started: they are in their join grace until then.
     const graceOverAt = Date.now() + services.settings.failureDetector.joinGraceMs;
-    expect(membership.view().members.map((m) => m.detector)).toEqual([expect.stringMatching(/^127\.0\.0\.1:\d+$/), expect.stringMatching(/^127\.0\.0\.1:\d+$/), expect.stringMatching(/^127\.0\.0\.1:\d+$/)]);
+    expect(membership.view().members.map((m) => m.detector)).toEqual([
+      expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+    ]);
     expect(await until(async () => (await nodes[0]!.singletonState())?.phase === 'active', 5_000)).toBe(true);
-    const reply = await nodes[0]!.request((replyTo) => ({ type: 'SetupDataset', config: { ref: 'alpha', numShards: 8, minNumNodes: 3, source: { type: 'synthetic', recordsPerSecond: 20 } }, replyTo }) as unknown as Request, 5_000);
+    const reply = await nodes[0]!.request(
+      (replyTo) =>
+        ({
+          type: 'SetupDataset',
+          config: { ref: 'alpha', numShards: 8, minNumNodes: 3, source: { type: 'synthetic', recordsPerSecond: 20 } },
+          replyTo,
+        }) as unknown as Request,
+      5_000,
+    );
     expect(reply.type).toBe('DatasetVerified');
     const map = async () => {
       const snap = (await metaStore.shardMaps()).find((m) => m.dataset === 'alpha');

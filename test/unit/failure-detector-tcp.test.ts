@@ -150,7 +150,10 @@ describe('TCP detector transport with bad frames', () => {
   async function endpoint() {
     const dropped = new DroppedFrames();
     const first: string[] = [];
-    const counting = new DroppedFrames((d) => first.push(d.cause), (cause) => dropped.drop({ cause, detail: '' }));
+    const counting = new DroppedFrames(
+      (d) => first.push(d.cause),
+      (cause) => dropped.drop({ cause, detail: '' }),
+    );
     const transport = new TcpDetectorTransport({ cluster: 'test', dropped: counting });
     const self = { node: nodeId('ep'), incarnation: incarnation('ep-1') };
     const prober = new Prober({ transport, self, cluster: 'test', clock: new MonotonicClock(), settings: SETTINGS, dropped: counting });
@@ -186,7 +189,9 @@ describe('TCP detector transport with bad frames', () => {
     peer.socket.write(encodeFrame(ping(ep.self, 1, 'other-cluster')));
     peer.socket.write(encodeFrame(ping({ node: ep.self.node, incarnation: incarnation('ep-0') }, 2)));
     peer.socket.write(encodeFrame({ format: DETECTOR_FORMAT, cluster: 'test', type: 'heartbeat', from: me, to: ep.self, seq: 3 }));
-    peer.socket.write(encodeFrame({ format: DETECTOR_FORMAT, cluster: 'test', type: 'grant', from: me, to: ep.self, seq: 4, epoch: 1, leaseMs: 500, heartbeatIntervalMs: 100 }));
+    peer.socket.write(
+      encodeFrame({ format: DETECTOR_FORMAT, cluster: 'test', type: 'grant', from: me, to: ep.self, seq: 4, epoch: 1, leaseMs: 500, heartbeatIntervalMs: 100 }),
+    );
     peer.socket.write(encodeFrame(ping(ep.self, 5)));
     for (let i = 0; i < 100 && peer.lines.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
     // Only the good ping was answered, and nothing else went back.
@@ -217,7 +222,10 @@ describe('the advertised address', () => {
   it('is the bound port unless an advertised port is given (the endpoint behind a proxy or a NAT)', async () => {
     const plain = new TcpDetectorTransport({ cluster: 'test', dropped: new DroppedFrames() });
     const proxied = new TcpDetectorTransport({ cluster: 'test', advertisedHost: 'node-1.internal', advertisedPort: 17_100, dropped: new DroppedFrames() });
-    cleanup.push(() => plain.close(), () => proxied.close());
+    cleanup.push(
+      () => plain.close(),
+      () => proxied.close(),
+    );
     const accept = () => ({ message: () => {}, ended: () => {} });
     expect(parseAddress(await plain.listen(accept))).toEqual({ host: '127.0.0.1', port: expect.any(Number) as number });
     expect(await proxied.listen(accept)).toBe('node-1.internal:17100');

@@ -21,7 +21,14 @@ function fencedCluster(nodes: readonly string[]) {
     log: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as { msg: string; node?: string }) }),
     sessionTimeoutMs: 10_000,
     heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, retryInitialMs: 50, retryMaxMs: 400, failureDetector: { mode: 'heartbeat' } },
+    settings: {
+      publishIntervalMs: 500,
+      recoveryReplyTimeoutMs: 500,
+      pollIntervalMs: 250,
+      retryInitialMs: 50,
+      retryMaxMs: 400,
+      failureDetector: { mode: 'heartbeat' },
+    },
   });
   return { cluster, lines, driver: new SimDriver(cluster) };
 }
@@ -46,7 +53,11 @@ async function twoNodesWith(ref: string, numShards: number) {
  * Pauses `victim` past its lease (the singleton evicts it; it fences itself when it runs again),
  * resumes it and lets `afterMs` pass: the lines it logged from the pause on.
  */
-async function evictAndResume(w: { lines: { msg: string; node?: string }[]; driver: SimDriver }, victim: { node: string; pause(): void; resume(): void }, afterMs: number) {
+async function evictAndResume(
+  w: { lines: { msg: string; node?: string }[]; driver: SimDriver },
+  victim: { node: string; pause(): void; resume(): void },
+  afterMs: number,
+) {
   const from = w.lines.length;
   victim.pause();
   await w.driver.advance(3_000);
@@ -73,7 +84,10 @@ describe('logs of a node-wide event', () => {
   it('a node given 2048 copies back in planned moves of 16 says them in one line per 10 s, not one per change of the map', async () => {
     const w = await twoNodesWith('mid', 4096);
     const { cluster, victim } = w;
-    const started = (await evictAndResume(w, victim, 12_000)).filter((l) => (l as { event?: string }).event === 'shards.started') as unknown as { copies: number; changes?: number }[];
+    const started = (await evictAndResume(w, victim, 12_000)).filter((l) => (l as { event?: string }).event === 'shards.started') as unknown as {
+      copies: number;
+      changes?: number;
+    }[];
     // More than one change of the map brought copies back, and every copy is in a line.
     expect(started.reduce((n, l) => n + (l.changes ?? 1), 0)).toBeGreaterThan(8);
     expect(started.reduce((n, l) => n + l.copies, 0)).toBe((await victim.localRunning()).length);
@@ -86,7 +100,10 @@ describe('logs of a node-wide event', () => {
     const { cluster, driver } = w;
     await cluster.startNodes();
     await driver.advance(1_000);
-    const reply = cluster.setupDataset({ ref: 'alpha', numShards: 512, minNumNodes: 1, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 2 } }, 10_000);
+    const reply = cluster.setupDataset(
+      { ref: 'alpha', numShards: 512, minNumNodes: 1, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 2 } },
+      10_000,
+    );
     await driver.advance(3_000);
     expect((await reply).type).toBe('DatasetVerified');
     const host = (await cluster.singletonNode())!;

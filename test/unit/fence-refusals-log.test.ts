@@ -29,7 +29,14 @@ describe('records refused because the node was fenced', () => {
         return inner.accept(ds, shard, records, token);
       },
     };
-    const cluster = new EmbeddedCluster({ clock, nodes: ['n1'], metrics: false, sink, log, settings: { pollIntervalMs: 50, publishIntervalMs: 1_000, retryInitialMs: 50, retryMaxMs: 400 } });
+    const cluster = new EmbeddedCluster({
+      clock,
+      nodes: ['n1'],
+      metrics: false,
+      sink,
+      log,
+      settings: { pollIntervalMs: 50, publishIntervalMs: 1_000, retryInitialMs: 50, retryMaxMs: 400 },
+    });
     const driver = new SimDriver(cluster);
     await cluster.startNodes();
     await driver.advance(500);
@@ -42,7 +49,10 @@ describe('records refused because the node was fenced', () => {
 
     expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
     const runs = lines.filter((l) => l.event === 'sink.write-refused' && l.level === 30);
-    expect(runs.map((r) => [r.shard, r.cause, r.refused]).sort()).toEqual([[0, 'not-a-member', 4], [1, 'not-a-member', 4]]);
+    expect(runs.map((r) => [r.shard, r.cause, r.refused]).sort()).toEqual([
+      [0, 'not-a-member', 4],
+      [1, 'not-a-member', 4],
+    ]);
     for (let shard = 0; shard < 2; shard++) {
       expect(map.recordForShard(shard).status.type).toBe('Active');
       expect(inner.tally('m', shard).covered).toBeGreaterThan(300);

@@ -28,7 +28,16 @@ describe('fencing tokens', () => {
 
   it('are well formed only as two safe whole numbers >= 0', () => {
     expect(isFencingToken(t(0, 0))).toBe(true);
-    for (const bad of [null, {}, { epoch: 1 }, { epoch: -1, version: 0 }, { epoch: 1.5, version: 0 }, { epoch: '1', version: 2 }, { epoch: 2 ** 60, version: 0 }]) expect(isFencingToken(bad), JSON.stringify(bad)).toBe(false);
+    for (const bad of [
+      null,
+      {},
+      { epoch: 1 },
+      { epoch: -1, version: 0 },
+      { epoch: 1.5, version: 0 },
+      { epoch: '1', version: 2 },
+      { epoch: 2 ** 60, version: 0 },
+    ])
+      expect(isFencingToken(bad), JSON.stringify(bad)).toBe(false);
   });
 });
 
@@ -92,7 +101,10 @@ describe('bundled sinks fence by token', () => {
       await newer;
       await expect(late).rejects.toBeInstanceOf(StaleTokenError);
       await sink.accept(ds, shard, recs(12, 1), t(2, 7));
-      const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { offset: number; token: number[] });
+      const lines = readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { offset: number; token: number[] });
       expect(lines.map((l) => l.offset)).toEqual([10, 11, 12]);
       expect(lines.every((l) => l.token[0] === 2 && l.token[1] === 7)).toBe(true);
     });

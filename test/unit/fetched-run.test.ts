@@ -14,7 +14,10 @@ interface Part {
 
 /** Messages whose keys and values are slices of one response buffer, `gap` framing bytes apart. */
 function fetched(parts: readonly Part[], firstOffset = 100, gap = 7): { messages: KafkaMessage[]; response: Buffer } {
-  const response = Buffer.alloc(parts.reduce((n, p) => n + 2 * gap + Buffer.byteLength(p.key ?? '') + Buffer.byteLength(p.value ?? ''), 0), 0xee);
+  const response = Buffer.alloc(
+    parts.reduce((n, p) => n + 2 * gap + Buffer.byteLength(p.key ?? '') + Buffer.byteLength(p.value ?? ''), 0),
+    0xee,
+  );
   let at = 0;
   const slice = (text: string | null): Buffer | null => {
     at += gap;
@@ -24,7 +27,18 @@ function fetched(parts: readonly Part[], firstOffset = 100, gap = 7): { messages
     at += n;
     return b;
   };
-  const messages = parts.map((p, i) => ({ offset: String(firstOffset + i), key: slice(p.key), value: slice(p.value), timestamp: '0', attributes: 0, headers: {}, size: 0 }) as unknown as KafkaMessage);
+  const messages = parts.map(
+    (p, i) =>
+      ({
+        offset: String(firstOffset + i),
+        key: slice(p.key),
+        value: slice(p.value),
+        timestamp: '0',
+        attributes: 0,
+        headers: {},
+        size: 0,
+      }) as unknown as KafkaMessage,
+  );
   return { messages, response };
 }
 
@@ -50,21 +64,42 @@ describe('FetchedRun', () => {
   });
 
   it('keeps nothing of the fetch response: overwriting it changes no record', () => {
-    const { messages, response } = fetched([{ key: 'a', value: '[1,2]' }, { key: 'b', value: 'x' }]);
+    const { messages, response } = fetched([
+      { key: 'a', value: '[1,2]' },
+      { key: 'b', value: 'x' },
+    ]);
     const run = FetchedRun.pack(messages, 100, 1 << 20)!;
     response.fill(0x20);
-    expect(all(run).map((r) => [r.key, r.value])).toEqual([['a', [1, 2]], ['b', 'x']]);
+    expect(all(run).map((r) => [r.key, r.value])).toEqual([
+      ['a', [1, 2]],
+      ['b', 'x'],
+    ]);
   });
 
   it('copies the records and the small framing between them, not what lies far apart or in other buffers', () => {
-    const near = fetched(Array.from({ length: 100 }, (_, i) => ({ key: `k${i}`, value: `{"n":${i}}` })), 0, 10);
+    const near = fetched(
+      Array.from({ length: 100 }, (_, i) => ({ key: `k${i}`, value: `{"n":${i}}` })),
+      0,
+      10,
+    );
     const run = FetchedRun.pack(near.messages, 1000, 1 << 20)!;
     expect(run.bytes).toBeLessThan(near.response.length + 24 * 100 + 300);
-    const far = fetched([{ key: 'a', value: '1' }, { key: 'b', value: '2' }], 0, 100_000);
+    const far = fetched(
+      [
+        { key: 'a', value: '1' },
+        { key: 'b', value: '2' },
+      ],
+      0,
+      100_000,
+    );
     const other = fetched([{ key: 'c', value: '3' }], 2);
     const mixed = FetchedRun.pack([...far.messages, ...other.messages], 10, 1 << 20)!;
     expect(mixed.bytes).toBeLessThan(1000);
-    expect(all(mixed).map((r) => [r.offset, r.key, r.value])).toEqual([[0, 'a', 1], [1, 'b', 2], [2, 'c', 3]]);
+    expect(all(mixed).map((r) => [r.offset, r.key, r.value])).toEqual([
+      [0, 'a', 1],
+      [1, 'b', 2],
+      [2, 'c', 3],
+    ]);
   });
 
   it('takes at most maxRecords, and stops at the record that reaches the byte budget', () => {
@@ -79,7 +114,10 @@ describe('FetchedRun', () => {
   });
 
   it('hands a custom decoder the value bytes, the key and the offset; what it throws names the record', () => {
-    const { messages } = fetched([{ key: 'k', value: 'ok' }, { key: 'bad', value: 'nope' }]);
+    const { messages } = fetched([
+      { key: 'k', value: 'ok' },
+      { key: 'bad', value: 'nope' },
+    ]);
     const run = FetchedRun.pack(messages, 10, 1 << 20)!;
     const decode = (value: Buffer | null, key: string, offset: number) => {
       if (key === 'bad') throw new Error(`refused ${value?.toString()}`);

@@ -9,7 +9,21 @@ import { epoch } from '../../src/core/ids.js';
 import { FileMetaStore, MetaStoreFileError } from '../../src/store/file-meta-store.js';
 import { FencedError, MetaStoreUnavailableError } from '../../src/store/meta-store.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
-import { datasetConfig, ds1, ds2, formatOneMap, incA, incB, metaStoreContract, NONE, nodeA as a, nodeB as b, onlyCopy, plainCheckpoints, shardMap } from '../contracts/meta-store-contract.js';
+import {
+  datasetConfig,
+  ds1,
+  ds2,
+  formatOneMap,
+  incA,
+  incB,
+  metaStoreContract,
+  NONE,
+  nodeA as a,
+  nodeB as b,
+  onlyCopy,
+  plainCheckpoints,
+  shardMap,
+} from '../contracts/meta-store-contract.js';
 import { largeMap, mapDifference } from '../contracts/large-maps.js';
 import { encodeSnapshot } from '../../src/core/map-codec.js';
 
@@ -34,7 +48,6 @@ metaStoreContract('FileMetaStore', async () => {
     },
   };
 });
-
 
 describe('FileMetaStore', () => {
   let dir: string;
@@ -85,7 +98,17 @@ describe('FileMetaStore', () => {
   it('writes the documented format and leaves no temporary file behind', async () => {
     await populated();
     const doc = await readJson();
-    expect(Object.keys(doc).sort()).toEqual(['appliedRequests', 'checkpoints', 'cooldowns', 'datasets', 'format', 'lease', 'nodeOperations', 'shardMaps', 'subscriptions']);
+    expect(Object.keys(doc).sort()).toEqual([
+      'appliedRequests',
+      'checkpoints',
+      'cooldowns',
+      'datasets',
+      'format',
+      'lease',
+      'nodeOperations',
+      'shardMaps',
+      'subscriptions',
+    ]);
     expect(doc.format).toBe(3);
     expect(doc.shardMaps).toEqual([JSON.parse(JSON.stringify(encodeSnapshot(shardMap(ds1, 1, 4))))]);
     expect(doc.lease).toEqual({ epoch: 1, node: a, incarnation: incA, renewal: 0 });
@@ -99,7 +122,18 @@ describe('FileMetaStore', () => {
   it('reads a file written before replicas: format 1 shard maps, no node operations', async () => {
     await mkdir(join(dir, 'state'));
     const lease = { epoch: 1, node: a, incarnation: incA, renewal: 0 };
-    await writeFile(path, JSON.stringify({ format: 1, lease, datasets: [datasetConfig(ds1)], shardMaps: [formatOneMap(ds1, 1, 3)], subscriptions: { subscriptions: [], watchers: [] }, cooldowns: [], checkpoints: [] }));
+    await writeFile(
+      path,
+      JSON.stringify({
+        format: 1,
+        lease,
+        datasets: [datasetConfig(ds1)],
+        shardMaps: [formatOneMap(ds1, 1, 3)],
+        subscriptions: { subscriptions: [], watchers: [] },
+        cooldowns: [],
+        checkpoints: [],
+      }),
+    );
     const store = new FileMetaStore(path);
     const [map] = await store.shardMaps();
     expect(map).toMatchObject({ format: 2, dataset: ds1, epoch: 1, version: 3, assignmentVersions: [0, 0, 0, 0] });
@@ -144,7 +178,17 @@ describe('FileMetaStore', () => {
 
   it('refuses a checkpoint with a malformed token, naming the entry', async () => {
     await mkdir(join(dir, 'state'));
-    await writeFile(path, JSON.stringify({ format: 3, lease: null, datasets: [], shardMaps: [], cooldowns: [], checkpoints: [{ dataset: ds1, shard: 0, node: a, group: 'sink', offset: 5, token: [1, -2] }] }));
+    await writeFile(
+      path,
+      JSON.stringify({
+        format: 3,
+        lease: null,
+        datasets: [],
+        shardMaps: [],
+        cooldowns: [],
+        checkpoints: [{ dataset: ds1, shard: 0, node: a, group: 'sink', offset: 5, token: [1, -2] }],
+      }),
+    );
     const error = await new FileMetaStore(path).readCheckpoints(ds1, 0).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MetaStoreFileError);
     expect((error as Error).message).toMatch(/invalid entry checkpoints\[0\]: token/);

@@ -7,7 +7,18 @@ import { EventsSkip, GuardianOutlook } from '../../src/actors/node-guardian.js';
 import { parseEventsMessage, snapshotEnvelope, snapshotLabels, type EventsRecord } from '../../src/protocol/wire-events.js';
 import { WIRE_FORMAT, type EventsMessage } from '../../src/protocol/wire.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
-import { datasetRef, epoch, incarnation, nodeId, shardNum, subscriberId, type DatasetRef, type Incarnation, type NodeId, type SubscriberId } from '../../src/core/ids.js';
+import {
+  datasetRef,
+  epoch,
+  incarnation,
+  nodeId,
+  shardNum,
+  subscriberId,
+  type DatasetRef,
+  type Incarnation,
+  type NodeId,
+  type SubscriberId,
+} from '../../src/core/ids.js';
 import { encodeEvents, encodeSnapshot } from '../../src/core/map-codec.js';
 import type { SubscriberMessage } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
@@ -33,11 +44,37 @@ function read(m: EventsMessage): EventsRecord {
 
 function snapshotRecord(map: ShardMapper, e: number, to: SubscriberId[] = [], ref = ds, members?: number): Extract<EventsRecord, { kind: 'map-snapshot' }> {
   const snap = map.toSnapshot(epoch(e), ref);
-  return read({ format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(e), dataset: ref, numShards: map.numShards, version: snap.version, to, config: config(ref, map.numShards), snapshot: encodeSnapshot(snap), ...(members === undefined ? {} : { members }) }) as Extract<EventsRecord, { kind: 'map-snapshot' }>;
+  return read({
+    format: WIRE_FORMAT,
+    kind: 'map-snapshot',
+    epoch: epoch(e),
+    dataset: ref,
+    numShards: map.numShards,
+    version: snap.version,
+    to,
+    config: config(ref, map.numShards),
+    snapshot: encodeSnapshot(snap),
+    ...(members === undefined ? {} : { members }),
+  }) as Extract<EventsRecord, { kind: 'map-snapshot' }>;
 }
 
-function changesRecord(e: number, base: { epoch: number; version: number }, events: ShardEvent[], ref = ds, members?: number): Extract<EventsRecord, { kind: 'map-changes' }> {
-  return read({ format: WIRE_FORMAT, kind: 'map-changes', epoch: epoch(e), dataset: ref, numShards: 4, base: { epoch: epoch(base.epoch), version: base.version }, changes: encodeEvents(events), ...(members === undefined ? {} : { members }) }) as Extract<EventsRecord, { kind: 'map-changes' }>;
+function changesRecord(
+  e: number,
+  base: { epoch: number; version: number },
+  events: ShardEvent[],
+  ref = ds,
+  members?: number,
+): Extract<EventsRecord, { kind: 'map-changes' }> {
+  return read({
+    format: WIRE_FORMAT,
+    kind: 'map-changes',
+    epoch: epoch(e),
+    dataset: ref,
+    numShards: 4,
+    base: { epoch: epoch(base.epoch), version: base.version },
+    changes: encodeEvents(events),
+    ...(members === undefined ? {} : { members }),
+  }) as Extract<EventsRecord, { kind: 'map-changes' }>;
 }
 
 /** Records what the node would do. */
@@ -161,17 +198,34 @@ describe('FollowedMaps', () => {
     const { seen, maps } = recorder();
     maps.snapshot(snapshotRecord(startMap(), 1));
     maps.snapshot(snapshotRecord(new ShardMapper(4, other), 1, [], other));
-    maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, maps: [{ dataset: ds, numShards: 4, version: 7 }] }) as Extract<EventsRecord, { kind: 'digest' }>);
+    maps.digest(
+      read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, maps: [{ dataset: ds, numShards: 4, version: 7 }] }) as Extract<
+        EventsRecord,
+        { kind: 'digest' }
+      >,
+    );
     expect(seen.gone).toEqual([other]);
     expect(seen.asked).toEqual([{ datasets: [ds], members: true }]);
-    expect(seen.delivered.filter((d) => d.message.type === 'ShardMapStamp').map((d) => d.message)).toEqual([{ type: 'ShardMapStamp', epoch: 1, dataset: ds, version: 7 }]);
+    expect(seen.delivered.filter((d) => d.message.type === 'ShardMapStamp').map((d) => d.message)).toEqual([
+      { type: 'ShardMapStamp', epoch: 1, dataset: ds, version: 7 },
+    ]);
   });
 
   it('a digest that matches asks for nothing', () => {
     const { seen, maps } = recorder();
     maps.snapshot(snapshotRecord(startMap(), 1));
-    maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 3, members: [{ node: a, incarnation: incarnation('a#1') }] }) as Extract<EventsRecord, { kind: 'members' }>);
-    maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, maps: [{ dataset: ds, numShards: 4, version: 2 }] }) as Extract<EventsRecord, { kind: 'digest' }>);
+    maps.membersRecord(
+      read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 3, members: [{ node: a, incarnation: incarnation('a#1') }] }) as Extract<
+        EventsRecord,
+        { kind: 'members' }
+      >,
+    );
+    maps.digest(
+      read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(1), members: 3, maps: [{ dataset: ds, numShards: 4, version: 2 }] }) as Extract<
+        EventsRecord,
+        { kind: 'digest' }
+      >,
+    );
     expect(seen.asked).toEqual([]);
     expect(seen.members.map((m) => m.version)).toEqual([3]);
   });
@@ -189,12 +243,19 @@ describe('FollowedMaps', () => {
     const { seen, maps } = recorder();
     const b1 = { node: b, incarnation: incarnation('b#1') };
     const a1 = { node: a, incarnation: incarnation('a#1') };
-    maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(2), version: 4, members: [a1] }) as Extract<EventsRecord, { kind: 'members' }>);
-    const change = (version: number, joined: typeof a1[], left: typeof a1[]) => read({ format: WIRE_FORMAT, kind: 'members-change', epoch: epoch(2), version, joined, left }) as Extract<EventsRecord, { kind: 'members-change' }>;
+    maps.membersRecord(
+      read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(2), version: 4, members: [a1] }) as Extract<EventsRecord, { kind: 'members' }>,
+    );
+    const change = (version: number, joined: (typeof a1)[], left: (typeof a1)[]) =>
+      read({ format: WIRE_FORMAT, kind: 'members-change', epoch: epoch(2), version, joined, left }) as Extract<EventsRecord, { kind: 'members-change' }>;
     maps.membersChange(change(5, [b1], []));
     maps.membersChange(change(5, [b1], [])); // a duplicate: nothing
     maps.membersChange(change(6, [], [a1]));
-    expect(seen.members.map((m) => [m.version, m.members.map((x) => x.node)])).toEqual([[4, ['a']], [5, ['a', 'b']], [6, ['b']]]);
+    expect(seen.members.map((m) => [m.version, m.members.map((x) => x.node)])).toEqual([
+      [4, ['a']],
+      [5, ['a', 'b']],
+      [6, ['b']],
+    ]);
     maps.membersChange(change(8, [a1], []));
     expect(seen.asked).toEqual([{ datasets: [], members: true }]);
     expect(seen.members).toHaveLength(3);
@@ -202,12 +263,16 @@ describe('FollowedMaps', () => {
 
   it('members: an older record is ignored', () => {
     const { seen, maps } = recorder();
-    const members = (e: number, v: number) => read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(e), version: v, members: [] }) as Extract<EventsRecord, { kind: 'members' }>;
+    const members = (e: number, v: number) =>
+      read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(e), version: v, members: [] }) as Extract<EventsRecord, { kind: 'members' }>;
     maps.membersRecord(members(2, 1));
     maps.membersRecord(members(1, 9));
     maps.membersRecord(members(2, 1));
     maps.membersRecord(members(2, 2));
-    expect(seen.members.map((m) => [m.epoch, m.version])).toEqual([[2, 1], [2, 2]]);
+    expect(seen.members.map((m) => [m.epoch, m.version])).toEqual([
+      [2, 1],
+      [2, 2],
+    ]);
   });
 
   it('a node that just joined does not act on a map made for the members before it, and asks for the map again', () => {
@@ -215,7 +280,11 @@ describe('FollowedMaps', () => {
     // (it left the singleton before the join, and reached the node after it) still gives b shard 1.
     const b2 = { node: b, incarnation: incarnation('b#2') };
     const { seen, maps } = recorder(b2);
-    const members = (v: number) => read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: v, members: [{ node: a, incarnation: incarnation('a#1') }, b2] }) as Extract<EventsRecord, { kind: 'members' }>;
+    const members = (v: number) =>
+      read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: v, members: [{ node: a, incarnation: incarnation('a#1') }, b2] }) as Extract<
+        EventsRecord,
+        { kind: 'members' }
+      >;
     maps.membersRecord(members(5));
     expect(maps.admission).toEqual({ epoch: 1, version: 5 });
     maps.snapshot(snapshotRecord(startMap(), 1, [], ds, 4));
@@ -238,7 +307,9 @@ describe('FollowedMaps', () => {
   it('a change that makes a waiting map current is handed over whole; a map that does not say what it was made for is taken as before', () => {
     const b2 = { node: b, incarnation: incarnation('b#2') };
     const { seen, maps } = recorder(b2);
-    maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 5, members: [b2] }) as Extract<EventsRecord, { kind: 'members' }>);
+    maps.membersRecord(
+      read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(1), version: 5, members: [b2] }) as Extract<EventsRecord, { kind: 'members' }>,
+    );
     maps.snapshot(snapshotRecord(startMap(), 1, [], ds, 3));
     expect(maps.madeForThisNode(ds)).toBe(false);
     maps.changes(changesRecord(1, { epoch: 1, version: 2 }, [ShardEvents.ingestionStarted(ds, shardNum(1), b)], ds, 5));
@@ -263,16 +334,35 @@ describe('FollowedMaps.snapshotFromEnvelope: a whole map handled unread, from it
   /** Map `variant` of 4 shards: version 2 + variant. */
   const mapOf = (variant: number): ShardMapper => {
     const m = startMap();
-    for (let i = 0; i < variant; i++) m.updateFromEvent(i % 2 === 0 ? ShardEvents.ingestionStarted(ds, shardNum((i + 1) % 4), b) : ShardEvents.assignmentStarted(ds, shardNum((i + 2) % 4), a));
+    for (let i = 0; i < variant; i++)
+      m.updateFromEvent(i % 2 === 0 ? ShardEvents.ingestionStarted(ds, shardNum((i + 1) % 4), b) : ShardEvents.assignmentStarted(ds, shardNum((i + 2) % 4), a));
     return m;
   };
-  const snapArb = fc.record({ variant: fc.integer({ min: 0, max: 3 }), e: fc.integer({ min: 1, max: 2 }), members: fc.integer({ min: 0, max: 4 }), cfg: fc.integer({ min: 0, max: 1 }), eight: fc.boolean(), toSelf: fc.boolean() });
+  const snapArb = fc.record({
+    variant: fc.integer({ min: 0, max: 3 }),
+    e: fc.integer({ min: 1, max: 2 }),
+    members: fc.integer({ min: 0, max: 4 }),
+    cfg: fc.integer({ min: 0, max: 1 }),
+    eight: fc.boolean(),
+    toSelf: fc.boolean(),
+  });
   type Snap = typeof snapArb extends fc.Arbitrary<infer T> ? T : never;
   const opArb = fc.oneof(
     { arbitrary: fc.record({ t: fc.constant('try' as const), snap: snapArb }), weight: 5 },
     fc.record({ t: fc.constant('members' as const), e: fc.integer({ min: 1, max: 2 }), v: fc.integer({ min: 1, max: 5 }), listed: fc.boolean() }),
-    fc.record({ t: fc.constant('digest' as const), e: fc.integer({ min: 1, max: 2 }), v: fc.integer({ min: 0, max: 6 }), members: fc.integer({ min: 1, max: 5 }) }),
-    fc.record({ t: fc.constant('changes' as const), e: fc.integer({ min: 1, max: 2 }), base: fc.integer({ min: 1, max: 6 }), n: fc.integer({ min: 0, max: 2 }), members: fc.integer({ min: 0, max: 4 }) }),
+    fc.record({
+      t: fc.constant('digest' as const),
+      e: fc.integer({ min: 1, max: 2 }),
+      v: fc.integer({ min: 0, max: 6 }),
+      members: fc.integer({ min: 1, max: 5 }),
+    }),
+    fc.record({
+      t: fc.constant('changes' as const),
+      e: fc.integer({ min: 1, max: 2 }),
+      base: fc.integer({ min: 1, max: 6 }),
+      n: fc.integer({ min: 0, max: 2 }),
+      members: fc.integer({ min: 0, max: 4 }),
+    }),
     fc.record({ t: fc.constant('syncFailed' as const) }),
     fc.record({ t: fc.constant('gone' as const) }),
   );
@@ -283,8 +373,16 @@ describe('FollowedMaps.snapshotFromEnvelope: a whole map handled unread, from it
     const snap = mapper.toSnapshot(epoch(x.e), ds);
     const cfg = x.eight ? configWith(8, 1) : configs[x.cfg]!;
     const m: Extract<EventsMessage, { kind: 'map-snapshot' }> = {
-      format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(x.e), dataset: ds, numShards: mapper.numShards, version: snap.version,
-      to: x.toSelf ? [subscriberId('a@a#1/sub')] : [], config: cfg, snapshot: encodeSnapshot(snap), ...(x.members === 0 ? {} : { members: x.members }),
+      format: WIRE_FORMAT,
+      kind: 'map-snapshot',
+      epoch: epoch(x.e),
+      dataset: ds,
+      numShards: mapper.numShards,
+      version: snap.version,
+      to: x.toSelf ? [subscriberId('a@a#1/sub')] : [],
+      config: cfg,
+      snapshot: encodeSnapshot(snap),
+      ...(x.members === 0 ? {} : { members: x.members }),
     };
     return { labels: snapshotLabels(m)!, record: read(m) as Extract<EventsRecord, { kind: 'map-snapshot' }> };
   }
@@ -292,7 +390,15 @@ describe('FollowedMaps.snapshotFromEnvelope: a whole map handled unread, from it
   /** What a node's copy of the maps shows: every dataset's map, config, stamps and members it was made for, what it lacks, its members. */
   function state(maps: FollowedMaps): unknown {
     return {
-      maps: [...maps.followers].map(([ref, f]) => [ref, f.epoch, f.version, f.mapper ? encodeSnapshot(f.mapper.toSnapshot(f.epoch)) : null, JSON.stringify(maps.configs.get(ref)), maps.madeForMembers(ref), maps.madeForThisNode(ref)]),
+      maps: [...maps.followers].map(([ref, f]) => [
+        ref,
+        f.epoch,
+        f.version,
+        f.mapper ? encodeSnapshot(f.mapper.toSnapshot(f.epoch)) : null,
+        JSON.stringify(maps.configs.get(ref)),
+        maps.madeForMembers(ref),
+        maps.madeForThisNode(ref),
+      ]),
       lacking: maps.lacking,
       members: maps.members,
       admission: maps.admission,
@@ -304,7 +410,11 @@ describe('FollowedMaps.snapshotFromEnvelope: a whole map handled unread, from it
     fc.assert(
       // Each history starts as a node's does: it takes a map and is listed among the members.
       fc.property(fc.array(opArb, { maxLength: 25 }), (rest) => {
-        const ops = [{ t: 'try', snap: { variant: 1, e: 1, members: 1, cfg: 0, eight: false, toSelf: false } } as const, { t: 'members', e: 1, v: 1, listed: true } as const, ...rest];
+        const ops = [
+          { t: 'try', snap: { variant: 1, e: 1, members: 1, cfg: 0, eight: false, toSelf: false } } as const,
+          { t: 'members', e: 1, v: 1, listed: true } as const,
+          ...rest,
+        ];
         const one = recorder(self);
         const two = recorder(self);
         const both = (f: (maps: FollowedMaps) => void) => {
@@ -325,10 +435,27 @@ describe('FollowedMaps.snapshotFromEnvelope: a whole map handled unread, from it
               break;
             }
             case 'members':
-              both((maps) => maps.membersRecord(read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(op.e), version: op.v, members: op.listed ? [self] : [] }) as Extract<EventsRecord, { kind: 'members' }>));
+              both((maps) =>
+                maps.membersRecord(
+                  read({ format: WIRE_FORMAT, kind: 'members', epoch: epoch(op.e), version: op.v, members: op.listed ? [self] : [] }) as Extract<
+                    EventsRecord,
+                    { kind: 'members' }
+                  >,
+                ),
+              );
               break;
             case 'digest':
-              both((maps) => maps.digest(read({ format: WIRE_FORMAT, kind: 'digest', epoch: epoch(op.e), members: op.members, maps: [{ dataset: ds, numShards: 4, version: op.v }] }) as Extract<EventsRecord, { kind: 'digest' }>));
+              both((maps) =>
+                maps.digest(
+                  read({
+                    format: WIRE_FORMAT,
+                    kind: 'digest',
+                    epoch: epoch(op.e),
+                    members: op.members,
+                    maps: [{ dataset: ds, numShards: 4, version: op.v }],
+                  }) as Extract<EventsRecord, { kind: 'digest' }>,
+                ),
+              );
               break;
             case 'changes': {
               const events = [ShardEvents.ingestionStarted(ds, shardNum(2), b), ShardEvents.assignmentStarted(ds, shardNum(3), a)].slice(0, op.n);
@@ -357,12 +484,30 @@ describe('EventsSkip: what a node passes over unread', () => {
   function setup() {
     const { maps } = recorder(self);
     const map = startMap();
-    const m: Extract<EventsMessage, { kind: 'map-snapshot' }> = { format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(1), dataset: ds, numShards: 4, version: map.version, to: [], config: config(ds), snapshot: encodeSnapshot(map.toSnapshot(epoch(1), ds)) };
+    const m: Extract<EventsMessage, { kind: 'map-snapshot' }> = {
+      format: WIRE_FORMAT,
+      kind: 'map-snapshot',
+      epoch: epoch(1),
+      dataset: ds,
+      numShards: 4,
+      version: map.version,
+      to: [],
+      config: config(ds),
+      snapshot: encodeSnapshot(map.toSnapshot(epoch(1), ds)),
+    };
     maps.snapshot(read(m) as Extract<EventsRecord, { kind: 'map-snapshot' }>);
     const heard: number[] = [];
     const outlook = new GuardianOutlook();
     outlook.attach(() => ({ maxEpoch: 1, maps }) as never);
-    const skip = new EventsSkip({ node: a, incarnation: incarnation('a#1'), clock: { now: () => 42, schedule: () => () => {} }, singletonContact: { heard: (at: number) => heard.push(at) } as never }, outlook);
+    const skip = new EventsSkip(
+      {
+        node: a,
+        incarnation: incarnation('a#1'),
+        clock: { now: () => 42, schedule: () => () => {} },
+        singletonContact: { heard: (at: number) => heard.push(at) } as never,
+      },
+      outlook,
+    );
     return { m, skip, heard };
   }
 
@@ -376,7 +521,7 @@ describe('EventsSkip: what a node passes over unread', () => {
     expect(skip.skips(snapshotLabels(m)!)).toBe(true);
   });
 
-  it('reads a map of a newer singleton, one addressed to a subscriber of its own, and any record without a whole map\'s labels; passes over a replaced singleton\'s', () => {
+  it("reads a map of a newer singleton, one addressed to a subscriber of its own, and any record without a whole map's labels; passes over a replaced singleton's", () => {
     const { m, skip } = setup();
     expect(skip.skips(snapshotLabels({ ...m, epoch: epoch(2) })!)).toBe(false);
     expect(skip.skips(snapshotLabels({ ...m, to: [subscriberId('a@a#1/watcher')] })!)).toBe(false);

@@ -24,21 +24,45 @@ function activeMap(): ShardMapper {
 function viewOf(m: ShardMapper, strategy: string, reasons: Record<number, string> = {}): ClusterView {
   const shards = Array.from({ length: 4 }, (_, shard): ShardView => {
     const r = m.recordForShard(shard);
-    return { shard, status: r.status.type, owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type })), ...(reasons[shard] ? { reason: reasons[shard] } : {}) };
+    return {
+      shard,
+      status: r.status.type,
+      owners: r.assignments.map((a) => ({ node: a.node, placement: a.placement, status: a.status.type })),
+      ...(reasons[shard] ? { reason: reasons[shard] } : {}),
+    };
   });
-  const d: DatasetView = { name: 'metrics', numShards: 4, replicationFactor: 1, minNumNodes: 2, strategy, source: { type: 'synthetic' } as DatasetView['source'], epoch: 1, version: m.version, counts: { Active: 4 }, shards, cooldowns: [] };
-  return { answeredBy: { node: 'n1', incarnation: 'i', singleton: true }, singleton: null, members: [], datasets: [d], operations: { draining: [], replacements: [] }, problems: [] };
+  const d: DatasetView = {
+    name: 'metrics',
+    numShards: 4,
+    replicationFactor: 1,
+    minNumNodes: 2,
+    strategy,
+    source: { type: 'synthetic' } as DatasetView['source'],
+    epoch: 1,
+    version: m.version,
+    counts: { Active: 4 },
+    shards,
+    cooldowns: [],
+  };
+  return {
+    answeredBy: { node: 'n1', incarnation: 'i', singleton: true },
+    singleton: null,
+    members: [],
+    datasets: [d],
+    operations: { draining: [], replacements: [] },
+    problems: [],
+  };
 }
 
 describe('withFollowedMaps', () => {
-  it('keeps the view as it is when the node\'s map is not newer', () => {
+  it("keeps the view as it is when the node's map is not newer", () => {
     const m = activeMap();
     const view = viewOf(m, 'balanced');
     expect(withFollowedMaps(view, new Map([['metrics', { mapper: m, epoch: 1, version: m.version }]]))).toBe(view);
     expect(withFollowedMaps(view, new Map())).toBe(view);
   });
 
-  it('takes the shards of a newer map, with counts, a copy\'s error, and the singleton\'s reason only while the shard still lacks copies', () => {
+  it("takes the shards of a newer map, with counts, a copy's error, and the singleton's reason only while the shard still lacks copies", () => {
     const m = activeMap();
     m.updateFromEvent(ShardEvents.shardDown(ds, 1 as ShardNum, n('n2')));
     const view = viewOf(m, 'balanced', { 1: 'no member has room' });
@@ -56,7 +80,7 @@ describe('withFollowedMaps', () => {
     expect(next.members).toBe(view.members);
   });
 
-  it('keeps the singleton\'s reason for a shard that still lacks its copy', () => {
+  it("keeps the singleton's reason for a shard that still lacks its copy", () => {
     const m = activeMap();
     m.updateFromEvent(ShardEvents.shardDown(ds, 1 as ShardNum, n('n2')));
     const view = viewOf(m, 'balanced', { 1: 'no member has room' });

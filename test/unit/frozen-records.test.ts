@@ -41,7 +41,15 @@ const config = (() => {
 describe('a frozen record shared by every reader', () => {
   it('changes: parsed once in steps, the result shared and frozen all through', () => {
     const events = Array.from({ length: SHARDS }, (_, s) => ShardEvents.assignmentStarted(ds, shardNum(s), nodeId(`n${s % 3}`)));
-    const message: EventsMessage = { format: WIRE_FORMAT, kind: 'map-changes', epoch: epoch(1), dataset: ds, numShards: SHARDS, base: { epoch: epoch(1), version: 0 }, changes: encodeEvents(events) };
+    const message: EventsMessage = {
+      format: WIRE_FORMAT,
+      kind: 'map-changes',
+      epoch: epoch(1),
+      dataset: ds,
+      numShards: SHARDS,
+      base: { epoch: epoch(1), version: 0 },
+      changes: encodeEvents(events),
+    };
     const value = frozenJsonCopy(message);
     const first = stepsOf(eventsMessageReading(value));
     expect(first.yields).toBeGreaterThanOrEqual(SHARDS / 4096);
@@ -52,8 +60,22 @@ describe('a frozen record shared by every reader', () => {
 
   it('a whole map: decoded once in steps, the map shared and frozen all through', () => {
     const mapper = new ShardMapper(SHARDS, ds);
-    for (let s = 0; s < SHARDS; s++) for (const n of ['a', 'b', 'c']) mapper.updateFromEvent(s % 2 === 0 && n === 'a' ? ShardEvents.assignmentStarted(ds, shardNum(s), nodeId(n)) : ShardEvents.copyAdded(ds, shardNum(s), nodeId(n)));
-    const message: EventsMessage = { format: WIRE_FORMAT, kind: 'map-snapshot', epoch: epoch(1), dataset: ds, numShards: SHARDS, version: mapper.version, to: [], config, snapshot: encodeSnapshot(mapper.toSnapshot(epoch(1))) };
+    for (let s = 0; s < SHARDS; s++)
+      for (const n of ['a', 'b', 'c'])
+        mapper.updateFromEvent(
+          s % 2 === 0 && n === 'a' ? ShardEvents.assignmentStarted(ds, shardNum(s), nodeId(n)) : ShardEvents.copyAdded(ds, shardNum(s), nodeId(n)),
+        );
+    const message: EventsMessage = {
+      format: WIRE_FORMAT,
+      kind: 'map-snapshot',
+      epoch: epoch(1),
+      dataset: ds,
+      numShards: SHARDS,
+      version: mapper.version,
+      to: [],
+      config,
+      snapshot: encodeSnapshot(mapper.toSnapshot(epoch(1))),
+    };
     const parsed = parseEventsMessage(frozenJsonCopy(message));
     if (!parsed.ok || parsed.value.kind !== 'map-snapshot') throw new Error(`not a map-snapshot: ${JSON.stringify(parsed).slice(0, 200)}`);
     const record = parsed.value as Extract<EventsRecord, { kind: 'map-snapshot' }>;

@@ -96,7 +96,11 @@ async function startCluster() {
   const cluster = new EmbeddedCluster({
     name: 'fuzz',
     clock,
-    nodes: [{ name: 'n1', rack: 'A' }, { name: 'n2', rack: 'B' }, { name: 'n3', rack: 'C' }],
+    nodes: [
+      { name: 'n1', rack: 'A' },
+      { name: 'n2', rack: 'B' },
+      { name: 'n3', rack: 'C' },
+    ],
     metaStore: new MemoryMetaStore(),
     log: pino({ level: 'silent' }),
     sessionTimeoutMs: 1_000,
@@ -142,8 +146,13 @@ describe('fuzzed bus records', () => {
     const kinds = new Set(corpus.map((c) => `${c.topic} ${(c.value as { kind: string }).kind}`));
     // Every kind of record there is, so each gets mutated.
     expect([...kinds].sort()).toEqual(
-      ['ack', 'reply'].map((k) => `${topics.replies} ${k}`)
-        .concat(['cluster-state-request', 'digest', 'fence', 'map-changes', 'map-snapshot', 'members', 'members-change', 'publish'].map((k) => `${topics.events} ${k}`).filter((k) => !k.endsWith('fence') || kinds.has(k)))
+      ['ack', 'reply']
+        .map((k) => `${topics.replies} ${k}`)
+        .concat(
+          ['cluster-state-request', 'digest', 'fence', 'map-changes', 'map-snapshot', 'members', 'members-change', 'publish']
+            .map((k) => `${topics.events} ${k}`)
+            .filter((k) => !k.endsWith('fence') || kinds.has(k)),
+        )
         .concat(['cluster-state', 'report', 'request', 'takeover'].map((k) => `${topics.inbox} ${k}`))
         .sort(),
     );
@@ -187,12 +196,21 @@ describe('fuzzed bus records', () => {
     expect(JSON.stringify(await metaStore.shardMaps())).toBe(before.maps);
     expect(await metaStore.nodeOperations()).toEqual(before.ops);
     const live = cluster.nodes.filter((n) => n.state === 'running');
-    expect(live.map((n) => n.node).sort()).toEqual(cluster.nodes.filter((n) => n.state !== 'crashed').map((n) => n.node).sort());
+    expect(live.map((n) => n.node).sort()).toEqual(
+      cluster.nodes
+        .filter((n) => n.state !== 'crashed')
+        .map((n) => n.node)
+        .sort(),
+    );
     for (const n of live) expect(n.actors?.crashes, `${n.node}'s actors`).toBe(0);
     // Counted: the singleton counts the inbox's, every node the events' and replies'.
     const counted = async (topic: string) => {
       let total = 0;
-      for (const n of live) total += ((await (n.metrics as NodeMetrics).registry.getSingleMetric('shardherd_bus_malformed_records_total')!.get()).values.find((v) => v.labels.topic === topic)?.value ?? 0);
+      for (const n of live)
+        total +=
+          (await (n.metrics as NodeMetrics).registry.getSingleMetric('shardherd_bus_malformed_records_total')!.get()).values.find(
+            (v) => v.labels.topic === topic,
+          )?.value ?? 0;
       return total;
     };
     expect(await counted(topics.inbox)).toBe(refused.get(topics.inbox));
@@ -221,7 +239,14 @@ describe('fuzzed bus records', () => {
 
 describe('fuzzed configs', () => {
   it('a dataset config is validated or refused with a message, never thrown', () => {
-    const valid = { ref: 'metrics', numShards: 8, minNumNodes: 2, replicationFactor: 2, strategy: 'balanced', source: { type: 'kafka', topic: 'metrics' } } as Json;
+    const valid = {
+      ref: 'metrics',
+      numShards: 8,
+      minNumNodes: 2,
+      replicationFactor: 2,
+      strategy: 'balanced',
+      source: { type: 'kafka', topic: 'metrics' },
+    } as Json;
     fc.assert(
       fc.property(mutationArb, fc.boolean(), (m, raw) => {
         const r = validateDatasetConfig(raw ? m.value : mutate(valid, m));
@@ -265,12 +290,17 @@ describe('fuzzed POST /datasets bodies', () => {
 
   it('a body that is not a dataset config gets 400 with a typed error, and no dataset appears', async () => {
     const valid = { ref: 'metrics', numShards: 4, minNumNodes: 1, source: { type: 'synthetic' } } as Json;
-    const bodies = fc.sample(fc.tuple(mutationArb, fc.boolean()), { numRuns: 150, seed: 6 })
+    const bodies = fc
+      .sample(fc.tuple(mutationArb, fc.boolean()), { numRuns: 150, seed: 6 })
       .map(([m, raw]) => (raw ? m.value : mutate(valid, m)))
       .filter((body) => !validateDatasetConfig(body).ok);
     expect(bodies.length).toBeGreaterThan(60);
     for (const body of bodies) {
-      const res = await fetch(`${api.url}/api/v1/datasets`, { method: 'POST', headers: { authorization: 'Bearer secret', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${api.url}/api/v1/datasets`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer secret', 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       expect(res.status, JSON.stringify(body).slice(0, 200)).toBe(400);
       const answer = (await res.json()) as { error?: unknown; reason?: unknown };
       expect(typeof answer.error).toBe('string');

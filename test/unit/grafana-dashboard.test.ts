@@ -74,7 +74,13 @@ describe('config/grafana/shardherd-dashboard.json', () => {
 
   it('shows shards by status, failovers, recovery time, lag and ingest rate', () => {
     const used = new Set(queries().flatMap(({ expr }) => selectors(expr).map((s) => s.metric)));
-    for (const metric of ['shardherd_shards', 'shardherd_singleton_failovers_total', 'shardherd_singleton_recovery_duration_seconds_bucket', 'shardherd_ingestion_lag_records', 'shardherd_dataset_ingested_records_total']) {
+    for (const metric of [
+      'shardherd_shards',
+      'shardherd_singleton_failovers_total',
+      'shardherd_singleton_recovery_duration_seconds_bucket',
+      'shardherd_ingestion_lag_records',
+      'shardherd_dataset_ingested_records_total',
+    ]) {
       expect(used.has(metric), metric).toBe(true);
     }
   });
@@ -82,6 +88,8 @@ describe('config/grafana/shardherd-dashboard.json', () => {
   it('the check itself catches a metric or label the node does not export', () => {
     expect(exported.has('shardherd_shard')).toBe(false);
     expect(exported.get('shardherd_shards')!.has('state')).toBe(false);
-    expect(selectors('max by (dataset) (shardherd_shards{state="Active", dataset=~"$dataset"})')).toEqual([{ metric: 'shardherd_shards', labels: ['state', 'dataset'] }]);
+    expect(selectors('max by (dataset) (shardherd_shards{state="Active", dataset=~"$dataset"})')).toEqual([
+      { metric: 'shardherd_shards', labels: ['state', 'dataset'] },
+    ]);
   });
 });

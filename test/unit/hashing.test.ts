@@ -32,7 +32,7 @@ describe('murmur3 x86_32 (services.md §7 reference vectors)', () => {
     expect(murmur3('', -1)).toBe(0x81f16f39);
   });
 
-  it('the default seed is FiloDB\'s 0x9747b28c', () => {
+  it("the default seed is FiloDB's 0x9747b28c", () => {
     expect(DEFAULT_HASH_SEED).toBe(0x9747b28c);
   });
 });
@@ -49,7 +49,11 @@ describe('combineHashes', () => {
     expect(combineHashes(0xffffffff, 0xffffffff)).toBe(-32);
     expect(combineHashes(0x10000000, 5)).toBe(-268435451);
     // The same as exact arithmetic reduced to a signed 32-bit int.
-    for (const [a, b] of [[0x12345678, 0x9abcdef0], [0x7fffffff, 0x7fffffff], [-0x80000000, -1]] as const) {
+    for (const [a, b] of [
+      [0x12345678, 0x9abcdef0],
+      [0x7fffffff, 0x7fffffff],
+      [-0x80000000, -1],
+    ] as const) {
       expect(combineHashes(a, b)).toBe(Number(BigInt.asIntN(32, 31n * BigInt(a) + BigInt(b))));
     }
   });
@@ -71,9 +75,7 @@ describe('shardKeyHash', () => {
   });
 
   it('depends on which column holds which value', () => {
-    expect(shardKeyHash({ _ws_: 'app', _ns_: 'demo', _metric_: 'cpu' })).not.toBe(
-      shardKeyHash({ _ws_: 'demo', _ns_: 'app', _metric_: 'cpu' }),
-    );
+    expect(shardKeyHash({ _ws_: 'app', _ns_: 'demo', _metric_: 'cpu' })).not.toBe(shardKeyHash({ _ws_: 'demo', _ns_: 'app', _metric_: 'cpu' }));
   });
 
   // FROZEN golden values, computed once from this implementation. Gateways and query routers

@@ -18,7 +18,8 @@ const call = (node: string, start: number, end: number, token: [number, number],
   ...over,
 });
 
-const acked = (from: number, to: number, shard = 0): AckedRecord[] => Array.from({ length: to - from + 1 }, (_, i) => ({ dataset: 'ds', shard, offset: from + i }));
+const acked = (from: number, to: number, shard = 0): AckedRecord[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({ dataset: 'ds', shard, offset: from + i }));
 const RF1 = new Set(['ds']);
 
 /** A clean handover: node a writes under (1,1), stops; node b takes over under (1,5), then a new epoch. */
@@ -52,7 +53,9 @@ describe('history checker', () => {
         ['b', 'a', 2],
         ['a', 'b', 2],
       ]);
-      expect(formatReport(r)).toMatch(/\(a\) overlapping accepted writes of one RF 1 shard by two nodes: 2 pairs of calls \(3 calls\) on 1 shards, longest overlap 2\.0 ms/);
+      expect(formatReport(r)).toMatch(
+        /\(a\) overlapping accepted writes of one RF 1 shard by two nodes: 2 pairs of calls \(3 calls\) on 1 shards, longest overlap 2\.0 ms/,
+      );
     });
 
     it('a call that contains another one is an overlap too', () => {
@@ -62,7 +65,11 @@ describe('history checker', () => {
     });
 
     it('says whether the older token’s call began after a newer token was in use, or was under way when it came', () => {
-      const stale = checkHistory({ calls: [call('b', 0, 10, [1, 5], [0, 1]), call('a', 20, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [2, 3])], rf1Datasets: RF1, acked: [] });
+      const stale = checkHistory({
+        calls: [call('b', 0, 10, [1, 5], [0, 1]), call('a', 20, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [2, 3])],
+        rf1Datasets: RF1,
+        acked: [],
+      });
       expect(stale.overlaps.map((o) => o.kind)).toEqual(['stale-start']);
       const inFlight = checkHistory({ calls: [call('a', 0, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [1, 3])], rf1Datasets: RF1, acked: [] });
       expect(inFlight.overlaps.map((o) => o.kind)).toEqual(['in-flight']);
@@ -87,7 +94,11 @@ describe('history checker', () => {
 
     it('a hung call that overlaps many others counts every pair, and shows as one example', () => {
       const hung = call('a', 0, 100, [1, 1], [0, 0], { delayedMs: 95 });
-      const r = checkHistory({ calls: [hung, call('b', 10, 11, [1, 2], [1, 1]), call('b', 20, 21, [1, 2], [2, 2]), call('b', 30, 31, [1, 2], [3, 3])], rf1Datasets: RF1, acked: [] });
+      const r = checkHistory({
+        calls: [hung, call('b', 10, 11, [1, 2], [1, 1]), call('b', 20, 21, [1, 2], [2, 2]), call('b', 30, 31, [1, 2], [3, 3])],
+        rf1Datasets: RF1,
+        acked: [],
+      });
       expect(r.overlaps).toHaveLength(3);
       const text = formatReport(r);
       expect(text).toMatch(/3 pairs of calls \(4 calls\) on 1 shards/);
@@ -95,7 +106,11 @@ describe('history checker', () => {
     });
 
     it('quiet when the other side was refused, when one node overlaps itself, at touching ends, and for a replicated dataset', () => {
-      const refused = checkHistory({ calls: [call('a', 0, 10, [1, 1], [0, 1]), call('b', 5, 15, [1, 2], [0, 1], { outcome: 'refused' })], rf1Datasets: RF1, acked: [] });
+      const refused = checkHistory({
+        calls: [call('a', 0, 10, [1, 1], [0, 1]), call('b', 5, 15, [1, 2], [0, 1], { outcome: 'refused' })],
+        rf1Datasets: RF1,
+        acked: [],
+      });
       expect(refused.overlaps).toEqual([]);
       expect(refused.attemptedOverlaps).toBe(1);
       const self = checkHistory({ calls: [call('a', 0, 10, [1, 1], [0, 1]), call('a', 5, 15, [1, 1], [2, 3])], rf1Datasets: RF1, acked: [] });
@@ -120,7 +135,11 @@ describe('history checker', () => {
     it('quiet for calls that overlap (neither was before the other), for refused calls, and for equal tokens', () => {
       const concurrent = checkHistory({ calls: [call('a', 0, 10, [1, 5], [0, 1]), call('b', 5, 15, [1, 1], [0, 1])], rf1Datasets: new Set(), acked: [] });
       expect(concurrent.outOfOrder).toEqual([]);
-      const refused = checkHistory({ calls: [call('a', 0, 10, [1, 5], [0, 1]), call('b', 20, 25, [1, 1], [0, 1], { outcome: 'refused' })], rf1Datasets: new Set(), acked: [] });
+      const refused = checkHistory({
+        calls: [call('a', 0, 10, [1, 5], [0, 1]), call('b', 20, 25, [1, 1], [0, 1], { outcome: 'refused' })],
+        rf1Datasets: new Set(),
+        acked: [],
+      });
       expect(refused.outOfOrder).toEqual([]);
       const same = checkHistory({ calls: [call('a', 0, 10, [1, 5], [0, 1]), call('a', 20, 25, [1, 5], [2, 3])], rf1Datasets: new Set(), acked: [] });
       expect(same.outOfOrder).toEqual([]);
@@ -129,19 +148,45 @@ describe('history checker', () => {
 
   describe('(c) lost acknowledged records', () => {
     it('an acknowledged record in no accepted call is reported; one only in a refused or failed call counts as lost', () => {
-      const calls = [call('a', 0, 10, [1, 1], [0, 4]), call('b', 20, 30, [1, 2], [5, 9], { outcome: 'refused' }), call('b', 31, 32, [1, 2], [10, 10], { outcome: 'failed' }), call('b', 40, 50, [1, 2], [12, 14])];
+      const calls = [
+        call('a', 0, 10, [1, 1], [0, 4]),
+        call('b', 20, 30, [1, 2], [5, 9], { outcome: 'refused' }),
+        call('b', 31, 32, [1, 2], [10, 10], { outcome: 'failed' }),
+        call('b', 40, 50, [1, 2], [12, 14]),
+      ];
       const r = checkHistory({ calls, rf1Datasets: RF1, acked: acked(0, 14) });
       expect(r.lost.map((l) => l.offset)).toEqual([5, 6, 7, 8, 9, 10, 11]);
       expect(formatReport(r)).toMatch(/\(c\) acknowledged records in no accepted write: 7 of 15\n {4}ds\/0@5, /);
     });
 
     it('offsets of one shard do not cover another shard or dataset', () => {
-      const r = checkHistory({ calls: [call('a', 0, 10, [1, 1], [0, 4])], rf1Datasets: RF1, acked: [{ dataset: 'ds', shard: 1, offset: 0 }, { dataset: 'other', shard: 0, offset: 0 }] });
+      const r = checkHistory({
+        calls: [call('a', 0, 10, [1, 1], [0, 4])],
+        rf1Datasets: RF1,
+        acked: [
+          { dataset: 'ds', shard: 1, offset: 0 },
+          { dataset: 'other', shard: 0, offset: 0 },
+        ],
+      });
       expect(r.lost).toHaveLength(2);
     });
 
     it('a batch with gaps in its offsets covers only the offsets it had', () => {
-      const r = checkHistory({ calls: [call('a', 0, 10, [1, 1], null, { firstOffset: 0, lastOffset: 9, count: 2, offsets: [[0, 0], [9, 9]] })], rf1Datasets: RF1, acked: acked(0, 9) });
+      const r = checkHistory({
+        calls: [
+          call('a', 0, 10, [1, 1], null, {
+            firstOffset: 0,
+            lastOffset: 9,
+            count: 2,
+            offsets: [
+              [0, 0],
+              [9, 9],
+            ],
+          }),
+        ],
+        rf1Datasets: RF1,
+        acked: acked(0, 9),
+      });
       expect(r.lost.map((l) => l.offset)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     });
   });

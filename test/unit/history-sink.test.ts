@@ -21,7 +21,11 @@ const recs = (offsets: number[]) => offsets.map((offset) => ({ offset, key: `k${
 describe('HistorySink', () => {
   let dir: string | undefined;
   afterEach(() => dir && rmSync(dir, { recursive: true, force: true }));
-  const history = () => readFileSync(join(dir!, 'history.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as SinkCallRecord);
+  const history = () =>
+    readFileSync(join(dir!, 'history.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as SinkCallRecord);
 
   it('records each call with its token, times, offsets and the wrapped sink’s outcome, and passes the outcome on', async () => {
     dir = mkdtempSync(join(tmpdir(), 'shardherd-history-'));
@@ -30,7 +34,20 @@ describe('HistorySink', () => {
     await sink.accept(ds, shard, recs([4, 5, 6, 9]), t(2, 7));
     await expect(sink.accept(ds, shard, recs([7]), t(2, 6))).rejects.toBeInstanceOf(StaleTokenError);
     const [ok, refused] = history();
-    expect(ok).toMatchObject({ node: 'node-7', dataset: 'metrics', shard: 2, token: [2, 7], firstOffset: 4, lastOffset: 9, count: 4, offsets: [[4, 6], [9, 9]], outcome: 'ok' });
+    expect(ok).toMatchObject({
+      node: 'node-7',
+      dataset: 'metrics',
+      shard: 2,
+      token: [2, 7],
+      firstOffset: 4,
+      lastOffset: 9,
+      count: 4,
+      offsets: [
+        [4, 6],
+        [9, 9],
+      ],
+      outcome: 'ok',
+    });
     expect(ok!.start).toBeGreaterThanOrEqual(before - 1);
     expect(ok!.end).toBeGreaterThanOrEqual(ok!.start);
     expect(refused).toMatchObject({ token: [2, 6], offsets: [[7, 7]], outcome: 'refused' });
@@ -64,7 +81,11 @@ describe('HistorySink', () => {
 
   it('offset runs are exact', () => {
     expect(offsetRuns(recs([]))).toEqual([]);
-    expect(offsetRuns(recs([3, 4, 5, 7, 8, 10]))).toEqual([[3, 5], [7, 8], [10, 10]]);
+    expect(offsetRuns(recs([3, 4, 5, 7, 8, 10]))).toEqual([
+      [3, 5],
+      [7, 8],
+      [10, 10],
+    ]);
   });
 });
 
@@ -81,10 +102,24 @@ describe('node config: the recorded sink', () => {
   };
 
   it('wraps any other sink (the log sink by default), with the optional slow-call hook', () => {
-    expect(parseNodeConfig({ ...minimal, sink: { type: 'recorded', history: 'h.jsonl' } }).sink).toEqual({ type: 'recorded', history: 'h.jsonl', sink: { type: 'log' } });
-    const c = parseNodeConfig({ ...minimal, sink: { type: 'recorded', history: 'h.jsonl', sink: { type: 'jsonl', path: 'r.jsonl' }, slowCall: { triggerPath: 'slow', delayMs: 5000 } } });
-    expect(c.sink).toEqual({ type: 'recorded', history: 'h.jsonl', sink: { type: 'jsonl', path: 'r.jsonl' }, slowCall: { triggerPath: 'slow', delayMs: 5000 } });
-    expect(parseNodeConfig({ ...minimal, sink: { type: 'recorded', history: 'h', sink: { type: 'cassandra' } } }).sink).toMatchObject({ sink: { type: 'cassandra', table: 'shardherd_records' } });
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'recorded', history: 'h.jsonl' } }).sink).toEqual({
+      type: 'recorded',
+      history: 'h.jsonl',
+      sink: { type: 'log' },
+    });
+    const c = parseNodeConfig({
+      ...minimal,
+      sink: { type: 'recorded', history: 'h.jsonl', sink: { type: 'jsonl', path: 'r.jsonl' }, slowCall: { triggerPath: 'slow', delayMs: 5000 } },
+    });
+    expect(c.sink).toEqual({
+      type: 'recorded',
+      history: 'h.jsonl',
+      sink: { type: 'jsonl', path: 'r.jsonl' },
+      slowCall: { triggerPath: 'slow', delayMs: 5000 },
+    });
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'recorded', history: 'h', sink: { type: 'cassandra' } } }).sink).toMatchObject({
+      sink: { type: 'cassandra', table: 'shardherd_records' },
+    });
   });
 
   it('refuses bad keys by name', () => {

@@ -8,7 +8,12 @@ import { MemoryBus } from '../../src/cluster/memory-bus.js';
 
 const INBOX = 'c.inbox';
 
-async function read(bus: MemoryBus, group: string, startAt: number | undefined, upTo: number): Promise<{ offsets: number[]; commit: (o: number) => Promise<void> }> {
+async function read(
+  bus: MemoryBus,
+  group: string,
+  startAt: number | undefined,
+  upTo: number,
+): Promise<{ offsets: number[]; commit: (o: number) => Promise<void> }> {
   const offsets: number[] = [];
   const sub = await bus.subscribe(INBOX, group, (r) => void offsets.push(r.offset), { start: 'earliest', ...(startAt === undefined ? {} : { startAt }) });
   for (let i = 0; i < 50 && (offsets.at(-1) ?? -1) < upTo; i++) await new Promise((r) => setImmediate(r));

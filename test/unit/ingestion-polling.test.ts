@@ -77,7 +77,7 @@ describe('idle polling', () => {
     expect(after[0]).toBe(20_000);
   });
 
-  it('a source that says when records arrive wakes the shard at once, through the node\'s gate', async () => {
+  it("a source that says when records arrive wakes the shard at once, through the node's gate", async () => {
     const { after } = await idleShard('wake');
     expect(after[0]).toBe(WAKE_AT);
   });

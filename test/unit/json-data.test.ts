@@ -15,9 +15,15 @@ describe('checkJsonData', () => {
       }
     };
     fc.assert(
-      fc.property(fc.oneof(fc.anything({ withNullPrototype: true, withBigInt: true, withDate: true, withMap: true, withSparseArray: true, withUnicodeString: true }), fc.jsonValue()), (value) => {
-        expect(outcome(() => checkJsonData(value))).toBe(outcome(() => frozenJsonCopy(value)));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.anything({ withNullPrototype: true, withBigInt: true, withDate: true, withMap: true, withSparseArray: true, withUnicodeString: true }),
+          fc.jsonValue(),
+        ),
+        (value) => {
+          expect(outcome(() => checkJsonData(value))).toBe(outcome(() => frozenJsonCopy(value)));
+        },
+      ),
       { numRuns: 5000 },
     );
     // Deeper than the quick pass goes: decided by the full walk.

@@ -83,9 +83,14 @@ describe('BusProducer', () => {
     ['RECORD_LIST_TOO_LARGE', 'segment.bytes'],
   ])('a batch refused with %s becomes RECORD_TOO_LARGE, not retriable, naming %s', async (type, config) => {
     // As kafkajs gives it up: its protocol error inside the retrier's.
-    const refusal = Object.assign(new Error('refused'), { name: 'KafkaJSNonRetriableError', originalError: Object.assign(new Error('too large'), { type, retriable: false }) });
+    const refusal = Object.assign(new Error('refused'), {
+      name: 'KafkaJSNonRetriableError',
+      originalError: Object.assign(new Error('too large'), { type, retriable: false }),
+    });
     const { kafka } = fakeKafka(() => refusal);
-    const error = await busProducer(kafka).produce('t', [record(500)]).catch((e: unknown) => e);
+    const error = await busProducer(kafka)
+      .produce('t', [record(500)])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KafkaBusError);
     expect(error).toMatchObject({ code: 'RECORD_TOO_LARGE', retriable: false, topic: 't' });
     expect((error as Error).message).toContain(`(${type}): its ${config} is below what the bus writes (maxRecordBytes ${MAX} and overhead)`);

@@ -34,7 +34,12 @@ describe('DatasetFeed.watermarks', () => {
     const { feed, requests } = feedWithAdmin();
     const answers = await Promise.all(Array.from({ length: 400 }, (_, i) => feed.watermarks(i % 4)));
     expect(requests()).toBe(1);
-    expect(answers.slice(0, 4)).toEqual([{ low: 0, high: 10 }, { low: 1, high: 11 }, { low: 2, high: 12 }, { low: 3, high: 13 }]);
+    expect(answers.slice(0, 4)).toEqual([
+      { low: 0, high: 10 },
+      { low: 1, high: 11 },
+      { low: 2, high: 12 },
+      { low: 3, high: 13 },
+    ]);
   });
 
   it('sends a new request for a call made once the last one was sent, never an answer read before the call', async () => {

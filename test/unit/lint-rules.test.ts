@@ -15,9 +15,7 @@ async function purityErrors(code: string, filePath: string): Promise<string[]> {
   if (!result) throw new Error('ESLint returned no result');
   const fatal = result.messages.filter((m) => m.fatal);
   if (fatal.length > 0) throw new Error(`probe did not parse: ${fatal.map((m) => m.message).join('; ')}`);
-  return result.messages
-    .filter((m) => m.severity === 2 && m.ruleId !== null && PURITY_RULES.includes(m.ruleId))
-    .map((m) => m.ruleId!);
+  return result.messages.filter((m) => m.severity === 2 && m.ruleId !== null && PURITY_RULES.includes(m.ruleId)).map((m) => m.ruleId!);
 }
 
 const CORE = 'src/core/__lint_probe__.ts';

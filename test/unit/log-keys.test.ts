@@ -36,7 +36,12 @@ describe('log lines', () => {
   });
 
   it('routes kafkajs rebalance and heartbeat chatter to debug and keeps real errors', () => {
-    expect(kafkaLogLevel(logLevel.ERROR, '[Connection] Response Heartbeat(key: 12, version: 3)', { error: 'The group is rebalancing, so a rejoin is needed', type: 'REBALANCE_IN_PROGRESS' })).toBe('debug');
+    expect(
+      kafkaLogLevel(logLevel.ERROR, '[Connection] Response Heartbeat(key: 12, version: 3)', {
+        error: 'The group is rebalancing, so a rejoin is needed',
+        type: 'REBALANCE_IN_PROGRESS',
+      }),
+    ).toBe('debug');
     expect(kafkaLogLevel(logLevel.ERROR, '[Runner] The group is rebalancing, re-joining')).toBe('debug');
     expect(kafkaLogLevel(logLevel.WARN, '[Consumer] Restarting the consumer in 300ms')).toBe('debug');
     expect(kafkaLogLevel(logLevel.ERROR, '[Connection] Connection error: connect ECONNREFUSED 127.0.0.1:9092')).toBe('warn');

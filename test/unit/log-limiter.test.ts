@@ -43,4 +43,3 @@ describe('retries of many copies during an outage', () => {
     expect(retries[1]!.msg).toMatch(/failed \d+ more time\(s\) on this node in the last 10 s, for the same cause/);
   });
 });
-

@@ -4,7 +4,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { datasetRef, epoch, nodeId, shardNum, type NodeId } from '../../src/core/ids.js';
-import { COMPACT_MAP_FORMAT, decodeEvents, decodeRecords, decodeSnapshot, encodeEvents, encodeRecords, encodeSnapshot, eventsDecoding, PACKED_MAP_FORMAT, packSnapshot, snapshotPacking } from '../../src/core/map-codec.js';
+import {
+  COMPACT_MAP_FORMAT,
+  decodeEvents,
+  decodeRecords,
+  decodeSnapshot,
+  encodeEvents,
+  encodeRecords,
+  encodeSnapshot,
+  eventsDecoding,
+  PACKED_MAP_FORMAT,
+  packSnapshot,
+  snapshotPacking,
+} from '../../src/core/map-codec.js';
 import { packEvents } from '../../src/core/packed-events.js';
 import { parseShardMapSnapshot } from '../../src/core/shard-map-snapshot.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
@@ -19,21 +31,38 @@ const nodes: NodeId[] = ['a', 'node-2', 'ingest-17.prod-eu-west-1.example.intern
 /** Any event the mapper may be asked to apply (some of which it refuses). */
 const eventArb = (numShards: number): fc.Arbitrary<ShardEvent> =>
   fc
-    .tuple(fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: numShards - 1 }), fc.constantFrom(...nodes), fc.integer({ min: 0, max: 100 }), fc.string({ maxLength: 20 }))
+    .tuple(
+      fc.integer({ min: 0, max: 10 }),
+      fc.integer({ min: 0, max: numShards - 1 }),
+      fc.constantFrom(...nodes),
+      fc.integer({ min: 0, max: 100 }),
+      fc.string({ maxLength: 20 }),
+    )
     .map(([kind, s, node, pct, message]) => {
       const shard = shardNum(s);
       switch (kind) {
-        case 0: return ShardEvents.assignmentStarted(ds, shard, node);
-        case 1: return ShardEvents.recoveryInProgress(ds, shard, node, pct);
-        case 2: return ShardEvents.ingestionStarted(ds, shard, node);
-        case 3: return ShardEvents.ingestionError(ds, shard, node, message);
-        case 4: return ShardEvents.ingestionStopped(ds, shard, node);
-        case 5: return ShardEvents.shardDown(ds, shard, node);
-        case 6: return ShardEvents.copyAdded(ds, shard, node);
-        case 7: return ShardEvents.leaving(ds, shard, node);
-        case 8: return ShardEvents.leavingCancelled(ds, shard, node);
-        case 9: return ShardEvents.left(ds, shard, node);
-        default: return ShardEvents.copyDown(ds, shard, node);
+        case 0:
+          return ShardEvents.assignmentStarted(ds, shard, node);
+        case 1:
+          return ShardEvents.recoveryInProgress(ds, shard, node, pct);
+        case 2:
+          return ShardEvents.ingestionStarted(ds, shard, node);
+        case 3:
+          return ShardEvents.ingestionError(ds, shard, node, message);
+        case 4:
+          return ShardEvents.ingestionStopped(ds, shard, node);
+        case 5:
+          return ShardEvents.shardDown(ds, shard, node);
+        case 6:
+          return ShardEvents.copyAdded(ds, shard, node);
+        case 7:
+          return ShardEvents.leaving(ds, shard, node);
+        case 8:
+          return ShardEvents.leavingCancelled(ds, shard, node);
+        case 9:
+          return ShardEvents.left(ds, shard, node);
+        default:
+          return ShardEvents.copyDown(ds, shard, node);
       }
     });
 
@@ -66,20 +95,25 @@ describe('map codec', () => {
   it('a packed snapshot (format 4) comes back equal through JSON: error messages of any text, fractional progress, last nodes', () => {
     const messageArb = fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('a;b,c', 'E0', ';', ',', '"quoted"\n', ''));
     fc.assert(
-      fc.property(mapArb, fc.nat(1000), fc.array(fc.tuple(fc.nat(), fc.constantFrom(...nodes), messageArb, fc.double({ min: 0, max: 100, noNaN: true })), { maxLength: 6 }), ({ m }, e, extra) => {
-        // Statuses the random events rarely reach: errors with awkward messages, fractional progress.
-        for (const [s, node, message, pct] of extra) {
-          const shard = shardNum(s % m.numShards);
-          m.updateFromEvent(s % 2 === 0 ? ShardEvents.ingestionError(ds, shard, node, message) : ShardEvents.recoveryInProgress(ds, shard, node, pct));
-        }
-        const snapshot = m.toSnapshot(epoch(e));
-        const packed = viaJson(packSnapshot(snapshot)) as { format: number };
-        expect(packed.format).toBe(PACKED_MAP_FORMAT);
-        const back = decodeSnapshot(packed);
-        if (!back.ok) throw back.error;
-        expect(back.value).toEqual(snapshot);
-        expect(ShardMapper.fromSnapshot(back.value).equals(m)).toBe(true);
-      }),
+      fc.property(
+        mapArb,
+        fc.nat(1000),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom(...nodes), messageArb, fc.double({ min: 0, max: 100, noNaN: true })), { maxLength: 6 }),
+        ({ m }, e, extra) => {
+          // Statuses the random events rarely reach: errors with awkward messages, fractional progress.
+          for (const [s, node, message, pct] of extra) {
+            const shard = shardNum(s % m.numShards);
+            m.updateFromEvent(s % 2 === 0 ? ShardEvents.ingestionError(ds, shard, node, message) : ShardEvents.recoveryInProgress(ds, shard, node, pct));
+          }
+          const snapshot = m.toSnapshot(epoch(e));
+          const packed = viaJson(packSnapshot(snapshot)) as { format: number };
+          expect(packed.format).toBe(PACKED_MAP_FORMAT);
+          const back = decodeSnapshot(packed);
+          if (!back.ok) throw back.error;
+          expect(back.value).toEqual(snapshot);
+          expect(ShardMapper.fromSnapshot(back.value).equals(m)).toBe(true);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -87,7 +121,11 @@ describe('map codec', () => {
   it('packs a map and decodes events in steps of a thousand, each ending as the whole call does', () => {
     const m = new ShardMapper(4096, ds);
     const events: ShardEvent[] = [];
-    for (let s = 0; s < 4096; s++) events.push(ShardEvents.ingestionStarted(ds, shardNum(s), nodes[s % nodes.length]!), ShardEvents.copyAdded(ds, shardNum(s), nodes[(s + 1) % nodes.length]!));
+    for (let s = 0; s < 4096; s++)
+      events.push(
+        ShardEvents.ingestionStarted(ds, shardNum(s), nodes[s % nodes.length]!),
+        ShardEvents.copyAdded(ds, shardNum(s), nodes[(s + 1) % nodes.length]!),
+      );
     for (const e of events) expect(m.updateFromEvent(e).ok).toBe(true);
     const stepsOf = <T>(g: Generator<void, T, void>): { steps: number; value: T } => {
       let steps = 0;
@@ -179,7 +217,22 @@ describe('map codec', () => {
     expect(refusal({ ...good, epoch: -1 })).toMatch(/epoch/);
     expect(refusal({ ...good, nodes: ['ok', 'not ok'] })).toMatch(/nodes\[1\]/);
     expect(refusal({ ...good, records: good.records.map((r, i) => (i === 1 ? ['A', [[5, 'A', 'A']]] : r)) })).toMatch(/records\[1\]\.copies\[0\]\.node/);
-    expect(refusal({ ...good, records: good.records.map((r, i) => (i === 1 ? ['A', [[0, 'A', 'A'], [0, 'I', 'N']]] : r)) })).toMatch(/two copies/);
+    expect(
+      refusal({
+        ...good,
+        records: good.records.map((r, i) =>
+          i === 1
+            ? [
+                'A',
+                [
+                  [0, 'A', 'A'],
+                  [0, 'I', 'N'],
+                ],
+              ]
+            : r,
+        ),
+      }),
+    ).toMatch(/two copies/);
     expect(refusal({ ...good, records: good.records.map((r, i) => (i === 1 ? ['A', [[0, 'Q', 'A']]] : r)) })).toMatch(/placement/);
     expect(refusal({ ...good, records: good.records.map((r, i) => (i === 2 ? [['R', 40], [[1, 'I', ['R', 140]]]] : r)) })).toMatch(/0\.\.100/);
     expect(refusal({ ...good, records: good.records.map((r, i) => (i === 1 ? ['D', [[0, 'A', 'A']]] : r)) })).toMatch(/differs from its owner/);
@@ -188,11 +241,21 @@ describe('map codec', () => {
     expect(refusal({ ...good, dataset: 'no spaces' })).toMatch(/dataset/);
     expect(decodeSnapshot({ ...good, format: 9 }).ok).toBe(false);
     // Any JSON at all: a result, never an exception.
-    fc.assert(fc.property(fc.jsonValue(), (v) => {
-      expect(decodeSnapshot(v).ok).toBe(false);
-      expect(decodeSnapshot({ ...good, records: v }).ok).toBe(false);
-      expect(decodeEvents(v, ds, 4).ok).toBe(typeof v === 'object' && v !== null && Array.isArray((v as { events?: unknown }).events) && (v as { events: unknown[] }).events.length === 0 && Array.isArray((v as { nodes?: unknown }).nodes) && (v as { nodes: unknown[] }).nodes.length === 0);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        expect(decodeSnapshot(v).ok).toBe(false);
+        expect(decodeSnapshot({ ...good, records: v }).ok).toBe(false);
+        expect(decodeEvents(v, ds, 4).ok).toBe(
+          typeof v === 'object' &&
+            v !== null &&
+            Array.isArray((v as { events?: unknown }).events) &&
+            (v as { events: unknown[] }).events.length === 0 &&
+            Array.isArray((v as { nodes?: unknown }).nodes) &&
+            (v as { nodes: unknown[] }).nodes.length === 0,
+        );
+      }),
+      { numRuns: 500 },
+    );
     expect(good.format).toBe(COMPACT_MAP_FORMAT);
   });
 
@@ -228,15 +291,20 @@ describe('map codec', () => {
     expect(refusal(withRecord(0, 'U;;x'))).toMatch(/records\[0\]\.lastNode/);
     expect(refusal(withRecord(1, `A;${Array.from({ length: 17 }, () => '0AA').join(',')}`))).toMatch(/records\[1\]\.copies: at most 16 copies/);
     // Any JSON or string at all: a result, never an exception.
-    fc.assert(fc.property(fc.jsonValue(), fc.string({ maxLength: 40 }), (v, text) => {
-      expect(decodeSnapshot({ ...good, records: v }).ok).toBe(false);
-      expect(decodeSnapshot({ ...good, messages: v }).ok).toBe(Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length >= 1);
-      decodeSnapshot(withRecord(1, text));
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string({ maxLength: 40 }), (v, text) => {
+        expect(decodeSnapshot({ ...good, records: v }).ok).toBe(false);
+        expect(decodeSnapshot({ ...good, messages: v }).ok).toBe(Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length >= 1);
+        decodeSnapshot(withRecord(1, text));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('refuses events out of range or of an unknown type', () => {
-    const enc = viaJson(encodeEvents([ShardEvents.ingestionStarted(ds, shardNum(3), nodes[0]!), ShardEvents.recoveryInProgress(ds, shardNum(1), nodes[1]!, 50)])) as { nodes: string[]; events: unknown[][] };
+    const enc = viaJson(
+      encodeEvents([ShardEvents.ingestionStarted(ds, shardNum(3), nodes[0]!), ShardEvents.recoveryInProgress(ds, shardNum(1), nodes[1]!, 50)]),
+    ) as { nodes: string[]; events: unknown[][] };
     const msg = (raw: unknown, numShards = 4) => {
       const r = decodeEvents(raw, ds, numShards);
       return r.ok ? 'accepted' : r.error.message;
@@ -252,7 +320,9 @@ describe('map codec', () => {
   });
 
   it('refuses malformed packed events with the place they are wrong, never throws', () => {
-    const packed = viaJson(packEvents([ShardEvents.ingestionStarted(ds, shardNum(3), nodes[0]!), ShardEvents.ingestionError(ds, shardNum(1), nodes[1]!, 'a:b,c')])) as { format: number; nodes: string[]; messages: string[]; events: string };
+    const packed = viaJson(
+      packEvents([ShardEvents.ingestionStarted(ds, shardNum(3), nodes[0]!), ShardEvents.ingestionError(ds, shardNum(1), nodes[1]!, 'a:b,c')]),
+    ) as { format: number; nodes: string[]; messages: string[]; events: string };
     expect(packed.events).toBe('I3:0,E1:1:0');
     const msg = (raw: unknown, numShards = 4) => {
       const r = decodeEvents(raw, ds, numShards);
@@ -272,9 +342,12 @@ describe('map codec', () => {
     expect(msg({ ...packed, events: ['I0:0'] })).toMatch(/not a string/);
     expect(msg({ ...packed, messages: 'x' })).toMatch(/messages/);
     // Any text or JSON at all: a result, never an exception; anything but a string is refused.
-    fc.assert(fc.property(fc.string({ maxLength: 40 }), fc.jsonValue(), (text, v) => {
-      expect(typeof decodeEvents({ ...packed, events: text }, ds, 4).ok).toBe('boolean');
-      if (typeof v !== 'string') expect(decodeEvents({ ...packed, events: v }, ds, 4).ok).toBe(false);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), fc.jsonValue(), (text, v) => {
+        expect(typeof decodeEvents({ ...packed, events: text }, ds, 4).ok).toBe('boolean');
+        if (typeof v !== 'string') expect(decodeEvents({ ...packed, events: v }, ds, 4).ok).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

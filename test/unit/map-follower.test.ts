@@ -220,7 +220,10 @@ describe('ShardMapFollower.applyingChanges in slices', () => {
     expect(await runInSlices(follower.applyingChanges({ epoch: epoch(0), base: { epoch: 0, version: 0 }, events: [] }), none)).toBe('stale');
     // A whole map taken between two slices: the changes were made on the map before it.
     const newer = new ShardMapper(4096, ds).toSnapshot(epoch(2));
-    const outcome = await runInSlices(follower.applyingChanges({ epoch: epoch(1), base: { epoch: 1, version: 0 }, events }), async () => void follower.applySnapshot(newer));
+    const outcome = await runInSlices(
+      follower.applyingChanges({ epoch: epoch(1), base: { epoch: 1, version: 0 }, events }),
+      async () => void follower.applySnapshot(newer),
+    );
     expect(outcome).toBe('gap');
     expect(follower.epoch).toBe(2);
   });

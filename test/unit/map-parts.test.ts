@@ -63,14 +63,32 @@ describe('map parts', () => {
     // The worst part: every copy of every shard, and its last node, on a node of its own; long statuses.
     const shards: ShardRecord[] = Array.from({ length: 65_536 }, (_, s) => {
       const status = Status.recovery(99.12345678901234);
-      const copy = (c: number) => ({ node: id((s * 4 + c) % (SHARDS_PER_PART * 4)), placement: c === 3 ? ('Initializing' as const) : ('Leaving' as const), status });
+      const copy = (c: number) => ({
+        node: id((s * 4 + c) % (SHARDS_PER_PART * 4)),
+        placement: c === 3 ? ('Initializing' as const) : ('Leaving' as const),
+        status,
+      });
       return { status, assignments: [copy(0), copy(1), copy(2), copy(3)], lastNode: id(SHARDS_PER_PART * 4 + (s % SHARDS_PER_PART)) };
     });
-    const worst: ShardMapSnapshot = { format: SHARD_MAP_FORMAT, dataset: ds, numShards: 65_536, epoch: epoch(MAX_STAMP), version: MAX_STAMP, shards, assignmentVersions: new Array<number>(65_536).fill(MAX_STAMP) };
+    const worst: ShardMapSnapshot = {
+      format: SHARD_MAP_FORMAT,
+      dataset: ds,
+      numShards: 65_536,
+      epoch: epoch(MAX_STAMP),
+      version: MAX_STAMP,
+      shards,
+      assignmentVersions: new Array<number>(65_536).fill(MAX_STAMP),
+    };
     const part = encodePart(worst, SHARDS_PER_PART, 5);
     expect(Buffer.byteLength(part)).toBeGreaterThan(200_000);
     expect(Buffer.byteLength(part)).toBeLessThan(225_000);
-    const header: MapHeader = { numShards: 65_536, epoch: MAX_STAMP, version: MAX_STAMP, shardsPerPart: SHARDS_PER_PART, parts: Array.from({ length: 256 }, (_, p) => ({ epoch: MAX_STAMP - p, version: MAX_STAMP - p })) };
+    const header: MapHeader = {
+      numShards: 65_536,
+      epoch: MAX_STAMP,
+      version: MAX_STAMP,
+      shardsPerPart: SHARDS_PER_PART,
+      parts: Array.from({ length: 256 }, (_, p) => ({ epoch: MAX_STAMP - p, version: MAX_STAMP - p })),
+    };
     expect(Buffer.byteLength(encodeHeader(header))).toBeLessThan(12_000);
 
     // A realistic map: 48 nodes with 40-character ids, a handful of distinct part stamps.
@@ -161,7 +179,18 @@ describe('map parts', () => {
   });
 
   it('garbage: below each part row the header refers to, and between it and the header for the parts it reuses', () => {
-    const h: MapHeader = { numShards: 1_024, epoch: 3, version: 9, shardsPerPart: 256, parts: [{ epoch: 3, version: 9 }, { epoch: 2, version: 40 }, { epoch: 3, version: 9 }, { epoch: 3, version: 1 }] };
+    const h: MapHeader = {
+      numShards: 1_024,
+      epoch: 3,
+      version: 9,
+      shardsPerPart: 256,
+      parts: [
+        { epoch: 3, version: 9 },
+        { epoch: 2, version: 40 },
+        { epoch: 3, version: 9 },
+        { epoch: 3, version: 1 },
+      ],
+    };
     expect(garbageOf(h, [0])).toEqual([{ part: 0, below: { epoch: 3, version: 9 } }]);
     expect(garbageOf(h, [1, 3])).toEqual([
       { part: 1, below: { epoch: 2, version: 40 } },

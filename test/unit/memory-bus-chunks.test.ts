@@ -189,7 +189,12 @@ describe('MemoryBus chunked messages under faults', () => {
     const value = { pad: 'é'.repeat(RECORD) }; // 2 bytes each: 2 KiB and the JSON around it
     await bus.produce('t', value);
     const bytes = Buffer.byteLength(JSON.stringify(value));
-    expect(seen).toEqual([undefined, { id: '0', index: 0, count: 3, bytes: RECORD }, { id: '0', index: 1, count: 3, bytes: RECORD }, { id: '0', index: 2, count: 3, bytes: bytes - 2 * RECORD }]);
+    expect(seen).toEqual([
+      undefined,
+      { id: '0', index: 0, count: 3, bytes: RECORD },
+      { id: '0', index: 1, count: 3, bytes: RECORD },
+      { id: '0', index: 2, count: 3, bytes: bytes - 2 * RECORD },
+    ]);
   });
 });
 
@@ -197,9 +202,15 @@ describe('MemoryBus limits', () => {
   it('are validated, naming the option', () => {
     const clock = new SimulatedClock();
     expect(new MemoryBus(clock).limits).toEqual({ maxRecordBytes: 262_144, maxMessageBytes: 67_108_864, chunkTimeoutMs: 30_000 });
-    expect(() => new MemoryBus(clock, { maxRecordBytes: 1023 })).toThrow('MemoryBus option maxRecordBytes must be a whole number from 1024 to 268435456, got 1023');
-    expect(() => new MemoryBus(clock, { maxRecordBytes: 4096, maxMessageBytes: 2048 })).toThrow('MemoryBus option maxRecordBytes (4096) must be at most maxMessageBytes (2048)');
-    expect(() => new MemoryBus(clock, { maxMessageBytes: 2 ** 30 })).toThrow('MemoryBus option maxMessageBytes must be a whole number from 1024 to 268435456, got 1073741824');
+    expect(() => new MemoryBus(clock, { maxRecordBytes: 1023 })).toThrow(
+      'MemoryBus option maxRecordBytes must be a whole number from 1024 to 268435456, got 1023',
+    );
+    expect(() => new MemoryBus(clock, { maxRecordBytes: 4096, maxMessageBytes: 2048 })).toThrow(
+      'MemoryBus option maxRecordBytes (4096) must be at most maxMessageBytes (2048)',
+    );
+    expect(() => new MemoryBus(clock, { maxMessageBytes: 2 ** 30 })).toThrow(
+      'MemoryBus option maxMessageBytes must be a whole number from 1024 to 268435456, got 1073741824',
+    );
     expect(() => new MemoryBus(clock, { chunkTimeoutMs: 0 })).toThrow('MemoryBus option chunkTimeoutMs must be a whole number from 1 to 2147483647, got 0');
     expect(() => new MemoryBus(clock, { maxRecordBytes: 1024, maxMessageBytes: 1024 * 3_000 })).toThrow(
       'MemoryBus option retainRecords (2000) must hold the chunks of the largest message: maxMessageBytes / maxRecordBytes = 3000',

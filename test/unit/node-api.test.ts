@@ -24,7 +24,11 @@ async function call(path: string, init: { method?: string; body?: unknown; token
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   const token = init.token === undefined ? TOKEN : init.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${api.url}${path}`, { method: init.method ?? 'GET', headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
+  const res = await fetch(`${api.url}${path}`, {
+    method: init.method ?? 'GET',
+    headers,
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
   const text = await res.text();
   return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
 }
@@ -38,7 +42,8 @@ async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, tim
   }
 }
 
-const statusOf = async (dataset: string) => (await call(`/api/v1/cluster/${dataset}/status`)).body.data as { shard: number; status: string; address: string; reason?: string }[];
+const statusOf = async (dataset: string) =>
+  (await call(`/api/v1/cluster/${dataset}/status`)).body.data as { shard: number; status: string; address: string; reason?: string }[];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'shardherd-api-'));
@@ -46,7 +51,10 @@ beforeAll(async () => {
   await cluster.start();
   expect(await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, source: synthetic })).toMatchObject({ type: 'DatasetVerified' });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });
-  await eventually(() => statusOf('metrics'), (s) => s.every((x) => x.status === 'ShardStatusActive'));
+  await eventually(
+    () => statusOf('metrics'),
+    (s) => s.every((x) => x.status === 'ShardStatusActive'),
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -56,7 +64,7 @@ afterAll(async () => {
 });
 
 describe("FiloDB's cluster routes", () => {
-  it('list the datasets and each shard with its status and address, in FiloDB\'s envelope', async () => {
+  it("list the datasets and each shard with its status and address, in FiloDB's envelope", async () => {
     expect(await call('/api/v1/cluster')).toEqual({ status: 200, body: { status: 'success', data: ['metrics'] } });
     const shards = await statusOf('metrics');
     expect(shards.map((s) => s.shard)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -66,23 +74,35 @@ describe("FiloDB's cluster routes", () => {
     }
   });
 
-  it('answer an unknown dataset with 404 and FiloDB\'s error shape', async () => {
+  it("answer an unknown dataset with 404 and FiloDB's error shape", async () => {
     const res = await call('/api/v1/cluster/nope/status');
-    expect(res).toEqual({ status: 404, body: { status: 'error', errorType: 'DatasetUnknown', error: 'Dataset nope is not registered', reason: 'Dataset nope is not registered' } });
+    expect(res).toEqual({
+      status: 404,
+      body: { status: 'error', errorType: 'DatasetUnknown', error: 'Dataset nope is not registered', reason: 'Dataset nope is not registered' },
+    });
     expect((await call('/api/v1/cluster/nope/stopshards', { method: 'POST', body: { shardList: [0] } })).status).toBe(404);
   });
 
   it('stop a shard, say why it is unassigned, and start it again on a chosen node', async () => {
     const owner = (await statusOf('metrics'))[5]!.address; // the only node with room for it (FiloDB's capacity rule)
-    expect(await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [5] } })).toEqual({ status: 200, body: { status: 'success', data: [] } });
+    expect(await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [5] } })).toEqual({
+      status: 200,
+      body: { status: 'success', data: [] },
+    });
     // FiloDB would say ShardStatusDown and place the shard again at the next membership change;
     // shardherd keeps it Stopped until it is started.
-    const stopped = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusStopped');
+    const stopped = await eventually(
+      () => statusOf('metrics'),
+      (s) => s[5]!.status === 'ShardStatusStopped',
+    );
     expect(stopped[5]).toMatchObject({ status: 'ShardStatusStopped', address: '' });
     expect(stopped[5]!.reason).toMatch(/stopshards/);
     const started = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: owner, shardList: [5] } });
     expect(started).toEqual({ status: 200, body: { status: 'success', data: [] } });
-    const after = await eventually(() => statusOf('metrics'), (s) => s[5]!.status === 'ShardStatusActive');
+    const after = await eventually(
+      () => statusOf('metrics'),
+      (s) => s[5]!.status === 'ShardStatusActive',
+    );
     expect(after[5]).toMatchObject({ status: 'ShardStatusActive', address: owner });
     expect(after[5]!.reason).toBeUndefined();
   });
@@ -129,7 +149,9 @@ describe('access control', () => {
     const generated = await startNodeApi(cluster.node('n2'), { port: 0, env });
     const file = generated.token.file!;
     expect(readFileSync(file, 'utf8').trim()).toBe(generated.token.token);
-    expect((await fetch(`${generated.url}/api/v1/datasets/none`, { method: 'DELETE', headers: { authorization: `Bearer ${generated.token.token}` } })).status).toBe(404);
+    expect(
+      (await fetch(`${generated.url}/api/v1/datasets/none`, { method: 'DELETE', headers: { authorization: `Bearer ${generated.token.token}` } })).status,
+    ).toBe(404);
     await generated.close();
     expect(existsSync(file)).toBe(false);
     // A newer node on the same port overwrote the file: the older one's stop must not take it away.
@@ -148,7 +170,10 @@ describe('access control', () => {
     expect(statSync(generated.file!).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, 'tokens')).mode & 0o777).toBe(0o700);
     expect(generated.token.length).toBeGreaterThanOrEqual(32);
-    expect(resolveAccessToken(undefined, 4321, { ...env, SHARDHERD_TOKEN: 'from-env-0123456789' })).toEqual({ token: 'from-env-0123456789', origin: 'environment' });
+    expect(resolveAccessToken(undefined, 4321, { ...env, SHARDHERD_TOKEN: 'from-env-0123456789' })).toEqual({
+      token: 'from-env-0123456789',
+      origin: 'environment',
+    });
     expect(resolveAccessToken('from-config-0123456789', 4321, { ...env, SHARDHERD_TOKEN: 'x' })).toEqual({ token: 'from-config-0123456789', origin: 'config' });
   });
 });
@@ -158,14 +183,23 @@ describe("shardherd's own routes", () => {
     const config = { ref: 'logs', numShards: 4, minNumNodes: 1, source: synthetic };
     expect(await call('/api/v1/datasets', { method: 'POST', body: config })).toEqual({ status: 201, body: { dataset: 'logs', created: true } });
     expect(await call('/api/v1/datasets', { method: 'POST', body: config })).toEqual({ status: 200, body: { dataset: 'logs', created: false } });
-    expect(await call('/api/v1/datasets', { method: 'POST', body: { ...config, numShards: 8 } })).toMatchObject({ status: 409, body: { error: 'DatasetConflict' } });
+    expect(await call('/api/v1/datasets', { method: 'POST', body: { ...config, numShards: 8 } })).toMatchObject({
+      status: 409,
+      body: { error: 'DatasetConflict' },
+    });
     const bad = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'x', numShards: 3, minNumNodes: 1, source: synthetic } });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('BadSchema');
     expect(bad.body.reason).toMatch(/numShards/);
     // An embedded cluster reads synthetic sources only: a Kafka dataset is refused at setup, not accepted to fail on every shard.
-    const kafka = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'fromkafka', numShards: 2, minNumNodes: 1, source: { type: 'kafka', topic: 'fromkafka' } } });
-    expect(kafka).toMatchObject({ status: 422, body: { error: 'BadData', reason: expect.stringMatching(/fromkafka has a kafka source, but this cluster reads synthetic sources only/) } });
+    const kafka = await call('/api/v1/datasets', {
+      method: 'POST',
+      body: { ref: 'fromkafka', numShards: 2, minNumNodes: 1, source: { type: 'kafka', topic: 'fromkafka' } },
+    });
+    expect(kafka).toMatchObject({
+      status: 422,
+      body: { error: 'BadData', reason: expect.stringMatching(/fromkafka has a kafka source, but this cluster reads synthetic sources only/) },
+    });
     const listed = await call('/api/v1/datasets');
     expect(listed.body.datasets.map((d: { name: string }) => d.name)).toEqual(['logs', 'metrics']);
     // The list gives each dataset's shards per status, not its shards: the same counts as the dataset's own view.
@@ -181,9 +215,12 @@ describe("shardherd's own routes", () => {
     expect(await call('/api/v1/datasets/Bad%20Name')).toMatchObject({ status: 400, body: { error: 'BadDatasetName' } });
   });
 
-  it('say why shards are unassigned when no node has room (FiloDB\'s capacity rule)', async () => {
+  it("say why shards are unassigned when no node has room (FiloDB's capacity rule)", async () => {
     await call('/api/v1/datasets', { method: 'POST', body: { ref: 'tight', numShards: 8, minNumNodes: 8, source: synthetic } });
-    const view = await eventually(() => call('/api/v1/datasets/tight'), (r) => r.status === 200 && r.body.shards.filter((s: { owners: unknown[] }) => s.owners.length > 0).length === 3);
+    const view = await eventually(
+      () => call('/api/v1/datasets/tight'),
+      (r) => r.status === 200 && r.body.shards.filter((s: { owners: unknown[] }) => s.owners.length > 0).length === 3,
+    );
     const unassigned = view.body.shards.filter((s: { owners: unknown[] }) => s.owners.length === 0);
     expect(unassigned).toHaveLength(5);
     for (const s of unassigned) expect(s.reason).toMatch(/no node has room: each takes at most ceil\(numShards \/ minNumNodes\) = 1 shards/);
@@ -228,7 +265,8 @@ describe("shardherd's own routes", () => {
     expect(await call('/api/v1/nothing')).toMatchObject({ status: 404, body: { error: 'NotFound' } });
     const spec = (await call('/api/v1/openapi.json')).body;
     expect(spec.openapi).toMatch(/^3\./);
-    for (const path of ['/api/v1/cluster/{dataset}/startshards', '/api/v1/datasets', '/api/v1/nodes/{node}/drain', '/metrics']) expect(Object.keys(spec.paths)).toContain(path);
+    for (const path of ['/api/v1/cluster/{dataset}/startshards', '/api/v1/datasets', '/api/v1/nodes/{node}/drain', '/metrics'])
+      expect(Object.keys(spec.paths)).toContain(path);
     expect(spec.paths['/api/v1/cluster/{dataset}/stopshards'].post.security).toEqual([{ bearer: [] }]);
     expect(spec.paths['/api/v1/cluster/{dataset}/status'].get.security).toBeUndefined();
   });
@@ -259,7 +297,11 @@ describe("shardherd's own routes", () => {
     const other = await startNodeApi(cluster.node('n3'), { port: 0, token: TOKEN });
     const config = { ref: 'late', numShards: 2, minNumNodes: 1, source: synthetic };
     const post = (api: NodeApi, body: unknown, key?: string) =>
-      fetch(`${api.url}/api/v1/datasets`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) }, body: JSON.stringify(body) });
+      fetch(`${api.url}/api/v1/datasets`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        body: JSON.stringify(body),
+      });
     const singleton = cluster.node('n1');
     singleton.pause();
     let key: string;
@@ -277,7 +319,10 @@ describe("shardherd's own routes", () => {
     try {
       // The request was on its way: the singleton applied it once it ran again. Sent again with its
       // key (to another node, its keys in another order) it is answered as it was then: created.
-      const again = await eventually(() => post(other, { source: synthetic, minNumNodes: 1, numShards: 2, ref: 'late' }, key), (r) => r.status !== 504);
+      const again = await eventually(
+        () => post(other, { source: synthetic, minNumNodes: 1, numShards: 2, ref: 'late' }, key),
+        (r) => r.status !== 504,
+      );
       expect(again.status).toBe(201);
       expect(await again.json()).toEqual({ dataset: 'late', created: true });
       // The same key for another request is refused, and changes nothing.

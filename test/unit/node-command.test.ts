@@ -35,7 +35,6 @@ async function runNodeAsync(config: unknown): Promise<{ status: number | null; s
   return { status, stdout, stderr };
 }
 
-
 describe('shardherd node', () => {
   it('exits 2 on a bad config, naming the key', async () => {
     const r = await runNode({ node: 'n1', kafka: { brokers: [] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } });
@@ -45,7 +44,12 @@ describe('shardherd node', () => {
   }, 30_000);
 
   it('exits 2 when a served handler module is missing, before connecting to anything', async () => {
-    const r = await runNode({ node: 'n1', kafka: { brokers: ['127.0.0.1:1'] }, cassandra: { contactPoints: ['127.0.0.1:1'], connectTimeoutMs: 20_000 }, serve: [{ dataset: 'metrics', handler: './handlers/none.js' }] });
+    const r = await runNode({
+      node: 'n1',
+      kafka: { brokers: ['127.0.0.1:1'] },
+      cassandra: { contactPoints: ['127.0.0.1:1'], connectTimeoutMs: 20_000 },
+      serve: [{ dataset: 'metrics', handler: './handlers/none.js' }],
+    });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/node\.json: serve\.0\.handler names no file: .*handlers\/none\.js/);
   }, 30_000);
@@ -62,7 +66,9 @@ describe('shardherd node', () => {
         status: { port: taken.port },
       });
       expect(r.status).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`node\\.json: status\\.port ${taken.port}: cannot listen on 127\\.0\\.0\\.1:${taken.port}, which is in use by another process`));
+      expect(r.stderr).toMatch(
+        new RegExp(`node\\.json: status\\.port ${taken.port}: cannot listen on 127\\.0\\.0\\.1:${taken.port}, which is in use by another process`),
+      );
       expect(r.stderr).toMatch(/did not join the cluster/);
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(kafka.connections()).toBe(0);
@@ -79,7 +85,10 @@ describe('shardherd node', () => {
       cassandra: { contactPoints: ['127.0.0.1:1'], connectTimeoutMs: 1_000 },
     });
     expect(r.status).toBe(1);
-    const lines = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message: string } });
+    const lines = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message: string } });
     const fatal = lines.find((l) => l.msg === 'node could not start');
     expect(fatal?.err?.message).toMatch(/127\.0\.0\.1:1/);
   }, 30_000);

@@ -42,15 +42,32 @@ describe('node config', () => {
     expect(c.cluster).toBe('shardherd');
     expect(c.kafka.sessionTimeoutMs).toBe(10_000);
     expect(c.kafka.fetchDecoder).toBe('shardherd');
-    expect(c.cassandra).toMatchObject({ localDataCenter: 'datacenter1', keyspace: 'shardherd', replicationFactor: 1, connectTimeoutMs: 60_000, maxConcurrentRequests: 128, maxMutationBytes: 1_048_576 });
+    expect(c.cassandra).toMatchObject({
+      localDataCenter: 'datacenter1',
+      keyspace: 'shardherd',
+      replicationFactor: 1,
+      connectTimeoutMs: 60_000,
+      maxConcurrentRequests: 128,
+      maxMutationBytes: 1_048_576,
+    });
     expect(c.sink).toEqual({ type: 'log' });
     expect(c.status).toBeUndefined();
     expect(c.runtime.publishIntervalMs).toBe(5_000);
   });
 
   it('a cassandra sink: its documented defaults, and bad keys refused by name', () => {
-    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra' } }).sink).toEqual({ type: 'cassandra', table: 'shardherd_records', recordsPerBatch: 100, requestTimeoutMs: 12_000 });
-    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['127.0.0.2:9042'], requestTimeoutMs: 60_000 } }).sink).toEqual({ type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['127.0.0.2:9042'], requestTimeoutMs: 60_000 });
+    expect(parseNodeConfig({ ...minimal, sink: { type: 'cassandra' } }).sink).toEqual({
+      type: 'cassandra',
+      table: 'shardherd_records',
+      recordsPerBatch: 100,
+      requestTimeoutMs: 12_000,
+    });
+    expect(
+      parseNodeConfig({
+        ...minimal,
+        sink: { type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['127.0.0.2:9042'], requestTimeoutMs: 60_000 },
+      }).sink,
+    ).toEqual({ type: 'cassandra', table: 'recs', recordsPerBatch: 1, contactPoints: ['127.0.0.2:9042'], requestTimeoutMs: 60_000 });
     expect(refusal({ ...minimal, sink: { type: 'cassandra', table: 'Bad-Name' } })).toMatch(/sink\.table/);
     expect(refusal({ ...minimal, sink: { type: 'cassandra', recordsPerBatch: 0 } })).toMatch(/sink\.recordsPerBatch/);
     expect(refusal({ ...minimal, sink: { type: 'cassandra', requestTimeoutMs: 'soon' } })).toMatch(/sink\.requestTimeoutMs/);
@@ -58,7 +75,11 @@ describe('node config', () => {
 
   it("hands the cassandra keys to the MetaStore's options (what each changes: test/integration/cassandra-map-parts.test.ts)", () => {
     const log = pino({ level: 'silent' });
-    const c = parseNodeConfig({ ...minimal, cluster: 'prod', cassandra: { ...minimal.cassandra, keyspace: 'sh', replicationFactor: 3, maxConcurrentRequests: 16, maxMutationBytes: 4096 } });
+    const c = parseNodeConfig({
+      ...minimal,
+      cluster: 'prod',
+      cassandra: { ...minimal.cassandra, keyspace: 'sh', replicationFactor: 3, maxConcurrentRequests: 16, maxMutationBytes: 4096 },
+    });
     expect(metaStoreOptions(c, log)).toEqual({
       contactPoints: ['127.0.0.1:9042'],
       localDataCenter: 'datacenter1',
@@ -70,9 +91,15 @@ describe('node config', () => {
       maxMutationBytes: 4096,
       log,
     });
-    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxConcurrentRequests: 0 } })).toBe('node.json: cassandra.maxConcurrentRequests must be at least 1');
-    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxConcurrentRequests: 4096 } })).toBe('node.json: cassandra.maxConcurrentRequests must be at most 2048');
-    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxMutationBytes: 100 } })).toBe('node.json: cassandra.maxMutationBytes must be at least 1024');
+    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxConcurrentRequests: 0 } })).toBe(
+      'node.json: cassandra.maxConcurrentRequests must be at least 1',
+    );
+    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxConcurrentRequests: 4096 } })).toBe(
+      'node.json: cassandra.maxConcurrentRequests must be at most 2048',
+    );
+    expect(refusal({ ...minimal, cassandra: { ...minimal.cassandra, maxMutationBytes: 100 } })).toBe(
+      'node.json: cassandra.maxMutationBytes must be at least 1024',
+    );
   });
 
   it('names the key that is wrong, missing or unknown', () => {
@@ -91,18 +118,33 @@ describe('node config', () => {
     const kafka = { ...minimal.kafka, maxRecordBytes: 65_536, maxMessageBytes: 1_048_576, compression: 'none' };
     const set = new KafkaBus(kafkaBusOptions(parseNodeConfig({ ...minimal, kafka }), log)).settings;
     expect(set).toMatchObject({ maxRecordBytes: 65_536, maxMessageBytes: 1_048_576, compression: 'none', clientId: 'shardherd-shardherd-node-1' });
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxRecordBytes: 512 } })).toBe('node.json: kafka.maxRecordBytes must be a whole number from 1024 to 268435456, got 512');
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: 100_000 } })).toBe('node.json: kafka.maxRecordBytes (262144) must be at most maxMessageBytes (100000)');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxRecordBytes: 512 } })).toBe(
+      'node.json: kafka.maxRecordBytes must be a whole number from 1024 to 268435456, got 512',
+    );
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: 100_000 } })).toBe(
+      'node.json: kafka.maxRecordBytes (262144) must be at most maxMessageBytes (100000)',
+    );
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: '64MB' } })).toBe('node.json: kafka.maxMessageBytes must be a number of bytes');
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, compression: 'zstd' } })).toBe('node.json: kafka.compression must be "gzip" or "none"');
   });
 
   it('takes the failure detector section: session-only by default, timings into the runtime, the endpoint apart', () => {
     const d = parseNodeConfig(minimal);
-    expect(d.runtime.failureDetector).toEqual({ mode: 'session-only', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1800, indirectProbes: 3, leaseMs: 500, singletonLeaseMs: 5000, joinGraceMs: 5400 });
+    expect(d.runtime.failureDetector).toEqual({
+      mode: 'session-only',
+      heartbeatIntervalMs: 100,
+      suspicionTimeoutMs: 1800,
+      indirectProbes: 3,
+      leaseMs: 500,
+      singletonLeaseMs: 5000,
+      joinGraceMs: 5400,
+    });
     expect(d.detector).toEqual({ host: '127.0.0.1', port: 0 });
     expect('failureDetector' in d).toBe(false);
-    const c = parseNodeConfig({ ...minimal, failureDetector: { mode: 'heartbeat', leaseMs: 400, host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' } });
+    const c = parseNodeConfig({
+      ...minimal,
+      failureDetector: { mode: 'heartbeat', leaseMs: 400, host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' },
+    });
     expect(c.runtime.failureDetector).toMatchObject({ mode: 'heartbeat', leaseMs: 400 });
     expect(c.detector).toEqual({ host: '0.0.0.0', port: 7100, advertisedHost: 'node-1.internal' });
     // Behind a proxy or a NAT: it listens on one port and tells the others another.
@@ -112,17 +154,25 @@ describe('node config', () => {
 
   it('refuses failure detector settings that cannot work, naming the key', () => {
     const fd = (failureDetector: unknown) => refusal({ ...minimal, failureDetector });
-    expect(fd({ heartbeatIntervalMs: 'fast' })).toBe('node.json: failureDetector.heartbeatIntervalMs must be a positive whole number of milliseconds, got fast');
+    expect(fd({ heartbeatIntervalMs: 'fast' })).toBe(
+      'node.json: failureDetector.heartbeatIntervalMs must be a positive whole number of milliseconds, got fast',
+    );
     expect(fd({ leaseMs: -1 })).toBe('node.json: failureDetector.leaseMs must be a positive whole number of milliseconds, got -1');
-    expect(fd({ heartbeatIntervalMs: 500, suspicionTimeoutMs: 1000 })).toBe('node.json: failureDetector.suspicionTimeoutMs (1000) must be at least three heartbeats (3 × heartbeatIntervalMs = 1500)');
-    expect(fd({ suspicionTimeoutMs: 900, leaseMs: 1000 })).toMatch(/^node\.json: failureDetector\.leaseMs \(1000\) must not be longer than the suspicion timeout/);
+    expect(fd({ heartbeatIntervalMs: 500, suspicionTimeoutMs: 1000 })).toBe(
+      'node.json: failureDetector.suspicionTimeoutMs (1000) must be at least three heartbeats (3 × heartbeatIntervalMs = 1500)',
+    );
+    expect(fd({ suspicionTimeoutMs: 900, leaseMs: 1000 })).toMatch(
+      /^node\.json: failureDetector\.leaseMs \(1000\) must not be longer than the suspicion timeout/,
+    );
     expect(fd({ mode: 'swim' })).toBe('node.json: failureDetector.mode must be "session-only" or "heartbeat", got "swim"');
     expect(fd({ lease: 500 })).toBe('node.json: failureDetector.lease is not a known key');
     expect(fd({ port: 70_000 })).toBe('node.json: failureDetector.port must be 0..65535');
     expect(fd({ advertisedPort: 0 })).toBe('node.json: failureDetector.advertisedPort must be 1..65535');
     expect(fd({ advertisedPort: 65_536 })).toBe('node.json: failureDetector.advertisedPort must be 1..65535');
     expect(fd({ advertisedPort: '7100' })).toBe('node.json: failureDetector.advertisedPort must be a port number');
-    expect(refusal({ ...minimal, runtime: { failureDetector: { mode: 'heartbeat' } } })).toBe('node.json: runtime.failureDetector is set by "failureDetector" in a node config');
+    expect(refusal({ ...minimal, runtime: { failureDetector: { mode: 'heartbeat' } } })).toBe(
+      'node.json: runtime.failureDetector is set by "failureDetector" in a node config',
+    );
   });
 
   it('validates every dataset and refuses a dataset named twice', () => {
@@ -146,7 +196,16 @@ describe('node config: serve', () => {
   it('resolves handler modules against the config file, and keeps host and port', async () => {
     const dir = tempDir('shardherd-config-');
     await mkdir(join(dir, 'handlers'));
-    await writeFile(join(dir, 'node.json'), JSON.stringify({ ...minimal, serve: [{ dataset: 'metrics', handler: './handlers/m.js', port: 9500, host: '0.0.0.0', advertisedHost: 'node-1.local' }, { dataset: 'logs', handler: '/abs/l.js' }] }));
+    await writeFile(
+      join(dir, 'node.json'),
+      JSON.stringify({
+        ...minimal,
+        serve: [
+          { dataset: 'metrics', handler: './handlers/m.js', port: 9500, host: '0.0.0.0', advertisedHost: 'node-1.local' },
+          { dataset: 'logs', handler: '/abs/l.js' },
+        ],
+      }),
+    );
     const c = await loadNodeConfig(join(dir, 'node.json'));
     expect(c.serve).toEqual([
       { dataset: 'metrics', handler: join(dir, 'handlers/m.js'), port: 9500, host: '0.0.0.0', advertisedHost: 'node-1.local' },
@@ -161,14 +220,37 @@ describe('node config: serve', () => {
     expect(refusal({ ...minimal, serve: [{ dataset: 'm' }] })).toBe('node.json: serve.0.handler is required');
     expect(refusal({ ...minimal, serve: [{ dataset: 'm', handler: 'h.js', prot: 1 }] })).toBe('node.json: serve.0.prot is not a known key');
     expect(refusal({ ...minimal, serve: [{ dataset: 'm', handler: 'h.js', port: 70_000 }] })).toMatch(/^node\.json: serve\.0\.port /);
-    expect(refusal({ ...minimal, serve: [{ dataset: 'm', handler: 'a.js' }, { dataset: 'm', handler: 'b.js' }] })).toBe('node.json: serve.1.dataset names dataset m a second time: one handler a dataset');
+    expect(
+      refusal({
+        ...minimal,
+        serve: [
+          { dataset: 'm', handler: 'a.js' },
+          { dataset: 'm', handler: 'b.js' },
+        ],
+      }),
+    ).toBe('node.json: serve.1.dataset names dataset m a second time: one handler a dataset');
   });
 
   it('loads createHandler (given the node id), a named handler or the default export; a dataset not set up is fine', async () => {
     const log = pino({ level: 'silent' });
-    const c = parseNodeConfig({ ...minimal, serve: [{ dataset: 'nowhere', handler: 'shard-echo-handler.mjs' }, { dataset: 'other', handler: 'default-export-handler.mjs' }] }, 'node.json', SUPPORT);
+    const c = parseNodeConfig(
+      {
+        ...minimal,
+        serve: [
+          { dataset: 'nowhere', handler: 'shard-echo-handler.mjs' },
+          { dataset: 'other', handler: 'default-export-handler.mjs' },
+        ],
+      },
+      'node.json',
+      SUPPORT,
+    );
     const [echo, byDefault] = await loadServeHandlers(c, log, 'node.json');
-    const request = (shard: number) => ({ dataset: 'nowhere' as DatasetRef, shard: shard as ShardNum, payload: { q: 1 }, signal: new AbortController().signal });
+    const request = (shard: number) => ({
+      dataset: 'nowhere' as DatasetRef,
+      shard: shard as ShardNum,
+      payload: { q: 1 },
+      signal: new AbortController().signal,
+    });
     expect(echo!.serve.dataset).toBe('nowhere');
     expect(await echo!.handler(request(3))).toEqual({ node: 'node-1', shard: 3, payload: { q: 1 } });
     expect(await byDefault!.handler(request(5))).toEqual({ shard: 5, by: 'default' });
@@ -176,9 +258,12 @@ describe('node config: serve', () => {
 
   it('refuses a missing module or one without a handler, naming the key', async () => {
     const log = pino({ level: 'silent' });
-    const load = (handler: string) => loadServeHandlers(parseNodeConfig({ ...minimal, serve: [{ dataset: 'm', handler }] }, 'node.json', SUPPORT), log, 'node.json');
+    const load = (handler: string) =>
+      loadServeHandlers(parseNodeConfig({ ...minimal, serve: [{ dataset: 'm', handler }] }, 'node.json', SUPPORT), log, 'node.json');
     await expect(load('missing.mjs')).rejects.toThrow(`node.json: serve.0.handler names no file: ${join(SUPPORT, 'missing.mjs')}`);
-    await expect(load('no-handler.mjs')).rejects.toThrow(/^node\.json: serve\.0\.handler .*no-handler\.mjs exports no handler: a function as its default export, or named "handler" or "createHandler"$/);
+    await expect(load('no-handler.mjs')).rejects.toThrow(
+      /^node\.json: serve\.0\.handler .*no-handler\.mjs exports no handler: a function as its default export, or named "handler" or "createHandler"$/,
+    );
     await expect(load('.')).rejects.toBeInstanceOf(NodeConfigError);
   });
 });

@@ -37,7 +37,14 @@ afterEach(() => {
 });
 
 function config(): DatasetConfig {
-  const r = validateDatasetConfig({ ref: 'ds', numShards: 1, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 100 } });
+  const r = validateDatasetConfig({
+    ref: 'ds',
+    numShards: 1,
+    minNumNodes: 1,
+    replicationFactor: 2,
+    strategy: 'balanced',
+    source: { type: 'synthetic', recordsPerSecond: 100 },
+  });
   if (!r.ok) throw new Error(r.error.message);
   return r.value;
 }
@@ -62,7 +69,10 @@ async function settle(clock: SimulatedClock, ms: number): Promise<void> {
 }
 
 /** A coordinator of node n1 (a member at epoch 1) on a simulated clock, with the reports it sends. */
-function startCoordinator<S extends RecordSink = CountingSink>(sourceOf: (clock: SimulatedClock) => IngestionSource = (clock) => new SyntheticSource(clock), sink: S = new CountingSink() as RecordSink as S) {
+function startCoordinator<S extends RecordSink = CountingSink>(
+  sourceOf: (clock: SimulatedClock) => IngestionSource = (clock) => new SyntheticSource(clock),
+  sink: S = new CountingSink() as RecordSink as S,
+) {
   const clock = new SimulatedClock(0);
   const log = pino({ level: 'silent' });
   const rt = new ActorRuntime(`coordinator-${Math.floor(performance.now() * 1000)}`, log);
@@ -168,7 +178,11 @@ describe('node coordinator: a copy that failed here', () => {
     expect(opens).toBe(1);
 
     // Taken away for the error and given back, both in the one map the node sees.
-    const givenBack = mapOf([...placed, ShardEvents.ingestionError(ref, shard, me, 'the topic offsets could not be read'), ShardEvents.copyAdded(ref, shard, me)]);
+    const givenBack = mapOf([
+      ...placed,
+      ShardEvents.ingestionError(ref, shard, me, 'the topic offsets could not be read'),
+      ShardEvents.copyAdded(ref, shard, me),
+    ]);
     expect(givenBack.copyOnNode(shard, me)).toMatchObject({ placement: 'Initializing', status: { type: 'Assigned' } });
     const reported = reports.length;
     send(givenBack);
@@ -222,7 +236,14 @@ describe('node coordinator: a copy that failed under a token its map had moved o
     expect(await running()).toEqual([]);
 
     // Taken away and given back: a newer token, a new start.
-    send(mapOf([...placed, ShardEvents.copyAdded(ref, shard, other), ShardEvents.ingestionError(ref, shard, me, 'the topic offsets could not be read'), ShardEvents.copyAdded(ref, shard, me)]));
+    send(
+      mapOf([
+        ...placed,
+        ShardEvents.copyAdded(ref, shard, other),
+        ShardEvents.ingestionError(ref, shard, me, 'the topic offsets could not be read'),
+        ShardEvents.copyAdded(ref, shard, me),
+      ]),
+    );
     await settle(clock, 1_000);
     expect(opens).toBe(2);
     expect((await running()).map((r) => r.status.type)).toEqual(['Active']);

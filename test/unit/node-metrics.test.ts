@@ -24,7 +24,9 @@ const sum = (families: Map<string, ParsedFamily>, name: string) => (families.get
 
 beforeAll(async () => {
   // Shard 3's record 20 cannot be read: the shard errors and the singleton moves it once.
-  cluster = liveCluster('metrics', ['n1', 'n2', 'n3'], { source: { failAt: (_ds, shard, offset) => (shard === 3 && offset === 20 ? 'poison record' : undefined) } });
+  cluster = liveCluster('metrics', ['n1', 'n2', 'n3'], {
+    source: { failAt: (_ds, shard, offset) => (shard === 3 && offset === 20 ? 'poison record' : undefined) },
+  });
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 500 } });
   for (const n of ['n1', 'n2']) apis.push(await startNodeApi(cluster.node(n), { port: 0, token: 'metrics-test-token-1234' }));
@@ -92,9 +94,13 @@ describe('GET /metrics series', () => {
     expect(value(f, 'shardherd_shard_reassignments_total', { dataset: 'metrics' })).toBe(0);
     expect(value(f, 'shardherd_shard_cooldown_refusals_total', { dataset: 'metrics' })).toBe(0);
     for (const operation of ['produce', 'handle']) expect(value(f, 'shardherd_bus_errors_total', { operation }), operation).toBe(0);
-    const topics = f.get('shardherd_bus_malformed_records_total')!.metrics.map((m) => m.labels!.topic).sort();
+    const topics = f
+      .get('shardherd_bus_malformed_records_total')!
+      .metrics.map((m) => m.labels!.topic)
+      .sort();
     expect(topics.map((t) => t!.replace(/^.*\./, ''))).toEqual(['endpoints', 'events', 'inbox', 'replies']);
-    for (const operation of ['putShardMap', 'takeLease', 'writeCheckpoint', 'readCheckpointsOf']) expect(value(f, 'shardherd_metastore_errors_total', { operation }), operation).toBe(0);
+    for (const operation of ['putShardMap', 'takeLease', 'writeCheckpoint', 'readCheckpointsOf'])
+      expect(value(f, 'shardherd_metastore_errors_total', { operation }), operation).toBe(0);
   });
 
   it('say which version each node runs', async () => {
@@ -112,7 +118,9 @@ describe('GET /metrics series', () => {
     const before = await scrape(apis[1]!);
     expect(value(before, 'shardherd_ingested_records_total', { dataset: 'metrics', shard: String(shard) })).toBeGreaterThan(0);
     const stop = await fetch(`${apis[0]!.url}/api/v1/cluster/metrics/stopshards`, {
-      method: 'POST', headers: { authorization: 'Bearer metrics-test-token-1234', 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [shard] }),
+      method: 'POST',
+      headers: { authorization: 'Bearer metrics-test-token-1234', 'content-type': 'application/json' },
+      body: JSON.stringify({ shardList: [shard] }),
     });
     expect(stop.status).toBe(200);
     const deadline = Date.now() + 10_000;

@@ -8,7 +8,8 @@ import { adminReplyTo, ds1, Harness, replyOf } from '../support/manager-harness.
 function clusterWithOneCopyOn(victim: string): Harness {
   const h = new Harness();
   let joinedAt = 0;
-  for (const name of ['n1', 'n2', 'n3']) h.run({ type: 'MemberUp', member: { node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++joinedAt } });
+  for (const name of ['n1', 'n2', 'n3'])
+    h.run({ type: 'MemberUp', member: { node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++joinedAt } });
   const config = validateDatasetConfig({ ref: ds1, numShards: 2, minNumNodes: 2, source: { type: 'synthetic' } });
   if (!config.ok) throw new Error(config.error.message);
   h.run({ type: 'SetupDataset', config: config.value, replyTo: adminReplyTo() });
@@ -21,7 +22,11 @@ describe('node operation replies', () => {
   it('say "1 copy" for a drain of a node with one copy', () => {
     const h = clusterWithOneCopyOn('n3');
     const reply = replyOf(h.run({ type: 'RemoveNode', node: 'n3', replyTo: adminReplyTo() }));
-    expect(reply).toMatchObject({ type: 'NodeOperationAccepted', moves: 1, message: 'n3 is being drained: 1 copy to hand off; it will be told when it may stop' });
+    expect(reply).toMatchObject({
+      type: 'NodeOperationAccepted',
+      moves: 1,
+      message: 'n3 is being drained: 1 copy to hand off; it will be told when it may stop',
+    });
   });
 
   it('say "1 copy" for a replacement of a node with one copy, and refuse a replacement that already serves one', () => {

@@ -7,7 +7,14 @@ import type { Effect, Notice } from '../../src/core/shard-manager/protocol.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import { Harness } from '../support/manager-harness.js';
 
-const started = (dataset: string, shard: number): Notice => ({ name: 'shard.handoff-started', level: 'info', dataset: dataset as DatasetRef, shard, node: 'a' as NodeId, message: `${dataset}/${shard} moves` });
+const started = (dataset: string, shard: number): Notice => ({
+  name: 'shard.handoff-started',
+  level: 'info',
+  dataset: dataset as DatasetRef,
+  shard,
+  node: 'a' as NodeId,
+  message: `${dataset}/${shard} moves`,
+});
 /** The notices a decision that noticed `notices` says. */
 function lotOfNotices(notices: readonly Notice[]): Effect[] {
   const lots = new NoticeLots();
@@ -36,7 +43,14 @@ describe('notices of one decision', () => {
   it('a 65 536-shard setup of three copies says its added copies in one notice, and counts them all', () => {
     const h = new Harness();
     for (const c of ['c1', 'c2', 'c3']) h.addMember(c);
-    const cfg = validateDatasetConfig({ ref: 'big', numShards: 65_536, minNumNodes: 1, replicationFactor: 3, strategy: 'balanced', source: { type: 'synthetic' } });
+    const cfg = validateDatasetConfig({
+      ref: 'big',
+      numShards: 65_536,
+      minNumNodes: 1,
+      replicationFactor: 3,
+      strategy: 'balanced',
+      source: { type: 'synthetic' },
+    });
     if (!cfg.ok) throw new Error(cfg.error.message);
     const effects = h.run({ type: 'SetupDataset', config: cfg.value, replyTo: 'admin-x' as never });
     const notices = noticesOf(effects);

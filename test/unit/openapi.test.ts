@@ -75,28 +75,59 @@ describe('the OpenAPI document', () => {
     broken.paths['/api/v1/overview'].get.responses['200'].description = 'Default Response';
     broken.components.schemas.ErrorBody.properties.error = { type: 'string', const: 'x' };
     broken.paths['/api/v1/members'].get.responses['200'].content['application/json'].schema = { $ref: '#/components/schemas/Nowhere' };
-    expect(structuralProblems(broken)).toEqual(expect.arrayContaining([
-      'GET /api/v1/overview 200: needs a description of its own',
-      'components.schemas.ErrorBody.properties.error: has "const", not an OpenAPI 3.0 schema keyword',
-      'GET /api/v1/members 200.application/json.schema: refers to #/components/schemas/Nowhere, which is not in components.schemas',
-      'components.schemas.MemberList: is referenced by no operation',
-    ]));
+    expect(structuralProblems(broken)).toEqual(
+      expect.arrayContaining([
+        'GET /api/v1/overview 200: needs a description of its own',
+        'components.schemas.ErrorBody.properties.error: has "const", not an OpenAPI 3.0 schema keyword',
+        'GET /api/v1/members 200.application/json.schema: refers to #/components/schemas/Nowhere, which is not in components.schemas',
+        'components.schemas.MemberList: is referenced by no operation',
+      ]),
+    );
   });
 
   it('documents a dataset config that takes every config the validator takes', () => {
-    const valid = { ref: 'metrics', numShards: 8, minNumNodes: 2, spread: 2, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 4, copyStartFrom: 'serving-copies', source: { type: 'kafka', topic: 'metrics.in', startFrom: 'latest' } };
-    const field = fc.constantFrom('ref', 'numShards', 'minNumNodes', 'spread', 'replicationFactor', 'strategy', 'maxConcurrentMoves', 'copyStartFrom', 'replacementDelayMs', 'source');
-    const value = fc.oneof(fc.integer({ min: -2, max: 70_000 }), fc.constantFrom(1, 2, 16, 65536, 0.5, 'balanced', 'filodb-default', 'earliest', 'x', null), fc.constant({ type: 'synthetic' }), fc.constant({ type: 'synthetic', recordsPerSecond: 0.5 }));
+    const valid = {
+      ref: 'metrics',
+      numShards: 8,
+      minNumNodes: 2,
+      spread: 2,
+      replicationFactor: 2,
+      strategy: 'balanced',
+      maxConcurrentMoves: 4,
+      copyStartFrom: 'serving-copies',
+      source: { type: 'kafka', topic: 'metrics.in', startFrom: 'latest' },
+    };
+    const field = fc.constantFrom(
+      'ref',
+      'numShards',
+      'minNumNodes',
+      'spread',
+      'replicationFactor',
+      'strategy',
+      'maxConcurrentMoves',
+      'copyStartFrom',
+      'replacementDelayMs',
+      'source',
+    );
+    const value = fc.oneof(
+      fc.integer({ min: -2, max: 70_000 }),
+      fc.constantFrom(1, 2, 16, 65536, 0.5, 'balanced', 'filodb-default', 'earliest', 'x', null),
+      fc.constant({ type: 'synthetic' }),
+      fc.constant({ type: 'synthetic', recordsPerSecond: 0.5 }),
+    );
     let takenByBoth = 0;
-    fc.assert(fc.property(field, value, fc.boolean(), (f, v, drop) => {
-      const config: Record<string, unknown> = { ...valid };
-      if (drop) delete config[f];
-      else config[f] = v;
-      if (validateDatasetConfig(config).ok) {
-        takenByBoth += 1;
-        expect(check.acceptsBody('POST /api/v1/datasets', config), JSON.stringify(config)).toBe(true);
-      }
-    }), { numRuns: 1_000, seed: 22 });
+    fc.assert(
+      fc.property(field, value, fc.boolean(), (f, v, drop) => {
+        const config: Record<string, unknown> = { ...valid };
+        if (drop) delete config[f];
+        else config[f] = v;
+        if (validateDatasetConfig(config).ok) {
+          takenByBoth += 1;
+          expect(check.acceptsBody('POST /api/v1/datasets', config), JSON.stringify(config)).toBe(true);
+        }
+      }),
+      { numRuns: 1_000, seed: 22 },
+    );
     expect(takenByBoth).toBeGreaterThan(50);
   });
 });
@@ -113,7 +144,9 @@ describe('every route answers as documented', () => {
     expect((await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [1] }, token: null })).status).toBe(401);
     expect((await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', body: { shardList: [1] }, token: 'not-the-token-0123' })).status).toBe(403);
     expect((await call('/api/v1/cluster/nope/stopshards', { method: 'POST', body: { shardList: [1] } })).status).toBe(404);
-    expect((await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', raw: 'shardList=1', contentType: 'application/x-www-form-urlencoded' })).status).toBe(415);
+    expect(
+      (await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', raw: 'shardList=1', contentType: 'application/x-www-form-urlencoded' })).status,
+    ).toBe(415);
     expect((await call('/api/v1/cluster/metrics/stopshards', { method: 'POST', raw: `{"shardList":[${'1,'.repeat(600_000)}1]}` })).status).toBe(413);
     const started = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: owner, shardList: [5] } });
     expect(started.status).toBe(200);
@@ -122,7 +155,21 @@ describe('every route answers as documented', () => {
   }, 30_000);
 
   it("shardherd's reads and the node's own routes", async () => {
-    for (const path of ['/api/v1/overview', '/api/v1/datasets', '/api/v1/datasets/metrics', '/api/v1/members', '/api/v1/singleton', '/api/v1/cooldowns', '/api/v1/node-operations', '/status', '/api/v1/node', '/healthz', '/metrics', '/api/v1/node/ingestion', '/api/v1/page/shards/metrics/3']) {
+    for (const path of [
+      '/api/v1/overview',
+      '/api/v1/datasets',
+      '/api/v1/datasets/metrics',
+      '/api/v1/members',
+      '/api/v1/singleton',
+      '/api/v1/cooldowns',
+      '/api/v1/node-operations',
+      '/status',
+      '/api/v1/node',
+      '/healthz',
+      '/metrics',
+      '/api/v1/node/ingestion',
+      '/api/v1/page/shards/metrics/3',
+    ]) {
       expect((await call(path)).status, path).toBe(200);
     }
     // The singleton's node adds the singleton's own state to /status.
@@ -140,13 +187,17 @@ describe('every route answers as documented', () => {
     // The event stream: its head is enough (it stays open).
     const abort = new AbortController();
     const events = await fetch(`${api.url}/api/v1/events`, { signal: abort.signal });
-    expect(check.answerProblem(check.operationOf('GET', '/api/v1/events')!, events.status, events.headers.get('content-type'), 'retry: 2000\n\n')).toBeUndefined();
+    expect(
+      check.answerProblem(check.operationOf('GET', '/api/v1/events')!, events.status, events.headers.get('content-type'), 'retry: 2000\n\n'),
+    ).toBeUndefined();
     seen.set('GET /api/v1/events', new Set([events.status]));
     abort.abort();
     // The page's stream, and a shard's details while it runs (with history and rates).
     const pageAbort = new AbortController();
     const page = await fetch(`${api.url}/api/v1/page/events`, { signal: pageAbort.signal });
-    expect(check.answerProblem(check.operationOf('GET', '/api/v1/page/events')!, page.status, page.headers.get('content-type'), 'retry: 2000\n\n')).toBeUndefined();
+    expect(
+      check.answerProblem(check.operationOf('GET', '/api/v1/page/events')!, page.status, page.headers.get('content-type'), 'retry: 2000\n\n'),
+    ).toBeUndefined();
     seen.set('GET /api/v1/page/events', new Set([page.status]));
     const deadline = Date.now() + 10_000;
     let details: Record<string, unknown>;
@@ -162,7 +213,10 @@ describe('every route answers as documented', () => {
     expect((await call('/api/v1/datasets', { method: 'POST', body: logs })).status).toBe(200);
     expect((await call('/api/v1/datasets', { method: 'POST', body: { ...logs, numShards: 4 } })).status).toBe(409);
     expect(json(await call('/api/v1/datasets', { method: 'POST', body: { ...logs, numShards: 3 } }))).toMatchObject({ error: 'BadSchema' });
-    expect(json(await call('/api/v1/datasets', { method: 'POST', body: { ...logs, spread: 5 } }))).toMatchObject({ error: 'BadSchema', reason: expect.stringMatching(/spread/) });
+    expect(json(await call('/api/v1/datasets', { method: 'POST', body: { ...logs, spread: 5 } }))).toMatchObject({
+      error: 'BadSchema',
+      reason: expect.stringMatching(/spread/),
+    });
     expect((await call('/api/v1/datasets', { method: 'POST', body: { ...logs, ref: 'k', source: { type: 'kafka', topic: 'k' } } })).status).toBe(422);
     expect((await call('/api/v1/datasets?createTopic=yes', { method: 'POST', body: logs })).status).toBe(400);
     expect((await call('/api/v1/datasets/logs', { method: 'DELETE' })).status).toBe(200);

@@ -132,7 +132,7 @@ describe('IngestionSampler', () => {
 });
 
 describe('GET /api/v1/page/events and /api/v1/page/shards/:dataset/:shard', () => {
-  it('sends a snapshot, then only the shard that changed, and the shard\'s details tell its copies\' rate and lag and its history', async () => {
+  it("sends a snapshot, then only the shard that changed, and the shard's details tell its copies' rate and lag and its history", async () => {
     const events = await EventStream.open(`${api.url}/api/v1/page/events`);
     try {
       const snapshot = JSON.parse((await events.next('snapshot')).data) as PageView & { timeline: TimelineEvent[] };
@@ -141,7 +141,11 @@ describe('GET /api/v1/page/events and /api/v1/page/shards/:dataset/:shard', () =
       const ingestion = JSON.parse((await events.next('ingestion')).data) as { nodes: { node: string; state: string }[] };
       expect(ingestion.nodes.map((n) => n.state)).toEqual(['ok', 'ok', 'ok']);
 
-      const stop = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ shardList: [5] }) });
+      const stop = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ shardList: [5] }),
+      });
       expect(stop.status).toBe(200);
       type Changes = PageChanges & { events?: TimelineEvent[] };
       const next = async (): Promise<Changes> => JSON.parse((await events.next('changes')).data) as Changes;
@@ -149,13 +153,30 @@ describe('GET /api/v1/page/events and /api/v1/page/shards/:dataset/:shard', () =
       do changes = await next();
       while (!changes.datasets);
       // The shard as the node's map has it at once; why it has no copy when the singleton answers (the same or a later update).
-      expect(changes.datasets).toEqual([{ name: 'metrics', epoch: 1, version: expect.any(Number), counts: { A: 7, S: 1 }, shards: [[5, ['S', [], ...(changes.datasets[0]!.shards[0]![1][2] ? [{ r: expect.any(String) }] : [])]]] }]);
-      expect(changes.events).toEqual([{ at: changes.at, dataset: 'metrics', shard: 5, from: 'A', to: 'S', what: expect.stringMatching(/^Active → Stopped; −n\d$/) }]);
+      expect(changes.datasets).toEqual([
+        {
+          name: 'metrics',
+          epoch: 1,
+          version: expect.any(Number),
+          counts: { A: 7, S: 1 },
+          shards: [[5, ['S', [], ...(changes.datasets[0]!.shards[0]![1][2] ? [{ r: expect.any(String) }] : [])]]],
+        },
+      ]);
+      expect(changes.events).toEqual([
+        { at: changes.at, dataset: 'metrics', shard: 5, from: 'A', to: 'S', what: expect.stringMatching(/^Active → Stopped; −n\d$/) },
+      ]);
       while (!changes.datasets?.[0]?.shards[0]?.[1][2]) changes = await next();
       expect(changes.datasets[0]!.shards).toEqual([[5, ['S', [], { r: expect.stringMatching(/^stopped by an operator/) }]]]);
 
       const stopped = await get<ShardDetails>(`${api.url}/api/v1/page/shards/metrics/5`);
-      expect(stopped.body).toMatchObject({ dataset: 'metrics', shard: 5, status: 'Stopped', reason: expect.stringMatching(/^stopped by an operator/), copies: [], history: [{ from: 'A', to: 'S' }] });
+      expect(stopped.body).toMatchObject({
+        dataset: 'metrics',
+        shard: 5,
+        status: 'Stopped',
+        reason: expect.stringMatching(/^stopped by an operator/),
+        copies: [],
+        history: [{ from: 'A', to: 'S' }],
+      });
       await events.next('ingestion');
       await events.next('ingestion');
       const running = await get<ShardDetails>(`${api.url}/api/v1/page/shards/metrics/0`);
@@ -174,7 +195,7 @@ describe('GET /api/v1/page/events and /api/v1/page/shards/:dataset/:shard', () =
     expect((await get<{ error: string }>(`${api.url}/api/v1/page/shards/metrics/8`)).body.error).toBe('ShardUnknown');
   });
 
-  it('answers a shard\'s details when no page watches, without history or rates', async () => {
+  it("answers a shard's details when no page watches, without history or rates", async () => {
     const details = await get<ShardDetails>(`${other.url}/api/v1/page/shards/metrics/1`);
     expect(details.status).toBe(200);
     expect(details.body).toMatchObject({ status: 'Active', history: [] });

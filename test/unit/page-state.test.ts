@@ -9,13 +9,37 @@ import { StringTable } from '../../src/core/string-table.js';
 import { SingletonClient } from '../../src/http/singleton-client.js';
 import { liveCluster } from '../support/live-cluster.js';
 
-const member = (node: string, rack?: string): MemberView => ({ node, incarnation: `${node}-1`, weight: 1, joinedAt: 0, singleton: node === 'n1', copies: 0, ...(rack ? { rack } : {}) });
+const member = (node: string, rack?: string): MemberView => ({
+  node,
+  incarnation: `${node}-1`,
+  weight: 1,
+  joinedAt: 0,
+  singleton: node === 'n1',
+  copies: 0,
+  ...(rack ? { rack } : {}),
+});
 
 function dataset(name: string, shards: ShardView[], strategy = 'balanced'): DatasetView {
-  return { name, numShards: shards.length, replicationFactor: 2, minNumNodes: 2, strategy, source: { type: 'synthetic' } as DatasetView['source'], epoch: 1, version: 1, counts: {}, shards, cooldowns: [] };
+  return {
+    name,
+    numShards: shards.length,
+    replicationFactor: 2,
+    minNumNodes: 2,
+    strategy,
+    source: { type: 'synthetic' } as DatasetView['source'],
+    epoch: 1,
+    version: 1,
+    counts: {},
+    shards,
+    cooldowns: [],
+  };
 }
 
-const active = (shard: number, nodes: string[]): ShardView => ({ shard, status: 'Active', owners: nodes.map((node) => ({ node, placement: 'Available', status: 'Active' })) });
+const active = (shard: number, nodes: string[]): ShardView => ({
+  shard,
+  status: 'Active',
+  owners: nodes.map((node) => ({ node, placement: 'Available', status: 'Active' })),
+});
 
 function view(members: MemberView[], datasets: DatasetView[], draining: string[] = []): ClusterView {
   return {
@@ -33,28 +57,67 @@ describe('pageView', () => {
     const table = new StringTable();
     const shards = [
       active(0, ['n1', 'n2']),
-      { shard: 1, status: 'Recovery', progressPct: 40, owners: [{ node: 'n2', placement: 'Initializing', status: 'Recovery' }, { node: 'n3', placement: 'Leaving', status: 'Active' }] },
+      {
+        shard: 1,
+        status: 'Recovery',
+        progressPct: 40,
+        owners: [
+          { node: 'n2', placement: 'Initializing', status: 'Recovery' },
+          { node: 'n3', placement: 'Leaving', status: 'Active' },
+        ],
+      },
       { shard: 2, status: 'Error', error: 'poison record at offset 20', owners: [], reason: 'in its reassignment cooldown' },
     ] satisfies ShardView[];
     const v = pageView(view([member('n1'), member('n2'), member('n3')], [dataset('metrics', shards)]), table, 1_000);
     expect(v.nodes).toEqual(['n1', 'n2', 'n3']);
     expect(v.datasets[0]!.shards).toEqual([
-      ['A', [[0, 'A', 'A'], [1, 'A', 'A']]],
-      ['R', [[1, 'I', 'R'], [2, 'L', 'A']], { p: 40 }],
+      [
+        'A',
+        [
+          [0, 'A', 'A'],
+          [1, 'A', 'A'],
+        ],
+      ],
+      [
+        'R',
+        [
+          [1, 'I', 'R'],
+          [2, 'L', 'A'],
+        ],
+        { p: 40 },
+      ],
       ['E', [], { e: 'poison record at offset 20', r: 'in its reassignment cooldown' }],
     ]);
     expect(v.datasets[0]!.counts).toEqual({ A: 1, R: 1, E: 1 });
   });
 
-  it('keeps a copy\'s own error when the view carries one', () => {
-    const shard = { shard: 0, status: 'Active', owners: [{ node: 'n1', placement: 'Available', status: 'Active' }, { node: 'n2', placement: 'Available', status: 'Error', error: 'disk full' }] } as ShardView;
-    expect(pageView(view([member('n1'), member('n2')], [dataset('m', [shard])]), new StringTable(), 0).datasets[0]!.shards[0]).toEqual(['A', [[0, 'A', 'A'], [1, 'A', 'E', 'disk full']]]);
+  it("keeps a copy's own error when the view carries one", () => {
+    const shard = {
+      shard: 0,
+      status: 'Active',
+      owners: [
+        { node: 'n1', placement: 'Available', status: 'Active' },
+        { node: 'n2', placement: 'Available', status: 'Error', error: 'disk full' },
+      ],
+    } as ShardView;
+    expect(pageView(view([member('n1'), member('n2')], [dataset('m', [shard])]), new StringTable(), 0).datasets[0]!.shards[0]).toEqual([
+      'A',
+      [
+        [0, 'A', 'A'],
+        [1, 'A', 'E', 'disk full'],
+      ],
+    ]);
   });
 });
 
 describe('diffViews', () => {
   const table = new StringTable();
-  const base = (): PageView => pageView(view([member('n1', 'a'), member('n2', 'b')], [dataset('metrics', [active(0, ['n1', 'n2']), active(1, ['n2', 'n1']), active(2, ['n1', 'n2'])])]), table, 1_000);
+  const base = (): PageView =>
+    pageView(
+      view([member('n1', 'a'), member('n2', 'b')], [dataset('metrics', [active(0, ['n1', 'n2']), active(1, ['n2', 'n1']), active(2, ['n1', 'n2'])])]),
+      table,
+      1_000,
+    );
 
   it('says nothing changed when nothing did', () => {
     expect(diffViews(base(), { ...base(), at: 2_000 })).toEqual({ changes: undefined, events: [] });
@@ -62,17 +125,52 @@ describe('diffViews', () => {
 
   it('sends only the shards that changed, whole, and tells each change in words', () => {
     const prev = base();
-    const next = pageView(view([member('n1', 'a'), member('n2', 'b'), member('n3', 'c')], [dataset('metrics', [
-      active(0, ['n1', 'n2']),
-      { shard: 1, status: 'Active', owners: [{ node: 'n2', placement: 'Leaving', status: 'Active' }, { node: 'n1', placement: 'Available', status: 'Active' }, { node: 'n3', placement: 'Initializing', status: 'Assigned' }] },
-      { shard: 2, status: 'Stopped', owners: [] },
-    ])]), table, 2_000);
+    const next = pageView(
+      view(
+        [member('n1', 'a'), member('n2', 'b'), member('n3', 'c')],
+        [
+          dataset('metrics', [
+            active(0, ['n1', 'n2']),
+            {
+              shard: 1,
+              status: 'Active',
+              owners: [
+                { node: 'n2', placement: 'Leaving', status: 'Active' },
+                { node: 'n1', placement: 'Available', status: 'Active' },
+                { node: 'n3', placement: 'Initializing', status: 'Assigned' },
+              ],
+            },
+            { shard: 2, status: 'Stopped', owners: [] },
+          ]),
+        ],
+      ),
+      table,
+      2_000,
+    );
     const { changes, events } = diffViews(prev, next);
     expect(changes?.nodes).toEqual({ from: 2, names: ['n3'] });
-    expect(changes?.datasets).toEqual([{ name: 'metrics', epoch: 1, version: 1, counts: { A: 2, S: 1 }, shards: [
-      [1, ['A', [[1, 'L', 'A'], [0, 'A', 'A'], [2, 'I', 'N']]]],
-      [2, ['S', []]],
-    ] }]);
+    expect(changes?.datasets).toEqual([
+      {
+        name: 'metrics',
+        epoch: 1,
+        version: 1,
+        counts: { A: 2, S: 1 },
+        shards: [
+          [
+            1,
+            [
+              'A',
+              [
+                [1, 'L', 'A'],
+                [0, 'A', 'A'],
+                [2, 'I', 'N'],
+              ],
+            ],
+          ],
+          [2, ['S', []]],
+        ],
+      },
+    ]);
     expect(changes?.members?.map((m) => m.node)).toEqual(['n1', 'n2', 'n3']);
     expect(events).toEqual([
       { at: 2_000, what: 'n3 joined in rack c (incarnation n3-1)' },
@@ -96,7 +194,15 @@ describe('diffViews', () => {
   });
 
   it('does not count a step of recovery progress as an event, but sends it', () => {
-    const at = (pct: number) => pageView(view([member('n1')], [dataset('m', [{ shard: 0, status: 'Recovery', progressPct: pct, owners: [{ node: 'n1', placement: 'Initializing', status: 'Recovery' }] }])]), table, pct);
+    const at = (pct: number) =>
+      pageView(
+        view(
+          [member('n1')],
+          [dataset('m', [{ shard: 0, status: 'Recovery', progressPct: pct, owners: [{ node: 'n1', placement: 'Initializing', status: 'Recovery' }] }])],
+        ),
+        table,
+        pct,
+      );
     const { changes, events } = diffViews(at(10), at(20));
     expect(changes?.datasets?.[0]?.shards).toEqual([[0, ['R', [[table.of('n1'), 'I', 'R']], { p: 20 }]]]);
     expect(events).toEqual([]);
@@ -113,7 +219,7 @@ describe('on a real cluster', () => {
   }, 30_000);
   afterAll(() => cluster?.stop());
 
-  it('gives a shard stopped under FiloDB\'s strategy as Stopped, with the singleton\'s reason', async () => {
+  it("gives a shard stopped under FiloDB's strategy as Stopped, with the singleton's reason", async () => {
     expect((await cluster.request((replyTo) => ({ type: 'StopShards', dataset: datasetRef('metrics'), shards: [2], replyTo }))).type).toBe('Success');
     const singleton = new SingletonClient(() => cluster.node('n1'));
     const deadline = Date.now() + 10_000;

@@ -15,7 +15,12 @@ import { readContract } from '../support/exact-placement/contract.js';
 import { RandomPlacementHistory } from '../support/random-placement-steps.js';
 import { judgeStep } from '../support/strategy-vs-checker.js';
 
-const node = (id: string, group: string, weight = 1, absent = false): ContractNode => ({ id: id as NodeId, group, weight, ...(absent ? { absent: true } : {}) });
+const node = (id: string, group: string, weight = 1, absent = false): ContractNode => ({
+  id: id as NodeId,
+  group,
+  weight,
+  ...(absent ? { absent: true } : {}),
+});
 const map = (shards: string[][]): Placement => shards.map((ids) => ids as NodeId[]);
 const close = (a: number | undefined, b: number | undefined): boolean => (a === undefined || b === undefined ? a === b : Math.abs(a - b) < 1e-9);
 
@@ -46,14 +51,37 @@ describe('MinCostFlow', () => {
 
 describe('fair shares (water-filling by weight under group capacities)', () => {
   it('matches the issue: weights 4 | 1 + 4 at RF 2, three shards: the capped rack splits 3 as 0.6 and 2.4', () => {
-    const shares = fairShares([node('n0', 'r0', 4), node('n1', 'r1', 1), node('new', 'r1', 4)], 6, new Map([['r0', 3], ['r1', 3]]));
+    const shares = fairShares(
+      [node('n0', 'r0', 4), node('n1', 'r1', 1), node('new', 'r1', 4)],
+      6,
+      new Map([
+        ['r0', 3],
+        ['r1', 3],
+      ]),
+    );
     expect(shares.map((s) => s.q)).toEqual([3, 0.6, 2.4].map((x) => expect.closeTo(x, 12)));
-    expect(shares.map((s) => [s.lo, s.hi])).toEqual([[3, 3], [0, 1], [2, 3]]);
+    expect(shares.map((s) => [s.lo, s.hi])).toEqual([
+      [3, 3],
+      [0, 1],
+      [2, 3],
+    ]);
   });
 
   it('gives an integral share lo = hi despite float noise (weights 0.1, 0.2, 0.3 sharing 6)', () => {
-    const shares = fairShares([node('a', 'a', 0.1), node('b', 'b', 0.2), node('c', 'c', 0.3)], 6, new Map([['a', 9], ['b', 9], ['c', 9]]));
-    expect(shares.map((s) => [s.lo, s.hi])).toEqual([[1, 1], [2, 2], [3, 3]]);
+    const shares = fairShares(
+      [node('a', 'a', 0.1), node('b', 'b', 0.2), node('c', 'c', 0.3)],
+      6,
+      new Map([
+        ['a', 9],
+        ['b', 9],
+        ['c', 9],
+      ]),
+    );
+    expect(shares.map((s) => [s.lo, s.hi])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
   });
 
   it('equals the level λ solving Σ_g min(cap_g, W_g·λ) = T, found by bisection', () => {
@@ -75,7 +103,13 @@ describe('fair shares (water-filling by weight under group capacities)', () => {
       }
       const expected = nodes.map((n) => n.weight * Math.min(high, capacity.get(n.group)! / weightOf(n.group)));
       shares.forEach((s, i) => expect(s.q).toBeCloseTo(expected[i]!, 6));
-      expect(shares.reduce((s, x) => s + x.q, 0)).toBeCloseTo(Math.min(total, [...capacity.values()].reduce((a, b) => a + b, 0)), 6);
+      expect(shares.reduce((s, x) => s + x.q, 0)).toBeCloseTo(
+        Math.min(
+          total,
+          [...capacity.values()].reduce((a, b) => a + b, 0),
+        ),
+        6,
+      );
       for (const s of shares) expect(s.hi - s.lo).toBeLessThanOrEqual(1);
     }
   });
@@ -106,7 +140,13 @@ describe('the contract as the checker reads it', () => {
   });
 
   it('keeps a held shard as it is (two copies in one rack included) and counts it in the loads', () => {
-    const input: PlacementInput = { numShards: 3, replicationFactor: 2, nodes: [node('a', 'r0'), node('b', 'r0'), node('c', 'r1')], current: map([['a', 'b'], [], []]), held: new Set([0]) };
+    const input: PlacementInput = {
+      numShards: 3,
+      replicationFactor: 2,
+      nodes: [node('a', 'r0'), node('b', 'r0'), node('c', 'r1')],
+      current: map([['a', 'b'], [], []]),
+      held: new Set([0]),
+    };
     const best = exactOptimum(input);
     expect(best.witness[0]).toEqual(['a', 'b']);
     // T = 2 held + 2 × 2 placed = 6; r0 may hold 2 (held) + 2 = 4, r1 two at most: a and b share 4.
@@ -132,27 +172,45 @@ describe('the contract as the checker reads it', () => {
   it("takes a frozen copy's rack out of the shard's room: the rack's capacity drops and so does its share", () => {
     // RF 2: shard 0 is frozen on absent `a` in r0, so it may only add a copy in r1; shard 1 may use
     // both. r0 may hold 1 copy, not 2: heavy `q` gets 1 (not 2.25), and `p` the other 2.
-    const input: PlacementInput = { numShards: 2, replicationFactor: 2, nodes: [node('a', 'r0', 1, true), node('p', 'r1'), node('q', 'r0', 3)], current: map([['a'], []]) };
+    const input: PlacementInput = {
+      numShards: 2,
+      replicationFactor: 2,
+      nodes: [node('a', 'r0', 1, true), node('p', 'r1'), node('q', 'r0', 3)],
+      current: map([['a'], []]),
+    };
     expect(readContract(input).shares.map((s) => s.q)).toEqual([2, 1]);
     // The contract's bounds while `a` is absent are those as if it were present (issue 33), since a
     // map meets them: r0 capped at 2 copies shared by weight, q 1.5 (1..2) and a 0.5; p 2.
     const best = exactOptimum(input);
-    expect(best.shares.map((s) => [s.id, s.share.q])).toEqual([['p', 2], ['q', 1.5]]);
+    expect(best.shares.map((s) => [s.id, s.share.q])).toEqual([
+      ['p', 2],
+      ['q', 1.5],
+    ]);
     expect(best.objective).toEqual({ placed: 3, violation: 0, moves: 3 });
   });
 
-  it('keeps a map while a node is away: the bounds as if it were present (issue 33\'s smallest case)', () => {
+  it("keeps a map while a node is away: the bounds as if it were present (issue 33's smallest case)", () => {
     // 1 shard, RF 2; n0 (r0, weight 4) is absent and holds nothing; over the present nodes alone
     // n3 (r0, weight 3) would have to hold the copy r0 may take, a move; as if n0 were present, r0's
     // share is split 4:3 and n3 may hold none: the map stays.
-    const input: PlacementInput = { numShards: 1, replicationFactor: 2, nodes: [node('n0', 'r0', 4, true), node('n1', 'r1'), node('n2', 'r2'), node('n3', 'r0', 3)], current: map([['n1', 'n2']]) };
+    const input: PlacementInput = {
+      numShards: 1,
+      replicationFactor: 2,
+      nodes: [node('n0', 'r0', 4, true), node('n1', 'r1'), node('n2', 'r2'), node('n3', 'r0', 3)],
+      current: map([['n1', 'n2']]),
+    };
     const brute = bruteForceOptimum(input);
     expect(brute.objective).toEqual({ placed: 2, violation: 0, moves: 0 });
     expect(exactOptimum(input).objective).toEqual(brute.objective);
     // When no map meets those bounds (the absent node's copies had to be placed again), the shares
     // over the present nodes decide, as before: RF 1, 6 shards, n0 absent with its 2 re-placed; as
     // if present each would hold exactly 2, and 6 copies do not fit on two nodes at 2.
-    const lost: PlacementInput = { numShards: 6, replicationFactor: 1, nodes: [node('n0', 'r0', 1, true), node('n1', 'r1'), node('n2', 'r2')], current: map([[], [], ['n1'], ['n1'], ['n2'], ['n2']]) };
+    const lost: PlacementInput = {
+      numShards: 6,
+      replicationFactor: 1,
+      nodes: [node('n0', 'r0', 1, true), node('n1', 'r1'), node('n2', 'r2')],
+      current: map([[], [], ['n1'], ['n1'], ['n2'], ['n2']]),
+    };
     expect(exactOptimum(lost).shares.map((s) => s.share.q)).toEqual([3, 3]);
     expect(bruteForceOptimum(lost).objective).toEqual(exactOptimum(lost).objective);
   });
@@ -160,7 +218,13 @@ describe('the contract as the checker reads it', () => {
   it('eases a bound before it saves a move: violation outranks moves', () => {
     // RF 1: shards 1 and 2 are held on n0 (share 0.75, so 0..1 copies) and shard 0 sits there too.
     // Moving shard 0 to n1 (share 2.25) costs a move and takes a unit of violation off each node.
-    const input: PlacementInput = { numShards: 3, replicationFactor: 1, nodes: [node('n0', 'r1'), node('n1', 'r1', 3)], current: map([['n0'], ['n0'], ['n0']]), held: new Set([1, 2]) };
+    const input: PlacementInput = {
+      numShards: 3,
+      replicationFactor: 1,
+      nodes: [node('n0', 'r1'), node('n1', 'r1', 3)],
+      current: map([['n0'], ['n0'], ['n0']]),
+      held: new Set([1, 2]),
+    };
     const brute = bruteForceOptimum(input);
     expect(brute.objective).toEqual({ placed: 1, violation: 2, moves: 1 });
     expect(exactOptimum(input).objective).toEqual(brute.objective);
@@ -173,16 +237,51 @@ describe('the contract as the checker reads it', () => {
       numShards: 3,
       replicationFactor: 2,
       nodes: ['n0', 'n1', 'n2', 'n3'].map((id, k) => node(id, `r${k}`)).concat(node('new', 'r0')),
-      current: map([['n0', 'n1'], ['n0', 'n1'], ['n2', 'n3']]),
+      current: map([
+        ['n0', 'n1'],
+        ['n0', 'n1'],
+        ['n2', 'n3'],
+      ]),
     };
     expect(exactOptimum(addToRack).objective.moves).toBe(1);
     // Weighted: [[n0,n1],[n0,new],[n0,new]] is optimal (2 moves, spread 1.5) and, fed back, needs no move.
-    const weighted = (current: string[][]): PlacementInput => ({ numShards: 3, replicationFactor: 2, nodes: [node('n0', 'r0', 4), node('n1', 'r1', 1), node('new', 'r1', 4)], current: map(current) });
-    const settled = [['n0', 'n1'], ['n0', 'new'], ['n0', 'new']];
-    expect(checkPlacement(weighted([['n0', 'n1'], ['n0', 'n1'], ['n0', 'n1']]), map(settled)).own).toMatchObject(exactOptimum(weighted([['n0', 'n1'], ['n0', 'n1'], ['n0', 'n1']])).objective);
+    const weighted = (current: string[][]): PlacementInput => ({
+      numShards: 3,
+      replicationFactor: 2,
+      nodes: [node('n0', 'r0', 4), node('n1', 'r1', 1), node('new', 'r1', 4)],
+      current: map(current),
+    });
+    const settled = [
+      ['n0', 'n1'],
+      ['n0', 'new'],
+      ['n0', 'new'],
+    ];
+    expect(
+      checkPlacement(
+        weighted([
+          ['n0', 'n1'],
+          ['n0', 'n1'],
+          ['n0', 'n1'],
+        ]),
+        map(settled),
+      ).own,
+    ).toMatchObject(
+      exactOptimum(
+        weighted([
+          ['n0', 'n1'],
+          ['n0', 'n1'],
+          ['n0', 'n1'],
+        ]),
+      ).objective,
+    );
     expect(exactOptimum(weighted(settled)).objective.moves).toBe(0);
     // Rack r1 lost at RF 1 with weights 3 | 3 | 1 | 1: n0 taking both shards spreads 10/9 ≈ 1.11.
-    const lost: PlacementInput = { numShards: 2, replicationFactor: 1, nodes: [node('n0', 'r0', 3), node('n2', 'r2'), node('n3', 'r0')], current: map([['n0'], ['n1']]) };
+    const lost: PlacementInput = {
+      numShards: 2,
+      replicationFactor: 1,
+      nodes: [node('n0', 'r0', 3), node('n2', 'r2'), node('n3', 'r0')],
+      current: map([['n0'], ['n1']]),
+    };
     expect(exactOptimum(lost).minSpread).toBeCloseTo(10 / 9, 9);
   });
 });
@@ -286,7 +385,11 @@ describe('the judge of a strategy (test/support/strategy-vs-checker.ts)', () => 
   it('flags a strategy that moves its own output when asked again', () => {
     const other = (id: string): string => (id === 'a' ? 'b' : 'a');
     const flipping: PlacementStrategy = { name: 'flipping', place: (input) => ok(input.current.map((ids) => [other(ids[0] ?? 'b')] as NodeId[])) };
-    const { failures } = judgeStep(flipping, { numShards: 2, replicationFactor: 1, nodes: [node('a', 'r0'), node('b', 'r0')], current: map([['a'], ['b']]) }, 3);
+    const { failures } = judgeStep(
+      flipping,
+      { numShards: 2, replicationFactor: 1, nodes: [node('a', 'r0'), node('b', 'r0')], current: map([['a'], ['b']]) },
+      3,
+    );
     expect(failures.map((f) => f.kind)).toEqual(['moves', 'unstable']);
   });
 });

@@ -28,7 +28,16 @@ function judged(input: PlacementInput): { failures: readonly StepFailure[]; outp
 describe('issue 21: the known failures, fixed', () => {
   it('four one-node racks at RF 2, `new` joins n0’s rack: one move is enough', () => {
     const nodes = ['n0', 'n1', 'n2', 'n3'].map((id, k) => node(id, `r${k}`)).concat(node('new', 'r0'));
-    const { failures } = judged({ numShards: 3, replicationFactor: 2, nodes, current: map([['n0', 'n1'], ['n0', 'n1'], ['n2', 'n3']]) });
+    const { failures } = judged({
+      numShards: 3,
+      replicationFactor: 2,
+      nodes,
+      current: map([
+        ['n0', 'n1'],
+        ['n0', 'n1'],
+        ['n2', 'n3'],
+      ]),
+    });
     expect(failures).toEqual([]);
   });
 
@@ -36,7 +45,14 @@ describe('issue 21: the known failures, fixed', () => {
     const racks = { r0: ['n0', 'n8'], r1: ['n1', 'n9', 'n10'], r2: ['n2', 'n3', 'n4', 'n5', 'n6', 'n7'], r3: ['a0', 'a1', 'a2', 'a3', 'a4', 'a5'] };
     const nodes = Object.entries(racks).flatMap(([rack, ids]) => ids.map((id) => node(id, rack)));
     // A balanced map of the first three racks (the one in the issue): shard 0, then six shards repeating.
-    const cycle = [['n0', 'n1', 'n2'], ['n10', 'n3', 'n8'], ['n0', 'n4', 'n9'], ['n1', 'n5', 'n8'], ['n0', 'n10', 'n6'], ['n7', 'n8', 'n9']];
+    const cycle = [
+      ['n0', 'n1', 'n2'],
+      ['n10', 'n3', 'n8'],
+      ['n0', 'n4', 'n9'],
+      ['n1', 'n5', 'n8'],
+      ['n0', 'n10', 'n6'],
+      ['n7', 'n8', 'n9'],
+    ];
     const before = map([cycle[0]!, ...Array.from({ length: 30 }, (_, s) => cycle[s % 6]!)]);
     const { failures } = judged({ numShards: 31, replicationFactor: 3, nodes, current: before });
     expect(failures).toEqual([]);
@@ -44,7 +60,16 @@ describe('issue 21: the known failures, fixed', () => {
 
   it('weighted 4 | 1 + 4 at RF 2: asked again with its own output, the strategy moves nothing', () => {
     const nodes = [node('n0', 'r0', 4), node('n1', 'r1', 1), node('new', 'r1', 4)];
-    const { failures } = judged({ numShards: 3, replicationFactor: 2, nodes, current: map([['n0', 'n1'], ['n0', 'n1'], ['n0', 'n1']]) });
+    const { failures } = judged({
+      numShards: 3,
+      replicationFactor: 2,
+      nodes,
+      current: map([
+        ['n0', 'n1'],
+        ['n0', 'n1'],
+        ['n0', 'n1'],
+      ]),
+    });
     expect(failures).toEqual([]);
   });
 
@@ -95,34 +120,43 @@ for (let seed = firstSeed, planned = 0; planned < totalSteps; seed++) {
   const history = new RandomPlacementHistory(seed);
   const steps = Math.min(stepsFor(history), totalSteps - planned);
   const { numShards, replicationFactor, nodes } = history.shape;
-  histories.push({ seed, steps, title: `seed ${seed}: ${steps} steps from ${numShards} shards, RF ${replicationFactor}, ${nodes.length} nodes in ${new Set(nodes.map((n) => n.group)).size} groups` });
+  histories.push({
+    seed,
+    steps,
+    title: `seed ${seed}: ${steps} steps from ${numShards} shards, RF ${replicationFactor}, ${nodes.length} nodes in ${new Set(nodes.map((n) => n.group)).size} groups`,
+  });
   planned += steps;
 }
 
 describe(`issue 21: ${totalSteps} random steps against the exact checker`, () => {
-  for (const { seed, steps, title } of histories) it(title, () => {
-    const history = new RandomPlacementHistory(seed);
-    let previous: Placement = Array.from({ length: history.numShards }, () => []);
-    const found: { step: number; label: string; input: PlacementInput; failure: StepFailure }[] = [];
-    for (let k = 0; k < steps; k++) {
-      const step = k === 0 ? history.initial() : history.next();
-      const input = step.input(previous);
-      const { output, failures } = judgeStep(strategy, input, seed * 100_000 + k);
-      for (const failure of failures) found.push({ step: k, label: step.label, input, failure });
-      if (output === undefined) break;
-      previous = output;
-    }
-    if (found.length === 0) return;
-    const counts = new Map<FailureKind, number>();
-    for (const f of found) counts.set(f.failure.kind, (counts.get(f.failure.kind) ?? 0) + 1);
-    const firstOfEach = [...counts.keys()].map((kind) => found.find((f) => f.failure.kind === kind)!);
-    const report = [
-      `seed ${seed} (replay: SHARDHERD_PLACEMENT_SEED=${seed}): ${[...counts].map(([kind, n]) => `${kind} ×${n}`).join(', ')}`,
-      ...firstOfEach.map((f) => `  step ${f.step} (${f.label}) ${f.failure.kind}: ${f.failure.detail}\n    ${describeInput(f.input)}`),
-    ].join('\n');
-    expect.fail(report);
-    // The checker's flow is deliberately unaggregated, and steps with absent nodes solve it twice.
-  }, 60_000);
+  for (const { seed, steps, title } of histories)
+    it(
+      title,
+      () => {
+        const history = new RandomPlacementHistory(seed);
+        let previous: Placement = Array.from({ length: history.numShards }, () => []);
+        const found: { step: number; label: string; input: PlacementInput; failure: StepFailure }[] = [];
+        for (let k = 0; k < steps; k++) {
+          const step = k === 0 ? history.initial() : history.next();
+          const input = step.input(previous);
+          const { output, failures } = judgeStep(strategy, input, seed * 100_000 + k);
+          for (const failure of failures) found.push({ step: k, label: step.label, input, failure });
+          if (output === undefined) break;
+          previous = output;
+        }
+        if (found.length === 0) return;
+        const counts = new Map<FailureKind, number>();
+        for (const f of found) counts.set(f.failure.kind, (counts.get(f.failure.kind) ?? 0) + 1);
+        const firstOfEach = [...counts.keys()].map((kind) => found.find((f) => f.failure.kind === kind)!);
+        const report = [
+          `seed ${seed} (replay: SHARDHERD_PLACEMENT_SEED=${seed}): ${[...counts].map(([kind, n]) => `${kind} ×${n}`).join(', ')}`,
+          ...firstOfEach.map((f) => `  step ${f.step} (${f.label}) ${f.failure.kind}: ${f.failure.detail}\n    ${describeInput(f.input)}`),
+        ].join('\n');
+        expect.fail(report);
+        // The checker's flow is deliberately unaggregated, and steps with absent nodes solve it twice.
+      },
+      60_000,
+    );
 });
 
 /** Enough to rebuild a small failing input by hand; sizes only for a large one. */

@@ -15,7 +15,15 @@ import { SimDriver } from '../../src/sim/driver.js';
 const RATE = 20;
 const DATASETS = [
   { ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: RATE } },
-  { ref: 'replicated', numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', maxConcurrentMoves: 3, source: { type: 'synthetic', recordsPerSecond: RATE } },
+  {
+    ref: 'replicated',
+    numShards: 8,
+    minNumNodes: 1,
+    replicationFactor: 2,
+    strategy: 'balanced',
+    maxConcurrentMoves: 3,
+    source: { type: 'synthetic', recordsPerSecond: RATE },
+  },
 ] as const;
 
 let cluster: EmbeddedCluster | undefined;
@@ -71,7 +79,8 @@ async function watchUntil(w: World, done: () => boolean): Promise<number> {
   for (let tick = 1; tick <= 400; tick++) {
     await w.driver.advance(50);
     const running = new Set<string>();
-    for (const n of w.cluster.nodes) if (n.state === 'running') for (const r of await n.running()) if (r.status.type === 'Active') running.add(`${r.dataset}/${r.shard}`);
+    for (const n of w.cluster.nodes)
+      if (n.state === 'running') for (const r of await n.running()) if (r.status.type === 'Active') running.add(`${r.dataset}/${r.shard}`);
     const current = await maps(w);
     for (const d of DATASETS) {
       const map = current.get(d.ref)!;
@@ -110,7 +119,13 @@ describe('planned moves in an embedded cluster', () => {
     for (const d of DATASETS) expect(after.get(d.ref)!.shardsForNode(n2.node)).toEqual([]);
     // Replicas stay in distinct racks: n2 was rack B's, so rack B's other node took its copies.
     const replicated = after.get('replicated')!;
-    for (let s = 0; s < 8; s++) expect(replicated.nodesForShard(s).map((x) => (x === 'n1' || x === 'n3' ? 'A' : 'B')).sort()).toEqual(['A', 'B']);
+    for (let s = 0; s < 8; s++)
+      expect(
+        replicated
+          .nodesForShard(s)
+          .map((x) => (x === 'n1' || x === 'n3' ? 'A' : 'B'))
+          .sort(),
+      ).toEqual(['A', 'B']);
     await w.driver.advance(3_000);
     expectNothingLost(w);
   });
@@ -140,5 +155,3 @@ describe('planned moves in an embedded cluster', () => {
     expectNothingLost(w);
   });
 });
-
-

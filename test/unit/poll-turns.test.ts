@@ -61,7 +61,7 @@ describe('poll turns', () => {
     expect(m.turns.perTurn).toBe(64); // never above the maximum
   });
 
-  it('is the process\'s on a real clock, and on a simulated one a node\'s own, timed by it: a seed replays the same whatever the machine\'s speed', async () => {
+  it("is the process's on a real clock, and on a simulated one a node's own, timed by it: a seed replays the same whatever the machine's speed", async () => {
     expect(pollTurnsFor(new RealClock())).toBe(processPollTurns);
     expect(pollTurnsFor(new MonotonicClock())).toBe(processPollTurns);
     const clock = new SimulatedClock(0);

@@ -25,7 +25,10 @@ function operatorLines(file: string): string[] {
   const end = text.indexOf('\n## ', start + 1);
   const section = text.slice(start, end < 0 ? undefined : end);
   const blocks = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-  return blocks.flatMap((b) => b.split('\n')).map((l) => l.replace(/\s+#\s.*$/, '').trim()).filter((l) => l !== '');
+  return blocks
+    .flatMap((b) => b.split('\n'))
+    .map((l) => l.replace(/\s+#\s.*$/, '').trim())
+    .filter((l) => l !== '');
 }
 
 const EXAMPLES = ['README.md', 'docs/USAGE.md'].map((file) => ({ file, lines: operatorLines(file) }));
@@ -82,8 +85,14 @@ describe('the operator examples, against the demo', () => {
   it('finds the examples: shardherd commands that stop and start a shard', () => {
     for (const { file, lines } of EXAMPLES) {
       const commands = lines.filter((l) => l.startsWith(CLI));
-      expect(commands.some((l) => / shards stop /.test(l)), file).toBe(true);
-      expect(commands.some((l) => / shards start /.test(l)), file).toBe(true);
+      expect(
+        commands.some((l) => / shards stop /.test(l)),
+        file,
+      ).toBe(true);
+      expect(
+        commands.some((l) => / shards start /.test(l)),
+        file,
+      ).toBe(true);
     }
   });
 
@@ -135,7 +144,7 @@ describe('the operator examples, against the demo', () => {
   });
 });
 
-describe('the CLI\'s help', () => {
+describe("the CLI's help", () => {
   const help = (...path: string[]): string => {
     const r = parseCommandLine([...path, '--help']);
     expect(r).toMatchObject({ kind: 'exit', code: 0 });
@@ -149,8 +158,18 @@ describe('the CLI\'s help', () => {
   });
 
   it('says where the token comes from without --token, for the commands that change the cluster only', () => {
-    for (const path of [['shards', 'stop'], ['shards', 'start'], ['dataset', 'setup'], ['dataset', 'remove'], ['nodes', 'drain'], ['nodes', 'undrain'], ['nodes', 'replace']]) {
-      expect(help(...path), path.join(' ')).toContain('Without --token it takes, in order, $SHARDHERD_TOKEN, the token of the --config file, or the token file');
+    for (const path of [
+      ['shards', 'stop'],
+      ['shards', 'start'],
+      ['dataset', 'setup'],
+      ['dataset', 'remove'],
+      ['nodes', 'drain'],
+      ['nodes', 'undrain'],
+      ['nodes', 'replace'],
+    ]) {
+      expect(help(...path), path.join(' ')).toContain(
+        'Without --token it takes, in order, $SHARDHERD_TOKEN, the token of the --config file, or the token file',
+      );
     }
     for (const path of [['status'], ['datasets'], ['members']]) expect(help(...path), path.join(' ')).not.toContain('Without --token');
   });

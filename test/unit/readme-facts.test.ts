@@ -5,7 +5,10 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string }; dependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  engines: { node: string };
+  dependencies: Record<string, string>;
+};
 
 /** The text of a `## ` section, up to the next one. */
 function section(title: string): string {

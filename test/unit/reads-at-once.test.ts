@@ -33,12 +33,15 @@ class HeldDatasetWrites extends MemoryMetaStore {
 function watch<T>(p: Promise<T>): { done: () => boolean; value: () => T | undefined } {
   let settled = false;
   let value: T | undefined;
-  p.then((v) => {
-    settled = true;
-    value = v;
-  }, () => {
-    settled = true;
-  });
+  p.then(
+    (v) => {
+      settled = true;
+      value = v;
+    },
+    () => {
+      settled = true;
+    },
+  );
   return { done: () => settled, value: () => value };
 }
 
@@ -117,7 +120,7 @@ describe('ShardManager.answer', () => {
 });
 
 describe('DescribeCluster', () => {
-  it('counts each dataset\'s shards per status and copies per node, as its map says: a summary needs no map', () => {
+  it("counts each dataset's shards per status and copies per node, as its map says: a summary needs no map", () => {
     const h = new Harness();
     for (const n of ['a', 'b', 'c']) h.addMember(n);
     h.setup(ds1, 8, 2);

@@ -35,10 +35,22 @@ const LOG_APPEND_TIME = 0x08;
 const CONTROL = 0x20;
 const ATTRIBUTES_AT = 21;
 
-const bytes = fc.oneof(fc.constant(null), fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)));
+const bytes = fc.oneof(
+  fc.constant(null),
+  fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+);
 const headerKey = fc.constantFrom('trace', 'a', 'b', 'constructor', 'toString', '__proto__', 'ü', '');
 const headers = fc
-  .array(fc.tuple(headerKey, fc.array(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a)), { minLength: 1, maxLength: 3 })), { maxLength: 3 })
+  .array(
+    fc.tuple(
+      headerKey,
+      fc.array(
+        fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a)),
+        { minLength: 1, maxLength: 3 },
+      ),
+    ),
+    { maxLength: 3 },
+  )
   // An own property even for `__proto__`; an array value is encoded as that many headers with the key.
   .map((entries) => Object.fromEntries(entries.map(([k, vs]) => [k, vs.length === 1 ? vs[0] : vs])));
 const record = fc.record({
@@ -156,13 +168,27 @@ describe("shardherd's decoder of fetched record batches", () => {
     });
     const { ours: messages } = await bothDecoders(fetchedRecords([batchBytes]));
     expect(messages).toMatchObject([
-      { offset: '41', timestamp: '1700000000000', key: Buffer.from('k1'), value: Buffer.from('{"n":1}'), headers: { trace: Buffer.from('t') }, isControlRecord: false },
+      {
+        offset: '41',
+        timestamp: '1700000000000',
+        key: Buffer.from('k1'),
+        value: Buffer.from('{"n":1}'),
+        headers: { trace: Buffer.from('t') },
+        isControlRecord: false,
+      },
       { offset: '43', timestamp: '1700000000005', key: null, value: null, headers: {} },
     ]);
   });
 
   it("hands the message sets of the formats before v2 to kafkajs's decoder", async () => {
-    const set = encodeMessageSet({ messageVersion: 1, compression: Compression.None, entries: [{ key: 'a', value: 'x', timestamp: 5 }, { key: null, value: 'y', timestamp: 6 }] });
+    const set = encodeMessageSet({
+      messageVersion: 1,
+      compression: Compression.None,
+      entries: [
+        { key: 'a', value: 'x', timestamp: 5 },
+        { key: null, value: 'y', timestamp: 6 },
+      ],
+    });
     const result = await bothDecoders(Buffer.from(new Encoder().writeBytes(Buffer.from(set.buffer)).buffer));
     expect(result.ours).toHaveLength(2);
     deepStrictEqual(result.ours, result.theirs);
@@ -199,10 +225,12 @@ describe("shardherd's decoder of fetched record batches", () => {
     expect(require(decodeMessagesPath)).toBe(installed);
   });
 
-  it('is the default of a Kafka source; kafkajs\'s own is an option, and anything else is refused, naming the option', () => {
+  it("is the default of a Kafka source; kafkajs's own is an option, and anything else is refused, naming the option", () => {
     const options = { brokers: ['127.0.0.1:9092'], clientId: 't', log: pino({ enabled: false }), groupPrefix: 'g' };
     expect(kafkaSourceSettings(options).fetchDecoder).toBe('shardherd');
     expect(kafkaSourceSettings({ ...options, fetch: { decoder: 'kafkajs' } }).fetchDecoder).toBe('kafkajs');
-    expect(() => kafkaSourceSettings({ ...options, fetch: { decoder: 'fast' as 'kafkajs' } })).toThrow('invalid KafkaIngestionSource option fetch.decoder: must be "shardherd" or "kafkajs", got "fast"');
+    expect(() => kafkaSourceSettings({ ...options, fetch: { decoder: 'fast' as 'kafkajs' } })).toThrow(
+      'invalid KafkaIngestionSource option fetch.decoder: must be "shardherd" or "kafkajs", got "fast"',
+    );
   });
 });

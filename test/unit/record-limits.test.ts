@@ -35,7 +35,11 @@ async function start(options: Pick<EmbeddedClusterOptions, 'bus' | 'settings'>) 
   await new Promise((r) => setTimeout(r, 500));
   api = await startNodeApi(cluster.node('n1'), { port: 0, token: TOKEN, singletonTimeoutMs: 3_000 });
   const post = async (body: unknown) => {
-    const res = await fetch(`${api!.url}/api/v1/datasets`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+    const res = await fetch(`${api!.url}/api/v1/datasets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as { error?: string; reason?: string } };
   };
   const get = async (path: string) => (await (await fetch(`${api!.url}${path}`)).json()) as Record<string, unknown>;
@@ -66,7 +70,10 @@ describe('records the bus cannot carry', () => {
     expect(singleton.problems.list()).toEqual([expect.objectContaining({ event: 'bus.record-refused', cause: 'map-snapshot' })]);
     expect(singleton.problems.list()[0]!.count).toBeGreaterThan(1);
     const status = (await get('/status')) as { problems: { event: string }[]; singleton?: unknown };
-    const overview = (await get('/api/v1/overview')) as { problems: { event: string; node: string; message: string }[]; datasets: { name: string; mapUnavailable?: string }[] };
+    const overview = (await get('/api/v1/overview')) as {
+      problems: { event: string; node: string; message: string }[];
+      datasets: { name: string; mapUnavailable?: string }[];
+    };
     // The dataset is listed all the same, saying why its shards cannot be shown.
     expect(overview.datasets).toEqual([expect.objectContaining({ name: 'wide', mapUnavailable: expect.stringMatching(/singleton/) })]);
     expect(overview.problems).toEqual([expect.objectContaining({ event: 'bus.record-refused', node: singleton.node })]);

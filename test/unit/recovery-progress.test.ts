@@ -21,7 +21,11 @@ describe('recoveryProgressPct (IngestionStreamSpec progress table)', () => {
   });
 
   it('never goes backwards across the whole three-round recovery of the table', () => {
-    const rounds: [number, number, number][] = [[1, 100, 500], [2, 500, 700], [3, 700, 1000]];
+    const rounds: [number, number, number][] = [
+      [1, 100, 500],
+      [2, 500, 700],
+      [3, 700, 1000],
+    ];
     const seen: number[] = [];
     for (const [depth, start, end] of rounds) {
       for (let offset = start; offset <= end; offset += 50) seen.push(recoveryProgressPct(depth, 3, offset, start, end));

@@ -13,7 +13,15 @@ import { startRackedWithDataset, storedMap } from '../support/racked-cluster.js'
 const RATE = 20;
 const NUM_SHARDS = 8;
 const DELAY_MS = 10_000;
-const DATASET = { ref: 'kept', numShards: NUM_SHARDS, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: DELAY_MS, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
+const DATASET = {
+  ref: 'kept',
+  numShards: NUM_SHARDS,
+  minNumNodes: 1,
+  replicationFactor: 2,
+  strategy: 'balanced',
+  replacementDelayMs: DELAY_MS,
+  source: { type: 'synthetic', recordsPerSecond: RATE },
+} as const;
 const ref = DATASET.ref as DatasetRef;
 
 let cluster: EmbeddedCluster | undefined;
@@ -37,18 +45,24 @@ async function run(w: World, ms: number, done?: (map: ShardMapper) => boolean): 
   for (let t = 50; t <= ms; t += 50) {
     await w.driver.advance(50);
     const map = await stored(w);
-    for (let s = 0; s < NUM_SHARDS; s++) expect(map.recordForShard(s).assignments.some(isServingCopy), `shard ${s} has no serving copy at ${w.cluster.clock.now()} ms`).toBe(true);
+    for (let s = 0; s < NUM_SHARDS; s++)
+      expect(map.recordForShard(s).assignments.some(isServingCopy), `shard ${s} has no serving copy at ${w.cluster.clock.now()} ms`).toBe(true);
     if (done?.(map)) return map;
   }
   if (done) throw new Error(`not done within ${ms} ms of simulated time`);
   return stored(w);
 }
 
-const copies = (map: ShardMapper): string[] => Array.from({ length: NUM_SHARDS }, (_, s) => map.nodesForShard(s).map((n) => `${s}/${n}`)).flat().sort();
+const copies = (map: ShardMapper): string[] =>
+  Array.from({ length: NUM_SHARDS }, (_, s) => map.nodesForShard(s).map((n) => `${s}/${n}`))
+    .flat()
+    .sort();
 
 /** Every shard has two Active, Available copies. */
 const settled = (map: ShardMapper): boolean =>
-  Array.from({ length: NUM_SHARDS }, (_, s) => map.recordForShard(s).assignments).every((cs) => cs.length === 2 && cs.every((c) => c.placement === 'Available' && c.status.type === 'Active'));
+  Array.from({ length: NUM_SHARDS }, (_, s) => map.recordForShard(s).assignments).every(
+    (cs) => cs.length === 2 && cs.every((c) => c.placement === 'Available' && c.status.type === 'Active'),
+  );
 
 describe('a lost node within its replacement delay (RF 2, a sink per node)', () => {
   it('restarted within the delay, it takes its copies back: no copy created, each resumes from its own checkpoint and holds every offset', async () => {
@@ -94,27 +108,31 @@ describe('a lost node within its replacement delay (RF 2, a sink per node)', () 
   // singleton moves to the next oldest, which must carry on its predecessor's absences (and keep
   // the copies of its own host, lost while no singleton ran) instead of re-creating them.
   it.each([
-    ['in start order, the singleton\'s host first each time', ['n1', 'n2', 'n3', 'n4']],
+    ["in start order, the singleton's host first each time", ['n1', 'n2', 'n3', 'n4']],
     ['in reverse order', ['n4', 'n3', 'n2', 'n1']],
     ['in a mixed order', ['n3', 'n1', 'n4', 'n2']],
-  ])('a rolling restart %s creates no copy and moves none', async (_, order) => {
-    const w = await start();
-    const before = await stored(w);
-    const created = new Set<string>();
-    const watch = (map: ShardMapper) => {
-      for (const c of copies(map)) if (!copies(before).includes(c)) created.add(c);
-    };
-    for (const name of order) {
-      const node = w.cluster.node(name);
-      await node.stop();
-      watch(await run(w, 2_000));
-      await node.start();
-      const back = await run(w, 15_000, (map) => {
-        watch(map);
-        return settled(map);
-      });
-      expect(copies(back), `after restarting ${name}`).toEqual(copies(before));
-    }
-    expect([...created]).toEqual([]);
-  }, 180_000);
+  ])(
+    'a rolling restart %s creates no copy and moves none',
+    async (_, order) => {
+      const w = await start();
+      const before = await stored(w);
+      const created = new Set<string>();
+      const watch = (map: ShardMapper) => {
+        for (const c of copies(map)) if (!copies(before).includes(c)) created.add(c);
+      };
+      for (const name of order) {
+        const node = w.cluster.node(name);
+        await node.stop();
+        watch(await run(w, 2_000));
+        await node.start();
+        const back = await run(w, 15_000, (map) => {
+          watch(map);
+          return settled(map);
+        });
+        expect(copies(back), `after restarting ${name}`).toEqual(copies(before));
+      }
+      expect([...created]).toEqual([]);
+    },
+    180_000,
+  );
 });

@@ -43,7 +43,14 @@ describe('a flood of reports to refuse', () => {
     const from = lines.length;
     const inbox = topicsFor(cluster.topicPrefix).inbox;
     for (let seq = 1; seq <= FLOOD; seq++) {
-      const report: InboxMessage = { format: WIRE_FORMAT, kind: 'report', node: liar.node, incarnation: liar.incarnation!, seq: 1_000_000 + seq, events: [ShardEvents.ingestionStarted(dataset, 0 as ShardNum, liar.node)] };
+      const report: InboxMessage = {
+        format: WIRE_FORMAT,
+        kind: 'report',
+        node: liar.node,
+        incarnation: liar.incarnation!,
+        seq: 1_000_000 + seq,
+        events: [ShardEvents.ingestionStarted(dataset, 0 as ShardNum, liar.node)],
+      };
       await cluster.bus.produce(inbox, report);
     }
     await driver.advance(3_000);

@@ -23,7 +23,12 @@ describe('reports while the singleton lags', () => {
     const cluster = new EmbeddedCluster({
       name: 'storm',
       clock,
-      nodes: [{ name: 'n1', rack: 'A' }, { name: 'n2', rack: 'B' }, { name: 'n3', rack: 'C' }, { name: 'n4', rack: 'A' }],
+      nodes: [
+        { name: 'n1', rack: 'A' },
+        { name: 'n2', rack: 'B' },
+        { name: 'n3', rack: 'C' },
+        { name: 'n4', rack: 'A' },
+      ],
       metaStore: new MemoryMetaStore(),
       log: pino({ level: 'silent' }),
       sessionTimeoutMs: 1_000,
@@ -33,12 +38,20 @@ describe('reports while the singleton lags', () => {
         faults: (topic, value) => {
           const m = value as InboxMessage;
           if (!lagging || topic !== inbox || m.kind !== 'report') return { kind: 'deliver' };
-          for (const e of m.events) if (e.type === 'IngestionStarted') sentWhileLagging.set(`${e.node}/${e.shard}`, (sentWhileLagging.get(`${e.node}/${e.shard}`) ?? 0) + 1);
+          for (const e of m.events)
+            if (e.type === 'IngestionStarted') sentWhileLagging.set(`${e.node}/${e.shard}`, (sentWhileLagging.get(`${e.node}/${e.shard}`) ?? 0) + 1);
           return { kind: 'drop' };
         },
       },
       // No resend within the lag: what is counted is what a node sends of its own accord.
-      settings: { publishIntervalMs: 1_000, recoveryReplyTimeoutMs: 500, pollIntervalMs: 250, reportResendMs: LAG_MS + 1_000, retryInitialMs: 50, retryMaxMs: 400 },
+      settings: {
+        publishIntervalMs: 1_000,
+        recoveryReplyTimeoutMs: 500,
+        pollIntervalMs: 250,
+        reportResendMs: LAG_MS + 1_000,
+        retryInitialMs: 50,
+        retryMaxMs: 400,
+      },
     });
     const driver = new SimDriver(cluster);
     const n4 = cluster.node('n4');

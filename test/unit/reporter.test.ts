@@ -45,9 +45,14 @@ async function startReporter() {
     telemetry: NO_TELEMETRY,
   } as unknown as NodeEnv;
   const sent: { at: number; offset: number; report: Extract<InboxMessage, { kind: 'report' }> }[] = [];
-  await bus.subscribe(topics.inbox, 'test-inbox', (record) => {
-    sent.push({ at: clock.now(), offset: record.offset, report: record.value as Extract<InboxMessage, { kind: 'report' }> });
-  }, { start: 'earliest' });
+  await bus.subscribe(
+    topics.inbox,
+    'test-inbox',
+    (record) => {
+      sent.push({ at: clock.now(), offset: record.offset, report: record.value as Extract<InboxMessage, { kind: 'report' }> });
+    },
+    { start: 'earliest' },
+  );
   const reporter = spawnReporter(env, runtime.system as never);
   /** The singleton acknowledges report `seq` of this node, as the node's guardian hears it. */
   const ack = async (seq: number) => {
@@ -59,7 +64,7 @@ async function startReporter() {
 }
 
 describe('reporter', () => {
-  it('sends 65 536 copies\' reports in bounded reports within a few turns of the event loop, not one turn per copy', async () => {
+  it("sends 65 536 copies' reports in bounded reports within a few turns of the event loop, not one turn per copy", async () => {
     const { reporter, sent } = await startReporter();
     const copies = 65_536;
     for (let shard = 0; shard < copies; shard++) reporter.report(ShardEvents.ingestionStarted('big' as DatasetRef, shard as ShardNum, me));
@@ -148,7 +153,7 @@ describe('reporter', () => {
     expect(sent).toHaveLength(1);
     // Another node's report, written after this one, is acknowledged: this one was passed (dropped
     // by a new singleton as written before its takeover, say) and goes again at once.
-    const later = await bus.produce(topics.inbox, { note: 'another node\'s report' });
+    const later = await bus.produce(topics.inbox, { note: "another node's report" });
     reporter.acknowledged(1, later + 1, undefined);
     await turns();
     await clock.advance(1);

@@ -24,7 +24,11 @@ function lane(newest = 3) {
 /** Registers a request waiting for `to`; the replies it got. */
 function waiting(hub: NodeHub, to: ReplyTo): Reply[] {
   const got: Reply[] = [];
-  hub.expect(to, (r) => got.push(r), () => {});
+  hub.expect(
+    to,
+    (r) => got.push(r),
+    () => {},
+  );
   return got;
 }
 
@@ -37,10 +41,13 @@ describe('RequestLane', () => {
     l.send({ type: 'ListRegisteredDatasets', replyTo: replyTo('a@a#1/req-1') });
     l.send({ type: 'GetNodeOperations', replyTo: replyTo('a@a#1/req-2') });
     await Promise.resolve();
-    expect(bus.topic(topics.inbox).map((r) => (r.value as { request: { type: string } }).request.type)).toEqual(['ListRegisteredDatasets', 'GetNodeOperations']);
+    expect(bus.topic(topics.inbox).map((r) => (r.value as { request: { type: string } }).request.type)).toEqual([
+      'ListRegisteredDatasets',
+      'GetNodeOperations',
+    ]);
   });
 
-  it('resolves this node\'s request with its reply, and says the singleton was heard', () => {
+  it("resolves this node's request with its reply, and says the singleton was heard", () => {
     const { lane: l, hub, contact, clock } = lane();
     const got = waiting(hub, replyTo('a@a#1/req-1'));
     expect(l.takeReply(record(reply(3, 'a@a#1/req-1')))).toBe(true);

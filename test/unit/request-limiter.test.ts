@@ -49,7 +49,11 @@ describe('FifoLimiter', () => {
 
   it('a task that throws at once rejects and frees its slot', async () => {
     const limiter = new FifoLimiter(1);
-    await expect(limiter.run(() => { throw new Error('at once'); })).rejects.toThrow('at once');
+    await expect(
+      limiter.run(() => {
+        throw new Error('at once');
+      }),
+    ).rejects.toThrow('at once');
     expect(await limiter.run(async () => 'next')).toBe('next');
   });
 

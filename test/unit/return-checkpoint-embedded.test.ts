@@ -122,7 +122,15 @@ async function returnTrip(storage: SinkStorage) {
   return { again: aAfter.again - aBefore.again, acceptedOnReturn: aAfter.accepted - aBefore.accepted, bWroteAgain: nodes.of(b, shard).again };
 }
 
-const PLANNED = { ref: 'planned', numShards: 4, minNumNodes: 1, strategy: 'balanced', maxConcurrentMoves: 4, replacementDelayMs: 0, source: { type: 'synthetic', recordsPerSecond: RATE } } as const;
+const PLANNED = {
+  ref: 'planned',
+  numShards: 4,
+  minNumNodes: 1,
+  strategy: 'balanced',
+  maxConcurrentMoves: 4,
+  replacementDelayMs: 0,
+  source: { type: 'synthetic', recordsPerSecond: RATE },
+} as const;
 const planned = PLANNED.ref as DatasetRef;
 
 /**
@@ -140,7 +148,10 @@ async function drainAndUndrain(storage: SinkStorage) {
     }
     throw new Error('not done within 30 s of simulated time');
   };
-  const settled = (map: ShardMapper) => Array.from({ length: PLANNED.numShards }, (_, s) => map.recordForShard(s).assignments).every((c) => c.length === 1 && c[0]!.placement === 'Available' && c[0]!.status.type === 'Active');
+  const settled = (map: ShardMapper) =>
+    Array.from({ length: PLANNED.numShards }, (_, s) => map.recordForShard(s).assignments).every(
+      (c) => c.length === 1 && c[0]!.placement === 'Available' && c[0]!.status.type === 'Active',
+    );
   const heldBefore = (await storedMap(w, planned)).shardsForNode(n1.node);
   expect(heldBefore.length).toBeGreaterThan(0);
 

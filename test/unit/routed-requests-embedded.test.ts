@@ -45,7 +45,11 @@ async function anotherClient(c: EmbeddedCluster, options: Parameters<typeof Shar
   return cl;
 }
 
-async function servingCluster(rf: number, serveOptions: { maxInFlight?: number } = {}, failureDetector?: FailureDetectorOptions): Promise<{ cluster: EmbeddedCluster; client: ShardherdClient }> {
+async function servingCluster(
+  rf: number,
+  serveOptions: { maxInFlight?: number } = {},
+  failureDetector?: FailureDetectorOptions,
+): Promise<{ cluster: EmbeddedCluster; client: ShardherdClient }> {
   const c = new EmbeddedCluster({
     name: `routed-${rf}-${Math.floor(performance.now() * 1000)}`,
     nodes: [
@@ -57,19 +61,32 @@ async function servingCluster(rf: number, serveOptions: { maxInFlight?: number }
     log: pino({ level: 'silent' }),
     sessionTimeoutMs: 1_500,
     heartbeatIntervalMs: 250,
-    settings: { publishIntervalMs: 500, reportResendMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 100, ...(failureDetector ? { failureDetector } : {}) },
+    settings: {
+      publishIntervalMs: 500,
+      reportResendMs: 500,
+      recoveryReplyTimeoutMs: 500,
+      pollIntervalMs: 100,
+      ...(failureDetector ? { failureDetector } : {}),
+    },
   });
   cluster = c;
   for (const node of c.nodes) {
-    await node.serve<{ kind?: string }, Answer>(ds, async ({ shard, payload, signal }) => {
-      if (payload?.kind === 'throw') throw new RangeError('the handler refused');
-      if (payload?.kind === 'hang') await new Promise((resolve) => signal.addEventListener('abort', resolve));
-      if (payload?.kind === 'slow') await sleep(1_200);
-      return { node: node.node, shard };
-    }, serveOptions);
+    await node.serve<{ kind?: string }, Answer>(
+      ds,
+      async ({ shard, payload, signal }) => {
+        if (payload?.kind === 'throw') throw new RangeError('the handler refused');
+        if (payload?.kind === 'hang') await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        if (payload?.kind === 'slow') await sleep(1_200);
+        return { node: node.node, shard };
+      },
+      serveOptions,
+    );
   }
   await c.start();
-  const reply = await c.setupDataset({ ref: ds, numShards: NUM_SHARDS, minNumNodes: 4, replicationFactor: rf, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 10 } }, 10_000);
+  const reply = await c.setupDataset(
+    { ref: ds, numShards: NUM_SHARDS, minNumNodes: 4, replicationFactor: rf, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 10 } },
+    10_000,
+  );
   expect(reply.type).toBe('DatasetVerified');
   const cl = await ShardherdClient.connectEmbedded(c, { name: 'test', deadlineMs: 3_000, attemptTimeoutMs: 500 });
   client = cl;
@@ -146,8 +163,12 @@ describe('routed requests on an embedded cluster', () => {
   // lapsed, and when the singleton's host died every node's lease lapsed until a successor took
   // over (its whole lease, then a recovery): every shard failed for 5 s at RF 2 and RF 3, not only
   // the dead node's. Reads do not need the singleton: a lapse pauses writes, not answers.
-  it('heartbeat mode, RF 2: a crash of the singleton\'s host fails no request while a successor takes over', async () => {
-    const { cluster: c, client: cl } = await servingCluster(2, {}, { mode: 'heartbeat', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1_800, leaseMs: 500, singletonLeaseMs: 2_000 });
+  it("heartbeat mode, RF 2: a crash of the singleton's host fails no request while a successor takes over", async () => {
+    const { cluster: c, client: cl } = await servingCluster(
+      2,
+      {},
+      { mode: 'heartbeat', heartbeatIntervalMs: 100, suspicionTimeoutMs: 1_800, leaseMs: 500, singletonLeaseMs: 2_000 },
+    );
     const host = (await c.singletonNode())!;
     const l = load(cl);
     await sleep(500);
@@ -159,7 +180,7 @@ describe('routed requests on an embedded cluster', () => {
     expect(l.ok).toBeGreaterThan(200);
   }, 40_000);
 
-  it('RF 1: only the dead node\'s shards fail, typed and within their deadline, until they are served elsewhere', async () => {
+  it("RF 1: only the dead node's shards fail, typed and within their deadline, until they are served elsewhere", async () => {
     const { cluster: c, client: cl } = await servingCluster(1);
     const victim = busiest(c, cl);
     const map = cl.map(ds)!;
@@ -167,7 +188,11 @@ describe('routed requests on an embedded cluster', () => {
     const l = load(cl);
     await sleep(300);
     victim.crash();
-    await until('the dead node\'s shards served elsewhere', () => [...deadShards].every((s) => (cl.map(ds)!.servingNodes(s)[0] ?? victim.node) !== victim.node), 15_000);
+    await until(
+      "the dead node's shards served elsewhere",
+      () => [...deadShards].every((s) => (cl.map(ds)!.servingNodes(s)[0] ?? victim.node) !== victim.node),
+      15_000,
+    );
     await sleep(300);
     const failedBefore = l.failures.length;
     await sleep(500);
@@ -231,7 +256,12 @@ describe('routed requests on an embedded cluster', () => {
     await expect(ShardherdClient.connect({ bus: c.bus, topicPrefix: 'elsewhere', connectTimeoutMs: 500 })).rejects.toMatchObject({ code: 'CONNECT_FAILED' });
     expect(Date.now() - t1).toBeLessThan(1_500);
     // Nothing changed in the cluster: the client never joined it.
-    expect(c.membership.view().members.map((m) => m.node as NodeId).sort()).toEqual(['a', 'b', 'c1', 'c2']);
+    expect(
+      c.membership
+        .view()
+        .members.map((m) => m.node as NodeId)
+        .sort(),
+    ).toEqual(['a', 'b', 'c1', 'c2']);
   }, 30_000);
 
   it('a slow handler still answers: the deadline is the only give-up time (RF 2, 1200 ms handler, 1000 ms attempts)', async () => {
@@ -293,7 +323,14 @@ describe('routed requests on an embedded cluster', () => {
     const cl = await anotherClient(c, { name: 'closing', deadlineMs: 10_000 });
     await cl.whenServed(ds);
     const t0 = Date.now();
-    const hanging = Promise.all([0, 1, 2].map((shard) => cl.request(ds, { shard }, { kind: 'hang' }).then(() => 'answered', (e: unknown) => (e as ShardherdClientError).code)));
+    const hanging = Promise.all(
+      [0, 1, 2].map((shard) =>
+        cl.request(ds, { shard }, { kind: 'hang' }).then(
+          () => 'answered',
+          (e: unknown) => (e as ShardherdClientError).code,
+        ),
+      ),
+    );
     await sleep(200);
     await cl.close();
     expect(await hanging).toEqual(['CLOSED', 'CLOSED', 'CLOSED']);

@@ -19,7 +19,8 @@ const OPTIONS: CallOptions = { deadlineMs: 1_000, attemptTimeoutMs: 200, maxRedi
 type Behaviour = (node: NodeId, signal: AbortSignal) => Promise<AttemptAnswer<string>>;
 const ok = (node: NodeId): Promise<AttemptAnswer<string>> => Promise.resolve({ check: { type: 'ok', version: 1 }, value: `from ${node}` });
 const refused = (): Promise<AttemptAnswer<string>> => Promise.reject(new Error('ECONNREFUSED'));
-const never = (_: NodeId, signal: AbortSignal): Promise<AttemptAnswer<string>> => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+const never = (_: NodeId, signal: AbortSignal): Promise<AttemptAnswer<string>> =>
+  new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
 const answer = (check: ShardCheck): Promise<AttemptAnswer<string>> => Promise.resolve({ check });
 
 class AppError extends Error {}
@@ -60,7 +61,10 @@ async function advance(clock: SimulatedClock, ms: number): Promise<void> {
 }
 
 async function settle<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
-  return p.then((value) => ({ value }), (error: unknown) => ({ error }));
+  return p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 }
 
 describe('callShard', () => {
@@ -191,7 +195,10 @@ describe('callShard', () => {
 
   it('follows MOVED (learned) and ASK, and gives up after maxRedirects', async () => {
     const clock = new SimulatedClock(0);
-    const f = fakePorts(clock, ['a'], { a: () => answer({ type: 'moved', nodes: [n('c')], version: 5 }), c: () => answer({ type: 'ask', node: n('d'), version: 5 }) });
+    const f = fakePorts(clock, ['a'], {
+      a: () => answer({ type: 'moved', nodes: [n('c')], version: 5 }),
+      c: () => answer({ type: 'ask', node: n('d'), version: 5 }),
+    });
     expect(await callShard(f.ports, 0, OPTIONS)).toBe('from d');
     expect(f.asked).toEqual(['a', 'c', 'd']);
     expect(f.learned).toHaveLength(1);
@@ -283,10 +290,14 @@ describe('Suspicions', () => {
     const clock = new SimulatedClock(0);
     const probes: number[] = [];
     let up = false;
-    const s = new Suspicions(clock, async () => {
-      probes.push(clock.now());
-      return up;
-    }, { probeInitialMs: 100, probeMaxMs: 400 });
+    const s = new Suspicions(
+      clock,
+      async () => {
+        probes.push(clock.now());
+        return up;
+      },
+      { probeInitialMs: 100, probeMaxMs: 400 },
+    );
     s.suspect(n('a'));
     expect(s.isSuspected(n('a'))).toBe(true);
     for (let t = 0; t < 1_500; t += 50) {
@@ -332,7 +343,7 @@ describe('ReplicaChoice', () => {
     for (let i = 0; i < 6; i++) expect(choice.order(nodes).at(-1)).toBe('a');
   });
 
-  it('asks the caller\'s rack first, spreading within it', () => {
+  it("asks the caller's rack first, spreading within it", () => {
     const choice = new ReplicaChoice(new Suspicions(new SimulatedClock(0), undefined), (x) => racks[x], { rack: 'r2' });
     const firsts = new Set<string>();
     for (let i = 0; i < 6; i++) {

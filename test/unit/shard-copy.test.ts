@@ -39,7 +39,11 @@ function source(records: number, opening?: Promise<void>) {
         endOffset: async () => records,
         read: async (offset: number, max: number): Promise<SourceRecord[]> => {
           state.reads++;
-          return Array.from({ length: Math.max(0, Math.min(max, records - offset)) }, (_, i) => ({ offset: offset + i, key: String(offset + i), value: offset + i }));
+          return Array.from({ length: Math.max(0, Math.min(max, records - offset)) }, (_, i) => ({
+            offset: offset + i,
+            key: String(offset + i),
+            value: offset + i,
+          }));
         },
         close: async () => {
           state.closed = true;
@@ -156,7 +160,11 @@ describe('a shard copy', () => {
 
   it('a sink that fails fails the copy once: one IngestionError, and no step after it', async () => {
     const { src, readers } = source(5);
-    const w = world(src, { accept: async () => { throw new Error('disk full'); } });
+    const w = world(src, {
+      accept: async () => {
+        throw new Error('disk full');
+      },
+    });
     copyOf(w);
     await w.settle();
     w.clock.advance(10_000);

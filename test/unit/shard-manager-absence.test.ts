@@ -93,10 +93,21 @@ class Cluster {
     for (let i = 0; i < 100; i++) {
       const m = this.mapper;
       const members = new Set(this.h.state.members.map((x) => x.node as string));
-      const pending = m.assignedShards().flatMap((shard) => m.recordForShard(shard).assignments.filter((a) => members.has(a.node) && a.status.type !== 'Active').map((a) => ({ shard, node: a.node })));
+      const pending = m.assignedShards().flatMap((shard) =>
+        m
+          .recordForShard(shard)
+          .assignments.filter((a) => members.has(a.node) && a.status.type !== 'Active')
+          .map((a) => ({ shard, node: a.node })),
+      );
       if (pending.length === 0) return;
       for (const p of pending) {
-        this.run({ type: 'NodeReport', node: p.node, incarnation: this.h.state.members.find((x) => x.node === p.node)!.incarnation, seq: 1, events: [ShardEvents.ingestionStarted(ds1, p.shard as ShardNum, p.node)] });
+        this.run({
+          type: 'NodeReport',
+          node: p.node,
+          incarnation: this.h.state.members.find((x) => x.node === p.node)!.incarnation,
+          seq: 1,
+          events: [ShardEvents.ingestionStarted(ds1, p.shard as ShardNum, p.node)],
+        });
       }
     }
     throw new Error('copies never caught up');
@@ -122,7 +133,8 @@ function copiesCreated(before: ShardMapper, after: ShardMapper): number {
 }
 
 /** Shards with no serving copy. */
-const unserved = (m: ShardMapper): number[] => Array.from({ length: m.numShards }, (_, s) => s).filter((s) => !m.recordForShard(s).assignments.some(isServingCopy));
+const unserved = (m: ShardMapper): number[] =>
+  Array.from({ length: m.numShards }, (_, s) => s).filter((s) => !m.recordForShard(s).assignments.some(isServingCopy));
 
 /** The copies one decision of the strategy creates from `start` for the final members: the minimum of an operation. */
 function oneDecisionMinimum(start: ShardMapper, members: readonly Member[], replicationFactor: number): number {
@@ -137,7 +149,15 @@ function oneDecisionMinimum(start: ShardMapper, members: readonly Member[], repl
 /** Three racks of two nodes, a 3-copy dataset (one copy per rack), every copy serving. */
 function threeRacks(extra: Record<string, unknown> = {}, options: ShardManagerOptions = {}): Cluster {
   const c = new Cluster(options);
-  for (const [name, rack] of [['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B'], ['c1', 'C'], ['c2', 'C']] as const) c.up(name, rack);
+  for (const [name, rack] of [
+    ['a1', 'A'],
+    ['a2', 'A'],
+    ['b1', 'B'],
+    ['b2', 'B'],
+    ['c1', 'C'],
+    ['c2', 'C'],
+  ] as const)
+    c.up(name, rack);
   c.setup(balanced(32, 3, extra));
   c.advance(SETTLE);
   c.catchUp();
@@ -152,12 +172,22 @@ describe('a lost node within its replacement delay', () => {
     c.down('a1');
     expect(c.copiesOf('a1')).toBe(held);
     for (const { copy } of c.mapper.copiesForNode(nodeId('a1'))) expect(copy.status.type).toBe('Down');
-    expect(noticesNamed(c.h.effects, 'node.absent')).toEqual([expect.stringMatching(new RegExp(`^ds1: a1 is absent: ${held} copies kept for it until \\S+Z \\(\\d+\\) \\(replacementDelayMs 60000\\); 0 shards with no other serving copy re-placed now$`))]);
+    expect(noticesNamed(c.h.effects, 'node.absent')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^ds1: a1 is absent: ${held} copies kept for it until \\S+Z \\(\\d+\\) \\(replacementDelayMs 60000\\); 0 shards with no other serving copy re-placed now$`,
+        ),
+      ),
+    ]);
     // An operator asking why those shards lack a copy is told who it is kept for, and until when.
     const described = replyOf(c.h.run({ type: 'DescribeCluster', replyTo: adminReplyTo() }));
     if (described?.type !== 'ClusterDescription') throw new Error('no description');
     expect(described.datasets[0]!.missingCopies).toEqual([
-      { shards: c.mapper.shardsForNode(nodeId('a1')), copies: 2, reason: expect.stringMatching(/^a copy is kept for a1 until \S+Z \(\d+\), away within the replacement delay \(replacementDelayMs 60000\)/) },
+      {
+        shards: c.mapper.shardsForNode(nodeId('a1')),
+        copies: 2,
+        reason: expect.stringMatching(/^a copy is kept for a1 until \S+Z \(\d+\), away within the replacement delay \(replacementDelayMs 60000\)/),
+      },
     ]);
     c.advance(DELAY - 1);
     expect(c.created).toBe(0);
@@ -188,7 +218,9 @@ describe('a lost node within its replacement delay', () => {
     expect(c.mapper.shardsForNode(nodeId('a1'))).toEqual(before);
     // Restarted as any assigned copy: the node runs it, catches up from its own checkpoint, serves.
     for (const { copy } of c.mapper.copiesForNode(nodeId('a1'))) expect(copy.status.type).toBe('Assigned');
-    expect(noticesNamed(c.h.effects, 'node.returned')).toEqual([expect.stringMatching(new RegExp(`^a1 is back within its replacement delay \\(absent since .+\\): its ${before.length} copies stay and restart on it$`))]);
+    expect(noticesNamed(c.h.effects, 'node.returned')).toEqual([
+      expect.stringMatching(new RegExp(`^a1 is back within its replacement delay \\(absent since .+\\): its ${before.length} copies stay and restart on it$`)),
+    ]);
     c.advance(DELAY * 2);
     c.catchUp();
     expect(c.mapper.shardsForNode(nodeId('a1'))).toEqual(before);
@@ -210,12 +242,21 @@ describe('a lost node within its replacement delay', () => {
     for (let s = 0; s < 32; s++) expect(c.mapper.nodesForShard(s).sort()).toEqual(start.nodesForShard(s).sort());
   });
 
-  it('a rolling restart creates no copy where a capped rack would otherwise pull copies into the absent node\'s rack (issue 33)', () => {
+  it("a rolling restart creates no copy where a capped rack would otherwise pull copies into the absent node's rack (issue 33)", () => {
     // 4 shards at RF 2 over n0@r0 n1@r1 n2@r2 n3@r3 and n4..n7@r0: rack r0 is capped. Over the
     // present nodes alone, a node away left its rack's capacity to its rack mates and copies moved
     // during the delay (2 created by a rolling restart); the bounds as if it were present keep them.
     const c = new Cluster({ settleWindowMs: 1_000 });
-    const racks: [string, string][] = [['n0', 'r0'], ['n1', 'r1'], ['n2', 'r2'], ['n3', 'r3'], ['n4', 'r0'], ['n5', 'r0'], ['n6', 'r0'], ['n7', 'r0']];
+    const racks: [string, string][] = [
+      ['n0', 'r0'],
+      ['n1', 'r1'],
+      ['n2', 'r2'],
+      ['n3', 'r3'],
+      ['n4', 'r0'],
+      ['n5', 'r0'],
+      ['n6', 'r0'],
+      ['n7', 'r0'],
+    ];
     for (const [name, rack] of racks) c.up(name, rack);
     c.setup(balanced(4, 2));
     c.advance(SETTLE);
@@ -235,7 +276,12 @@ describe('a lost node within its replacement delay', () => {
 
   it('a restart seen only as a new incarnation keeps every copy, those of single-copy shards too', () => {
     const c = new Cluster();
-    for (const [name, rack] of [['n1', 'A'], ['n2', 'B'], ['n3', 'C']] as const) c.up(name, rack);
+    for (const [name, rack] of [
+      ['n1', 'A'],
+      ['n2', 'B'],
+      ['n3', 'C'],
+    ] as const)
+      c.up(name, rack);
     c.setup(balanced(8, 1));
     c.advance(SETTLE);
     c.catchUp();
@@ -243,7 +289,9 @@ describe('a lost node within its replacement delay', () => {
     const before = c.mapper.shardsForNode(nodeId('n2'));
     c.restart('n2'); // no MemberDown first: the membership saw only the new incarnation
     expect(c.mapper.shardsForNode(nodeId('n2'))).toEqual(before);
-    expect(noticesNamed(c.h.effects, 'node.returned')).toEqual([expect.stringMatching(/^n2 restarted \(incarnation n2#2\): its \d+ copies stay and restart on it$/)]);
+    expect(noticesNamed(c.h.effects, 'node.returned')).toEqual([
+      expect.stringMatching(/^n2 restarted \(incarnation n2#2\): its \d+ copies stay and restart on it$/),
+    ]);
     c.catchUp();
     expect(c.created).toBe(0);
   });
@@ -255,7 +303,9 @@ describe('a lost node within its replacement delay', () => {
     c.advance(DELAY - 1);
     expect(c.copiesOf('a1')).toBe(held);
     c.advance(1);
-    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([expect.stringMatching(new RegExp(`^ds1: a1 did not come back within its replacement delay .*: its ${held} copies are re-created elsewhere$`))]);
+    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([
+      expect.stringMatching(new RegExp(`^ds1: a1 did not come back within its replacement delay .*: its ${held} copies are re-created elsewhere$`)),
+    ]);
     c.advance(SETTLE);
     expect(c.copiesOf('a1')).toBe(0);
     expect(c.created).toBe(held);
@@ -275,9 +325,14 @@ describe('a lost node within its replacement delay', () => {
     expect(c.copiesOf('a1')).toBe(0);
     expect(c.copiesOf('a2')).toBe(32);
     expect(c.h.state.absent.size).toBe(0);
-    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([expect.stringMatching(new RegExp(`^a1, absent since .*, was removed by an operator: its ${held} copies are re-created now$`))]);
+    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([
+      expect.stringMatching(new RegExp(`^a1, absent since .*, was removed by an operator: its ${held} copies are re-created now$`)),
+    ]);
     // Not absent any more: removing it again is refused as for any node that is not a member.
-    expect(replyOf(c.h.run({ type: 'RemoveNode', node: 'a1', replyTo: adminReplyTo() }))).toMatchObject({ type: 'NodeOperationRefused', reason: 'unknown-node' });
+    expect(replyOf(c.h.run({ type: 'RemoveNode', node: 'a1', replyTo: adminReplyTo() }))).toMatchObject({
+      type: 'NodeOperationRefused',
+      reason: 'unknown-node',
+    });
   });
 
   it('comes back after its delay as a new node: it gets a share, not its old copies', () => {
@@ -293,7 +348,12 @@ describe('a lost node within its replacement delay', () => {
 describe('a lost node whose shards have no other serving copy', () => {
   it('single-copy shards are placed again at once, in the same decision', () => {
     const c = new Cluster();
-    for (const [name, rack] of [['n1', 'A'], ['n2', 'B'], ['n3', 'C']] as const) c.up(name, rack);
+    for (const [name, rack] of [
+      ['n1', 'A'],
+      ['n2', 'B'],
+      ['n3', 'C'],
+    ] as const)
+      c.up(name, rack);
     c.setup(balanced(16, 1));
     c.advance(SETTLE);
     c.catchUp();
@@ -331,14 +391,16 @@ describe('a lost node whose shards have no other serving copy', () => {
 });
 
 describe('the settle window', () => {
-  it('a replacement seen as a node down then a node up creates the departed node\'s copies once: the one-decision minimum', () => {
+  it("a replacement seen as a node down then a node up creates the departed node's copies once: the one-decision minimum", () => {
     const c = threeRacks();
     const start = c.mapper;
     const lost = c.copiesOf('a1');
     c.down('a1');
     c.advance(300);
     c.up('a3', 'A');
-    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([expect.stringMatching(new RegExp(`^a3 joined while a1 was absent .*: it is taken as its replacement, and a1's ${lost} copies are re-created now$`))]);
+    expect(noticesNamed(c.h.effects, 'node.absence-ended')).toEqual([
+      expect.stringMatching(new RegExp(`^a3 joined while a1 was absent .*: it is taken as its replacement, and a1's ${lost} copies are re-created now$`)),
+    ]);
     expect(c.created).toBe(0); // the round waits for the window's end
     c.advance(SETTLE);
     expect(c.copiesOf('a1')).toBe(0);
@@ -364,7 +426,11 @@ describe('the settle window', () => {
     const c = threeRacks({ maxConcurrentMoves: 1000 });
     const start = c.mapper;
     const version = c.mapper.version;
-    for (const [name, rack] of [['a3', 'A'], ['b3', 'B'], ['c3', 'C']] as const) {
+    for (const [name, rack] of [
+      ['a3', 'A'],
+      ['b3', 'B'],
+      ['c3', 'C'],
+    ] as const) {
       c.up(name, rack);
       c.advance(200);
     }
@@ -384,7 +450,13 @@ describe('the settle window', () => {
     const start = c.mapper;
     const version = c.mapper.version;
     const gap = SETTLE * 0.6;
-    for (const [name, rack] of [['a3', 'A'], ['b3', 'B'], ['c3', 'C'], ['a4', 'A'], ['b4', 'B']] as const) {
+    for (const [name, rack] of [
+      ['a3', 'A'],
+      ['b3', 'B'],
+      ['c3', 'C'],
+      ['a4', 'A'],
+      ['b4', 'B'],
+    ] as const) {
       c.up(name, rack);
       c.advance(gap);
     }
@@ -425,7 +497,12 @@ describe('the settle window', () => {
 
   it('a change that leaves a shard without a serving copy decides at once, the changes pending included', () => {
     const c = new Cluster();
-    for (const [name, rack] of [['n1', 'A'], ['n2', 'B'], ['n3', 'C']] as const) c.up(name, rack);
+    for (const [name, rack] of [
+      ['n1', 'A'],
+      ['n2', 'B'],
+      ['n3', 'C'],
+    ] as const)
+      c.up(name, rack);
     c.setup(balanced(16, 1, { maxConcurrentMoves: 100 }));
     c.advance(SETTLE);
     c.catchUp();
@@ -482,7 +559,7 @@ describe('what the delay does not wait for', () => {
     expect(c.h.state.absent.size).toBe(0);
   });
 
-  it('FiloDB\'s datasets re-place at once, as FiloDB does', () => {
+  it("FiloDB's datasets re-place at once, as FiloDB does", () => {
     const h = new Harness();
     for (const name of ['n1', 'n2', 'n3']) h.addMember(name);
     h.setup(ds1 as DatasetRef, 8, 2);

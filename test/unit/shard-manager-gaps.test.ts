@@ -83,14 +83,29 @@ describe('node reports are acknowledged only after they are applied, persisted a
       type: 'NodeReports',
       reports: [
         { node: n('c3'), incarnation: m('c3').incarnation, seq: 4, events: [ShardEvents.ingestionStarted(ds1, s(0), n('c3'))] },
-        { node: n('c2'), incarnation: m('c2').incarnation, seq: 9, events: [ShardEvents.ingestionStarted(ds1, s(3), n('c2')), ShardEvents.ingestionStarted(ds1, s(4), n('c2'))] },
+        {
+          node: n('c2'),
+          incarnation: m('c2').incarnation,
+          seq: 9,
+          events: [ShardEvents.ingestionStarted(ds1, s(3), n('c2')), ShardEvents.ingestionStarted(ds1, s(4), n('c2'))],
+        },
       ],
     });
     const changes = effects.filter((e) => e.type === 'PublishChanges');
     expect(changes).toHaveLength(1);
-    expect(changes[0]!.type === 'PublishChanges' && [changes[0]!.base.version, changes[0]!.events.map((e) => [e.shard, e.node])]).toEqual([before, [[0, 'c3'], [3, 'c2'], [4, 'c2']]]);
+    expect(changes[0]!.type === 'PublishChanges' && [changes[0]!.base.version, changes[0]!.events.map((e) => [e.shard, e.node])]).toEqual([
+      before,
+      [
+        [0, 'c3'],
+        [3, 'c2'],
+        [4, 'c2'],
+      ],
+    ]);
     const acks = effects.flatMap((e, i) => (e.type === 'AckReport' ? [[i, e.node, e.seq]] : []));
-    expect(acks.map(([, node, seq]) => [node, seq])).toEqual([['c3', 4], ['c2', 9]]);
+    expect(acks.map(([, node, seq]) => [node, seq])).toEqual([
+      ['c3', 4],
+      ['c2', 9],
+    ]);
     expect(acks.every(([i]) => (i as number) > effects.indexOf(changes[0]!))).toBe(true);
   });
 
@@ -99,23 +114,33 @@ describe('node reports are acknowledged only after they are applied, persisted a
     const before = h.mapper(ds1).toSnapshot(h.state.epoch);
     const manager = h.manager;
     let state = manager.initialState();
-    const report = { type: 'NodeReport', node: n('c3'), incarnation: incarnation('c3#1'), seq: 7, events: [ShardEvents.ingestionStarted(ds1, s(0), n('c3'))] } as const;
+    const report = {
+      type: 'NodeReport',
+      node: n('c3'),
+      incarnation: incarnation('c3#1'),
+      seq: 7,
+      events: [ShardEvents.ingestionStarted(ds1, s(0), n('c3'))],
+    } as const;
     const buffered = manager.decide(state, report, 0);
     expect(visible(buffered.effects)).toEqual([]); // not acked yet
     state = buffered.state;
-    const recovered = manager.decide(state, {
-      type: 'Recover',
-      recovery: {
-        epoch: 2 as never,
-        datasets: [config(ds1, 8, 3)],
-        maps: [before],
-        subscriptions: [],
-        watchers: [],
-        cooldowns: [],
-        members: h.state.members,
-        running: [],
+    const recovered = manager.decide(
+      state,
+      {
+        type: 'Recover',
+        recovery: {
+          epoch: 2 as never,
+          datasets: [config(ds1, 8, 3)],
+          maps: [before],
+          subscriptions: [],
+          watchers: [],
+          cooldowns: [],
+          members: h.state.members,
+          running: [],
+        },
       },
-    }, 0);
+      0,
+    );
     expect(recovered.state.datasets.get(ds1)!.mapper.statusForShard(0)).toEqual({ type: 'Active' });
     const snapshotAt = recovered.effects.findIndex((e) => e.type === 'PublishChanges');
     expect(snapshotAt).toBeGreaterThanOrEqual(0);
@@ -127,7 +152,13 @@ describe('node reports are acknowledged only after they are applied, persisted a
   it('a report from a stale incarnation changes nothing but is acked (resending cannot help)', () => {
     const h = threeNodes();
     const version = h.mapper(ds1).version;
-    const effects = h.run({ type: 'NodeReport', node: n('c3'), incarnation: incarnation('c3#0'), seq: 3, events: [ShardEvents.ingestionError(ds1, s(0), n('c3'), 'x')] });
+    const effects = h.run({
+      type: 'NodeReport',
+      node: n('c3'),
+      incarnation: incarnation('c3#0'),
+      seq: 3,
+      events: [ShardEvents.ingestionError(ds1, s(0), n('c3'), 'x')],
+    });
     expect(h.mapper(ds1).version).toBe(version);
     expect(visible(effects)).toEqual([{ type: 'AckReport', node: 'c3', incarnation: 'c3#0', seq: 3 }]);
     expect(noticesNamed(effects, 'report.rejected')[0]).toMatch(/incarnation/);
@@ -176,7 +207,10 @@ describe('node reports are acknowledged only after they are applied, persisted a
     h.run({ type: 'SubscribeAll', subscriber: sub });
     const v = h.mapper(ds1).version;
     const effects = h.report('c3', ShardEvents.ingestionStarted(ds1, s(0), n('c3')), ShardEvents.ingestionStarted(ds1, s(1), n('c3')));
-    expect(messagesTo(effects, sub).map((m) => m.type === 'StampedShardEvent' && [m.epoch, m.version])).toEqual([[1, v + 1], [1, v + 2]]);
+    expect(messagesTo(effects, sub).map((m) => m.type === 'StampedShardEvent' && [m.epoch, m.version])).toEqual([
+      [1, v + 1],
+      [1, v + 2],
+    ]);
   });
 });
 
@@ -416,13 +450,15 @@ describe('datasets', () => {
     expect(replyOf(h.run({ type: 'ListRegisteredDatasets', replyTo: replyTo('r') }))).toEqual({ type: 'RegisteredDatasets', datasets: [ds1] });
   });
 
-  it('the periodic digest is one small record of every map\'s stamp and the members\' version, and persists nothing', () => {
+  it("the periodic digest is one small record of every map's stamp and the members' version, and persists nothing", () => {
     const h = threeNodes();
     h.run({ type: 'SubscribeAll', subscriber: sub });
     const router = subscriberId('router');
     h.run({ type: 'Subscribe', subscriber: router, dataset: ds1 });
     const effects = h.run({ type: 'PublishDigest' });
-    expect(visible(effects)).toEqual([{ type: 'PublishDigest', maps: [{ dataset: ds1, numShards: 8, epoch: 1, version: h.mapper(ds1).version }], members: h.state.membersVersion }]);
+    expect(visible(effects)).toEqual([
+      { type: 'PublishDigest', maps: [{ dataset: ds1, numShards: 8, epoch: 1, version: h.mapper(ds1).version }], members: h.state.membersVersion },
+    ]);
     expect(h.state.membersVersion).toBeGreaterThan(0);
     expect(messagesTo(effects, sub)).toEqual([]);
     expect(mapsPublished(effects)).toEqual([]);

@@ -27,7 +27,12 @@ function filodb(ref: DatasetRef, numShards: number, minNumNodes: number, extra: 
 }
 
 let joined = 0;
-const member = (name: string, rack?: string): Member => ({ node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++joined, ...(rack === undefined ? {} : { rack }) });
+const member = (name: string, rack?: string): Member => ({
+  node: nodeId(name),
+  incarnation: incarnation(`${name}#1`),
+  joinedAt: ++joined,
+  ...(rack === undefined ? {} : { rack }),
+});
 
 /** Rounds at every membership change (no settle window): these tests are about what one round does. */
 function cluster(nodes: readonly [string, string?][]): Harness {
@@ -37,14 +42,21 @@ function cluster(nodes: readonly [string, string?][]): Harness {
 }
 
 const setup = (h: Harness, config: DatasetConfig): Reply | undefined => replyOf(h.run({ type: 'SetupDataset', config, replyTo: adminReplyTo() }));
-const op = (h: Harness, input: { type: 'RemoveNode'; node: string } | { type: 'ReplaceNode'; old: string; new: string } | { type: 'AddNode'; node: string }): Reply | undefined =>
-  replyOf(h.run({ ...input, replyTo: adminReplyTo() } as Parameters<Harness['run']>[0]));
+const op = (
+  h: Harness,
+  input: { type: 'RemoveNode'; node: string } | { type: 'ReplaceNode'; old: string; new: string } | { type: 'AddNode'; node: string },
+): Reply | undefined => replyOf(h.run({ ...input, replyTo: adminReplyTo() } as Parameters<Harness['run']>[0]));
 
 /** The Initializing copies report IngestionStarted (they caught up): once, or until none is left. */
 function catchUp(h: Harness, ref: DatasetRef, once = false): void {
   for (;;) {
     const m = h.mapper(ref);
-    const pending = m.assignedShards().flatMap((shard) => m.recordForShard(shard).assignments.filter((a) => a.placement === 'Initializing').map((a) => ({ shard, node: a.node })));
+    const pending = m.assignedShards().flatMap((shard) =>
+      m
+        .recordForShard(shard)
+        .assignments.filter((a) => a.placement === 'Initializing')
+        .map((a) => ({ shard, node: a.node })),
+    );
     if (pending.length === 0) return;
     for (const p of pending) h.report(p.node, ShardEvents.ingestionStarted(ref, p.shard, p.node));
     if (once) return;
@@ -56,11 +68,19 @@ const spread = (xs: number[]) => Math.max(...xs) - Math.min(...xs);
 const rackOf = (h: Harness, node: string) => h.state.members.find((m) => m.node === node)?.rack;
 
 /** Shards without a serving copy. */
-const unserved = (m: ShardMapper) => m.assignedShards().filter((shard) => !m.recordForShard(shard).assignments.some(isServingCopy)).length + m.numUnassignedShards;
+const unserved = (m: ShardMapper) =>
+  m.assignedShards().filter((shard) => !m.recordForShard(shard).assignments.some(isServingCopy)).length + m.numUnassignedShards;
 
 describe('balanced datasets', () => {
   it('place every replica in a distinct rack, evenly', () => {
-    const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B'], ['c1', 'C'], ['c2', 'C']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['a2', 'A'],
+      ['b1', 'B'],
+      ['b2', 'B'],
+      ['c1', 'C'],
+      ['c2', 'C'],
+    ]);
     expect(setup(h, balanced(ds1, 16, 3))?.type).toBe('DatasetVerified');
     const m = h.mapper(ds1);
     for (let shard = 0; shard < 16; shard++) {
@@ -72,7 +92,10 @@ describe('balanced datasets', () => {
   });
 
   it('refuse a replication factor above the racks the members span, creating nothing', () => {
-    const h = cluster([['a1', 'A'], ['b1', 'B']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['b1', 'B'],
+    ]);
     const reply = setup(h, balanced(ds1, 8, 3));
     expect(reply).toMatchObject({ type: 'IsolationImpossible', replicationFactor: 3, groups: ['A', 'B'] });
     expect(h.state.datasets.size).toBe(0);
@@ -103,7 +126,16 @@ describe('balanced datasets', () => {
     catchUp(h, ds1);
     h.run({ type: 'MemberUp', member: member('n3') });
     h.run({ type: 'MemberUp', member: member('n4') });
-    const inFlight = () => h.mapper(ds1).assignedShards().filter((shard) => h.mapper(ds1).recordForShard(shard).assignments.some((a) => a.placement === 'Leaving')).length;
+    const inFlight = () =>
+      h
+        .mapper(ds1)
+        .assignedShards()
+        .filter((shard) =>
+          h
+            .mapper(ds1)
+            .recordForShard(shard)
+            .assignments.some((a) => a.placement === 'Leaving'),
+        ).length;
     let rounds = 0;
     while (inFlight() > 0) {
       expect(inFlight()).toBeLessThanOrEqual(2);
@@ -116,21 +148,42 @@ describe('balanced datasets', () => {
   });
 
   it('give every new node and rack its turn while moves are throttled: none waits empty while others fill', () => {
-    const h = cluster([['a1', 'A'], ['b1', 'B'], ['c1', 'C']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['c1', 'C'],
+    ]);
     setup(h, balanced(ds1, 1024, 3, { maxConcurrentMoves: 16 }));
     catchUp(h, ds1);
     const joiners = ['a2', 'b2', 'c2'];
-    for (const [name, rack] of [['a2', 'A'], ['b2', 'B'], ['c2', 'C']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    for (const [name, rack] of [
+      ['a2', 'A'],
+      ['b2', 'B'],
+      ['c2', 'C'],
+    ] as const)
+      h.run({ type: 'MemberUp', member: member(name, rack) });
     const held = () => joiners.map((n) => h.mapper(ds1).copiesForNode(nodeId(n)).length);
     let rounds = 0;
     for (; rounds < 500; rounds++) {
       const before = held();
       catchUp(h, ds1, true);
       const after = held();
-      if (after.every((x, i) => x === before[i]) && !h.mapper(ds1).assignedShards().some((shard) => h.mapper(ds1).recordForShard(shard).assignments.some((a) => a.placement !== 'Available'))) break;
+      if (
+        after.every((x, i) => x === before[i]) &&
+        !h
+          .mapper(ds1)
+          .assignedShards()
+          .some((shard) =>
+            h
+              .mapper(ds1)
+              .recordForShard(shard)
+              .assignments.some((a) => a.placement !== 'Available'),
+          )
+      )
+        break;
       // After the first rounds, every joiner holds copies, and none is more than a budget ahead of another.
       if (rounds >= 2) expect(Math.min(...after), `round ${rounds}: ${after.join(', ')}`).toBeGreaterThan(0);
-      expect(spread(after), `round ${rounds}: ${after.join(", ")}`).toBeLessThanOrEqual(16 + 1);
+      expect(spread(after), `round ${rounds}: ${after.join(', ')}`).toBeLessThanOrEqual(16 + 1);
     }
     expect(loads(h.mapper(ds1), ['a1', 'a2', 'b1', 'b2', 'c1', 'c2'])).toEqual([512, 512, 512, 512, 512, 512]);
     expect(unserved(h.mapper(ds1))).toBe(0);
@@ -159,7 +212,7 @@ describe('drain (RemoveNode)', () => {
     expect(h.mapper(ds1).shardsForNode(nodeId('n3'))).toEqual([]);
   });
 
-  it('is refused, changing nothing, when the others have no room under FiloDB\'s cap', () => {
+  it("is refused, changing nothing, when the others have no room under FiloDB's cap", () => {
     const h = cluster([['n1'], ['n2']]);
     setup(h, filodb(ds1, 8, 2)); // cap 4 each: both full
     const before = h.mapper(ds1);
@@ -180,7 +233,12 @@ describe('drain (RemoveNode)', () => {
     catchUp(h, ds1);
     const held = h.mapper(ds1).shardsForNode(nodeId('n2'));
     op(h, { type: 'RemoveNode', node: 'n2' });
-    expect(h.mapper(ds1).copiesForNode(nodeId('n2')).every((c) => c.copy.placement === 'Leaving')).toBe(true);
+    expect(
+      h
+        .mapper(ds1)
+        .copiesForNode(nodeId('n2'))
+        .every((c) => c.copy.placement === 'Leaving'),
+    ).toBe(true);
     expect(op(h, { type: 'AddNode', node: 'n2' })).toMatchObject({ type: 'NodeOperationAccepted', operation: 'add' });
     const m = h.mapper(ds1);
     expect(m.shardsForNode(nodeId('n2'))).toEqual(held);
@@ -200,7 +258,10 @@ describe('AddNode after a drain finished (issue 33: "moves":0, then handoffs sec
     catchUp(h, ds1);
     expect(h.mapper(ds1).shardsForNode(nodeId('n4'))).toEqual([]);
     const reply = op(h, { type: 'AddNode', node: 'n4' });
-    const started = h.mapper(ds1).copiesForNode(nodeId('n4')).filter((c) => c.copy.placement === 'Initializing').length;
+    const started = h
+      .mapper(ds1)
+      .copiesForNode(nodeId('n4'))
+      .filter((c) => c.copy.placement === 'Initializing').length;
     expect(started).toBe(2);
     expect(reply).toMatchObject({ type: 'NodeOperationAccepted', operation: 'add', moves: started });
   });
@@ -211,7 +272,14 @@ describe('AddNode while other copies catch up (sim seed 15579)', () => {
   // node. Taking the drain back must drop the move's own new copy, not that one: dropping the wrong
   // one left the move's copy beside the one taken back, two copies in one rack.
   function drainBesideARecreatedCopy(replace: boolean) {
-    const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B'], ['c1', 'C'], ['c2', 'C']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['a2', 'A'],
+      ['b1', 'B'],
+      ['b2', 'B'],
+      ['c1', 'C'],
+      ['c2', 'C'],
+    ]);
     setup(h, balanced(ds1, 16, 2, { replacementDelayMs: 0 }));
     catchUp(h, ds1);
     const before = h.mapper(ds1);
@@ -219,7 +287,16 @@ describe('AddNode while other copies catch up (sim seed 15579)', () => {
     const lost = before.nodesForShard(before.shardsForNode(nodeId('a2'))[0]!).find((x) => x !== 'a2')!;
     const shards = before.shardsForNode(nodeId('a2')).filter((shard) => before.nodesForShard(shard).includes(lost));
     h.run({ type: 'MemberDown', node: lost, incarnation: incarnation(`${lost}#1`) });
-    const recreated = new Map(shards.map((shard) => [shard, h.mapper(ds1).recordForShard(shard).assignments.filter((a) => a.placement === 'Initializing').map((a) => a.node)]));
+    const recreated = new Map(
+      shards.map((shard) => [
+        shard,
+        h
+          .mapper(ds1)
+          .recordForShard(shard)
+          .assignments.filter((a) => a.placement === 'Initializing')
+          .map((a) => a.node),
+      ]),
+    );
     expect([...recreated.values()].every((nodes) => nodes.length === 1)).toBe(true);
     if (replace) {
       op(h, { type: 'ReplaceNode', old: 'a2', new: 'a3' });
@@ -227,7 +304,15 @@ describe('AddNode while other copies catch up (sim seed 15579)', () => {
     } else {
       op(h, { type: 'RemoveNode', node: 'a2' });
     }
-    expect(shards.some((shard) => h.mapper(ds1).recordForShard(shard).assignments.filter((a) => a.placement === 'Initializing').length === 2)).toBe(true);
+    expect(
+      shards.some(
+        (shard) =>
+          h
+            .mapper(ds1)
+            .recordForShard(shard)
+            .assignments.filter((a) => a.placement === 'Initializing').length === 2,
+      ),
+    ).toBe(true);
     expect(op(h, { type: 'AddNode', node: 'a2' })).toMatchObject({ type: 'NodeOperationAccepted', operation: 'add' });
     const after = h.mapper(ds1);
     for (const shard of shards) {
@@ -241,13 +326,18 @@ describe('AddNode while other copies catch up (sim seed 15579)', () => {
     }
   }
 
-  it('a replacement taken back drops the new node\'s copy', () => drainBesideARecreatedCopy(true));
+  it("a replacement taken back drops the new node's copy", () => drainBesideARecreatedCopy(true));
   it('a drain taken back drops one copy catching up, and the racks stay distinct', () => drainBesideARecreatedCopy(false));
 });
 
 describe('replace (ReplaceNode)', () => {
-  it('waits for the new node, then moves exactly the old node\'s copies into it', () => {
-    const h = cluster([['a1', 'A'], ['a2', 'A'], ['b1', 'B'], ['b2', 'B']]);
+  it("waits for the new node, then moves exactly the old node's copies into it", () => {
+    const h = cluster([
+      ['a1', 'A'],
+      ['a2', 'A'],
+      ['b1', 'B'],
+      ['b2', 'B'],
+    ]);
     setup(h, balanced(ds1, 16, 2));
     catchUp(h, ds1);
     const before = h.mapper(ds1);
@@ -269,7 +359,11 @@ describe('replace (ReplaceNode)', () => {
 
   it('is refused when the new node already serves, or sits in another rack than the old one', () => {
     // One shard × RF 2 over racks A and B: a1 and one B node hold it, the other B node is idle.
-    const h = cluster([['a1', 'A'], ['b1', 'B'], ['b2', 'B']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['b2', 'B'],
+    ]);
     setup(h, balanced(ds1, 1, 2));
     const holders = h.mapper(ds1).nodesForShard(0);
     const idle = ['b1', 'b2'].find((x) => !holders.includes(nodeId(x)))!;
@@ -282,7 +376,7 @@ describe('replace (ReplaceNode)', () => {
 });
 
 describe('failover in the middle of a handoff', () => {
-  it('the new singleton finishes it: the map and the drain survive, the new copy\'s report completes it', () => {
+  it("the new singleton finishes it: the map and the drain survive, the new copy's report completes it", () => {
     const h = cluster([['n1'], ['n2'], ['n3']]);
     setup(h, filodb(ds1, 8, 2));
     catchUp(h, ds1);
@@ -301,7 +395,7 @@ describe('failover in the middle of a handoff', () => {
     expect(h2.state.epoch).toBe(epoch(2));
   });
 
-  it('when the new copy\'s node dies, the Leaving copy keeps serving and the move starts again elsewhere', () => {
+  it("when the new copy's node dies, the Leaving copy keeps serving and the move starts again elsewhere", () => {
     // FiloDB's strategy: n3 = [0..3], n2 = [4..7], n1 idle; n4 joins idle (FiloDB never rebalances).
     const h = cluster([['n1'], ['n2'], ['n3']]);
     setup(h, filodb(ds1, 8, 2));
@@ -329,7 +423,12 @@ describe('draining a node whose single copy is still catching up', () => {
     const other = owner === 'a1' ? 'b1' : 'a1';
     h.report(owner, ShardEvents.recoveryInProgress(ds1, s(0), nodeId(owner), 40));
     expect(op(h, { type: 'RemoveNode', node: owner })?.type).toBe('NodeOperationAccepted');
-    const copies = () => h.mapper(ds1).recordForShard(0).assignments.map((a) => `${a.node}:${a.placement}`).sort();
+    const copies = () =>
+      h
+        .mapper(ds1)
+        .recordForShard(0)
+        .assignments.map((a) => `${a.node}:${a.placement}`)
+        .sort();
     expect(copies()).toEqual([`${other}:Initializing`, `${owner}:Leaving`]);
     // Once the new copy caught up, the drained node's copy goes.
     h.report(other, ShardEvents.ingestionStarted(ds1, s(0), nodeId(other)));
@@ -337,11 +436,23 @@ describe('draining a node whose single copy is still catching up', () => {
   });
 
   it('drops a replica still catching up at once (a balanced dataset: each copy has its own data)', () => {
-    const h = cluster([['a1', 'A'], ['b1', 'B'], ['b2', 'B']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['b2', 'B'],
+    ]);
     setup(h, balanced(ds1, 1, 2));
-    const inB = h.mapper(ds1).nodesForShard(0).find((n) => n.startsWith('b'))!;
+    const inB = h
+      .mapper(ds1)
+      .nodesForShard(0)
+      .find((n) => n.startsWith('b'))!;
     expect(op(h, { type: 'RemoveNode', node: inB })?.type).toBe('NodeOperationAccepted');
-    expect(h.mapper(ds1).recordForShard(0).assignments.map((a) => a.node)).not.toContain(inB);
+    expect(
+      h
+        .mapper(ds1)
+        .recordForShard(0)
+        .assignments.map((a) => a.node),
+    ).not.toContain(inB);
   });
 });
 
@@ -349,7 +460,10 @@ describe('planned moves that wait for the move budget', () => {
   it('go on as new copies catch up, even when the moves only replaced copies still catching up', () => {
     // Two racks, then a third: every copy is still catching up when c1 joins, so each move just drops
     // one of them (no Leaving copy, no handoff to finish); one move at a time.
-    const h = cluster([['a1', 'A'], ['b1', 'B']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['b1', 'B'],
+    ]);
     setup(h, balanced(ds1, 8, 2, { maxConcurrentMoves: 1 }));
     h.run({ type: 'MemberUp', member: member('c1', 'C') });
     expect(h.state.datasets.get(ds1)!.waitingMoves?.count).toBeGreaterThan(0);
@@ -364,14 +478,21 @@ describe('planned moves that wait for the move budget', () => {
   it('pair a copy leaving a drained node with a new copy in its own rack, so a half-done swap keeps replicas apart', () => {
     // a2 is drained while its copies still catch up; the moves off it go to a3 (its rack), never
     // leaving two staying copies of a shard in one rack, whatever the budget lets through.
-    const h = cluster([['a1', 'A'], ['b1', 'B'], ['a2', 'A']]);
+    const h = cluster([
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['a2', 'A'],
+    ]);
     setup(h, balanced(ds1, 8, 2, { maxConcurrentMoves: 1 }));
     expect(op(h, { type: 'RemoveNode', node: 'a2' })?.type).toBe('NodeOperationAccepted');
     h.run({ type: 'MemberUp', member: member('a3', 'A') });
     for (let round = 0; round < 40; round++) {
       const m = h.mapper(ds1);
       for (let shard = 0; shard < 8; shard++) {
-        const staying = m.recordForShard(shard).assignments.filter((a) => a.placement !== 'Leaving').map((a) => rackOf(h, a.node));
+        const staying = m
+          .recordForShard(shard)
+          .assignments.filter((a) => a.placement !== 'Leaving')
+          .map((a) => rackOf(h, a.node));
         expect(new Set(staying).size, `shard ${shard}: ${staying.join(', ')}`).toBe(staying.length);
       }
       if (m.shardsForNode(nodeId('a2')).length === 0) break;
@@ -395,11 +516,21 @@ describe('a join wave under the move budget', () => {
     // caught up made a join wave quadratic in the map's size (issue 34).
     const placement = countingPlacement();
     const h = new Harness({ settleWindowMs: 0, placement });
-    for (const [name, rack] of [['a1', 'A'], ['b1', 'B'], ['c1', 'C']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    for (const [name, rack] of [
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['c1', 'C'],
+    ] as const)
+      h.run({ type: 'MemberUp', member: member(name, rack) });
     setup(h, balanced(ds1, 1024, 3, { maxConcurrentMoves: 16 }));
     catchUp(h, ds1);
     const copiesOn = (node: string) => h.mapper(ds1).copiesForNode(nodeId(node)).length;
-    for (const [name, rack] of [['a2', 'A'], ['b2', 'B'], ['c2', 'C']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    for (const [name, rack] of [
+      ['a2', 'A'],
+      ['b2', 'B'],
+      ['c2', 'C'],
+    ] as const)
+      h.run({ type: 'MemberUp', member: member(name, rack) });
     const askedForTheJoins = placement.asked;
     let started = 0;
     for (let batch = 0; batch < 1000; batch++) {
@@ -418,7 +549,11 @@ describe('a join wave under the move budget', () => {
   it('plans again when an operator stops shards while moves wait, so the rest still balance', () => {
     const placement = countingPlacement();
     const h = new Harness({ settleWindowMs: 0, placement });
-    for (const [name, rack] of [['a1', 'A'], ['b1', 'B']] as const) h.run({ type: 'MemberUp', member: member(name, rack) });
+    for (const [name, rack] of [
+      ['a1', 'A'],
+      ['b1', 'B'],
+    ] as const)
+      h.run({ type: 'MemberUp', member: member(name, rack) });
     setup(h, balanced(ds1, 64, 2, { maxConcurrentMoves: 2 }));
     catchUp(h, ds1);
     h.run({ type: 'MemberUp', member: member('a2', 'A') });
@@ -427,7 +562,11 @@ describe('a join wave under the move budget', () => {
     // Stop four shards a1 keeps in the plan: its share of rack A shrinks, so the waiting moves off
     // it are now too many (followed as planned, they would leave a1 28 copies and a2 32).
     const moving = new Set(waiting.map((m) => m.shard));
-    const stopped = h.mapper(ds1).shardsForNode(nodeId('a1')).filter((shard) => !moving.has(shard) && h.mapper(ds1).copyOnNode(shard, nodeId('a1'))?.placement === 'Available').slice(0, 4);
+    const stopped = h
+      .mapper(ds1)
+      .shardsForNode(nodeId('a1'))
+      .filter((shard) => !moving.has(shard) && h.mapper(ds1).copyOnNode(shard, nodeId('a1'))?.placement === 'Available')
+      .slice(0, 4);
     expect(stopped).toHaveLength(4);
     expect(replyOf(h.run({ type: 'StopShards', dataset: ds1, shards: stopped, replyTo: adminReplyTo() }))?.type).toBe('Success');
     const asked = placement.asked;
@@ -454,9 +593,21 @@ describe('requests replayed from the inbox after a failover', () => {
     const first = replyOf(h.run(request));
     expect(first).toMatchObject({ type: 'NodeOperationRefused' });
     const stored = h.effects.find((e) => e.type === 'PersistAppliedRequests');
-    expect(stored?.type === 'PersistAppliedRequests' && stored.applied.at(-1)).toEqual({ request: 'n9@x/req-7', reply: first, fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    expect(stored?.type === 'PersistAppliedRequests' && stored.applied.at(-1)).toEqual({
+      request: 'n9@x/req-7',
+      reply: first,
+      fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
 
-    const next = new Harness({}, { ...emptyRecovery(2, h.state.members), datasets: [...h.state.datasets.values()].map((d) => d.config), maps: [h.mapper(ds1).toSnapshot(epoch(1), ds1)], applied: stored?.type === 'PersistAppliedRequests' ? stored.applied : [] });
+    const next = new Harness(
+      {},
+      {
+        ...emptyRecovery(2, h.state.members),
+        datasets: [...h.state.datasets.values()].map((d) => d.config),
+        maps: [h.mapper(ds1).toSnapshot(epoch(1), ds1)],
+        applied: stored?.type === 'PersistAppliedRequests' ? stored.applied : [],
+      },
+    );
     next.run({ type: 'MemberUp', member: member('n3') });
     const again = next.run(request);
     expect(replyOf(again)).toEqual(first);

@@ -84,7 +84,10 @@ describe('failover recovery', () => {
   it('ignores maps with another shard count and maps of unknown datasets, and says so', () => {
     const h = busyCluster();
     const wrong = { ...h.mapper(ds2).toSnapshot(h.state.epoch), dataset: ds1, version: 10_000 };
-    const next = new Harness({}, recoveryFrom(h.state, { datasets: [config(ds1, 8, 3)], maps: [wrong, h.mapper(ds1).toSnapshot(h.state.epoch), h.mapper(ds2).toSnapshot(h.state.epoch)] }));
+    const next = new Harness(
+      {},
+      recoveryFrom(h.state, { datasets: [config(ds1, 8, 3)], maps: [wrong, h.mapper(ds1).toSnapshot(h.state.epoch), h.mapper(ds2).toSnapshot(h.state.epoch)] }),
+    );
     expect(next.mapper(ds1).equals(h.mapper(ds1))).toBe(true);
     expect(next.state.datasets.has(ds2)).toBe(false);
     expect(noticesNamed(next.effects, 'recovery.map-ignored')).toEqual([
@@ -109,7 +112,14 @@ describe('failover recovery', () => {
     const running: RecoveryData['running'] = [
       { node: n('c2'), incarnation: incarnation('c2#1'), shards: [{ dataset: ds1, shard: 3, status: Status.active }] },
       // c3 runs 0 and 1 but no longer 2 (it crashed there); c4 also runs 1 (a stray) and 7 is unowned in no map
-      { node: n('c3'), incarnation: incarnation('c3#1'), shards: [{ dataset: ds1, shard: 0, status: Status.active }, { dataset: ds1, shard: 1, status: Status.recovery(40) }] },
+      {
+        node: n('c3'),
+        incarnation: incarnation('c3#1'),
+        shards: [
+          { dataset: ds1, shard: 0, status: Status.active },
+          { dataset: ds1, shard: 1, status: Status.recovery(40) },
+        ],
+      },
       { node: n('c4'), incarnation: incarnation('c4#1'), shards: [{ dataset: ds1, shard: 1, status: Status.active }] },
     ];
     const next = new Harness({}, recoveryFrom(h.state, { maps: [stale], running }));
@@ -159,7 +169,9 @@ describe('failover recovery', () => {
 
   it('fences a node that runs shards but is not a member (FiloDB lets it ingest on: duplicate ingestion)', () => {
     const h = busyCluster();
-    const running: RecoveryData['running'] = [{ node: n('ghost'), incarnation: incarnation('ghost#1'), shards: [{ dataset: ds1, shard: 0, status: Status.active }] }];
+    const running: RecoveryData['running'] = [
+      { node: n('ghost'), incarnation: incarnation('ghost#1'), shards: [{ dataset: ds1, shard: 0, status: Status.active }] },
+    ];
     const next = new Harness({}, recoveryFrom(h.state, { running }));
     expect(next.effects).toContainEqual({ type: 'FenceNode', node: 'ghost', incarnation: 'ghost#1', reason: 'runs shards but is not a member' });
     expect(next.mapper(ds1).nodeForShard(0)).toBe('c3');
@@ -214,16 +226,31 @@ describe('failover recovery', () => {
 describe('failover recovery of absences (balanced datasets, replacement delay)', () => {
   const DELAY = 60_000;
   const balanced = () => {
-    const r = validateDatasetConfig({ ref: 'ds1', numShards: 4, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', replacementDelayMs: DELAY, source: { type: 'synthetic' } });
+    const r = validateDatasetConfig({
+      ref: 'ds1',
+      numShards: 4,
+      minNumNodes: 1,
+      replicationFactor: 2,
+      strategy: 'balanced',
+      replacementDelayMs: DELAY,
+      source: { type: 'synthetic' },
+    });
     if (!r.ok) throw new Error(r.error.message);
     return r.value;
   };
   /** c1..c4 in racks a, b, a, b holding ds1 at RF 2, every copy Active. */
   function racked(): Harness {
     const h = new Harness({ settleWindowMs: 0 });
-    for (const [name, rack] of [['c1', 'a'], ['c2', 'b'], ['c3', 'a'], ['c4', 'b']] as const) h.run({ type: 'MemberUp', member: { ...h.memberFor(name), rack } });
+    for (const [name, rack] of [
+      ['c1', 'a'],
+      ['c2', 'b'],
+      ['c3', 'a'],
+      ['c4', 'b'],
+    ] as const)
+      h.run({ type: 'MemberUp', member: { ...h.memberFor(name), rack } });
     h.run({ type: 'SetupDataset', config: balanced(), replyTo: 'admin-absence' as never });
-    for (let shard = 0; shard < 4; shard++) for (const node of h.mapper(ds1).nodesForShard(shard)) h.report(node, ShardEvents.ingestionStarted(ds1, s(shard), n(node)));
+    for (let shard = 0; shard < 4; shard++)
+      for (const node of h.mapper(ds1).nodesForShard(shard)) h.report(node, ShardEvents.ingestionStarted(ds1, s(shard), n(node)));
     return h;
   }
   const persisted = (h: Harness) => {
@@ -250,7 +277,7 @@ describe('failover recovery of absences (balanced datasets, replacement delay)',
     expect(next.mapper(ds1).shardsForNode(n('c2'))).toEqual([]);
   });
 
-  it('a successor keeps the copies of its predecessor\'s own host, lost while no singleton ran, for its delay', () => {
+  it("a successor keeps the copies of its predecessor's own host, lost while no singleton ran, for its delay", () => {
     const old = racked();
     // The oldest member hosted the singleton; it goes with it. The record its successor reads was
     // written at the last change of the members, with every member's rack.
@@ -267,4 +294,3 @@ describe('failover recovery of absences (balanced datasets, replacement delay)',
     expect(Array.from({ length: 4 }, (_, shard) => next.mapper(ds1).nodesForShard(shard).slice().sort())).toEqual(before);
   });
 });
-

@@ -10,7 +10,21 @@ import { ShardEvents } from '../../src/core/status.js';
 import { ShardManager } from '../../src/core/shard-manager/shard-manager.js';
 import type { SubscriberMessage } from '../../src/core/shard-manager/protocol.js';
 import { ShardMapFollower } from '../../src/core/map-follower.js';
-import { adminReplyTo, changesOf, mapsPublished, membersChange, ds1, ds2, Harness, HOUR, messagesTo, n, replyOf, sub, visible } from '../support/manager-harness.js';
+import {
+  adminReplyTo,
+  changesOf,
+  mapsPublished,
+  membersChange,
+  ds1,
+  ds2,
+  Harness,
+  HOUR,
+  messagesTo,
+  n,
+  replyOf,
+  sub,
+  visible,
+} from '../support/manager-harness.js';
 
 describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   const h = new Harness();
@@ -155,16 +169,19 @@ describe('ShardManagerSpec (FiloDB reference §7.1), sequential', () => {
   });
 
   it('17. failover: a new singleton recovers maps and subscriptions; then c4 leaves and its shards go to c2 and c3', () => {
-    const next = new Harness({}, {
-      epoch: epoch(2),
-      datasets: [h.state.datasets.get(ds1)!.config, h.state.datasets.get(ds2)!.config],
-      maps: oldMaps,
-      subscriptions: h.state.subscriptions.toList(),
-      watchers: h.state.subscriptions.watcherList(),
-      cooldowns: [],
-      members: h.state.members,
-      running: [],
-    });
+    const next = new Harness(
+      {},
+      {
+        epoch: epoch(2),
+        datasets: [h.state.datasets.get(ds1)!.config, h.state.datasets.get(ds2)!.config],
+        maps: oldMaps,
+        subscriptions: h.state.subscriptions.toList(),
+        watchers: h.state.subscriptions.watcherList(),
+        cooldowns: [],
+        members: h.state.members,
+        running: [],
+      },
+    );
     expect(next.memberOrder()).toEqual(['c3', 'c2', 'c4', 'c1']);
     expect(next.mapper(ds1).equals(h.mapper(ds1))).toBe(true);
     expect(next.mapper(ds2).equals(h.mapper(ds2))).toBe(true);

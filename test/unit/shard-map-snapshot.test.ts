@@ -138,7 +138,7 @@ describe('parseShardMapSnapshot', () => {
     expect(refused(input).message).toMatch(/two copies on one node/i);
   });
 
-  it('refuses a shard status that differs from its owner\'s', () => {
+  it("refuses a shard status that differs from its owner's", () => {
     const input = wire();
     input.shards[1]!.status = { type: 'Active' }; // owner r1 is Assigned
     expect(refused(input).message).toMatch(/differs|owner/i);

@@ -530,23 +530,16 @@ describe('reads', () => {
 describe('minimalEvents (reference §2.6)', () => {
   it('gives the events of each status in shard order, and replaying them gives an equal mapper', () => {
     const m = new ShardMapper(8, ds);
-    apply(
-      m,
-      SAS(1, r1),
-      IS(2, r1),
-      RIP(3, r2, 70),
-      IS(4, r2), IE(4, r2, 'disk full'),
-      IS(5, r1), STOP(5, r1),
-      SAS(6, r2), STOP(6, r2),
-      IS(7, r1), SD(7, r1),
-    );
+    apply(m, SAS(1, r1), IS(2, r1), RIP(3, r2, 70), IS(4, r2), IE(4, r2, 'disk full'), IS(5, r1), STOP(5, r1), SAS(6, r2), STOP(6, r2), IS(7, r1), SD(7, r1));
     expect(m.minimalEvents()).toEqual([
       SAS(1, r1),
       IS(2, r1),
       RIP(3, r2, 70),
       IE(4, r2, 'disk full'), // FiloDB before #1987 emitted IngestionStarted here: errored shards looked Active
-      IS(5, r1), STOP(5, r1),
-      SAS(6, r2), STOP(6, r2), // stopped before it was ever active
+      IS(5, r1),
+      STOP(5, r1),
+      SAS(6, r2),
+      STOP(6, r2), // stopped before it was ever active
       SD(7, r1), // one event with the last owner (FiloDB: IngestionStarted(none) + ShardDown)
     ]);
     const replayed = new ShardMapper(8, ds);
@@ -567,7 +560,15 @@ describe('minimalEvents (reference §2.6)', () => {
 
   it("copies kept Down for a lost node (ShardCopyDown) keep their placement, and replay as their placement's event then ShardCopyDown", () => {
     const m = new ShardMapper(4, ds);
-    apply(m, IS(0, r1), ShardEvents.copyAdded(ds, shardNum(0), r2), IS(0, r2), ShardEvents.copyDown(ds, shardNum(0), r1), SAS(1, r1), ShardEvents.copyDown(ds, shardNum(1), r1));
+    apply(
+      m,
+      IS(0, r1),
+      ShardEvents.copyAdded(ds, shardNum(0), r2),
+      IS(0, r2),
+      ShardEvents.copyDown(ds, shardNum(0), r1),
+      SAS(1, r1),
+      ShardEvents.copyDown(ds, shardNum(1), r1),
+    );
     expect(m.copyOnNode(0, r1)).toEqual({ node: r1, placement: 'Available', status: Status.down });
     expect(m.statusForShard(0)).toEqual(Status.active); // r2's copy speaks for the shard
     expect(m.servingNodes(0)).toEqual([r2]);
@@ -789,11 +790,25 @@ describe('unassignedShards with a limit (what the strategies use)', () => {
 // The per-node counts are kept as records change (only the nodes that gained or lost a copy are
 // counted again); checked against a count from the records themselves on random histories.
 describe('ShardMapper counts on random histories', () => {
-  it('counts each node\'s copies as its records say, after every event', () => {
+  it("counts each node's copies as its records say, after every event", () => {
     const ds = datasetRef('counted');
     const nodes = ['a', 'b', 'c', 'd'].map(nodeId);
-    const makers = [ShardEvents.assignmentStarted, ShardEvents.copyAdded, ShardEvents.ingestionStarted, ShardEvents.leaving, ShardEvents.leavingCancelled, ShardEvents.left, ShardEvents.shardDown, ShardEvents.copyDown, ShardEvents.ingestionStopped];
-    const eventArb = fc.record({ make: fc.integer({ min: 0, max: makers.length - 1 }), shard: fc.integer({ min: 0, max: 7 }), node: fc.integer({ min: 0, max: nodes.length - 1 }) });
+    const makers = [
+      ShardEvents.assignmentStarted,
+      ShardEvents.copyAdded,
+      ShardEvents.ingestionStarted,
+      ShardEvents.leaving,
+      ShardEvents.leavingCancelled,
+      ShardEvents.left,
+      ShardEvents.shardDown,
+      ShardEvents.copyDown,
+      ShardEvents.ingestionStopped,
+    ];
+    const eventArb = fc.record({
+      make: fc.integer({ min: 0, max: makers.length - 1 }),
+      shard: fc.integer({ min: 0, max: 7 }),
+      node: fc.integer({ min: 0, max: nodes.length - 1 }),
+    });
     fc.assert(
       fc.property(fc.array(eventArb, { maxLength: 80 }), (events) => {
         const m = new ShardMapper(8, ds);

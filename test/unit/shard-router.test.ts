@@ -72,7 +72,10 @@ async function startWithDataset(name: string): Promise<{ driver: SimDriver; runn
   const driver = new SimDriver(running);
   await running.startNodes();
   await driver.advance(500);
-  const setup = running.setupDataset({ ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } }, 5_000);
+  const setup = running.setupDataset(
+    { ref: ds, numShards: 8, minNumNodes: 1, replicationFactor: 2, strategy: 'balanced', source: { type: 'synthetic', recordsPerSecond: 20 } },
+    5_000,
+  );
   await driver.advance(100);
   expect((await setup).type).toBe('DatasetVerified');
   await driver.advance(3_000);
@@ -139,10 +142,15 @@ describe('ShardRouter', () => {
     // Every copy fails: asked again in rounds until the retry budget is spent (before the deadline
     // here), then a typed RoutingError, no endless loop.
     let sends = 0;
-    const failing = router.request(0, async () => {
-      sends += 1;
-      return Promise.reject(new Error('down'));
-    }).then(() => undefined, (e: unknown) => e);
+    const failing = router
+      .request(0, async () => {
+        sends += 1;
+        return Promise.reject(new Error('down'));
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     await driver.advance(5_000);
     expect(await failing).toMatchObject({ reason: 'overloaded', code: 'OVERLOADED' });
     expect(sends).toBeGreaterThan(2);

@@ -23,10 +23,11 @@ function driverOnIdleCluster(): { driver: SimDriver; clock: SimulatedClock } {
 function rearming(clock: SimulatedClock, delayMs: number): { fired: () => number; stop: () => void } {
   let fired = 0;
   let stopped = false;
-  const arm = () => clock.schedule(delayMs, () => {
-    fired += 1;
-    if (!stopped) setImmediate(arm); // re-armed a turn later, as an actor's message would
-  });
+  const arm = () =>
+    clock.schedule(delayMs, () => {
+      fired += 1;
+      if (!stopped) setImmediate(arm); // re-armed a turn later, as an actor's message would
+    });
   arm();
   return { fired: () => fired, stop: () => (stopped = true) };
 }

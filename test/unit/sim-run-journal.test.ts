@@ -69,20 +69,27 @@ describe('RunJournal', () => {
 });
 
 describe('npm run sim -- --journal', () => {
-  const sim = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', SIM, '--steps', '1', '--workers', '1', ...args], { encoding: 'utf8', timeout: 120_000 });
+  const sim = (...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', SIM, '--steps', '1', '--workers', '1', ...args], { encoding: 'utf8', timeout: 120_000 });
 
   it('runs only the seeds its journal lacks when run again, and counts all of them', () => {
     const path = tempPath();
     const first = sim('--from', '1', '--seeds', '2', '--journal', path);
     expect(first.status, first.stderr).toBe(0);
     // As if the run had been stopped after seed 1: seed 2's line is gone.
-    const [header, seed1] = readFileSync(path, 'utf8').split('\n').filter((l) => l.includes('"seed":1,') || l.includes('format'));
+    const [header, seed1] = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"seed":1,') || l.includes('format'));
     writeFileSync(path, `${header}\n${seed1}\n`);
     const resumed = sim('--from', '1', '--seeds', '2', '--journal', path);
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('1 seeds run before, 0 with violations; running the other 1');
     expect(resumed.stdout).toMatch(/2 of 2 seeds kept every invariant \(seeds 1\.\.2 on 1 workers, 1 of them run before \(the journal\); 1 here in/);
-    expect(readFileSync(path, 'utf8').split('\n').filter((l) => l.startsWith('{"seed"'))).toHaveLength(2);
+    expect(
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{"seed"')),
+    ).toHaveLength(2);
   }, 120_000);
 
   it('exits 2 on a journal of other options before running any seed', () => {

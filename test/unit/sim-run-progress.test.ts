@@ -34,7 +34,10 @@ describe('RunProgress', () => {
     p.seedDone(0);
     at(2_000);
     p.seedDone(0);
-    expect(out).toEqual(['\r1 of 100 seeds, 1.0 seeds/s, 0 with violations, 1s elapsed, ~1m 39s left   ', '\r3 of 100 seeds, 1.5 seeds/s, 0 with violations, 2s elapsed, ~1m 05s left   ']);
+    expect(out).toEqual([
+      '\r1 of 100 seeds, 1.0 seeds/s, 0 with violations, 1s elapsed, ~1m 39s left   ',
+      '\r3 of 100 seeds, 1.5 seeds/s, 0 with violations, 2s elapsed, ~1m 05s left   ',
+    ]);
     p.finish();
     expect(out.at(-1)).toBe('\n');
   });

@@ -34,16 +34,29 @@ describe('I15: one writer per RF-1 shard at a time, from the recorded sink calls
     const calls = [call('b', 1_000, 1_300, token(2, 9)), call('a', 1_100, 1_100, token(1, 5), { outcome: 'refused' })];
     const v = oneWriterViolations(calls, RULES);
     expect(v).toHaveLength(1);
-    expect(v[0]).toMatch(/^alpha\/0: b@b-1 \(token 2\/9, 1000\.\.1300 ms, 5 records, applied\) overlapped a@a-1 \(token 1\/5, 1100\.\.1100 ms, 5 records, refused\)$/);
+    expect(v[0]).toMatch(
+      /^alpha\/0: b@b-1 \(token 2\/9, 1000\.\.1300 ms, 5 records, applied\) overlapped a@a-1 \(token 1\/5, 1100\.\.1100 ms, 5 records, refused\)$/,
+    );
   });
 
   it('fires on an old owner writing again after the new one began, whatever the fence answered', () => {
-    const calls = [call('a', 0, 0, token(1, 5)), call('b', 500, 500, token(1, 8)), call('b', 750, 900, token(1, 8)), call('a', 800, 800, token(1, 5), { outcome: 'failed' })];
+    const calls = [
+      call('a', 0, 0, token(1, 5)),
+      call('b', 500, 500, token(1, 8)),
+      call('b', 750, 900, token(1, 8)),
+      call('a', 800, 800, token(1, 5), { outcome: 'failed' }),
+    ];
     expect(oneWriterViolations(calls, RULES)).toHaveLength(1);
   });
 
   it('reports one overlap per shard, and judges only single-copy datasets', () => {
-    const calls = [call('a', 0, 100, token(1, 9)), call('b', 50, 60, token(1, 5)), call('b', 70, 80, token(1, 5)), call('a', 0, 100, token(1, 9), { dataset: 'gamma' }), call('b', 50, 60, token(1, 5), { dataset: 'gamma' })];
+    const calls = [
+      call('a', 0, 100, token(1, 9)),
+      call('b', 50, 60, token(1, 5)),
+      call('b', 70, 80, token(1, 5)),
+      call('a', 0, 100, token(1, 9), { dataset: 'gamma' }),
+      call('b', 50, 60, token(1, 5), { dataset: 'gamma' }),
+    ];
     expect(oneWriterViolations(calls, RULES)).toHaveLength(1);
   });
 
@@ -98,7 +111,10 @@ describe('I15: one writer per RF-1 shard at a time, from the recorded sink calls
 
 /** A one-shard map whose copies are `copies` (node: placement), as `HandoffWindows` reads it. */
 const mapOf = (copies: Record<string, string>) =>
-  ({ numShards: 1, recordForShard: () => ({ assignments: Object.entries(copies).map(([node, placement]) => ({ node, placement })) }) }) as unknown as Pick<ShardMapper, 'numShards' | 'recordForShard'>;
+  ({ numShards: 1, recordForShard: () => ({ assignments: Object.entries(copies).map(([node, placement]) => ({ node, placement })) }) }) as unknown as Pick<
+    ShardMapper,
+    'numShards' | 'recordForShard'
+  >;
 
 describe('HandoffWindows (the RF-1 handoffs I15 leaves to the fence)', () => {
   it('covers the two copies from the map naming one Leaving until the map without it, and the tail after', () => {

@@ -34,7 +34,7 @@ const DS = { ref: 'ds' } as unknown as DatasetConfig;
 const TOKEN = { epoch: 1, version: 1 };
 const hanging: RecordSink = { accept: () => new Promise<void>(() => {}) };
 
-describe('the sink timeout and the node\'s own stalls', () => {
+describe("the sink timeout and the node's own stalls", () => {
   it('fails a call whose timer fired on time', async () => {
     const clock = new HandClock();
     const call = callSink(hanging, clock, 1_000, DS, 0 as ShardNum, [], TOKEN);

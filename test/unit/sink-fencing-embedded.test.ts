@@ -14,7 +14,14 @@ import type { DatasetRef, NodeId } from '../../src/core/ids.js';
 /** One node, one shard at 50 records/s, `sink` behind it; runs 6 s of simulated time. */
 async function oneShard(sink: RecordSink, settings: Record<string, number> = {}, metaStore = new MemoryMetaStore()) {
   const clock = new SimulatedClock(0);
-  const cluster = new EmbeddedCluster({ clock, nodes: ['n1'], metrics: true, sink, metaStore, settings: { pollIntervalMs: 100, publishIntervalMs: 1_000, retryInitialMs: 50, retryMaxMs: 400, ...settings } });
+  const cluster = new EmbeddedCluster({
+    clock,
+    nodes: ['n1'],
+    metrics: true,
+    sink,
+    metaStore,
+    settings: { pollIntervalMs: 100, publishIntervalMs: 1_000, retryInitialMs: 50, retryMaxMs: 400, ...settings },
+  });
   const driver = new SimDriver(cluster);
   await cluster.startNodes();
   await driver.advance(500);

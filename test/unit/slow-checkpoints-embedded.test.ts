@@ -19,7 +19,14 @@ async function run(delayMs: number, settings: Record<string, number> = {}) {
   const write = store.writeCheckpoint.bind(store);
   store.writeCheckpoint = (...args) => new Promise<void>((resolve) => clock.schedule(delayMs, resolve)).then(() => write(...args));
   const sink = new CountingSink();
-  const cluster = new EmbeddedCluster({ clock, nodes: ['n1'], metrics: false, sink, metaStore: store, settings: { pollIntervalMs: 20, batchSize: 200, publishIntervalMs: 1_000, ...settings } });
+  const cluster = new EmbeddedCluster({
+    clock,
+    nodes: ['n1'],
+    metrics: false,
+    sink,
+    metaStore: store,
+    settings: { pollIntervalMs: 20, batchSize: 200, publishIntervalMs: 1_000, ...settings },
+  });
   const driver = new SimDriver(cluster);
   await cluster.startNodes();
   await driver.advance(500);

@@ -3,15 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidShardCountError, InvalidSpreadError } from '../../src/core/errors.js';
 import { ShardMapper } from '../../src/core/shard-mapper.js';
-import {
-  ingestionShard,
-  isValidShardCount,
-  log2Shards,
-  MAX_SHARDS,
-  partitionHashMask,
-  queryShards,
-  shardHashMask,
-} from '../../src/core/spread.js';
+import { ingestionShard, isValidShardCount, log2Shards, MAX_SHARDS, partitionHashMask, queryShards, shardHashMask } from '../../src/core/spread.js';
 
 /** Java's String.hashCode: h = 31*h + charCode in 32-bit wrapping arithmetic (a signed int). */
 function javaStringHashCode(s: string): number {

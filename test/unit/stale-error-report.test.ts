@@ -20,7 +20,7 @@ function started(nodes = ['n1', 'n2', 'n3']) {
 }
 
 describe('an IngestionError report and the assignment it names', () => {
-  it('moves the shard when it names the copy\'s current assignment', () => {
+  it("moves the shard when it names the copy's current assignment", () => {
     const { h, shard, owner, token } = started();
     h.report(owner, ShardEvents.ingestionError(ds1, shard, nodeId(owner), 'the sink failed', token));
     expect(h.mapper(ds1).nodeForShard(shard)).not.toBe(owner);
@@ -33,7 +33,9 @@ describe('an IngestionError report and the assignment it names', () => {
     expect(h.mapper(ds1).nodeForShard(shard)).toBe(owner);
     expect(h.mapper(ds1).statusForShard(shard).type).toBe('Active');
     expect(noticesNamed(h.effects, 'shard.reassigned')).toHaveLength(0);
-    expect(noticesNamed(h.effects, 'report.rejected').join('\n')).toMatch(/ignored: it reports a failure under assignment .* and the copy has had assignment .* since/);
+    expect(noticesNamed(h.effects, 'report.rejected').join('\n')).toMatch(
+      /ignored: it reports a failure under assignment .* and the copy has had assignment .* since/,
+    );
   });
 
   it('is ignored when the shard left the node and came back since (an older assignment version)', () => {

@@ -28,7 +28,7 @@ function contrast(a: string, b: string): number {
 
 const STATUSES = ['Active', 'Recovery', 'Assigned', 'Error', 'Stopped', 'Down', 'Unassigned'];
 
-describe('the status page\'s colours', () => {
+describe("the status page's colours", () => {
   it('computes contrast as WCAG does', () => {
     expect(contrast('#000000', '#ffffff')).toBeCloseTo(21, 5);
     expect(contrast('#777777', '#ffffff')).toBeCloseTo(4.48, 2);

@@ -15,7 +15,6 @@ import { StatusPortError } from '../../src/node/status-port.js';
 import { liveCluster } from '../support/live-cluster.js';
 import { countingServer } from '../support/counting-server.js';
 
-
 const closeServer = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
 describe('a node whose status port is taken', () => {
@@ -39,7 +38,10 @@ describe('a node whose status port is taken', () => {
       'node.json',
     );
     const started = startNode(config, { sink: new CountingSink(), log: pino({ level: 'silent' }), configSource: 'node.json' });
-    const error = await started.then(() => undefined, (e: unknown) => e);
+    const error = await started.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StatusPortError);
     expect(error).toBeInstanceOf(NodeConfigError);
     expect((error as StatusPortError).key).toBe('status.port');

@@ -41,7 +41,10 @@ afterAll(async () => {
 
 const get = async (path: string) => {
   const res = await fetch(`${api.url}${path}`);
-  return { status: res.status, body: (await res.json()) as { running: { dataset: string; shard: number }[]; runningCounts: Record<string, Record<string, number>> } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { running: { dataset: string; shard: number }[]; runningCounts: Record<string, Record<string, number>> },
+  };
 };
 
 describe('/status of a node running many copies', () => {

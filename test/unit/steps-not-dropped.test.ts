@@ -9,10 +9,19 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const OPTIONS: ts.CompilerOptions = { strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true, skipLibCheck: true };
+const OPTIONS: ts.CompilerOptions = {
+  strict: true,
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  noEmit: true,
+  skipLibCheck: true,
+};
 
 function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Statements of `files` (in `program`) that call something returning a generator and drop it. */
@@ -25,7 +34,8 @@ function droppedSteps(program: ts.Program, files: readonly string[]): string[] {
       if (ts.isExpressionStatement(node)) {
         let e: ts.Expression = node.expression;
         // `a && gen()` and `cond ? gen() : x` drop it too.
-        while (ts.isBinaryExpression(e) || ts.isConditionalExpression(e) || ts.isParenthesizedExpression(e)) e = ts.isBinaryExpression(e) ? e.right : ts.isConditionalExpression(e) ? e.whenTrue : e.expression;
+        while (ts.isBinaryExpression(e) || ts.isConditionalExpression(e) || ts.isParenthesizedExpression(e))
+          e = ts.isBinaryExpression(e) ? e.right : ts.isConditionalExpression(e) ? e.whenTrue : e.expression;
         if (ts.isCallExpression(e) && checker.getTypeAtLocation(e).getSymbol()?.getName() === 'Generator') {
           const { line } = source.getLineAndCharacterOfPosition(node.getStart());
           found.push(`${relative(repoRoot, file)}:${line + 1}: ${node.getText().slice(0, 80)}`);
@@ -41,7 +51,8 @@ function droppedSteps(program: ts.Program, files: readonly string[]): string[] {
 describe('a decision in steps', { timeout: 60_000 }, () => {
   it('is never dropped by a call without yield* (the check itself catches one)', () => {
     const probe = join(repoRoot, 'src/core/__steps_probe__.ts');
-    const text = "import type { Steps } from './steps.js';\nfunction* round(): Steps<number> { yield; return 1; }\nexport function* decide(): Steps<void> { round(); yield* round(); }\n";
+    const text =
+      "import type { Steps } from './steps.js';\nfunction* round(): Steps<number> { yield; return 1; }\nexport function* decide(): Steps<void> { round(); yield* round(); }\n";
     const host = ts.createCompilerHost(OPTIONS);
     const read = host.readFile.bind(host);
     host.readFile = (f) => (f === probe ? text : read(f));

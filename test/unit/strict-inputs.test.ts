@@ -50,19 +50,38 @@ function mutatedJson(valid: Json | undefined): fc.Arbitrary<Json> {
 }
 
 /** JSON nested `depth` deep, as text (JSON.stringify itself would recurse that deep). */
-const deeplyNested = fc.tuple(fc.integer({ min: 100, max: 20_000 }), fc.boolean()).map(([depth, arrays]) => (arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
+const deeplyNested = fc
+  .tuple(fc.integer({ min: 100, max: 20_000 }), fc.boolean())
+  .map(([depth, arrays]) => (arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
 
 /** JSON text with bytes that are not UTF-8 inside a string. */
-const invalidUtf8 = fc.tuple(fc.constantFrom('{"with":"', '{"shardList":[0],"x":"', '{"address":"', '{"ref":"'), fc.constantFrom([0xff], [0xc3, 0x28], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80])).map(([head, bad]) =>
-  new Uint8Array([...Buffer.from(head), ...bad, ...Buffer.from('"}')]));
+const invalidUtf8 = fc
+  .tuple(
+    fc.constantFrom('{"with":"', '{"shardList":[0],"x":"', '{"address":"', '{"ref":"'),
+    fc.constantFrom([0xff], [0xc3, 0x28], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]),
+  )
+  .map(([head, bad]) => new Uint8Array([...Buffer.from(head), ...bad, ...Buffer.from('"}')]));
 
 function sentBodies(valid: Json | undefined): fc.Arbitrary<Sent> {
   const jsonType = fc.constantFrom('application/json', 'application/json; charset=utf-8');
-  const wrongType = fc.constantFrom(undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/merge-patch+json');
+  const wrongType = fc.constantFrom(
+    undefined,
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'application/xml',
+    'multipart/form-data; boundary=x',
+    'application/merge-patch+json',
+  );
   return fc.oneof(
     { weight: 5, arbitrary: fc.record({ contentType: jsonType, raw: mutatedJson(valid).map((v) => JSON.stringify(v)) }) },
     { weight: 1, arbitrary: fc.record({ contentType: jsonType, raw: deeplyNested }) },
-    { weight: 1, arbitrary: fc.record({ contentType: jsonType, raw: fc.oneof(fc.string({ maxLength: 40 }), fc.constant(JSON.stringify(valid ?? {}).slice(0, -1)), fc.constant('')) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        contentType: jsonType,
+        raw: fc.oneof(fc.string({ maxLength: 40 }), fc.constant(JSON.stringify(valid ?? {}).slice(0, -1)), fc.constant('')),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ contentType: jsonType, raw: invalidUtf8 }) },
     { weight: 2, arbitrary: fc.record({ contentType: wrongType, raw: fc.constant(JSON.stringify(valid ?? { x: 1 })) }) },
   );
@@ -109,7 +128,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-describe('bodies outside a route\'s schema', () => {
+describe("bodies outside a route's schema", () => {
   it('cover every route that changes the cluster', () => {
     const mutating = check.operations.filter((op) => {
       const [method, path] = op.split(' ');
@@ -148,7 +167,8 @@ describe('bodies outside a route\'s schema', () => {
 
   it("the issue's examples: no stopped shard, no replacement by a node called 5", async () => {
     const before = await clusterState();
-    const post = (path: string, raw: string) => fetch(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: raw });
+    const post = (path: string, raw: string) =>
+      fetch(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: raw });
     for (const raw of ['{"shardList":null}', '{"shardList":"7"}', '{"shardList":[true]}']) {
       const res = await post('/api/v1/cluster/metrics/stopshards', raw);
       expect(res.status, raw).toBe(400);
@@ -158,7 +178,11 @@ describe('bodies outside a route\'s schema', () => {
     expect(replace.status).toBe(400);
     expect(await replace.json()).toEqual({ error: 'BadRequest', reason: 'body/with must be string' });
     expect(await (await post('/api/v1/cluster/metrics/stopshards', '{"shardList":[0')).json()).toMatchObject({ errorType: 'MalformedBody' });
-    const form = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain' }, body: '{"shardList":[0]}' });
+    const form = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain' },
+      body: '{"shardList":[0]}',
+    });
     expect(form.status).toBe(415);
     expect(await form.json()).toMatchObject({ errorType: 'UnsupportedMediaType' });
     await new Promise((resolve) => setTimeout(resolve, 1_000));

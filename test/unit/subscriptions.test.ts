@@ -18,8 +18,7 @@ const w = subscriberId('guardian-w');
 const v = subscriberId('guardian-v');
 
 const empty = ShardSubscriptions.empty;
-const withDatasets = (...dss: ReturnType<typeof datasetRef>[]): ShardSubscriptions =>
-  dss.reduce((s, ds) => s.addDataset(ds), empty);
+const withDatasets = (...dss: ReturnType<typeof datasetRef>[]): ShardSubscriptions => dss.reduce((s, ds) => s.addDataset(ds), empty);
 
 describe('ShardSubscriptionsSpec (FiloDB reference §7.5)', () => {
   it('1. adding the same subscriber twice has no effect', () => {
@@ -164,10 +163,17 @@ describe('ShardSubscriptions as an immutable value', () => {
 
   it('of() rebuilds subscriptions from plain lists, merging repeated datasets', () => {
     const s = ShardSubscriptions.of(
-      [{ dataset: ds1, subscribers: [a] }, { dataset: ds1, subscribers: [b] }, { dataset: ds2, subscribers: [] }],
+      [
+        { dataset: ds1, subscribers: [a] },
+        { dataset: ds1, subscribers: [b] },
+        { dataset: ds2, subscribers: [] },
+      ],
       [w],
     );
-    expect(s.toList()).toEqual([{ dataset: ds1, subscribers: [a, b] }, { dataset: ds2, subscribers: [] }]);
+    expect(s.toList()).toEqual([
+      { dataset: ds1, subscribers: [a, b] },
+      { dataset: ds2, subscribers: [] },
+    ]);
     expect(s.watcherList()).toEqual([w]);
   });
 });

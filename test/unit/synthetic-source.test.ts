@@ -121,7 +121,11 @@ describe('SyntheticSource', () => {
     const kafka = config({ type: 'kafka', topic: 'metrics-in' }, 'fromkafka');
     await expect(source.open(kafka, shardNum(0))).rejects.toThrow(/fromkafka.*kafka/);
     // At setup already, typed: the singleton answers BadData with this message and stores nothing.
-    await expect(source.validate(kafka)).rejects.toMatchObject({ code: 'SOURCE_MISMATCH', dataset: 'fromkafka', message: expect.stringMatching(/synthetic sources only/) });
+    await expect(source.validate(kafka)).rejects.toMatchObject({
+      code: 'SOURCE_MISMATCH',
+      dataset: 'fromkafka',
+      message: expect.stringMatching(/synthetic sources only/),
+    });
     await expect(source.validate(synthetic(100))).resolves.toBeUndefined();
     await expect(source.open(synthetic(100), shardNum(4))).rejects.toBeInstanceOf(ShardOutOfRangeError);
   });

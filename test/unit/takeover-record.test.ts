@@ -29,7 +29,11 @@ async function startCluster({ failAt, faults }: Options = {}) {
   const cluster = new EmbeddedCluster({
     name: 'takeover',
     clock,
-    nodes: [{ name: 'n1', rack: 'A' }, { name: 'n2', rack: 'B' }, { name: 'n3', rack: 'C' }],
+    nodes: [
+      { name: 'n1', rack: 'A' },
+      { name: 'n2', rack: 'B' },
+      { name: 'n3', rack: 'C' },
+    ],
     metaStore: new MemoryMetaStore(),
     log,
     sessionTimeoutMs: SESSION_MS,
@@ -63,7 +67,10 @@ async function successorOf(cluster: EmbeddedCluster, driver: SimDriver, old: Emb
 }
 
 const inboxReports = (cluster: EmbeddedCluster) =>
-  cluster.bus.topic(topicsFor(cluster.topicPrefix).inbox).map((r) => r.value as InboxMessage).filter((m) => m.kind === 'report');
+  cluster.bus
+    .topic(topicsFor(cluster.topicPrefix).inbox)
+    .map((r) => r.value as InboxMessage)
+    .filter((m) => m.kind === 'report');
 
 describe('a new singleton and the reports written before it took over', () => {
   it('does not apply a replayed report of a member that did not answer its recovery', async () => {
@@ -76,7 +83,9 @@ describe('a new singleton and the reports written before it took over', () => {
     const shard = map.shardsForNode(victim.node)[0]!;
     expect(map.statusForShard(shard).type).toBe('Active');
     // The report that said the copy was recovering: applied long ago.
-    const old = inboxReports(cluster).find((m) => m.incarnation === victim.incarnation && m.events.some((e) => e.shard === shard && e.type === 'RecoveryInProgress'));
+    const old = inboxReports(cluster).find(
+      (m) => m.incarnation === victim.incarnation && m.events.some((e) => e.shard === shard && e.type === 'RecoveryInProgress'),
+    );
     expect(old).toBeDefined();
 
     host.crash();
@@ -101,29 +110,33 @@ describe('a new singleton and the reports written before it took over', () => {
   it.each([
     { lost: 0, what: 'its node sends it again' },
     { lost: 1, what: 'even when the takeover record is lost on the bus: it is written again' },
-  ])('still applies what a node reported while no singleton ran: $what', async ({ lost }) => {
-    const poison: { at?: { shard: number; offset: number } } = {};
-    let toLose = 0;
-    const { cluster, driver, clock, lines } = await startCluster({
-      failAt: (_, shard, offset) => (poison.at?.shard === shard && poison.at.offset === offset ? 'a record it cannot read' : undefined),
-      faults: (_, value) => ((value as InboxMessage).kind === 'takeover' && toLose-- > 0 ? { kind: 'drop' } : { kind: 'deliver' }),
-    });
-    toLose = lost;
-    const host = (await cluster.singletonNode())!;
-    const map = await singletonMap(host);
-    const victim = cluster.nodes.find((n) => n !== host && map.shardsForNode(n.node).length > 0)!;
-    const shard = map.shardsForNode(victim.node)[0]!;
-    host.crash();
-    // The victim's copy fails half a second later (20 records a second), long before a successor takes over.
-    poison.at = { shard, offset: Math.ceil((clock.now() * 20) / 1_000) + 10 };
-    await driver.advance(1_000);
-    expect(inboxReports(cluster).some((m) => m.node === victim.node && m.events.some((e) => e.shard === shard && e.type === 'IngestionError'))).toBe(true);
-    const successor = await successorOf(cluster, driver, host);
-    await driver.advance(2_000);
-    // The failure reached the new singleton: the shard left the node it failed on.
-    expect((await singletonMap(successor)).nodeForShard(shard)).not.toBe(victim.node);
-    expect(lines.some((l) => l.event === 'shard.reassigned')).toBe(true);
-    expect(lines.filter((l) => l.event === 'recovery.takeover-record-again')).toHaveLength(lost);
-    await cluster.stop();
-  }, 60_000);
+  ])(
+    'still applies what a node reported while no singleton ran: $what',
+    async ({ lost }) => {
+      const poison: { at?: { shard: number; offset: number } } = {};
+      let toLose = 0;
+      const { cluster, driver, clock, lines } = await startCluster({
+        failAt: (_, shard, offset) => (poison.at?.shard === shard && poison.at.offset === offset ? 'a record it cannot read' : undefined),
+        faults: (_, value) => ((value as InboxMessage).kind === 'takeover' && toLose-- > 0 ? { kind: 'drop' } : { kind: 'deliver' }),
+      });
+      toLose = lost;
+      const host = (await cluster.singletonNode())!;
+      const map = await singletonMap(host);
+      const victim = cluster.nodes.find((n) => n !== host && map.shardsForNode(n.node).length > 0)!;
+      const shard = map.shardsForNode(victim.node)[0]!;
+      host.crash();
+      // The victim's copy fails half a second later (20 records a second), long before a successor takes over.
+      poison.at = { shard, offset: Math.ceil((clock.now() * 20) / 1_000) + 10 };
+      await driver.advance(1_000);
+      expect(inboxReports(cluster).some((m) => m.node === victim.node && m.events.some((e) => e.shard === shard && e.type === 'IngestionError'))).toBe(true);
+      const successor = await successorOf(cluster, driver, host);
+      await driver.advance(2_000);
+      // The failure reached the new singleton: the shard left the node it failed on.
+      expect((await singletonMap(successor)).nodeForShard(shard)).not.toBe(victim.node);
+      expect(lines.some((l) => l.event === 'shard.reassigned')).toBe(true);
+      expect(lines.filter((l) => l.event === 'recovery.takeover-record-again')).toHaveLength(lost);
+      await cluster.stop();
+    },
+    60_000,
+  );
 });

@@ -36,15 +36,32 @@ async function run(path: string, datasets?: string[]): Promise<{ code: number; s
 
 describe('shardherd topics create', () => {
   it('takes a config and any number of --dataset', () => {
-    expect(parseCommandLine(['topics', 'create', '--config', 'c.json'])).toEqual({ kind: 'topics-create', configPath: 'c.json', datasets: undefined, logLevel: 'error' });
+    expect(parseCommandLine(['topics', 'create', '--config', 'c.json'])).toEqual({
+      kind: 'topics-create',
+      configPath: 'c.json',
+      datasets: undefined,
+      logLevel: 'error',
+    });
     expect(parseCommandLine(['topics', 'create', '--config', 'c.json', '--dataset', 'a', '--dataset', 'b'])).toMatchObject({ datasets: ['a', 'b'] });
-    expect(parseCommandLine(['topics', 'create'])).toMatchObject({ kind: 'exit', code: EXIT_USAGE, stderr: expect.stringMatching(/required option '--config <file>'/) });
+    expect(parseCommandLine(['topics', 'create'])).toMatchObject({
+      kind: 'exit',
+      code: EXIT_USAGE,
+      stderr: expect.stringMatching(/required option '--config <file>'/),
+    });
   });
 
   it('exits 2 naming the key for a dataset the config does not set up, or one without a Kafka topic', async () => {
     const path = await configFile([`127.0.0.1:${await freePort()}`]);
-    expect(await run(path, ['logs'])).toEqual({ code: 2, stdout: '', stderr: `shardherd topics create: ${path}: datasets has no dataset logs (it sets up metrics, demo)\n` });
-    expect(await run(path, ['demo'])).toEqual({ code: 2, stdout: '', stderr: `shardherd topics create: ${path}: datasets.1.source.type is synthetic: dataset demo has no Kafka topic to create\n` });
+    expect(await run(path, ['logs'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `shardherd topics create: ${path}: datasets has no dataset logs (it sets up metrics, demo)\n`,
+    });
+    expect(await run(path, ['demo'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `shardherd topics create: ${path}: datasets.1.source.type is synthetic: dataset demo has no Kafka topic to create\n`,
+    });
   });
 
   it('exits 1 naming the brokers and kafka.brokers when nothing listens there', async () => {
@@ -53,6 +70,10 @@ describe('shardherd topics create', () => {
     const r = await run(path);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(new RegExp(`^shardherd topics create: no Kafka broker could be reached at ${broker.replace(/\./g, '\\.')} \\(kafka\\.brokers of ${path.replace(/[.\\/]/g, '\\$&')}\\)`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^shardherd topics create: no Kafka broker could be reached at ${broker.replace(/\./g, '\\.')} \\(kafka\\.brokers of ${path.replace(/[.\\/]/g, '\\$&')}\\)`,
+      ),
+    );
   }, 30_000);
 });

@@ -31,7 +31,9 @@ describe('a client whose brokers cannot be reached', () => {
     const tookMs = Date.now() - started;
     expect(error).toBeInstanceOf(ShardherdClientError);
     expect((error as ShardherdClientError).code).toBe('CONNECT_FAILED');
-    expect((error as Error).message).toBe(`no Kafka broker could be reached at ${broker} (the client's brokers): is Kafka running there, and are the addresses right?`);
+    expect((error as Error).message).toBe(
+      `no Kafka broker could be reached at ${broker} (the client's brokers): is Kafka running there, and are the addresses right?`,
+    );
     expect((error as Error).message).not.toMatch(/prefix/);
     // The connect timeout, and at most a second of connection attempts after it.
     expect(tookMs).toBeLessThan(1_500 + 1_000 + 500);

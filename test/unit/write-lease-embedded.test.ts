@@ -17,7 +17,12 @@ const HEARTBEAT: FailureDetectorOptions = { mode: 'heartbeat', heartbeatInterval
 const SINK_TIMEOUT_MS = 1_000;
 
 /** Every sink call as the sink saw it: node, shard, start and end on the simulated clock. */
-interface Call { readonly node: string; readonly shard: number; readonly start: number; end: number | undefined }
+interface Call {
+  readonly node: string;
+  readonly shard: number;
+  readonly start: number;
+  end: number | undefined;
+}
 
 class CallLog {
   readonly calls: Call[] = [];
@@ -69,7 +74,7 @@ async function start(delayed: { node: string | undefined; ms: number }) {
 }
 
 describe('the lease gates writes; it never fails them', () => {
-  it('a detector link slowed past the lease pauses the node\'s writes for as long as it lasts; nothing fails or moves', async () => {
+  it("a detector link slowed past the lease pauses the node's writes for as long as it lasts; nothing fails or moves", async () => {
     const delayed: { node: string | undefined; ms: number } = { node: undefined, ms: 300 };
     const w = await start(delayed);
     const shards = (await w.map()).shardsForNode('n3' as NodeId);
@@ -92,8 +97,14 @@ describe('the lease gates writes; it never fails them', () => {
       expect(map.statusForShard(shard).type, `shard ${shard}`).toBe('Active'); // nothing failed
       const during = w.log.by('n3', shard).filter((c) => c.start > from + 1_000 && c.start < slowedUntil);
       expect(during, `shard ${shard}: no write without a lease`).toEqual([]);
-      expect(w.log.by('n3', shard).some((c) => c.start > slowedUntil), `shard ${shard} writes again`).toBe(true);
-      expect(w.log.calls.some((c) => c.shard === shard && c.node !== 'n3' && c.start > from), `shard ${shard}: nobody else wrote it`).toBe(false);
+      expect(
+        w.log.by('n3', shard).some((c) => c.start > slowedUntil),
+        `shard ${shard} writes again`,
+      ).toBe(true);
+      expect(
+        w.log.calls.some((c) => c.shard === shard && c.node !== 'n3' && c.start > from),
+        `shard ${shard}: nobody else wrote it`,
+      ).toBe(false);
     }
     expect(w.cluster.node('n3').writeLease).toEqual({ held: true, waitingShards: 0, longestWaitMs: 0 });
   });
@@ -112,7 +123,10 @@ describe('the lease gates writes; it never fails them', () => {
     const next = w.log.calls.filter((c) => c.shard === shard && c.node !== 'n3');
     expect(next.length, 'another node writes the shard').toBeGreaterThan(0);
     expect(Math.min(...next.map((c) => c.start))).toBeGreaterThanOrEqual(slow!.end!);
-    expect(w.log.by('n3', shard).filter((c) => c.start > slow!.start), 'n3 wrote no more').toEqual([]);
+    expect(
+      w.log.by('n3', shard).filter((c) => c.start > slow!.start),
+      'n3 wrote no more',
+    ).toEqual([]);
   });
 
   it('a sink call that never ends is given up one more sinkTimeoutMs after its timeout: the shard does not wait for ever', async () => {

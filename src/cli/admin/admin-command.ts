@@ -52,11 +52,16 @@ the --url port (only for a local --url), and says on stderr when it used that fi
 
 function withConnection(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--url <url>', 'a node\'s HTTP address (default: the --config file\'s status endpoint, else http://127.0.0.1:8080)'))
-    .addOption(new Option('--token <token>', 'bearer token for commands that change the cluster (default: $SHARDHERD_TOKEN, the config\'s, or the local node\'s token file)'))
+    .addOption(new Option('--url <url>', "a node's HTTP address (default: the --config file's status endpoint, else http://127.0.0.1:8080)"))
+    .addOption(
+      new Option(
+        '--token <token>',
+        "bearer token for commands that change the cluster (default: $SHARDHERD_TOKEN, the config's, or the local node's token file)",
+      ),
+    )
     .addHelpText('after', (ctx) => (needsToken(ctx.command) ? TOKEN_HELP : ''))
     .addOption(new Option('--config <file>', 'a node configuration file to take the URL and token from'))
-    .addOption(new Option('--json', 'print the node\'s JSON answer instead of a table'))
+    .addOption(new Option('--json', "print the node's JSON answer instead of a table"))
     .allowExcessArguments(false)
     .allowUnknownOption(false);
 }
@@ -71,18 +76,23 @@ export function addAdminCommands(program: Command, configure: (c: Command) => Co
   const finish = (flags: ConnectionFlags, action: AdminAction) =>
     done({ action, connection: { url: flags.url, token: flags.token, configPath: flags.config, json: flags.json ?? false } });
 
-  leaf(program, 'status', 'the cluster at a glance: singleton, members, each dataset\'s shards by status and why any lack copies')
-    .action((flags: ConnectionFlags) => finish(flags, { type: 'status' }));
+  leaf(program, 'status', "the cluster at a glance: singleton, members, each dataset's shards by status and why any lack copies").action(
+    (flags: ConnectionFlags) => finish(flags, { type: 'status' }),
+  );
   leaf(program, 'datasets', 'the datasets with their map stamp and shard counts').action((flags: ConnectionFlags) => finish(flags, { type: 'datasets' }));
-  leaf(program, 'members', 'the members oldest first, with rack, copies and the singleton\'s host').action((flags: ConnectionFlags) => finish(flags, { type: 'members' }));
+  leaf(program, 'members', "the members oldest first, with rack, copies and the singleton's host").action((flags: ConnectionFlags) =>
+    finish(flags, { type: 'members' }),
+  );
 
-  const shards = configure(new Command('shards').description('start or stop shards of a dataset (FiloDB\'s startshards/stopshards)'));
+  const shards = configure(new Command('shards').description("start or stop shards of a dataset (FiloDB's startshards/stopshards)"));
   program.addCommand(shards);
   leaf(shards, 'start', 'start stopped or unassigned shards on a node')
     .argument('<dataset>')
     .requiredOption('--node <node>', 'the node to start them on')
     .requiredOption('--shards <list>', 'comma-separated shard numbers', shardList)
-    .action((dataset: string, flags: ConnectionFlags & { node: string; shards: number[] }) => finish(flags, { type: 'shards-start', dataset, node: flags.node, shards: flags.shards }));
+    .action((dataset: string, flags: ConnectionFlags & { node: string; shards: number[] }) =>
+      finish(flags, { type: 'shards-start', dataset, node: flags.node, shards: flags.shards }),
+    );
   // A stopped shard is never placed again by the singleton (see STOPPED_REASON in core): only a start does.
   leaf(shards, 'stop', 'stop shards; they stay stopped (through membership changes, drains and failovers) until `shards start`')
     .argument('<dataset>')
@@ -94,18 +104,23 @@ export function addAdminCommands(program: Command, configure: (c: Command) => Co
   leaf(dataset, 'setup', 'set up a dataset from a JSON config file (- for stdin); the same config again is a no-op')
     .argument('<file>')
     .option('--create-topic', 'create its Kafka topic with numShards partitions first', false)
-    .action((file: string, flags: ConnectionFlags & { createTopic: boolean }) => finish(flags, { type: 'dataset-setup', file, createTopic: flags.createTopic }));
+    .action((file: string, flags: ConnectionFlags & { createTopic: boolean }) =>
+      finish(flags, { type: 'dataset-setup', file, createTopic: flags.createTopic }),
+    );
   leaf(dataset, 'remove', 'remove a dataset: its shards stop on every node')
     .argument('<dataset>')
     .action((name: string, flags: ConnectionFlags) => finish(flags, { type: 'dataset-remove', dataset: name }));
 
   const node = configure(new Command('nodes').description('planned node operations: drain, undrain, replace'));
   program.addCommand(node);
-  leaf(node, 'drain', 'hand every copy of a node to the others, new copy first').argument('<node>')
+  leaf(node, 'drain', 'hand every copy of a node to the others, new copy first')
+    .argument('<node>')
     .action((n: string, flags: ConnectionFlags) => finish(flags, { type: 'node-drain', node: n }));
-  leaf(node, 'undrain', 'cancel a drain or a pending replacement').argument('<node>')
+  leaf(node, 'undrain', 'cancel a drain or a pending replacement')
+    .argument('<node>')
     .action((n: string, flags: ConnectionFlags) => finish(flags, { type: 'node-undrain', node: n }));
-  leaf(node, 'replace', 'hand each copy of a node to another node (which may join later)').argument('<node>')
+  leaf(node, 'replace', 'hand each copy of a node to another node (which may join later)')
+    .argument('<node>')
     .requiredOption('--with <node>', 'the node that takes its copies')
     .action((n: string, flags: ConnectionFlags & { with: string }) => finish(flags, { type: 'node-replace', node: n, with: flags.with }));
 }

@@ -36,9 +36,11 @@ const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 /** The node to ask and the token: flags, then the config file, then the environment and the local token file. */
 async function resolveTarget(c: AdminConnection, env: NodeJS.ProcessEnv): Promise<Target> {
-  const config = c.configPath ? await loadNodeConfig(c.configPath).catch((e: unknown) => {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }) : undefined;
+  const config = c.configPath
+    ? await loadNodeConfig(c.configPath).catch((e: unknown) => {
+        throw new UsageError(e instanceof Error ? e.message : String(e));
+      })
+    : undefined;
   const status = config?.status;
   const raw = c.url ?? (status ? `http://${status.host}:${status.port}` : DEFAULT_URL);
   let url: URL;
@@ -61,7 +63,8 @@ interface Answer {
 }
 
 async function call(target: Target, method: string, path: string, body?: unknown, needsToken = false): Promise<Answer> {
-  if (needsToken && !target.token) throw new UsageError(`this command changes the cluster and needs a token: --token, $${TOKEN_ENV}, --config, or the token file of a node on this machine`);
+  if (needsToken && !target.token)
+    throw new UsageError(`this command changes the cluster and needs a token: --token, $${TOKEN_ENV}, --config, or the token file of a node on this machine`);
   const headers: Record<string, string> = {};
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (needsToken) headers.authorization = `Bearer ${target.token}`;
@@ -91,9 +94,12 @@ async function request(action: AdminAction, target: Target, io: AdminIo): Promis
     case 'shards-stop':
       return call(target, 'POST', `/api/v1/cluster/${enc(action.dataset)}/stopshards`, { shardList: action.shards }, true);
     case 'dataset-setup': {
-      const text = action.file === '-' ? await io.stdin() : await readFile(action.file, 'utf8').catch((e: unknown) => {
-        throw new UsageError(`cannot read ${action.file}: ${e instanceof Error ? e.message : String(e)}`);
-      });
+      const text =
+        action.file === '-'
+          ? await io.stdin()
+          : await readFile(action.file, 'utf8').catch((e: unknown) => {
+              throw new UsageError(`cannot read ${action.file}: ${e instanceof Error ? e.message : String(e)}`);
+            });
       let config: unknown;
       try {
         config = JSON.parse(text);
@@ -119,7 +125,8 @@ export async function runAdmin(command: AdminCommand, io: AdminIo): Promise<numb
   try {
     target = await resolveTarget(command.connection, io.env);
     // The file is a silent default otherwise: say which token a change goes with (stderr, so stdout stays the answer).
-    if (target.tokenFile !== undefined && changesCluster(command.action)) io.stderr(`shardherd: no --token, $${TOKEN_ENV} or --config: using the token in ${target.tokenFile}\n`);
+    if (target.tokenFile !== undefined && changesCluster(command.action))
+      io.stderr(`shardherd: no --token, $${TOKEN_ENV} or --config: using the token in ${target.tokenFile}\n`);
     answer = await request(command.action, target, io);
   } catch (e) {
     if (e instanceof UsageError) {
@@ -160,7 +167,6 @@ function failingShards(view: ClusterView): { dataset: string; shards: number[] }
     .filter((f) => f.shards.length > 0);
 }
 
-
 /** A person's view of a successful answer. */
 function render(action: AdminAction, body: unknown): string {
   switch (action.type) {
@@ -188,19 +194,30 @@ function render(action: AdminAction, body: unknown): string {
 }
 
 function renderMembers(members: readonly MemberView[]): string {
-  return table(['NODE', 'RACK', 'WEIGHT', 'COPIES', 'SINGLETON', 'INCARNATION', 'ADDRESS'], members.map((m) => [
-    m.node, m.rack ?? '-', String(m.weight), String(m.copies), m.singleton ? 'yes' : '', m.incarnation, m.address ?? '-',
-  ]));
+  return table(
+    ['NODE', 'RACK', 'WEIGHT', 'COPIES', 'SINGLETON', 'INCARNATION', 'ADDRESS'],
+    members.map((m) => [m.node, m.rack ?? '-', String(m.weight), String(m.copies), m.singleton ? 'yes' : '', m.incarnation, m.address ?? '-']),
+  );
 }
 
 const STATUS_ORDER = ['Active', 'Recovery', 'Assigned', 'Error', 'Stopped', 'Down', 'Unassigned'] as const;
 
 function renderDatasets(datasets: readonly DatasetView[]): string {
   if (datasets.length === 0) return 'no datasets\n';
-  return table(['DATASET', 'SHARDS', 'RF', 'STRATEGY', 'EPOCH', 'VERSION', 'STATUS'], datasets.map((d) => [
-    d.name, String(d.numShards), String(d.replicationFactor), d.strategy, String(d.epoch), String(d.version),
-    STATUS_ORDER.filter((s) => d.counts[s]).map((s) => `${s} ${d.counts[s]}`).join(', '),
-  ]));
+  return table(
+    ['DATASET', 'SHARDS', 'RF', 'STRATEGY', 'EPOCH', 'VERSION', 'STATUS'],
+    datasets.map((d) => [
+      d.name,
+      String(d.numShards),
+      String(d.replicationFactor),
+      d.strategy,
+      String(d.epoch),
+      String(d.version),
+      STATUS_ORDER.filter((s) => d.counts[s])
+        .map((s) => `${s} ${d.counts[s]}`)
+        .join(', '),
+    ]),
+  );
 }
 
 /** What made a shard or its copies fail (the ingestion error's message), first of all in the WHY column. */
@@ -220,7 +237,17 @@ function renderStatus(view: ClusterView): string {
     const lacking = d.shards.filter((s) => s.reason !== undefined || causes(s).length > 0);
     if (lacking.length === 0) continue;
     lines.push(`${d.name}: shards without all their copies, or failing`);
-    lines.push(table(['SHARD', 'STATUS', 'COPIES', 'WHY'], lacking.map((s) => [String(s.shard), s.status, `${s.owners.length}/${d.replicationFactor}`, [...causes(s), ...(s.reason ? [s.reason] : [])].join('; ')])));
+    lines.push(
+      table(
+        ['SHARD', 'STATUS', 'COPIES', 'WHY'],
+        lacking.map((s) => [
+          String(s.shard),
+          s.status,
+          `${s.owners.length}/${d.replicationFactor}`,
+          [...causes(s), ...(s.reason ? [s.reason] : [])].join('; '),
+        ]),
+      ),
+    );
   }
   const ops = view.operations;
   if (ops.draining.length > 0) lines.push(`draining: ${ops.draining.join(', ')}`);

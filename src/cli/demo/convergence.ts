@@ -50,7 +50,8 @@ function whatIsWrong(demo: DemoCluster, watch: ShardWatch, exempt: ReadonlySet<s
       const status = map.statusForShard(s).type;
       const owner = map.nodeForShard(s);
       if (status === 'Active' && live(demo, owner)) continue;
-      const why = owner === undefined ? `${status}, no owner` : live(demo, owner) ? `${status} on ${owner}` : `${status} on ${owner}, which is not a live member`;
+      const why =
+        owner === undefined ? `${status}, no owner` : live(demo, owner) ? `${status} on ${owner}` : `${status} on ${owner}, which is not a live member`;
       bad.set(why, [...(bad.get(why) ?? []), s]);
     }
     for (const [why, shards] of bad) problems.push(`${d.ref} shards ${ranges(shards)}: ${why}`);
@@ -73,6 +74,10 @@ export async function waitFor(ctx: StoryContext, done: () => boolean | Promise<b
 /** Waits until every shard but `exempt` is Active on a live node; fails saying what is still wrong. */
 export function waitConverged(ctx: StoryContext, what: string, exempt: ReadonlySet<string> = new Set()): Promise<number> {
   const timeout = ctx.convergeTimeoutMs ?? 20_000;
-  return waitFor(ctx, () => converged(ctx.demo, ctx.watch, exempt), timeout, () => `${what}: the shard maps did not converge within ${secs(timeout)}: ${whatIsWrong(ctx.demo, ctx.watch, exempt)}`);
+  return waitFor(
+    ctx,
+    () => converged(ctx.demo, ctx.watch, exempt),
+    timeout,
+    () => `${what}: the shard maps did not converge within ${secs(timeout)}: ${whatIsWrong(ctx.demo, ctx.watch, exempt)}`,
+  );
 }
-

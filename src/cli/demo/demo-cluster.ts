@@ -76,7 +76,12 @@ export const nodeNames = (n: number): string[] => Array.from({ length: n }, (_, 
  */
 export function demoDatasets(shape: DemoShape, recordsPerSecond: number = DEMO_TIMINGS.recordsPerSecond): DatasetConfig[] {
   return DATASET_NAMES.slice(0, shape.datasets).map((ref) => {
-    const r = validateDatasetConfig({ ref, numShards: shape.shards, minNumNodes: Math.max(1, shape.nodes - 1), source: { type: 'synthetic', recordsPerSecond } });
+    const r = validateDatasetConfig({
+      ref,
+      numShards: shape.shards,
+      minNumNodes: Math.max(1, shape.nodes - 1),
+      source: { type: 'synthetic', recordsPerSecond },
+    });
     if (!r.ok) throw new Error(`demo dataset ${ref}: ${r.error.message}`);
     return r.value;
   });

@@ -32,7 +32,8 @@ export function storyProblems(r: StoryResult): string[] {
   if (epochs.some((d) => d !== 1)) problems.push(`the epoch went up by ${epochs.join('/')} after the singleton's kill, not by 1`);
   if (c.changed.length > 0) problems.push(`${c.changed.length} shards changed owner although their owner survived the singleton's kill`);
   if (c.datasetsBefore.join(',') !== c.datasetsAfter.join(',')) problems.push('the registered datasets changed across the failover');
-  if (r.poison.owners.length !== 2 || r.poison.finalOwner !== undefined) problems.push(`the poisoned shard had owners [${r.poison.owners.join(', ')}], not exactly one move`);
+  if (r.poison.owners.length !== 2 || r.poison.finalOwner !== undefined)
+    problems.push(`the poisoned shard had owners [${r.poison.owners.join(', ')}], not exactly one move`);
   if (r.ledger.missing > 0) problems.push(`${r.ledger.missing} records were lost`);
   if (r.ledger.doubleOwned > 0) problems.push(`${r.ledger.doubleOwned} maps showed a shard with two owners`);
   if (r.ledger.runningOverlaps > 0) problems.push(`a shard was seen running on two live nodes at once ${r.ledger.runningOverlaps} times`);
@@ -59,7 +60,9 @@ async function stopCluster(demo: DemoCluster, screen: Screen): Promise<void> {
   });
   const outcome = await Promise.race([stopInJoinOrder(demo).then(() => 'stopped' as const), timeout]);
   clearTimeout(timer);
-  screen.print([outcome === 'stopped' ? `cluster stopped: ${running} running nodes left gracefully.` : 'the cluster did not stop within 10 s; exiting anyway.']);
+  screen.print([
+    outcome === 'stopped' ? `cluster stopped: ${running} running nodes left gracefully.` : 'the cluster did not stop within 10 s; exiting anyway.',
+  ]);
 }
 
 export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number> {
@@ -67,7 +70,11 @@ export async function runDemo(options: DemoOptions, io: DemoIO): Promise<number>
   const startedAt = clock.now();
   const shape = { nodes: options.nodes, datasets: options.datasets, shards: options.shards };
   const demo = createDemoCluster(shape, { clock, log: io.log });
-  const watch = new ShardWatch(demo.cluster, demo.datasets.map((d) => d.ref), () => clock.now());
+  const watch = new ShardWatch(
+    demo.cluster,
+    demo.datasets.map((d) => d.ref),
+    () => clock.now(),
+  );
   let api: NodeApi | undefined;
   try {
     api = await startDemoApi(demo, watch, options, io.log);
@@ -163,6 +170,9 @@ async function startDemoApi(demo: DemoCluster, watch: ShardWatch, options: DemoO
 async function startNodeEndpoints(demo: DemoCluster, token: string, log: Logger): Promise<{ name: string; api: NodeApi }[]> {
   const apiLog = log.child({ component: 'http' });
   return Promise.all(
-    demo.cluster.nodes.map(async (n) => ({ name: n.node as string, api: await startNodeApi(() => demo.cluster.node(n.node), { port: 0, token, log: apiLog }) })),
+    demo.cluster.nodes.map(async (n) => ({
+      name: n.node as string,
+      api: await startNodeApi(() => demo.cluster.node(n.node), { port: 0, token, log: apiLog }),
+    })),
   );
 }

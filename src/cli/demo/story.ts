@@ -95,7 +95,11 @@ async function singleton(ctx: StoryContext): Promise<ShardherdNode | undefined> 
 }
 
 async function registeredDatasets(ctx: StoryContext): Promise<string[]> {
-  const reply = await ctx.timeline.settle(ctx.demo.cluster.request((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 15_000, 'listing the datasets');
+  const reply = await ctx.timeline.settle(
+    ctx.demo.cluster.request((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })),
+    15_000,
+    'listing the datasets',
+  );
   if (reply.type !== 'RegisteredDatasets') throw new StoryFailure(`listing the datasets: unexpected reply ${reply.type}`);
   return [...reply.datasets].sort();
 }
@@ -117,7 +121,12 @@ const describeShards = (shards: Readonly<Record<string, readonly number[]>>) =>
 /** Restarts a killed node, as its supervisor (systemd, Kubernetes) would, and says what it got. */
 async function restart(ctx: StoryContext, node: ShardherdNode): Promise<void> {
   await ctx.timeline.settle(node.restart(), 10_000, `restarting ${node.node}`);
-  await waitFor(ctx, () => node.isMember, 10_000, () => `${node.node} restarted but did not join the membership within 10 s`);
+  await waitFor(
+    ctx,
+    () => node.isMember,
+    10_000,
+    () => `${node.node} restarted but did not join the membership within 10 s`,
+  );
   await ctx.timeline.sleep(500); // time for the singleton to hear of it
   const got = describeShards(shardsOf(ctx, node.node));
   ctx.narrator.say(
@@ -135,7 +144,12 @@ export async function bringUp(ctx: StoryContext): Promise<BringUpResult> {
   const { cluster } = demo;
   const start = timeline.now();
   await timeline.settle(cluster.start(), 15_000, 'starting the nodes');
-  await waitFor(ctx, async () => (await singleton(ctx)) !== undefined, 15_000, () => 'no singleton took the lease within 15 s');
+  await waitFor(
+    ctx,
+    async () => (await singleton(ctx)) !== undefined,
+    15_000,
+    () => 'no singleton took the lease within 15 s',
+  );
   const single = (await singleton(ctx))!;
   narrator.say(`${cluster.nodes.length} nodes joined; ${single.node} is the oldest member, so it hosts the singleton.`);
   for (const config of demo.datasets) {
@@ -164,7 +178,9 @@ async function ingesting(ctx: StoryContext, ms: number): Promise<void> {
   await ctx.timeline.sleep(ms);
   const after = ctx.demo.sink.total();
   const n = after.accepted - after.duplicates - (before.accepted - before.duplicates);
-  ctx.narrator.say(`ingesting: ${(after.accepted - after.duplicates).toLocaleString('en-US')} records so far, ${Math.round((n * 1000) / ms).toLocaleString('en-US')}/s.`);
+  ctx.narrator.say(
+    `ingesting: ${(after.accepted - after.duplicates).toLocaleString('en-US')} records so far, ${Math.round((n * 1000) / ms).toLocaleString('en-US')}/s.`,
+  );
 }
 
 // ------------------------------------------------------------------ b. a node dies
@@ -227,11 +243,14 @@ export async function killSingleton(ctx: StoryContext): Promise<SingletonKillRes
     ctx,
     () => demo.datasets.every((d) => watch.epoch(d.ref) > epochBefore[d.ref]!),
     ctx.convergeTimeoutMs ?? 20_000,
-    () => `no new singleton published maps within ${secs(ctx.convergeTimeoutMs ?? 20_000)} of the kill (epochs still ${demo.datasets.map((d) => `${d.ref} ${watch.epoch(d.ref)}`).join(', ')})`,
+    () =>
+      `no new singleton published maps within ${secs(ctx.convergeTimeoutMs ?? 20_000)} of the kill (epochs still ${demo.datasets.map((d) => `${d.ref} ${watch.epoch(d.ref)}`).join(', ')})`,
   );
   const next = await singleton(ctx);
   const epochAfter = Object.fromEntries(demo.datasets.map((d) => [d.ref, watch.epoch(d.ref)]));
-  narrator.say(`${next?.node ?? 'a new node'} took the lease and recovered from the MetaStore and the nodes: the subscribers saw epoch ${Object.values(epochAfter)[0]} after ${secs(takeoverMs)}.`);
+  narrator.say(
+    `${next?.node ?? 'a new node'} took the lease and recovered from the MetaStore and the nodes: the subscribers saw epoch ${Object.values(epochAfter)[0]} after ${secs(takeoverMs)}.`,
+  );
   await waitConverged(ctx, `after killing the singleton's node ${old.node}`);
   const convergedMs = timeline.now() - start;
   const after = maps(ctx);
@@ -253,13 +272,27 @@ export async function killSingleton(ctx: StoryContext): Promise<SingletonKillRes
     `no state lost: ${plural(kept, 'shard')} whose owner survived kept it (${changed.length} changed); datasets before [${datasetsBefore.join(', ')}], after [${datasetsAfter.join(', ')}].`,
   );
   if (movedFromKilled.length > 0) {
-    narrator.say(`the ${plural(movedFromKilled.length, 'shard')} of ${old.node} moved to ${[...new Set(movedFromKilled.map((m) => m.to))].join(', ')}; every shard Active ${secs(convergedMs)} after the kill.`);
+    narrator.say(
+      `the ${plural(movedFromKilled.length, 'shard')} of ${old.node} moved to ${[...new Set(movedFromKilled.map((m) => m.to))].join(', ')}; every shard Active ${secs(convergedMs)} after the kill.`,
+    );
   } else {
     narrator.say(`every shard Active ${secs(convergedMs)} after the kill.`);
   }
   await narrator.snapshot();
   await restart(ctx, old);
-  return { oldSingleton: old.node, newSingleton: next?.node, epochBefore, epochAfter, takeoverMs, convergedMs, kept, changed, movedFromKilled, datasetsBefore, datasetsAfter };
+  return {
+    oldSingleton: old.node,
+    newSingleton: next?.node,
+    epochBefore,
+    epochAfter,
+    takeoverMs,
+    convergedMs,
+    kept,
+    changed,
+    movedFromKilled,
+    datasetsBefore,
+    datasetsAfter,
+  };
 }
 
 // ------------------------------------------------------------------ d. a poison record
@@ -285,7 +318,8 @@ export async function poisonShard(ctx: StoryContext, cooldownMs: number, holdMs:
     ctx,
     () => errors().length >= 2 && status().status.type === 'Error' && status().assignments.length === 0,
     ctx.convergeTimeoutMs ?? 20_000,
-    () => `${key} did not fail twice: its owners since the poison were [${[firstOwner, ...watch.ownersSince(ds, shard, armedAt)].join(', ')}], status now ${status().status.type}`,
+    () =>
+      `${key} did not fail twice: its owners since the poison were [${[firstOwner, ...watch.ownersSince(ds, shard, armedAt)].join(', ')}], status now ${status().status.type}`,
   );
   const ownersNow = () => [firstOwner, ...watch.ownersSince(ds, shard, armedAt)].filter((n, i, all) => i === 0 || n !== all[i - 1]);
   const owners = ownersNow();
@@ -293,7 +327,12 @@ export async function poisonShard(ctx: StoryContext, cooldownMs: number, holdMs:
   narrator.say(`${key} failed on ${owners[0]} at offset ${offset} and moved once, to ${owners[1] ?? '?'}; the same record failed there too.`);
   // It must now stay put: unassigned and in Error until its cooldown ends.
   const heldFrom = timeline.now();
-  await waitFor(ctx, () => timeline.now() - heldFrom >= holdMs, holdMs + 1_000, () => 'the hold did not end');
+  await waitFor(
+    ctx,
+    () => timeline.now() - heldFrom >= holdMs,
+    holdMs + 1_000,
+    () => 'the hold did not end',
+  );
   await waitConverged(ctx, `after poisoning ${key}`, new Set([key]));
   const heldMs = timeline.now() - heldFrom;
   const final = status();

@@ -75,7 +75,9 @@ export async function takeLedger(ctx: StoryContext, poisoned: PoisonTarget | und
     }
     return { dataset: d.ref, produced, ingested, missing, held, duplicates };
   });
-  const p = poisoned ? { ...poisoned, covered: demo.sink.tally(poisoned.dataset, poisoned.shard).covered, end: ends.get(`${poisoned.dataset}/${poisoned.shard}`) ?? 0 } : undefined;
+  const p = poisoned
+    ? { ...poisoned, covered: demo.sink.tally(poisoned.dataset, poisoned.shard).covered, end: ends.get(`${poisoned.dataset}/${poisoned.shard}`) ?? 0 }
+    : undefined;
   return {
     at,
     caughtUpMs,
@@ -109,7 +111,9 @@ export function formatSummary(r: StoryResult, startedAt: number): string[] {
   const lines: string[] = [];
   lines.push('', `Summary (the story took ${secs(r.durationMs)})`);
   lines.push(`  a. up: ${r.bringUp.singleton} hosted the singleton; every shard Active ${secs(r.bringUp.convergedMs)} after the first node started.`);
-  lines.push(`  b. ${b.victim} killed: the cluster noticed after ${secs(b.detectedMs)}; its ${plural(moved, 'shard')} ${moved === 1 ? 'was' : 'were'} Active on ${dests} ${secs(b.convergedMs)} after the kill.`);
+  lines.push(
+    `  b. ${b.victim} killed: the cluster noticed after ${secs(b.detectedMs)}; its ${plural(moved, 'shard')} ${moved === 1 ? 'was' : 'were'} Active on ${dests} ${secs(b.convergedMs)} after the kill.`,
+  );
   lines.push(
     `  c. singleton killed on ${c.oldSingleton}: ${c.newSingleton ?? '?'} took over, epoch ${epochs(c.epochBefore)} -> ${epochs(c.epochAfter)}, ${secs(c.takeoverMs)} after the kill; ` +
       `every shard Active after ${secs(c.convergedMs)}.`,

@@ -35,7 +35,7 @@ export interface ClusterView {
 /** `[0,1,2,3,8,10,11]` → `0-3, 8, 10-11`. */
 export function ranges(shards: readonly number[]): string {
   const out: string[] = [];
-  for (let i = 0; i < shards.length; ) {
+  for (let i = 0; i < shards.length;) {
     let j = i;
     while (j + 1 < shards.length && shards[j + 1] === shards[j]! + 1) j += 1;
     out.push(i === j ? `${shards[i]}` : `${shards[i]}-${shards[j]}`);
@@ -67,7 +67,12 @@ export async function gatherView(demo: DemoCluster, watch: ShardWatch, elapsedMs
       numShards: config.numShards,
       epoch: watch.epoch(config.ref),
       version: watch.version(config.ref),
-      grid: map ? map.prettyPrint().split('\n').slice(0, Math.ceil(map.numShards / 16)) : [],
+      grid: map
+        ? map
+            .prettyPrint()
+            .split('\n')
+            .slice(0, Math.ceil(map.numShards / 16))
+        : [],
       owners,
       ingested: total.accepted - total.duplicates,
       duplicates: total.duplicates,
@@ -96,7 +101,9 @@ export function renderView(v: ClusterView): string[] {
   for (const d of v.datasets) {
     lines.push('');
     const stamp = d.epoch >= 0 ? `epoch ${d.epoch} / version ${d.version}` : 'no map yet';
-    lines.push(`${d.name.padEnd(8)} ${d.numShards} shards   ${stamp}   ingested ${fmt(d.ingested)} records${d.duplicates > 0 ? ` (+${fmt(d.duplicates)} twice)` : ''}`);
+    lines.push(
+      `${d.name.padEnd(8)} ${d.numShards} shards   ${stamp}   ingested ${fmt(d.ingested)} records${d.duplicates > 0 ? ` (+${fmt(d.duplicates)} twice)` : ''}`,
+    );
     for (const row of d.grid) lines.push(`  ${row}`);
     // An owner that is not up still shows its shards until the singleton hears of it: say so.
     if (d.owners.length > 0) lines.push(`    owners  ${d.owners.map((o) => `${o.node}${o.state === 'up' ? '' : ` (${o.state})`}: ${o.shards}`).join('   ')}`);

@@ -76,7 +76,16 @@ export class DetectorEndpoint {
         return;
       case 'ping-req':
         void this.o.prober.probe(m.address, m.target).then((outcome) => {
-          link.send({ format: DETECTOR_FORMAT, cluster, type: 'vote', from: self, to: m.from, seq: m.seq, target: m.target, vote: probeVote(outcome, this.o.settings) });
+          link.send({
+            format: DETECTOR_FORMAT,
+            cluster,
+            type: 'vote',
+            from: self,
+            to: m.from,
+            seq: m.seq,
+            target: m.target,
+            vote: probeVote(outcome, this.o.settings),
+          });
         });
         return;
       case 'heartbeat':
@@ -92,7 +101,10 @@ export class DetectorEndpoint {
         return;
       default:
         // Answers (grant, evicted, ack, vote) come back on the connections their asker opened.
-        this.o.dropped.drop({ cause: 'replayed', detail: `${m.type} ${m.seq} from ${memberKey(m.from)} on a connection that asked nothing` }, memberKey(m.from));
+        this.o.dropped.drop(
+          { cause: 'replayed', detail: `${m.type} ${m.seq} from ${memberKey(m.from)} on a connection that asked nothing` },
+          memberKey(m.from),
+        );
     }
   }
 }

@@ -73,7 +73,8 @@ export class HeartbeatSender {
   goodbye(): void {
     this.o.lease.release();
     const target = this.target;
-    if (target && this.link?.open) this.link.send({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'goodbye', from: this.o.self, to: target.member, seq: 0 });
+    if (target && this.link?.open)
+      this.link.send({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'goodbye', from: this.o.self, to: target.member, seq: 0 });
     this.stop();
   }
 
@@ -103,7 +104,15 @@ export class HeartbeatSender {
     const now = this.o.clock.now();
     const seq = this.o.lease.send(target.member, now);
     const stalledMs = this.noteStall(now, seq);
-    this.link.send({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'heartbeat', from: this.o.self, to: target.member, seq, ...(stalledMs === undefined ? {} : { stalledMs }) });
+    this.link.send({
+      format: DETECTOR_FORMAT,
+      cluster: this.o.cluster,
+      type: 'heartbeat',
+      from: this.o.self,
+      to: target.member,
+      seq,
+      ...(stalledMs === undefined ? {} : { stalledMs }),
+    });
     this.dueAt = now + this.intervalMs;
     this.timer = this.o.clock.schedule(this.intervalMs, () => this.beat());
   }

@@ -106,7 +106,13 @@ const envelope = {
 /** @internal The schema itself (the check without zod is tested against it). */
 export const detectorMessageSchema = z.discriminatedUnion('type', [
   z.strictObject({ ...envelope, type: z.literal('heartbeat'), stalledMs: z.number().int().nonnegative().max(3_600_000).optional() }),
-  z.strictObject({ ...envelope, type: z.literal('grant'), epoch: count, leaseMs: z.number().int().positive().max(3_600_000), heartbeatIntervalMs: z.number().int().positive().max(3_600_000) }),
+  z.strictObject({
+    ...envelope,
+    type: z.literal('grant'),
+    epoch: count,
+    leaseMs: z.number().int().positive().max(3_600_000),
+    heartbeatIntervalMs: z.number().int().positive().max(3_600_000),
+  }),
   z.strictObject({ ...envelope, type: z.literal('evicted'), epoch: count }),
   z.strictObject({ ...envelope, type: z.literal('ping') }),
   z.strictObject({ ...envelope, type: z.literal('ack') }),

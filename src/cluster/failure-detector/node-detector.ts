@@ -85,7 +85,11 @@ export class NodeDetector {
   constructor(private readonly o: NodeDetectorOptions) {
     const { self, cluster, clock, settings, log } = o;
     this.dropped = new DroppedFrames(
-      (d, from) => log.warn({ event: 'detector.dropped', cause: d.cause, detail: d.detail, from }, `a failure detector frame was dropped (${d.cause}); later ones of this cause are only counted`),
+      (d, from) =>
+        log.warn(
+          { event: 'detector.dropped', cause: d.cause, detail: d.detail, from },
+          `a failure detector frame was dropped (${d.cause}); later ones of this cause are only counted`,
+        ),
       o.counted,
     );
     const dropped = this.dropped;
@@ -93,7 +97,15 @@ export class NodeDetector {
     const transport = o.transport(dropped);
     this.transport = transport;
     this.prober = new Prober({ transport, self, cluster, clock, settings, dropped });
-    this.endpoint = new DetectorEndpoint({ transport, self, cluster, prober: this.prober, settings, dropped, onSingleton: (m) => this.singletonAnnounced(m.from, m.epoch, m.address) });
+    this.endpoint = new DetectorEndpoint({
+      transport,
+      self,
+      cluster,
+      prober: this.prober,
+      settings,
+      dropped,
+      onSingleton: (m) => this.singletonAnnounced(m.from, m.epoch, m.address),
+    });
     this.heartbeats = new HeartbeatSender({
       transport,
       self,

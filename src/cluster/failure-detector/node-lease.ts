@@ -97,7 +97,8 @@ export class NodeLease {
     const newest = Math.max(this.newestEpoch, this.knownEpoch);
     if (isFutureEpoch(g.epoch, newest)) return { cause: 'future-epoch', detail: `grant of epoch ${g.epoch}, the newest seen is ${newest}` };
     const sent = this.outstanding.get(g.seq);
-    if (!sent || !sameMember(sent.to, g.from)) return { cause: 'replayed', detail: `grant ${g.seq} from ${memberKey(g.from)} answers no outstanding heartbeat` };
+    if (!sent || !sameMember(sent.to, g.from))
+      return { cause: 'replayed', detail: `grant ${g.seq} from ${memberKey(g.from)} answers no outstanding heartbeat` };
     // Older heartbeats' leases would end sooner than this one's: they are done with.
     for (const seq of this.outstanding.keys()) if (seq <= g.seq) this.outstanding.delete(seq);
     this.newestEpoch = g.epoch;
@@ -118,7 +119,8 @@ export class NodeLease {
     const newest = Math.max(this.newestEpoch, this.knownEpoch);
     if (isFutureEpoch(e.epoch, newest)) return { cause: 'future-epoch', detail: `eviction of epoch ${e.epoch}, the newest seen is ${newest}` };
     const sent = this.outstanding.get(e.seq);
-    if (!sent || !sameMember(sent.to, e.from)) return { cause: 'replayed', detail: `eviction ${e.seq} from ${memberKey(e.from)} answers no outstanding heartbeat` };
+    if (!sent || !sameMember(sent.to, e.from))
+      return { cause: 'replayed', detail: `eviction ${e.seq} from ${memberKey(e.from)} answers no outstanding heartbeat` };
     this.release();
     return undefined;
   }

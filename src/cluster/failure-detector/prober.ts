@@ -50,12 +50,27 @@ export class Prober {
     return new Promise((resolve) => {
       const timeoutMs = probeTimeoutMs(this.o.settings);
       const due = this.o.clock.now() + timeoutMs;
-      const ping = (seq: number): DetectorMessage => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping', from: this.o.self, to: memberRef(target), seq });
-      this.request(address, target, 'ack', timeoutMs, ping, {
-        answered: () => resolve({ kind: 'acked' }),
-        refused: () => resolve({ kind: 'refused' }),
-        timedOut: () => resolve({ kind: 'timed-out', latenessMs: Math.max(0, this.o.clock.now() - due) }),
-      }, [timeoutMs / 3, (2 * timeoutMs) / 3]);
+      const ping = (seq: number): DetectorMessage => ({
+        format: DETECTOR_FORMAT,
+        cluster: this.o.cluster,
+        type: 'ping',
+        from: this.o.self,
+        to: memberRef(target),
+        seq,
+      });
+      this.request(
+        address,
+        target,
+        'ack',
+        timeoutMs,
+        ping,
+        {
+          answered: () => resolve({ kind: 'acked' }),
+          refused: () => resolve({ kind: 'refused' }),
+          timedOut: () => resolve({ kind: 'timed-out', latenessMs: Math.max(0, this.o.clock.now() - due) }),
+        },
+        [timeoutMs / 3, (2 * timeoutMs) / 3],
+      );
     });
   }
 
@@ -67,7 +82,17 @@ export class Prober {
   ask(helperAddress: string, helper: MemberRef, target: MemberRef, targetAddress: string, epoch: number): Promise<Vote | undefined> {
     return new Promise((resolve) => {
       const waitMs = probeTimeoutMs(this.o.settings) + this.o.settings.heartbeatIntervalMs;
-      const build = (seq: number): DetectorMessage => ({ format: DETECTOR_FORMAT, cluster: this.o.cluster, type: 'ping-req', from: this.o.self, to: memberRef(helper), seq, epoch, target: memberRef(target), address: targetAddress });
+      const build = (seq: number): DetectorMessage => ({
+        format: DETECTOR_FORMAT,
+        cluster: this.o.cluster,
+        type: 'ping-req',
+        from: this.o.self,
+        to: memberRef(helper),
+        seq,
+        epoch,
+        target: memberRef(target),
+        address: targetAddress,
+      });
       this.request(helperAddress, helper, 'vote', waitMs, build, {
         answered: (m) => resolve(m.type === 'vote' && sameMember(m.target, target) ? m.vote : undefined),
         refused: () => resolve(undefined),

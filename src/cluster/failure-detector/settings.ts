@@ -3,10 +3,32 @@
 // from them are the core's (src/core/failure-detection/timing.ts), as the judgement reads them.
 import { z } from 'zod';
 import { wholeNumber } from '../kafka-options.js';
-import { DRIFT_FACTOR, FAILURE_DETECTOR_MODES, type FailureDetectorMode, type FailureDetectorSettings, leaseWaitMs } from '../../core/failure-detection/timing.js';
+import {
+  DRIFT_FACTOR,
+  FAILURE_DETECTOR_MODES,
+  type FailureDetectorMode,
+  type FailureDetectorSettings,
+  leaseWaitMs,
+} from '../../core/failure-detection/timing.js';
 
 // The timing is the core's (pure); re-exported here, where the runtime reads its settings.
-export { DRIFT_FACTOR, FAILURE_DETECTOR_MODES, MAX_CLOCK_DRIFT, type FailureDetectorMode, type FailureDetectorSettings, singletonRenewalMs, singletonLeaseWaitMs, readGraceMs, leaseWaitMs, lateAfterMs, quorumSilenceMs, probeTimeoutMs, probePeriodMs, stallCreditMs, stallThresholdMs } from '../../core/failure-detection/timing.js';
+export {
+  DRIFT_FACTOR,
+  FAILURE_DETECTOR_MODES,
+  MAX_CLOCK_DRIFT,
+  type FailureDetectorMode,
+  type FailureDetectorSettings,
+  singletonRenewalMs,
+  singletonLeaseWaitMs,
+  readGraceMs,
+  leaseWaitMs,
+  lateAfterMs,
+  quorumSilenceMs,
+  probeTimeoutMs,
+  probePeriodMs,
+  stallCreditMs,
+  stallThresholdMs,
+} from '../../core/failure-detection/timing.js';
 
 /** The options as a user writes them (every key optional). */
 export interface FailureDetectorOptions {
@@ -54,7 +76,9 @@ const schema = z.strictObject({
   mode: z.enum(FAILURE_DETECTOR_MODES, { error: (issue) => `must be "session-only" or "heartbeat", got ${JSON.stringify(issue.input)}` }).nullish(),
   heartbeatIntervalMs: ms,
   suspicionTimeoutMs: ms,
-  indirectProbes: wholeNumber(0, 'must be a whole number >= 0').max(64, { error: (issue) => `must be at most 64, got ${String(issue.input)}` }).nullish(),
+  indirectProbes: wholeNumber(0, 'must be a whole number >= 0')
+    .max(64, { error: (issue) => `must be at most 64, got ${String(issue.input)}` })
+    .nullish(),
   leaseMs: ms,
   singletonLeaseMs: ms,
   joinGraceMs: wholeNumber(0, 'must be a whole number of milliseconds >= 0').nullish(),
@@ -99,23 +123,41 @@ export function failureDetectorSettings(options: unknown = {}, prefix = 'failure
   };
   const h = s.heartbeatIntervalMs;
   if (s.suspicionTimeoutMs < 3 * h) {
-    throw new FailureDetectorSettingsError(name('suspicionTimeoutMs'), `(${s.suspicionTimeoutMs}) must be at least three heartbeats (3 × heartbeatIntervalMs = ${3 * h})`);
+    throw new FailureDetectorSettingsError(
+      name('suspicionTimeoutMs'),
+      `(${s.suspicionTimeoutMs}) must be at least three heartbeats (3 × heartbeatIntervalMs = ${3 * h})`,
+    );
   }
   if (s.leaseMs < 2 * h) {
-    throw new FailureDetectorSettingsError(name('leaseMs'), `(${s.leaseMs}) must be at least two heartbeats (2 × heartbeatIntervalMs = ${2 * h}): one lost renewal would stop the node`);
+    throw new FailureDetectorSettingsError(
+      name('leaseMs'),
+      `(${s.leaseMs}) must be at least two heartbeats (2 × heartbeatIntervalMs = ${2 * h}): one lost renewal would stop the node`,
+    );
   }
   if (leaseWaitMs(s) > s.suspicionTimeoutMs) {
     const most = Math.floor(s.suspicionTimeoutMs / DRIFT_FACTOR);
-    throw new FailureDetectorSettingsError(name('leaseMs'), `(${s.leaseMs}) must not be longer than the suspicion timeout with the clock drift margin: at most suspicionTimeoutMs / ${DRIFT_FACTOR.toFixed(4)} = ${most}`);
+    throw new FailureDetectorSettingsError(
+      name('leaseMs'),
+      `(${s.leaseMs}) must not be longer than the suspicion timeout with the clock drift margin: at most suspicionTimeoutMs / ${DRIFT_FACTOR.toFixed(4)} = ${most}`,
+    );
   }
   if (s.singletonLeaseMs < 4 * h) {
-    throw new FailureDetectorSettingsError(name('singletonLeaseMs'), `(${s.singletonLeaseMs}) must be at least four heartbeats (4 × heartbeatIntervalMs = ${4 * h}): it is renewed every quarter of it, and its successor looks every heartbeat`);
+    throw new FailureDetectorSettingsError(
+      name('singletonLeaseMs'),
+      `(${s.singletonLeaseMs}) must be at least four heartbeats (4 × heartbeatIntervalMs = ${4 * h}): it is renewed every quarter of it, and its successor looks every heartbeat`,
+    );
   }
   if (s.singletonLeaseMs < s.leaseMs) {
-    throw new FailureDetectorSettingsError(name('singletonLeaseMs'), `(${s.singletonLeaseMs}) must be at least leaseMs (${s.leaseMs}): the singleton grants no node lease past its own, so a shorter one would cut every grant short`);
+    throw new FailureDetectorSettingsError(
+      name('singletonLeaseMs'),
+      `(${s.singletonLeaseMs}) must be at least leaseMs (${s.leaseMs}): the singleton grants no node lease past its own, so a shorter one would cut every grant short`,
+    );
   }
   if (s.joinGraceMs > 0 && s.joinGraceMs < s.suspicionTimeoutMs) {
-    throw new FailureDetectorSettingsError(name('joinGraceMs'), `(${s.joinGraceMs}) must be 0 (no grace) or at least the suspicion timeout (${s.suspicionTimeoutMs}): a shorter grace ends before any eviction on silence could happen anyway`);
+    throw new FailureDetectorSettingsError(
+      name('joinGraceMs'),
+      `(${s.joinGraceMs}) must be 0 (no grace) or at least the suspicion timeout (${s.suspicionTimeoutMs}): a shorter grace ends before any eviction on silence could happen anyway`,
+    );
   }
   return Object.freeze(s);
 }

@@ -99,11 +99,16 @@ export class SingletonLeaseKeeper {
         return;
       }
       this.validUntil = Math.max(this.validUntil, sentAt + this.o.settings.singletonLeaseMs);
-      if (this.failures > 0) this.o.log.info({ event: 'singleton.lease-renewed', epoch: this.o.epoch, failures: this.failures }, 'the singleton lease is renewed again');
+      if (this.failures > 0)
+        this.o.log.info({ event: 'singleton.lease-renewed', epoch: this.o.epoch, failures: this.failures }, 'the singleton lease is renewed again');
       this.failures = 0;
     } catch (e) {
       // An unknown outcome changes nothing here: the lease counts from the last renewal known to have landed.
-      if (this.failures++ === 0) this.o.log.warn({ event: 'singleton.lease-renewal-failed', epoch: this.o.epoch, err: e, remainingMs: this.remainingMs() }, 'renewing the singleton lease failed; trying again until it runs out');
+      if (this.failures++ === 0)
+        this.o.log.warn(
+          { event: 'singleton.lease-renewal-failed', epoch: this.o.epoch, err: e, remainingMs: this.remainingMs() },
+          'renewing the singleton lease failed; trying again until it runs out',
+        );
     } finally {
       this.renewing = false;
     }

@@ -97,7 +97,18 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
     if (sameMember(m.from, self)) {
       // The singleton's own node: alive as long as the singleton is; its lease is capped the same way.
       const leaseMs = this.grantable();
-      if (leaseMs > 0) link.send({ format: DETECTOR_FORMAT, cluster, type: 'grant', from: self, to: m.from, seq: m.seq, epoch, leaseMs, heartbeatIntervalMs: settings.heartbeatIntervalMs });
+      if (leaseMs > 0)
+        link.send({
+          format: DETECTOR_FORMAT,
+          cluster,
+          type: 'grant',
+          from: self,
+          to: m.from,
+          seq: m.seq,
+          epoch,
+          leaseMs,
+          heartbeatIntervalMs: settings.heartbeatIntervalMs,
+        });
       return;
     }
     if (this.judge.isEvicted(m.from)) {
@@ -115,7 +126,19 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
     this.judge.heard(m.from, now, m.stalledMs);
     const leaseMs = this.grantable();
     if (leaseMs <= 0) return;
-    if (link.send({ format: DETECTOR_FORMAT, cluster, type: 'grant', from: self, to: m.from, seq: m.seq, epoch, leaseMs, heartbeatIntervalMs: settings.heartbeatIntervalMs })) {
+    if (
+      link.send({
+        format: DETECTOR_FORMAT,
+        cluster,
+        type: 'grant',
+        from: self,
+        to: m.from,
+        seq: m.seq,
+        epoch,
+        leaseMs,
+        heartbeatIntervalMs: settings.heartbeatIntervalMs,
+      })
+    ) {
       this.judge.granted(m.from, now);
     }
   }

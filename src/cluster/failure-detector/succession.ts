@@ -84,7 +84,8 @@ export class LeaseWatch {
       return { kind: 'free' };
     }
     if (lease.epoch > this.newest) this.newest = lease.epoch;
-    const same = this.seen !== undefined && this.seen.lease.epoch === lease.epoch && this.seen.lease.renewal === lease.renewal && sameMember(this.seen.lease, lease);
+    const same =
+      this.seen !== undefined && this.seen.lease.epoch === lease.epoch && this.seen.lease.renewal === lease.renewal && sameMember(this.seen.lease, lease);
     this.changed = !same;
     if (!same || this.clockWentBack) {
       // A new renewal, or a clock that went back (what was measured on it is void): the wait starts over.
@@ -111,7 +112,11 @@ export class LeaseWatch {
  * only counted: its lease is waited out as any other, since that holder may still think it holds the
  * role until its own lease runs out.
  */
-export function leaseRowProblem(lease: Lease, knownEpoch: number, members: readonly MemberRef[]): Extract<DropCause, 'future-epoch' | 'holder-not-member'> | undefined {
+export function leaseRowProblem(
+  lease: Lease,
+  knownEpoch: number,
+  members: readonly MemberRef[],
+): Extract<DropCause, 'future-epoch' | 'holder-not-member'> | undefined {
   if (isFutureEpoch(lease.epoch, knownEpoch)) return 'future-epoch';
   if (!members.some((m) => sameMember(m, lease))) return 'holder-not-member';
   return undefined;

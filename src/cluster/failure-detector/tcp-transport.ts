@@ -159,7 +159,7 @@ export class TcpDetectorTransport implements DetectorTransport {
       });
     });
     const bound = server.address();
-    const port = typeof bound === 'object' && bound ? bound.port : this.options.port ?? 0;
+    const port = typeof bound === 'object' && bound ? bound.port : (this.options.port ?? 0);
     return formatAddress(this.options.advertisedHost ?? host, this.options.advertisedPort ?? port);
   }
 

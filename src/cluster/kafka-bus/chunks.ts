@@ -56,7 +56,8 @@ export function sliceValue(bytes: Buffer, maxRecordBytes: number): Buffer[] {
 }
 
 /** What a fetched record's headers say: an ordinary record, a chunk, or headers that cannot be read. */
-export type ReadHeaders = { readonly kind: 'record' } | { readonly kind: 'chunk'; readonly position: ChunkPosition } | { readonly kind: 'malformed'; readonly reason: string };
+export type ReadHeaders =
+  { readonly kind: 'record' } | { readonly kind: 'chunk'; readonly position: ChunkPosition } | { readonly kind: 'malformed'; readonly reason: string };
 
 /** Reads the chunk headers of a fetched record (kafkajs gives Buffers; a repeated key gives an array). */
 export function readChunkHeaders(headers: Readonly<Record<string, unknown>> | undefined): ReadHeaders {
@@ -71,7 +72,10 @@ export function readChunkHeaders(headers: Readonly<Record<string, unknown>> | un
   const index = whole(headers?.[CHUNK_INDEX_HEADER]);
   const count = whole(headers?.[CHUNK_COUNT_HEADER]);
   if (idText === undefined || idText.length === 0 || index === undefined || count === undefined) {
-    return { kind: 'malformed', reason: `its chunk headers are not an id, an index and a count (${CHUNK_ID_HEADER}, ${CHUNK_INDEX_HEADER}, ${CHUNK_COUNT_HEADER})` };
+    return {
+      kind: 'malformed',
+      reason: `its chunk headers are not an id, an index and a count (${CHUNK_ID_HEADER}, ${CHUNK_INDEX_HEADER}, ${CHUNK_COUNT_HEADER})`,
+    };
   }
   return { kind: 'chunk', position: { id: idText, index, count } };
 }

@@ -128,7 +128,9 @@ export class BusProducer {
           topic,
           acks: -1,
           compression: kafkaCompression(this.p.compression),
-          messages: batch.map(({ record }) => (record.headers === undefined ? { value: record.value, partition: 0 } : { value: record.value, headers: record.headers, partition: 0 })),
+          messages: batch.map(({ record }) =>
+            record.headers === undefined ? { value: record.value, partition: 0 } : { value: record.value, headers: record.headers, partition: 0 },
+          ),
         });
         const meta = sent.find((m) => m.topicName === topic && m.partition === 0);
         if (meta?.baseOffset === undefined) throw new Error('the broker returned no offset for partition 0');

@@ -76,7 +76,9 @@ const positive = wholeNumber(1, 'must be a positive whole number').nullish();
 
 /** The checks of single options, in the order they are reported; the ones between options follow. */
 const schema = z.object({
-  brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, { error: (issue) => `must be host:port, got '${String(issue.input)}'` })).min(1, 'needs at least one host:port'),
+  brokers: z
+    .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, { error: (issue) => `must be host:port, got '${String(issue.input)}'` }))
+    .min(1, 'needs at least one host:port'),
   clientId: z.string().min(1, 'must not be empty'),
   sessionTimeoutMs: positive,
   heartbeatIntervalMs: positive,
@@ -101,11 +103,15 @@ export function kafkaBusSettings(options: KafkaBusOptions): KafkaBusSettings {
   const sessionTimeoutMs = o.sessionTimeoutMs ?? 10_000;
   const heartbeatIntervalMs = o.heartbeatIntervalMs ?? Math.min(3_000, Math.max(100, Math.floor(sessionTimeoutMs / 10)));
   // kafkajs refuses this too, but only when the first subscription is made.
-  if (heartbeatIntervalMs >= sessionTimeoutMs) invalid('heartbeatIntervalMs', `(${heartbeatIntervalMs}) must be less than sessionTimeoutMs (${sessionTimeoutMs})`);
+  if (heartbeatIntervalMs >= sessionTimeoutMs)
+    invalid('heartbeatIntervalMs', `(${heartbeatIntervalMs}) must be less than sessionTimeoutMs (${sessionTimeoutMs})`);
   const maxWaitTimeMs = o.maxWaitTimeMs ?? Math.min(250, heartbeatIntervalMs);
   // An idle subscription heartbeats only between fetches: a longer wait would starve the session.
   if (maxWaitTimeMs > heartbeatIntervalMs) invalid('maxWaitTimeMs', `(${maxWaitTimeMs}) must be at most heartbeatIntervalMs (${heartbeatIntervalMs})`);
-  const limits = busLimits({ maxRecordBytes: o.maxRecordBytes ?? undefined, maxMessageBytes: o.maxMessageBytes ?? undefined, chunkTimeoutMs: o.chunkTimeoutMs ?? undefined }, invalid);
+  const limits = busLimits(
+    { maxRecordBytes: o.maxRecordBytes ?? undefined, maxMessageBytes: o.maxMessageBytes ?? undefined, chunkTimeoutMs: o.chunkTimeoutMs ?? undefined },
+    invalid,
+  );
   return {
     brokers: [...o.brokers],
     clientId: o.clientId,

@@ -65,7 +65,10 @@ export class KafkaSubscription implements BusSubscription {
       clock: p.clock,
       limits: p.settings,
       report: (error, record) => {
-        p.log.warn({ event: 'bus.message.incomplete', offset: record.offset, reason: error instanceof Error ? error.message : String(error) }, 'chunked bus message given up');
+        p.log.warn(
+          { event: 'bus.message.incomplete', offset: record.offset, reason: error instanceof Error ? error.message : String(error) },
+          'chunked bus message given up',
+        );
         this.report(error, record);
       },
     });
@@ -95,7 +98,10 @@ export class KafkaSubscription implements BusSubscription {
       if (!this.ready) {
         this.opened.reject(kafkaError(`subscribing to ${p.topic} as group ${p.group}`, { topic: p.topic, group: p.group }, error));
       } else if (this.closing === undefined) {
-        p.log.error({ event: 'bus.consumer.crashed', err: error, restart }, restart ? 'bus consumer failed: it restarts' : 'bus consumer failed for good: a new one replaces it');
+        p.log.error(
+          { event: 'bus.consumer.crashed', err: error, restart },
+          restart ? 'bus consumer failed: it restarts' : 'bus consumer failed for good: a new one replaces it',
+        );
         // kafkajs does not restart a consumer after an error it deems final; a subscription that
         // silently stopped would leave its node a member that hears nothing. A new consumer joins
         // the group again and goes on from this subscription's position (see onJoin).
@@ -138,7 +144,8 @@ export class KafkaSubscription implements BusSubscription {
   async commit(offset: number): Promise<void> {
     const { topic, group } = this.p;
     if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`commit offset must be a non-negative integer, got ${offset}`);
-    if (this.closing !== undefined) throw new KafkaBusError('CLOSED', `cannot commit on ${topic} for group ${group}: the subscription is closed`, { topic, group });
+    if (this.closing !== undefined)
+      throw new KafkaBusError('CLOSED', `cannot commit on ${topic} for group ${group}: the subscription is closed`, { topic, group });
     if (!this.owns) {
       throw new KafkaBusError('NOT_OWNER', `cannot commit on ${topic} for group ${group}: a newer subscription of the group owns the topic`, { topic, group });
     }
@@ -152,7 +159,10 @@ export class KafkaSubscription implements BusSubscription {
     this.closing ??= (async () => {
       this.chunks.close();
       this.abandonInFlight?.();
-      if (!this.ready) this.opened.reject(new KafkaBusError('CLOSED', `subscription to ${this.p.topic} closed before it was open`, { topic: this.p.topic, group: this.p.group }));
+      if (!this.ready)
+        this.opened.reject(
+          new KafkaBusError('CLOSED', `subscription to ${this.p.topic} closed before it was open`, { topic: this.p.topic, group: this.p.group }),
+        );
       try {
         await this.consumer.disconnect();
       } catch (e) {
@@ -171,7 +181,10 @@ export class KafkaSubscription implements BusSubscription {
   private onJoin(assignment: Record<string, number[] | undefined>): void {
     const join = ++this.joins;
     this.owns = (assignment[this.p.topic] ?? []).includes(0);
-    this.p.log.debug({ event: 'bus.subscription.joined', owns: this.owns }, this.owns ? 'bus subscription owns its topic' : 'bus subscription joined without the topic');
+    this.p.log.debug(
+      { event: 'bus.subscription.joined', owns: this.owns },
+      this.owns ? 'bus subscription owns its topic' : 'bus subscription joined without the topic',
+    );
     if (!this.owns) {
       this.markReady();
       return;
@@ -199,7 +212,7 @@ export class KafkaSubscription implements BusSubscription {
     } catch (e) {
       this.p.log.error({ err: e, event: 'bus.position.unknown' }, 'cannot read the committed offset: going on from the position this subscription knows');
     }
-    const next = this.position === undefined ? committed ?? this.p.startIfUncommitted : Math.max(this.position, committed ?? 0);
+    const next = this.position === undefined ? (committed ?? this.p.startIfUncommitted) : Math.max(this.position, committed ?? 0);
     if (join === this.joins) {
       this.position = next;
       this.p.log.debug({ event: 'bus.subscription.positioned', offset: next, committed }, 'bus subscription positioned');

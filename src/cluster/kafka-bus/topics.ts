@@ -96,7 +96,9 @@ export class BusTopics {
       );
     }
     if (partitions !== 1) {
-      throw new KafkaBusError('TOPIC_NOT_ONE_PARTITION', `topic ${topic} has ${partitions} partitions: a bus topic must have exactly one (one ordered log)`, { topic });
+      throw new KafkaBusError('TOPIC_NOT_ONE_PARTITION', `topic ${topic} has ${partitions} partitions: a bus topic must have exactly one (one ordered log)`, {
+        topic,
+      });
     }
     await this.checkLimits([topic]);
     this.knownTopics.add(topic);
@@ -157,12 +159,17 @@ export class BusTopics {
       for (const topic of topics) {
         const partitions = metadata.topics.find((t) => t.name === topic)?.partitions ?? [];
         if (partitions.length > 1) {
-          throw new KafkaBusError('TOPIC_NOT_ONE_PARTITION', `topic ${topic} exists with ${partitions.length} partitions: a bus topic must have exactly one (one ordered log)`, { topic });
+          throw new KafkaBusError(
+            'TOPIC_NOT_ONE_PARTITION',
+            `topic ${topic} exists with ${partitions.length} partitions: a bus topic must have exactly one (one ordered log)`,
+            { topic },
+          );
         }
         if (partitions.length === 0 || (partitions[0]?.leader ?? -1) < 0) ready = false;
       }
       if (ready && (await kafkaCall('reading topic offsets', {}, () => leadersAnswer(admin, topics)))) break;
-      if (this.p.clock.now() > deadline) throw new KafkaBusError('KAFKA_FAILED', `topics ${topics.join(', ')} have no leader after ${TOPIC_READY_MS} ms`, {}, true);
+      if (this.p.clock.now() > deadline)
+        throw new KafkaBusError('KAFKA_FAILED', `topics ${topics.join(', ')} have no leader after ${TOPIC_READY_MS} ms`, {}, true);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

@@ -15,7 +15,11 @@ export class KafkaMembershipError extends Error {
   readonly retriable: boolean;
   readonly node: string | undefined;
 
-  constructor(code: KafkaMembershipErrorCode, message: string, context: { readonly node?: string; readonly cause?: unknown; readonly retriable?: boolean } = {}) {
+  constructor(
+    code: KafkaMembershipErrorCode,
+    message: string,
+    context: { readonly node?: string; readonly cause?: unknown; readonly retriable?: boolean } = {},
+  ) {
     super(message, context.cause === undefined ? undefined : { cause: context.cause });
     this.name = 'KafkaMembershipError';
     this.code = code;

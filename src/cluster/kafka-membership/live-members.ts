@@ -32,7 +32,16 @@ export function sameMembers(a: readonly Member[], b: readonly Member[]): boolean
     a.length === b.length &&
     a.every((m, i) => {
       const o = b[i];
-      return o !== undefined && m.node === o.node && m.incarnation === o.incarnation && m.joinedAt === o.joinedAt && m.rack === o.rack && m.address === o.address && m.weight === o.weight && m.detector === o.detector;
+      return (
+        o !== undefined &&
+        m.node === o.node &&
+        m.incarnation === o.incarnation &&
+        m.joinedAt === o.joinedAt &&
+        m.rack === o.rack &&
+        m.address === o.address &&
+        m.weight === o.weight &&
+        m.detector === o.detector
+      );
     })
   );
 }

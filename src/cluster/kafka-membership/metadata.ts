@@ -55,9 +55,22 @@ export function decodeMemberMetadata(metadata: Buffer): Result<Member, string> {
     return err(`userData is not JSON (${userData.length} bytes)`);
   }
   const parsed = memberMetadataSchema.safeParse(json);
-  if (!parsed.success) return err(`userData is not shardherd member metadata format ${MEMBER_METADATA_FORMAT}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    return err(
+      `userData is not shardherd member metadata format ${MEMBER_METADATA_FORMAT}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+    );
   const { node, incarnation, joinedAt, rack, address, weight, detector } = parsed.data;
-  return ok(Object.freeze({ node, incarnation, joinedAt, ...(rack === undefined ? {} : { rack }), ...(address === undefined ? {} : { address }), ...(weight === undefined ? {} : { weight }), ...(detector === undefined ? {} : { detector }) }));
+  return ok(
+    Object.freeze({
+      node,
+      incarnation,
+      joinedAt,
+      ...(rack === undefined ? {} : { rack }),
+      ...(address === undefined ? {} : { address }),
+      ...(weight === undefined ? {} : { weight }),
+      ...(detector === undefined ? {} : { detector }),
+    }),
+  );
 }
 
 /** The group members whose metadata is ours, decoded, in the group's order; `onForeign` hears of the others. */

@@ -58,7 +58,9 @@ const ms = wholeNumber(1, 'must be a positive whole number of milliseconds').nul
 /** The checks of single options, in the order they are reported; the one between options follows. */
 const schema = z.object({
   brokers: z.array(z.string()).min(1, 'must name at least one broker'),
-  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, { error: (issue) => `must be 1 to 200 letters, digits, ".", "_" or "-", got ${JSON.stringify(issue.input)}` }),
+  topicPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,200}$/, { error: (issue) => `must be 1 to 200 letters, digits, ".", "_" or "-", got ${JSON.stringify(issue.input)}` }),
   sessionTimeoutMs: ms,
   heartbeatIntervalMs: ms,
   replicationFactor: wholeNumber(1, 'must be a whole number >= 1').nullish(),

@@ -40,7 +40,10 @@ export class ViewAnnouncer {
   announce(members: readonly Member[]): MembershipView {
     const view: MembershipView = Object.freeze({ generation: this.current.generation + 1, members: Object.freeze([...members]) });
     this.current = view;
-    this.log().debug({ event: 'membership.view', generation: view.generation, members: view.members.map((m) => `${m.node}@${m.incarnation}`) }, 'membership view');
+    this.log().debug(
+      { event: 'membership.view', generation: view.generation, members: view.members.map((m) => `${m.node}@${m.incarnation}`) },
+      'membership view',
+    );
     this.outbox.push(view);
     if (this.delivering) return view;
     this.delivering = true;

@@ -130,7 +130,10 @@ export class LivenessJudge<M extends MemberRef> {
       this.departing.delete(key); // listed again (the group's view flapped): it never left
       if (t) t.judged = j;
       const graceUntil = this.viewed ? now + this.settings.joinGraceMs : now;
-      this.tracked.set(key, t ?? { judged: j, lastHeard: now, excusedUntil: now, lastGrant: now, graceUntil, closed: false, released: false, suspicion: undefined });
+      this.tracked.set(
+        key,
+        t ?? { judged: j, lastHeard: now, excusedUntil: now, lastGrant: now, graceUntil, closed: false, released: false, suspicion: undefined },
+      );
     }
     this.viewed = true;
     for (const [key, t] of [...this.tracked]) {

@@ -68,13 +68,15 @@ function* decide(input: PlacementInput): Steps<{ problem: PlacementProblem; tabl
 
 function validate(input: PlacementInput): string | undefined {
   if (!Number.isInteger(input.numShards) || input.numShards < 0) return `numShards must be a non-negative integer, got ${input.numShards}`;
-  if (!Number.isInteger(input.replicationFactor) || input.replicationFactor < 1) return `replicationFactor must be a positive integer, got ${input.replicationFactor}`;
+  if (!Number.isInteger(input.replicationFactor) || input.replicationFactor < 1)
+    return `replicationFactor must be a positive integer, got ${input.replicationFactor}`;
   if (input.current.length !== input.numShards) return `current has ${input.current.length} shards, numShards is ${input.numShards}`;
   const ids = new Set<string>();
   for (const n of input.nodes) {
     if (ids.has(n.id)) return `node ${n.id} is listed twice`;
     ids.add(n.id);
-    if (typeof n.weight !== 'number' || !(n.weight > 0) || !Number.isFinite(n.weight)) return `node ${n.id} has weight ${n.weight}; weights must be finite and above 0`;
+    if (typeof n.weight !== 'number' || !(n.weight > 0) || !Number.isFinite(n.weight))
+      return `node ${n.id} has weight ${n.weight}; weights must be finite and above 0`;
     if (typeof n.group !== 'string' || n.group === '') return `node ${n.id} has no isolation group (a member without a rack is its own group: node:<id>)`;
   }
   return undefined;

@@ -45,7 +45,7 @@ function targets(problem: PlacementProblem, load: Int32Array): Int32Array {
   for (const above of [true, false]) {
     for (let i = 0; i < target.length; i++) {
       const g = groupOf[i]!;
-      if (ceilings[g]! <= 0 || target[i]! === hi[i]! || (load[i]! > lo[i]!) !== above) continue;
+      if (ceilings[g]! <= 0 || target[i]! === hi[i]! || load[i]! > lo[i]! !== above) continue;
       target[i] = hi[i]!;
       ceilings[g]!--;
     }

@@ -45,7 +45,10 @@ export class PlacementProblem {
    * present (docs/PLACEMENT.md, "What exact means"; the strategy tries them first while nodes are
    * absent). Otherwise the shares over the present nodes.
    */
-  constructor(readonly input: PlacementInput, options: { readonly asIfAbsentPresent?: boolean } = {}) {
+  constructor(
+    readonly input: PlacementInput,
+    options: { readonly asIfAbsentPresent?: boolean } = {},
+  ) {
     this.nodes = sortedById(input.nodes);
     // Groups numbered by first appearance in id order: as independent of input order as a sort by name.
     const count = this.nodes.length;

@@ -29,7 +29,10 @@ export function absentUntil(step: Step, ref: DatasetRef, node: NodeId): number |
 
 /** The departed members a `balanced` dataset still keeps copies for, by node id. */
 export function absentMembers(step: Step, ref: DatasetRef): Member[] {
-  return [...step.absent.values()].filter((a) => absentUntil(step, ref, a.member.node) !== undefined).map((a) => a.member).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  return [...step.absent.values()]
+    .filter((a) => absentUntil(step, ref, a.member.node) !== undefined)
+    .map((a) => a.member)
+    .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
 }
 
 /** Whether any `balanced` dataset would keep copies for a lost node. */
@@ -63,7 +66,9 @@ export function nodeLost(step: Step, member: Member, wasDraining: boolean, retur
     let kept = 0;
     let dropped = 0;
     for (const { shard, copy } of mapper().copiesForNode(node)) {
-      const servedElsewhere = mapper().recordForShard(shard).assignments.some((a) => a.node !== node && isServingCopy(a) && members.has(a.node));
+      const servedElsewhere = mapper()
+        .recordForShard(shard)
+        .assignments.some((a) => a.node !== node && isServingCopy(a) && members.has(a.node));
       // A Leaving copy was on its way out: its successor goes on without it.
       const keep = until !== undefined && (returning || (servedElsewhere && copy.placement !== 'Leaving'));
       if (keep) {
@@ -189,7 +194,12 @@ export function* endAbsence(step: Step, node: NodeId): Steps<number> {
     copies += step.dataset(ref)!.mapper.numShardsForNode(node);
     yield* step.assignShards(ref);
   }
-  step.notice({ name: 'node.absence-ended', level: 'info', node, message: `${node}, absent since ${noticeTime(absent.since)}, was removed by an operator: its ${count(copies, 'copy', 'copies')} are re-created now` });
+  step.notice({
+    name: 'node.absence-ended',
+    level: 'info',
+    node,
+    message: `${node}, absent since ${noticeTime(absent.since)}, was removed by an operator: its ${count(copies, 'copy', 'copies')} are re-created now`,
+  });
   return copies;
 }
 

@@ -61,7 +61,13 @@ export function shardsWithoutFullCopies(step: Step, ref: DatasetRef): ShardWitho
   const placeable = step.placeableMembers();
   const held = step.held(ref);
   const cooling = step.cooling(ref);
-  const isolation = config.replicationFactor > 1 ? checkIsolationFeasible(config.replicationFactor, placeable.map((m) => m.rack ?? `node:${m.node}`)) : undefined;
+  const isolation =
+    config.replicationFactor > 1
+      ? checkIsolationFeasible(
+          config.replicationFactor,
+          placeable.map((m) => m.rack ?? `node:${m.node}`),
+        )
+      : undefined;
   const spec = { numShards: config.numShards, minNumNodes: config.minNumNodes, held };
   const roomLeft = config.strategy === 'filodb-default' && placeable.some((m) => step.settings.strategy.remainingCapacity(m.node, spec, mapper) > 0);
   const out: ShardWithoutCopy[] = [];

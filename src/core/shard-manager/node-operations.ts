@@ -36,14 +36,20 @@ function cannotHold(step: Step, leaving: NodeId, joining?: Member): { reason: No
     if (config.strategy === 'balanced') {
       const groups = groupsOf(rest);
       if (config.replicationFactor > 1 && groups.length < Math.min(config.replicationFactor, groupsOf(step.placeableMembers()).length)) {
-        return { reason: 'isolation', message: `${ref} keeps ${config.replicationFactor} copies in distinct racks; without ${leaving} the members span only ${groups.length}: ${groups.join(', ')}` };
+        return {
+          reason: 'isolation',
+          message: `${ref} keeps ${config.replicationFactor} copies in distinct racks; without ${leaving} the members span only ${groups.length}: ${groups.join(', ')}`,
+        };
       }
       continue;
     }
     const cap = Math.ceil(config.numShards / config.minNumNodes);
     const room = rest.reduce((n, m) => n + Math.max(0, cap - mapper.numShardsForNode(m.node)), 0);
     if (room < mapper.numShardsForNode(leaving)) {
-      return { reason: 'capacity', message: `${ref}: ${leaving} holds ${mapper.numShardsForNode(leaving)} shards but the other members have room for ${room} (at most ${cap} each)` };
+      return {
+        reason: 'capacity',
+        message: `${ref}: ${leaving} holds ${mapper.numShardsForNode(leaving)} shards but the other members have room for ${room} (at most ${cap} each)`,
+      };
     }
   }
   return undefined;
@@ -55,7 +61,12 @@ function* startDrain(step: Step, node: NodeId, to: NodeId | undefined): Steps<nu
   step.released.delete(node);
   const copies = copiesOn(step, node);
   for (const ref of step.datasetRefs()) yield* step.assignShards(ref);
-  step.notice({ name: 'node.draining', level: 'info', node, message: `${node} is being drained${to ? ` into ${to}` : ''}: ${count(copies, 'copy', 'copies')} to hand off` });
+  step.notice({
+    name: 'node.draining',
+    level: 'info',
+    node,
+    message: `${node} is being drained${to ? ` into ${to}` : ''}: ${count(copies, 'copy', 'copies')} to hand off`,
+  });
   return copies;
 }
 
@@ -68,14 +79,28 @@ export function* removeNode(step: Step, raw: string, replyTo: ReplyTo): Steps<vo
   if (node === undefined) return;
   if (!step.member(node) && step.absent.has(node)) {
     const copies = yield* endAbsence(step, node);
-    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves: copies, pending: false, message: `${node} was absent: the ${count(copies, 'copy', 'copies')} kept for it are re-created on the members now` });
+    return step.reply(replyTo, {
+      type: 'NodeOperationAccepted',
+      operation: 'remove',
+      node,
+      moves: copies,
+      pending: false,
+      message: `${node} was absent: the ${count(copies, 'copy', 'copies')} kept for it are re-created on the members now`,
+    });
   }
   if (!step.member(node)) return refuse(step, replyTo, 'remove', 'unknown-node', `${node} is not a member`);
   if (step.draining.has(node)) return refuse(step, replyTo, 'remove', 'conflict', `${node} is already being drained`);
   const why = cannotHold(step, node);
   if (why) return refuse(step, replyTo, 'remove', why.reason, why.message);
   const moves = yield* startDrain(step, node, undefined);
-  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'remove', node, moves, pending: false, message: `${node} is being drained: ${count(moves, 'copy', 'copies')} to hand off; it will be told when it may stop` });
+  step.reply(replyTo, {
+    type: 'NodeOperationAccepted',
+    operation: 'remove',
+    node,
+    moves,
+    pending: false,
+    message: `${node} is being drained: ${count(moves, 'copy', 'copies')} to hand off; it will be told when it may stop`,
+  });
 }
 
 /** `ReplaceNode`: every copy of `old` handed to `new`, now or when `new` joins. */
@@ -96,12 +121,26 @@ export function* replaceNode(step: Step, rawOld: string, rawNew: string, replyTo
   if (!joined) {
     step.pendingReplacements.set(to, old);
     step.notice({ name: 'node.replacement-pending', level: 'info', node: old, message: `${old} will be replaced by ${to} when ${to} joins` });
-    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'replace', node: old, moves: 0, pending: true, message: `${old} will be replaced by ${to} as soon as ${to} joins` });
+    return step.reply(replyTo, {
+      type: 'NodeOperationAccepted',
+      operation: 'replace',
+      node: old,
+      moves: 0,
+      pending: true,
+      message: `${old} will be replaced by ${to} as soon as ${to} joins`,
+    });
   }
   const why = isolationBroken(step, old, joined) ?? cannotHold(step, old, joined);
   if (why) return refuse(step, replyTo, 'replace', why.reason, why.message);
   const moves = yield* startDrain(step, old, to);
-  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'replace', node: old, moves, pending: false, message: `${old} is being replaced by ${to}: ${count(moves, 'copy', 'copies')} to hand off` });
+  step.reply(replyTo, {
+    type: 'NodeOperationAccepted',
+    operation: 'replace',
+    node: old,
+    moves,
+    pending: false,
+    message: `${old} is being replaced by ${to}: ${count(moves, 'copy', 'copies')} to hand off`,
+  });
 }
 
 /** A replacement in another rack would put two replicas of a shard in one rack, or move more than `old`'s copies. */
@@ -120,9 +159,14 @@ export function* startPendingReplacement(step: Step, member: Member): Steps<void
   const old = step.pendingReplacements.get(member.node);
   if (old === undefined) return;
   step.pendingReplacements.delete(member.node);
-  const why = !step.member(old) ? { message: `${old} is no longer a member` } : isolationBroken(step, old, member) ?? cannotHold(step, old, member);
+  const why = !step.member(old) ? { message: `${old} is no longer a member` } : (isolationBroken(step, old, member) ?? cannotHold(step, old, member));
   if (why) {
-    step.notice({ name: 'node.operation-cancelled', level: 'warn', node: old, message: `the replacement of ${old} by ${member.node} was cancelled: ${why.message}` });
+    step.notice({
+      name: 'node.operation-cancelled',
+      level: 'warn',
+      node: old,
+      message: `the replacement of ${old} by ${member.node} was cancelled: ${why.message}`,
+    });
     return;
   }
   yield* startDrain(step, old, member.node);
@@ -145,17 +189,39 @@ export function* addNode(step: Step, raw: string, replyTo: ReplyTo): Steps<void>
       moves += yield* copiesGivenTo(step, ref, node);
     }
     step.notice({ name: 'node.operation-cancelled', level: 'info', node, message: `${node} is no longer drained: it takes copies again` });
-    return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves, pending: false, message: `${node} takes copies again: ${count(kept, 'handoff')} rolled back (it keeps those copies), ${count(moves, 'copy', 'copies')} move to it now (more as moves finish, maxConcurrentMoves at a time)` });
+    return step.reply(replyTo, {
+      type: 'NodeOperationAccepted',
+      operation: 'add',
+      node,
+      moves,
+      pending: false,
+      message: `${node} takes copies again: ${count(kept, 'handoff')} rolled back (it keeps those copies), ${count(moves, 'copy', 'copies')} move to it now (more as moves finish, maxConcurrentMoves at a time)`,
+    });
   }
   if (!step.member(node)) {
-    if (pending) return step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves: 0, pending: false, message: `the pending replacement with ${node} was cancelled` });
+    if (pending)
+      return step.reply(replyTo, {
+        type: 'NodeOperationAccepted',
+        operation: 'add',
+        node,
+        moves: 0,
+        pending: false,
+        message: `the pending replacement with ${node} was cancelled`,
+      });
     return refuse(step, replyTo, 'add', 'unknown-node', `${node} is not a member: start it and it joins by itself`);
   }
   // A member that holds less than its share (a drain that finished, then was undone) gets its
   // copies in this decision, and the answer says how many: not a round some seconds later.
   let moves = 0;
   for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.strategy === 'balanced') moves += yield* copiesGivenTo(step, ref, node);
-  step.reply(replyTo, { type: 'NodeOperationAccepted', operation: 'add', node, moves, pending: false, message: `${node} is a member and takes copies: ${count(moves, 'copy', 'copies')} move to it now` });
+  step.reply(replyTo, {
+    type: 'NodeOperationAccepted',
+    operation: 'add',
+    node,
+    moves,
+    pending: false,
+    message: `${node} is a member and takes copies: ${count(moves, 'copy', 'copies')} move to it now`,
+  });
 }
 
 /** Runs the dataset's round now; the copies it started on `node`. */

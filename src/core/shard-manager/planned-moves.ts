@@ -46,7 +46,14 @@ export function completeHandoffs(step: Step, ref: DatasetRef, desired: number): 
     for (const copy of leaving) {
       if (excess <= 0) break;
       step.apply(ref, ShardEvents.left(ref, s as ShardNum, copy.node));
-      step.notice({ name: 'shard.handoff-completed', level: 'info', dataset: ref, shard: s, node: copy.node, message: `${ref}/${s} handed off: ${copy.node}'s copy removed, ${mapper().servingNodes(s).join(', ')} serve it` });
+      step.notice({
+        name: 'shard.handoff-completed',
+        level: 'info',
+        dataset: ref,
+        shard: s,
+        node: copy.node,
+        message: `${ref}/${s} handed off: ${copy.node}'s copy removed, ${mapper().servingNodes(s).join(', ')} serve it`,
+      });
       excess--;
     }
   }
@@ -67,11 +74,25 @@ function handOff(step: Step, ref: DatasetRef, shard: ShardNum, from: NodeId, to:
   if (!copy) return;
   if (copy.placement === 'Initializing' && !isServingCopy(copy) && ds.config.replicationFactor > 1) {
     step.apply(ref, ShardEvents.left(ref, shard, from));
-    step.notice({ name: 'shard.handoff-cancelled', level: 'info', dataset: ref, shard, node: from, message: `${ref}/${shard}: ${from}'s copy, still catching up, was dropped for ${to}` });
+    step.notice({
+      name: 'shard.handoff-cancelled',
+      level: 'info',
+      dataset: ref,
+      shard,
+      node: from,
+      message: `${ref}/${shard}: ${from}'s copy, still catching up, was dropped for ${to}`,
+    });
     return;
   }
   if (copy.placement !== 'Leaving') step.apply(ref, ShardEvents.leaving(ref, shard, from));
-  step.notice({ name: 'shard.handoff-started', level: 'info', dataset: ref, shard, node: from, message: `${ref}/${shard} moves from ${from} to ${to}; ${from} serves it until ${to} has caught up` });
+  step.notice({
+    name: 'shard.handoff-started',
+    level: 'info',
+    dataset: ref,
+    shard,
+    node: from,
+    message: `${ref}/${shard} moves from ${from} to ${to}; ${from} serves it until ${to} has caught up`,
+  });
 }
 
 /** Gives `node` a copy: its Leaving copy back, the first copy of an empty shard, or one more copy. */
@@ -80,7 +101,14 @@ function addCopy(step: Step, ref: DatasetRef, shard: ShardNum, node: NodeId): vo
   const mine = mapper.copyOnNode(shard, node);
   if (mine?.placement === 'Leaving') {
     step.apply(ref, ShardEvents.leavingCancelled(ref, shard, node));
-    step.notice({ name: 'shard.handoff-cancelled', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} stays on ${node}: its planned move was rolled back` });
+    step.notice({
+      name: 'shard.handoff-cancelled',
+      level: 'info',
+      dataset: ref,
+      shard,
+      node,
+      message: `${ref}/${shard} stays on ${node}: its planned move was rolled back`,
+    });
   } else if (mapper.recordForShard(shard).assignments.length === 0) {
     step.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));
   } else {
@@ -110,7 +138,8 @@ export function rollBackMovesOff(step: Step, ref: DatasetRef, node: NodeId, into
     // no other copy is in that rack, any one catching up. Another copy catching up (one re-created
     // for a lost node) is not this move's: dropping it kept the move's copy, caught up in `node`'s
     // rack, beside the one taken back, two copies in one rack (sim seed 15579). Such a move finishes.
-    const successor = into !== undefined ? catchingUp.find((a) => a.node === into) : catchingUp.find(besideIt) ?? (copies.some(besideIt) ? undefined : catchingUp[0]);
+    const successor =
+      into !== undefined ? catchingUp.find((a) => a.node === into) : (catchingUp.find(besideIt) ?? (copies.some(besideIt) ? undefined : catchingUp[0]));
     if (!successor) continue;
     step.apply(ref, ShardEvents.left(ref, shard, successor.node));
     addCopy(step, ref, shard, node);
@@ -173,7 +202,12 @@ export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<nu
   const { placement } = step.settings;
   const target = placement.placeInSteps ? yield* placement.placeInSteps(problem) : placement.place(problem);
   if (!target.ok) {
-    step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy refused: ${target.error.message}` });
+    step.notice({
+      name: 'shard.reassignment-skipped',
+      level: 'warn',
+      dataset: ref,
+      message: `${ref}: the placement strategy refused: ${target.error.message}`,
+    });
     return [];
   }
   const budget = config.maxConcurrentMoves - movesInFlight(step, ref);
@@ -224,7 +258,12 @@ export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<nu
   placed.push(...startMoves(step, ref, fairMoves(waitingMovesOf(moves), Math.max(0, budget), movesInFlightTo(step, ref), groupOf)));
   completeHandoffs(step, ref, desired);
   if (refusedAway > 0) {
-    step.notice({ name: 'shard.reassignment-skipped', level: 'warn', dataset: ref, message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed` });
+    step.notice({
+      name: 'shard.reassignment-skipped',
+      level: 'warn',
+      dataset: ref,
+      message: `${ref}: the placement strategy gave ${refusedAway} new copies to absent nodes (${[...away].join(', ')}); they were not placed`,
+    });
   }
   return placed;
 }
@@ -347,7 +386,12 @@ function movesInFlightTo(step: Step, ref: DatasetRef): Map<string, number> {
  * node empty for minutes while the other two filled (issue 34). Every destination now gets its turn,
  * and the moves of one round are the same whatever their order in the map.
  */
-export function fairMoves(waiting: WaitingMoves, budget: number, inFlight: ReadonlyMap<string, number>, groupOf: ReadonlyMap<string, string>): { started: PlannedMove[]; rest: WaitingMoves } {
+export function fairMoves(
+  waiting: WaitingMoves,
+  budget: number,
+  inFlight: ReadonlyMap<string, number>,
+  groupOf: ReadonlyMap<string, string>,
+): { started: PlannedMove[]; rest: WaitingMoves } {
   const next = new Map(waiting.started);
   const queue = (n: string) => waiting.queues.get(n)!;
   const nodeLoad = new Map<string, number>([...waiting.queues.keys()].map((n) => [n, inFlight.get(n) ?? 0]));
@@ -385,7 +429,14 @@ export function fairMoves(waiting: WaitingMoves, budget: number, inFlight: Reado
  * there is one, then with any, as planned moves (pushed to `moves`). The new copies left over stay
  * in `adds` (they replace lost ones); the leaving copies left over go to `dropped` (they just leave).
  */
-function pairByGroup(shard: ShardNum, drops: readonly NodeId[], adds: NodeId[], groupOf: ReadonlyMap<string, string>, moves: PlannedMove[], dropped: NodeId[]): void {
+function pairByGroup(
+  shard: ShardNum,
+  drops: readonly NodeId[],
+  adds: NodeId[],
+  groupOf: ReadonlyMap<string, string>,
+  moves: PlannedMove[],
+  dropped: NodeId[],
+): void {
   for (let i = 0; i < drops.length; i++) {
     const from = drops[i]!;
     let k = 0;
@@ -421,13 +472,20 @@ export function startDrainMoves(step: Step, ref: DatasetRef): void {
   const mapper = () => step.dataset(ref)!.mapper;
   const cap = Math.ceil(config.numShards / config.minNumNodes);
   let budget = config.maxConcurrentMoves - movesInFlight(step, ref);
-  const newestFirst = step.placeableMembers().map((m) => m.node).reverse();
+  const newestFirst = step
+    .placeableMembers()
+    .map((m) => m.node)
+    .reverse();
   for (const [node, replacement] of [...step.draining].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const candidates = replacement !== undefined && step.member(replacement) ? [replacement] : newestFirst;
     for (const { shard, copy } of mapper().copiesForNode(node)) {
       // A Leaving copy whose successor died is already a move in flight: it gets a new successor
       // whatever the budget, or it would wait forever.
-      const orphan = copy.placement === 'Leaving' && mapper().recordForShard(shard).assignments.every((a) => a.placement === 'Leaving');
+      const orphan =
+        copy.placement === 'Leaving' &&
+        mapper()
+          .recordForShard(shard)
+          .assignments.every((a) => a.placement === 'Leaving');
       if (copy.placement === 'Leaving' && !orphan) continue;
       if (!orphan && budget <= 0) continue;
       // Its last new copy failed (a poison record): the next try waits for the shard's cooldown,
@@ -439,7 +497,14 @@ export function startDrainMoves(step: Step, ref: DatasetRef): void {
       }
       const to = candidates.find((n) => mapper().numShardsForNode(n) < cap && !mapper().copyOnNode(shard, n));
       if (to === undefined) {
-        step.notice({ name: 'shard.reassignment-skipped', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} cannot leave drained ${node} yet: no other member has room under the cap of ${cap} shards` });
+        step.notice({
+          name: 'shard.reassignment-skipped',
+          level: 'info',
+          dataset: ref,
+          shard,
+          node,
+          message: `${ref}/${shard} cannot leave drained ${node} yet: no other member has room under the cap of ${cap} shards`,
+        });
         break;
       }
       handOff(step, ref, shard, node, to);

@@ -71,7 +71,8 @@ export interface AppliedRequest {
 }
 
 /** Who a changing request is, for a replay: its idempotency key (an HTTP client's), else its reply address. */
-export const requestIdentity = (request: ChangingRequest): ReplyTo => (request.idempotencyKey === undefined ? request.replyTo : (`key:${request.idempotencyKey}` as ReplyTo));
+export const requestIdentity = (request: ChangingRequest): ReplyTo =>
+  request.idempotencyKey === undefined ? request.replyTo : (`key:${request.idempotencyKey}` as ReplyTo);
 
 /**
  * What a changing request asks, without its reply address and key: its canonical JSON (keys sorted, so a
@@ -86,7 +87,9 @@ export function requestFingerprint(request: ChangingRequest): string {
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
@@ -152,8 +155,21 @@ export type ShardManagerInput =
   | { readonly type: 'GetShardMap'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo }
   | { readonly type: 'ListRegisteredDatasets'; readonly replyTo: ReplyTo }
   /** `node` is the raw string an operator typed: a malformed or unknown one gets `BadData`. */
-  | { readonly type: 'StartShards'; readonly dataset: DatasetRef; readonly node: string; readonly shards: readonly number[]; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
-  | { readonly type: 'StopShards'; readonly dataset: DatasetRef; readonly shards: readonly number[]; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
+  | {
+      readonly type: 'StartShards';
+      readonly dataset: DatasetRef;
+      readonly node: string;
+      readonly shards: readonly number[];
+      readonly replyTo: ReplyTo;
+      readonly idempotencyKey?: string;
+    }
+  | {
+      readonly type: 'StopShards';
+      readonly dataset: DatasetRef;
+      readonly shards: readonly number[];
+      readonly replyTo: ReplyTo;
+      readonly idempotencyKey?: string;
+    }
   /** A node's shard events, numbered by the node; acknowledged after they are applied and published. */
   | ({ readonly type: 'NodeReport' } & NodeReportBody)
   /**
@@ -171,7 +187,13 @@ export type ShardManagerInput =
    * dataset: a node starting), broadcast so that every node behind on one catches up from the same
    * record, and the members. `subscriber` is who asked (a node's guardian).
    */
-  | { readonly type: 'SyncMaps'; readonly subscriber: SubscriberId; readonly datasets: readonly DatasetRef[] | 'all'; readonly members: boolean; readonly mapFormat?: number }
+  | {
+      readonly type: 'SyncMaps';
+      readonly subscriber: SubscriberId;
+      readonly datasets: readonly DatasetRef[] | 'all';
+      readonly members: boolean;
+      readonly mapFormat?: number;
+    }
   /**
    * Sent at a `ScheduleCheck` time: places shards whose reassignment cooldown has ended, ends the
    * replacement delays and settle windows that are due (the name is the first timer it served).
@@ -209,9 +231,20 @@ export interface NodeReportBody {
 }
 
 /** Requests that change the cluster: each is applied once, however often the inbox replays it. */
-export type ChangingRequest = Extract<ShardManagerInput, { type: 'SetupDataset' | 'RemoveDataset' | 'StartShards' | 'StopShards' | 'RemoveNode' | 'ReplaceNode' | 'AddNode' }>;
+export type ChangingRequest = Extract<
+  ShardManagerInput,
+  { type: 'SetupDataset' | 'RemoveDataset' | 'StartShards' | 'StopShards' | 'RemoveNode' | 'ReplaceNode' | 'AddNode' }
+>;
 
-const CHANGING_REQUESTS: ReadonlySet<ShardManagerInputType> = new Set<ChangingRequest['type']>(['SetupDataset', 'RemoveDataset', 'StartShards', 'StopShards', 'RemoveNode', 'ReplaceNode', 'AddNode']);
+const CHANGING_REQUESTS: ReadonlySet<ShardManagerInputType> = new Set<ChangingRequest['type']>([
+  'SetupDataset',
+  'RemoveDataset',
+  'StartShards',
+  'StopShards',
+  'RemoveNode',
+  'ReplaceNode',
+  'AddNode',
+]);
 
 export const isChangingRequest = (input: ShardManagerInput): input is ChangingRequest => CHANGING_REQUESTS.has(input.type);
 
@@ -235,14 +268,31 @@ export type Reply =
   | { readonly type: 'CurrentShardSnapshot'; readonly snapshot: ShardMapSnapshot }
   | { readonly type: 'RegisteredDatasets'; readonly datasets: readonly DatasetRef[] }
   /** A dataset's replicas cannot go to distinct isolation groups with the members there are. */
-  | { readonly type: 'IsolationImpossible'; readonly dataset: DatasetRef; readonly replicationFactor: number; readonly groups: readonly string[]; readonly message: string }
+  | {
+      readonly type: 'IsolationImpossible';
+      readonly dataset: DatasetRef;
+      readonly replicationFactor: number;
+      readonly groups: readonly string[];
+      readonly message: string;
+    }
   /** The dataset's map could not be carried on the bus within its limit (`maxMapBytes`): nothing was set up. */
   | { readonly type: 'DatasetTooLarge'; readonly dataset: DatasetRef; readonly bytes: number; readonly limit: number; readonly message: string }
   /** A node operation started (or, for a replacement whose new node has not joined, was recorded). */
-  | { readonly type: 'NodeOperationAccepted'; readonly operation: NodeOperationName; readonly node: NodeId; readonly moves: number; readonly pending: boolean; readonly message: string }
+  | {
+      readonly type: 'NodeOperationAccepted';
+      readonly operation: NodeOperationName;
+      readonly node: NodeId;
+      readonly moves: number;
+      readonly pending: boolean;
+      readonly message: string;
+    }
   /** A node operation refused; nothing changed. */
   | { readonly type: 'NodeOperationRefused'; readonly operation: NodeOperationName; readonly reason: NodeOperationRefusal; readonly message: string }
-  | { readonly type: 'NodeOperationsState'; readonly operations: NodeOperations; readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[] }
+  | {
+      readonly type: 'NodeOperationsState';
+      readonly operations: NodeOperations;
+      readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[];
+    }
   /** A request sent under the address of an applied one, asking something else: nothing changed. */
   | { readonly type: 'RequestIdReused'; readonly message: string }
   | {
@@ -441,7 +491,12 @@ export type Effect =
    * maps): `version - 1` is the version they apply to. A thousand members are not sent again for
    * one that joined.
    */
-  | { readonly type: 'PublishMembersChange'; readonly version: number; readonly joined: readonly MemberIncarnation[]; readonly left: readonly MemberIncarnation[] }
+  | {
+      readonly type: 'PublishMembersChange';
+      readonly version: number;
+      readonly joined: readonly MemberIncarnation[];
+      readonly left: readonly MemberIncarnation[];
+    }
   /** The periodic digest: every map's stamp and the members' version. */
   | { readonly type: 'PublishDigest'; readonly maps: readonly MapStamp[]; readonly members: number }
   /** Tells a drained node that it holds nothing any more and may stop. */

@@ -27,11 +27,19 @@ export function* recover(step: Step, data: RecoveryData): Steps<void> {
   const known = new Set(configs.map((c) => c.ref));
   for (const m of data.maps) {
     if (!known.has(m.dataset)) {
-      step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: m.dataset, message: `a map of ${m.dataset} was found but the MetaStore has no such dataset` });
+      step.notice({
+        name: 'recovery.map-ignored',
+        level: 'warn',
+        dataset: m.dataset,
+        message: `a map of ${m.dataset} was found but the MetaStore has no such dataset`,
+      });
     }
   }
 
-  let subs = ShardSubscriptions.of(data.subscriptions.filter((s) => known.has(s.dataset)), data.watchers);
+  let subs = ShardSubscriptions.of(
+    data.subscriptions.filter((s) => known.has(s.dataset)),
+    data.watchers,
+  );
   for (const c of configs) subs = subs.addDataset(c.ref);
   step.subscriptions = step.subscriptions.union(subs);
 
@@ -75,7 +83,8 @@ function carryOnAbsences(step: Step, data: RecoveryData): void {
 function uniqueConfigs(step: Step, configs: readonly DatasetConfig[]): DatasetConfig[] {
   const seen = new Map<DatasetRef, DatasetConfig>();
   for (const c of configs) {
-    if (seen.has(c.ref)) step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: c.ref, message: `dataset ${c.ref} listed twice; the first config wins` });
+    if (seen.has(c.ref))
+      step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: c.ref, message: `dataset ${c.ref} listed twice; the first config wins` });
     else seen.set(c.ref, c);
   }
   return [...seen.values()];
@@ -97,7 +106,12 @@ function restoreDataset(step: Step, config: DatasetConfig, candidates: readonly 
   let newest: ShardMapSnapshot | undefined;
   for (const m of candidates) {
     if (m.numShards !== config.numShards) {
-      step.notice({ name: 'recovery.map-ignored', level: 'warn', dataset: ref, message: `a map of ${ref} with ${m.numShards} shards was ignored: the dataset has ${config.numShards}` });
+      step.notice({
+        name: 'recovery.map-ignored',
+        level: 'warn',
+        dataset: ref,
+        message: `a map of ${ref} with ${m.numShards} shards was ignored: the dataset has ${config.numShards}`,
+      });
       continue;
     }
     if (!newest || compareStamps(m, newest) > 0) newest = m;
@@ -127,7 +141,12 @@ function liveReports(step: Step, data: RecoveryData): LiveReports {
       reports.set(r.node, r.shards);
     } else if (r.shards.length > 0) {
       step.send({ type: 'FenceNode', node: r.node, incarnation: r.incarnation, reason: 'runs shards but is not a member' });
-      step.notice({ name: 'recovery.node-fenced', level: 'warn', node: r.node, message: `${r.node} (incarnation ${r.incarnation}) runs ${r.shards.length} shards but is not a member: told to stop them` });
+      step.notice({
+        name: 'recovery.node-fenced',
+        level: 'warn',
+        node: r.node,
+        message: `${r.node} (incarnation ${r.incarnation}) runs ${r.shards.length} shards but is not a member: told to stop them`,
+      });
     }
   }
   const order = step.memberNodes();
@@ -155,10 +174,14 @@ function byDataset(running: LiveReports): Map<DatasetRef, LiveReports> {
 /** The event that makes a map say a node is running a shard in `status`, if it is a running status. */
 function runningEvent(ref: DatasetRef, shard: ShardNum, node: NodeId, status: ShardStatus): ShardEvent | undefined {
   switch (status.type) {
-    case 'Active': return ShardEvents.ingestionStarted(ref, shard, node);
-    case 'Recovery': return ShardEvents.recoveryInProgress(ref, shard, node, status.progressPct);
-    case 'Assigned': return ShardEvents.assignmentStarted(ref, shard, node);
-    default: return undefined;
+    case 'Active':
+      return ShardEvents.ingestionStarted(ref, shard, node);
+    case 'Recovery':
+      return ShardEvents.recoveryInProgress(ref, shard, node, status.progressPct);
+    case 'Assigned':
+      return ShardEvents.assignmentStarted(ref, shard, node);
+    default:
+      return undefined;
   }
 }
 
@@ -174,7 +197,8 @@ function* reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], r
   // Copies on nodes that are gone: those copies are down (then placed again below), unless they
   // are kept for an absent node (see `carryOnAbsences`).
   for (const s of mapper().assignedShards()) {
-    for (const node of mapper().nodesForShard(s)) if (!live.has(node) && absentUntil(step, ref, node) === undefined) step.apply(ref, ShardEvents.shardDown(ref, s, node));
+    for (const node of mapper().nodesForShard(s))
+      if (!live.has(node) && absentUntil(step, ref, node) === undefined) step.apply(ref, ShardEvents.shardDown(ref, s, node));
   }
 
   const held = step.held(ref);
@@ -195,9 +219,23 @@ function* reconcile(step: Step, ref: DatasetRef, reporters: readonly NodeId[], r
       } else if (holders.length === 0 && !held.has(shard) && room) {
         reportedBy.add(`${shard}/${node}`);
         step.apply(ref, event);
-        step.notice({ name: 'recovery.shard-adopted', level: 'info', dataset: ref, shard, node, message: `${ref}/${shard} had no owner in the recovered map but ${node} runs it: it keeps it` });
+        step.notice({
+          name: 'recovery.shard-adopted',
+          level: 'info',
+          dataset: ref,
+          shard,
+          node,
+          message: `${ref}/${shard} had no owner in the recovered map but ${node} runs it: it keeps it`,
+        });
       } else {
-        step.notice({ name: 'recovery.stray-shard', level: 'warn', dataset: ref, shard, node, message: `${node} runs ${ref}/${shard} but the map gives it to ${holders.join(', ') || 'nobody'}: it will stop it` });
+        step.notice({
+          name: 'recovery.stray-shard',
+          level: 'warn',
+          dataset: ref,
+          shard,
+          node,
+          message: `${node} runs ${ref}/${shard} but the map gives it to ${holders.join(', ') || 'nobody'}: it will stop it`,
+        });
       }
     }
   }

@@ -53,7 +53,15 @@ function* applyReport(step: Step, { node, incarnation, seq, events }: NodeReport
       // token only says which assignment failed, and is not part of the map's event.
       const { token, ...error } = e;
       const stale = token && staleAssignment(step, error, token);
-      if (stale) step.notice({ name: 'report.rejected', level: 'info', dataset: e.dataset, shard: e.shard, node, message: `IngestionError for ${e.dataset}/${e.shard} from ${node} ignored: ${stale}` });
+      if (stale)
+        step.notice({
+          name: 'report.rejected',
+          level: 'info',
+          dataset: e.dataset,
+          shard: e.shard,
+          node,
+          message: `IngestionError for ${e.dataset}/${e.shard} from ${node} ignored: ${stale}`,
+        });
       else yield* applyReported(step, node, { ...error, error: boundedMessage(error.error) });
     }
   }
@@ -107,7 +115,15 @@ function* applyReported(step: Step, node: NodeId, e: ShardEvent): Steps<boolean>
     yield* reassignAfterError(step, e.dataset, e.shard, node, e.error);
   }
   // A new copy caught up: its Leaving predecessor can go, and the next planned moves can start.
-  return changed && e.type === 'IngestionStarted' && (step.movesWaiting(e.dataset) || step.dataset(e.dataset)!.mapper.recordForShard(e.shard).assignments.some((a) => a.placement === 'Leaving'));
+  return (
+    changed &&
+    e.type === 'IngestionStarted' &&
+    (step.movesWaiting(e.dataset) ||
+      step
+        .dataset(e.dataset)!
+        .mapper.recordForShard(e.shard)
+        .assignments.some((a) => a.placement === 'Leaving'))
+  );
 }
 
 /**
@@ -154,21 +170,32 @@ function* moveErroredShard(step: Step, dataset: DatasetRef, shard: ShardNum, rep
     step.setCooldown(dataset, shard, step.now);
     const until = step.cooldownEnd(step.now);
     step.schedule(until);
-    skipped(`${dataset}/${shard} failed on ${reporter} (${error}) while moving there from ${leaving.node}; ${leaving.node} serves it, and the move is tried again after its cooldown, at ${isoInstant(until)} (${until})`);
+    skipped(
+      `${dataset}/${shard} failed on ${reporter} (${error}) while moving there from ${leaving.node}; ${leaving.node} serves it, and the move is tried again after its cooldown, at ${isoInstant(until)} (${until})`,
+    );
     return;
   }
   const placed = yield* step.assignShards(dataset, { exclude: reporter });
   if (placed.includes(shard)) {
     step.setCooldown(dataset, shard, step.now);
     const to = step.dataset(dataset)!.mapper.nodeForShard(shard);
-    step.notice({ name: 'shard.reassigned', level: 'warn', dataset, shard, node: reporter, message: `${dataset}/${shard} moved from ${reporter} to ${to} after an ingestion error: ${error}` });
+    step.notice({
+      name: 'shard.reassigned',
+      level: 'warn',
+      dataset,
+      shard,
+      node: reporter,
+      message: `${dataset}/${shard} moved from ${reporter} to ${to} after an ingestion error: ${error}`,
+    });
   } else {
     // Without a cooldown nothing would ever place it again (the sim found shards that stayed
     // unassigned for good): once it ends, `checkCooldowns` tries every node, the reporter too.
     step.setCooldown(dataset, shard, step.now);
     const until = step.cooldownEnd(step.now);
     step.schedule(until);
-    skipped(`${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it; it is tried again after its cooldown, at ${isoInstant(until)} (${until})`);
+    skipped(
+      `${dataset}/${shard} failed on ${reporter} (${error}) and no other node has room for it; it is tried again after its cooldown, at ${isoInstant(until)} (${until})`,
+    );
   }
 }
 
@@ -191,7 +218,13 @@ export function* checkCooldowns(step: Step): Steps<void> {
     const hold = new Set<number>([...ds.mapper.unassignedShards().filter((s) => !endedShards.has(s)), ...stillCooling]);
     const placed = yield* step.assignShards(ref, { hold });
     for (const s of placed) {
-      step.notice({ name: 'shard.cooldown-ended', level: 'info', dataset: ref, shard: s, message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}` });
+      step.notice({
+        name: 'shard.cooldown-ended',
+        level: 'info',
+        dataset: ref,
+        shard: s,
+        message: `${ref}/${s} left its cooldown and was assigned to ${step.dataset(ref)!.mapper.nodeForShard(s)}`,
+      });
     }
     for (const s of endedShards) if (!placed.includes(s as ShardNum)) placeOnLeastLoaded(step, ref, s as ShardNum);
   }
@@ -211,7 +244,10 @@ export function* checkCooldowns(step: Step): Steps<void> {
 function placeOnLeastLoaded(step: Step, ref: DatasetRef, shard: ShardNum): void {
   const ds = step.dataset(ref)!;
   if (ds.config.strategy === 'balanced' || ds.mapper.recordForShard(shard).assignments.length > 0 || ds.mapper.statusForShard(shard).type !== 'Error') return;
-  const members = step.placeableMembers().map((m) => m.node).reverse();
+  const members = step
+    .placeableMembers()
+    .map((m) => m.node)
+    .reverse();
   if (members.length === 0 || members.length < ds.config.minNumNodes) return;
   const node = members.reduce((best, n) => (ds.mapper.numShardsForNode(n) < ds.mapper.numShardsForNode(best) ? n : best));
   step.apply(ref, ShardEvents.assignmentStarted(ref, shard, node));

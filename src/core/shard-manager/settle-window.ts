@@ -56,7 +56,12 @@ export function* settleMembershipRounds(step: Step): Steps<void> {
     if (ds.roundDueAt !== undefined && at <= ds.roundDueAt) continue; // the open window's round decides this too
     step.setRoundDue(ref, at, opened);
     step.schedule(at);
-    step.notice({ name: 'round.deferred', level: 'debug', dataset: ref, message: `${ref}: the members changed and every shard is still served: its round waits for more changes until ${noticeTime(at)} (settleWindowMs ${window})` });
+    step.notice({
+      name: 'round.deferred',
+      level: 'debug',
+      dataset: ref,
+      message: `${ref}: the members changed and every shard is still served: its round waits for more changes until ${noticeTime(at)} (settleWindowMs ${window})`,
+    });
   }
 }
 

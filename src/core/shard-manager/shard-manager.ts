@@ -11,7 +11,18 @@ import { ShardSubscriptions } from '../subscriptions.js';
 import { startShards, stopShards } from './admin.js';
 import { addNode, forgetNode, nodeOperationsState, releaseDrainedNodes, removeNode, replaceNode, startPendingReplacement } from './node-operations.js';
 import { groupsOf } from './planned-moves.js';
-import { type Effect, isChangingRequest, type Member, NO_NODE_OPERATIONS, type ReadRequest, type RecoveryData, type Reply, requestFingerprint, requestIdentity, type ShardManagerInput } from './protocol.js';
+import {
+  type Effect,
+  isChangingRequest,
+  type Member,
+  NO_NODE_OPERATIONS,
+  type ReadRequest,
+  type RecoveryData,
+  type Reply,
+  requestFingerprint,
+  requestIdentity,
+  type ShardManagerInput,
+} from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReports } from './reports.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
@@ -200,7 +211,10 @@ export class ShardManager {
         return unsubscribe(step, input.subscriber, undefined);
       case 'GetShardMap': {
         const ds = step.dataset(input.dataset);
-        return step.reply(input.replyTo, ds ? { type: 'CurrentShardSnapshot', snapshot: ds.mapper.toSnapshot(step.epoch) } : { type: 'DatasetUnknown', dataset: input.dataset });
+        return step.reply(
+          input.replyTo,
+          ds ? { type: 'CurrentShardSnapshot', snapshot: ds.mapper.toSnapshot(step.epoch) } : { type: 'DatasetUnknown', dataset: input.dataset },
+        );
       }
       case 'ListRegisteredDatasets':
         return step.reply(input.replyTo, { type: 'RegisteredDatasets', datasets: step.datasetRefs().sort() });
@@ -247,7 +261,11 @@ function compareMembers(a: Member, b: Member): number {
 function replayed(state: ShardManagerState, type: string, id: ReplyTo, to: ReplyTo, reply: Reply): Decision {
   const notice: Effect = {
     type: 'Notice',
-    notice: { name: 'request.replayed', level: 'info', message: `${type} ${id} was applied before (sent again, or replayed by the inbox after a failover): answered as then, nothing changed` },
+    notice: {
+      name: 'request.replayed',
+      level: 'info',
+      message: `${type} ${id} was applied before (sent again, or replayed by the inbox after a failover): answered as then, nothing changed`,
+    },
   };
   return { state, effects: [{ type: 'Reply', to, reply }, notice] };
 }
@@ -307,7 +325,12 @@ function* memberDown(step: Step, node: NodeId, incarnation: Incarnation, restart
   const wasDraining = step.draining.has(node);
   step.members = step.members.filter((m) => m.node !== node);
   forgetNode(step, node);
-  step.notice({ name: 'member.down', level: 'warn', node, message: `${node} (incarnation ${incarnation}) is no longer a member: it left or stopped answering` });
+  step.notice({
+    name: 'member.down',
+    level: 'warn',
+    node,
+    message: `${node} (incarnation ${incarnation}) is no longer a member: it left or stopped answering`,
+  });
   nodeLost(step, member, wasDraining, restarting);
   for (const ref of step.datasetRefs()) {
     if (step.dataset(ref)!.config.strategy === 'balanced') continue;
@@ -349,10 +372,20 @@ function* setupDataset(step: Step, config: DatasetConfig, replyTo: ReplyTo): Ste
   const feasible = config.replicationFactor > 1 ? checkIsolationFeasible(config.replicationFactor, groupsOf(step.placeableMembers())) : ok(undefined);
   if (!feasible.ok && feasible.error.type === 'IsolationImpossible') {
     const { replicationFactor, groups } = feasible.error;
-    return step.reply(replyTo, { type: 'IsolationImpossible', dataset: config.ref, replicationFactor, groups, message: `dataset ${config.ref}: ${feasible.error.message}` });
+    return step.reply(replyTo, {
+      type: 'IsolationImpossible',
+      dataset: config.ref,
+      replicationFactor,
+      groups,
+      message: `dataset ${config.ref}: ${feasible.error.message}`,
+    });
   }
   // Never "set up" and then silent: a map the bus could not carry is refused now.
-  const bytes = worstCaseMapBytes(config.numShards, config.replicationFactor, step.members.map((m) => m.node));
+  const bytes = worstCaseMapBytes(
+    config.numShards,
+    config.replicationFactor,
+    step.members.map((m) => m.node),
+  );
   if (bytes > step.settings.maxMapBytes) {
     const message = `dataset ${config.ref}: its map (${config.numShards} shards × ${config.replicationFactor}) may take ${bytes} bytes, more than the ${step.settings.maxMapBytes} the bus carries in one message (maxMessageBytes): use fewer shards or raise the limit`;
     return step.reply(replyTo, { type: 'DatasetTooLarge', dataset: config.ref, bytes, limit: step.settings.maxMapBytes, message });

@@ -8,7 +8,19 @@ import type { ShardSubscriptions } from '../subscriptions.js';
 import type { Steps } from '../steps.js';
 import { NoticeLots } from './notice-lots.js';
 import { balancedRound, completeHandoffs, startDrainMoves, type WaitingMoves } from './planned-moves.js';
-import { APPLIED_REQUESTS_KEPT, type AbsentNode, type AppliedRequest, type Effect, type MapStamp, type Member, type NodeOperations, type Notice, type Reply, type ShardManagerInput, type SubscriberMessage } from './protocol.js';
+import {
+  APPLIED_REQUESTS_KEPT,
+  type AbsentNode,
+  type AppliedRequest,
+  type Effect,
+  type MapStamp,
+  type Member,
+  type NodeOperations,
+  type Notice,
+  type Reply,
+  type ShardManagerInput,
+  type SubscriberMessage,
+} from './protocol.js';
 
 /** One dataset as the singleton holds it. The mapper is never mutated once in a state. */
 export interface DatasetState {
@@ -31,7 +43,6 @@ export interface DatasetState {
   /** When the open settle window opened (ms): each change moves its end, never past a bound from here. */
   readonly windowOpenedAt?: number | undefined;
 }
-
 
 /** The singleton's whole state. Treat it as immutable: `decide` returns a new one. */
 export interface ShardManagerState {
@@ -241,7 +252,12 @@ export class Step {
    * failover, the map recovered at `recoveredFrom`, which this epoch continues: whoever holds that
    * map goes on from it with this step's changes, and only those who do not need a snapshot.
    */
-  createDataset(config: DatasetConfig, mapper: ShardMapper, cooldowns: ReadonlyMap<number, number> = new Map(), recoveredFrom?: { readonly epoch: Epoch; readonly version: number }): void {
+  createDataset(
+    config: DatasetConfig,
+    mapper: ShardMapper,
+    cooldowns: ReadonlyMap<number, number> = new Map(),
+    recoveredFrom?: { readonly epoch: Epoch; readonly version: number },
+  ): void {
     this.datasets.set(config.ref, { config, mapper, cooldowns });
     const w = this.edit(config.ref);
     w.created = true;
@@ -304,10 +320,12 @@ export class Step {
 
   /** Every map's stamp now (changes not yet flushed included). */
   mapStamps(): MapStamp[] {
-    return this.datasetRefs().sort().map((dataset) => {
-      const { mapper } = this.dataset(dataset)!;
-      return { dataset, numShards: mapper.numShards, epoch: this.epoch, version: mapper.version };
-    });
+    return this.datasetRefs()
+      .sort()
+      .map((dataset) => {
+        const { mapper } = this.dataset(dataset)!;
+        return { dataset, numShards: mapper.numShards, epoch: this.epoch, version: mapper.version };
+      });
   }
 
   /** The version of the member incarnations as they stand now. */
@@ -352,7 +370,14 @@ export class Step {
     if (drained.length > 0 && freeShards(this.dataset(ref)!.mapper, held, 1).length > 0) {
       const fallback = this.assignFree(ref, held, drained, opts.exclude);
       for (const shard of fallback) {
-        this.notice({ name: 'shard.reassigned', level: 'warn', dataset: ref, shard, node: this.dataset(ref)!.mapper.nodeForShard(shard)!, message: `${ref}/${shard} went to drained ${this.dataset(ref)!.mapper.nodeForShard(shard)}: no other member has room` });
+        this.notice({
+          name: 'shard.reassigned',
+          level: 'warn',
+          dataset: ref,
+          shard,
+          node: this.dataset(ref)!.mapper.nodeForShard(shard)!,
+          message: `${ref}/${shard} went to drained ${this.dataset(ref)!.mapper.nodeForShard(shard)}: no other member has room`,
+        });
       }
       placed.push(...fallback);
     }
@@ -364,9 +389,12 @@ export class Step {
   private assignFree(ref: DatasetRef, held: ReadonlySet<number>, among: readonly Member[], exclude: NodeId | undefined): ShardNum[] {
     const ds = this.dataset(ref)!;
     const spec: AssignmentSpec = { numShards: ds.config.numShards, minNumNodes: ds.config.minNumNodes, held };
-    const nodes = among.map((m) => m.node).reverse().filter((n) => n !== exclude);
+    const nodes = among
+      .map((m) => m.node)
+      .reverse()
+      .filter((n) => n !== exclude);
     const placed: ShardNum[] = [];
-    for (let round = placed.length - 1; round < placed.length; ) {
+    for (let round = placed.length - 1; round < placed.length;) {
       round = placed.length;
       for (const node of nodes) {
         // Read through `dataset` each time: the first change clones the mapper.
@@ -431,7 +459,8 @@ export class Step {
     const to = this.subscriptions.subscribersOf(ref);
     const members = this.membersVersionNow;
     if (w.snapshotInstead) this.sends.push({ type: 'PublishSnapshot', to, snapshot, members });
-    else this.sends.push({ type: 'PublishChanges', to, epoch: this.epoch, dataset: ref, numShards: w.mapper.numShards, base: w.base, events: w.events, members });
+    else
+      this.sends.push({ type: 'PublishChanges', to, epoch: this.epoch, dataset: ref, numShards: w.mapper.numShards, base: w.base, events: w.events, members });
     w.events = [];
     w.base = { epoch: this.epoch, version: w.mapper.version };
     w.snapshotInstead = false;
@@ -474,7 +503,18 @@ export class Step {
         this.retiredVersions.set(ref, w.mapper.version);
         continue;
       }
-      datasets.set(ref, w ? { config: w.config, mapper: w.mapper, cooldowns: w.cooldowns, waitingMoves: w.waitingMoves, ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt, windowOpenedAt: w.windowOpenedAt }) } : ds);
+      datasets.set(
+        ref,
+        w
+          ? {
+              config: w.config,
+              mapper: w.mapper,
+              cooldowns: w.cooldowns,
+              waitingMoves: w.waitingMoves,
+              ...(w.roundDueAt === undefined ? {} : { roundDueAt: w.roundDueAt, windowOpenedAt: w.windowOpenedAt }),
+            }
+          : ds,
+      );
     }
     const state: ShardManagerState = {
       phase: 'active',

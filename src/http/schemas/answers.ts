@@ -14,14 +14,14 @@ export const schemaRef = (id: (typeof REQUEST_SCHEMAS | typeof RESPONSE_SCHEMAS)
 
 /** What each error status means on this API (docs/OPERATIONS.md lists the names). */
 const ERRORS = {
-  400: 'Refused: the request is not as this route takes it (BadRequest, MalformedBody, BadDatasetName), or the cluster\'s checks refused it (BadSchema, BadData, NodeOperationRefused:bad-node); nothing changed',
+  400: "Refused: the request is not as this route takes it (BadRequest, MalformedBody, BadDatasetName), or the cluster's checks refused it (BadSchema, BadData, NodeOperationRefused:bad-node); nothing changed",
   401: 'Unauthorized: this route changes the cluster and needs `Authorization: Bearer <token>`',
-  403: 'Forbidden: the bearer token is not this node\'s',
+  403: "Forbidden: the bearer token is not this node's",
   404: 'Not found: the dataset or node is unknown (DatasetUnknown, NodeOperationRefused:unknown-node)',
   409: 'Conflict with the cluster as it is (DatasetConflict, IsolationImpossible, NodeOperationRefused:capacity|isolation|serving|conflict); nothing changed',
-  413: 'Too large: the body (BodyTooLarge), or the dataset\'s map for the bus (DatasetTooLarge)',
+  413: "Too large: the body (BodyTooLarge), or the dataset's map for the bus (DatasetTooLarge)",
   415: 'UnsupportedMediaType: a body must be sent as application/json',
-  422: 'The dataset\'s Kafka topic cannot carry it (BadData), or could not be created (TopicNotCreated); or the Idempotency-Key was used before for another request (IdempotencyKeyReused); nothing changed',
+  422: "The dataset's Kafka topic cannot carry it (BadData), or could not be created (TopicNotCreated); or the Idempotency-Key was used before for another request (IdempotencyKeyReused); nothing changed",
   500: 'InternalError or UnexpectedReply: a bug; the request may or may not have been applied',
   503: 'The singleton did not answer in time (SingletonUnavailable), this node is not running (NodeNotRunning) or is still starting (Starting): try again',
   504: 'OutcomeUnknown: no singleton answered a request that changes the cluster in time; it may still be applied. Send it again with the same Idempotency-Key (echoed in that response header) to learn its outcome: it is applied once',

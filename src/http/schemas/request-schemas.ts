@@ -14,14 +14,14 @@ const NodeIdString = { type: 'string', pattern: NODE_ID_PATTERN, maxLength: MAX_
 export const DatasetParams = {
   type: 'object',
   required: ['dataset'],
-  properties: { dataset: { ...DatasetName, description: 'The dataset\'s name' } },
+  properties: { dataset: { ...DatasetName, description: "The dataset's name" } },
 } as const;
 
 /** The path of a node operation. */
 export const NodeParams = {
   type: 'object',
   required: ['node'],
-  properties: { node: { ...NodeIdString, description: 'The node\'s id' } },
+  properties: { node: { ...NodeIdString, description: "The node's id" } },
 } as const;
 
 const POWERS_OF_TWO = Array.from({ length: Math.log2(MAX_SHARDS) + 1 }, (_, i) => 2 ** i);
@@ -29,7 +29,7 @@ const POWERS_OF_TWO = Array.from({ length: Math.log2(MAX_SHARDS) + 1 }, (_, i) =
 /** A list of shard numbers. Ranges, duplicates and ownership are FiloDB's checks, answered with its words (`BadSchema`). */
 const ShardList = {
   type: 'array',
-  description: 'Shard numbers; out of range or repeated ones are refused with FiloDB\'s BadSchema',
+  description: "Shard numbers; out of range or repeated ones are refused with FiloDB's BadSchema",
   items: { type: 'integer' },
   maxItems: MAX_SHARDS,
 } as const;
@@ -37,7 +37,7 @@ const ShardList = {
 export const StartShardsBody = {
   $id: 'StartShardsBody',
   type: 'object',
-  description: 'FiloDB\'s AssignShardConfig',
+  description: "FiloDB's AssignShardConfig",
   required: ['address', 'shardList'],
   additionalProperties: false,
   properties: {
@@ -49,7 +49,7 @@ export const StartShardsBody = {
 export const StopShardsBody = {
   $id: 'StopShardsBody',
   type: 'object',
-  description: 'FiloDB\'s UnassignShardConfig',
+  description: "FiloDB's UnassignShardConfig",
   required: ['shardList'],
   additionalProperties: false,
   properties: { shardList: ShardList },
@@ -74,15 +74,21 @@ export const DatasetConfigInput = {
   required: ['ref', 'numShards', 'minNumNodes', 'source'],
   additionalProperties: false,
   properties: {
-    ref: { ...DatasetName, description: 'The dataset\'s name' },
-    numShards: { type: 'integer', enum: POWERS_OF_TWO, description: 'A power of two; fixed for the dataset\'s lifetime' },
+    ref: { ...DatasetName, description: "The dataset's name" },
+    numShards: { type: 'integer', enum: POWERS_OF_TWO, description: "A power of two; fixed for the dataset's lifetime" },
     minNumNodes: { type: 'integer', minimum: 1, maximum: MAX_SHARDS },
     spread: { type: 'integer', minimum: 0, maximum: Math.log2(MAX_SHARDS), description: 'Default 1 (0 for 1 shard); at most log2(numShards)' },
     replicationFactor: { type: 'integer', minimum: 1, maximum: MAX_REPLICATION_FACTOR, description: 'Default 1; above 1 needs strategy balanced' },
     strategy: { type: 'string', enum: ['filodb-default', 'balanced'], description: 'Default filodb-default' },
     maxConcurrentMoves: { type: 'integer', minimum: 1, maximum: MAX_SHARDS, description: 'Default 16' },
     copyStartFrom: { type: 'string', enum: ['earliest', 'serving-copies'], description: 'Default earliest' },
-    replacementDelayMs: { type: 'integer', minimum: 0, maximum: MAX_REPLACEMENT_DELAY_MS, description: 'How long a lost node\'s copies are kept for it before they are placed elsewhere (balanced only; default 60000 for balanced, 0 for filodb-default)' },
+    replacementDelayMs: {
+      type: 'integer',
+      minimum: 0,
+      maximum: MAX_REPLACEMENT_DELAY_MS,
+      description:
+        "How long a lost node's copies are kept for it before they are placed elsewhere (balanced only; default 60000 for balanced, 0 for filodb-default)",
+    },
     source: {
       oneOf: [
         {
@@ -113,14 +119,18 @@ export const DatasetConfigInput = {
 export const SetupDatasetQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { createTopic: { type: 'string', enum: ['true', 'false'], description: 'true: create the dataset\'s Kafka topic with numShards partitions first' } },
+  properties: {
+    createTopic: { type: 'string', enum: ['true', 'false'], description: "true: create the dataset's Kafka topic with numShards partitions first" },
+  },
 } as const;
 
 /** `/status`: the copies this node runs are listed up to a bound unless asked for all. */
 export const NodeStatusQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { running: { type: 'string', enum: ['all'], description: 'all: list every copy this node runs (by default the first 1000; `runningCounts` counts them all)' } },
+  properties: {
+    running: { type: 'string', enum: ['all'], description: 'all: list every copy this node runs (by default the first 1000; `runningCounts` counts them all)' },
+  },
 } as const;
 
 /** A mutating route without query parameters refuses any. */

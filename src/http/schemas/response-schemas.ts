@@ -20,21 +20,28 @@ const countsPerStatus = { type: 'object', additionalProperties: false, propertie
 
 export const ErrorBody = {
   $id: 'ErrorBody',
-  description: 'Every error on shardherd\'s routes; the request changed nothing',
-  ...object({ error: { type: 'string', description: 'A stable name scripts match on (docs/OPERATIONS.md lists them)' }, reason: { type: 'string', description: 'What happened and what to do' } }),
+  description: "Every error on shardherd's routes; the request changed nothing",
+  ...object({
+    error: { type: 'string', description: 'A stable name scripts match on (docs/OPERATIONS.md lists them)' },
+    reason: { type: 'string', description: 'What happened and what to do' },
+  }),
 };
 
 export const FiloDbError = {
   $id: 'FiloDbError',
-  description: 'Every error on FiloDB\'s routes, in FiloDB\'s envelope, with `reason` beside it',
-  ...object({ status: { type: 'string', enum: ['error'] }, errorType: { type: 'string', description: 'The error\'s name' }, error: str, reason: str }),
+  description: "Every error on FiloDB's routes, in FiloDB's envelope, with `reason` beside it",
+  ...object({ status: { type: 'string', enum: ['error'] }, errorType: { type: 'string', description: "The error's name" }, error: str, reason: str }),
 };
 
 export const FiloDbSuccess = { $id: 'FiloDbSuccess', ...object({ status: { type: 'string', enum: ['success'] }, data: { type: 'array', maxItems: 0 } }) };
 
 export const FiloDbDatasets = { $id: 'FiloDbDatasets', ...object({ status: { type: 'string', enum: ['success'] }, data: strings }) };
 
-const filodbStatus = { type: 'string', pattern: '^ShardStatus(Unassigned|Assigned|Active|Stopped|Down|Recovery\\(\\d+\\)|Error\\([\\s\\S]*\\))$', description: 'FiloDB\'s ShardStatus.toString: ShardStatusError(<message>) for an errored shard' } as const;
+const filodbStatus = {
+  type: 'string',
+  pattern: '^ShardStatus(Unassigned|Assigned|Active|Stopped|Down|Recovery\\(\\d+\\)|Error\\([\\s\\S]*\\))$',
+  description: "FiloDB's ShardStatus.toString: ShardStatusError(<message>) for an errored shard",
+} as const;
 
 export const FiloDbShardStatuses = {
   $id: 'FiloDbShardStatuses',
@@ -42,13 +49,16 @@ export const FiloDbShardStatuses = {
     status: { type: 'string', enum: ['success'] },
     data: {
       type: 'array',
-      items: object({
-        shard: int,
-        status: filodbStatus,
-        address: { type: 'string', description: 'The first copy\'s node, empty when none' },
-        owners: { type: 'array', items: object({ node: str, placement: str, status: filodbStatus }) },
-        reason: { type: 'string', description: 'Why the shard lacks copies' },
-      }, ['reason']),
+      items: object(
+        {
+          shard: int,
+          status: filodbStatus,
+          address: { type: 'string', description: "The first copy's node, empty when none" },
+          owners: { type: 'array', items: object({ node: str, placement: str, status: filodbStatus }) },
+          reason: { type: 'string', description: 'Why the shard lacks copies' },
+        },
+        ['reason'],
+      ),
     },
   }),
 };
@@ -67,7 +77,11 @@ const datasetSource = {
   ],
 } as const;
 
-const cooldown = object({ shard: int, reassignedAt: { type: 'integer', description: 'ms since the epoch' }, endsAt: { type: 'integer', description: 'ms since the epoch' } });
+const cooldown = object({
+  shard: int,
+  reassignedAt: { type: 'integer', description: 'ms since the epoch' },
+  endsAt: { type: 'integer', description: 'ms since the epoch' },
+});
 
 const datasetFields = {
   name: str,
@@ -85,14 +99,20 @@ const datasetFields = {
 
 export const ShardView = {
   $id: 'ShardView',
-  ...object({
-    shard: int,
-    status: statusType,
-    progressPct: int,
-    error: { type: 'string', description: 'The ingestion error of a shard in Error' },
-    owners: { type: 'array', items: object({ node: str, placement: { type: 'string', enum: ['Initializing', 'Available', 'Leaving'] }, status: statusType, error: str }, ['error']) },
-    reason: { type: 'string', description: 'Why the shard has fewer copies than its replication factor' },
-  }, ['progressPct', 'error', 'reason']),
+  ...object(
+    {
+      shard: int,
+      status: statusType,
+      progressPct: int,
+      error: { type: 'string', description: 'The ingestion error of a shard in Error' },
+      owners: {
+        type: 'array',
+        items: object({ node: str, placement: { type: 'string', enum: ['Initializing', 'Available', 'Leaving'] }, status: statusType, error: str }, ['error']),
+      },
+      reason: { type: 'string', description: 'Why the shard has fewer copies than its replication factor' },
+    },
+    ['progressPct', 'error', 'reason'],
+  ),
 };
 
 export const DatasetView = { $id: 'DatasetView', ...object({ ...datasetFields, shards: { type: 'array', items: ref('ShardView') } }, ['mapUnavailable']) };
@@ -103,7 +123,10 @@ export const SingletonView = { $id: 'SingletonView', ...object({ node: str, inca
 
 export const MemberView = {
   $id: 'MemberView',
-  ...object({ node: str, incarnation: str, rack: str, weight: { type: 'number' }, address: str, joinedAt: int, singleton: bool, copies: int }, ['rack', 'address']),
+  ...object({ node: str, incarnation: str, rack: str, weight: { type: 'number' }, address: str, joinedAt: int, singleton: bool, copies: int }, [
+    'rack',
+    'address',
+  ]),
 };
 
 export const MemberList = { $id: 'MemberList', ...object({ members: { type: 'array', items: ref('MemberView') } }) };
@@ -138,45 +161,81 @@ export const NodeOperationAccepted = {
   ...object({ operation: { type: 'string', enum: ['remove', 'replace', 'add'] }, node: str, moves: int, pending: bool, message: str }),
 };
 
-export const DatasetSetUp = { $id: 'DatasetSetUp', ...object({ dataset: str, created: { type: 'boolean', description: 'false: the same config was set up already, nothing changed' } }) };
+export const DatasetSetUp = {
+  $id: 'DatasetSetUp',
+  ...object({ dataset: str, created: { type: 'boolean', description: 'false: the same config was set up already, nothing changed' } }),
+};
 
 export const DatasetRemoved = { $id: 'DatasetRemoved', ...object({ dataset: str, removed: { type: 'boolean', enum: [true] } }) };
 
-export const Health = { $id: 'Health', ...object({ ok: bool, state: str, member: bool, singletonHeard: bool, singletonSilentMs: int, reason: str }, ['singletonSilentMs', 'reason']) };
+export const Health = {
+  $id: 'Health',
+  ...object({ ok: bool, state: str, member: bool, singletonHeard: bool, singletonSilentMs: int, reason: str }, ['singletonSilentMs', 'reason']),
+};
 
 const member = object({ node: str, incarnation: str, joinedAt: int, rack: str, address: str, weight: { type: 'number' } }, ['rack', 'address', 'weight']);
 
 export const NodeStatus = {
   $id: 'NodeStatus',
-  ...object({
-    node: str,
-    incarnation: str,
-    pid: int,
-    state: { type: 'string', enum: ['stopped', 'running', 'stopping', 'paused', 'crashed'] },
-    restarting: object({ attempt: int, error: str, retryInMs: int }),
-    member: bool,
-    running: {
-      type: 'array',
-      description: 'the copies this node runs, dataset and shard order, the first 1000 unless `?running=all`',
-      items: object({ dataset: str, shard: int, status: shardStatus, writingUnder: object({ epoch: int, version: int }, [], { description: 'the fencing token its writes carry now; absent while the node acts on no map that gives it the copy (it writes nothing then)' }) }, ['writingUnder']),
+  ...object(
+    {
+      node: str,
+      incarnation: str,
+      pid: int,
+      state: { type: 'string', enum: ['stopped', 'running', 'stopping', 'paused', 'crashed'] },
+      restarting: object({ attempt: int, error: str, retryInMs: int }),
+      member: bool,
+      running: {
+        type: 'array',
+        description: 'the copies this node runs, dataset and shard order, the first 1000 unless `?running=all`',
+        items: object(
+          {
+            dataset: str,
+            shard: int,
+            status: shardStatus,
+            writingUnder: object({ epoch: int, version: int }, [], {
+              description: 'the fencing token its writes carry now; absent while the node acts on no map that gives it the copy (it writes nothing then)',
+            }),
+          },
+          ['writingUnder'],
+        ),
+      },
+      runningCounts: { type: 'object', description: 'every copy this node runs, counted per dataset and status', additionalProperties: countsPerStatus },
+      knownEpoch: int,
+      singletonAt: object({ node: str, incarnation: str, epoch: int, address: str }, ['address']),
+      writeLease: object({ held: bool, waitingShards: int, longestWaitMs: int }),
+      maps: { type: 'array', items: object({ dataset: str, epoch: int, version: int, numShards: int, statuses: countsPerStatus, copies: countsPerStatus }) },
+      singleton: object({
+        epoch: int,
+        members: { type: 'array', items: member },
+        maps: { type: 'array', items: object({ dataset: str, numShards: int, epoch: int, version: int }) },
+        subscriptions: { type: 'array', items: object({ dataset: str, subscribers: strings }) },
+        watchers: strings,
+      }),
+      problems: { type: 'array', items: object(problem) },
     },
-    runningCounts: { type: 'object', description: 'every copy this node runs, counted per dataset and status', additionalProperties: countsPerStatus },
-    knownEpoch: int,
-    singletonAt: object({ node: str, incarnation: str, epoch: int, address: str }, ['address']),
-    writeLease: object({ held: bool, waitingShards: int, longestWaitMs: int }),
-    maps: { type: 'array', items: object({ dataset: str, epoch: int, version: int, numShards: int, statuses: countsPerStatus, copies: countsPerStatus }) },
-    singleton: object({
-      epoch: int,
-      members: { type: 'array', items: member },
-      maps: { type: 'array', items: object({ dataset: str, numShards: int, epoch: int, version: int }) },
-      subscriptions: { type: 'array', items: object({ dataset: str, subscribers: strings }) },
-      watchers: strings,
-    }),
-    problems: { type: 'array', items: object(problem) },
-  }, ['incarnation', 'restarting', 'knownEpoch', 'singletonAt', 'writeLease', 'singleton']),
+    ['incarnation', 'restarting', 'knownEpoch', 'singletonAt', 'writeLease', 'singleton'],
+  ),
 };
 
 export const RESPONSE_SCHEMAS = [
-  ErrorBody, FiloDbError, FiloDbSuccess, FiloDbDatasets, FiloDbShardStatuses, ShardView, DatasetView, DatasetSummaries, SingletonView,
-  MemberView, MemberList, ClusterView, Cooldowns, NodeOperationsState, NodeOperationAccepted, DatasetSetUp, DatasetRemoved, Health, NodeStatus,
+  ErrorBody,
+  FiloDbError,
+  FiloDbSuccess,
+  FiloDbDatasets,
+  FiloDbShardStatuses,
+  ShardView,
+  DatasetView,
+  DatasetSummaries,
+  SingletonView,
+  MemberView,
+  MemberList,
+  ClusterView,
+  Cooldowns,
+  NodeOperationsState,
+  NodeOperationAccepted,
+  DatasetSetUp,
+  DatasetRemoved,
+  Health,
+  NodeStatus,
 ] as const;

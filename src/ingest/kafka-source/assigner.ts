@@ -17,7 +17,11 @@ export function ownedPartitionsAssigner(topic: string, partitions: readonly numb
         const mine = AssignerProtocol.MemberMetadata.decode(memberMetadata)?.userData.toString('utf8') === token;
         return {
           memberId,
-          memberAssignment: AssignerProtocol.MemberAssignment.encode({ version, assignment: mine ? { [topic]: [...partitions] } : {}, userData: Buffer.alloc(0) }),
+          memberAssignment: AssignerProtocol.MemberAssignment.encode({
+            version,
+            assignment: mine ? { [topic]: [...partitions] } : {},
+            userData: Buffer.alloc(0),
+          }),
         };
       });
     },

@@ -181,7 +181,10 @@ export class FeedConsumer {
     const { topic, log } = this.p;
     live.assigned = [...assigned].sort((a, b) => a - b);
     if (!sameNumbers(live.assigned, live.partitions)) {
-      log.warn({ expected: live.partitions, assigned: live.assigned, groupId: live.groupId }, 'the Kafka ingestion consumer was assigned other partitions than the open shards');
+      log.warn(
+        { expected: live.partitions, assigned: live.assigned, groupId: live.groupId },
+        'the Kafka ingestion consumer was assigned other partitions than the open shards',
+      );
     }
     const plan = this.p.onJoin(live.assigned);
     for (const { partition, offset } of plan.start) tryConsumer(() => live.consumer.seek({ topic, partition, offset: String(offset) }));
@@ -190,7 +193,10 @@ export class FeedConsumer {
     if (!live.joined) {
       live.joined = true;
       this.lastRecreateMs = Date.now() - live.requestedAt;
-      log.info({ event: 'ingest.consumer-joined', groupId: live.groupId, partitions: live.assigned, durationMs: this.lastRecreateMs }, 'Kafka ingestion consumer joined');
+      log.info(
+        { event: 'ingest.consumer-joined', groupId: live.groupId, partitions: live.assigned, durationMs: this.lastRecreateMs },
+        'Kafka ingestion consumer joined',
+      );
     }
   }
 
@@ -219,7 +225,9 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
 }
 
 function isRetriable(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && (e as { retriable?: unknown }).retriable === true && (e as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION';
+  return (
+    typeof e === 'object' && e !== null && (e as { retriable?: unknown }).retriable === true && (e as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION'
+  );
 }
 
 /** kafkajs refuses seek/pause/resume while its consumer is between runs; the next join applies them. */

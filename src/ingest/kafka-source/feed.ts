@@ -197,12 +197,15 @@ export class DatasetFeed {
   private topicOffsets(): Promise<ReadonlyMap<number, { readonly low: number; readonly high: number }>> {
     this.offsetsBatch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.offsetsBatch = undefined;
-      return this.ctx.admin().then((admin) => fetchTopicOffsets(admin, this.topic)).then((offsets) => {
-        // By partition: each of 65 536 shards looking its partition up in the list was quadratic.
-        const byPartition = new Map(offsets.map((o) => [o.partition, { low: Number(o.low), high: Number(o.high) }]));
-        this.lastWatermarks = byPartition;
-        return byPartition;
-      });
+      return this.ctx
+        .admin()
+        .then((admin) => fetchTopicOffsets(admin, this.topic))
+        .then((offsets) => {
+          // By partition: each of 65 536 shards looking its partition up in the list was quadratic.
+          const byPartition = new Map(offsets.map((o) => [o.partition, { low: Number(o.low), high: Number(o.high) }]));
+          this.lastWatermarks = byPartition;
+          return byPartition;
+        });
     });
     return this.offsetsBatch;
   }

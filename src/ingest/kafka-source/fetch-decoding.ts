@@ -64,7 +64,10 @@ export function installFetchDecoder(log: Logger): FetchDecoder {
   kafkajsOwn = cached.exports as DecodeMessages;
   cached.exports = ours;
   for (const loaded of Object.keys(require.cache)) if (FETCH_RESPONSE.test(loaded)) delete require.cache[loaded];
-  log.info({ event: 'ingest.fetch-decoder', kafkajs: version }, "fetched Kafka records are decoded by shardherd's decoder of record batches (kafkajs's consumers see the same messages)");
+  log.info(
+    { event: 'ingest.fetch-decoder', kafkajs: version },
+    "fetched Kafka records are decoded by shardherd's decoder of record batches (kafkajs's consumers see the same messages)",
+  );
   return 'shardherd';
 }
 

@@ -98,7 +98,10 @@ export class CorruptRecordBatch extends Error {
  * kafkajs's `decodeMessages` (the records of one partition in a fetch response), made with the
  * decoding of this module: reads the size-prefixed records at `decoder`'s position and moves it past them.
  */
-export function recordBatchesDecoder(kafkajs: KafkajsDecoding, counts: DecodedBatchCounts = { own: 0, kafkajs: 0 }): (decoder: KafkaDecoder) => Promise<unknown[]> {
+export function recordBatchesDecoder(
+  kafkajs: KafkajsDecoding,
+  counts: DecodedBatchCounts = { own: 0, kafkajs: 0 },
+): (decoder: KafkaDecoder) => Promise<unknown[]> {
   return async (decoder) => {
     const size = decoder.readInt32();
     if (size <= 0 || !decoder.canReadBytes(size)) return [];
@@ -170,7 +173,8 @@ function decodeRecordBatch(bytes: Buffer, start: number, kafkajs: KafkajsDecodin
   for (let i = 0; i < count; i++) {
     const length = r.varInt();
     const recordEnd = r.at + length;
-    if (length < 0 || recordEnd > end) throw new CorruptRecordBatch(`record ${i} of the batch at offset ${context.firstOffset} is ${length} bytes long, past the batch's end`);
+    if (length < 0 || recordEnd > end)
+      throw new CorruptRecordBatch(`record ${i} of the batch at offset ${context.firstOffset} is ${length} bytes long, past the batch's end`);
     const recordAttributes = r.int8();
     const timestampDelta = r.varLong(kafkajs);
     const offsetDelta = r.varInt();

@@ -263,7 +263,8 @@ export function shardProblems(view: ContractView, s: number, ids: readonly NodeI
   if (unknown.length > 0) problem('unlisted', `copies on unlisted nodes ${unknown.join(',')}`);
   const distinct = [...new Set(ids)].filter((id) => view.groupOf.has(id)).sort(byId);
   if (view.held[s]) {
-    if (distinct.join(',') !== view.heldCopies[s]!.join(',')) problem('held-changed', `held, [${view.heldCopies[s]!.join(',')}] became [${distinct.join(',')}]`);
+    if (distinct.join(',') !== view.heldCopies[s]!.join(','))
+      problem('held-changed', `held, [${view.heldCopies[s]!.join(',')}] became [${distinct.join(',')}]`);
     return problems;
   }
   const onAbsent = distinct.filter((id) => view.absent.has(id));
@@ -273,7 +274,8 @@ export function shardProblems(view: ContractView, s: number, ids: readonly NodeI
   if (given.length > 0) problem('absent-given', `absent nodes given a copy: ${given.join(',')}`);
   if (dropped.length > 0) problem('frozen-dropped', `frozen copies dropped: ${dropped.join(',')}`);
   const groups = distinct.map((id) => view.groupOf.get(id)!);
-  if (new Set(groups).size !== groups.length) problem('isolation', `two copies in one group [${distinct.map((id) => `${id}@${view.groupOf.get(id)}`).join(',')}]`);
+  if (new Set(groups).size !== groups.length)
+    problem('isolation', `two copies in one group [${distinct.map((id) => `${id}@${view.groupOf.get(id)}`).join(',')}]`);
   if (distinct.length > view.copies) problem('too-many', `${distinct.length} copies, at most ${view.copies}`);
   return problems;
 }

@@ -21,7 +21,8 @@ export class MinCostFlow {
 
   /** Adds an arc and its reverse; returns the arc's index (for `flowOn`). Costs must be integers. */
   addArc(from: number, to: number, capacity: number, cost: number): number {
-    if (!Number.isSafeInteger(cost) || !Number.isInteger(capacity) || capacity < 0 || capacity > 0x3fffffff) throw new Error(`bad arc ${from}→${to} (${capacity}, ${cost})`);
+    if (!Number.isSafeInteger(cost) || !Number.isInteger(capacity) || capacity < 0 || capacity > 0x3fffffff)
+      throw new Error(`bad arc ${from}→${to} (${capacity}, ${cost})`);
     const arc = this.arcs;
     this.push(from, to, capacity, cost);
     this.push(to, from, 0, -cost);
