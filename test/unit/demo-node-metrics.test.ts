@@ -3,20 +3,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { stopChild } from '../support/stop-child.js';
 
 const MAIN = resolve(import.meta.dirname, '../../src/cli/main.ts');
 
 describe("the demo serves every node's metrics", () => {
   let child: ChildProcess | undefined;
   // Ctrl-C stops the demo cleanly; a demo that hangs is killed rather than left behind.
-  afterAll(async () => {
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((done) => child!.once('exit', done));
-    child.kill('SIGINT');
-    const timer = setTimeout(() => child!.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  }, 15_000);
+  afterAll(() => stopChild(child), 15_000);
 
   it('lists one endpoint per node, each labelled with its node, together covering every ingesting shard', async () => {
     child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--no-story', '--port', '0', '--nodes', '3', '--datasets', '1', '--shards', '8'], {

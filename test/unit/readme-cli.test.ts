@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin, type AdminIo } from '../../src/cli/admin/run-admin.js';
 import { parseCommandLine } from '../../src/cli/options.js';
 import { TOKEN_DIR_ENV } from '../../src/http/access-token.js';
+import { stopChild } from '../support/stop-child.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');
@@ -73,14 +74,7 @@ describe('the operator examples, against the demo', () => {
     }, 30_000);
   }, 70_000);
 
-  afterAll(async () => {
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((done) => child!.once('exit', done));
-    child.kill('SIGINT');
-    const timer = setTimeout(() => child!.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  }, 15_000);
+  afterAll(() => stopChild(child), 15_000);
 
   it('finds the examples: shardherd commands that stop and start a shard', () => {
     for (const { file, lines } of EXAMPLES) {
