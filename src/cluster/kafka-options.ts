@@ -2,10 +2,21 @@
 // problem zod finds reported under the name of the option it is about.
 import { z } from 'zod';
 
+/** The session timeout of the bus's and the membership's consumer groups unless set (ms). */
+export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
+
 /** A whole number (a safe integer) of at least `min`; anything else fails with `<requirement>, got <value>`. */
 export function wholeNumber(min: number, requirement: string): z.ZodNumber {
   const error = (issue: { readonly input?: unknown }): string => `${requirement}, got ${String(issue.input)}`;
   return z.number({ error }).int({ error }).min(min, { error });
+}
+
+/**
+ * `schema`, or `fallback` when the value is absent: undefined or null (a JSON config has no
+ * undefined, so null is how it asks for the default).
+ */
+export function withDefault<T extends z.ZodType, D extends z.output<T>>(schema: T, fallback: D) {
+  return schema.nullish().transform((v): z.output<T> | D => v ?? fallback);
 }
 
 /**

@@ -4,6 +4,8 @@
  */
 export type { KafkaConnection } from '../cluster/kafka-client.js';
 export { BrokersUnreachableError } from '../cluster/broker-reach.js';
+// What the bus's and the membership's constructors throw for an option that cannot work.
+export { ConfigError } from '../cluster/config-error.js';
 export type { BusCompression, KafkaBusErrorCode, KafkaBusOptions } from '../cluster/kafka-bus.js';
 export { KafkaBus, KafkaBusError } from '../cluster/kafka-bus.js';
 export type { KafkaMembershipErrorCode, KafkaMembershipOptions } from '../cluster/kafka-membership.js';

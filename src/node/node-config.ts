@@ -8,12 +8,14 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
-import { runtimeSettings, type RuntimeSettings } from '../actors/settings.js';
+import { checkRetries, runtimeFields, type RuntimeSettings } from '../actors/settings.js';
 import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
-import { busLimits, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RECORD_BYTES } from '../cluster/bus-limits.js';
-import { BUS_COMPRESSIONS } from '../cluster/kafka-bus/settings.js';
-import { failureDetectorSettings, FailureDetectorSettingsError } from '../cluster/failure-detector/settings.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RECORD_BYTES } from '../cluster/bus-limits.js';
+import { ConfigError, configErrorOf } from '../cluster/config-error.js';
+import { BUS_COMPRESSIONS, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';
+import { checkTimings, completeTimings, failureDetectorFields } from '../cluster/failure-detector/settings.js';
+import { DEFAULT_SESSION_TIMEOUT_MS } from '../cluster/kafka-options.js';
 
 const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
@@ -38,6 +40,51 @@ const SINKS = [
   }),
 ] as const;
 
+/** Where a node's failure detector endpoint listens: see `DetectorEndpointConfig`. */
+const endpointFields = {
+  host: z.string().min(1).max(200).default('127.0.0.1'),
+  port: z.number().int('must be a whole number').min(0, 'must be 0..65535').max(65535, 'must be 0..65535').default(0),
+  advertisedHost: z.string().min(1).max(200).optional(),
+  // 0 cannot be connected to: an advertised port is a real one.
+  advertisedPort: z.number('must be a port number').int('must be a whole number').min(1, 'must be 1..65535').max(65535, 'must be 1..65535').optional(),
+};
+
+/**
+ * The bus options a node config's `kafka` section gives (all but the client id and log): one mapping
+ * for the config's check below and for the bus the node starts, so what the file passed the bus takes.
+ */
+export function busOptionsOf(kafka: KafkaSection) {
+  return {
+    brokers: kafka.brokers,
+    sessionTimeoutMs: kafka.sessionTimeoutMs,
+    heartbeatIntervalMs: kafka.heartbeatIntervalMs,
+    replicationFactor: kafka.topicReplicationFactor,
+    maxRecordBytes: kafka.maxRecordBytes,
+    maxMessageBytes: kafka.maxMessageBytes,
+    compression: kafka.compression,
+  };
+}
+
+interface KafkaSection {
+  readonly brokers: readonly string[];
+  readonly sessionTimeoutMs: number;
+  readonly heartbeatIntervalMs?: number | undefined;
+  readonly topicReplicationFactor: number;
+  readonly maxRecordBytes: number;
+  readonly maxMessageBytes: number;
+  readonly compression: (typeof BUS_COMPRESSIONS)[number];
+}
+
+/**
+ * The bus's own checks, run when the file is read, naming `kafka.<key>`: a value the bus would
+ * refuse at start is refused here. The client id is the node's, always valid, so a stand-in does.
+ */
+function checkAsBus(kafka: KafkaSection, ctx: z.RefinementCtx): void {
+  const r = kafkaBusSchema.safeParse({ ...busOptionsOf(kafka), clientId: 'node-config' });
+  const issue = r.error?.issues[0];
+  if (issue !== undefined) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+}
+
 const schema = z.strictObject({
   node: z.string().refine((s) => parseNodeId(s).ok, 'must be a node id: a letter or digit, then up to 127 letters, digits, ".", "_" or "-"'),
   cluster: z
@@ -47,17 +94,19 @@ const schema = z.strictObject({
   rack: z.string().min(1).max(100).optional(),
   weight: z.number().positive('must be positive').max(1_000_000).optional(),
   address: z.string().min(1).max(200).optional(),
-  kafka: z.strictObject({
-    brokers: z.array(hostPort).min(1, 'needs at least one broker'),
-    sessionTimeoutMs: ms.default(10_000),
-    heartbeatIntervalMs: ms.optional(),
-    topicReplicationFactor: z.number().int().min(1).default(1),
-    fetchDecoder: z.enum(FETCH_DECODERS, 'must be "shardherd" or "kafkajs"').default('shardherd'),
-    // Bounds and their relation are checked by busLimits, as the bus itself checks them.
-    maxRecordBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_RECORD_BYTES),
-    maxMessageBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_MESSAGE_BYTES),
-    compression: z.enum(BUS_COMPRESSIONS, 'must be "gzip" or "none"').default('gzip'),
-  }),
+  kafka: z
+    .strictObject({
+      brokers: z.array(hostPort).min(1, 'needs at least one broker'),
+      sessionTimeoutMs: ms.default(DEFAULT_SESSION_TIMEOUT_MS),
+      heartbeatIntervalMs: ms.optional(),
+      topicReplicationFactor: z.number().int().min(1).default(1),
+      fetchDecoder: z.enum(FETCH_DECODERS, 'must be "shardherd" or "kafkajs"').default('shardherd'),
+      // Bounds and their relation are the bus's checks (checkAsBus), as the bus itself makes them.
+      maxRecordBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_RECORD_BYTES),
+      maxMessageBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_MESSAGE_BYTES),
+      compression: z.enum(BUS_COMPRESSIONS, 'must be "gzip" or "none"').default('gzip'),
+    })
+    .superRefine(checkAsBus),
   cassandra: z.strictObject({
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),
     localDataCenter: z.string().min(1).default('datacenter1'),
@@ -75,9 +124,23 @@ const schema = z.strictObject({
       .max(2 ** 31 - 1)
       .default(1024 * 1024),
   }),
-  runtime: z.record(z.string(), z.unknown()).default({}),
-  // Its timings are checked by failureDetectorSettings (naming the key), its endpoint here.
-  failureDetector: z.record(z.string(), z.unknown()).default({}),
+  runtime: z
+    .strictObject({
+      ...runtimeFields,
+      topicPrefix: z.never({ error: 'is set by "cluster" in a node config' }).optional(),
+      failureDetector: z.never({ error: 'is set by "failureDetector" in a node config' }).optional(),
+    })
+    .superRefine(checkRetries)
+    .prefault({}),
+  // The failure detector's own keys and checks, and where its endpoint listens.
+  failureDetector: z
+    .strictObject({ ...failureDetectorFields, ...endpointFields })
+    .transform(({ host, port, advertisedHost, advertisedPort, ...timings }) => ({
+      endpoint: { host, port, advertisedHost, advertisedPort },
+      timings: completeTimings(timings),
+    }))
+    .superRefine((s, ctx) => checkTimings(s.timings, ctx))
+    .prefault({}),
   datasets: z.array(z.unknown()).default([]),
   sink: z
     .discriminatedUnion('type', [
@@ -144,14 +207,6 @@ export interface DetectorEndpointConfig {
   readonly advertisedPort?: number | undefined;
 }
 
-const endpointSchema = z.strictObject({
-  host: z.string().min(1).max(200).default('127.0.0.1'),
-  port: z.number().int('must be a whole number').min(0, 'must be 0..65535').max(65535, 'must be 0..65535').default(0),
-  advertisedHost: z.string().min(1).max(200).optional(),
-  // 0 cannot be connected to: an advertised port is a real one.
-  advertisedPort: z.number('must be a port number').int('must be a whole number').min(1, 'must be 1..65535').max(65535, 'must be 1..65535').optional(),
-});
-
 /** A validated node configuration. */
 export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets' | 'serve' | 'failureDetector'> {
   readonly node: NodeId;
@@ -164,14 +219,17 @@ export interface NodeConfig extends Omit<Parsed, 'node' | 'runtime' | 'datasets'
   readonly serve: readonly ServeConfig[];
 }
 
-/** A configuration that cannot be used, naming the key (`kafka.brokers.0`) and why. */
-export class NodeConfigError extends Error {
+/**
+ * A configuration that cannot be used, naming the key (`kafka.brokers.0`) and why: the adapters'
+ * `ConfigError`, with the file (or `config`) it came from in front of the message.
+ */
+export class NodeConfigError extends ConfigError {
   constructor(
-    readonly key: string,
+    key: string,
     reason: string,
     readonly source = 'config',
   ) {
-    super(`${source}: ${key === '' ? '' : `${key} `}${reason}`);
+    super(key, reason, `${source}: `);
     this.name = 'NodeConfigError';
   }
 }
@@ -183,38 +241,11 @@ export class NodeConfigError extends Error {
  */
 export function parseNodeConfig(input: unknown, source = 'config', baseDir = process.cwd()): NodeConfig {
   const r = schema.safeParse(input, { reportInput: true });
-  if (!r.success) {
-    const issue = r.error.issues.find((i) => i.code === 'unrecognized_keys') ?? r.error.issues[0];
-    const path = issue?.path.map(String).join('.') ?? '';
-    if (issue?.code === 'unrecognized_keys') throw new NodeConfigError([path, issue.keys[0]].filter(Boolean).join('.'), 'is not a known key', source);
-    const missing = issue?.code === 'invalid_type' && issue.input === undefined;
-    throw new NodeConfigError(path, missing ? 'is required' : (issue?.message ?? 'is invalid'), source);
-  }
+  if (!r.success) throw nodeConfigErrorOf(r.error, source);
   const c = r.data;
-  busLimits(c.kafka, (key, reason) => {
-    throw new NodeConfigError(`kafka.${key}`, reason, source);
-  });
-  if ('topicPrefix' in c.runtime) throw new NodeConfigError('runtime.topicPrefix', 'is set by "cluster" in a node config', source);
-  if ('failureDetector' in c.runtime) throw new NodeConfigError('runtime.failureDetector', 'is set by "failureDetector" in a node config', source);
-  const { host, port, advertisedHost, advertisedPort, ...timings } = c.failureDetector;
-  try {
-    failureDetectorSettings(timings, 'failureDetector');
-  } catch (e) {
-    if (e instanceof FailureDetectorSettingsError) throw new NodeConfigError(e.key, e.message.slice(e.key.length + 1), source);
-    throw e;
-  }
-  const endpoint = endpointSchema.safeParse({ host, port, advertisedHost, advertisedPort });
-  if (!endpoint.success) {
-    const issue = endpoint.error.issues[0]!;
-    throw new NodeConfigError(`failureDetector.${issue.path.map(String).join('.')}`, issue.message, source);
-  }
-  const detector: DetectorEndpointConfig = endpoint.data;
-  let runtime: RuntimeSettings;
-  try {
-    runtime = runtimeSettings({ ...c.runtime, topicPrefix: c.cluster, failureDetector: timings });
-  } catch (e) {
-    throw new NodeConfigError('runtime', e instanceof Error ? e.message : String(e), source);
-  }
+  const { failureDetector, runtime: own, ...rest } = c;
+  // The runtime's topic prefix and failure detector come from their own sections of a node config.
+  const runtime: RuntimeSettings = { ...own, topicPrefix: c.cluster, failureDetector: failureDetector.timings };
   const datasets = c.datasets.map((d, i) => {
     const v = validateDatasetConfig(d);
     if (!v.ok) throw new NodeConfigError(`datasets.${i}.${v.error.field}`, v.error.message.slice(v.error.field.length + 1), source);
@@ -227,8 +258,15 @@ export function parseNodeConfig(input: unknown, source = 'config', baseDir = pro
   const twice = served.findIndex((d, i) => served.indexOf(d) !== i);
   if (twice !== -1) throw new NodeConfigError(`serve.${twice}.dataset`, `names dataset ${served[twice]} a second time: one handler a dataset`, source);
   const serve = c.serve.map((s): ServeConfig => ({ ...s, dataset: s.dataset as DatasetRef, handler: resolve(baseDir, s.handler) }));
-  const { failureDetector: _timings, ...rest } = c;
-  return { ...rest, node: c.node as NodeId, runtime, detector, datasets, serve };
+  return { ...rest, node: c.node as NodeId, runtime, detector: failureDetector.endpoint, datasets, serve };
+}
+
+/** The schema's first problem as a `NodeConfigError`; a missing key is "required", not zod's type message. */
+function nodeConfigErrorOf(error: z.ZodError, source: string): NodeConfigError {
+  const e = configErrorOf(error);
+  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0];
+  const missing = issue?.code === 'invalid_type' && issue.input === undefined;
+  return new NodeConfigError(e.key, missing ? 'is required' : e.reason, source);
 }
 
 /** The Cassandra MetaStore's options from a node config: its `cassandra` keys and the cluster's name. */

@@ -19,7 +19,7 @@ import { SyntheticSource } from '../ingest/synthetic-source.js';
 import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
 import { prepareNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
-import { metaStoreOptions, type NodeConfig } from './node-config.js';
+import { busOptionsOf, metaStoreOptions, type NodeConfig } from './node-config.js';
 import { loadServeHandlers } from './serve-handlers.js';
 import { holdStatusPort } from './status-port.js';
 
@@ -54,17 +54,8 @@ const ISOLATION_RETRY_MS = 2_000;
 
 /** The options of a node's bus, from its config. */
 export function kafkaBusOptions(config: NodeConfig, log: Logger): KafkaBusOptions {
-  return {
-    brokers: config.kafka.brokers,
-    clientId: clientIdOf(config),
-    log,
-    sessionTimeoutMs: config.kafka.sessionTimeoutMs,
-    heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
-    replicationFactor: config.kafka.topicReplicationFactor,
-    maxRecordBytes: config.kafka.maxRecordBytes,
-    maxMessageBytes: config.kafka.maxMessageBytes,
-    compression: config.kafka.compression,
-  };
+  // The same mapping the config's own check of these keys used: what it accepted, the bus accepts.
+  return { ...busOptionsOf(config.kafka), clientId: clientIdOf(config), log };
 }
 
 function clientIdOf(config: NodeConfig): string {

@@ -6,7 +6,6 @@ import {
   FAILURE_DETECTOR_DEFAULTS,
   stallCreditMs,
   failureDetectorSettings,
-  FailureDetectorSettingsError,
   lateAfterMs,
   leaseWaitMs,
   MAX_CLOCK_DRIFT,
@@ -15,12 +14,13 @@ import {
   singletonRenewalMs,
   quorumSilenceMs,
 } from '../../src/cluster/failure-detector/settings.js';
+import { ConfigError } from '../../src/cluster/config-error.js';
 
-const refusal = (options: unknown, prefix?: string): FailureDetectorSettingsError => {
+const refusal = (options: unknown, prefix?: string): ConfigError => {
   try {
     failureDetectorSettings(options, prefix);
   } catch (e) {
-    if (e instanceof FailureDetectorSettingsError) return e;
+    if (e instanceof ConfigError) return e;
     throw e;
   }
   throw new Error(`accepted ${JSON.stringify(options)}`);
