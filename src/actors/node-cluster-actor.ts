@@ -339,7 +339,7 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
     for (const [i, e] of effects.entries()) {
       // A singleton that lost its role meanwhile (a store call hung past its lease) does nothing more.
       mustAct(e.type);
-      if (i > stored) s.readable = s.core;
+      if (i > stored) makeReadable(s);
       switch (e.type) {
         case 'PersistDataset':
           await persist('writing a dataset', () => env.metaStore.putDataset(e.config, epoch));
@@ -470,7 +470,14 @@ export function spawnNodeClusterActor(env: NodeEnv, parent: ActorRef<unknown>, e
         }
       }
     }
+    makeReadable(s);
+  }
+
+  /** What the singleton decided is stored: its reads and the node's /status may show it. */
+  function makeReadable(s: State): void {
+    if (s.readable === s.core) return;
     s.readable = s.core;
+    role.show(epoch, s.core);
   }
 
   function replyRecord(e: Extract<Effect, { type: 'Reply' }>): RepliesMessage {

@@ -144,7 +144,6 @@ export class ShardherdNode {
   private readonly local: {
     readonly running: LastAnswer<RunningShard[]>;
     readonly runningSummary: LastAnswer<RunningSummary>;
-    readonly singleton: LastAnswer<ShardManagerState | undefined>;
     readonly lease: LastAnswer<Lease | undefined>;
   };
 
@@ -179,7 +178,6 @@ export class ShardherdNode {
       runningSummary: quick(() =>
         this.askGuardian<RunningSummary>((reply) => ({ type: 'GetRunningSummary', listUpTo: RUNNING_LISTED, reply }), NOTHING_RUNNING),
       ),
-      singleton: quick(() => this.singletonState()),
       // A store read: once the lease is known, the known one at once (read again in the background).
       lease: new LastAnswer(() => services.metaStore.readLease(), services.clock, LOCAL_ANSWER_WAIT_MS, 0),
     };
@@ -748,11 +746,10 @@ export class ShardherdNode {
   }
 
   async localSingletonState(): Promise<ShardManagerState | undefined> {
-    const state = await this.local.singleton.get();
-    // The last answer may be of a singleton that has stopped since (its actor, blocked on a hanging
-    // store call, cannot say so): only the one that acts now is shown.
-    const acting = this.singletonRole?.actingEpoch;
-    return acting !== undefined && state?.epoch === acting ? state : undefined;
+    // What the singleton acting here now last stored, shown without asking its actor: a stopped
+    // one (its actor may be blocked on a hanging store call) shows nothing, and a busy one its
+    // last stored state, as its reads answer.
+    return this.lifecycle === 'running' ? this.singletonRole?.shownState() : undefined;
   }
 
   /** @internal */

@@ -7,8 +7,27 @@
 // grants (through the lease keeper), and the node's /status and metrics, which would otherwise show
 // the last state the blocked actor gave them.
 
+import type { ShardManagerState } from '../core/shard-manager/step.js';
+
 export class SingletonRole {
   private current: { readonly epoch: number; stoppedBecause: string | undefined; readonly stopNow: ((reason: string) => void) | undefined } | undefined;
+  /** The last state the singleton made readable (stored), with its epoch. */
+  private shown: { readonly epoch: number; readonly state: ShardManagerState } | undefined;
+
+  /**
+   * The singleton of `epoch` stored what it decided: the node's /status shows this state without
+   * asking the singleton's actor, whose mailbox waits behind a decision in slices (seconds at
+   * 65 536 shards) while its reads are answered already.
+   */
+  show(epoch: number, state: ShardManagerState): void {
+    this.shown = { epoch, state };
+  }
+
+  /** The state the acting singleton last stored, if one acts here and has recovered. */
+  shownState(): ShardManagerState | undefined {
+    const acting = this.actingEpoch;
+    return acting !== undefined && this.shown?.epoch === acting ? this.shown.state : undefined;
+  }
 
   /**
    * The singleton of `epoch` starts acting here; `stopNow` stops everything it does at once (its

@@ -10,6 +10,7 @@ export interface LocalNode {
   readonly incarnation: Incarnation | undefined;
   /** `running`, `crashed`, ...: a subscriber of a crashed node stops watching. */
   readonly state: string;
+  /** @internal As `ShardherdNode.services`: its clock and settings. */
   readonly services: { readonly clock: Clock; readonly settings: { readonly publishIntervalMs: number } };
   /** Registers a local subscriber: `deliver` gets what the singleton sends it (and the dataset's map changes). */
   registerSubscriber(deliver: (message: SubscriberMessage) => void, name?: string, dataset?: DatasetRef): SubscriberId;
