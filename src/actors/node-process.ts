@@ -185,13 +185,13 @@ export class ShardherdNode {
       node,
       busTopics: Object.values(topicsFor(services.settings.topicPrefix)),
       maps: async () => {
-        const cache = await this.localCache();
+        const cache = await this.cache();
         return cache
           ? [...cache.maps.values()].flatMap((f) => (f.mapper ? [{ dataset: f.dataset, epoch: f.epoch, version: f.version, mapper: f.mapper }] : []))
           : [];
       },
       isSingleton: async () => (await this.localSingletonState()) !== undefined,
-      knownEpoch: async () => (await this.localCache())?.maxEpoch,
+      knownEpoch: async () => (await this.cache())?.maxEpoch,
       membershipSize: () => (this.member ? (this.lastView?.members.length ?? 0) : 0),
       leaseWaitingShards: () => this.leaseWaits?.count ?? 0,
     });
@@ -750,11 +750,6 @@ export class ShardherdNode {
     // one (its actor may be blocked on a hanging store call) shows nothing, and a busy one its
     // last stored state, as its reads answer.
     return this.lifecycle === 'running' ? this.singletonRole?.shownState() : undefined;
-  }
-
-  /** @internal */
-  localCache(): Promise<GuardianCache | undefined> {
-    return this.cache();
   }
 
   /** The singleton lease as last read from the MetaStore (read again in the background). */

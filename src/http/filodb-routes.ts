@@ -87,7 +87,7 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
     async () => {
       // From the datasets this node follows (no bus round trip: monitors poll this); a node that
       // follows none yet (just started) asks the singleton.
-      const cache = await singleton.node.localCache();
+      const cache = await singleton.node.cache();
       if (cache && cache.configs.size > 0) return success([...cache.configs.keys()].sort());
       const reply = expectReply(await singleton.ask((replyTo) => ({ type: 'ListRegisteredDatasets', replyTo })), 'RegisteredDatasets');
       return success(reply.datasets);
@@ -111,7 +111,7 @@ export function registerFiloDbRoutes(app: FastifyInstance, singleton: SingletonC
       // poll this, and a singleton behind its inbox must not make it fail). A shard's reason is then
       // what the map says (its error, or an operator's stop); the singleton's fuller reasons (a
       // cooldown, no room) are on /api/v1/datasets/:dataset. A node without the map asks the singleton.
-      const local = (await singleton.node.localCache())?.maps.get(dataset)?.mapper;
+      const local = (await singleton.node.cache())?.maps.get(dataset)?.mapper;
       const { mapper, missing } = local
         ? { mapper: local, missing: localReasons(local) }
         : await (async () => {

@@ -56,7 +56,7 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
   // Counted where the copies are, and listed in full only when asked: building 65 536 copies'
   // entries to count them held a node's event loop for a quarter of a second per call.
   const summary = opts.allRunning ? node.localRunning().then((all) => ({ listed: all, counts: countRunning(all) })) : node.localRunningSummary();
-  const [running, state, cache, lease] = await Promise.all([summary, node.localSingletonState(), node.localCache(), node.localLease()]);
+  const [running, state, cache, lease] = await Promise.all([summary, node.localSingletonState(), node.cache(), node.localLease()]);
   const address = node.view?.members.find((m) => m.node === lease?.node)?.address;
   return {
     node: node.node,
