@@ -1,8 +1,9 @@
-// Lint rules that protect the design, not taste: src/core must stay pure and deterministic.
+// Lint rules that protect the design, not taste: src/core and the actors' steps must stay pure and
+// deterministic, and each layer of src/ imports only its own and those below.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const impureGlobals = [
+const IMPURE_GLOBALS = [
   ['setTimeout', 'timers'],
   ['setInterval', 'timers'],
   ['setImmediate', 'timers'],
@@ -15,10 +16,35 @@ const impureGlobals = [
   ['crypto', 'randomness'],
   ['fetch', 'I/O'],
   ['console', 'output'],
-].map(([name, what]) => ({
-  name,
-  message: `src/core is pure: no ${what}. Take it as an input (Clock, Random, config) in the actor layer.`,
-}));
+];
+
+/** What a pure module may not touch, said in the words of `where` ("src/core", "an actor's step"). */
+function impureGlobals(where) {
+  return IMPURE_GLOBALS.map(([name, what]) => ({
+    name,
+    message: `${where} is pure: no ${what}. Take it as an input (Clock, Random, config) in the actor layer.`,
+  }));
+}
+
+function impureSyntax(where) {
+  return [
+    { selector: "MemberExpression[object.name='Date'][property.name='now']", message: `${where} is pure: no Date.now. Take \`now\` as an input.` },
+    // `new Date(ms)` formats an instant it was given; only the forms without one read the clock.
+    { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: `${where} is pure: no wall-clock dates. Take \`now\` as an input.` },
+    { selector: "CallExpression[callee.name='Date']", message: `${where} is pure: Date() is the wall-clock time. Take \`now\` as an input.` },
+    {
+      selector: "MemberExpression[object.name='Math'][property.name='random']",
+      message: `${where} is pure: no Math.random. Take a seeded Random as an input.`,
+    },
+    { selector: "MemberExpression[object.name='process']", message: `${where} is pure: no process state (process.env is read only in src/cli).` },
+  ];
+}
+
+/**
+ * An actor's pure reducer (src/actors/reducer.ts): its step and the state and effects it is made of.
+ * The shell beside them performs the effects.
+ */
+const ACTOR_STEP_FILES = ['src/actors/*/step.ts', 'src/actors/*/*-step.ts', 'src/actors/*/state.ts', 'src/actors/*/effects.ts'];
 
 /**
  * The layers of src/, lowest first (docs/ARCHITECTURE.md §3): a folder may import its own layer and
@@ -50,19 +76,8 @@ export default tseslint.config(
   {
     files: ['src/core/**/*.ts'],
     rules: {
-      'no-restricted-globals': ['error', ...impureGlobals],
-      'no-restricted-syntax': [
-        'error',
-        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: 'src/core is pure: no Date.now. Take `now` as an input.' },
-        // `new Date(ms)` formats an instant the core was given; only the forms without one read the clock.
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/core is pure: no wall-clock dates. Take `now` as an input.' },
-        { selector: "CallExpression[callee.name='Date']", message: 'src/core is pure: Date() is the wall-clock time. Take `now` as an input.' },
-        {
-          selector: "MemberExpression[object.name='Math'][property.name='random']",
-          message: 'src/core is pure: no Math.random. Take a seeded Random as an input.',
-        },
-        { selector: "MemberExpression[object.name='process']", message: 'src/core is pure: no process state (process.env is read only in src/cli).' },
-      ],
+      'no-restricted-globals': ['error', ...impureGlobals('src/core')],
+      'no-restricted-syntax': ['error', ...impureSyntax('src/core')],
       'no-restricted-imports': coreImports('^\\.\\./'),
     },
   },
@@ -70,6 +85,32 @@ export default tseslint.config(
   { files: ['src/core/*/*.ts'], rules: { 'no-restricted-imports': coreImports('^\\.\\./\\.\\./') } },
   { files: ['src/core/*/*/**/*.ts'], rules: { 'no-restricted-imports': coreImports('^(\\.\\./){3}') } },
   ...layerRules(),
+  {
+    files: ACTOR_STEP_FILES,
+    rules: {
+      'no-restricted-globals': ['error', ...impureGlobals("an actor's step")],
+      'no-restricted-syntax': ['error', ...impureSyntax("an actor's step")],
+      // Types from anywhere (the shell's ports, messages); values only from the core, the protocol
+      // and the step's own pure siblings.
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*', 'fs', 'path', 'os', 'net', 'child_process', 'timers', 'crypto'], message: "an actor's step does no I/O: its shell does." },
+            {
+              group: ['nact', 'kafkajs', 'cassandra-driver', 'pino', 'fastify', '@fastify/*', 'prom-client', 'ws'],
+              message: "an actor's step knows no runtime library: its shell does.",
+            },
+            {
+              regex: '^\\.\\./(?!\\.\\./(core|protocol)/)',
+              allowTypeImports: true,
+              message: "an actor's step uses values of the core, the protocol and its own folder's pure modules only: the rest is its shell's.",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );
 
 /** A rule per folder that refuses imports of any folder of a higher layer, and of the runtime from the client. */

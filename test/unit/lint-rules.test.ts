@@ -6,7 +6,7 @@ import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const PURITY_RULES = ['no-restricted-globals', 'no-restricted-syntax', 'no-restricted-imports'];
+const PURITY_RULES = ['no-restricted-globals', 'no-restricted-syntax', 'no-restricted-imports', '@typescript-eslint/no-restricted-imports'];
 const eslint = new ESLint({ cwd: repoRoot });
 
 /** The purity-rule errors for `code` linted as if it were the file `filePath` (relative to the repo root). */
@@ -94,5 +94,38 @@ describe('layer rules for src/', { timeout: 30_000 }, () => {
     ['src/cli/__lint_probe__.ts', '../http/node-api.js'],
   ])('%s may import %s', async (file, from) => {
     expect(await purityErrors(importing(from), file)).toEqual([]);
+  });
+});
+
+// An actor's pure reducer (src/actors/reducer.ts): its step, state and effects modules are held to
+// the core's purity, and use values of the core, the protocol and their own folder only.
+describe("purity rules for an actor's step", { timeout: 30_000 }, () => {
+  const STEP = 'src/actors/__probe__/step.ts';
+  const SHELL = 'src/actors/__probe__/shell.ts';
+  const importing = (from: string, typeOnly = false) => `import ${typeOnly ? 'type ' : ''}* as x from '${from}';\nexport type Y = typeof x;\n`;
+
+  it.each([
+    ['Date.now()', 'export const x = Date.now();\n'],
+    ['Math.random()', 'export const x = Math.random();\n'],
+    ['setTimeout', 'setTimeout(() => {}, 1);\n'],
+    ['process.env.X', 'export const x = process.env.X;\n'],
+  ])('%s is an error in a step, and allowed in its shell', async (_label, code) => {
+    expect(await purityErrors(code, STEP)).not.toEqual([]);
+    expect(await purityErrors(code, SHELL)).toEqual([]);
+  });
+
+  it.each([['../../cluster/bus.js'], ['../runtime.js'], ['../../store/meta-store.js'], ['pino'], ['node:fs']])(
+    'a step may not import the value %s',
+    async (from) => {
+      expect(await purityErrors(importing(from), STEP)).toContain('@typescript-eslint/no-restricted-imports');
+    },
+  );
+
+  it.each([['../../cluster/bus.js'], ['../runtime.js']])('a step may import the types of %s', async (from) => {
+    expect(await purityErrors(importing(from, true), STEP)).toEqual([]);
+  });
+
+  it.each([['../../core/ids.js'], ['../../protocol/wire.js'], ['./effects.js']])('a step may import %s', async (from) => {
+    expect(await purityErrors(importing(from), STEP)).toEqual([]);
   });
 });
