@@ -9,13 +9,12 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import { checkRetries, runtimeFields, type RuntimeSettings } from '../actors/settings.js';
-import { FETCH_DECODERS } from '../ingest/kafka-source/fetch-decoding.js';
+import { fetchDecoderSchema } from '../ingest/kafka-source/settings.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RECORD_BYTES } from '../cluster/bus-limits.js';
 import { ConfigError, configErrorOf } from '../cluster/config-error.js';
-import { BUS_COMPRESSIONS, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';
+import { kafkaBusFields, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';
+import { kafkaMembershipSchema } from '../cluster/kafka-membership/settings.js';
 import { checkTimings, completeTimings, failureDetectorFields } from '../cluster/failure-detector/settings.js';
-import { DEFAULT_SESSION_TIMEOUT_MS } from '../cluster/kafka-options.js';
 
 const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 const ms = z.number().int('must be a whole number of milliseconds').positive('must be positive');
@@ -50,6 +49,22 @@ const endpointFields = {
 };
 
 /**
+ * A node config's `kafka` section: the bus's own keys with their checks and defaults, under the same
+ * names but one (`topicReplicationFactor`, which the membership and the ingestion source take too),
+ * and who decodes fetched batches.
+ */
+const kafkaSection = z
+  .strictObject({
+    ...kafkaBusFields.pick({ brokers: true, sessionTimeoutMs: true, heartbeatIntervalMs: true, maxRecordBytes: true, maxMessageBytes: true, compression: true })
+      .shape,
+    topicReplicationFactor: kafkaBusFields.shape.replicationFactor,
+    fetchDecoder: fetchDecoderSchema,
+  })
+  .superRefine(checkAsAdapters);
+
+type KafkaSection = z.output<typeof kafkaSection>;
+
+/**
  * The bus options a node config's `kafka` section gives (all but the client id and log): one mapping
  * for the config's check below and for the bus the node starts, so what the file passed the bus takes.
  */
@@ -65,24 +80,29 @@ export function busOptionsOf(kafka: KafkaSection) {
   };
 }
 
-interface KafkaSection {
-  readonly brokers: readonly string[];
-  readonly sessionTimeoutMs: number;
-  readonly heartbeatIntervalMs?: number | undefined;
-  readonly topicReplicationFactor: number;
-  readonly maxRecordBytes: number;
-  readonly maxMessageBytes: number;
-  readonly compression: (typeof BUS_COMPRESSIONS)[number];
+/** The membership options the `kafka` section gives (all but the client id, topic prefix, log and the node's own rack, address and weight). */
+export function membershipOptionsOf(kafka: KafkaSection) {
+  return {
+    brokers: kafka.brokers,
+    sessionTimeoutMs: kafka.sessionTimeoutMs,
+    heartbeatIntervalMs: kafka.heartbeatIntervalMs,
+    replicationFactor: kafka.topicReplicationFactor,
+  };
 }
 
 /**
- * The bus's own checks, run when the file is read, naming `kafka.<key>`: a value the bus would
- * refuse at start is refused here. The client id is the node's, always valid, so a stand-in does.
+ * The bus's and the membership's own checks between keys, run when the file is read, naming
+ * `kafka.<key>`: a value either adapter would refuse at start is refused here. The client id and
+ * topic prefix are the node's, always valid, so stand-ins do.
  */
-function checkAsBus(kafka: KafkaSection, ctx: z.RefinementCtx): void {
-  const r = kafkaBusSchema.safeParse({ ...busOptionsOf(kafka), clientId: 'node-config' });
-  const issue = r.error?.issues[0];
-  if (issue !== undefined) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+function checkAsAdapters(kafka: KafkaSection, ctx: z.RefinementCtx): void {
+  const asBus = kafkaBusSchema.safeParse({ ...busOptionsOf(kafka), clientId: 'node-config' });
+  const asMember = kafkaMembershipSchema.safeParse({ ...membershipOptionsOf(kafka), clientId: 'node-config', topicPrefix: 'node-config' });
+  const issue = asBus.error?.issues[0] ?? asMember.error?.issues[0];
+  if (issue === undefined) return;
+  // The adapters' one renamed key, under its name in the section.
+  const path = issue.path.map((p) => (p === 'replicationFactor' ? 'topicReplicationFactor' : p));
+  ctx.addIssue({ code: 'custom', path, message: issue.message });
 }
 
 const schema = z.strictObject({
@@ -94,19 +114,7 @@ const schema = z.strictObject({
   rack: z.string().min(1).max(100).optional(),
   weight: z.number().positive('must be positive').max(1_000_000).optional(),
   address: z.string().min(1).max(200).optional(),
-  kafka: z
-    .strictObject({
-      brokers: z.array(hostPort).min(1, 'needs at least one broker'),
-      sessionTimeoutMs: ms.default(DEFAULT_SESSION_TIMEOUT_MS),
-      heartbeatIntervalMs: ms.optional(),
-      topicReplicationFactor: z.number().int().min(1).default(1),
-      fetchDecoder: z.enum(FETCH_DECODERS, 'must be "shardherd" or "kafkajs"').default('shardherd'),
-      // Bounds and their relation are the bus's checks (checkAsBus), as the bus itself makes them.
-      maxRecordBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_RECORD_BYTES),
-      maxMessageBytes: z.number('must be a number of bytes').default(DEFAULT_MAX_MESSAGE_BYTES),
-      compression: z.enum(BUS_COMPRESSIONS, 'must be "gzip" or "none"').default('gzip'),
-    })
-    .superRefine(checkAsBus),
+  kafka: kafkaSection,
   cassandra: z.strictObject({
     contactPoints: z.array(hostPort).min(1, 'needs at least one contact point'),
     localDataCenter: z.string().min(1).default('datacenter1'),

@@ -19,7 +19,7 @@ import { SyntheticSource } from '../ingest/synthetic-source.js';
 import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
 import { prepareNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
-import { busOptionsOf, metaStoreOptions, type NodeConfig } from './node-config.js';
+import { busOptionsOf, membershipOptionsOf, metaStoreOptions, type NodeConfig } from './node-config.js';
 import { loadServeHandlers } from './serve-handlers.js';
 import { holdStatusPort } from './status-port.js';
 
@@ -103,12 +103,9 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       bus,
       connectMembership: () =>
         new KafkaMembership({
-          brokers,
+          ...membershipOptionsOf(config.kafka),
           clientId,
           topicPrefix: config.runtime.topicPrefix,
-          sessionTimeoutMs: config.kafka.sessionTimeoutMs,
-          heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
-          replicationFactor: config.kafka.topicReplicationFactor,
           rack: config.rack,
           address: config.address,
           weight: config.weight,

@@ -8,7 +8,8 @@ import { ConfigError } from '../../src/cluster/config-error.js';
 import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
 import { kafkaBusSettings } from '../../src/cluster/kafka-bus/settings.js';
 import { kafkaMembershipSettings } from '../../src/cluster/kafka-membership/settings.js';
-import { NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
+import { kafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
+import { membershipOptionsOf, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
 
 const log = pino({ level: 'silent' });
@@ -101,6 +102,54 @@ describe('KafkaMembership settings', () => {
   });
 });
 
+describe('KafkaIngestionSource settings', () => {
+  const source = { ...connection, groupPrefix: 'c.ingest.n1', instanceId: 'i1' };
+
+  it('gives the documented defaults for the required keys alone, and for null', () => {
+    const { decode, ...defaults } = kafkaSourceSettings(source);
+    expect(defaults).toEqual({
+      groupPrefix: 'c.ingest.n1',
+      instanceId: 'i1',
+      bufferRecords: 30_000,
+      bufferBytes: 8 * 1024 * 1024,
+      recreateDelayMs: 50,
+      maxBytesPerPartition: 1024 * 1024,
+      maxBytes: 8 * 1024 * 1024,
+      minBytes: 1,
+      maxWaitTimeMs: 100,
+      fetchDecoder: 'shardherd',
+      topicReplicationFactor: 1,
+      commitOffsets: true,
+      offsetsIntervalMs: 1_000,
+    });
+    expect(typeof decode).toBe('function');
+    const { decode: _, ...withNulls } = kafkaSourceSettings({
+      ...source,
+      bufferRecords: null,
+      commitOffsets: null,
+      fetch: { maxBytes: null, decoder: null },
+    } as never);
+    expect(withNulls).toEqual(defaults);
+  });
+
+  it('draws an instance id of its own when none is given', () => {
+    const { instanceId: _given, ...anonymous } = source;
+    const { instanceId: a } = kafkaSourceSettings(anonymous);
+    const { instanceId: b } = kafkaSourceSettings(anonymous);
+    expect(a).toMatch(/^[0-9a-f]{8}$/);
+    expect(a).not.toBe(b);
+  });
+
+  it.each([
+    [{ bufferRecords: 1 }, 'bufferRecords', 'must be an integer of at least 2, got 1'],
+    [{ groupPrefix: 'a b' }, 'groupPrefix', 'must be 1 to 1000 of letters, digits, ".", "_", "-", got "a b"'],
+    [{ fetch: { maxBytes: 10 } }, 'fetch.maxBytes', 'must be an integer of at least 1024, got 10'],
+  ])('refuses %j with a ConfigError naming %s', (options, key, reason) => {
+    const e = refusal(() => kafkaSourceSettings({ ...source, ...options }));
+    expect([e.key, e.reason, e.message]).toEqual([key, reason, `KafkaIngestionSource option ${key} ${reason}`]);
+  });
+});
+
 describe('failure detector and runtime settings', () => {
   it.each([
     ['mode', 'gossip'],
@@ -156,6 +205,25 @@ describe('node config', () => {
     const { topicReplicationFactor, ...same } = kafka as { topicReplicationFactor?: number };
     const direct = kafkaBusSettings({ ...connection, clientId: 'shardherd-shardherd-node-1', replicationFactor: topicReplicationFactor, ...same });
     expect(kafkaBusSettings(kafkaBusOptions(config, log))).toEqual(direct);
+  });
+
+  it.each([{}, { sessionTimeoutMs: 6_000 }, { heartbeatIntervalMs: 200, topicReplicationFactor: 3 }])(
+    'its kafka section %j gives the membership the settings the membership gives the same keys',
+    (kafka) => {
+      const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
+      const { topicReplicationFactor, ...same } = kafka as { topicReplicationFactor?: number };
+      const member = { clientId: 'c', topicPrefix: 'p' };
+      const direct = kafkaMembershipSettings({ ...connection, ...member, replicationFactor: topicReplicationFactor, ...same });
+      expect(kafkaMembershipSettings({ ...membershipOptionsOf(config.kafka), ...member, log })).toEqual(direct);
+    },
+  );
+
+  it.each([{}, { fetchDecoder: 'kafkajs' }])('its kafka section %j gives the ingestion source the decoder the source gives the same key', (kafka) => {
+    const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
+    const decoder = (kafka as { fetchDecoder?: 'kafkajs' }).fetchDecoder;
+    expect(config.kafka.fetchDecoder).toBe(
+      kafkaSourceSettings({ ...connection, groupPrefix: 'g', fetch: decoder === undefined ? {} : { decoder } }).fetchDecoder,
+    );
   });
 
   it.each([

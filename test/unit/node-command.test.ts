@@ -39,7 +39,7 @@ describe('shardherd node', () => {
   it('exits 2 on a bad config, naming the key', async () => {
     const r = await runNode({ node: 'n1', kafka: { brokers: [] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } });
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/node\.json: kafka\.brokers needs at least one broker/);
+    expect(r.stderr).toMatch(/node\.json: kafka\.brokers needs at least one host:port/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   }, 30_000);
 

@@ -103,10 +103,10 @@ describe('node config', () => {
   });
 
   it('names the key that is wrong, missing or unknown', () => {
-    expect(refusal({ ...minimal, kafka: { brokers: ['localhost'] } })).toBe('node.json: kafka.brokers.0 must be host:port');
+    expect(refusal({ ...minimal, kafka: { brokers: ['localhost'] } })).toBe("node.json: kafka.brokers.0 must be host:port, got 'localhost'");
     expect(refusal({ kafka: minimal.kafka, cassandra: minimal.cassandra })).toBe('node.json: node is required');
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, sesionTimeoutMs: 5 } })).toBe('node.json: kafka.sesionTimeoutMs is not a known key');
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe('node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs"');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe('node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs", got "fast"');
     expect(refusal({ ...minimal, runtime: { publishIntervalMs: 'often' } })).toBe('node.json: runtime.publishIntervalMs must be a number of milliseconds');
     expect(refusal({ ...minimal, runtime: { topicPrefix: 'x' } })).toBe('node.json: runtime.topicPrefix is set by "cluster" in a node config');
   });
@@ -124,8 +124,8 @@ describe('node config', () => {
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: 100_000 } })).toBe(
       'node.json: kafka.maxRecordBytes (262144) must be at most maxMessageBytes (100000)',
     );
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: '64MB' } })).toBe('node.json: kafka.maxMessageBytes must be a number of bytes');
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, compression: 'zstd' } })).toBe('node.json: kafka.compression must be "gzip" or "none"');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, maxMessageBytes: '64MB' } })).toBe('node.json: kafka.maxMessageBytes must be a number, got 64MB');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, compression: 'zstd' } })).toBe('node.json: kafka.compression must be "gzip" or "none", got "zstd"');
   });
 
   it('takes the failure detector section: session-only by default, timings into the runtime, the endpoint apart', () => {

@@ -230,7 +230,7 @@ describe("shardherd's decoder of fetched record batches", () => {
     expect(kafkaSourceSettings(options).fetchDecoder).toBe('shardherd');
     expect(kafkaSourceSettings({ ...options, fetch: { decoder: 'kafkajs' } }).fetchDecoder).toBe('kafkajs');
     expect(() => kafkaSourceSettings({ ...options, fetch: { decoder: 'fast' as 'kafkajs' } })).toThrow(
-      'invalid KafkaIngestionSource option fetch.decoder: must be "shardherd" or "kafkajs", got "fast"',
+      'KafkaIngestionSource option fetch.decoder must be "shardherd" or "kafkajs", got "fast"',
     );
   });
 });

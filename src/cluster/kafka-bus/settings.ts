@@ -17,8 +17,11 @@ const positive = wholeNumber(1, 'must be a positive whole number').nullish();
 /** Checked with their bounds and between each other by busLimits (../bus-limits.ts documents them). */
 const limit = z.number({ error: (issue) => `must be a number, got ${String(issue.input)}` }).nullish();
 
-/** Each option's own check and default, in the order they are reported; the defaults that depend on another key are `derive`'s. */
-const fields = z.object({
+/**
+ * Each option's own check and default, in the order they are reported; the defaults that depend on
+ * another key are `timings`' and `limits`'. A node config's `kafka` section is made of these.
+ */
+export const kafkaBusFields = z.object({
   brokers: z
     .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, { error: (issue) => `must be host:port, got '${String(issue.input)}'` }))
     .min(1, 'needs at least one host:port')
@@ -65,7 +68,7 @@ const fields = z.object({
   compression: withDefault(z.enum(BUS_COMPRESSIONS, { error: (issue) => `must be "gzip" or "none", got ${JSON.stringify(issue.input)}` }), 'gzip'),
 });
 
-type Fields = z.output<typeof fields>;
+type Fields = z.output<typeof kafkaBusFields>;
 
 /** The timings' defaults, which follow the session timeout and heartbeat actually set. */
 function timings(o: Fields) {
@@ -103,7 +106,7 @@ function limits(o: Fields): BusLimits | ConfigError {
 }
 
 /** The options, their derived defaults and the checks between them. */
-export const kafkaBusSchema = fields.transform((o, ctx) => {
+export const kafkaBusSchema = kafkaBusFields.transform((o, ctx) => {
   const t = timings(o);
   const conflict = timingConflict(o.sessionTimeoutMs, t);
   if (conflict !== undefined) {
