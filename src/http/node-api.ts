@@ -15,6 +15,7 @@ import type { HeldHttpPort } from './held-port.js';
 import { answers, registerApiSchemas, schemaRef, withAnswer, withRefusals } from './schemas/answers.js';
 import { readStrictBodies, STRICT_AJV } from './strict-bodies.js';
 import { ClusterFeed, type ClusterFeedOptions, type FeedMessage } from './cluster-feed.js';
+import { serveEventStream } from './event-stream.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerFiloDbRoutes } from './filodb-routes.js';
 import { registerPageRoutes, type PageRoutesOptions } from './page-routes.js';
@@ -138,6 +139,8 @@ export async function prepareNodeApi(node: ShardherdNode | (() => ShardherdNode)
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
+    // The HEAD twin Fastify adds to every GET route answers too, so the description says so.
+    exposeHeadRoutes: true,
     // Components named as registered (`#/components/schemas/ErrorBody`), not `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
@@ -336,17 +339,7 @@ function registerRoutes(app: FastifyInstance, singleton: SingletonClient, feed: 
 }
 
 function streamFeed(req: FastifyRequest, res: FastifyReply, feed: ClusterFeed): void {
-  res.hijack();
-  const raw = res.raw;
-  raw.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
-  raw.write('retry: 2000\n\n');
-  const send = (m: FeedMessage) =>
-    raw.write(`event: ${m.type}\ndata: ${JSON.stringify(m.type === 'view' ? m.view : { error: m.error, reason: m.reason })}\n\n`);
-  const stop = feed.listen(send);
-  // A comment now and then keeps proxies from closing an idle stream.
-  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
-  req.raw.on('close', () => {
-    clearInterval(keepAlive);
-    stop();
-  });
+  serveEventStream(req, res, (send) =>
+    feed.listen((m: FeedMessage) => send(m.type, JSON.stringify(m.type === 'view' ? m.view : { error: m.error, reason: m.reason }))),
+  );
 }

@@ -3,6 +3,7 @@
 // page itself is served at `/` by node-api.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
+import { serveEventStream } from './event-stream.js';
 import type { ClusterFeed } from './cluster-feed.js';
 import { clusterView, parseDatasetParam } from './cluster-view.js';
 import { IngestionSampler, type IngestionSamplerOptions } from './ingestion-sampler.js';
@@ -13,7 +14,7 @@ import { StringTable } from '../core/string-table.js';
 import { shardDetails } from './shard-details.js';
 import { answers, READ_ERRORS } from './schemas/answers.js';
 import { PAGE_SCHEMAS } from './schemas/page-schemas.js';
-import { NoQuery } from './schemas/request-schemas.js';
+import { NoQuery, ShardParams } from './schemas/request-schemas.js';
 import type { SingletonClient } from './singleton-client.js';
 
 export interface PageRoutesOptions extends PageFeedOptions {
@@ -45,12 +46,7 @@ export function registerPageRoutes(app: FastifyInstance, singleton: SingletonCli
       schema: {
         tags: ['cluster'],
         summary: 'One shard for the status page: its copies with their ingestion rate and lag, and its recent changes',
-        params: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { dataset: { type: 'string', maxLength: 256 }, shard: { type: 'string', pattern: '^[0-9]{1,9}$' } },
-          required: ['dataset', 'shard'],
-        },
+        params: ShardParams,
         querystring: NoQuery,
         response: { 200: { description: 'The shard', $ref: 'ShardDetails#' }, ...answers('shardherd', {}, [400, 404, ...READ_ERRORS]) },
       },
@@ -88,15 +84,5 @@ export function registerPageRoutes(app: FastifyInstance, singleton: SingletonCli
 }
 
 function stream(req: FastifyRequest, res: FastifyReply, page: PageFeed): void {
-  res.hijack();
-  const raw = res.raw;
-  raw.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
-  raw.write('retry: 2000\n\n');
-  const stop = page.listen((m: PageMessage) => raw.write(`event: ${m.event}\ndata: ${m.data}\n\n`));
-  // A comment now and then keeps proxies from closing an idle stream.
-  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
-  req.raw.on('close', () => {
-    clearInterval(keepAlive);
-    stop();
-  });
+  serveEventStream(req, res, (send) => page.listen((m: PageMessage) => send(m.event, m.data)));
 }

@@ -224,6 +224,8 @@ export async function openApiCheck(doc: OpenApiDocument): Promise<OpenApiCheck> 
       const type = (contentType ?? '').split(';')[0]!.trim();
       const validate = media.get(type);
       if (!validate) return `${operation} ${status} answered ${type || 'no content type'}, documented: ${[...media.keys()].join(', ')}`;
+      // A HEAD answer has the headers of its GET and no body.
+      if (operation.startsWith('HEAD ')) return body === '' ? undefined : `${operation} ${status}: a HEAD answer has a body: ${body.slice(0, 200)}`;
       let data: unknown = body;
       if (type === 'application/json') {
         try {

@@ -74,7 +74,8 @@ describe('the OpenAPI document', () => {
     const broken = structuredClone(check.doc);
     broken.paths['/api/v1/overview'].get.responses['200'].description = 'Default Response';
     broken.components.schemas.ErrorBody.properties.error = { type: 'string', const: 'x' };
-    broken.paths['/api/v1/members'].get.responses['200'].content['application/json'].schema = { $ref: '#/components/schemas/Nowhere' };
+    for (const method of ['get', 'head'])
+      broken.paths['/api/v1/members'][method].responses['200'].content['application/json'].schema = { $ref: '#/components/schemas/Nowhere' };
     expect(structuralProblems(broken)).toEqual(
       expect.arrayContaining([
         'GET /api/v1/overview 200: needs a description of its own',
@@ -249,6 +250,20 @@ describe('every route answers as documented', () => {
       await impatient.close();
     }
   }, 15_000);
+
+  it('every read answers HEAD as its GET does: the same status and content type, no body', async () => {
+    const heads = check.operations.filter((o) => o.startsWith('HEAD '));
+    expect(heads.length).toBeGreaterThanOrEqual(15);
+    for (const operation of heads) {
+      const path = operation.slice('HEAD '.length).replace('{dataset}', 'metrics').replace('{shard}', '3');
+      // The event streams stay open: their headers are enough.
+      const abort = new AbortController();
+      const get = await fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: abort.signal });
+      abort.abort();
+      const head = await call(path, { method: 'HEAD' });
+      expect([head.status, head.body], operation).toEqual([get.status, '']);
+    }
+  });
 
   it('every documented operation was driven', () => {
     expect([...seen.keys()].sort()).toEqual([...check.operations].sort());

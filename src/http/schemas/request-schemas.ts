@@ -17,6 +17,17 @@ export const DatasetParams = {
   properties: { dataset: { ...DatasetName, description: "The dataset's name" } },
 } as const;
 
+/** The path of a route about one shard of a dataset. */
+export const ShardParams = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['dataset', 'shard'],
+  properties: {
+    dataset: { ...DatasetName, description: "The dataset's name" },
+    shard: { type: 'string', pattern: '^[0-9]{1,9}$', maxLength: 9, description: 'The shard number' },
+  },
+} as const;
+
 /** The path of a node operation. */
 export const NodeParams = {
   type: 'object',
