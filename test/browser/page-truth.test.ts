@@ -1,6 +1,7 @@
 // The status page tells the truth as a user reads it: the shard panel follows the shard however it
 // was opened (keyboard focus or click), the header says "live" only while views arrive (a singleton
-// outage says so), and the page fits a 420 px wide phone without horizontal scrolling.
+// outage, a lost connection and a silent one each say so), and the page fits a 420 px wide phone
+// without horizontal scrolling.
 import { pino } from 'pino';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -234,5 +235,62 @@ describe('the status page tells the truth', () => {
       page.locator('section[data-dataset="metrics"] .inspector').boundingBox(),
     ]);
     expect(panelBox!.x).toBeGreaterThan(mapBox!.x + mapBox!.width);
+  });
+
+  describe('the header on a page of its own', () => {
+    let own: Page;
+    let ownApi: NodeApi;
+
+    /** Every text the header took since the page was opened, in order (a change shown for a moment counts). */
+    const headerTexts = () => own.evaluate<string[]>('window.said');
+
+    beforeAll(async () => {
+      ownApi = await startNodeApi(cluster.node('n3'), { port: 0, token: TOKEN, feed: { refreshMs: 500 } });
+      own = await browser.newPage();
+      // The page's clock is ours to move: ten silent seconds pass in an instant.
+      await own.clock.install();
+      await own.addInitScript({
+        content: `
+          window.said = [];
+          document.addEventListener('DOMContentLoaded', () => {
+            const header = document.getElementById('connection');
+            new MutationObserver(() => {
+              if (window.said[window.said.length - 1] !== header.textContent) window.said.push(header.textContent);
+            }).observe(header, { childList: true, characterData: true, subtree: true });
+          });`,
+      });
+      await own.goto(`${ownApi.url}/`);
+      await until(
+        'live',
+        () => own.locator('#connection').textContent(),
+        (t) => t === 'live',
+      );
+    }, 30_000);
+
+    afterAll(async () => {
+      await own?.close();
+      await ownApi?.close();
+    });
+
+    it('says "no update for N s" once ten seconds pass without a message, and live again when one comes', async () => {
+      await own.clock.pauseAt(await own.evaluate<number>('Date.now()'));
+      await own.clock.fastForward(12_000);
+      await own.clock.resume();
+      const texts = await until('silence told', headerTexts, (t) => t.some((x) => /^no update for 1[0-9] s$/.test(x)), 5_000);
+      const silent = texts.findIndex((x) => x.startsWith('no update for'));
+      await until('live again after the next message', headerTexts, (t) => t.slice(silent + 1).includes('live'), 10_000);
+    });
+
+    it('says "reconnecting since" while its node does not answer, and live again once it does', async () => {
+      const port = Number(new URL(ownApi.url).port);
+      const before = (await headerTexts()).length;
+      await ownApi.close();
+      const texts = await until('reconnecting told', headerTexts, (t) => t.slice(before).some((x) => /^reconnecting since \d\d:\d\d:\d\d…$/.test(x)), 10_000);
+      expect(await own.locator('#connection').getAttribute('data-state')).toBe('reconnecting');
+      const lost = texts.length;
+      ownApi = await startNodeApi(cluster.node('n3'), { port, token: TOKEN, feed: { refreshMs: 500 } });
+      await until('live again', headerTexts, (t) => t.slice(lost).includes('live'), 15_000);
+      expect(await own.locator('#connection').getAttribute('data-state')).toBe('live');
+    }, 30_000);
   });
 });
