@@ -216,6 +216,11 @@ export class ShardherdNode {
   }
 
   /** The membership view this incarnation last heard (undefined before it joined). */
+  /** The clock this node runs on: monotonic in a real process, the cluster's in embedded mode (simulated in the simulator). */
+  get clock(): Clock {
+    return this.services.clock;
+  }
+
   get view(): MembershipView | undefined {
     return this.lastView;
   }

@@ -104,12 +104,14 @@ const CATCH_UP_POLL_MS = 10;
  */
 export async function followedMap(singleton: SingletonClient, stamp: MapStamp): Promise<FollowedMap> {
   const { node } = singleton;
-  const deadline = performance.now() + CATCH_UP_MS;
+  // On the node's clock, as the changes it waits for come: simulated time in the simulator.
+  const { clock } = node;
+  const deadline = clock.now() + CATCH_UP_MS;
   for (;;) {
     const f = (await node.cache())?.maps.get(stamp.dataset);
     if (f?.mapper && f.mapper.numShards === stamp.numShards && compareStamps(f, stamp) >= 0) return { mapper: f.mapper, epoch: f.epoch, version: f.version };
-    if (performance.now() >= deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, CATCH_UP_POLL_MS));
+    if (clock.now() >= deadline) break;
+    await new Promise((resolve) => clock.schedule(CATCH_UP_POLL_MS, () => resolve(undefined)));
   }
   const reply = await singleton.ask((replyTo) => ({ type: 'GetShardMap', dataset: stamp.dataset, replyTo }));
   if (reply.type === 'DatasetUnknown') throw new ApiError(404, 'DatasetUnknown', `Dataset ${stamp.dataset} is not registered`);

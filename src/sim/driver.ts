@@ -92,6 +92,24 @@ export class SimDriver {
     await this.settle();
   }
 
+  /**
+   * Advances in steps of `stepMs` until `p` settles, and gives what it settled with: a request made
+   * from outside the cluster (over HTTP, say) is answered as simulated time moves. Fails when `maxMs`
+   * of simulated time pass first.
+   */
+  async whenSettled<T>(p: Promise<T>, maxMs = 60_000, stepMs = 50): Promise<T> {
+    let settled = false;
+    p.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    for (let t = 0; !settled; t += stepMs) {
+      if (t > maxMs) throw new Error(`not settled within ${maxMs} ms of simulated time (at ${this.clock.now()} ms)`);
+      await this.advance(stepMs);
+    }
+    return p;
+  }
+
   /** Advances in steps of `stepMs` until `done()` holds or `maxMs` passed; returns whether it held. */
   async until(done: () => boolean | Promise<boolean>, maxMs: number, stepMs = 100): Promise<boolean> {
     for (let t = 0; t <= maxMs; t += stepMs) {

@@ -1,13 +1,15 @@
 // The status page's data: the cluster view in its compact form, and the difference between two
 // views (only the shards that changed, with events in words).
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../src/cluster/clock.js';
 import { datasetRef } from '../../src/core/ids.js';
-import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { clusterView, type ClusterView, type DatasetView, type MemberView, type ShardView } from '../../src/http/cluster-view.js';
 import { diffViews, pageView, type PageView } from '../../src/http/page-state.js';
 import { StringTable } from '../../src/core/string-table.js';
 import { SingletonClient } from '../../src/http/singleton-client.js';
-import { liveCluster } from '../support/live-cluster.js';
+import { SimDriver } from '../../src/sim/driver.js';
 
 const member = (node: string, rack?: string): MemberView => ({
   node,
@@ -209,23 +211,36 @@ describe('diffViews', () => {
   });
 });
 
-describe('on a real cluster', () => {
+describe('on an embedded cluster', () => {
   let cluster: EmbeddedCluster;
+  let driver: SimDriver;
   beforeAll(async () => {
-    cluster = liveCluster('page-state', ['n1', 'n2']);
-    await cluster.start();
-    await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 10 } });
-    await cluster.whenConverged('metrics');
-  }, 30_000);
+    cluster = new EmbeddedCluster({
+      name: 'page-state',
+      clock: new SimulatedClock(0),
+      nodes: ['n1', 'n2'],
+      log: pino({ level: 'silent' }),
+      sessionTimeoutMs: 1_500,
+      heartbeatIntervalMs: 250,
+      settings: { publishIntervalMs: 500, recoveryReplyTimeoutMs: 500, pollIntervalMs: 50, reportResendMs: 500 },
+    });
+    driver = new SimDriver(cluster);
+    await driver.whenSettled(cluster.start());
+    await driver.whenSettled(cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 10 } }));
+    await driver.whenSettled(cluster.whenConverged('metrics'));
+  });
   afterAll(() => cluster?.stop());
 
   it("gives a shard stopped under FiloDB's strategy as Stopped, with the singleton's reason", async () => {
-    expect((await cluster.request((replyTo) => ({ type: 'StopShards', dataset: datasetRef('metrics'), shards: [2], replyTo }))).type).toBe('Success');
+    const stopped = await driver.whenSettled(cluster.request((replyTo) => ({ type: 'StopShards', dataset: datasetRef('metrics'), shards: [2], replyTo })));
+    expect(stopped.type).toBe('Success');
     const singleton = new SingletonClient(() => cluster.node('n1'));
-    const deadline = Date.now() + 10_000;
-    let v: ClusterView;
-    do v = await clusterView(singleton);
-    while (v.datasets[0]!.shards[2]!.reason === undefined && Date.now() < deadline);
-    expect(pageView(v, new StringTable(), 0).datasets[0]!.shards[2]).toEqual(['S', [], { r: expect.stringMatching(/^stopped by an operator/) }]);
-  }, 20_000);
+    let v: ClusterView | undefined;
+    const told = await driver.until(async () => {
+      v = await driver.whenSettled(clusterView(singleton));
+      return v.datasets[0]!.shards[2]!.reason !== undefined;
+    }, 10_000);
+    expect(told).toBe(true);
+    expect(pageView(v!, new StringTable(), 0).datasets[0]!.shards[2]).toEqual(['S', [], { r: expect.stringMatching(/^stopped by an operator/) }]);
+  });
 });
