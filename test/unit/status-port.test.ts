@@ -5,14 +5,15 @@
 import { createServer, type Server } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
+import { SimulatedClock } from '../../src/cluster/clock.js';
+import { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { holdHttpPort } from '../../src/http/held-port.js';
 import { startNodeApi } from '../../src/http/node-api.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
 import { startNode } from '../../src/node/run-node.js';
 import { StatusPortError } from '../../src/node/status-port.js';
-import { liveCluster } from '../support/live-cluster.js';
+import { SimDriver } from '../../src/sim/driver.js';
 import { countingServer } from '../support/counting-server.js';
 
 const closeServer = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()));
@@ -56,10 +57,13 @@ describe('a node whose status port is taken', () => {
 
 describe('a held status port', () => {
   let cluster: EmbeddedCluster;
+  let driver: SimDriver;
   beforeAll(async () => {
-    cluster = liveCluster('held-port', ['n1']);
-    await cluster.start();
-  }, 30_000);
+    // On simulated time: the node's health is its own, not that of a busy machine.
+    cluster = new EmbeddedCluster({ name: 'held-port', clock: new SimulatedClock(0), nodes: ['n1'], log: pino({ level: 'silent' }) });
+    driver = new SimDriver(cluster);
+    await driver.whenSettled(cluster.start());
+  });
   afterAll(async () => {
     await cluster?.stop();
   });
@@ -72,7 +76,7 @@ describe('a held status port', () => {
 
     const api = await startNodeApi(cluster.node('n1'), { port: 0, held, token: 'held-port-test-token-123' });
     expect(api.url).toBe(held.url);
-    const health = await fetch(`${api.url}/healthz`);
+    const health = await driver.whenSettled(fetch(`${api.url}/healthz`));
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ ok: true, member: true });
 
