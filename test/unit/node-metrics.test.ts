@@ -4,14 +4,19 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
-import { liveCluster } from '../support/live-cluster.js';
+import type { SimDriver } from '../../src/sim/driver.js';
+import { simulatedCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 
 let cluster: EmbeddedCluster;
+let driver: SimDriver;
 const apis: NodeApi[] = [];
 
+/** A request to a node's API, answered as the driver moves the cluster's time. */
+const request = (url: string, init?: RequestInit) => driver.whenSettled(fetch(url, init));
+
 async function scrape(api: NodeApi): Promise<Map<string, ParsedFamily>> {
-  const res = await fetch(`${api.url}/metrics`);
+  const res = await request(`${api.url}/metrics`);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
   return new Map(parsePrometheusTextFormat(await res.text()).map((f) => [f.name, f]));
 }
@@ -24,14 +29,14 @@ const sum = (families: Map<string, ParsedFamily>, name: string) => (families.get
 
 beforeAll(async () => {
   // Shard 3's record 20 cannot be read: the shard errors and the singleton moves it once.
-  cluster = liveCluster('metrics', ['n1', 'n2', 'n3'], {
+  ({ cluster, driver } = simulatedCluster('metrics', ['n1', 'n2', 'n3'], {
     source: { failAt: (_ds, shard, offset) => (shard === 3 && offset === 20 ? 'poison record' : undefined) },
-  });
-  await cluster.start();
-  await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 500 } });
+  }));
+  await driver.whenSettled(cluster.start());
+  await driver.whenSettled(cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 500 } }));
   for (const n of ['n1', 'n2']) apis.push(await startNodeApi(cluster.node(n), { port: 0, token: 'metrics-test-token-1234' }));
-  await new Promise((r) => setTimeout(r, 2_500));
-}, 30_000);
+  await driver.advance(2_500);
+});
 
 afterAll(async () => {
   for (const api of apis) await api.close();
@@ -117,14 +122,13 @@ describe('GET /metrics series', () => {
     const shard = (await n2.running()).find((r) => r.dataset === 'metrics' && r.status.type === 'Active')!.shard;
     const before = await scrape(apis[1]!);
     expect(value(before, 'shardherd_ingested_records_total', { dataset: 'metrics', shard: String(shard) })).toBeGreaterThan(0);
-    const stop = await fetch(`${apis[0]!.url}/api/v1/cluster/metrics/stopshards`, {
+    const stop = await request(`${apis[0]!.url}/api/v1/cluster/metrics/stopshards`, {
       method: 'POST',
       headers: { authorization: 'Bearer metrics-test-token-1234', 'content-type': 'application/json' },
       body: JSON.stringify({ shardList: [shard] }),
     });
     expect(stop.status).toBe(200);
-    const deadline = Date.now() + 10_000;
-    while ((await n2.running()).some((r) => r.dataset === 'metrics' && r.shard === shard) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await driver.until(async () => !(await n2.running()).some((r) => r.dataset === 'metrics' && r.shard === shard), 10_000, 50);
     const after = await scrape(apis[1]!);
     expect(value(after, 'shardherd_ingested_records_total', { dataset: 'metrics', shard: String(shard) })).toBeUndefined();
     expect(value(after, 'shardherd_ingestion_lag_records', { dataset: 'metrics', shard: String(shard) })).toBeUndefined();
@@ -137,9 +141,9 @@ describe('GET /metrics series', () => {
 
 describe('GET /metrics after a dataset is removed', () => {
   it('no longer has any series of the dataset, counters included, on any node', async () => {
-    const res = await fetch(`${apis[0]!.url}/api/v1/datasets/metrics`, { method: 'DELETE', headers: { authorization: 'Bearer metrics-test-token-1234' } });
+    const res = await request(`${apis[0]!.url}/api/v1/datasets/metrics`, { method: 'DELETE', headers: { authorization: 'Bearer metrics-test-token-1234' } });
     expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1_500));
+    await driver.advance(1_500);
     for (const api of apis) {
       const families = await scrape(api);
       const left = [...families.values()].flatMap((f) => f.metrics.filter((m) => m.labels?.dataset === 'metrics').map(() => f.name));
