@@ -2,7 +2,7 @@
 // step gave them, a call's answer is stepped before the next effect (as the code after an `await`
 // ran before the rest of a handler), and nothing more is performed once the actor may not act.
 import { describe, expect, it } from 'vitest';
-import { type Reducer, stepAndPerform } from '../../src/actors/reducer.js';
+import { type Reducer, stepAndPerform, stepNow } from '../../src/actors/reducer.js';
 
 type Msg = { readonly type: 'Go'; readonly items: readonly string[] } | { readonly type: 'Answer'; readonly of: string };
 type Effect = { readonly type: 'Say'; readonly text: string } | { readonly type: 'Call'; readonly of: string };
@@ -14,7 +14,7 @@ interface State {
 const reducer: Reducer<State, Msg, Effect> = (state, msg, now) => {
   if (msg.type === 'Go')
     return { state, effects: msg.items.map((i) => (i.startsWith('call:') ? { type: 'Call', of: i.slice(5) } : { type: 'Say', text: `${i}@${now}` })) };
-  return { state: { ...state, stopped: msg.of === 'stop' }, effects: [{ type: 'Say', text: `answer ${msg.of}` }] };
+  return { state: { said: state.said + 1, stopped: msg.of === 'stop' }, effects: [{ type: 'Say', text: `answer ${msg.of}` }] };
 };
 
 async function run(items: readonly string[]): Promise<{ log: string[]; state: State }> {
@@ -48,5 +48,43 @@ describe('stepAndPerform', () => {
     const { log, state } = await run(['a', 'call:stop', 'b', 'call:y']);
     expect(log).toEqual(['a@7', 'call stop (stopped: false)']);
     expect(state.stopped).toBe(true);
+  });
+
+  it('runs effects that do not return a promise at once, in one piece: nothing else runs between them', () => {
+    const log: string[] = [];
+    const box = { state: { said: 0, stopped: false } };
+    const pending = stepNow<State, Msg, Effect>(
+      box,
+      { type: 'Go', items: ['a', 'call:x', 'b'] },
+      reducer,
+      (e) => {
+        log.push(e.type === 'Say' ? e.text : `call ${e.of}`);
+        return e.type === 'Call' ? { type: 'Answer', of: e.of } : undefined;
+      },
+      () => 3,
+    );
+    expect(pending).toBeUndefined();
+    expect(log).toEqual(['a@3', 'call x', 'answer x', 'b@3']);
+  });
+
+  it('keeps the state in its box, so a step made while an effect is awaited is not lost', async () => {
+    const box = { state: { said: 0, stopped: false } };
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const pending = stepNow<State, Msg, Effect>(
+      box,
+      { type: 'Go', items: ['call:x'] },
+      reducer,
+      async (e) => {
+        if (e.type === 'Call') await held;
+        return e.type === 'Call' ? { type: 'Answer', of: e.of } : undefined;
+      },
+      () => 0,
+    );
+    // Meanwhile a synchronous step changes the state: the awaited effect's answer builds on it.
+    box.state = { ...box.state, said: 10 };
+    release();
+    await pending;
+    expect(box.state.said).toBe(11);
   });
 });
