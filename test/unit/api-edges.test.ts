@@ -9,12 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDatasetRef, parseNodeId } from '../../src/core/ids.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { NodeApi } from '../../src/http/node-api.js';
+import type { SimDriver } from '../../src/sim/driver.js';
 import { startApiCluster } from '../support/api-cluster.js';
 import type { OpenApiCheck } from '../support/openapi-check.js';
 
 const TOKEN = 'api-edges-token-0123456789';
 
 let cluster: EmbeddedCluster;
+let driver: SimDriver;
 let api: NodeApi;
 let check: OpenApiCheck;
 
@@ -41,7 +43,7 @@ function send(r: Sent): Promise<Answer> {
   if (r.contentType !== undefined) headers['content-type'] = r.contentType;
   // Node sends a DELETE's or an OPTIONS' body unframed unless told its length.
   if (r.body !== undefined) headers['content-length'] = String(Buffer.byteLength(r.body));
-  return new Promise((resolve, reject) => {
+  const answered = new Promise<Answer>((resolve, reject) => {
     // A connection of its own: a refusal answered before its body was read may close the one it came on.
     const req = request(api.url, { method: r.method, path: r.path, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -58,6 +60,7 @@ function send(r: Sent): Promise<Answer> {
     req.on('error', reject);
     req.end(r.body);
   });
+  return driver.whenSettled(answered);
 }
 
 const json = (a: Answer) => JSON.parse(a.body) as Record<string, unknown>;
@@ -94,8 +97,8 @@ function problemOf(sent: Sent, answer: Answer): string | undefined {
 }
 
 beforeAll(async () => {
-  ({ cluster, api, check } = await startApiCluster('edges', TOKEN));
-}, 30_000);
+  ({ cluster, driver, api, check } = await startApiCluster('edges', TOKEN));
+});
 
 afterAll(async () => {
   await api?.close();

@@ -6,15 +6,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { startApiCluster } from '../support/api-cluster.js';
+import type { SimDriver } from '../../src/sim/driver.js';
+import { startApiCluster, type ApiCluster } from '../support/api-cluster.js';
 import { structuralProblems, type OpenApiCheck } from '../support/openapi-check.js';
 
 const TOKEN = 'openapi-test-token-0123456789';
 const synthetic = { type: 'synthetic', recordsPerSecond: 100 } as const;
 
 let cluster: EmbeddedCluster;
+let driver: SimDriver;
 let api: NodeApi;
 let check: OpenApiCheck;
+let request: ApiCluster['request'];
 /** Per operation, the statuses it answered in this file. */
 const seen = new Map<string, Set<number>>();
 
@@ -35,8 +38,8 @@ async function call(path: string, init: Call = {}): Promise<{ status: number; bo
   if (payload !== undefined) headers['content-type'] = init.contentType ?? 'application/json';
   const token = init.token === undefined ? TOKEN : init.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${(init.on ?? api).url}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
-  const body = await res.text();
+  const res = await request(`${(init.on ?? api).url}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
+  const body = await driver.whenSettled(res.text());
   const operation = check.operationOf(method, path);
   expect(operation, `${method} ${path} is documented`).toBeDefined();
   expect(check.answerProblem(operation!, res.status, res.headers.get('content-type'), body)).toBeUndefined();
@@ -49,8 +52,8 @@ async function call(path: string, init: Call = {}): Promise<{ status: number; bo
 const json = (r: { body: string }) => JSON.parse(r.body) as Record<string, unknown>;
 
 beforeAll(async () => {
-  ({ cluster, api, check } = await startApiCluster('openapi', TOKEN));
-}, 30_000);
+  ({ cluster, driver, api, check, request } = await startApiCluster('openapi', TOKEN));
+});
 
 afterAll(async () => {
   await api?.close();
@@ -152,8 +155,8 @@ describe('every route answers as documented', () => {
     const started = await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: owner, shardList: [5] } });
     expect(started.status).toBe(200);
     expect((await call('/api/v1/cluster/metrics/startshards', { method: 'POST', body: { address: 'akka://x y', shardList: [0] } })).status).toBe(400);
-    await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
-  }, 30_000);
+    await driver.whenSettled(cluster.whenConverged('metrics', { timeoutMs: 10_000 }));
+  });
 
   it("shardherd's reads and the node's own routes", async () => {
     for (const path of [
@@ -187,7 +190,7 @@ describe('every route answers as documented', () => {
     expect((await call('/api/v1/page/shards/metrics/x')).status).toBe(400);
     // The event stream: its head is enough (it stays open).
     const abort = new AbortController();
-    const events = await fetch(`${api.url}/api/v1/events`, { signal: abort.signal });
+    const events = await request(`${api.url}/api/v1/events`, { signal: abort.signal });
     expect(
       check.answerProblem(check.operationOf('GET', '/api/v1/events')!, events.status, events.headers.get('content-type'), 'retry: 2000\n\n'),
     ).toBeUndefined();
@@ -195,15 +198,16 @@ describe('every route answers as documented', () => {
     abort.abort();
     // The page's stream, and a shard's details while it runs (with history and rates).
     const pageAbort = new AbortController();
-    const page = await fetch(`${api.url}/api/v1/page/events`, { signal: pageAbort.signal });
+    const page = await request(`${api.url}/api/v1/page/events`, { signal: pageAbort.signal });
     expect(
       check.answerProblem(check.operationOf('GET', '/api/v1/page/events')!, page.status, page.headers.get('content-type'), 'retry: 2000\n\n'),
     ).toBeUndefined();
     seen.set('GET /api/v1/page/events', new Set([page.status]));
-    const deadline = Date.now() + 10_000;
-    let details: Record<string, unknown>;
-    do details = json(await call('/api/v1/page/shards/metrics/3'));
-    while (!(details.copies as { ingestion?: unknown }[])[0]?.ingestion && Date.now() < deadline && (await new Promise((r) => setTimeout(r, 100)), true));
+    let details: Record<string, unknown> = {};
+    await driver.until(async () => {
+      details = json(await call('/api/v1/page/shards/metrics/3'));
+      return (details.copies as { ingestion?: unknown }[])[0]?.ingestion !== undefined;
+    }, 10_000);
     expect(details.copies).toEqual([expect.objectContaining({ ingestion: expect.objectContaining({ position: expect.any(Number) }) })]);
     pageAbort.abort();
   });
@@ -249,7 +253,7 @@ describe('every route answers as documented', () => {
       singleton.resume();
       await impatient.close();
     }
-  }, 15_000);
+  });
 
   it('every read answers HEAD as its GET does: the same status and content type, no body', async () => {
     const heads = check.operations.filter((o) => o.startsWith('HEAD '));
@@ -258,7 +262,7 @@ describe('every route answers as documented', () => {
       const path = operation.slice('HEAD '.length).replace('{dataset}', 'metrics').replace('{shard}', '3');
       // The event streams stay open: their headers are enough.
       const abort = new AbortController();
-      const get = await fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: abort.signal });
+      const get = await request(`${api.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: abort.signal });
       abort.abort();
       const head = await call(path, { method: 'HEAD' });
       expect([head.status, head.body], operation).toEqual([get.status, '']);

@@ -7,7 +7,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { NodeApi } from '../../src/http/node-api.js';
-import { startApiCluster } from '../support/api-cluster.js';
+import type { SimDriver } from '../../src/sim/driver.js';
+import { startApiCluster, type ApiCluster } from '../support/api-cluster.js';
 import type { OpenApiCheck } from '../support/openapi-check.js';
 
 const TOKEN = 'strict-inputs-token-0123456789';
@@ -88,8 +89,10 @@ function sentBodies(valid: Json | undefined): fc.Arbitrary<Sent> {
 }
 
 let cluster: EmbeddedCluster;
+let driver: SimDriver;
 let api: NodeApi;
 let check: OpenApiCheck;
+let request: ApiCluster['request'];
 
 /** Whether the route's documented schema takes this body (it is then not sent: only refusals are under test). */
 function inSchema(operation: string, sent: Sent): boolean {
@@ -113,15 +116,15 @@ function inSchema(operation: string, sent: Sent): boolean {
 
 /** What an operator can see changing: every map's stamp, the node operations, the datasets. */
 async function clusterState(): Promise<string> {
-  const datasets = (await (await fetch(`${api.url}/api/v1/datasets`)).json()) as { datasets: { name: string; epoch: number; version: number }[] };
-  const operations = await (await fetch(`${api.url}/api/v1/node-operations`)).json();
+  const datasets = (await (await request(`${api.url}/api/v1/datasets`)).json()) as { datasets: { name: string; epoch: number; version: number }[] };
+  const operations = await (await request(`${api.url}/api/v1/node-operations`)).json();
   return JSON.stringify({ maps: datasets.datasets.map((d) => [d.name, d.epoch, d.version]), operations });
 }
 
 beforeAll(async () => {
   // n1 has room for n2's shards: a drain that got through would start moves and change the map.
-  ({ cluster, api, check } = await startApiCluster('strict', TOKEN));
-}, 30_000);
+  ({ cluster, driver, api, check, request } = await startApiCluster('strict', TOKEN));
+});
 
 afterAll(async () => {
   await api?.close();
@@ -147,7 +150,7 @@ describe("bodies outside a route's schema", () => {
         fc.pre(!inSchema(operation, sent));
         const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` };
         if (sent.contentType !== undefined) headers['content-type'] = sent.contentType;
-        const res = await fetch(`${api.url}${r.path}`, { method: r.method, headers, body: sent.raw });
+        const res = await request(`${api.url}${r.path}`, { method: r.method, headers, body: sent.raw });
         const text = await res.text();
         expect([400, 413, 415], `${r.method} ${r.path} ${String(sent.raw).slice(0, 120)} → ${res.status} ${text.slice(0, 200)}`).toContain(res.status);
         const body = JSON.parse(text) as { error?: string; errorType?: string };
@@ -158,17 +161,17 @@ describe("bodies outside a route's schema", () => {
       { numRuns: 350, seed: 2211 },
     );
     for (const r of ROUTES) expect(refused.get(check.operationOf(r.method, r.path)!) ?? 0, `${r.method} ${r.path}`).toBeGreaterThan(10);
-    await new Promise((resolve) => setTimeout(resolve, 1_000)); // two publish intervals: a change would show by now
+    await driver.advance(1_000); // two publish intervals: a change would show by now
     expect(await clusterState()).toBe(before);
     expect(cluster.nodes.map((n) => n.state)).toEqual(['running', 'running', 'running']);
     for (const n of cluster.nodes) expect(n.actors?.crashes, `${n.node}'s actors`).toBe(0);
-    expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+    expect((await request(`${api.url}/healthz`)).status).toBe(200);
   }, 120_000);
 
   it("the issue's examples: no stopped shard, no replacement by a node called 5", async () => {
     const before = await clusterState();
     const post = (path: string, raw: string) =>
-      fetch(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: raw });
+      request(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: raw });
     for (const raw of ['{"shardList":null}', '{"shardList":"7"}', '{"shardList":[true]}']) {
       const res = await post('/api/v1/cluster/metrics/stopshards', raw);
       expect(res.status, raw).toBe(400);
@@ -178,14 +181,14 @@ describe("bodies outside a route's schema", () => {
     expect(replace.status).toBe(400);
     expect(await replace.json()).toEqual({ error: 'BadRequest', reason: 'body/with must be string' });
     expect(await (await post('/api/v1/cluster/metrics/stopshards', '{"shardList":[0')).json()).toMatchObject({ errorType: 'MalformedBody' });
-    const form = await fetch(`${api.url}/api/v1/cluster/metrics/stopshards`, {
+    const form = await request(`${api.url}/api/v1/cluster/metrics/stopshards`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain' },
       body: '{"shardList":[0]}',
     });
     expect(form.status).toBe(415);
     expect(await form.json()).toMatchObject({ errorType: 'UnsupportedMediaType' });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await driver.advance(1_000);
     expect(await clusterState()).toBe(before);
   });
 });
