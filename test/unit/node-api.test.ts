@@ -1,4 +1,4 @@
-// The HTTP API of a node, over an embedded cluster on real time: FiloDB's routes in FiloDB's
+// The HTTP API of a node, over an embedded cluster on simulated time (requests over real HTTP): FiloDB's routes in FiloDB's
 // shapes, shardherd's own routes, the bearer token on every route that changes something (and a
 // refused request changes nothing), errors as JSON, 503 when the singleton does not answer.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
-import { liveCluster } from '../support/live-cluster.js';
+import type { SimDriver } from '../../src/sim/driver.js';
+import { simulatedCluster } from '../support/live-cluster.js';
 import { resolveAccessToken, tokenFile } from '../../src/http/access-token.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
 
@@ -14,6 +15,7 @@ const TOKEN = 'test-token-0123456789';
 const synthetic = { type: 'synthetic', recordsPerSecond: 200 } as const;
 
 let cluster: EmbeddedCluster;
+let driver: SimDriver;
 let api: NodeApi;
 let dir: string;
 
@@ -24,22 +26,23 @@ async function call(path: string, init: { method?: string; body?: unknown; token
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   const token = init.token === undefined ? TOKEN : init.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${api.url}${path}`, {
+  const res = await request(`${api.url}${path}`, {
     method: init.method ?? 'GET',
     headers,
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
   });
-  const text = await res.text();
+  const text = await driver.whenSettled(res.text());
   return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : text };
 }
 
+/** `fetch`, answered as the driver moves the cluster's time. */
+const request = (url: string, init?: RequestInit) => driver.whenSettled(fetch(url, init));
+
+/** `probe`'s value once `ok` holds, or its last within `timeoutMs` of the cluster's time. */
 async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let v = await probe();
+  await driver.until(async () => ok((v = await probe())), timeoutMs);
+  return v;
 }
 
 const statusOf = async (dataset: string) =>
@@ -47,15 +50,17 @@ const statusOf = async (dataset: string) =>
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'shardherd-api-'));
-  cluster = liveCluster('api', ['n1', 'n2', 'n3']);
-  await cluster.start();
-  expect(await cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, source: synthetic })).toMatchObject({ type: 'DatasetVerified' });
+  ({ cluster, driver } = simulatedCluster('api', ['n1', 'n2', 'n3']));
+  await driver.whenSettled(cluster.start());
+  expect(await driver.whenSettled(cluster.setupDataset({ ref: 'metrics', numShards: 8, minNumNodes: 3, source: synthetic }))).toMatchObject({
+    type: 'DatasetVerified',
+  });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 2_000 });
   await eventually(
     () => statusOf('metrics'),
     (s) => s.every((x) => x.status === 'ShardStatusActive'),
   );
-}, 30_000);
+});
 
 afterAll(async () => {
   await api?.close();
@@ -133,7 +138,7 @@ describe('access control', () => {
     expect(wrong).toMatchObject({ status: 403, body: { error: 'Forbidden' } });
     const setup = await call('/api/v1/datasets', { method: 'POST', body: { ref: 'sneaky', numShards: 2, minNumNodes: 1, source: synthetic }, token: null });
     expect(setup.status).toBe(401);
-    await new Promise((r) => setTimeout(r, 600)); // a publish interval: a change would show by now
+    await driver.advance(600); // a publish interval: a change would show by now
     expect(await statusOf('metrics')).toEqual(before);
     expect((await call('/api/v1/cluster')).body.data).toEqual(['metrics']);
   });
@@ -150,7 +155,7 @@ describe('access control', () => {
     const file = generated.token.file!;
     expect(readFileSync(file, 'utf8').trim()).toBe(generated.token.token);
     expect(
-      (await fetch(`${generated.url}/api/v1/datasets/none`, { method: 'DELETE', headers: { authorization: `Bearer ${generated.token.token}` } })).status,
+      (await request(`${generated.url}/api/v1/datasets/none`, { method: 'DELETE', headers: { authorization: `Bearer ${generated.token.token}` } })).status,
     ).toBe(404);
     await generated.close();
     expect(existsSync(file)).toBe(false);
@@ -254,7 +259,7 @@ describe("shardherd's own routes", () => {
     const href = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)">/.exec(page.body as string)?.[1];
     expect(href).toBe('favicon.svg');
     for (const path of [`/${href}`, '/favicon.ico']) {
-      const res = await fetch(`${api.url}${path}`);
+      const res = await request(`${api.url}${path}`);
       expect(res.status, path).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
       expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[\s\S]*<\/svg>\n$/);
@@ -277,27 +282,27 @@ describe("shardherd's own routes", () => {
     const singleton = cluster.node('n1');
     singleton.pause();
     try {
-      const res = await fetch(`${impatient.url}/api/v1/overview`);
+      const res = await request(`${impatient.url}/api/v1/overview`);
       expect(res.status).toBe(503);
       const body = (await res.json()) as { error: string; reason: string };
       expect(body.error).toBe('SingletonUnavailable');
       expect(body.reason).toMatch(/no singleton answered n2 within 300 ms/);
       // FiloDB's status route answers from the node's own copy of the map, with no bus round trip.
-      const status = await fetch(`${impatient.url}/api/v1/cluster/metrics/status`);
+      const status = await request(`${impatient.url}/api/v1/cluster/metrics/status`);
       expect(status.status).toBe(200);
       expect(((await status.json()) as { data: { status: string }[] }).data.map((x) => x.status)).toEqual(Array(8).fill('ShardStatusActive'));
     } finally {
       singleton.resume();
       await impatient.close();
     }
-  }, 15_000);
+  });
 
   it('answers a change the singleton did not answer in time with 504 OutcomeUnknown; sent again with its key, it was applied once', async () => {
     const impatient = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, singletonTimeoutMs: 300 });
     const other = await startNodeApi(cluster.node('n3'), { port: 0, token: TOKEN });
     const config = { ref: 'late', numShards: 2, minNumNodes: 1, source: synthetic };
     const post = (api: NodeApi, body: unknown, key?: string) =>
-      fetch(`${api.url}/api/v1/datasets`, {
+      request(`${api.url}/api/v1/datasets`, {
         method: 'POST',
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
         body: JSON.stringify(body),
@@ -337,5 +342,5 @@ describe("shardherd's own routes", () => {
       await other.close();
       await call('/api/v1/datasets/late', { method: 'DELETE' });
     }
-  }, 20_000);
+  });
 });
