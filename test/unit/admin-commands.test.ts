@@ -7,7 +7,8 @@ import { runAdmin, type AdminIo } from '../../src/cli/admin/run-admin.js';
 import { parseCommandLine } from '../../src/cli/options.js';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
-import { liveCluster } from '../support/live-cluster.js';
+import type { SimDriver } from '../../src/sim/driver.js';
+import { simulatedCluster } from '../support/live-cluster.js';
 
 const TOKEN = 'admin-commands-token-0123456789';
 
@@ -48,6 +49,7 @@ describe('usage errors', () => {
 
 describe('status', () => {
   let cluster: EmbeddedCluster;
+  let driver: SimDriver;
   let api: NodeApi;
 
   /** Runs an admin command line; what it printed and its exit code. */
@@ -57,29 +59,25 @@ describe('status', () => {
     let stdout = '';
     let stderr = '';
     const io: AdminIo = { stdout: (s) => void (stdout += s), stderr: (s) => void (stderr += s), env: {}, stdin: async () => '' };
-    const code = await runAdmin(parsed.command, io);
+    const code = await driver.whenSettled(runAdmin(parsed.command, io));
     return { code, stdout, stderr };
   }
 
   async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await probe())) {
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    if (!(await driver.until(probe, timeoutMs))) throw new Error(`not within ${timeoutMs} ms of the cluster's time`);
   }
 
   beforeAll(async () => {
     // Record 20 of every shard of `poisoned` cannot be read: its shards fail, move once, fail again
     // and stay in Error inside their cooldown.
-    cluster = liveCluster('admin', ['n1', 'n2'], {
+    ({ cluster, driver } = simulatedCluster('admin', ['n1', 'n2'], {
       source: { failAt: (ds, shard, offset) => (ds === 'poisoned' && shard === 1 && offset === 20 ? 'poison record at offset 20' : undefined) },
-    });
-    await cluster.start();
-    await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
+    }));
+    await driver.whenSettled(cluster.start());
+    await driver.whenSettled(cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } }));
     api = await startNodeApi(cluster.node('n1'), { port: 0, token: TOKEN });
-    await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
-  }, 30_000);
+    await driver.whenSettled(cluster.whenConverged('metrics', { timeoutMs: 10_000 }));
+  });
 
   afterAll(async () => {
     await api?.close();
@@ -93,7 +91,7 @@ describe('status', () => {
   });
 
   it('exits 1 while a shard is in Error, with the cause in the WHY column and in --json', async () => {
-    await cluster.setupDataset({ ref: 'poisoned', numShards: 2, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 400 } });
+    await driver.whenSettled(cluster.setupDataset({ ref: 'poisoned', numShards: 2, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 400 } }));
     await eventually(async () => (await admin('status')).stdout.includes('failed: poison record'));
     const r = await admin('status');
     expect(r.code).toBe(1);
@@ -107,10 +105,10 @@ describe('status', () => {
       (d) => d.name === 'poisoned',
     )!.shards[1];
     expect(shard).toMatchObject({ shard: 1, status: 'Error', error: 'poison record at offset 20' });
-  }, 30_000);
+  });
 
   it("shows the cause on FiloDB's route as FiloDB prints an errored shard's status", async () => {
-    const body = (await (await fetch(`${api.url}/api/v1/cluster/poisoned/status`)).json()) as { data: { shard: number; status: string }[] };
+    const body = (await (await driver.whenSettled(fetch(`${api.url}/api/v1/cluster/poisoned/status`))).json()) as { data: { shard: number; status: string }[] };
     expect(body.data[1]).toMatchObject({ shard: 1, status: 'ShardStatusError(poison record at offset 20)' });
     expect(body.data[0]!.status).toMatch(/^ShardStatus(Active|Recovery\(\d+\))$/);
   });

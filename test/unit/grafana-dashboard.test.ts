@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
-import { liveCluster } from '../support/live-cluster.js';
+import { simulatedCluster } from '../support/live-cluster.js';
 import type { NodeMetrics } from '../../src/metrics/node-metrics.js';
 
 interface Panel {
@@ -24,10 +24,12 @@ let cluster: EmbeddedCluster;
 let exported: Exported;
 
 beforeAll(async () => {
-  cluster = liveCluster('grafana', ['n1', 'n2']);
-  await cluster.start();
-  await cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 100 } });
-  await cluster.whenConverged('metrics', { timeoutMs: 10_000 });
+  const simulated = simulatedCluster('grafana', ['n1', 'n2']);
+  cluster = simulated.cluster;
+  const { driver } = simulated;
+  await driver.whenSettled(cluster.start());
+  await driver.whenSettled(cluster.setupDataset({ ref: 'metrics', numShards: 4, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 100 } }));
+  await driver.whenSettled(cluster.whenConverged('metrics', { timeoutMs: 10_000 }));
   exported = new Map();
   for (const metric of (cluster.node('n1').metrics as NodeMetrics).registry.getMetricsAsArray()) {
     // prom-client's metric objects carry their name, label names and `get()`; its types declare less.
@@ -39,7 +41,7 @@ beforeAll(async () => {
       for (const suffix of ['_sum', '_count']) exported.set(`${name}${suffix}`, new Set(labelNames));
     }
   }
-}, 30_000);
+});
 
 afterAll(async () => {
   await cluster?.stop();
