@@ -44,7 +44,16 @@ function impureSyntax(where) {
  * An actor's pure reducer (src/actors/reducer.ts): its step and the state and effects it is made of.
  * The shell beside them performs the effects.
  */
-const ACTOR_STEP_FILES = ['src/actors/*/step.ts', 'src/actors/*/*-step.ts', 'src/actors/*/state.ts', 'src/actors/*/effects.ts'];
+const ACTOR_STEP_FILES = [
+  'src/actors/*/step.ts',
+  'src/actors/*/*-step.ts',
+  'src/actors/*/state.ts',
+  'src/actors/*/effects.ts',
+  // The pure helpers of a step: the singleton's bookkeeping, the coordinator's log lines and messages.
+  'src/actors/singleton/bookkeeping.ts',
+  'src/actors/coordinator/lines.ts',
+  'src/actors/coordinator/messages.ts',
+];
 
 /**
  * The layers of src/, lowest first (docs/ARCHITECTURE.md §3): a folder may import its own layer and
