@@ -106,7 +106,9 @@ describe('node config', () => {
     expect(refusal({ ...minimal, kafka: { brokers: ['localhost'] } })).toBe("node.json: kafka.brokers.0 must be host:port, got 'localhost'");
     expect(refusal({ kafka: minimal.kafka, cassandra: minimal.cassandra })).toBe('node.json: node is required');
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, sesionTimeoutMs: 5 } })).toBe('node.json: kafka.sesionTimeoutMs is not a known key');
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe('node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs", got "fast"');
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe(
+      'node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs", got "fast"',
+    );
     expect(refusal({ ...minimal, runtime: { publishIntervalMs: 'often' } })).toBe('node.json: runtime.publishIntervalMs must be a number of milliseconds');
     expect(refusal({ ...minimal, runtime: { topicPrefix: 'x' } })).toBe('node.json: runtime.topicPrefix is set by "cluster" in a node config');
   });
