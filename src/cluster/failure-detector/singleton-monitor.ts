@@ -92,23 +92,12 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
   // ---------------------------------------------------------------- SingletonDesk
 
   heartbeat(m: Extract<DetectorMessage, { type: 'heartbeat' }>, link: DetectorLink): void {
-    const { self, cluster, epoch, settings } = this.o;
+    const { self, cluster, epoch } = this.o;
     const now = this.o.clock.now();
     if (sameMember(m.from, self)) {
       // The singleton's own node: alive as long as the singleton is; its lease is capped the same way.
       const leaseMs = this.grantable();
-      if (leaseMs > 0)
-        link.send({
-          format: DETECTOR_FORMAT,
-          cluster,
-          type: 'grant',
-          from: self,
-          to: m.from,
-          seq: m.seq,
-          epoch,
-          leaseMs,
-          heartbeatIntervalMs: settings.heartbeatIntervalMs,
-        });
+      if (leaseMs > 0) this.grant(link, m, leaseMs);
       return;
     }
     if (this.judge.isEvicted(m.from)) {
@@ -126,21 +115,23 @@ export class SingletonMonitor<M extends DetectedMember> implements SingletonDesk
     this.judge.heard(m.from, now, m.stalledMs);
     const leaseMs = this.grantable();
     if (leaseMs <= 0) return;
-    if (
-      link.send({
-        format: DETECTOR_FORMAT,
-        cluster,
-        type: 'grant',
-        from: self,
-        to: m.from,
-        seq: m.seq,
-        epoch,
-        leaseMs,
-        heartbeatIntervalMs: settings.heartbeatIntervalMs,
-      })
-    ) {
-      this.judge.granted(m.from, now);
-    }
+    if (this.grant(link, m, leaseMs)) this.judge.granted(m.from, now);
+  }
+
+  /** Grants the heartbeat's sender a lease of `leaseMs`; whether the link took the grant. */
+  private grant(link: DetectorLink, m: Extract<DetectorMessage, { type: 'heartbeat' }>, leaseMs: number): boolean {
+    const { self, cluster, epoch, settings } = this.o;
+    return link.send({
+      format: DETECTOR_FORMAT,
+      cluster,
+      type: 'grant',
+      from: self,
+      to: m.from,
+      seq: m.seq,
+      epoch,
+      leaseMs,
+      heartbeatIntervalMs: settings.heartbeatIntervalMs,
+    });
   }
 
   goodbye(from: MemberRef): void {
