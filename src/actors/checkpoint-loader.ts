@@ -3,6 +3,7 @@
 // thousands of requests at once (8 192 of them overran the Cassandra driver's 2 048 per connection).
 import type { DatasetRef } from '../core/ids.js';
 import { NO_CHECKPOINTS, type MetaStore, type ShardCheckpoints } from '../store/meta-store.js';
+import { nextTurn } from '../cluster/turns.js';
 
 /** The most shards read in one `readCheckpointsOf`. */
 export const CHECKPOINTS_PER_READ = 1_000;
@@ -32,7 +33,7 @@ export class CheckpointLoader {
       if (!this.scheduled) {
         this.scheduled = true;
         // After the current turn: the shards a coordinator starts in one go are asked for together.
-        setImmediate(() => this.flush());
+        nextTurn(() => this.flush());
       }
     });
   }

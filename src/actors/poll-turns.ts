@@ -8,13 +8,14 @@
 // the control plane keeps its latency). `perTurn` adapts: halved when a turn of the event loop
 // took longer than `targetTurnMs`, raised step by step while turns stay short.
 import { MonotonicClock, RealClock, type Cancel, type Clock } from '../cluster/clock.js';
+import { nextTurn } from '../cluster/turns.js';
 
 export interface PollTurnsOptions {
   /** A turn of the event loop longer than this halves the polls started per turn. */
   readonly targetTurnMs: number;
   readonly minPerTurn: number;
   readonly maxPerTurn: number;
-  /** Runs `fn` on the next turn of the event loop (`setImmediate`; a test may pass its own). */
+  /** Runs `fn` on the next turn of the event loop (the counted `nextTurn`; a test may pass its own). */
   readonly nextTurn?: (fn: () => void) => void;
   /** Monotonic milliseconds (`performance.now`; a test may pass its own). */
   readonly now?: () => number;
@@ -35,7 +36,7 @@ export class PollTurns {
   constructor(options: Partial<PollTurnsOptions> = {}) {
     this.options = {
       ...DEFAULTS,
-      nextTurn: (fn) => setImmediate(fn),
+      nextTurn,
       now: () => performance.now(),
       ...options,
     };

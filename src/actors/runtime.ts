@@ -1,7 +1,8 @@
 // The thin layer over nact that every shardherd actor is spawned through. nact drops messages to
 // stopped actors silently, has no deathwatch, and logs crashes with console.log; this layer counts
 // and logs dead letters, lets one actor watch another's stop, reports every crash through pino,
-// and counts messages in flight so a simulation knows when the cluster is quiet.
+// and counts messages in flight, and the actors that have a message to run, so a simulation knows
+// exactly when the cluster is quiet.
 import nact from 'nact';
 import type { Logger } from 'pino';
 
@@ -28,7 +29,12 @@ export interface SpawnOptions<S> {
 
 interface Cell {
   path: string;
+  /** Messages sent and not yet handled (queued, or the one running). */
   pending: number;
+  /** A handler is running (perhaps awaiting something): the messages behind it wait for it. */
+  running: boolean;
+  /** Stopped by nact and its `afterStop` still to run (nact runs it in a coming turn). */
+  stopping: boolean;
   alive: boolean;
   watchers: Set<() => void>;
   readonly children: Set<ActorRef<unknown>>;
@@ -44,6 +50,9 @@ export class ActorRuntime {
   private readonly cells = new Map<ActorRef<unknown>, Cell>();
   private inFlightCount = 0;
   private handledCount = 0;
+  /** Cells with a message and no handler running: nact will start one in a coming turn. */
+  private readyCount = 0;
+  private stoppingCount = 0;
   private deadLetterCount = 0;
   private crashCount = 0;
   /** Set by `shutdown`: mailboxes dropped then are expected (the process stops), not a warning. */
@@ -60,6 +69,16 @@ export class ActorRuntime {
   /** Messages sent and not yet handled, across all actors. Zero when the system is idle. */
   get inFlight(): number {
     return this.inFlightCount;
+  }
+
+  /**
+   * What this system will do in a coming turn of the event loop with nothing else happening: actors
+   * with a message to start (none running), and stopped actors whose `afterStop` is still to run.
+   * Zero: every message in flight waits for something outside the system (a timer, a port, another
+   * system), which is how a simulation knows the cluster is quiet without guessing.
+   */
+  get ready(): number {
+    return this.readyCount + this.stoppingCount;
   }
 
   /** Messages handled so far (a measure of progress for simulations). */
@@ -79,6 +98,7 @@ export class ActorRuntime {
 
   spawn<S, M>(parent: ActorRef<unknown> | nact.ActorSystemRef, name: string, handler: Handler<S, M>, options: SpawnOptions<S>): ActorRef<M> {
     const wrapped = async (state: S, msg: M, nctx: nact.ActorContext<M, nact.Ref<unknown>>): Promise<S> => {
+      this.update(this.cells.get(nctx.self), (c) => (c.running = true));
       try {
         return await handler(state, msg, { self: nctx.self, name: nctx.name });
       } finally {
@@ -91,12 +111,18 @@ export class ActorRuntime {
       onCrash: (msg: unknown, error: unknown, ctx: nact.SupervisionContext<M, nact.Ref<unknown>>) => {
         this.crashCount += 1;
         this.log.error({ err: error, actor: this.pathOf(cellRef.ref), message: describe(msg) }, 'actor crashed');
-        return options.onCrash === 'resume' ? ctx.resume : ctx.stop;
+        if (options.onCrash === 'resume') return ctx.resume;
+        this.markStopping(cellRef.ref);
+        return ctx.stop;
       },
       afterStop: async (state: S) => {
         const cell = cellRef.ref ? this.cells.get(cellRef.ref) : undefined;
         if (cell) {
-          cell.alive = false;
+          this.update(cell, (c) => (c.alive = false));
+          if (cell.stopping) {
+            cell.stopping = false;
+            this.stoppingCount -= 1;
+          }
           // Messages still queued (or scheduled) when the actor stopped will never run.
           if (cell.pending > 0) {
             this.deadLetterCount += cell.pending;
@@ -117,6 +143,8 @@ export class ActorRuntime {
     this.cells.set(self as ActorRef<unknown>, {
       path: pathString(self),
       pending: 0,
+      running: false,
+      stopping: false,
       alive: true,
       watchers: new Set(),
       children: new Set(),
@@ -151,7 +179,7 @@ export class ActorRuntime {
       this.log.warn({ actor: pathString(ref), message: describe(msg) }, 'message to a stopped actor dropped');
       return false;
     }
-    cell.pending += 1;
+    this.update(cell, (c) => (c.pending += 1));
     this.inFlightCount += 1;
     nact.dispatch(ref, msg);
     return true;
@@ -184,6 +212,7 @@ export class ActorRuntime {
     const cell = this.cells.get(ref);
     if (!cell?.alive) return;
     for (const child of [...cell.children]) this.stop(child);
+    this.markStopping(ref);
     nact.stop(ref);
   }
 
@@ -215,16 +244,38 @@ export class ActorRuntime {
   private finishOne(ref: ActorRef<unknown>): void {
     this.handledCount += 1;
     const cell = this.cells.get(ref);
-    if (cell && cell.pending > 0) {
-      cell.pending -= 1;
-      this.inFlightCount -= 1;
-    }
+    if (!cell) return;
+    this.update(cell, (c) => {
+      c.running = false;
+      if (c.pending > 0) {
+        c.pending -= 1;
+        this.inFlightCount -= 1;
+      }
+    });
+  }
+
+  /** Changes a cell and keeps `readyCount` (cells with a message and no handler running) in step. */
+  private update(cell: Cell | undefined, change: (cell: Cell) => void): void {
+    if (!cell) return;
+    const wasReady = isReady(cell);
+    change(cell);
+    this.readyCount += Number(isReady(cell)) - Number(wasReady);
+  }
+
+  /** nact will run the actor's `afterStop` in a coming turn: counted until it has. */
+  private markStopping(ref: ActorRef<unknown> | undefined): void {
+    const cell = ref ? this.cells.get(ref) : undefined;
+    if (!cell || cell.stopping) return;
+    cell.stopping = true;
+    this.stoppingCount += 1;
   }
 
   private pathOf(ref: ActorRef<unknown> | undefined): string {
     return ref ? (this.cells.get(ref)?.path ?? pathString(ref)) : '?';
   }
 }
+
+const isReady = (cell: Cell): boolean => cell.alive && !cell.running && cell.pending > 0;
 
 function pathString(ref: ActorRef<unknown>): string {
   const p = (ref as unknown as { path?: { toString(): string } }).path;

@@ -1,4 +1,5 @@
 import { MonotonicClock, RealClock, type Clock } from './clock.js';
+import { aTurn, nextTurn } from './turns.js';
 
 // A long run of work made of many short steps (records of a fetched batch, each handled in a
 // microtask) gives the event loop no turn until it ends: kafkajs hands a subscription a whole
@@ -25,11 +26,11 @@ export class EventLoopSlice {
     if (this.since === undefined) {
       this.since = this.now();
       // Fires at the loop's next turn, whoever gives it: a run that waited on I/O starts afresh.
-      setImmediate(() => (this.since = undefined));
+      nextTurn(() => (this.since = undefined));
       return;
     }
     if (this.now() - this.since < this.sliceMs) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await aTurn();
   }
 }
 

@@ -1,9 +1,11 @@
 // Drives an embedded cluster on a simulated clock: time moves only when told, and between moves
 // the actors run until nothing more happens. Same inputs, same run.
 import { SimulatedClock } from '../cluster/clock.js';
+import { turnsScheduled } from '../cluster/turns.js';
 import type { EmbeddedCluster } from '../embedded/embedded-cluster.js';
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** A turn of the event loop for the driver itself: not counted among the cluster's own turns. */
+const loopTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Simulated time stopped moving: the cluster kept working without ever waiting on the clock (turns
@@ -20,12 +22,6 @@ export class SimulationStuck extends Error {}
  */
 const MAX_ROUNDS_AT_ONE_INSTANT = 20_000;
 
-interface Progress {
-  handled: number;
-  inFlight: number;
-  busPending: number;
-}
-
 export class SimDriver {
   readonly clock: SimulatedClock;
 
@@ -35,40 +31,25 @@ export class SimDriver {
   }
 
   /**
-   * Reads the progress now into `p` (messages handled and in flight on running nodes, bus work
-   * pending); whether it changed since `p` was read. Numbers, not a string: this runs every turn.
+   * What the cluster will do in a coming turn of the event loop without the clock moving: actors
+   * with a message to start, stopped actors still to be finished, and turns the runtime asked for
+   * (polls, batched reads). Microtasks (the bus's deliveries, a port's answers) run before any turn.
    */
-  private moved(p: Progress): boolean {
-    let handled = 0;
-    let inFlight = 0;
-    for (const n of this.cluster.nodes) {
-      if (!n.actors) continue;
-      handled += n.actors.handled;
-      if (n.state === 'running') inFlight += n.actors.inFlight;
-    }
-    const busPending = this.cluster.bus.pending();
-    const moved = handled !== p.handled || inFlight !== p.inFlight || busPending !== p.busPending;
-    p.handled = handled;
-    p.inFlight = inFlight;
-    p.busPending = busPending;
-    return moved;
+  private ready(): number {
+    let n = turnsScheduled();
+    for (const node of this.cluster.nodes) if (node.actors) n += node.actors.ready;
+    return n;
   }
 
   /**
-   * Lets the actors run until nothing changes for a few turns of the event loop (paused and dead
-   * nodes may hold work forever; they do not count as activity).
+   * Lets the cluster run until nothing is left that does not wait for the clock: every message in
+   * flight waits on a timer, a paused or dead node, or nothing at all. Exact, not a guess at "a few
+   * quiet turns": each deferral of work to a coming turn is counted (`ready`).
    */
   async settle(maxTurns = 100_000): Promise<void> {
-    const progress: Progress = { handled: 0, inFlight: 0, busPending: 0 };
-    this.moved(progress);
-    let quiet = 0;
     for (let i = 0; i < maxTurns; i++) {
-      await nextTurn();
-      if (!this.moved(progress)) {
-        if (++quiet >= 3) return;
-      } else {
-        quiet = 0;
-      }
+      await loopTurn();
+      if (this.ready() === 0) return;
     }
     throw new SimulationStuck(`the cluster did not settle within ${maxTurns} turns at ${this.clock.now()} ms`);
   }

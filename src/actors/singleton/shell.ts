@@ -5,6 +5,7 @@
 // a newer epoch fences it.
 import type { BusRecord, BusSubscription } from '../../cluster/bus.js';
 import type { Cancel } from '../../cluster/clock.js';
+import { aTurn } from '../../cluster/turns.js';
 import type { MembershipView } from '../../cluster/membership.js';
 import type { SingletonMonitor } from '../../cluster/failure-detector/singleton-monitor.js';
 import { SingletonLeaseKeeper } from '../../cluster/failure-detector/singleton-lease-keeper.js';
@@ -317,7 +318,7 @@ export class SingletonShell {
    * store or bus yields at each call anyway; maps of simulated worlds are far smaller.
    */
   async yieldAfterLarge(numShards: number): Promise<void> {
-    if (numShards >= LARGE_MAP_SHARDS) await new Promise((resolve) => setImmediate(resolve));
+    if (numShards >= LARGE_MAP_SHARDS) await aTurn();
   }
 
   later(ms: number, fn: () => void): void {
