@@ -94,6 +94,22 @@ export default tseslint.config(
   { files: ['src/core/*/*.ts'], rules: { 'no-restricted-imports': coreImports('^\\.\\./\\.\\./') } },
   { files: ['src/core/*/*/**/*.ts'], rules: { 'no-restricted-imports': coreImports('^(\\.\\./){3}') } },
   ...layerRules(),
+  // The runtime defers work to a coming turn of the event loop only through `nextTurn`
+  // (src/cluster/turns.ts), which counts it: the simulator knows a cluster is quiet when nothing
+  // counted is left, and an uncounted `setImmediate` would let it move the clock under running work.
+  {
+    files: ['src/{actors,serving,cluster,store,ingest,protocol,embedded}/**/*.ts'],
+    ignores: ['src/cluster/turns.ts'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        {
+          name: 'setImmediate',
+          message: 'defer to a coming turn with nextTurn or aTurn (src/cluster/turns.ts): the simulator counts those, not setImmediate.',
+        },
+      ],
+    },
+  },
   {
     files: ACTOR_STEP_FILES,
     rules: {

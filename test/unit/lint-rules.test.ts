@@ -129,3 +129,16 @@ describe("purity rules for an actor's step", { timeout: 30_000 }, () => {
     expect(await purityErrors(importing(from), STEP)).toEqual([]);
   });
 });
+
+// Work deferred to a coming turn of the event loop is counted (src/cluster/turns.ts), or the
+// simulator would move the clock while it is still to run.
+describe('turns of the event loop in the runtime', { timeout: 30_000 }, () => {
+  it.each([['src/actors/__probe__.ts'], ['src/cluster/__probe__.ts'], ['src/embedded/__probe__.ts']])('setImmediate is an error in %s', async (file) => {
+    expect(await purityErrors('setImmediate(() => {});\n', file)).toEqual(['no-restricted-globals']);
+  });
+
+  it('nextTurn is how it defers, and the CLI may use setImmediate', async () => {
+    expect(await purityErrors("import { nextTurn } from '../cluster/turns.js';\nnextTurn(() => {});\n", 'src/actors/__probe__.ts')).toEqual([]);
+    expect(await purityErrors('setImmediate(() => {});\n', CLI)).toEqual([]);
+  });
+});

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../core/dataset-config.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import { fetchTopicOffsets } from '../../cluster/topic-offsets.js';
+import { aTurn } from '../../cluster/turns.js';
 import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
 import { checkKafkaTopic } from '../kafka-topic-check.js';
 import { FeedConsumer, type JoinPlan } from './consumer.js';
@@ -195,7 +196,7 @@ export class DatasetFeed {
    * not one per shard, each answering every partition.
    */
   private topicOffsets(): Promise<ReadonlyMap<number, { readonly low: number; readonly high: number }>> {
-    this.offsetsBatch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+    this.offsetsBatch ??= aTurn().then(() => {
       this.offsetsBatch = undefined;
       return this.ctx
         .admin()
