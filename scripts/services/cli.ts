@@ -1,5 +1,8 @@
 // npm run services:fetch | services:start | services:stop | services:status
 //
+// `fetch` fetches the Kafka and Cassandra jars and installs Schemathesis (the integration tests'
+// OpenAPI checker) into a Python venv, all in the cache.
+//
 // `start` runs the "dev" instance for development: the JVMs outlive the command and run until
 // `services:stop`. It prints shell exports on stdout, so `eval "$(npm run -s services:start)"`
 // points `npm test` (and anything else) at them; everything else goes to stderr. A `start` while
@@ -7,6 +10,7 @@
 // `start --restart` replaces it with a fresh pair.
 import { ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS, cacheRoot } from './config.js';
 import { fetchAll } from './fetch.js';
+import { fetchSchemathesis } from './schemathesis.js';
 import { readRunning, startServices, stopInstance } from './services.js';
 
 const DEV_INSTANCE = 'dev';
@@ -29,6 +33,9 @@ async function main(command: string | undefined, flags: readonly string[]): Prom
       const t = Date.now();
       const results = await fetchAll(say);
       for (const r of results) say(`${r.name}: ${r.jars} jars in ${r.lib}${r.downloaded ? '' : ' (cached)'}`);
+      // The integration tests' OpenAPI checker (test/integration/schemathesis.test.ts), in a Python venv.
+      const st = await fetchSchemathesis(say);
+      say(`schemathesis: ${st.version} in ${st.venv}${st.downloaded ? '' : ' (cached)'}`);
       say(`fetch done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
       return 0;
     }

@@ -16,6 +16,15 @@ export const RELOAD4J_VERSION = '1.2.25';
 /** Pinned so the result does not depend on the Maven installation's default plugin version. */
 export const DEPENDENCY_PLUGIN = 'org.apache.maven.plugins:maven-dependency-plugin:3.8.1';
 
+/**
+ * The OpenAPI checker of the integration tests (test/integration/schemathesis.test.ts): the newest
+ * 4.x on PyPI (checked with `pip index versions schemathesis`), installed with its dependencies
+ * pinned by hash (schemathesis-requirements.txt) into a Python venv of the cache. It needs Python 3.11+.
+ */
+export const SCHEMATHESIS_VERSION = '4.32.5';
+/** The oldest Python Schemathesis 4.32 installs on (its `Requires-Python`). */
+export const SCHEMATHESIS_MIN_PYTHON: readonly [number, number] = [3, 11];
+
 /** The data center name Cassandra's SimpleSnitch reports; the driver needs it as `localDataCenter`. */
 export const CASSANDRA_LOCAL_DC = 'datacenter1';
 
@@ -70,6 +79,16 @@ export function artifactsDir(artifacts: ServiceArtifacts, root = cacheRoot()): s
 
 export function libDir(artifacts: ServiceArtifacts, root = cacheRoot()): string {
   return join(artifactsDir(artifacts, root), 'lib');
+}
+
+/** `<cache>/schemathesis-<version>`: the install log, the record of a complete install and `venv/`. */
+export function schemathesisDir(root = cacheRoot()): string {
+  return join(root, `schemathesis-${SCHEMATHESIS_VERSION}`);
+}
+
+/** The Python venv Schemathesis is installed in; its `bin/st` is the command. */
+export function schemathesisVenv(root = cacheRoot()): string {
+  return join(schemathesisDir(root), 'venv');
 }
 
 /** `<cache>/run/<instance>`: PID files, logs, configuration and data of one started pair of services. */

@@ -21,10 +21,25 @@ export class RealClock implements Clock {
   }
 
   schedule(delayMs: number, fn: () => void): Cancel {
-    const t = setTimeout(fn, Math.max(0, delayMs));
-    t.unref();
-    return () => clearTimeout(t);
+    return nodeTimer(delayMs, fn);
   }
+}
+
+/** The longest delay a Node timer takes (about 24.8 days); a longer one would fire after 1 ms. */
+const MAX_NODE_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * `fn` once, `delayMs` from now, on Node timers that do not keep the process alive. A delay longer
+ * than a Node timer takes waits in steps of `MAX_NODE_TIMER_MS` (Node would fire it after 1 ms).
+ */
+function nodeTimer(delayMs: number, fn: () => void): Cancel {
+  let timer: NodeJS.Timeout;
+  const arm = (remainingMs: number) => {
+    timer = remainingMs > MAX_NODE_TIMER_MS ? setTimeout(() => arm(remainingMs - MAX_NODE_TIMER_MS), MAX_NODE_TIMER_MS) : setTimeout(fn, remainingMs);
+    timer.unref();
+  };
+  arm(Math.max(0, delayMs));
+  return () => clearTimeout(timer);
 }
 
 /**
@@ -38,9 +53,7 @@ export class MonotonicClock implements Clock {
   }
 
   schedule(delayMs: number, fn: () => void): Cancel {
-    const t = setTimeout(fn, Math.max(0, delayMs));
-    t.unref();
-    return () => clearTimeout(t);
+    return nodeTimer(delayMs, fn);
   }
 }
 

@@ -1,7 +1,7 @@
 // The clocks everything outside the core takes its time from: the simulated one must replay the
 // same timers in the same order every run; the real one must fire and cancel real timers.
-import { describe, expect, it } from 'vitest';
-import { RealClock, SimulatedClock } from '../../src/cluster/clock.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MonotonicClock, RealClock, SimulatedClock } from '../../src/cluster/clock.js';
 
 describe('SimulatedClock', () => {
   it('stands still until advanced, then fires due timers in time order with now() at each timer', () => {
@@ -132,5 +132,47 @@ describe('RealClock', () => {
     cancel();
     await new Promise<void>((resolve) => clock.schedule(30, resolve));
     expect(fired).toBe(false);
+  });
+});
+
+// Node's timers take at most 2^31 - 1 ms (24.8 days) and fire a longer one after 1 ms instead. A
+// synthetic dataset of 1e-10 records per second (the API takes any rate above 0) waited for its
+// next record that way: each of its shards polled every millisecond, found by Schemathesis.
+describe.each([
+  ['RealClock', () => new RealClock()],
+  ['MonotonicClock', () => new MonotonicClock()],
+])('%s: a delay longer than a Node timer takes', (_name, make) => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('does not fire at once', async () => {
+    const clock = make();
+    let fired = 0;
+    const cancel = clock.schedule(2 ** 31, () => (fired += 1));
+    const cancelFar = clock.schedule(5e13, () => (fired += 1));
+    await new Promise<void>((resolve) => setTimeout(resolve, 50));
+    cancel();
+    cancelFar();
+    expect(fired).toBe(0);
+  });
+
+  it('fires once, when it is due, and can be cancelled while it waits', () => {
+    vi.useFakeTimers();
+    const clock = make();
+    const delay = 3 * 2 ** 31 + 7;
+    let fired = 0;
+    clock.schedule(delay, () => (fired += 1));
+    let cancelledFired = false;
+    const cancel = clock.schedule(delay, () => (cancelledFired = true));
+    vi.advanceTimersByTime(2 ** 31 + 5);
+    cancel();
+    vi.advanceTimersByTime(delay - (2 ** 31 + 5) - 1);
+    expect(fired).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(fired).toBe(1);
+    vi.advanceTimersByTime(10 * 2 ** 31);
+    expect(fired).toBe(1);
+    expect(cancelledFired).toBe(false);
   });
 });

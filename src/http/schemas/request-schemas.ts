@@ -40,7 +40,7 @@ const POWERS_OF_TWO = Array.from({ length: Math.log2(MAX_SHARDS) + 1 }, (_, i) =
 /** A list of shard numbers. Ranges, duplicates and ownership are FiloDB's checks, answered with its words (`BadSchema`). */
 const ShardList = {
   type: 'array',
-  description: "Shard numbers; out of range or repeated ones are refused with FiloDB's BadSchema",
+  description: "Shard numbers; an empty list, or numbers out of range or repeated, are refused with FiloDB's BadSchema",
   items: { type: 'integer' },
   maxItems: MAX_SHARDS,
 } as const;
@@ -71,7 +71,7 @@ export const ReplaceNodeBody = {
   type: 'object',
   required: ['with'],
   additionalProperties: false,
-  properties: { with: { ...NodeIdString, description: 'The node id that takes the copies (it may join later)' } },
+  properties: { with: { ...NodeIdString, description: 'The node id that takes the copies (it may join later); not the node replaced' } },
 } as const;
 
 /**
