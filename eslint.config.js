@@ -110,6 +110,20 @@ export default tseslint.config(
       ],
     },
   },
+  // A unit test does not sleep: its cluster runs on simulated time, moved by its driver. Tests on the
+  // wall clock live in test/live, test/integration and test/browser (docs/DEVELOPMENT.md).
+  {
+    files: ['test/unit/**/*.ts'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['setTimeout', 'setInterval'].map((name) => ({
+          name,
+          message: 'a unit test does not wait on the wall clock: move the clock of a simulated cluster (SimDriver), or put the test in test/live.',
+        })),
+      ],
+    },
+  },
   {
     files: ACTOR_STEP_FILES,
     rules: {

@@ -13,6 +13,7 @@ import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { ShardStatusType } from '../core/status.js';
 import { META_STORE_OPERATIONS } from '../store/meta-store.js';
+import { nextTurn } from '../cluster/turns.js';
 import { packageVersion } from './package-version.js';
 
 /** The clock of every end offset's wait (one for all: a node tracks tens of thousands of copies). */
@@ -423,7 +424,7 @@ export class NodeMetrics implements NodeTelemetry {
         if (!fresh) return probes.map((c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, c.probe.knownEndOffset?.() ?? c.peek()) }));
         return await Promise.all(probes.map(async (c) => ({ dataset: c.dataset, shard: c.shard, lag: lagOf(c.probe, await c.get()) })));
       } finally {
-        setTimeout(() => (this.lagsOfScrape = undefined), 0);
+        nextTurn(() => (this.lagsOfScrape = undefined));
       }
     })();
     return this.lagsOfScrape;

@@ -289,7 +289,11 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
   const live = new Set(members.map(([, s]) => s.node));
   for (let shard = 0; shard < numShards; shard++) {
     const owners = members.filter(([, s]) => s.running.some((r) => r.dataset === dataset && r.shard === shard));
-    if (owners.length !== 1) return fail(`shard ${shard} runs on ${owners.length} nodes (${owners.map(([n]) => n).join(', ')})`);
+    if (owners.length !== 1) {
+      // What each member said it runs, and its counts (the list is capped; the counts are not).
+      const said = members.map(([n, st]) => `${n} runs ${runningOf(st, dataset)} ${JSON.stringify(st.runningCounts[dataset] ?? {})}`).join('; ');
+      return fail(`shard ${shard} runs on ${owners.length} nodes (${owners.map(([n]) => n).join(', ')}); ${said}`);
+    }
     const [owner, ownerStatus] = owners[0]!;
     const running = ownerStatus.running.find((r) => r.dataset === dataset && r.shard === shard)!;
     if (running.status.type !== 'Active') return fail(`shard ${shard} is ${running.status.type} on ${owner}`);
@@ -300,6 +304,12 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
   }
   return { ok: true, why: '', singleton: { name, status }, statuses };
 }
+
+const runningOf = (st: NodeStatus, dataset: string): string =>
+  st.running
+    .filter((r) => r.dataset === dataset)
+    .map((r) => r.shard)
+    .join(',') || 'nothing';
 
 /** Copies per status of `dataset` in `name`'s map, from its `/status`; undefined before it has one. */
 export async function copiesOn(cluster: ProcessCluster, name: string, dataset: string): Promise<Record<string, number> | undefined> {

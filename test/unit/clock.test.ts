@@ -146,14 +146,13 @@ describe.each([
     vi.useRealTimers();
   });
 
-  it('does not fire at once', async () => {
+  it('does not fire at once', () => {
+    vi.useFakeTimers();
     const clock = make();
     let fired = 0;
-    const cancel = clock.schedule(2 ** 31, () => (fired += 1));
-    const cancelFar = clock.schedule(5e13, () => (fired += 1));
-    await new Promise<void>((resolve) => setTimeout(resolve, 50));
-    cancel();
-    cancelFar();
+    clock.schedule(2 ** 31, () => (fired += 1));
+    clock.schedule(5e13, () => (fired += 1));
+    vi.advanceTimersByTime(1_000);
     expect(fired).toBe(0);
   });
 

@@ -142,3 +142,11 @@ describe('turns of the event loop in the runtime', { timeout: 30_000 }, () => {
     expect(await purityErrors('setImmediate(() => {});\n', CLI)).toEqual([]);
   });
 });
+
+describe('sleeps in unit tests', { timeout: 30_000 }, () => {
+  it('setTimeout is an error in test/unit, and allowed in test/live', async () => {
+    const sleep = 'export const sleep = () => new Promise((r) => setTimeout(r, 100));\n';
+    expect(await purityErrors(sleep, 'test/unit/__probe__.test.ts')).toEqual(['no-restricted-globals']);
+    expect(await purityErrors(sleep, 'test/live/__probe__.test.ts')).toEqual([]);
+  });
+});

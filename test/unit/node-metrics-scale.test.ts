@@ -4,12 +4,13 @@ import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-t
 import { describe, expect, it } from 'vitest';
 import type { DatasetRef } from '../../src/core/ids.js';
 import { NodeMetrics } from '../../src/metrics/node-metrics.js';
+import { aTurn } from '../../src/cluster/turns.js';
 
 const LIMIT = 8;
 
 async function scrape(m: NodeMetrics): Promise<Map<string, ParsedFamily>> {
   // A turn of the event loop between scrapes, as between two of Prometheus's.
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await aTurn();
   return new Map(parsePrometheusTextFormat(await m.scrape()).map((f) => [f.name, f]));
 }
 
