@@ -49,7 +49,6 @@ export class ActorRuntime {
   readonly system: nact.ActorSystemRef;
   private readonly cells = new Map<ActorRef<unknown>, Cell>();
   private inFlightCount = 0;
-  private handledCount = 0;
   /** Cells with a message and no handler running: nact will start one in a coming turn. */
   private readyCount = 0;
   private stoppingCount = 0;
@@ -79,11 +78,6 @@ export class ActorRuntime {
    */
   get ready(): number {
     return this.readyCount + this.stoppingCount;
-  }
-
-  /** Messages handled so far (a measure of progress for simulations). */
-  get handled(): number {
-    return this.handledCount;
   }
 
   /** Messages sent to actors that had stopped (each one was also logged). */
@@ -155,7 +149,8 @@ export class ActorRuntime {
 
   /**
    * Work that is not a message but runs like one (a shard copy's step): counted in flight until the
-   * returned function is called, then as handled, so a simulation waits for it to end.
+   * returned function is called, so whoever waits for nothing in flight (a benchmark's quiet
+   * cluster) waits for it to end.
    */
   beginWork(): () => void {
     this.inFlightCount += 1;
@@ -164,7 +159,6 @@ export class ActorRuntime {
       if (done) return;
       done = true;
       this.inFlightCount -= 1;
-      this.handledCount += 1;
     };
   }
 
@@ -242,7 +236,6 @@ export class ActorRuntime {
   }
 
   private finishOne(ref: ActorRef<unknown>): void {
-    this.handledCount += 1;
     const cell = this.cells.get(ref);
     if (!cell) return;
     this.update(cell, (c) => {
