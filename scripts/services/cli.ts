@@ -42,7 +42,9 @@ async function main(command: string | undefined, flags: readonly string[]): Prom
     case 'start': {
       const current = flags.includes('--restart') ? undefined : await readRunning(DEV_INSTANCE);
       if (current !== undefined) {
-        say(`already running: Kafka PID ${String(current.kafka?.pid)}, Cassandra PID ${String(current.cassandra?.pid)}; kept (npm run services:start -- --restart for a fresh pair)`);
+        say(
+          `already running: Kafka PID ${String(current.kafka?.pid)}, Cassandra PID ${String(current.cassandra?.pid)}; kept (npm run services:start -- --restart for a fresh pair)`,
+        );
         printExports(current.kafka?.brokers ?? [], current.cassandra?.contactPoints ?? []);
         return 0;
       }

@@ -17,8 +17,10 @@ export const KAFKA_TOOLS: Readonly<Record<string, string>> = {
 };
 
 function usage(): number {
-  process.stderr.write(`usage: npm run kafka -- <${Object.keys(KAFKA_TOOLS).join('|')}> [arguments of the Kafka tool]\n` +
-    'e.g.   npm run kafka -- consumer-groups --describe --group <cluster>.offsets.<dataset>\n');
+  process.stderr.write(
+    `usage: npm run kafka -- <${Object.keys(KAFKA_TOOLS).join('|')}> [arguments of the Kafka tool]\n` +
+      'e.g.   npm run kafka -- consumer-groups --describe --group <cluster>.offsets.<dataset>\n',
+  );
   return 2;
 }
 
@@ -41,8 +43,11 @@ async function main(argv: string[]): Promise<number> {
   }
   // The tools log through log4j: warnings and errors to stderr, so their output stays parseable.
   const log4j = join(artifactsDir(KAFKA_ARTIFACTS), 'tools-log4j.properties');
-  writeFileSync(log4j, 'log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\n' +
-    'log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=[%p] %m (%c)%n\n');
+  writeFileSync(
+    log4j,
+    'log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\n' +
+      'log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=[%p] %m (%c)%n\n',
+  );
   const result = spawnSync(javaBinary(), [`-Dlog4j.configuration=file:${log4j}`, '-cp', join(lib, '*'), mainClass, ...args], { stdio: 'inherit' });
   if (result.error) {
     process.stderr.write(`could not run ${javaBinary()}: ${result.error.message} (is Java 17 installed?)\n`);
@@ -51,7 +56,10 @@ async function main(argv: string[]): Promise<number> {
   return result.status ?? 1;
 }
 
-main(process.argv.slice(2)).then((code) => process.exit(code), (e: unknown) => {
-  process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);

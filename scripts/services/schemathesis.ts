@@ -2,14 +2,14 @@
 // venv of the cache: `python3 -m venv`, then the venv's pip installs schemathesis-requirements.txt
 // (every package pinned by version and hash) with `--require-hashes`. A complete install is reused
 // as it is: it is complete when its record (written last) names this version and these requirements.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SCHEMATHESIS_MIN_PYTHON, SCHEMATHESIS_VERSION, cacheRoot, schemathesisDir, schemathesisVenv } from './config.js';
 import type { Log } from './fetch.js';
+import { lastLines, runLogged } from './logged-command.js';
 
 /** The pinned requirements, beside this file. */
 export const SCHEMATHESIS_REQUIREMENTS = fileURLToPath(new URL('./schemathesis-requirements.txt', import.meta.url));
@@ -110,29 +110,8 @@ async function checkPython(logFile: string): Promise<void> {
 
 /** Runs `command`, its output appended to `logFile`; resolves with its stdout, rejects naming `what` when it fails. */
 async function run(command: string, args: readonly string[], logFile: string, what: string): Promise<string> {
-  const out = createWriteStream(logFile, { flags: 'a' });
-  await new Promise<void>((resolve, reject) => out.once('open', () => resolve()).once('error', reject));
-  out.write(`$ ${command} ${args.join(' ')}\n`);
-  let stdout = '';
-  const result = await new Promise<{ code: number | null; error?: Error }>((resolve) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      out.write(chunk);
-    });
-    child.stderr.pipe(out, { end: false });
-    child.once('error', (error) => resolve({ code: null, error }));
-    child.once('close', (code) => resolve({ code }));
-  });
-  await new Promise<void>((resolve) => out.end(resolve));
-  if (result.error) throw new Error(`schemathesis: cannot run ${what}: ${result.error.message}`);
-  if (result.code !== 0) {
-    const tail = (await readFile(logFile, 'utf8'))
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .slice(-25)
-      .join('\n');
-    throw new Error(`schemathesis: ${what} failed (exit code ${String(result.code)}); last lines of ${logFile}:\n${tail}`);
-  }
+  const { code, error, stdout } = await runLogged(command, args, logFile);
+  if (error) throw new Error(`schemathesis: cannot run ${what}: ${error.message}`);
+  if (code !== 0) throw new Error(`schemathesis: ${what} failed (exit code ${String(code)}); last lines of ${logFile}:\n${await lastLines(logFile)}`);
   return stdout;
 }

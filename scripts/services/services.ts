@@ -122,11 +122,7 @@ export async function startServices(opts: StartOptions): Promise<RunningServices
 
 const EXITED_DURING_START = 'exited during start-up';
 
-async function launchAndWait(
-  opts: StartOptions,
-  root: string,
-  log: Log,
-): Promise<{ kafka?: KafkaEndpoint; cassandra?: CassandraEndpoint }> {
+async function launchAndWait(opts: StartOptions, root: string, log: Log): Promise<{ kafka?: KafkaEndpoint; cassandra?: CassandraEndpoint }> {
   const timeout = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const dir = instanceDir(opts.instance, root);
   await rm(dir, { recursive: true, force: true });
@@ -298,14 +294,14 @@ function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean, 
   const common = [`-Dlog4j.configuration=file:${join(home, 'log4j.properties')}`, '-Djava.awt.headless=true', '-cp', `${libDir(KAFKA_ARTIFACTS, root)}/*`];
   // A cluster's JVMs share 2 cores with Cassandra and the tests: smaller heaps, and the C1 compiler
   // and serial collector, which start faster and take less CPU than C2 and G1.
-  const heap = nodes === 1
-    ? ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20']
-    : ['-Xms128m', '-Xmx384m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
-  return spawnJvm(
-    java,
-    [...heap, '-XX:+ExitOnOutOfMemoryError', ...common, 'kafka.Kafka', join(home, 'server.properties')],
-    { logFile: join(dir, `${name}.log`), pidFile: join(dir, `${name}.pid`), cwd: home, dieWithThisProcess: owned },
-  );
+  const heap =
+    nodes === 1 ? ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20'] : ['-Xms128m', '-Xmx384m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
+  return spawnJvm(java, [...heap, '-XX:+ExitOnOutOfMemoryError', ...common, 'kafka.Kafka', join(home, 'server.properties')], {
+    logFile: join(dir, `${name}.log`),
+    pidFile: join(dir, `${name}.pid`),
+    cwd: home,
+    dieWithThisProcess: owned,
+  });
 }
 
 /**
