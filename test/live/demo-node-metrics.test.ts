@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stopChild } from '../support/stop-child.js';
+import { valueWithin } from '../support/value-within.js';
 
 const MAIN = resolve(import.meta.dirname, '../../src/cli/main.ts');
 
@@ -18,11 +19,11 @@ describe("the demo serves every node's metrics", () => {
     });
     let stdout = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += String(d)));
-    const line = await until(() => /each node's own metrics: (.*)/.exec(stdout)?.[1], 30_000);
+    const line = await valueWithin(() => /each node's own metrics: (.*)/.exec(stdout)?.[1], 30_000);
     const endpoints = [...line.matchAll(/(node-\d+) (http:\/\/\S+\/metrics)/g)].map((m) => ({ node: m[1]!, url: m[2]! }));
     expect(endpoints.map((e) => e.node)).toEqual(['node-1', 'node-2', 'node-3']);
     // Every shard ingests somewhere once the cluster is up: the union of the nodes' series has all 8.
-    const shards = await until(async () => {
+    const shards = await valueWithin(async () => {
       const seen = new Set<string>();
       for (const { node, url } of endpoints) {
         const text = await (await fetch(url)).text();
@@ -34,13 +35,3 @@ describe("the demo serves every node's metrics", () => {
     expect(shards.size).toBe(8);
   }, 70_000);
 });
-
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}

@@ -12,6 +12,7 @@ import { runAdmin, type AdminIo } from '../../src/cli/admin/run-admin.js';
 import { parseCommandLine } from '../../src/cli/options.js';
 import { TOKEN_DIR_ENV } from '../../src/http/access-token.js';
 import { stopChild } from '../support/stop-child.js';
+import { valueWithin } from '../support/value-within.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');
@@ -34,16 +35,6 @@ function operatorLines(file: string): string[] {
 
 const EXAMPLES = ['README.md', 'docs/USAGE.md'].map((file) => ({ file, lines: operatorLines(file) }));
 
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 /** Runs one `shardherd` command line in this process, as the CLI does. */
 async function cli(argv: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const parsed = parseCommandLine([...argv]);
@@ -64,11 +55,11 @@ describe('the operator examples, against the demo', () => {
     child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--no-story', '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += String(d)));
-    const m = await until(() => /status page (http:\/\/\S+)\/ .* token (\S+)/.exec(stdout) ?? undefined, 30_000);
+    const m = await valueWithin(() => /status page (http:\/\/\S+)\/ .* token (\S+)/.exec(stdout) ?? undefined, 30_000);
     url = m[1]!;
     token = m[2]!;
     // As a user would: once the page shows every shard of both datasets Active.
-    await until(async () => {
+    await valueWithin(async () => {
       const view = (await (await fetch(`${url}/api/v1/overview`)).json()) as { datasets: { name: string; counts: Record<string, number> }[] };
       return view.datasets.length === 2 && view.datasets.every((d) => d.counts.Active === 16) ? true : undefined;
     }, 30_000);
@@ -112,7 +103,7 @@ describe('the operator examples, against the demo', () => {
         }
       }
       // The shard the examples stopped and started is back, and the others never left.
-      await until(async () => {
+      await valueWithin(async () => {
         const view = (await (await fetch(`${url}/api/v1/overview`)).json()) as { datasets: { name: string; counts: Record<string, number> }[] };
         return view.datasets.every((d) => d.counts.Active === 16) ? true : undefined;
       }, 20_000);
