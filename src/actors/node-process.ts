@@ -82,6 +82,14 @@ const LOCAL_ANSWER_WAIT_MS = 20;
 
 /** Copies /status lists unless asked for all of them (a node of 65 536 copies answered megabytes). */
 export const RUNNING_LISTED = 1000;
+/** A handler running this long is shown on /status and logged as stalled (no handler of a node waits this long on purpose). */
+export const STALLED_MS = 10_000;
+
+export interface ActorStall {
+  readonly actor: string;
+  readonly message: string;
+  readonly forMs: number;
+}
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
 
@@ -115,6 +123,8 @@ export class ShardherdNode {
   private leaseStore: Pick<MetaStore, 'renewLease'> | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
   private readonly unanswered = new Set<() => void>();
+  /** Stalls already logged (actor, message, start). */
+  private readonly loggedStalls = new Set<string>();
   private subscriptions: BusSubscription[] = [];
   /** Stops hearing the membership of the current incarnation. */
   private stopListening: () => void = () => {};
@@ -243,6 +253,24 @@ export class ShardherdNode {
     return this.runtime;
   }
 
+  /**
+   * This incarnation's actors whose handler has run for `STALLED_MS` or more (what /status shows):
+   * the messages behind one wait with it, the node's own answers included. Each is logged once.
+   */
+  stalledActors(): ActorStall[] {
+    const stalled = this.runtime?.busy(STALLED_MS) ?? [];
+    for (const st of stalled) {
+      const key = `${st.actor} ${st.message} ${this.services.clock.now() - st.forMs}`;
+      if (this.loggedStalls.has(key)) continue;
+      this.loggedStalls.add(key);
+      this.services.log.warn(
+        { event: 'actor.stalled', ...st },
+        `actor ${st.actor} has been handling ${st.message} for ${st.forMs} ms: the messages behind it wait`,
+      );
+    }
+    return stalled;
+  }
+
   get isMember(): boolean {
     return this.member;
   }
@@ -276,7 +304,7 @@ export class ShardherdNode {
     this.lastView = undefined;
     // A process's own logger may carry `node` already (`shardherd node` does): never twice on a line.
     const log = s.log.child(s.log.bindings().node === this.node ? { incarnation } : { node: this.node, incarnation });
-    this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log);
+    this.runtime = new ActorRuntime(`${s.systemPrefix}-${this.node}-${incarnation}`, log, () => s.clock.now());
     const gate = this.gate;
     const telemetry = this.metrics ?? NO_TELEMETRY;
     const leaseWaits = new LeaseWaits(telemetry);

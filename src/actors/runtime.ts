@@ -33,6 +33,8 @@ interface Cell {
   pending: number;
   /** A handler is running (perhaps awaiting something): the messages behind it wait for it. */
   running: boolean;
+  /** While a handler runs: its message's type and when it started (a handler that never ends holds the mailbox). */
+  handling: { readonly message: string; readonly since: number } | undefined;
   /** Stopped by nact and its `afterStop` still to run (nact runs it in a coming turn). */
   stopping: boolean;
   alive: boolean;
@@ -60,6 +62,8 @@ export class ActorRuntime {
   constructor(
     readonly name: string,
     readonly log: Logger,
+    /** The time handlers are timed by (`busy`); the node's own clock. */
+    private readonly now: () => number = () => 0,
   ) {
     // nact reads the name from an object (its typings say a string, which it would ignore).
     this.system = nact.start({ name } as never);
@@ -80,6 +84,22 @@ export class ActorRuntime {
     return this.readyCount + this.stoppingCount;
   }
 
+  /**
+   * The actors whose handler has been running for at least `atLeastMs`, the longest first: the
+   * messages behind it wait, so an answer the node needs from it (its /status) waits too. A handler
+   * awaiting a port call that never ends shows here with the message it handles.
+   */
+  busy(atLeastMs: number): { readonly actor: string; readonly message: string; readonly forMs: number }[] {
+    const now = this.now();
+    const busy: { actor: string; message: string; forMs: number }[] = [];
+    for (const cell of this.cells.values()) {
+      if (cell.alive && cell.handling && now - cell.handling.since >= atLeastMs) {
+        busy.push({ actor: cell.path, message: cell.handling.message, forMs: now - cell.handling.since });
+      }
+    }
+    return busy.sort((a, b) => b.forMs - a.forMs);
+  }
+
   /** Messages sent to actors that had stopped (each one was also logged). */
   get deadLetters(): number {
     return this.deadLetterCount;
@@ -92,7 +112,10 @@ export class ActorRuntime {
 
   spawn<S, M>(parent: ActorRef<unknown> | nact.ActorSystemRef, name: string, handler: Handler<S, M>, options: SpawnOptions<S>): ActorRef<M> {
     const wrapped = async (state: S, msg: M, nctx: nact.ActorContext<M, nact.Ref<unknown>>): Promise<S> => {
-      this.update(this.cells.get(nctx.self), (c) => (c.running = true));
+      this.update(this.cells.get(nctx.self), (c) => {
+        c.running = true;
+        c.handling = { message: describe(msg), since: this.now() };
+      });
       try {
         return await handler(state, msg, { self: nctx.self, name: nctx.name });
       } finally {
@@ -138,6 +161,7 @@ export class ActorRuntime {
       path: pathString(self),
       pending: 0,
       running: false,
+      handling: undefined,
       stopping: false,
       alive: true,
       watchers: new Set(),
@@ -240,6 +264,7 @@ export class ActorRuntime {
     if (!cell) return;
     this.update(cell, (c) => {
       c.running = false;
+      c.handling = undefined;
       if (c.pending > 0) {
         c.pending -= 1;
         this.inFlightCount -= 1;

@@ -1,4 +1,4 @@
-import type { RestartTrouble, ShardherdNode } from '../actors/node-process.js';
+import type { ActorStall, RestartTrouble, ShardherdNode } from '../actors/node-process.js';
 import type { Problem } from '../actors/problems.js';
 import type { MapStamp, Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
@@ -38,6 +38,11 @@ export interface NodeStatus {
   readonly singleton: SingletonStatus | undefined;
   /** Failures no retry fixes (a record too large for the bus, ...), the most recent first; each is logged once. */
   readonly problems: readonly Problem[];
+  /**
+   * Actors whose handler has run 10 s or more, the longest first (absent when none): what they
+   * handle holds their mailbox, so what this node shows from them (`running`) may be as old.
+   */
+  readonly stalled?: readonly ActorStall[];
 }
 
 export interface SingletonStatus {
@@ -57,6 +62,7 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
   // entries to count them held a node's event loop for a quarter of a second per call.
   const summary = opts.allRunning ? node.localRunning().then((all) => ({ listed: all, counts: countRunning(all) })) : node.localRunningSummary();
   const [running, state, cache, lease] = await Promise.all([summary, node.localSingletonState(), node.cache(), node.localLease()]);
+  const stalled = node.stalledActors();
   const address = node.view?.members.find((m) => m.node === lease?.node)?.address;
   return {
     node: node.node,
@@ -89,6 +95,7 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
             watchers: state.subscriptions.watcherList(),
           },
     problems: node.problems.list(),
+    ...(stalled.length > 0 ? { stalled } : {}),
   };
 }
 

@@ -291,7 +291,12 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
     const owners = members.filter(([, s]) => s.running.some((r) => r.dataset === dataset && r.shard === shard));
     if (owners.length !== 1) {
       // What each member said it runs, and its counts (the list is capped; the counts are not).
-      const said = members.map(([n, st]) => `${n} runs ${runningOf(st, dataset)} ${JSON.stringify(st.runningCounts[dataset] ?? {})}`).join('; ');
+      const said = members
+        .map(
+          ([n, st]) =>
+            `${n} runs ${runningOf(st, dataset)} ${JSON.stringify(st.runningCounts[dataset] ?? {})}${st.stalled ? ` stalled ${JSON.stringify(st.stalled)}` : ''}`,
+        )
+        .join('; ');
       return fail(`shard ${shard} runs on ${owners.length} nodes (${owners.map(([n]) => n).join(', ')}); ${said}`);
     }
     const [owner, ownerStatus] = owners[0]!;

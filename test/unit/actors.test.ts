@@ -282,6 +282,34 @@ describe('subscriptions', () => {
     expect(answers).toEqual([-1, -1, -1, 7]);
     rt.shutdown();
   });
+
+  it('an actor whose handler has run long is listed as busy, with the message it handles, until the handler ends', async () => {
+    let now = 1_000;
+    const rt = new ActorRuntime(`busy-${Math.floor(performance.now() * 1000)}`, pino({ level: 'silent' }), () => now);
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const a = rt.spawn<number, { readonly type: 'Slow' } | { readonly type: 'Quick' }>(
+      rt.system,
+      'a',
+      async (n, m) => {
+        if (m.type === 'Slow') await held;
+        return n + 1;
+      },
+      { initialState: 0 },
+    );
+    rt.send(a, { type: 'Slow' });
+    rt.send(a, { type: 'Quick' });
+    await new Promise((r) => setImmediate(r));
+    now += 9_999;
+    expect(rt.busy(10_000)).toEqual([]);
+    now += 1;
+    expect(rt.busy(10_000)).toEqual([{ actor: expect.stringContaining('a'), message: 'Slow', forMs: 10_000 }]);
+    release();
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+    expect(rt.busy(0)).toEqual([]);
+    expect(rt.inFlight).toBe(0);
+    rt.shutdown();
+  });
 });
 
 describe('reports and fencing', () => {

@@ -213,8 +213,13 @@ export const NodeStatus = {
         watchers: strings,
       }),
       problems: { type: 'array', items: object(problem) },
+      stalled: {
+        type: 'array',
+        description: 'actors whose handler has run 10 s or more, the longest first: the messages behind one wait with it',
+        items: object({ actor: str, message: str, forMs: int }),
+      },
     },
-    ['incarnation', 'restarting', 'knownEpoch', 'singletonAt', 'writeLease', 'singleton'],
+    ['incarnation', 'restarting', 'knownEpoch', 'singletonAt', 'writeLease', 'singleton', 'stalled'],
   ),
 };
 
