@@ -122,6 +122,16 @@ export default tseslint.config(
           message: 'a unit test does not wait on the wall clock: move the clock of a simulated cluster (SimDriver), or put the test in test/live.',
         })),
       ],
+      // The unit files share their worker's modules (vitest.config.ts: isolate false): what one
+      // file mocks or stubs, the files after it in that worker would see.
+      'no-restricted-properties': [
+        'error',
+        ...['mock', 'doMock', 'stubGlobal', 'stubEnv'].map((property) => ({
+          object: 'vi',
+          property,
+          message: 'unit test files share modules and globals (isolate: false): pass a fake in instead of mocking a module or stubbing a global.',
+        })),
+      ],
     },
   },
   {

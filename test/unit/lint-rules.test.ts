@@ -6,7 +6,13 @@ import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const PURITY_RULES = ['no-restricted-globals', 'no-restricted-syntax', 'no-restricted-imports', '@typescript-eslint/no-restricted-imports'];
+const PURITY_RULES = [
+  'no-restricted-globals',
+  'no-restricted-syntax',
+  'no-restricted-properties',
+  'no-restricted-imports',
+  '@typescript-eslint/no-restricted-imports',
+];
 const eslint = new ESLint({ cwd: repoRoot });
 
 /** The purity-rule errors for `code` linted as if it were the file `filePath` (relative to the repo root). */
@@ -149,4 +155,15 @@ describe('sleeps in unit tests', { timeout: 30_000 }, () => {
     expect(await purityErrors(sleep, 'test/unit/__probe__.test.ts')).toEqual(['no-restricted-globals']);
     expect(await purityErrors(sleep, 'test/live/__probe__.test.ts')).toEqual([]);
   });
+});
+
+describe('mocks in unit tests', { timeout: 30_000 }, () => {
+  it.each(["vi.mock('node:fs');\n", "vi.stubGlobal('fetch', () => 1);\n", "vi.stubEnv('X', '1');\n"])(
+    '%s is an error in test/unit, whose files share modules, and allowed in test/live',
+    async (code) => {
+      const probe = `import { vi } from 'vitest';\n${code}`;
+      expect(await purityErrors(probe, 'test/unit/__probe__.test.ts')).toEqual(['no-restricted-properties']);
+      expect(await purityErrors(probe, 'test/live/__probe__.test.ts')).toEqual([]);
+    },
+  );
 });
