@@ -14,7 +14,7 @@ const chaos: TestProjectConfiguration[] =
             name: 'chaos',
             include: ['test/chaos/**/*.test.ts'],
             // The shared Cassandra (and Kafka) of the integration tests, started the same way.
-            globalSetup: ['test/integration/global-setup.ts'],
+            globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
             testTimeout: 60_000,
             hookTimeout: 240_000,
             fileParallelism: false,
@@ -80,7 +80,7 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/integration/global-setup.ts'],
+          globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 180_000,
         },

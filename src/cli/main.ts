@@ -10,8 +10,10 @@ import { runNodeCommand } from './node-command.js';
 import { runTopicsCreate } from './topics-command.js';
 import { parseCommandLine } from './options.js';
 import { timestampWithIso } from './log-timestamp.js';
+import { skipKafkajsNegativeTimeouts } from './process-warnings.js';
 
 async function main(): Promise<number> {
+  skipKafkajsNegativeTimeouts();
   const parsed = parseCommandLine(process.argv.slice(2));
   if (parsed.kind === 'exit') {
     process.stdout.write(parsed.stdout);

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { processClusterBase } from './support.js';
 
-const MAIN = join(import.meta.dirname, '../../src/cli/main.ts');
+// The built command (./build-once.ts builds it for the run), as users run it.
+const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
 
 describe('shardherd admin commands', () => {
   let dir: string;
@@ -23,7 +24,7 @@ describe('shardherd admin commands', () => {
   const cli = (args: string[], tokenDir = dir): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
       const env = { ...process.env, SHARDHERD_TOKEN_DIR: tokenDir, SHARDHERD_TOKEN: '', FORCE_COLOR: '0' };
-      execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
+      execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
       });
     });

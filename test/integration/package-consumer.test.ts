@@ -2,8 +2,8 @@
 // outside the repository, compiled there in strict mode, and run through its public entry points
 // only (an embedded cluster of three nodes). Also what the package weighs on an application: the
 // files it ships, the engine warnings of its dependencies, the modules its root entry loads.
-// In the integration project for its files run one at a time: packing rebuilds `dist/`, which the
-// node-process tests run.
+// Packing builds `dist/` only if the sources changed since the run's build (./build-once.ts): the
+// node processes of the files beside it run that `dist/`.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
