@@ -15,6 +15,7 @@ const chaos: TestProjectConfiguration[] =
             include: ['test/chaos/**/*.test.ts'],
             // The shared Cassandra (and Kafka) of the integration tests, started the same way.
             globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
+            setupFiles: ['test/support/kafkajs-warnings.ts'],
             testTimeout: 60_000,
             hookTimeout: 240_000,
             fileParallelism: false,
@@ -81,6 +82,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
+          setupFiles: ['test/support/kafkajs-warnings.ts'],
           testTimeout: 60_000,
           hookTimeout: 180_000,
         },

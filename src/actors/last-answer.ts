@@ -5,8 +5,10 @@
 import type { Clock } from '../cluster/clock.js';
 
 export class LastAnswer<T> {
-  private last: { readonly value: T } | undefined;
+  private last: { readonly value: T; readonly at: number } | undefined;
   private asking: Promise<T> | undefined;
+  /** When the outstanding question was asked. */
+  private askedAt = 0;
 
   constructor(
     /** The question (undefined: a subclass asks it, overriding `question`). */
@@ -51,10 +53,21 @@ export class LastAnswer<T> {
     return this.ask();
   }
 
+  /**
+   * How old the last reply is (0 when none is outstanding and it just came; undefined before the
+   * first), and how long the question now outstanding has waited (0 when none is): what a reader
+   * of `get` or `peek` was shown, and whether the asked party is slow to answer.
+   */
+  age(): { readonly ageMs: number | undefined; readonly waitingMs: number } {
+    const now = this.clock.now();
+    return { ageMs: this.last && now - this.last.at, waitingMs: this.asking ? now - this.askedAt : 0 };
+  }
+
   private askOnce(): Promise<T> {
+    if (!this.asking) this.askedAt = this.clock.now();
     const asking = (this.asking ??= this.question()
       .then((value) => {
-        this.last = { value };
+        this.last = { value, at: this.clock.now() };
         return value;
       })
       .finally(() => {

@@ -21,7 +21,7 @@ import type { NodeEnv } from './node-env.js';
 import { RequestLane } from './request-lane.js';
 import { EventsSkip, GuardianOutlook, NOTHING_RUNNING, spawnNodeGuardian, type GuardianCache, type GuardianMsg } from './node-guardian.js';
 import { type Deliver, NodeHub, RequestTimeoutError } from './node-hub.js';
-import { ActorRuntime, type ActorRef } from './runtime.js';
+import { ActorRuntime, type ActorRef, type BusyActor } from './runtime.js';
 import type { RuntimeSettings } from './settings.js';
 import { CheckpointLoader } from './checkpoint-loader.js';
 import { LeaseLapsedError, NotMemberError } from './sink-call.js';
@@ -84,12 +84,6 @@ const LOCAL_ANSWER_WAIT_MS = 20;
 export const RUNNING_LISTED = 1000;
 /** A handler running this long is shown on /status and logged as stalled (no handler of a node waits this long on purpose). */
 export const STALLED_MS = 10_000;
-
-export interface ActorStall {
-  readonly actor: string;
-  readonly message: string;
-  readonly forMs: number;
-}
 
 export type NodeState = 'stopped' | 'running' | 'stopping' | 'paused' | 'crashed';
 
@@ -257,7 +251,7 @@ export class ShardherdNode {
    * This incarnation's actors whose handler has run for `STALLED_MS` or more (what /status shows):
    * the messages behind one wait with it, the node's own answers included. Each is logged once.
    */
-  stalledActors(): ActorStall[] {
+  stalledActors(): BusyActor[] {
     const stalled = this.runtime?.busy(STALLED_MS) ?? [];
     for (const st of stalled) {
       const key = `${st.actor} ${st.message} ${this.services.clock.now() - st.forMs}`;
@@ -766,6 +760,14 @@ export class ShardherdNode {
    */
   localRunning(): Promise<RunningShard[]> {
     return this.local.running.get().then((r) => r ?? []);
+  }
+
+  /**
+   * How old what `localRunning` (`all`) or `localRunningSummary` last answered is, and how long the
+   * guardian has been asked for a fresher answer (see `LastAnswer.age`).
+   */
+  localRunningAge(all: boolean): { readonly ageMs: number | undefined; readonly waitingMs: number } {
+    return (all ? this.local.running : this.local.runningSummary).age();
   }
 
   /** As `localRunning`, counted, with the first `RUNNING_LISTED` listed: what /status shows unless asked for all. */

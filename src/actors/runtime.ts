@@ -6,6 +6,13 @@
 import nact from 'nact';
 import type { Logger } from 'pino';
 
+/** An actor whose handler is running: the message it handles, for how long. */
+export interface BusyActor {
+  readonly actor: string;
+  readonly message: string;
+  readonly forMs: number;
+}
+
 /** A reference to an actor that accepts messages of type `M`. */
 export type ActorRef<M> = nact.Ref<M>;
 
@@ -89,9 +96,9 @@ export class ActorRuntime {
    * messages behind it wait, so an answer the node needs from it (its /status) waits too. A handler
    * awaiting a port call that never ends shows here with the message it handles.
    */
-  busy(atLeastMs: number): { readonly actor: string; readonly message: string; readonly forMs: number }[] {
+  busy(atLeastMs: number): BusyActor[] {
     const now = this.now();
-    const busy: { actor: string; message: string; forMs: number }[] = [];
+    const busy: BusyActor[] = [];
     for (const cell of this.cells.values()) {
       if (cell.alive && cell.handling && now - cell.handling.since >= atLeastMs) {
         busy.push({ actor: cell.path, message: cell.handling.message, forMs: now - cell.handling.since });

@@ -13,8 +13,12 @@ export function isKafkajsNegativeTimeout(warning: Error): boolean {
   return warning.name === 'TimeoutNegativeWarning' && KAFKAJS_REQUEST_QUEUE.test(warning.stack ?? '');
 }
 
-/** Replaces the process's warning printers by the same printers, skipping kafkajs's negative timeout. */
+let installed = false;
+
+/** Replaces the process's warning printers by the same printers, skipping kafkajs's negative timeout (once per process). */
 export function skipKafkajsNegativeTimeouts(): void {
+  if (installed) return;
+  installed = true;
   const printers = process.listeners('warning');
   process.removeAllListeners('warning');
   process.on('warning', (warning) => {

@@ -1,4 +1,5 @@
-import type { ActorStall, RestartTrouble, ShardherdNode } from '../actors/node-process.js';
+import type { RestartTrouble, ShardherdNode } from '../actors/node-process.js';
+import type { BusyActor } from '../actors/runtime.js';
 import type { Problem } from '../actors/problems.js';
 import type { MapStamp, Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
@@ -16,6 +17,12 @@ export interface NodeStatus {
   readonly running: readonly RunningShard[];
   /** Every copy it runs, counted per dataset and status. */
   readonly runningCounts: Record<string, Record<string, number>>;
+  /**
+   * How old the answer under `running` and `runningCounts` is (ms; absent before the first), and
+   * how long a fresher one has been asked for (0: none is outstanding). /status does not wait more
+   * than a few milliseconds on a busy guardian: it shows its last answer.
+   */
+  readonly runningAnswer: { readonly ageMs?: number; readonly waitingMs: number };
   /** The newest singleton epoch this node has heard of. */
   readonly knownEpoch: number | undefined;
   /** Where the singleton is (from its lease), whether or not this node hosts it. */
@@ -42,7 +49,7 @@ export interface NodeStatus {
    * Actors whose handler has run 10 s or more, the longest first (absent when none): what they
    * handle holds their mailbox, so what this node shows from them (`running`) may be as old.
    */
-  readonly stalled?: readonly ActorStall[];
+  readonly stalled?: readonly BusyActor[];
 }
 
 export interface SingletonStatus {
@@ -73,6 +80,7 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
     member: node.isMember,
     running: running.listed,
     runningCounts: running.counts,
+    runningAnswer: answerAge(node.localRunningAge(opts.allRunning === true)),
     knownEpoch: cache?.maxEpoch,
     singletonAt: lease ? { node: lease.node, incarnation: lease.incarnation, epoch: lease.epoch, ...(address ? { address } : {}) } : undefined,
     ...(node.writeLease ? { writeLease: node.writeLease } : {}),
@@ -97,6 +105,10 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
     problems: node.problems.list(),
     ...(stalled.length > 0 ? { stalled } : {}),
   };
+}
+
+function answerAge(age: { readonly ageMs: number | undefined; readonly waitingMs: number }): NodeStatus['runningAnswer'] {
+  return age.ageMs === undefined ? { waitingMs: age.waitingMs } : { ageMs: age.ageMs, waitingMs: age.waitingMs };
 }
 
 /**

@@ -8,6 +8,7 @@
 // If the services cannot be started, the run still goes on (unit and sim tests are unaffected) and
 // every integration test fails with the reason: see `services()` in ./support.ts.
 import type { TestProject } from 'vitest/node';
+import { skipKafkajsNegativeTimeouts } from '../../src/cli/process-warnings.js';
 import { CASSANDRA_LOCAL_DC, ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS } from '../../scripts/services/config.js';
 import { sleep } from '../../scripts/services/processes.js';
 import { cassandraAnswers, cleanupLeftovers, kafkaAnswers, startServices, stopInstance, type RunningServices } from '../../scripts/services/services.js';
@@ -52,6 +53,8 @@ async function waitForExternal(what: string, probe: () => Promise<boolean>): Pro
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The services' readiness probes use kafkajs in this process (see src/cli/process-warnings.ts).
+  skipKafkajsNegativeTimeouts();
   // Per project: the chaos project uses this setup too, and both may run in one vitest process.
   const instance = `${project.name}-${process.pid}`;
   let started: RunningServices | undefined;

@@ -294,7 +294,7 @@ export async function converged(cluster: ProcessCluster, dataset: string, numSha
       const said = members
         .map(
           ([n, st]) =>
-            `${n} runs ${runningOf(st, dataset)} ${JSON.stringify(st.runningCounts[dataset] ?? {})}${st.stalled ? ` stalled ${JSON.stringify(st.stalled)}` : ''}`,
+            `${n} runs ${runningOf(st, dataset)} ${JSON.stringify(st.runningCounts[dataset] ?? {})} answer ${JSON.stringify(st.runningAnswer)}${st.stalled ? ` stalled ${JSON.stringify(st.stalled)}` : ''}`,
         )
         .join('; ');
       return fail(`shard ${shard} runs on ${owners.length} nodes (${owners.map(([n]) => n).join(', ')}); ${said}`);

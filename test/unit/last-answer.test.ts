@@ -33,4 +33,23 @@ describe('LastAnswer', () => {
     clock.advance(20);
     expect(await p).toBeUndefined();
   });
+
+  it('says how old its last answer is and how long the question outstanding has waited', async () => {
+    const clock = new SimulatedClock(1_000);
+    const pending: ((v: number) => void)[] = [];
+    const a = new LastAnswer(() => new Promise<number>((resolve) => pending.push(resolve)), clock, 20, 0);
+    expect(a.age()).toEqual({ ageMs: undefined, waitingMs: 0 });
+    const first = a.get();
+    clock.advance(5);
+    pending.shift()!(1);
+    expect(await first).toBe(1);
+    expect(a.age()).toEqual({ ageMs: 0, waitingMs: 0 });
+    clock.advance(100);
+    void a.get(); // asked again; the asked party does not answer
+    clock.advance(30_000);
+    expect(a.age()).toEqual({ ageMs: 30_100, waitingMs: 30_000 });
+    pending.shift()!(2);
+    await new Promise((r) => setImmediate(r));
+    expect(a.age()).toEqual({ ageMs: 0, waitingMs: 0 });
+  });
 });

@@ -201,6 +201,10 @@ export const NodeStatus = {
         ),
       },
       runningCounts: { type: 'object', description: 'every copy this node runs, counted per dataset and status', additionalProperties: countsPerStatus },
+      runningAnswer: object({ ageMs: int, waitingMs: int }, ['ageMs'], {
+        description:
+          'how old the answer under running and runningCounts is (ms; absent before the first) and how long a fresher one has been asked for (0: none outstanding): /status shows the last answer of a busy guardian',
+      }),
       knownEpoch: int,
       singletonAt: object({ node: str, incarnation: str, epoch: int, address: str }, ['address']),
       writeLease: object({ held: bool, waitingShards: int, longestWaitMs: int }),
