@@ -609,6 +609,10 @@ export class ShardherdNode {
     this.stopListening = () => {};
     const subs = this.subscriptions;
     this.subscriptions = [];
+    // No question reaches the guardian from here on: nact stops the actors in a coming turn, and a
+    // question sent before then was taken and dropped, unanswered for good (the node's running
+    // list stayed empty until its next restart).
+    this.guardian = undefined;
     this.runtime?.shutdown();
     // Questions the guardian will never answer now (its mailbox went with the runtime) get the
     // answer of a node that runs nothing, rather than none at all.
