@@ -25,6 +25,33 @@ const chaos: TestProjectConfiguration[] =
       ]
     : [];
 
+/**
+ * A few tests against the real Kafka and Cassandra, for the other Node versions
+ * (scripts/node-matrix): only with SHARDHERD_SMOKE=1, which `npm run test:nodes` sets. In `npm
+ * test` the integration project runs these files already.
+ */
+const smoke: TestProjectConfiguration[] =
+  process.env.SHARDHERD_SMOKE === '1'
+    ? [
+        {
+          test: {
+            sequence: { groupOrder: 1 },
+            name: 'smoke',
+            include: [
+              'test/integration/services.test.ts',
+              'test/integration/cassandra-meta-store.test.ts',
+              'test/integration/kafka-membership.test.ts',
+              'test/integration/node-process.test.ts',
+            ],
+            globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
+            setupFiles: ['test/support/kafkajs-warnings.ts'],
+            testTimeout: 60_000,
+            hookTimeout: 180_000,
+          },
+        },
+      ]
+    : [];
+
 export default defineConfig({
   test: {
     reporters: ['default', './test/support/summary-reporter.ts'],
@@ -104,6 +131,7 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      ...smoke,
       ...chaos,
     ],
   },
