@@ -2,6 +2,16 @@ import { defineConfig, type TestProjectConfiguration } from 'vitest/config';
 import LongestFirst from './test/support/longest-first.js';
 
 /**
+ * What the projects on the real Kafka and Cassandra share: the package built once, the services
+ * started once per run (scripts/services), kafkajs's Node 24 timer warning dropped.
+ */
+const onRealServices = {
+  globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
+  setupFiles: ['test/support/kafkajs-warnings.ts'],
+  testTimeout: 60_000,
+};
+
+/**
  * Chaos tests of minutes, on a three-broker Kafka cluster (test/chaos): only with SHARDHERD_CHAOS=1,
  * which `npm run chaos` sets. Three more JVMs do not fit `npm test`'s time on 2 cores.
  */
@@ -15,9 +25,7 @@ const chaos: TestProjectConfiguration[] =
             name: 'chaos',
             include: ['test/chaos/**/*.test.ts'],
             // The shared Cassandra (and Kafka) of the integration tests, started the same way.
-            globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
-            setupFiles: ['test/support/kafkajs-warnings.ts'],
-            testTimeout: 60_000,
+            ...onRealServices,
             hookTimeout: 240_000,
             fileParallelism: false,
           },
@@ -43,9 +51,7 @@ const smoke: TestProjectConfiguration[] =
               'test/integration/kafka-membership.test.ts',
               'test/integration/node-process.test.ts',
             ],
-            globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
-            setupFiles: ['test/support/kafkajs-warnings.ts'],
-            testTimeout: 60_000,
+            ...onRealServices,
             hookTimeout: 180_000,
           },
         },
@@ -110,9 +116,7 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/integration/build-once.ts', 'test/integration/global-setup.ts'],
-          setupFiles: ['test/support/kafkajs-warnings.ts'],
-          testTimeout: 60_000,
+          ...onRealServices,
           hookTimeout: 180_000,
         },
       },
