@@ -4,6 +4,12 @@
 // delays how fresh the answer is, not the answer.
 import type { Clock } from '../cluster/clock.js';
 
+/** How old a `LastAnswer`'s last reply is (undefined before the first), and how long the question outstanding has waited (0: none is). */
+export interface AnswerAge {
+  readonly ageMs: number | undefined;
+  readonly waitingMs: number;
+}
+
 export class LastAnswer<T> {
   private last: { readonly value: T; readonly at: number } | undefined;
   private asking: Promise<T> | undefined;
@@ -58,7 +64,7 @@ export class LastAnswer<T> {
    * first), and how long the question now outstanding has waited (0 when none is): what a reader
    * of `get` or `peek` was shown, and whether the asked party is slow to answer.
    */
-  age(): { readonly ageMs: number | undefined; readonly waitingMs: number } {
+  age(): AnswerAge {
     const now = this.clock.now();
     return { ageMs: this.last && now - this.last.at, waitingMs: this.asking ? now - this.askedAt : 0 };
   }

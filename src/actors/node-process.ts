@@ -13,7 +13,7 @@ import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { RELEASED_RENEWAL, type Lease, type MetaStore } from '../store/meta-store.js';
-import { LastAnswer } from './last-answer.js';
+import { LastAnswer, type AnswerAge } from './last-answer.js';
 import { SingletonRole } from './singleton-role.js';
 import { countedBus, countedMetaStore } from './counted-ports.js';
 import { Gate, gatedBus, gatedClock, gatedMetaStore, gatedSink, gatedSource } from './gate.js';
@@ -117,7 +117,7 @@ export class ShardherdNode {
   private leaseStore: Pick<MetaStore, 'renewLease'> | undefined;
   /** How to answer each question the guardian has not answered yet, should it never (see `askGuardian`). */
   private readonly unanswered = new Set<() => void>();
-  /** Stalls already logged (actor, message, start). */
+  /** Stalls logged and still going on (actor, message, start). */
   private readonly loggedStalls = new Set<string>();
   private subscriptions: BusSubscription[] = [];
   /** Stops hearing the membership of the current incarnation. */
@@ -253,8 +253,11 @@ export class ShardherdNode {
    */
   stalledActors(): BusyActor[] {
     const stalled = this.runtime?.busy(STALLED_MS) ?? [];
-    for (const st of stalled) {
-      const key = `${st.actor} ${st.message} ${this.services.clock.now() - st.forMs}`;
+    const now = this.services.clock.now();
+    const keyed = new Map(stalled.map((st) => [`${st.actor} ${st.message} ${now - st.forMs}`, st]));
+    // Only stalls still going on are remembered: the set stays as small as they are few.
+    for (const key of this.loggedStalls) if (!keyed.has(key)) this.loggedStalls.delete(key);
+    for (const [key, st] of keyed) {
       if (this.loggedStalls.has(key)) continue;
       this.loggedStalls.add(key);
       this.services.log.warn(
@@ -770,7 +773,7 @@ export class ShardherdNode {
    * How old what `localRunning` (`all`) or `localRunningSummary` last answered is, and how long the
    * guardian has been asked for a fresher answer (see `LastAnswer.age`).
    */
-  localRunningAge(all: boolean): { readonly ageMs: number | undefined; readonly waitingMs: number } {
+  localRunningAge(all: boolean): AnswerAge {
     return (all ? this.local.running : this.local.runningSummary).age();
   }
 

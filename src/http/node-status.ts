@@ -1,4 +1,5 @@
 import type { RestartTrouble, ShardherdNode } from '../actors/node-process.js';
+import type { AnswerAge } from '../actors/last-answer.js';
 import type { BusyActor } from '../actors/runtime.js';
 import type { Problem } from '../actors/problems.js';
 import type { MapStamp, Member, RecoveryData, RunningShard } from '../core/shard-manager/protocol.js';
@@ -107,7 +108,7 @@ export async function nodeStatus(node: ShardherdNode, opts: { readonly allRunnin
   };
 }
 
-function answerAge(age: { readonly ageMs: number | undefined; readonly waitingMs: number }): NodeStatus['runningAnswer'] {
+function answerAge(age: AnswerAge): NodeStatus['runningAnswer'] {
   return age.ageMs === undefined ? { waitingMs: age.waitingMs } : { ageMs: age.ageMs, waitingMs: age.waitingMs };
 }
 
