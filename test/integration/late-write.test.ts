@@ -16,6 +16,7 @@ import { CHAOS_RUNTIME, chaosTeardown, createTopics } from '../support/chaos-run
 import { missingRecords, NumberedProducer } from '../support/numbered-producer.js';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { valueWithin } from '../support/value-within.js';
 import { processClusterBase } from './support.js';
 
 const SHARDS = 8;
@@ -84,6 +85,12 @@ describe('a late write on real processes', () => {
     const before = await waitConverged(cluster, DATASET, SHARDS, 90_000);
     const victimShards = before.statuses.get(VICTIM)?.running.map((r) => r.shard) ?? [];
     expect(victimShards.length).toBeGreaterThan(0);
+    // The victim has written its shard before it is slowed: its token is the one a successor's
+    // must beat. (Read once, 3 s after convergence, a shard the producer had not reached yet had
+    // no record, and so no token.)
+    await valueWithin(async () => (await reader.read(DATASET, victimShards[0]!)).token, 30_000).catch(() => {
+      throw new Error(`the victim wrote no record of its shard ${victimShards[0]} within 30 s of convergence`);
+    });
     // Let the victim's calls queue up behind the slow path, then freeze it in the middle of one. A
     // call is one write per record, so it is long only with a backlog: its link held for 2 s, the
     // records of those seconds wait for it, and it is frozen a little into the batch that takes
