@@ -58,6 +58,37 @@ const smoke: TestProjectConfiguration[] =
       ]
     : [];
 
+/**
+ * The Kafka suites (the bus, membership, the ingestion source, the producers, topics, a node
+ * process, the services themselves) on the compatibility lane's Kafka 3.9: only with
+ * SHARDHERD_KAFKA_COMPAT=1, which `npm run test:kafka-compat` sets with the Kafka version. In `npm
+ * test` the integration project runs these files on the default Kafka.
+ */
+const kafkaCompat: TestProjectConfiguration[] =
+  process.env.SHARDHERD_KAFKA_COMPAT === '1'
+    ? [
+        {
+          test: {
+            sequence: { groupOrder: 1 },
+            name: 'kafka-compat',
+            include: [
+              'test/integration/services.test.ts',
+              'test/integration/kafka-bus.test.ts',
+              'test/integration/kafka-membership.test.ts',
+              'test/integration/kafka-source.test.ts',
+              'test/integration/kafka-group-janitor.test.ts',
+              'test/integration/idempotent-produce.test.ts',
+              'test/integration/sharded-producer.test.ts',
+              'test/integration/topics-create.test.ts',
+              'test/integration/node-process.test.ts',
+            ],
+            ...onRealServices,
+            hookTimeout: 180_000,
+          },
+        },
+      ]
+    : [];
+
 export default defineConfig({
   test: {
     reporters: ['default', './test/support/summary-reporter.ts'],
@@ -136,6 +167,7 @@ export default defineConfig({
         },
       },
       ...smoke,
+      ...kafkaCompat,
       ...chaos,
     ],
   },

@@ -1,19 +1,24 @@
 // npm run services:fetch | services:start | services:stop | services:status
 //
-// `fetch` fetches the Kafka and Cassandra jars and installs Schemathesis (the integration tests'
-// OpenAPI checker) into a Python venv, all in the cache.
+// `fetch` fetches the Cassandra jars and those of every Kafka release the tests run (the default
+// and the compatibility lane's) and installs Schemathesis (the integration tests' OpenAPI checker)
+// into a Python venv, all in the cache.
 //
 // `start` runs the "dev" instance for development: the JVMs outlive the command and run until
 // `services:stop`. It prints shell exports on stdout, so `eval "$(npm run -s services:start)"`
 // points `npm test` (and anything else) at them; everything else goes to stderr. A `start` while
 // the instance runs keeps it (its ports, topics and tables) and prints its exports again;
 // `start --restart` replaces it with a fresh pair.
-import { ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS, cacheRoot } from './config.js';
+import { skipKafkajsNegativeTimeouts } from '../../src/cli/process-warnings.js';
+import { ENV_CASSANDRA_CONTACT_POINTS, ENV_KAFKA_BROKERS, KAFKA_VERSIONS, cacheRoot, kafkaVersion } from './config.js';
 import { fetchAll } from './fetch.js';
 import { fetchSchemathesis } from './schemathesis.js';
 import { readRunning, startServices, stopInstance } from './services.js';
 
 const DEV_INSTANCE = 'dev';
+
+// The readiness checks connect with kafkajs, whose negative timer Node 24 reports per connection.
+skipKafkajsNegativeTimeouts();
 
 function say(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -31,7 +36,7 @@ async function main(command: string | undefined, flags: readonly string[]): Prom
   switch (command) {
     case 'fetch': {
       const t = Date.now();
-      const results = await fetchAll(say);
+      const results = await fetchAll(say, cacheRoot(), KAFKA_VERSIONS);
       for (const r of results) say(`${r.name}: ${r.jars} jars in ${r.lib}${r.downloaded ? '' : ' (cached)'}`);
       // The integration tests' OpenAPI checker (test/integration/schemathesis.test.ts), in a Python venv.
       const st = await fetchSchemathesis(say);
@@ -48,7 +53,7 @@ async function main(command: string | undefined, flags: readonly string[]): Prom
         printExports(current.kafka?.brokers ?? [], current.cassandra?.contactPoints ?? []);
         return 0;
       }
-      say(`starting Kafka and Cassandra (instance "${DEV_INSTANCE}", cache ${cacheRoot()}) ...`);
+      say(`starting Kafka ${kafkaVersion()} and Cassandra (instance "${DEV_INSTANCE}", cache ${cacheRoot()}) ...`);
       const running = await startServices({ instance: DEV_INSTANCE, owned: false, log: say });
       say(`ready in ${(running.startMs / 1000).toFixed(1)} s; logs and PID files in ${running.dir}`);
       say(`Kafka PID ${String(running.kafka?.pid)}, Cassandra PID ${String(running.cassandra?.pid)}; stop with npm run services:stop`);

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lastLines, runLogged } from './logged-command.js';
-import { CASSANDRA_ARTIFACTS, DEPENDENCY_PLUGIN, KAFKA_ARTIFACTS, artifactsDir, cacheRoot, libDir, type ServiceArtifacts } from './config.js';
+import { CASSANDRA_ARTIFACTS, DEPENDENCY_PLUGIN, artifactsDir, cacheRoot, kafkaArtifacts, kafkaVersion, libDir, type ServiceArtifacts } from './config.js';
 
 interface Manifest {
   readonly dependencies: ServiceArtifacts['dependencies'];
@@ -15,6 +15,7 @@ interface Manifest {
 const MANIFEST = 'lib.manifest.json';
 
 export interface FetchResult {
+  /** The cache folder's name, e.g. `kafka-4.4.0`. */
   readonly name: string;
   readonly lib: string;
   readonly jars: number;
@@ -25,12 +26,16 @@ export interface FetchResult {
 
 export type Log = (line: string) => void;
 
-/** Both services' jars; skips whatever is already complete in the cache. */
-export async function fetchAll(log: Log = () => {}, root = cacheRoot()): Promise<FetchResult[]> {
+/**
+ * Both services' jars, Kafka in each release of `kafkaVersions` (default: the one
+ * `SHARDHERD_KAFKA_VERSION` chooses); skips whatever is already complete in the cache.
+ */
+export async function fetchAll(log: Log = () => {}, root = cacheRoot(), kafkaVersions: readonly string[] = [kafkaVersion()]): Promise<FetchResult[]> {
   // One after the other: two Maven processes writing the same local repository is asking for trouble.
-  const kafka = await fetchService(KAFKA_ARTIFACTS, log, root);
-  const cassandra = await fetchService(CASSANDRA_ARTIFACTS, log, root);
-  return [kafka, cassandra];
+  const results: FetchResult[] = [];
+  for (const version of kafkaVersions) results.push(await fetchService(kafkaArtifacts(version), log, root));
+  results.push(await fetchService(CASSANDRA_ARTIFACTS, log, root));
+  return results;
 }
 
 export async function fetchService(artifacts: ServiceArtifacts, log: Log = () => {}, root = cacheRoot()): Promise<FetchResult> {
@@ -39,10 +44,10 @@ export async function fetchService(artifacts: ServiceArtifacts, log: Log = () =>
   const lib = libDir(artifacts, root);
   const complete = await completeJarCount(artifacts, root);
   if (complete !== undefined) {
-    return { name: artifacts.name, lib, jars: complete, downloaded: false, ms: Date.now() - started };
+    return { name: artifacts.dirName, lib, jars: complete, downloaded: false, ms: Date.now() - started };
   }
   await mkdir(dir, { recursive: true });
-  log(`${artifacts.name}: resolving ${artifacts.dependencies.map(coordinate).join(', ')} with Maven into ${lib}`);
+  log(`${artifacts.dirName}: resolving ${artifacts.dependencies.map(coordinate).join(', ')} with Maven into ${lib}`);
   const pom = join(dir, 'pom.xml');
   await writeFile(pom, pomFor(artifacts));
   const staging = join(dir, `lib.partial-${process.pid}`);
@@ -53,7 +58,7 @@ export async function fetchService(artifacts: ServiceArtifacts, log: Log = () =>
     logFile,
   );
   const names = (await readdir(staging)).filter((n) => n.endsWith('.jar')).sort();
-  if (names.length === 0) throw new Error(`${artifacts.name}: Maven copied no jar into ${staging}; see ${logFile}`);
+  if (names.length === 0) throw new Error(`${artifacts.dirName}: Maven copied no jar into ${staging}; see ${logFile}`);
   const jars = await Promise.all(names.map(async (name) => ({ name, size: (await stat(join(staging, name))).size })));
   await rm(lib, { recursive: true, force: true });
   await rm(join(dir, MANIFEST), { force: true });
@@ -62,8 +67,8 @@ export async function fetchService(artifacts: ServiceArtifacts, log: Log = () =>
   const manifest: Manifest = { dependencies: artifacts.dependencies, jars };
   await writeFile(join(dir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
   const ms = Date.now() - started;
-  log(`${artifacts.name}: ${jars.length} jars in ${(ms / 1000).toFixed(1)} s`);
-  return { name: artifacts.name, lib, jars: jars.length, downloaded: true, ms };
+  log(`${artifacts.dirName}: ${jars.length} jars in ${(ms / 1000).toFixed(1)} s`);
+  return { name: artifacts.dirName, lib, jars: jars.length, downloaded: true, ms };
 }
 
 /** The number of jars when the cached folder is complete for exactly these dependencies, else undefined. */

@@ -5,7 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENV_KAFKA_BROKERS, KAFKA_ARTIFACTS, artifactsDir, javaBinary, libDir } from './config.js';
+import { ENV_KAFKA_BROKERS, artifactsDir, javaBinary, kafkaArtifacts, kafkaVersion, libDir } from './config.js';
+import { kafkaToolsLogging } from './kafka-logging.js';
 import { readRunning } from './services.js';
 
 export const KAFKA_TOOLS: Readonly<Record<string, string>> = {
@@ -28,27 +29,27 @@ async function main(argv: string[]): Promise<number> {
   const [tool, ...args] = argv;
   const mainClass = tool === undefined ? undefined : KAFKA_TOOLS[tool];
   if (mainClass === undefined) return usage();
-  const lib = libDir(KAFKA_ARTIFACTS);
+  const dev = (await readRunning('dev'))?.kafka;
+  // The tools of the release the dev broker runs, else of the chosen one (they speak to either).
+  const version = dev?.version ?? kafkaVersion();
+  const artifacts = kafkaArtifacts(version);
+  const lib = libDir(artifacts);
   if (!existsSync(lib)) {
     process.stderr.write(`no Kafka jars in ${lib}: run npm run services:fetch first\n`);
     return 1;
   }
   if (!args.includes('--bootstrap-server')) {
-    const brokers = process.env[ENV_KAFKA_BROKERS] || (await readRunning('dev'))?.kafka?.brokers.join(',');
+    const brokers = process.env[ENV_KAFKA_BROKERS] || dev?.brokers.join(',');
     if (!brokers) {
       process.stderr.write(`no broker: pass --bootstrap-server, set ${ENV_KAFKA_BROKERS}, or npm run services:start\n`);
       return 1;
     }
     args.unshift('--bootstrap-server', brokers);
   }
-  // The tools log through log4j: warnings and errors to stderr, so their output stays parseable.
-  const log4j = join(artifactsDir(KAFKA_ARTIFACTS), 'tools-log4j.properties');
-  writeFileSync(
-    log4j,
-    'log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\n' +
-      'log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=[%p] %m (%c)%n\n',
-  );
-  const result = spawnSync(javaBinary(), [`-Dlog4j.configuration=file:${log4j}`, '-cp', join(lib, '*'), mainClass, ...args], { stdio: 'inherit' });
+  // Warnings and errors to stderr, so the tools' output stays parseable.
+  const logging = kafkaToolsLogging(version, artifactsDir(artifacts));
+  writeFileSync(logging.file, logging.text);
+  const result = spawnSync(javaBinary(), [logging.jvmOption, '-cp', join(lib, '*'), mainClass, ...args], { stdio: 'inherit' });
   if (result.error) {
     process.stderr.write(`could not run ${javaBinary()}: ${result.error.message} (is Java 17 installed?)\n`);
     return 1;

@@ -12,21 +12,24 @@ import {
   CASSANDRA_ARTIFACTS,
   CASSANDRA_LOCAL_DC,
   CASSANDRA_VERSION,
-  KAFKA_ARTIFACTS,
-  KAFKA_VERSION,
   cacheRoot,
   instanceDir,
   javaBinary,
+  kafkaArtifacts,
+  kafkaVersion,
   libDir,
   runRoot,
 } from './config.js';
 import { fetchAll, findJar, type Log } from './fetch.js';
+import { kafkaBrokerLogging } from './kafka-logging.js';
 import { isAlive, readPidFile, runJava, sleep, spawnJvm, stopByPidFile, tail, type SpawnedJvm } from './processes.js';
 
 export const READY_TIMEOUT_MS = 120_000;
 
 export interface KafkaEndpoint {
   readonly brokers: string[];
+  /** The Kafka release it runs (`SHARDHERD_KAFKA_VERSION` when it started, else the default). */
+  readonly version: string;
   /** The broker's JVM and log when there is one broker (a cluster's are in `nodes`). */
   readonly pid?: number;
   readonly logFile?: string;
@@ -148,7 +151,7 @@ async function launchAndWait(opts: StartOptions, root: string, log: Log): Promis
     if (opts.kafka ?? true) {
       const k = await launchKafka(java, dir, root, kafkaPorts, opts.owned);
       endpoints.kafka = k.endpoint;
-      pending.push(waitForKafka(k.endpoint.brokers, kafkaNodes, k.jvms, timeout));
+      pending.push(waitForKafka(k.endpoint.brokers, kafkaNodes, k.jvms, timeout, k.endpoint.version));
     }
     const results = await Promise.allSettled(pending);
     const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason.message : String(r.reason)] : []));
@@ -253,7 +256,8 @@ async function launchKafka(
   const count = ports.length;
   const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(',');
   const clusterId = kafkaClusterId();
-  const classpath = `${libDir(KAFKA_ARTIFACTS, root)}/*`;
+  const version = kafkaVersion();
+  const classpath = `${libDir(kafkaArtifacts(version), root)}/*`;
   // Formatted side by side: each is a short JVM of its own.
   await Promise.all(
     ports.map(async (p, i) => {
@@ -262,10 +266,10 @@ async function launchKafka(
       const dataDir = join(home, 'data');
       await mkdir(dataDir, { recursive: true });
       const props = join(home, 'server.properties');
-      const log4j = join(home, 'log4j.properties');
+      const logging = kafkaBrokerLogging(version, home);
       await writeFile(props, kafkaServerProperties({ nodeId: i + 1, ...p }, voters, count, dataDir));
-      await writeFile(log4j, KAFKA_LOG4J);
-      const common = [`-Dlog4j.configuration=file:${log4j}`, '-Djava.awt.headless=true', '-cp', classpath];
+      await writeFile(logging.file, logging.text);
+      const common = [logging.jvmOption, '-Djava.awt.headless=true', '-cp', classpath];
       await runJava(
         java,
         ['-Xmx256m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', ...common, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props],
@@ -278,20 +282,20 @@ async function launchKafka(
   const nodes: KafkaNode[] = [];
   for (const [i, p] of ports.entries()) {
     const name = kafkaJvmName(i + 1, count);
-    const jvm = await spawnKafkaJvm(java, dir, root, owned, name, count);
+    const jvm = await spawnKafkaJvm(java, dir, root, owned, name, count, version);
     const logFile = join(dir, `${name}.log`);
     nodes.push({ nodeId: i + 1, broker: `127.0.0.1:${p.port}`, pid: jvm.pid, logFile });
     jvms.push({ pid: jvm.pid, logFile, exited: jvm.exited });
   }
   const brokers = nodes.map((n) => n.broker);
   const single = count === 1 ? { pid: nodes[0]!.pid, logFile: nodes[0]!.logFile } : {};
-  return { endpoint: { brokers, ...single, nodes }, jvms };
+  return { endpoint: { brokers, version, ...single, nodes }, jvms };
 }
 
 /** The JVM of Kafka node `name` of an instance, whose folder `<name>/` holds its configuration and (formatted) data. */
-function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean, name: string, nodes: number): Promise<SpawnedJvm> {
+function spawnKafkaJvm(java: string, dir: string, root: string, owned: boolean, name: string, nodes: number, version: string): Promise<SpawnedJvm> {
   const home = join(dir, name);
-  const common = [`-Dlog4j.configuration=file:${join(home, 'log4j.properties')}`, '-Djava.awt.headless=true', '-cp', `${libDir(KAFKA_ARTIFACTS, root)}/*`];
+  const common = [kafkaBrokerLogging(version, home).jvmOption, '-Djava.awt.headless=true', '-cp', `${libDir(kafkaArtifacts(version), root)}/*`];
   // A cluster's JVMs share 2 cores with Cassandra and the tests: smaller heaps, and the C1 compiler
   // and serial collector, which start faster and take less CPU than C2 and G1.
   const heap =
@@ -331,7 +335,7 @@ export async function restartService<S extends 'kafka' | 'cassandra'>(
     if (isAlive(node.pid)) {
       throw new Error(`the kafka of ${instance}${nodes.length > 1 ? ` (node ${node.nodeId})` : ''} (PID ${node.pid}) is still running`);
     }
-    const jvm = await spawnKafkaJvm(java, dir, root, opts.owned, kafkaJvmName(node.nodeId, nodes.length), nodes.length);
+    const jvm = await spawnKafkaJvm(java, dir, root, opts.owned, kafkaJvmName(node.nodeId, nodes.length), nodes.length, endpoint.version);
     const restarted: KafkaNode = { ...node, pid: jvm.pid };
     const kafka: KafkaEndpoint = {
       ...endpoint,
@@ -340,7 +344,7 @@ export async function restartService<S extends 'kafka' | 'cassandra'>(
     };
     await writeFile(join(dir, SERVICES_FILE), `${JSON.stringify({ ...running, kafka }, null, 2)}\n`);
     // Through the restarted broker itself: it answers once it has caught up and sees every broker.
-    await waitForKafka([restarted.broker], nodes.length, [{ pid: jvm.pid, logFile: restarted.logFile, exited: jvm.exited }], timeout);
+    await waitForKafka([restarted.broker], nodes.length, [{ pid: jvm.pid, logFile: restarted.logFile, exited: jvm.exited }], timeout, endpoint.version);
     return kafka as S extends 'kafka' ? KafkaEndpoint : CassandraEndpoint;
   }
   const endpoint = was as CassandraEndpoint;
@@ -386,20 +390,10 @@ num.recovery.threads.per.data.dir=1
 `;
 }
 
-const KAFKA_LOG4J = `log4j.rootLogger=INFO, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.state.change.logger=WARN
-log4j.logger.org.apache.kafka.common.config=WARN
-log4j.logger.kafka.server.KafkaConfig=WARN
-`;
-
 /** Waits until `brokers` answer and see `nodes` brokers, and a group coordinator answers. */
-async function waitForKafka(brokers: string[], nodes: number, jvms: readonly RunningJvm[], timeoutMs: number): Promise<void> {
+async function waitForKafka(brokers: string[], nodes: number, jvms: readonly RunningJvm[], timeoutMs: number, version: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const what = `Kafka ${KAFKA_VERSION} on ${brokers.join(',')} (${timeoutMs / 1000} s deadline)`;
+  const what = `Kafka ${version} on ${brokers.join(',')} (${timeoutMs / 1000} s deadline)`;
   await waitUntil(what, jvms, deadline, () => kafkaAnswers(brokers, nodes));
   // The first consumer group makes the broker create __consumer_offsets; do it now, so a test's
   // first group does not wait for it (kafkajs logs "group coordinator is not available" meanwhile).

@@ -16,6 +16,7 @@ import { kafkaBusSettings, type KafkaBusOptions, type KafkaBusSettings } from '.
 import { KafkaSubscription } from './kafka-bus/subscription.js';
 import { BusTopics, checkTopicName } from './kafka-bus/topics.js';
 import { SharedAttempt } from './shared-attempt.js';
+import { retryRetriable } from './kafka-retry.js';
 import { fetchTopicOffsets } from './topic-offsets.js';
 
 export { KafkaBusError, type KafkaBusErrorCode } from './kafka-bus/errors.js';
@@ -236,7 +237,11 @@ export class KafkaBus implements Bus {
   /** The group's committed offset on the topic, if it committed one (as the broker has it now). */
   async committedOffset(topic: string, group: string): Promise<number | undefined> {
     const admin = await this.connectedAdmin();
-    const offsets = await kafkaCall('reading the committed offset', { topic, group }, () => admin.fetchOffsets({ groupId: group, topics: [topic] }));
+    // Retried: right after a broker start the group's coordinator answers "loading" for a while,
+    // and a subscription that could not read its committed offset would start from elsewhere.
+    const offsets = await kafkaCall('reading the committed offset', { topic, group }, () =>
+      retryRetriable(() => admin.fetchOffsets({ groupId: group, topics: [topic] })),
+    );
     const raw = offsets.find((o) => o.topic === topic)?.partitions.find((p) => p.partition === 0)?.offset;
     const n = raw === undefined ? -1 : Number(raw);
     return n >= 0 ? n : undefined;

@@ -3,6 +3,7 @@
 // creating topics and waiting for their leaders, which works on a cluster of several brokers.
 import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
+import { isRetriableKafkaError } from './kafka-retry.js';
 import { fetchTopicOffsets } from './topic-offsets.js';
 
 export interface KafkaConnection {
@@ -133,6 +134,14 @@ export async function leadersAnswer(admin: Admin, topics: readonly string[]): Pr
     if (topicNotKnownYet(e)) return false;
     throw e;
   }
+}
+
+/**
+ * A retriable failure of a topic's metadata read that does not say the topic is missing (a broker
+ * away, a leader being elected): worth another try, where "unknown topic" is the answer.
+ */
+export function topicMayAnswerLater(e: unknown): boolean {
+  return isRetriableKafkaError(e) && (e as { type?: unknown } | undefined)?.type !== 'UNKNOWN_TOPIC_OR_PARTITION';
 }
 
 /** What a broker answers about a topic that was just created, before it heard of it or of its leaders. */

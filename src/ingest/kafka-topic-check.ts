@@ -3,7 +3,8 @@
 // shard p, so the topic must exist and have exactly numShards partitions. A topic with fewer
 // partitions would leave shards silently empty; one with more would hold records no shard reads.
 import type { Admin } from 'kafkajs';
-import { createTopicsWithLeaders } from '../cluster/kafka-client.js';
+import { createTopicsWithLeaders, topicMayAnswerLater } from '../cluster/kafka-client.js';
+import { retryRetriable } from '../cluster/kafka-retry.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { ShardherdError } from '../core/errors.js';
 
@@ -56,7 +57,7 @@ export async function checkKafkaTopic(admin: Admin, dataset: DatasetConfig, who 
 /** The topic's partition count, or undefined when the topic does not exist. */
 async function partitionCount(admin: Admin, topic: string): Promise<number | undefined> {
   try {
-    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+    const metadata = await retryRetriable(() => admin.fetchTopicMetadata({ topics: [topic] }), topicMayAnswerLater);
     return metadata.topics.find((t) => t.name === topic)?.partitions.length;
   } catch (e) {
     if ((e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return undefined;

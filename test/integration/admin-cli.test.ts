@@ -9,6 +9,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { processClusterBase } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 // The built command (./build-once.ts builds it for the run), as users run it.
 const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
@@ -35,7 +36,7 @@ describe('shardherd admin commands', () => {
     ({ dir, name: prefix } = base);
     admin = new Kafka({ clientId: 'admin-cli-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }).admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: `${prefix}.metrics`, numPartitions: 4, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic: `${prefix}.metrics`, numPartitions: 4, replicationFactor: 1 }]);
     cluster = new ProcessCluster({
       ...base.options,
       sessionTimeoutMs: 8_000,

@@ -9,6 +9,7 @@ import { parseNodeConfig } from '../../src/node/node-config.js';
 import { startNode, type StartedNode } from '../../src/node/run-node.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { services, uniqueName } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 describe('a Cassandra outage', () => {
   let proxy: TcpProxy;
@@ -23,7 +24,7 @@ describe('a Cassandra outage', () => {
     topic = `${cluster}.m`;
     const admin = new Kafka({ clientId: 'outage-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }).admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 4, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 4, replicationFactor: 1 }]);
     await admin.disconnect();
     const config = parseNodeConfig({
       node: 'n1',

@@ -7,6 +7,7 @@ import { Kafka, logLevel, Partitioners, type ISocketFactory } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENT_PRODUCER } from '../../src/cluster/kafka-client.js';
 import { services, uniqueName } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 const PRODUCE_API_KEY = 0;
 
@@ -61,7 +62,7 @@ describe('a produce whose answer is lost', () => {
     const admin = new Kafka({ clientId: 'idempotence-admin', brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     closers.push(() => admin.disconnect());
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 1 }]);
     const losing = losingFirstProduceAnswer();
     // A short request timeout: the lost answer is noticed and the request retried within a second.
     const kafka = new Kafka({

@@ -12,6 +12,7 @@ import { CHUNK_COUNT_HEADER, CHUNK_ID_HEADER, CHUNK_INDEX_HEADER, chunkHeaders, 
 import { brokerBytesNeeded } from '../../src/cluster/kafka-bus/record-size.js';
 import { busContract, shardMapLike, SMALL_LIMITS } from '../contracts/bus-contract.js';
 import { services, uniqueName } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 /** Short group timeouts (the test broker allows sessions down to 1 s). */
 const SESSION_MS = 3_000;
@@ -179,7 +180,7 @@ describe('KafkaBus topics', () => {
 
   it('a topic with more than one partition is refused by ensureTopics, produce and subscribe, saying why', async () => {
     const topic = uniqueName('bus-partitioned');
-    await withAdmin((admin) => admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true }));
+    await withAdmin((admin) => createTopicsWithLeaders(admin, [{ topic, numPartitions: 3, replicationFactor: 1 }]));
     const bus = newBus();
     const why = /has 3 partitions: a bus topic must have exactly one/;
     await expect(bus.ensureTopics([topic])).rejects.toThrow(/exists with 3 partitions: a bus topic must have exactly one/);
@@ -470,10 +471,7 @@ describe('KafkaBus records, chunks and limits', () => {
   it('a topic whose max.message.bytes is below what the bus writes is refused by ensureTopics, produce and subscribe, saying what to change', async () => {
     const topic = uniqueName('bus-small-limit');
     await withAdmin((admin) =>
-      admin.createTopics({
-        topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '100000' }] }],
-        waitForLeaders: true,
-      }),
+      createTopicsWithLeaders(admin, [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '100000' }] }]),
     );
     // 256 KiB of records, 143 bytes of headers and lengths per record, a 61-byte batch header, and what gzip may add.
     expect(brokerBytesNeeded(262_144, 'gzip')).toBe(262_453);

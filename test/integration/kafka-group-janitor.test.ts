@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deleteStaleGroups } from '../../src/cluster/kafka-group-janitor.js';
 import { services, uniqueName } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 describe('deleteStaleGroups', () => {
   const kafka = () => new Kafka({ clientId: 'janitor-test', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING });
@@ -20,7 +21,7 @@ describe('deleteStaleGroups', () => {
     closers.push(() => admin.disconnect());
     const prefix = uniqueName('janitor');
     const topic = `${prefix}.events`;
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 1 }]);
     const group = (name: string) => `${prefix}.node.${name}`;
     // Groups with committed offsets, as the bus subscriptions of dead incarnations leave them.
     for (const g of ['n1@old-1', 'n1@old-2', 'n1@current', 'n2@old'])

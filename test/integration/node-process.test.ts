@@ -8,6 +8,7 @@ import { connectKafkaClient } from '../../src/client/kafka-client.js';
 import type { DatasetRef } from '../../src/core/ids.js';
 import { ECHO_HANDLER, ProcessCluster, waitConverged } from '../support/process-cluster.js';
 import { processClusterBase, services } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 const SESSION_TIMEOUT_MS = 8_000;
 
@@ -23,13 +24,10 @@ describe('shardherd node processes', () => {
     ({ dir, name: prefix } = base);
     admin = new Kafka({ clientId: 'node-process-test', brokers: s.kafkaBrokers, logLevel: logLevel.ERROR }).admin();
     await admin.connect();
-    await admin.createTopics({
-      topics: [
-        { topic: `${prefix}.good`, numPartitions: 8, replicationFactor: 1 },
-        { topic: `${prefix}.six`, numPartitions: 6, replicationFactor: 1 },
-      ],
-      waitForLeaders: true,
-    });
+    await createTopicsWithLeaders(admin, [
+      { topic: `${prefix}.good`, numPartitions: 8, replicationFactor: 1 },
+      { topic: `${prefix}.six`, numPartitions: 6, replicationFactor: 1 },
+    ]);
     cluster = new ProcessCluster({
       ...base.options,
       sessionTimeoutMs: SESSION_TIMEOUT_MS,

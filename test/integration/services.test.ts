@@ -3,9 +3,22 @@
 import { Client as CassandraClient } from 'cassandra-driver';
 import { Kafka, Partitioners, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { kafkaVersion } from '../../scripts/services/config.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
+import { FETCH_KEY, apiVersions } from './kafka-api-versions.js';
 import { services, uniqueName } from './support.js';
 
 describe('Kafka', () => {
+  it('is the Kafka line the run chose: 4.x serves no Fetch below v4 (KIP-896), 3.9 serves v0', async () => {
+    const { kafkaBrokers } = services();
+    const chosen = kafkaVersion();
+    for (const broker of kafkaBrokers) {
+      const fetch = (await apiVersions(broker)).get(FETCH_KEY);
+      expect(fetch, `${broker} serves Fetch`).toBeDefined();
+      expect(fetch!.min, `the lowest Fetch version of ${broker}, which should run Kafka ${chosen}`).toBe(chosen.startsWith('3.') ? 0 : 4);
+    }
+  });
+
   it('creates a 4-partition topic with the admin API, produces to partition 2 and consumes it back', async () => {
     const { kafkaBrokers } = services();
     const kafka = new Kafka({ clientId: 'shardherd-smoke', brokers: kafkaBrokers, logLevel: logLevel.ERROR });
@@ -15,10 +28,8 @@ describe('Kafka', () => {
     let consumer: Consumer | undefined;
     try {
       await admin.connect();
-      const created = await admin.createTopics({
-        topics: [{ topic, numPartitions: 4, replicationFactor: 1 }],
-        waitForLeaders: true,
-      });
+      // kafkajs's own wait for leaders fails when the broker's metadata lags its controller (seen on Kafka 4.x).
+      const created = await createTopicsWithLeaders(admin, [{ topic, numPartitions: 4, replicationFactor: 1 }]);
       expect(created).toBe(true);
       const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
       expect(metadata.topics[0]?.partitions.map((p) => p.partitionId).sort()).toEqual([0, 1, 2, 3]);

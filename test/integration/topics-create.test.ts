@@ -17,6 +17,7 @@ import { createClusterTopics } from '../../src/node/cluster-topics.js';
 import { parseNodeConfig } from '../../src/node/node-config.js';
 import { freePort } from '../support/free-port.js';
 import { services, uniqueName } from './support.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
 const MAIN = join(import.meta.dirname, '../../src/cli/main.ts');
 /** kafkajs's `ConfigResourceTypes.TOPIC` (not importable as a value from its CommonJS module under ESM). */
@@ -108,7 +109,7 @@ describe("creating a cluster's topics", () => {
   it('refuses a dataset topic with fewer partitions than shards, naming it and both counts, and leaves it as it is', async () => {
     const cluster = uniqueName('topics').replace(/-/g, '_');
     const topic = `${cluster}.metrics`;
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 2, replicationFactor: 1 }]);
     const config = parseNodeConfig(nodeConfig(cluster, topic, 4));
 
     const error = await createClusterTopics(config, { datasets: ['metrics'] }).catch((e: unknown) => e);
@@ -130,7 +131,7 @@ describe("creating a cluster's topics", () => {
     );
 
     const short = `${cluster}.short`;
-    await admin.createTopics({ topics: [{ topic: short, numPartitions: 2, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic: short, numPartitions: 2, replicationFactor: 1 }]);
     const refused = await cli(['topics', 'create', '--config', await writeConfig('short', nodeConfig(cluster, short, 8))]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');

@@ -30,6 +30,13 @@ export interface SubscriptionParams {
   readonly clock: Clock;
 }
 
+/**
+ * Restarts of a consumer whose first join failed with an error Kafka calls retriable (a group
+ * coordinator still loading its offsets after a broker start, a coordinator that moved, a broker
+ * away), each after kafkajs's own retries: then `subscribe` fails with the last error.
+ */
+const FIRST_JOIN_RESTARTS = 3;
+
 /** Chunked messages being passed over at most (their ids); far more than ever interleave. */
 const MAX_SKIPPED_MESSAGES = 256;
 
@@ -45,6 +52,8 @@ export class KafkaSubscription implements BusSubscription {
   /** Counts joins, so that a positioning overtaken by a newer join does nothing. */
   private joins = 0;
   private ready = false;
+  /** Consumers restarted before the first join (FIRST_JOIN_RESTARTS). */
+  private restartsBeforeJoin = 0;
   private readonly opened: Deferred<void>;
   /** Stops waiting for the handler in flight, if any. */
   private abandonInFlight: (() => void) | undefined;
@@ -85,8 +94,9 @@ export class KafkaSubscription implements BusSubscription {
       maxWaitTimeInMs: p.settings.maxWaitTimeMs,
       allowAutoTopicCreation: false,
       retry: {
-        // A failure before the first join fails subscribe(); after it, kafkajs rejoins on its own.
-        restartOnFailure: async () => this.ready && this.closing === undefined,
+        // kafkajs asks only for errors it deems retriable. After the first join it rejoins on its
+        // own; before it, a few times more, then subscribe() fails.
+        restartOnFailure: async (error) => this.restartOnFailure(error),
       },
     });
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
@@ -96,7 +106,7 @@ export class KafkaSubscription implements BusSubscription {
       if (consumer !== this.consumer) return;
       const { error, restart } = event.payload;
       if (!this.ready) {
-        this.opened.reject(kafkaError(`subscribing to ${p.topic} as group ${p.group}`, { topic: p.topic, group: p.group }, error));
+        if (!restart) this.opened.reject(kafkaError(`subscribing to ${p.topic} as group ${p.group}`, { topic: p.topic, group: p.group }, error));
       } else if (this.closing === undefined) {
         p.log.error(
           { event: 'bus.consumer.crashed', err: error, restart },
@@ -109,6 +119,18 @@ export class KafkaSubscription implements BusSubscription {
       }
     });
     return consumer;
+  }
+
+  private restartOnFailure(error: Error): boolean {
+    if (this.closing !== undefined) return false;
+    if (this.ready) return true;
+    if (this.restartsBeforeJoin >= FIRST_JOIN_RESTARTS) return false;
+    this.restartsBeforeJoin += 1;
+    this.p.log.warn(
+      { event: 'bus.consumer.join-retried', err: error, attempt: this.restartsBeforeJoin, of: FIRST_JOIN_RESTARTS },
+      'joining the bus group failed with an error Kafka calls retriable: the consumer starts again',
+    );
+    return true;
   }
 
   private async replaceConsumer(): Promise<void> {

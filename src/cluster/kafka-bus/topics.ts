@@ -4,7 +4,8 @@
 import type { Admin, ConfigResourceTypes } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { leadersAnswer, topicNotKnownYet } from '../kafka-client.js';
+import { leadersAnswer, topicMayAnswerLater, topicNotKnownYet } from '../kafka-client.js';
+import { retryRetriable } from '../kafka-retry.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from './record-size.js';
 
@@ -82,7 +83,7 @@ export class BusTopics {
     const admin = await this.p.admin();
     let partitions: number;
     try {
-      const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+      const metadata = await retryRetriable(() => admin.fetchTopicMetadata({ topics: [topic] }), topicMayAnswerLater);
       partitions = metadata.topics.find((t) => t.name === topic)?.partitions.length ?? 0;
     } catch (e) {
       if ((e as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION') partitions = 0;
