@@ -1,14 +1,14 @@
 /**
  * Ingestion throughput on the real Kafka: one node owning all 16 shards of a dataset reads a
  * 16-partition topic through shardherd (KafkaIngestionSource → IngestionActor → sink, a Cassandra
- * checkpoint each second), against a bare kafkajs consumer reading the same partitions in the
- * same run. Both start from the beginning of a topic that already holds RECORDS records. Two
+ * checkpoint each second) on each client library, against a bare consumer of each library reading
+ * the same partitions in the same run. Both start from the beginning of a topic that already holds RECORDS records. Two
  * clocks stop at the last record delivered: one starts when the consumer has joined its group with
  * the 16 partitions (kafkajs's GROUP_JOIN for the bare consumer, the source's
  * `ingest.consumer-joined` for shardherd), so node start-up (membership, singleton, assignment) is
  * not counted but the first fetch is; the other (streaming) starts at the first delivery. Runs
- * alternate bare / bare with shardherd's decoder / shardherd, each in a process of its own
- * (throughput-reader.ts), medians over SAMPLES each.
+ * alternate bare / bare with shardherd's decoder / shardherd / bare platformatic / shardherd on
+ * platformatic, each in a process of its own (throughput-reader.ts), medians over SAMPLES each.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -73,14 +73,24 @@ register({
       const bareRates: Rates[] = [];
       const bareOurDecoderRates: Rates[] = [];
       const ourRates: Rates[] = [];
+      const barePlatformaticRates: Rates[] = [];
+      const ourPlatformaticRates: Rates[] = [];
       for (let i = 0; i < SAMPLES; i++) {
         bareRates.push(await runReader(job({ kind: 'bare', decoder: 'kafkajs' }, i)));
         bareOurDecoderRates.push(await runReader(job({ kind: 'bare', decoder: 'shardherd' }, i)));
         ourRates.push(await runReader(job({ kind: 'shardherd' }, i)));
+        barePlatformaticRates.push(await runReader(job({ kind: 'bare-platformatic' }, i)));
+        ourPlatformaticRates.push(await runReader(job({ kind: 'shardherd', client: 'platformatic' }, i)));
       }
       const k = (x: number) => `${(x / 1000).toFixed(1)} k/s`;
       /** A row of medians and extremes of one reader, one measure; the ratio is of medians to the bare consumer's. */
-      const row = (reader: string, rates: Rates[], of: keyof Rates) => {
+      const medianOf = (rates: Rates[], of: keyof Rates) =>
+        quantile(
+          rates.map((r) => r[of]),
+          0.5,
+        );
+      /** Also the ratio to the bare consumer of the same client (with the same decoder), when there is one. */
+      const row = (reader: string, rates: Rates[], of: keyof Rates, sameClient?: Rates[]) => {
         const xs = rates.map((r) => r[of]);
         const median = quantile(xs, 0.5);
         return [
@@ -89,13 +99,8 @@ register({
           k(Math.min(...xs)),
           k(Math.max(...xs)),
           SAMPLES,
-          (
-            median /
-            quantile(
-              bareRates.map((r) => r[of]),
-              0.5,
-            )
-          ).toFixed(2),
+          (median / medianOf(bareRates, of)).toFixed(2),
+          sameClient === undefined ? '' : (median / medianOf(sameClient, of)).toFixed(2),
         ];
       };
       const small: (string | number)[][] = [];
@@ -110,18 +115,23 @@ register({
           '',
           1,
           '',
+          '',
         ]);
       }
       return {
         title: `Ingestion throughput, one node reading ${PARTITIONS} partitions (${RECORDS.toLocaleString('en')} records of ~40 bytes)`,
-        columns: ['reader', 'median', 'min', 'max', 'samples', 'ratio to bare kafkajs'],
+        columns: ['reader', 'median', 'min', 'max', 'samples', 'ratio to bare kafkajs', 'ratio to bare, same client and decoder'],
         rows: [
           row('bare kafkajs consumer (eachBatch, JSON.parse of every value), streaming', bareRates, 'streaming'),
           row("the same with shardherd's decoder of fetched batches, streaming", bareOurDecoderRates, 'streaming'),
-          row('shardherd node (source → actor → sink, checkpoint each second), streaming', ourRates, 'streaming'),
+          row('shardherd node on kafkajs (source → actor → sink, checkpoint each second), streaming', ourRates, 'streaming', bareOurDecoderRates),
+          row('bare @platformatic/kafka consumer (a stream of messages, JSON.parse of every value), streaming', barePlatformaticRates, 'streaming'),
+          row('shardherd node on @platformatic/kafka, streaming', ourPlatformaticRates, 'streaming', barePlatformaticRates),
           row('bare kafkajs consumer, from join', bareRates, 'fromJoin'),
           row("the same with shardherd's decoder, from join", bareOurDecoderRates, 'fromJoin'),
-          row('shardherd node, from join', ourRates, 'fromJoin'),
+          row('shardherd node on kafkajs, from join', ourRates, 'fromJoin', bareOurDecoderRates),
+          row('bare @platformatic/kafka consumer, from join', barePlatformaticRates, 'fromJoin'),
+          row('shardherd node on @platformatic/kafka, from join (from its first fetch)', ourPlatformaticRates, 'fromJoin', barePlatformaticRates),
           ...small,
         ],
         notes: [

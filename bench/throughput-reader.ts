@@ -12,14 +12,20 @@ import type { DatasetConfig } from '../src/core/dataset-config.js';
 import type { ShardNum } from '../src/core/ids.js';
 import type { RecordSink, SourceRecord } from '../src/ingest/ingestion-source.js';
 import { installFetchDecoder, type FetchDecoder } from '../src/ingest/kafka-source/fetch-decoding.js';
-import { kafkaSourceSettings } from '../src/ingest/kafka-source/settings.js';
+import { kafkaSourceSettings, type KafkaClientLibrary } from '../src/ingest/kafka-source/settings.js';
 import { parseNodeConfig } from '../src/node/node-config.js';
 import { startNode } from '../src/node/run-node.js';
 import type { BenchServices } from './real-services.js';
 
 export interface ReaderJob {
-  /** A bare kafkajs consumer (with kafkajs's or shardherd's decoder of fetched batches), or a shardherd node. */
-  readonly reader: { readonly kind: 'bare'; readonly decoder: FetchDecoder } | { readonly kind: 'shardherd' };
+  /**
+   * A bare kafkajs consumer (with kafkajs's or shardherd's decoder of fetched batches), a bare
+   * @platformatic/kafka consumer, or a shardherd node on either client.
+   */
+  readonly reader:
+    | { readonly kind: 'bare'; readonly decoder: FetchDecoder }
+    | { readonly kind: 'bare-platformatic' }
+    | { readonly kind: 'shardherd'; readonly client?: KafkaClientLibrary };
   readonly services: BenchServices;
   readonly topic: string;
   readonly partitions: number;
@@ -108,7 +114,33 @@ async function bare(job: ReaderJob, decoder: FetchDecoder): Promise<Rates> {
   return watch.rates();
 }
 
-async function throughShardherd(job: ReaderJob): Promise<Rates> {
+/** @platformatic/kafka's own consumer in a group of its own, with the source's fetch sizes; every value parsed. */
+async function barePlatformatic(job: ReaderJob): Promise<Rates> {
+  const { Consumer } = await import('@platformatic/kafka');
+  const fetch = kafkaSourceSettings({ brokers: [], clientId: 'bench', log: pino({ enabled: false }), groupPrefix: 'bench' });
+  const consumer = new Consumer({
+    clientId: 'bench-bare-platformatic',
+    bootstrapBrokers: job.services.kafkaBrokers,
+    groupId: `${job.topic}.bare-platformatic.${job.sample}`,
+    autocommit: false,
+    maxWaitTime: fetch.maxWaitTimeMs,
+    maxBytes: fetch.maxBytes,
+    minBytes: fetch.minBytes,
+  });
+  const watch = new Stopwatch(job.records);
+  consumer.on('consumer:group:join', () => watch.join());
+  const stream = await consumer.consume({ topics: [job.topic], mode: 'earliest', maxBytesPerPartition: fetch.maxBytesPerPartition });
+  stream.on('data', (message) => {
+    JSON.parse(message.value.toString());
+    watch.add(1);
+  });
+  await timeout(watch.finished, 120_000, 'the bare platformatic consumer');
+  await stream.close();
+  await consumer.close();
+  return watch.rates();
+}
+
+async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary): Promise<Rates> {
   const watch = new Stopwatch(job.records);
   const sink: RecordSink = {
     accept: (_d: DatasetConfig, _s: ShardNum, records: readonly SourceRecord[]) => {
@@ -121,11 +153,11 @@ async function throughShardherd(job: ReaderJob): Promise<Rates> {
   const config = parseNodeConfig({
     node: 'bench-node',
     cluster: `tp_${Date.now().toString(36)}_${job.sample}`,
-    kafka: { brokers: job.services.kafkaBrokers, sessionTimeoutMs: 6_000 },
+    kafka: { brokers: job.services.kafkaBrokers, sessionTimeoutMs: 6_000, client },
     cassandra: { contactPoints: job.services.cassandraContactPoints, localDataCenter: job.services.cassandraLocalDataCenter, keyspace: 'shardherd_bench' },
     datasets: [{ ref: 'metrics', numShards: job.partitions, minNumNodes: 1, source: { type: 'kafka', topic: job.topic } }],
   });
-  // The source logs `ingest.consumer-joined` when its consumer holds the partitions: the start.
+  // The source logs `ingest.consumer-joined` when its consumer holds the partitions (kafkajs) or starts fetching them (platformatic): the start.
   const log = pino({ level: 'info' }, { write: (line: string) => (line.includes('"ingest.consumer-joined"') ? watch.join() : undefined) });
   const node = await startNode(config, { sink, log });
   try {
@@ -138,6 +170,11 @@ async function throughShardherd(job: ReaderJob): Promise<Rates> {
 
 const job = JSON.parse(process.argv[2] ?? 'null') as ReaderJob | null;
 if (job === null) throw new Error('usage: throughput-reader.ts <ReaderJob as JSON>');
-const rates = job.reader.kind === 'bare' ? await bare(job, job.reader.decoder) : await throughShardherd(job);
+const rates =
+  job.reader.kind === 'bare'
+    ? await bare(job, job.reader.decoder)
+    : job.reader.kind === 'bare-platformatic'
+      ? await barePlatformatic(job)
+      : await throughShardherd(job, job.reader.client ?? 'kafkajs');
 process.stdout.write(`${JSON.stringify(rates)}\n`);
 process.exit(0);

@@ -15,12 +15,26 @@ export interface RetryPolicy {
 
 export const KAFKA_RETRY: RetryPolicy = { attempts: 6, backoffMs: 100 };
 
-/** True when Kafka or kafkajs says trying again may work: the error, or one it wraps, is `retriable`. */
+/**
+ * True when the client says trying again may work: kafkajs marks such an error (or one it wraps)
+ * `retriable`, @platformatic/kafka `canRetry` (an error of several, when each of them is).
+ */
 export function isRetriableKafkaError(e: unknown): boolean {
   for (let cause = e, depth = 0; cause !== undefined && cause !== null && depth < 5; depth++) {
-    const c = cause as { retriable?: unknown; name?: unknown; cause?: unknown };
-    if (c.retriable === true || c.name === 'KafkaJSNumberOfRetriesExceeded') return true;
+    const c = cause as { retriable?: unknown; canRetry?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
+    if (c.retriable === true || c.canRetry === true || c.name === 'KafkaJSNumberOfRetriesExceeded') return true;
+    if (Array.isArray(c.errors) && c.errors.length > 0) return c.errors.every(isRetriableKafkaError);
     cause = c.cause;
+  }
+  return false;
+}
+
+/** True when Kafka's error `type` (kafkajs's name of the error code, e.g. `UNKNOWN_TOPIC_OR_PARTITION`) is the error's or one it wraps. */
+export function hasKafkaErrorType(e: unknown, type: string): boolean {
+  for (let cause = e, depth = 0; cause !== undefined && cause !== null && depth < 5; depth++) {
+    const c = cause as { type?: unknown; cause?: unknown; originalError?: unknown };
+    if (c.type === type) return true;
+    cause = c.cause ?? c.originalError;
   }
   return false;
 }

@@ -1,30 +1,30 @@
 // Kafka behind the IngestionSource port (docs/ARCHITECTURE.md §7): partition p of a dataset's topic is shard p.
 //
-// kafkajs has no assign(). So per dataset this process runs ONE consumer, in a consumer group of
-// its own, whose assigner hands it exactly the partitions of the shards open here (it is the
-// group's only member, hence its leader). kafkajs cannot change an assignment while it runs, so
-// opening or closing a shard recreates the consumer, once per burst of changes. Records go into a
-// bounded buffer per partition that `read` drains; a full buffer pauses its partition. The
-// checkpoints in the MetaStore are the source of truth: every consumer starts where the buffers end
-// (`seek`), so a recreate loses and repeats nothing. Checkpointed offsets are also committed in the
-// consumer's group, only so that Kafka's own lag tools see each shard.
-import type { Admin, Consumer, Kafka } from 'kafkajs';
+// Per dataset this process runs ONE consumer for the partitions of the shards open here, with one
+// of two client libraries (`client`): kafkajs has no assign(), so its consumer is in a consumer
+// group of its own whose assigner hands it exactly those partitions, and opening or closing a
+// shard recreates it, once per burst of changes (./kafka-source/kafkajs-consumer.ts);
+// @platformatic/kafka fetches the partitions itself, without a group (./kafka-source/platformatic-
+// fetcher.ts). Records go into a bounded buffer per partition that `read` drains; a full buffer
+// pauses its partition. The checkpoints in the MetaStore are the source of truth: every consumer
+// starts where the buffers end (`seek`), so a recreate loses and repeats nothing. Checkpointed
+// offsets are also committed in a consumer group, only so that Kafka's own lag tools see each shard.
 import type { Logger } from 'pino';
-import { createKafka } from '../cluster/kafka-client.js';
-import { SharedAttempt } from '../cluster/shared-attempt.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { ShardOutOfRangeError } from '../core/errors.js';
 import { isShardInRange, type ShardNum } from '../core/ids.js';
 import type { IngestionSource, ShardReader } from './ingestion-source.js';
+import type { IngestionKafkaClient } from './kafka-source/feed-client.js';
 import { DatasetFeed, type FeedContext, type KafkaFeedStats } from './kafka-source/feed.js';
-import { installFetchDecoder } from './kafka-source/fetch-decoding.js';
+import { KafkajsIngestionClient } from './kafka-source/kafkajs-client.js';
+import { PlatformaticIngestionClient } from './kafka-source/platformatic-client.js';
 import { KafkaShardReader } from './kafka-source/reader.js';
 import { kafkaSourceSettings, type KafkaIngestionSourceOptions, type KafkaSourceSettings } from './kafka-source/settings.js';
-import { checkKafkaTopic, createKafkaTopic, kafkaTopicOf } from './kafka-topic-check.js';
+import { kafkaTopicOf } from './kafka-topic-check.js';
 
 export { decodeKafkaValue, type KafkaValueDecoder } from './kafka-source/decode.js';
 export type { KafkaFeedStats } from './kafka-source/feed.js';
-export type { KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-source/settings.js';
+export type { KafkaClientLibrary, KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-source/settings.js';
 
 /**
  * The `IngestionSource` for datasets whose source is Kafka: shard p reads partition p of
@@ -52,36 +52,37 @@ export class KafkaIngestionSource implements IngestionSource {
   /** Names this source's consumer groups (see `instanceId` in the options). */
   readonly instanceId: string;
   private readonly settings: KafkaSourceSettings;
-  private readonly kafka: Kafka;
+  private readonly client: IngestionKafkaClient;
   private readonly log: Logger;
   private readonly feeds = new Map<string, DatasetFeed>();
-  private readonly retiring = new Set<Promise<void>>();
-  private readonly adminConnection: SharedAttempt<Admin>;
   private closed = false;
 
   constructor(options: KafkaIngestionSourceOptions) {
     this.settings = kafkaSourceSettings(options);
     this.instanceId = this.settings.instanceId;
     this.log = options.log;
-    if (this.settings.fetchDecoder === 'shardherd') installFetchDecoder(this.log);
-    this.kafka = createKafka(options);
-    this.adminConnection = new SharedAttempt(() => {
-      const admin = this.kafka.admin();
-      return admin.connect().then(() => admin);
-    });
+    this.client =
+      this.settings.client === 'platformatic'
+        ? new PlatformaticIngestionClient(options, this.settings, this.log)
+        : new KafkajsIngestionClient(options, this.settings, this.log);
+  }
+
+  /** The Kafka client library this source runs on. */
+  get clientLibrary(): string {
+    return this.client.name;
   }
 
   /** Resolves when the dataset's topic exists with exactly `numShards` partitions; see `checkKafkaTopic`. */
   async validate(dataset: DatasetConfig): Promise<void> {
     this.assertOpen();
     kafkaTopicOf(dataset, 'the Kafka ingestion source');
-    await checkKafkaTopic(await this.admin(), dataset, 'the Kafka ingestion source');
+    await this.client.checkTopic(dataset, 'the Kafka ingestion source');
   }
 
   /** Creates the dataset's topic with `numShards` partitions unless it exists with that count; see `createKafkaTopic`. */
   async createTopic(dataset: DatasetConfig): Promise<'created' | 'exists'> {
     this.assertOpen();
-    return createKafkaTopic(await this.admin(), dataset, this.settings.topicReplicationFactor, 'the Kafka ingestion source');
+    return this.client.createTopic(dataset, this.settings.topicReplicationFactor, 'the Kafka ingestion source');
   }
 
   /**
@@ -118,55 +119,11 @@ export class KafkaIngestionSource implements IngestionSource {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.feeds.values()].map((feed) => feed.shutdown()));
-    await Promise.all([...this.retiring]);
-    const admin = this.adminConnection.take();
-    if (admin !== undefined)
-      await admin.then((a) => a.disconnect()).catch((e: unknown) => this.log.warn({ err: e }, 'disconnecting the Kafka admin client failed'));
+    await this.client.close();
   }
 
   private feedContext(): FeedContext {
-    return {
-      kafka: this.kafka,
-      settings: this.settings,
-      log: this.log,
-      admin: () => {
-        this.assertOpen();
-        return this.admin();
-      },
-      retire: (consumer, groupId) => this.retire(consumer, groupId),
-    };
-  }
-
-  /**
-   * One admin connection for offsets, topic checks and group deletion, made on first use. After
-   * `close` only the consumers being retired still use it (close disconnects it after them).
-   */
-  private admin(): Promise<Admin> {
-    if (this.adminConnection.current === undefined && this.closed) return Promise.reject(new Error('the Kafka ingestion source is closed'));
-    // A failed connection is not kept: the next call tries again.
-    return this.adminConnection.get();
-  }
-
-  /**
-   * Stops a consumer in the background: disconnect waits for its fetch in flight, and the next
-   * consumer need not wait for that. Its group is deleted afterwards so groups do not pile up.
-   */
-  private retire(consumer: Consumer, groupId: string): void {
-    const done = (async () => {
-      try {
-        await consumer.disconnect();
-      } catch (e) {
-        this.log.warn({ err: e, groupId }, 'stopping a Kafka ingestion consumer failed');
-      }
-      try {
-        await (await this.admin()).deleteGroups([groupId]);
-      } catch (e) {
-        // Harmless: an empty group without offsets expires on the broker by itself.
-        this.log.debug({ err: e, groupId }, 'deleting a retired consumer group failed');
-      }
-    })();
-    this.retiring.add(done);
-    void done.finally(() => this.retiring.delete(done));
+    return { client: this.client, settings: this.settings, log: this.log, assertOpen: () => this.assertOpen() };
   }
 
   private assertOpen(): void {

@@ -35,7 +35,14 @@ export function kafkaTopicOf(dataset: DatasetConfig, who: string): string {
  */
 export async function checkKafkaTopic(admin: Admin, dataset: DatasetConfig, who = 'shardherd'): Promise<void> {
   const topic = kafkaTopicOf(dataset, who);
-  const partitions = await partitionCount(admin, topic);
+  checkTopicPartitions(dataset, topic, await partitionCount(admin, topic));
+}
+
+/**
+ * `checkKafkaTopic` on a partition count read by any client (undefined: the topic does not exist):
+ * throws the `SOURCE_MISMATCH` error that says what is wrong and what to do.
+ */
+export function checkTopicPartitions(dataset: DatasetConfig, topic: string, partitions: number | undefined): void {
   if (partitions === undefined) {
     throw new ShardherdError(
       'SOURCE_MISMATCH',

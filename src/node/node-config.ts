@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import { checkRetries, runtimeFields, type RuntimeSettings } from '../actors/settings.js';
-import { fetchDecoderSchema } from '../ingest/kafka-source/settings.js';
+import { decoderRefusal, fetchDecoderSchema, kafkaClientSchema } from '../ingest/kafka-source/settings.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
 import { ConfigError, configErrorOf } from '../cluster/config-error.js';
 import { kafkaBusFields, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';
@@ -51,13 +51,14 @@ const endpointFields = {
 /**
  * A node config's `kafka` section: the bus's own keys with their checks and defaults, under the same
  * names but one (`topicReplicationFactor`, which the membership and the ingestion source take too),
- * and who decodes fetched batches.
+ * the ingestion source's client library, and who decodes fetched batches (kafkajs's only).
  */
 const kafkaSection = z
   .strictObject({
     ...kafkaBusFields.pick({ brokers: true, sessionTimeoutMs: true, heartbeatIntervalMs: true, maxRecordBytes: true, maxMessageBytes: true, compression: true })
       .shape,
     topicReplicationFactor: kafkaBusFields.shape.replicationFactor,
+    client: kafkaClientSchema,
     fetchDecoder: fetchDecoderSchema,
   })
   .superRefine(checkAsAdapters);
@@ -90,12 +91,23 @@ export function membershipOptionsOf(kafka: KafkaSection) {
   };
 }
 
+/** The ingestion source options the `kafka` section gives (all but the connection, group prefix and log). */
+export function sourceOptionsOf(kafka: KafkaSection) {
+  return {
+    client: kafka.client,
+    topicReplicationFactor: kafka.topicReplicationFactor,
+    fetch: kafka.fetchDecoder === undefined ? {} : { decoder: kafka.fetchDecoder },
+  };
+}
+
 /**
  * The bus's and the membership's own checks between keys, run when the file is read, naming
  * `kafka.<key>`: a value either adapter would refuse at start is refused here. The client id and
  * topic prefix are the node's, always valid, so stand-ins do.
  */
 function checkAsAdapters(kafka: KafkaSection, ctx: z.RefinementCtx): void {
+  const refusal = decoderRefusal(kafka.client, kafka.fetchDecoder);
+  if (refusal !== undefined) ctx.addIssue({ code: 'custom', path: ['fetchDecoder'], message: refusal });
   const asBus = kafkaBusSchema.safeParse({ ...busOptionsOf(kafka), clientId: 'node-config' });
   const asMember = kafkaMembershipSchema.safeParse({ ...membershipOptionsOf(kafka), clientId: 'node-config', topicPrefix: 'node-config' });
   const issue = asBus.error?.issues[0] ?? asMember.error?.issues[0];

@@ -19,7 +19,7 @@ import { SyntheticSource } from '../ingest/synthetic-source.js';
 import { CassandraMetaStore } from '../store/cassandra-meta-store.js';
 import { prepareNodeApi, type NodeApi } from '../http/node-api.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
-import { busOptionsOf, membershipOptionsOf, metaStoreOptions, type NodeConfig } from './node-config.js';
+import { busOptionsOf, membershipOptionsOf, metaStoreOptions, sourceOptionsOf, type NodeConfig } from './node-config.js';
 import { loadServeHandlers } from './serve-handlers.js';
 import { holdStatusPort } from './status-port.js';
 
@@ -93,8 +93,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       brokers,
       clientId,
       groupPrefix: ingestGroupPrefix(config),
-      topicReplicationFactor: config.kafka.topicReplicationFactor,
-      fetch: { decoder: config.kafka.fetchDecoder },
+      ...sourceOptionsOf(config.kafka),
       log: log.child({ component: 'ingest' }),
     });
     closers.push(() => kafkaSource.close());

@@ -9,7 +9,7 @@ import { failureDetectorSettings } from '../../src/cluster/failure-detector/sett
 import { kafkaBusSettings } from '../../src/cluster/kafka-bus/settings.js';
 import { kafkaMembershipSettings } from '../../src/cluster/kafka-membership/settings.js';
 import { kafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
-import { membershipOptionsOf, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
+import { membershipOptionsOf, NodeConfigError, parseNodeConfig, sourceOptionsOf } from '../../src/node/node-config.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
 
 const log = pino({ level: 'silent' });
@@ -118,6 +118,7 @@ describe('KafkaIngestionSource settings', () => {
       minBytes: 1,
       maxWaitTimeMs: 100,
       fetchDecoder: 'shardherd',
+      client: 'kafkajs',
       topicReplicationFactor: 1,
       commitOffsets: true,
       offsetsIntervalMs: 1_000,
@@ -218,11 +219,28 @@ describe('node config', () => {
     },
   );
 
-  it.each([{}, { fetchDecoder: 'kafkajs' }])('its kafka section %j gives the ingestion source the decoder the source gives the same key', (kafka) => {
-    const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
-    const decoder = (kafka as { fetchDecoder?: 'kafkajs' }).fetchDecoder;
-    expect(config.kafka.fetchDecoder).toBe(
-      kafkaSourceSettings({ ...connection, groupPrefix: 'g', fetch: decoder === undefined ? {} : { decoder } }).fetchDecoder,
+  it.each([{}, { fetchDecoder: 'kafkajs' }, { client: 'platformatic' }, { client: 'kafkajs', fetchDecoder: 'shardherd' }])(
+    'its kafka section %j gives the ingestion source the settings the source gives the same keys',
+    (kafka) => {
+      const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
+      const source = { ...connection, groupPrefix: 'g', instanceId: 'i' };
+      const { fetchDecoder, ...rest } = kafka as { fetchDecoder?: 'kafkajs' | 'shardherd'; client?: 'kafkajs' | 'platformatic' };
+      const direct = kafkaSourceSettings({ ...source, ...rest, fetch: fetchDecoder === undefined ? {} : { decoder: fetchDecoder } });
+      const { decode: _d, ...fromConfig } = kafkaSourceSettings({ ...source, ...sourceOptionsOf(config.kafka) });
+      const { decode: _e, ...expected } = direct;
+      expect(fromConfig).toEqual(expected);
+    },
+  );
+
+  it('refuses a client it does not know, and a decoder with a client that decodes itself, naming the key', () => {
+    expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, client: 'rdkafka' } })).toThrow(
+      /kafka\.client must be one of "kafkajs", "platformatic", got "rdkafka"/,
+    );
+    expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, client: 'platformatic', fetchDecoder: 'kafkajs' } })).toThrow(
+      /kafka\.fetchDecoder applies to the kafkajs client only, not to client "platformatic"/,
+    );
+    expect(() => kafkaSourceSettings({ ...connection, groupPrefix: 'g', client: 'platformatic', fetch: { decoder: 'shardherd' } })).toThrow(
+      'KafkaIngestionSource option fetch.decoder applies to the kafkajs client only',
     );
   });
 

@@ -1,30 +1,30 @@
 // The Kafka source reads a topic's offsets once for every shard that asks at the same moment (a
 // scrape or the status page asks for hundreds at once), and never hands a caller offsets read
 // before it asked (a starting copy needs the end offset as it is then).
-import type { Admin, Kafka } from 'kafkajs';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { DatasetConfig } from '../../src/core/dataset-config.js';
+import type { IngestionKafkaClient } from '../../src/ingest/kafka-source/feed-client.js';
 import { DatasetFeed } from '../../src/ingest/kafka-source/feed.js';
 import type { KafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
 
-/** A feed whose admin answers each offsets request with high watermarks 10 × the request's number. */
+/** A feed whose client answers each offsets request with high watermarks 10 × the request's number. */
 function feedWithAdmin(): { feed: DatasetFeed; requests: () => number } {
   let requests = 0;
-  const admin = {
-    fetchTopicOffsets: async () => {
+  const client = {
+    feedConsumer: () => ({}),
+    topicOffsets: async () => {
       requests++;
       const n = requests;
       await new Promise((r) => setImmediate(r)); // answered a turn of the event loop later, as over a socket
-      return [0, 1, 2, 3].map((partition) => ({ partition, offset: '0', low: String(partition), high: String(10 * n + partition) }));
+      return new Map([0, 1, 2, 3].map((partition) => [partition, { low: partition, high: 10 * n + partition }]));
     },
-  } as unknown as Admin;
+  } as unknown as IngestionKafkaClient;
   const feed = new DatasetFeed({ ref: 'metrics' } as DatasetConfig, 'metrics-topic', {
-    kafka: {} as Kafka,
+    client,
     settings: {} as KafkaSourceSettings,
     log: pino({ level: 'silent' }),
-    admin: async () => admin,
-    retire: () => {},
+    assertOpen: () => {},
   });
   return { feed, requests: () => requests };
 }

@@ -41,7 +41,9 @@ describe('node config', () => {
     const c = parseNodeConfig(minimal);
     expect(c.cluster).toBe('shardherd');
     expect(c.kafka.sessionTimeoutMs).toBe(10_000);
-    expect(c.kafka.fetchDecoder).toBe('shardherd');
+    // Absent: the ingestion source's own default (shardherd's decoder, with the kafkajs client).
+    expect(c.kafka.fetchDecoder).toBeUndefined();
+    expect(c.kafka.client).toBe('kafkajs');
     expect(c.cassandra).toMatchObject({
       localDataCenter: 'datacenter1',
       keyspace: 'shardherd',

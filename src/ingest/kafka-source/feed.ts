@@ -1,14 +1,11 @@
 // The shards of one dataset open here: their buffers, what reads take from them, and where the
 // dataset's consumer starts, pauses and resumes each partition.
-import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../core/dataset-config.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
-import { fetchTopicOffsets } from '../../cluster/topic-offsets.js';
 import { aTurn } from '../../cluster/turns.js';
 import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
-import { checkKafkaTopic } from '../kafka-topic-check.js';
-import { FeedConsumer, type JoinPlan } from './consumer.js';
+import type { FeedConsumer, FetchedBatch, IngestionKafkaClient, JoinPlan, Watermarks } from './feed-client.js';
 import { FetchedRun, UndecodableRecord } from './fetched-run.js';
 import { PartitionBuffer } from './partition-buffer.js';
 import type { KafkaShardReader } from './reader.js';
@@ -42,14 +39,15 @@ export interface KafkaFeedStats {
 
 /** What the source lends each of its feeds. */
 export interface FeedContext {
-  readonly kafka: Kafka;
+  /** The Kafka client library the source runs on. */
+  readonly client: IngestionKafkaClient;
   readonly settings: KafkaSourceSettings;
   readonly log: Logger;
-  admin(): Promise<Admin>;
-  retire(consumer: Consumer, groupId: string): void;
+  /** Throws once the source is closed. */
+  assertOpen(): void;
 }
 
-/** Everything for one dataset: the buffers of its open shards, and its consumer (`FeedConsumer`). */
+/** Everything for one dataset: the buffers of its open shards, and its consumer (the client's `FeedConsumer`). */
 export class DatasetFeed {
   private readonly buffers = new Map<number, PartitionBuffer>();
   private readonly log: Logger;
@@ -63,7 +61,7 @@ export class DatasetFeed {
   /** The offsets request the calls of this moment wait for (see `topicOffsets`). */
   private offsetsBatch: ReturnType<DatasetFeed['topicOffsets']> | undefined;
   /** The watermarks of the last offsets read, by partition (what `knownHigh` answers). */
-  private lastWatermarks: ReadonlyMap<number, { readonly low: number; readonly high: number }> | undefined;
+  private lastWatermarks: ReadonlyMap<number, Watermarks> | undefined;
 
   constructor(
     readonly dataset: DatasetConfig,
@@ -71,17 +69,18 @@ export class DatasetFeed {
     private readonly ctx: FeedContext,
   ) {
     this.log = ctx.log.child({ dataset: dataset.ref, topic });
-    this.topicCheck = new SharedAttempt(() => this.ctx.admin().then((admin) => checkKafkaTopic(admin, this.dataset, 'the Kafka ingestion source')));
-    this.consumer = new FeedConsumer({
-      kafka: ctx.kafka,
+    this.topicCheck = new SharedAttempt(async () => {
+      ctx.assertOpen();
+      await ctx.client.checkTopic(this.dataset, 'the Kafka ingestion source');
+    });
+    this.consumer = ctx.client.feedConsumer({
       settings: ctx.settings,
       dataset: dataset.ref,
       topic,
       log: this.log,
-      retire: (consumer, groupId) => ctx.retire(consumer, groupId),
       wanted: () => [...this.buffers.keys()],
       onJoin: (assigned) => this.planJoin(assigned),
-      onBatch: (payload) => this.onBatch(payload),
+      onBatch: (batch) => this.onBatch(batch),
       onFail: (e) => this.fail(e),
     });
   }
@@ -172,7 +171,7 @@ export class DatasetFeed {
   }
 
   /** The partition's low and high watermarks, read after this call. */
-  async watermarks(shard: number): Promise<{ low: number; high: number }> {
+  async watermarks(shard: number): Promise<Watermarks> {
     const p = (await this.topicOffsets()).get(shard);
     if (p === undefined) throw new Error(`dataset ${this.dataset.ref}: Kafka topic "${this.topic}" has no partition ${shard}`);
     return { low: p.low, high: p.high };
@@ -195,18 +194,14 @@ export class DatasetFeed {
    * a look at the lag of hundreds of shards (a metrics scrape, the status page) costs one request,
    * not one per shard, each answering every partition.
    */
-  private topicOffsets(): Promise<ReadonlyMap<number, { readonly low: number; readonly high: number }>> {
-    this.offsetsBatch ??= aTurn().then(() => {
+  private topicOffsets(): Promise<ReadonlyMap<number, Watermarks>> {
+    this.offsetsBatch ??= aTurn().then(async () => {
       this.offsetsBatch = undefined;
-      return this.ctx
-        .admin()
-        .then((admin) => fetchTopicOffsets(admin, this.topic))
-        .then((offsets) => {
-          // By partition: each of 65 536 shards looking its partition up in the list was quadratic.
-          const byPartition = new Map(offsets.map((o) => [o.partition, { low: Number(o.low), high: Number(o.high) }]));
-          this.lastWatermarks = byPartition;
-          return byPartition;
-        });
+      this.ctx.assertOpen();
+      // By partition: each of 65 536 shards looking its partition up in a list was quadratic.
+      const byPartition = await this.ctx.client.topicOffsets(this.topic);
+      this.lastWatermarks = byPartition;
+      return byPartition;
     });
     return this.offsetsBatch;
   }
@@ -255,42 +250,43 @@ export class DatasetFeed {
   }
 
   /** Buffers a fetched batch, up to the buffer's bounds; pauses the partition when it is full. */
-  private onBatch(payload: EachBatchPayload): void {
-    const { batch } = payload;
+  private onBatch(batch: FetchedBatch): void {
     const p = batch.partition;
     const b = this.buffers.get(p);
     if (b === undefined) {
-      payload.pause();
+      batch.pause();
       return;
     }
     // A seek is pending: these records come from before it.
-    if (payload.isStale()) return;
+    if (batch.isStale()) return;
     if (b.position === undefined) {
       b.paused = true;
-      payload.pause();
+      batch.pause();
       return;
     }
-    const fetchedOffset = Number((batch as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset());
-    if (fetchedOffset < b.position) {
-      // kafkajs started over from its default offset (it rejoined without our seek): back to the buffer's end.
+    if (batch.fetchedOffset < b.position) {
+      // The consumer started over from its default offset (kafkajs rejoined without our seek): back to the buffer's end.
       this.consumer.seek(p, b.position);
       return;
     }
-    // Above the position: kafkajs skipped records no reader sees (aborted or control records).
+    // Above the position: the client skipped records no reader sees (aborted or control records).
     const s = this.ctx.settings;
     const messages = batch.messages;
     const run = b.isFull(s) ? undefined : FetchedRun.pack(messages, s.bufferRecords - b.size, s.bufferBytes - b.bytes);
     if (run !== undefined) {
       b.push(run);
-      // Resolving the batch's last record moves kafkajs past any trailing control records too.
-      payload.resolveOffset(messages[run.count - 1]!.offset);
-      b.position = run.count === messages.length ? Number(batch.lastOffset()) + 1 : run.lastOffset() + 1;
+      b.position = run.count === messages.length ? batch.nextOffset : run.lastOffset() + 1;
+      batch.took(b.position);
       b.wake();
+    } else if (messages.length === 0 && batch.nextOffset > b.position) {
+      // Only records no reader sees (control records, aborted transactions): past them.
+      b.position = batch.nextOffset;
+      batch.took(b.position);
     }
     if ((run?.count ?? 0) < messages.length || b.isFull(s)) {
       // Backpressure: the rest is fetched again once reads drained the buffer to half.
       b.paused = true;
-      payload.pause();
+      batch.pause();
     }
   }
 

@@ -5,10 +5,10 @@
 // Why not decode as fetched: a buffered record as objects (record, key string, parsed value) lives
 // from the fetch to the read, long enough for the garbage collector to promote it, and that cost a
 // third of ingestion's throughput against a bare consumer that parses and drops each value. As
-// bytes, a run is three allocations whatever its size, and it keeps no slice of kafkajs's fetch
+// bytes, a run is three allocations whatever its size, and it keeps no slice of the client's fetch
 // response alive (the response is many times the size of one partition's records).
-import type { KafkaMessage } from 'kafkajs';
 import type { SourceRecord } from '../ingestion-source.js';
+import type { FetchedMessage } from './feed-client.js';
 import { decodeKafkaValue, decodeKafkaValueAt, utf8Text, type KafkaValueDecoder } from './decode.js';
 
 /** What a run costs beyond its bytes: its three objects, and per record its offset and four positions. */
@@ -49,7 +49,7 @@ export class FetchedRun {
    * least `byteBudget` bytes (the message that reaches it included, as a buffer takes one record
    * past its bound). Returns undefined for no messages.
    */
-  static pack(messages: readonly KafkaMessage[], maxRecords: number, byteBudget: number): FetchedRun | undefined {
+  static pack(messages: readonly FetchedMessage[], maxRecords: number, byteBudget: number): FetchedRun | undefined {
     const wanted = Math.min(messages.length, maxRecords);
     if (wanted <= 0) return undefined;
     const spans = new Int32Array(4 * wanted);

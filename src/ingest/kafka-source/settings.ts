@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
-import { configErrorOf } from '../../cluster/config-error.js';
+import { ConfigError, configErrorOf } from '../../cluster/config-error.js';
 import { wholeNumber, withDefault } from '../../cluster/kafka-options.js';
 import { decodeKafkaValue, type KafkaValueDecoder } from './decode.js';
 import { FETCH_DECODERS, type FetchDecoder } from './fetch-decoding.js';
@@ -35,11 +35,22 @@ export interface KafkaFetchOptions {
   readonly decoder?: FetchDecoder;
 }
 
+/** The Kafka client libraries the ingestion source runs on. */
+export const KAFKA_CLIENT_LIBRARIES = ['kafkajs', 'platformatic'] as const;
+export type KafkaClientLibrary = (typeof KAFKA_CLIENT_LIBRARIES)[number];
+
 /** The connection, the consumer groups, the buffers and the fetch tuning of a `KafkaIngestionSource`. */
 export interface KafkaIngestionSourceOptions extends KafkaConnection {
   /**
-   * Prefix of this process's consumer group ids, e.g. `<cluster>.ingest.<node>`. Each dataset's
-   * consumer is in group `<groupPrefix>.<dataset>.<instanceId>.<generation>`.
+   * The client library (default `kafkajs`): `platformatic` is @platformatic/kafka, maintained, which
+   * fetches the open partitions without a consumer group (opening a shard starts it at once, no
+   * group to recreate) and decodes record batches itself (`fetch.decoder` is kafkajs's only).
+   */
+  readonly client?: KafkaClientLibrary;
+  /**
+   * Prefix of this process's consumer group ids, e.g. `<cluster>.ingest.<node>`. With kafkajs each
+   * dataset's consumer is in group `<groupPrefix>.<dataset>.<instanceId>.<generation>`; with
+   * platformatic its offsets are committed in group `<groupPrefix>.<dataset>.<instanceId>`.
    */
   readonly groupPrefix: string;
   /** Tells this source's groups from any other incarnation's (default: 8 random hex digits per source). */
@@ -82,6 +93,9 @@ const MiB = 1024 * 1024;
 /** A whole number of at least `min`, or `fallback` when absent (undefined or null). */
 const atLeast = (min: number, fallback: number) => withDefault(wholeNumber(min, `must be an integer of at least ${min}`), fallback);
 
+/** Who decodes, checked: the one statement of the values and the message for both places that take it. */
+const decoderEnum = z.enum(FETCH_DECODERS, { error: (issue) => `must be "shardherd" or "kafkajs", got ${JSON.stringify(issue.input)}` });
+
 /** Each option's check and default, in the order they are reported: the one statement of both. */
 const fetchSchema = z.object({
   // Measured on 16 partitions of ~40-byte records (bench deploy-throughput): 1 MiB per partition
@@ -92,13 +106,33 @@ const fetchSchema = z.object({
   maxBytes: atLeast(1024, 8 * MiB),
   minBytes: atLeast(1, 1),
   maxWaitTimeMs: atLeast(1, 100),
-  decoder: withDefault(z.enum(FETCH_DECODERS, { error: (issue) => `must be "shardherd" or "kafkajs", got ${JSON.stringify(issue.input)}` }), 'shardherd'),
+  decoder: withDefault(decoderEnum, 'shardherd'),
 });
 
-/** Who decodes fetched record batches, as a node config's `kafka.fetchDecoder` takes it too. */
-export const fetchDecoderSchema = fetchSchema.shape.decoder;
+/** Who decodes fetched record batches, as a node config's `kafka.fetchDecoder` takes it too (absent: the default). */
+export const fetchDecoderSchema = decoderEnum.optional();
+
+/** The client library, as a node config's `kafka.client` takes it too. */
+export const kafkaClientSchema = withDefault(
+  z.enum(KAFKA_CLIENT_LIBRARIES, {
+    error: (issue) => `must be one of ${KAFKA_CLIENT_LIBRARIES.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(issue.input)}`,
+  }),
+  'kafkajs',
+);
+
+/** Why `fetch.decoder` cannot go with `client` (undefined: it can). */
+export function decoderRefusal(client: KafkaClientLibrary, decoder: FetchDecoder | undefined): string | undefined {
+  if (client === 'kafkajs' || decoder === undefined) return undefined;
+  return `applies to the kafkajs client only, not to client "${client}" (which decodes record batches itself): leave it out`;
+}
 
 const schema = z.object({
+  client: withDefault(
+    z.enum(KAFKA_CLIENT_LIBRARIES, {
+      error: (issue) => `must be one of ${KAFKA_CLIENT_LIBRARIES.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(issue.input)}`,
+    }),
+    'kafkajs',
+  ),
   groupPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,1000}$/, {
     error: (issue) => `must be 1 to 1000 of letters, digits, ".", "_", "-", got ${JSON.stringify(issue.input)}`,
   }),
@@ -117,6 +151,7 @@ const schema = z.object({
 
 /** The options with their defaults, checked. */
 export interface KafkaSourceSettings {
+  readonly client: KafkaClientLibrary;
   readonly groupPrefix: string;
   readonly instanceId: string;
   readonly bufferRecords: number;
@@ -138,6 +173,13 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
   const r = schema.safeParse(options);
   if (!r.success) throw configErrorOf(r.error, { label: 'KafkaIngestionSource option ', positions: false });
   const { fetch, instanceId, ...o } = r.data;
+  if (o.client !== 'kafkajs' && options.fetch?.decoder !== undefined) {
+    throw new ConfigError(
+      'fetch.decoder',
+      `applies to the kafkajs client only, not to client "${o.client}" (which decodes record batches itself): leave it out`,
+      'KafkaIngestionSource option ',
+    );
+  }
   return {
     ...o,
     instanceId: instanceId ?? randomBytes(4).toString('hex'),

@@ -2,10 +2,9 @@
 // partitions of the shards open here. kafkajs cannot change an assignment while it runs, so a
 // change of the open shards recreates the consumer, once per burst of changes.
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import type { Logger } from 'pino';
+import { hasKafkaErrorType } from '../../cluster/kafka-retry.js';
 import { ownedPartitionsAssigner } from './assigner.js';
-import type { KafkaFeedStats } from './feed.js';
-import type { KafkaSourceSettings } from './settings.js';
+import type { FeedConsumer, FeedConsumerParams, FeedConsumerStats, FetchedBatch } from './feed-client.js';
 
 interface LiveConsumer {
   readonly consumer: Consumer;
@@ -18,36 +17,16 @@ interface LiveConsumer {
   assigned: readonly number[];
 }
 
-/** What a join does with each assigned partition: start it at an offset, or keep it paused. */
-export interface JoinPlan {
-  readonly start: readonly { readonly partition: number; readonly offset: number }[];
-  readonly pause: readonly number[];
-}
-
-export interface FeedConsumerParams {
+export interface KafkajsFeedConsumerParams extends FeedConsumerParams {
   readonly kafka: Kafka;
-  readonly settings: KafkaSourceSettings;
-  /** The dataset's name, in the group ids. */
-  readonly dataset: string;
-  readonly topic: string;
-  readonly log: Logger;
   /** Stops a consumer in the background and deletes its group. */
   readonly retire: (consumer: Consumer, groupId: string) => void;
-  /** The partitions to consume now: those of the open shards. */
-  readonly wanted: () => number[];
-  /** At every join (the first, and any rejoin or restart inside kafkajs): where each assigned partition starts. */
-  readonly onJoin: (assigned: readonly number[]) => JoinPlan;
-  /** A batch fetched by the current consumer. */
-  readonly onBatch: (payload: EachBatchPayload) => void;
-  /** The consumer stopped for good (or the recreate failed in a way trying again cannot fix). */
-  readonly onFail: (error: unknown) => void;
+  /** Whether the topic exists: a consumer that meets an unknown topic stops for good when it does not. */
+  readonly topicExists: () => Promise<boolean>;
 }
 
-/** What the consumer is doing: its part of `KafkaFeedStats`. */
-export type FeedConsumerStats = Pick<KafkaFeedStats, 'groupId' | 'assigned' | 'generations' | 'lastRecreateMs' | 'delivered'>;
-
 /** Runs, recreates and retires the dataset's consumer; seeks, pauses and resumes its partitions. */
-export class FeedConsumer {
+export class KafkajsFeedConsumer implements FeedConsumer {
   private readonly delivered = new Map<number, number>();
   private current: LiveConsumer | undefined;
   private generation = 0;
@@ -58,7 +37,7 @@ export class FeedConsumer {
   private lastRecreateMs: number | undefined;
   private closed = false;
 
-  constructor(private readonly p: FeedConsumerParams) {}
+  constructor(private readonly p: KafkajsFeedConsumerParams) {}
 
   /**
    * Recreates the consumer `delayMs` after the first change not yet applied; changes in the
@@ -150,6 +129,11 @@ export class FeedConsumer {
       maxBytes: s.maxBytes,
       minBytes: s.minBytes,
       maxWaitTimeInMs: s.maxWaitTimeMs,
+      retry: {
+        // kafkajs restarts a consumer after every error it calls retriable, an unknown topic
+        // included: a deleted topic would be fetched for ever while reads return nothing.
+        restartOnFailure: async (e) => !hasKafkaErrorType(e, 'UNKNOWN_TOPIC_OR_PARTITION') || (await this.p.topicExists().catch(() => true)),
+      },
     });
     const live: LiveConsumer = { consumer, groupId, partitions: wanted, requestedAt, joined: false, assigned: [] };
     this.current = live;
@@ -216,8 +200,24 @@ export class FeedConsumer {
     this.delivered.set(p, (this.delivered.get(p) ?? 0) + payload.batch.messages.length);
     // The last fetch of a consumer being replaced: the next one fetches the same records again.
     if (this.current !== live || this.closed) return;
-    this.p.onBatch(payload);
+    this.p.onBatch(fetchedBatch(payload));
   }
+}
+
+/** kafkajs's batch as the feed takes it. */
+function fetchedBatch(payload: EachBatchPayload): FetchedBatch {
+  const { batch } = payload;
+  return {
+    partition: batch.partition,
+    // kafkajs's batch knows the offset it was fetched at, though its types do not say so.
+    fetchedOffset: Number((batch as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset()),
+    messages: batch.messages,
+    nextOffset: Number(batch.lastOffset()) + 1,
+    isStale: () => payload.isStale(),
+    // Resolving up to the batch's last offset moves kafkajs past any trailing control records too.
+    took: (offset) => payload.resolveOffset(String(offset - 1)),
+    pause: () => payload.pause(),
+  };
 }
 
 function sameNumbers(a: readonly number[], b: readonly number[]): boolean {

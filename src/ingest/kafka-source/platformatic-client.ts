@@ -1,0 +1,154 @@
+// @platformatic/kafka behind the ingestion source: one consumer client for fetches, metadata and
+// offsets (it never joins a group) and one admin client, each connected on first use; per dataset a
+// fetcher (./platformatic-fetcher.ts). The library is loaded only when a source uses it.
+import type { Admin, Consumer } from '@platformatic/kafka';
+import type { Logger } from 'pino';
+import type { KafkaConnection } from '../../cluster/kafka-client.js';
+import { isRetriableKafkaError, retryRetriable } from '../../cluster/kafka-retry.js';
+import { SharedAttempt } from '../../cluster/shared-attempt.js';
+import type { DatasetConfig } from '../../core/dataset-config.js';
+import { checkTopicPartitions, kafkaTopicOf } from '../kafka-topic-check.js';
+import type { FeedConsumer, FeedConsumerParams, IngestionKafkaClient, Watermarks } from './feed-client.js';
+import { PlatformaticFeedConsumer } from './platformatic-fetcher.js';
+import type { KafkaSourceSettings } from './settings.js';
+
+/** How long `createTopic` waits for a new topic's partitions to have leaders. */
+const TOPIC_LEADERS_MS = 10_000;
+const EARLIEST = -2n;
+const LATEST = -1n;
+/** The high watermark, as kafkajs's admin reads it (read-committed would stop at the last stable offset). */
+const READ_UNCOMMITTED = 0;
+
+export class PlatformaticIngestionClient implements IngestionKafkaClient {
+  readonly name = 'platformatic';
+  private readonly consumer: SharedAttempt<Consumer>;
+  private readonly admin: SharedAttempt<Admin>;
+
+  constructor(
+    connection: KafkaConnection,
+    private readonly settings: KafkaSourceSettings,
+    private readonly log: Logger,
+  ) {
+    const base = {
+      clientId: connection.clientId,
+      bootstrapBrokers: [...connection.brokers],
+      connectTimeout: connection.connectionTimeoutMs ?? 3_000,
+      ...(connection.requestTimeoutMs === undefined ? {} : { timeout: connection.requestTimeoutMs }),
+    };
+    this.consumer = new SharedAttempt(async () => {
+      const { Consumer } = await import('@platformatic/kafka');
+      // A group id is required by the client; this one never joins (the fetcher asks for partitions itself).
+      return new Consumer({ ...base, groupId: `${settings.groupPrefix}.${settings.instanceId}.fetch`, autocommit: false });
+    });
+    this.admin = new SharedAttempt(async () => {
+      const { Admin } = await import('@platformatic/kafka');
+      return new Admin(base);
+    });
+  }
+
+  feedConsumer(params: FeedConsumerParams): FeedConsumer {
+    return new PlatformaticFeedConsumer({
+      ...params,
+      client: () => this.consumer.get(),
+      commitOffsets: async (groupId, offsets) => {
+        const admin = await this.admin.get();
+        await admin.alterConsumerGroupOffsets({
+          groupId,
+          topics: [{ name: params.topic, partitionOffsets: offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) })) }],
+        });
+      },
+      deleteGroup: async (groupId) => (await this.admin.get()).deleteGroups({ groups: [groupId] }),
+      earliestOffset: async (partition) => Number((await this.offsets(params.topic, EARLIEST))[partition] ?? 0n),
+      topicExists: () => this.topicExists(params.topic),
+    });
+  }
+
+  async checkTopic(dataset: DatasetConfig, who: string): Promise<void> {
+    const topic = kafkaTopicOf(dataset, who);
+    checkTopicPartitions(dataset, topic, await this.partitionCount(topic));
+  }
+
+  async createTopic(dataset: DatasetConfig, replicationFactor: number, who: string): Promise<'created' | 'exists'> {
+    const topic = kafkaTopicOf(dataset, who);
+    let created = false;
+    if ((await this.partitionCount(topic)) === undefined) {
+      const admin = await this.admin.get();
+      try {
+        await admin.createTopics({ topics: [topic], partitions: dataset.numShards, replicas: replicationFactor });
+        created = true;
+      } catch (e) {
+        // Another node created it meanwhile: the check below has the last word.
+        if (!hasKafkaError(e, 'TOPIC_ALREADY_EXISTS')) throw e;
+      }
+      await this.waitForLeaders(topic);
+    }
+    await this.checkTopic(dataset, who);
+    return created ? 'created' : 'exists';
+  }
+
+  async topicOffsets(topic: string): Promise<ReadonlyMap<number, Watermarks>> {
+    const [low, high] = await Promise.all([this.offsets(topic, EARLIEST), this.offsets(topic, LATEST)]);
+    return new Map(high.map((h, partition) => [partition, { low: Number(low[partition] ?? 0n), high: Number(h) }]));
+  }
+
+  async close(): Promise<void> {
+    const clients = [this.consumer.take(), this.admin.take()].filter((c) => c !== undefined);
+    await Promise.all(
+      clients.map((c) =>
+        c.then((client) => client.close()).catch((e: unknown) => this.log.warn({ err: e }, 'closing a Kafka client of the ingestion source failed')),
+      ),
+    );
+  }
+
+  /** Each partition's offset at `timestamp` (earliest or latest), by partition. */
+  private async offsets(topic: string, timestamp: bigint): Promise<readonly bigint[]> {
+    const consumer = await this.consumer.get();
+    const listed = await retryRetriable(() => consumer.listOffsets({ topics: [topic], timestamp, isolationLevel: READ_UNCOMMITTED }), isRetriableKafkaError);
+    return listed.get(topic) ?? [];
+  }
+
+  /** The topic's partition count, or undefined when it does not exist. */
+  private async partitionCount(topic: string): Promise<number | undefined> {
+    const consumer = await this.consumer.get();
+    try {
+      const metadata = await consumer.metadata({ topics: [topic], forceUpdate: true });
+      return metadata.topics.get(topic)?.partitionsCount;
+    } catch (e) {
+      // The library reports an unknown topic as a plain user error; the topic list says whether it is one.
+      if (!(await this.topicExists(topic))) return undefined;
+      throw e;
+    }
+  }
+
+  private async topicExists(topic: string): Promise<boolean> {
+    const admin = await this.admin.get();
+    return (await retryRetriable(() => admin.listTopics({ includeInternals: false }), isRetriableKafkaError)).includes(topic);
+  }
+
+  /** Polls the topic's metadata until every partition has a leader; throws after `TOPIC_LEADERS_MS`. */
+  private async waitForLeaders(topic: string): Promise<void> {
+    const consumer = await this.consumer.get();
+    const deadline = Date.now() + TOPIC_LEADERS_MS;
+    for (;;) {
+      const led = await consumer.metadata({ topics: [topic], forceUpdate: true }).then(
+        (m) => {
+          const partitions = m.topics.get(topic)?.partitions ?? [];
+          return partitions.length > 0 && partitions.every((p) => p.leader >= 0);
+        },
+        (e: unknown) => {
+          if (hasKafkaError(e, 'UNKNOWN_TOPIC_OR_PARTITION') || hasKafkaError(e, 'LEADER_NOT_AVAILABLE')) return false;
+          throw e;
+        },
+      );
+      if (led) return;
+      if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader for every partition after ${TOPIC_LEADERS_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** True when @platformatic/kafka's error, or one it carries, is Kafka's error `apiId` (e.g. `UNKNOWN_TOPIC_OR_PARTITION`). */
+function hasKafkaError(e: unknown, apiId: string): boolean {
+  const found = (e as { findBy?: (property: string, value: unknown) => unknown } | undefined)?.findBy?.('apiId', apiId);
+  return found !== undefined && found !== null;
+}
