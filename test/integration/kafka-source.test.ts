@@ -351,6 +351,24 @@ describe.each(CLIENTS)('KafkaIngestionSource on %s', (c) => {
     expect(maxBytes).toBeLessThan(bufferBytes + largest);
   });
 
+  it('two datasets of one source read side by side, each exactly its own partitions', async () => {
+    const [a, b] = [await createTopic(2), await createTopic(2)];
+    const [dsA, dsB] = [dataset(a, 2), dataset(b, 2)];
+    for (const p of [0, 1]) {
+      await produceNumbered(a, p, 0, 200);
+      await produceNumbered(b, p, 0, 100 + p);
+    }
+    const source = newSource();
+    const readers = await Promise.all([dsA, dsB].flatMap((ds) => [0, 1].map((s) => source.open(ds, shardNum(s)))));
+    const reads = await Promise.all(readers.map((r, i) => readRecords(r, 0, i < 2 ? 200 : 100 + (i - 2))));
+    expect(reads).toEqual([numbered(0, 0, 200), numbered(1, 0, 200), numbered(0, 0, 100), numbered(1, 0, 101)]);
+    // Later records of both, still apart.
+    await produceNumbered(a, 1, 200, 10);
+    await produceNumbered(b, 0, 100, 10);
+    expect(await readRecords(readers[1]!, 200, 10)).toEqual(numbered(1, 200, 210));
+    expect(await readRecords(readers[2]!, 100, 10)).toEqual(numbered(0, 100, 110));
+  });
+
   it('a read below the earliest offset left (older records deleted) goes on from the earliest record', async () => {
     const topic = await createTopic(1);
     await produceNumbered(topic, 0, 0, 50);

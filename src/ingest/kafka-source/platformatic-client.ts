@@ -1,6 +1,6 @@
-// @platformatic/kafka behind the ingestion source: one consumer client for fetches, metadata and
-// offsets (it never joins a group) and one admin client, each connected on first use; per dataset a
-// fetcher (./platformatic-fetcher.ts). The library is loaded only when a source uses it.
+// @platformatic/kafka behind the ingestion source: a consumer client for metadata and offsets and an
+// admin client, each made on first use, and per dataset a fetcher with a consumer client of its own
+// (./platformatic-fetcher.ts); none joins a group. The library is loaded only when a source uses it.
 import type { Admin, Consumer } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
@@ -21,7 +21,9 @@ const READ_UNCOMMITTED = 0;
 
 export class PlatformaticIngestionClient implements IngestionKafkaClient {
   readonly name = 'platformatic';
+  /** For metadata and offsets; each dataset's fetcher has a consumer of its own. */
   private readonly consumer: SharedAttempt<Consumer>;
+  private readonly newConsumer: () => Promise<Consumer>;
   private readonly admin: SharedAttempt<Admin>;
 
   constructor(
@@ -35,11 +37,12 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
       connectTimeout: connection.connectionTimeoutMs ?? 3_000,
       ...(connection.requestTimeoutMs === undefined ? {} : { timeout: connection.requestTimeoutMs }),
     };
-    this.consumer = new SharedAttempt(async () => {
+    // A group id is required by the library's consumer; these never join (the fetchers ask for partitions themselves).
+    this.newConsumer = async () => {
       const { Consumer } = await import('@platformatic/kafka');
-      // A group id is required by the client; this one never joins (the fetcher asks for partitions itself).
       return new Consumer({ ...base, groupId: `${settings.groupPrefix}.${settings.instanceId}.fetch`, autocommit: false });
-    });
+    };
+    this.consumer = new SharedAttempt(this.newConsumer);
     this.admin = new SharedAttempt(async () => {
       const { Admin } = await import('@platformatic/kafka');
       return new Admin(base);
@@ -49,7 +52,7 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
   feedConsumer(params: FeedConsumerParams): FeedConsumer {
     return new PlatformaticFeedConsumer({
       ...params,
-      client: () => this.consumer.get(),
+      connect: this.newConsumer,
       commitOffsets: async (groupId, offsets) => {
         const admin = await this.admin.get();
         await admin.alterConsumerGroupOffsets({

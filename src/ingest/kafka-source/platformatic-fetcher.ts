@@ -5,6 +5,7 @@
 // recreate, no group to join. Consumed offsets are committed in a group of their own,
 // `<groupPrefix>.<dataset>.<instanceId>`, only so that Kafka's lag tools see each shard.
 import type { Consumer, RecordsBatch } from '@platformatic/kafka';
+import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import type { FeedConsumer, FeedConsumerParams, FeedConsumerStats, FetchedBatch, FetchedMessage } from './feed-client.js';
 
 /** The library's fetch request and answer (its index does not export their types). */
@@ -29,8 +30,12 @@ interface Asked {
 }
 
 export interface PlatformaticFetcherParams extends FeedConsumerParams {
-  /** The source's connected consumer client (fetches, metadata, offsets); never joins a group. */
-  readonly client: () => Promise<Consumer>;
+  /**
+   * A new consumer client for this dataset's fetches; it never joins a group. One per dataset: the
+   * library keeps one fetch session per broker and client, which two datasets' fetches of other
+   * partitions would take from each other.
+   */
+  readonly connect: () => Promise<Consumer>;
   /** Commits offsets in a consumer group through the admin API (the group has no members). */
   readonly commitOffsets: (groupId: string, offsets: readonly { readonly partition: number; readonly offset: number }[]) => Promise<void>;
   /** Deletes the group of the committed offsets at shutdown, as kafkajs's retired groups are. */
@@ -63,11 +68,14 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
   private loop: Promise<void> | undefined;
   /** Ends the loop's wait for work. */
   private kick: (() => void) | undefined;
-  /** Failed rounds in a row, and whether the topic was missing in each. */
+  /** Failed rounds in a row. */
   private failedRounds = 0;
+  /** The client of this dataset's fetches, made at the first. */
+  private readonly client: SharedAttempt<Consumer>;
 
   constructor(private readonly p: PlatformaticFetcherParams) {
     this.groupId = `${p.settings.groupPrefix}.${p.dataset}.${p.settings.instanceId}`;
+    this.client = new SharedAttempt(() => p.connect());
   }
 
   schedule(delayMs: number): void {
@@ -185,8 +193,9 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
 
   /** One fetch per leader of the asked partitions, side by side; each answer handed to the feed. */
   private async fetchRound(asked: readonly Asked[]): Promise<void> {
-    const client = await this.p.client();
-    const metadata = await client.metadata({ topics: [this.p.topic] }).catch(async (e: unknown) => {
+    const client = await this.client.get();
+    // After a failed round the metadata is read again: a leader may have moved.
+    const metadata = await client.metadata({ topics: [this.p.topic], forceUpdate: this.failedRounds > 0 }).catch(async (e: unknown) => {
       if (await this.p.topicExists().catch(() => true)) throw e;
       throw Object.assign(new Error(`Kafka topic "${this.p.topic}" does not exist`, { cause: e }), { missingTopic: true });
     });
