@@ -134,6 +134,16 @@ export default tseslint.config(
       ],
     },
   },
+  // No code of the package reaches into a library's internals: nothing swapped in Node's module cache.
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'require', property: 'cache', message: "do not replace or drop modules in Node's module cache: use the library's own options." },
+      ],
+    },
+  },
   {
     files: ACTOR_STEP_FILES,
     rules: {

@@ -1,7 +1,6 @@
 /**
  * One reader of `deploy-throughput`, run in a process of its own so that each sample starts as
- * cold as the others and nothing one reader installed in its process (shardherd's Kafka source
- * puts its decoder of record batches in kafkajs's place) reaches another. Reads RECORDS records of
+ * cold as the others. Reads RECORDS records of
  * a filled topic from its beginning and prints its rates as the last line of stdout (JSON).
  *
  *   node --import tsx bench/throughput-reader.ts '<ReaderJob as JSON>'
@@ -11,21 +10,18 @@ import { pino } from 'pino';
 import type { DatasetConfig } from '../src/core/dataset-config.js';
 import type { ShardNum } from '../src/core/ids.js';
 import type { RecordSink, SourceRecord } from '../src/ingest/ingestion-source.js';
-import { installFetchDecoder, type FetchDecoder } from '../src/ingest/kafka-source/fetch-decoding.js';
 import { kafkaSourceSettings, type KafkaClientLibrary } from '../src/ingest/kafka-source/settings.js';
 import { parseNodeConfig } from '../src/node/node-config.js';
 import { startNode } from '../src/node/run-node.js';
 import type { BenchServices } from './real-services.js';
+import { skipKafkajsNegativeTimeouts } from '../src/cli/process-warnings.js';
+
+// kafkajs's negative timer, reported by Node 24 once per broker connection (src/cli/process-warnings.ts).
+skipKafkajsNegativeTimeouts();
 
 export interface ReaderJob {
-  /**
-   * A bare kafkajs consumer (with kafkajs's or shardherd's decoder of fetched batches), a bare
-   * @platformatic/kafka consumer, or a shardherd node on either client.
-   */
-  readonly reader:
-    | { readonly kind: 'bare'; readonly decoder: FetchDecoder }
-    | { readonly kind: 'bare-platformatic' }
-    | { readonly kind: 'shardherd'; readonly client?: KafkaClientLibrary };
+  /** A bare kafkajs consumer, a bare @platformatic/kafka consumer, or a shardherd node on either client. */
+  readonly reader: { readonly kind: 'bare' } | { readonly kind: 'bare-platformatic' } | { readonly kind: 'shardherd'; readonly client?: KafkaClientLibrary };
   readonly services: BenchServices;
   readonly topic: string;
   readonly partitions: number;
@@ -84,13 +80,12 @@ async function timeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   }
 }
 
-async function bare(job: ReaderJob, decoder: FetchDecoder): Promise<Rates> {
-  if (decoder === 'shardherd') installFetchDecoder(pino({ enabled: false }));
+async function bare(job: ReaderJob): Promise<Rates> {
   const kafka = new Kafka({ clientId: 'bench-bare', brokers: job.services.kafkaBrokers, logLevel: logLevel.ERROR });
   // The same fetch sizes as shardherd's source: the comparison is of what each does with a fetch.
   const fetch = kafkaSourceSettings({ brokers: [], clientId: 'bench', log: pino({ enabled: false }), groupPrefix: 'bench' });
   const consumer = kafka.consumer({
-    groupId: `${job.topic}.bare.${decoder}.${job.sample}`,
+    groupId: `${job.topic}.bare.${job.sample}`,
     allowAutoTopicCreation: false,
     maxWaitTimeInMs: fetch.maxWaitTimeMs,
     maxBytes: fetch.maxBytes,
@@ -172,7 +167,7 @@ const job = JSON.parse(process.argv[2] ?? 'null') as ReaderJob | null;
 if (job === null) throw new Error('usage: throughput-reader.ts <ReaderJob as JSON>');
 const rates =
   job.reader.kind === 'bare'
-    ? await bare(job, job.reader.decoder)
+    ? await bare(job)
     : job.reader.kind === 'bare-platformatic'
       ? await barePlatformatic(job)
       : await throughShardherd(job, job.reader.client ?? 'kafkajs');

@@ -64,7 +64,7 @@ export class KafkaIngestionSource implements IngestionSource {
     this.client =
       this.settings.client === 'platformatic'
         ? new PlatformaticIngestionClient(options, this.settings, this.log)
-        : new KafkajsIngestionClient(options, this.settings, this.log);
+        : new KafkajsIngestionClient(options, this.log);
   }
 
   /** The Kafka client library this source runs on. */

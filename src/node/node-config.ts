@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import { checkRetries, runtimeFields, type RuntimeSettings } from '../actors/settings.js';
-import { decoderRefusal, fetchDecoderSchema, kafkaClientSchema } from '../ingest/kafka-source/settings.js';
+import { kafkaClientSchema } from '../ingest/kafka-source/settings.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
 import { ConfigError, configErrorOf } from '../cluster/config-error.js';
 import { kafkaBusFields, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';
@@ -51,7 +51,7 @@ const endpointFields = {
 /**
  * A node config's `kafka` section: the bus's own keys with their checks and defaults, under the same
  * names but one (`topicReplicationFactor`, which the membership and the ingestion source take too),
- * the ingestion source's client library, and who decodes fetched batches (kafkajs's only).
+ * and the ingestion source's client library.
  */
 const kafkaSection = z
   .strictObject({
@@ -59,7 +59,10 @@ const kafkaSection = z
       .shape,
     topicReplicationFactor: kafkaBusFields.shape.replicationFactor,
     client: kafkaClientSchema,
-    fetchDecoder: fetchDecoderSchema,
+    // Gone: shardherd no longer puts its decoder in kafkajs's place (through Node's module cache).
+    fetchDecoder: z
+      .never({ error: 'is no longer an option: kafkajs decodes fetched records with its own decoder; kafka.client chooses the client library' })
+      .optional(),
   })
   .superRefine(checkAsAdapters);
 
@@ -96,7 +99,6 @@ export function sourceOptionsOf(kafka: KafkaSection) {
   return {
     client: kafka.client,
     topicReplicationFactor: kafka.topicReplicationFactor,
-    fetch: kafka.fetchDecoder === undefined ? {} : { decoder: kafka.fetchDecoder },
   };
 }
 
@@ -106,8 +108,6 @@ export function sourceOptionsOf(kafka: KafkaSection) {
  * topic prefix are the node's, always valid, so stand-ins do.
  */
 function checkAsAdapters(kafka: KafkaSection, ctx: z.RefinementCtx): void {
-  const refusal = decoderRefusal(kafka.client, kafka.fetchDecoder);
-  if (refusal !== undefined) ctx.addIssue({ code: 'custom', path: ['fetchDecoder'], message: refusal });
   const asBus = kafkaBusSchema.safeParse({ ...busOptionsOf(kafka), clientId: 'node-config' });
   const asMember = kafkaMembershipSchema.safeParse({ ...membershipOptionsOf(kafka), clientId: 'node-config', topicPrefix: 'node-config' });
   const issue = asBus.error?.issues[0] ?? asMember.error?.issues[0];

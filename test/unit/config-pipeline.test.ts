@@ -8,7 +8,7 @@ import { ConfigError } from '../../src/cluster/config-error.js';
 import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
 import { kafkaBusSettings } from '../../src/cluster/kafka-bus/settings.js';
 import { kafkaMembershipSettings } from '../../src/cluster/kafka-membership/settings.js';
-import { kafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
+import { kafkaSourceSettings, type KafkaClientLibrary } from '../../src/ingest/kafka-source/settings.js';
 import { membershipOptionsOf, NodeConfigError, parseNodeConfig, sourceOptionsOf } from '../../src/node/node-config.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
 
@@ -117,7 +117,6 @@ describe('KafkaIngestionSource settings', () => {
       maxBytes: 8 * 1024 * 1024,
       minBytes: 1,
       maxWaitTimeMs: 100,
-      fetchDecoder: 'shardherd',
       client: 'kafkajs',
       topicReplicationFactor: 1,
       commitOffsets: true,
@@ -128,7 +127,7 @@ describe('KafkaIngestionSource settings', () => {
       ...source,
       bufferRecords: null,
       commitOffsets: null,
-      fetch: { maxBytes: null, decoder: null },
+      fetch: { maxBytes: null },
     } as never);
     expect(withNulls).toEqual(defaults);
   });
@@ -219,28 +218,23 @@ describe('node config', () => {
     },
   );
 
-  it.each([{}, { fetchDecoder: 'kafkajs' }, { client: 'platformatic' }, { client: 'kafkajs', fetchDecoder: 'shardherd' }])(
+  it.each<{ client?: KafkaClientLibrary; topicReplicationFactor?: number }>([{}, { client: 'platformatic' }, { client: 'kafkajs', topicReplicationFactor: 3 }])(
     'its kafka section %j gives the ingestion source the settings the source gives the same keys',
     (kafka) => {
       const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
       const source = { ...connection, groupPrefix: 'g', instanceId: 'i' };
-      const { fetchDecoder, ...rest } = kafka as { fetchDecoder?: 'kafkajs' | 'shardherd'; client?: 'kafkajs' | 'platformatic' };
-      const direct = kafkaSourceSettings({ ...source, ...rest, fetch: fetchDecoder === undefined ? {} : { decoder: fetchDecoder } });
       const { decode: _d, ...fromConfig } = kafkaSourceSettings({ ...source, ...sourceOptionsOf(config.kafka) });
-      const { decode: _e, ...expected } = direct;
+      const { decode: _e, ...expected } = kafkaSourceSettings({ ...source, ...kafka });
       expect(fromConfig).toEqual(expected);
     },
   );
 
-  it('refuses a client it does not know, and a decoder with a client that decodes itself, naming the key', () => {
+  it('refuses a client it does not know, and the decoder key that is gone, naming the key', () => {
     expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, client: 'rdkafka' } })).toThrow(
       /kafka\.client must be one of "kafkajs", "platformatic", got "rdkafka"/,
     );
-    expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, client: 'platformatic', fetchDecoder: 'kafkajs' } })).toThrow(
-      /kafka\.fetchDecoder applies to the kafkajs client only, not to client "platformatic"/,
-    );
-    expect(() => kafkaSourceSettings({ ...connection, groupPrefix: 'g', client: 'platformatic', fetch: { decoder: 'shardherd' } })).toThrow(
-      'KafkaIngestionSource option fetch.decoder applies to the kafkajs client only',
+    expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'kafkajs' } })).toThrow(
+      /kafka\.fetchDecoder is no longer an option: kafkajs decodes fetched records with its own decoder/,
     );
   });
 

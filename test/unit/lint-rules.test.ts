@@ -167,3 +167,10 @@ describe('mocks in unit tests', { timeout: 30_000 }, () => {
     },
   );
 });
+
+describe("Node's module cache in the package", { timeout: 30_000 }, () => {
+  it('require.cache is an error in src', async () => {
+    const probe = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\ndelete require.cache['/x.js'];\n";
+    expect(await purityErrors(probe, 'src/ingest/__probe__.ts')).toEqual(['no-restricted-properties']);
+  });
+});

@@ -41,8 +41,6 @@ describe('node config', () => {
     const c = parseNodeConfig(minimal);
     expect(c.cluster).toBe('shardherd');
     expect(c.kafka.sessionTimeoutMs).toBe(10_000);
-    // Absent: the ingestion source's own default (shardherd's decoder, with the kafkajs client).
-    expect(c.kafka.fetchDecoder).toBeUndefined();
     expect(c.kafka.client).toBe('kafkajs');
     expect(c.cassandra).toMatchObject({
       localDataCenter: 'datacenter1',
@@ -108,8 +106,8 @@ describe('node config', () => {
     expect(refusal({ ...minimal, kafka: { brokers: ['localhost'] } })).toBe("node.json: kafka.brokers.0 must be host:port, got 'localhost'");
     expect(refusal({ kafka: minimal.kafka, cassandra: minimal.cassandra })).toBe('node.json: node is required');
     expect(refusal({ ...minimal, kafka: { ...minimal.kafka, sesionTimeoutMs: 5 } })).toBe('node.json: kafka.sesionTimeoutMs is not a known key');
-    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'fast' } })).toBe(
-      'node.json: kafka.fetchDecoder must be "shardherd" or "kafkajs", got "fast"',
+    expect(refusal({ ...minimal, kafka: { ...minimal.kafka, client: 'fast' } })).toBe(
+      'node.json: kafka.client must be one of "kafkajs", "platformatic", got "fast"',
     );
     expect(refusal({ ...minimal, runtime: { publishIntervalMs: 'often' } })).toBe('node.json: runtime.publishIntervalMs must be a number of milliseconds');
     expect(refusal({ ...minimal, runtime: { topicPrefix: 'x' } })).toBe('node.json: runtime.topicPrefix is set by "cluster" in a node config');

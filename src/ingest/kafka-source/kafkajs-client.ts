@@ -9,9 +9,7 @@ import { fetchTopicOffsets } from '../../cluster/topic-offsets.js';
 import type { DatasetConfig } from '../../core/dataset-config.js';
 import { checkKafkaTopic, createKafkaTopic } from '../kafka-topic-check.js';
 import type { FeedConsumer, FeedConsumerParams, IngestionKafkaClient, Watermarks } from './feed-client.js';
-import { installFetchDecoder } from './fetch-decoding.js';
 import { KafkajsFeedConsumer } from './kafkajs-consumer.js';
-import type { KafkaSourceSettings } from './settings.js';
 
 export class KafkajsIngestionClient implements IngestionKafkaClient {
   readonly name = 'kafkajs';
@@ -22,10 +20,8 @@ export class KafkajsIngestionClient implements IngestionKafkaClient {
 
   constructor(
     connection: KafkaConnection,
-    settings: KafkaSourceSettings,
     private readonly log: Logger,
   ) {
-    if (settings.fetchDecoder === 'shardherd') installFetchDecoder(log);
     this.kafka = createKafka(connection);
     this.adminConnection = new SharedAttempt(() => {
       const admin = this.kafka.admin();

@@ -3,10 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
-import { ConfigError, configErrorOf } from '../../cluster/config-error.js';
+import { configErrorOf } from '../../cluster/config-error.js';
 import { wholeNumber, withDefault } from '../../cluster/kafka-options.js';
 import { decodeKafkaValue, type KafkaValueDecoder } from './decode.js';
-import { FETCH_DECODERS, type FetchDecoder } from './fetch-decoding.js';
 
 /** Fetch tuning of the per-dataset consumers (kafkajs's consumer options of the same names). */
 export interface KafkaFetchOptions {
@@ -25,14 +24,6 @@ export interface KafkaFetchOptions {
    * partition is paused), so it caps the throughput of a reader whose buffer keeps filling up.
    */
   readonly maxWaitTimeMs?: number;
-  /**
-   * Who decodes the fetched record batches (default `shardherd`): shardherd's decoder makes the same
-   * message objects as kafkajs's at a third of its cost, which was most of ingestion's time. It
-   * replaces kafkajs's for every kafkajs consumer of the process (kafkajs has no per-consumer
-   * option), and only with the kafkajs release it was compared against. `kafkajs` leaves kafkajs
-   * as it is, unless another source of the process installed shardherd's.
-   */
-  readonly decoder?: FetchDecoder;
 }
 
 /** The Kafka client libraries the ingestion source runs on. */
@@ -44,7 +35,7 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   /**
    * The client library (default `kafkajs`): `platformatic` is @platformatic/kafka, maintained, which
    * fetches the open partitions without a consumer group (opening a shard starts it at once, no
-   * group to recreate) and decodes record batches itself (`fetch.decoder` is kafkajs's only).
+   * group to recreate).
    */
   readonly client?: KafkaClientLibrary;
   /**
@@ -93,9 +84,6 @@ const MiB = 1024 * 1024;
 /** A whole number of at least `min`, or `fallback` when absent (undefined or null). */
 const atLeast = (min: number, fallback: number) => withDefault(wholeNumber(min, `must be an integer of at least ${min}`), fallback);
 
-/** Who decodes, checked: the one statement of the values and the message for both places that take it. */
-const decoderEnum = z.enum(FETCH_DECODERS, { error: (issue) => `must be "shardherd" or "kafkajs", got ${JSON.stringify(issue.input)}` });
-
 /** Each option's check and default, in the order they are reported: the one statement of both. */
 const fetchSchema = z.object({
   // Measured on 16 partitions of ~40-byte records (bench deploy-throughput): 1 MiB per partition
@@ -106,11 +94,7 @@ const fetchSchema = z.object({
   maxBytes: atLeast(1024, 8 * MiB),
   minBytes: atLeast(1, 1),
   maxWaitTimeMs: atLeast(1, 100),
-  decoder: withDefault(decoderEnum, 'shardherd'),
 });
-
-/** Who decodes fetched record batches, as a node config's `kafka.fetchDecoder` takes it too (absent: the default). */
-export const fetchDecoderSchema = decoderEnum.optional();
 
 /** The client library, as a node config's `kafka.client` takes it too. */
 export const kafkaClientSchema = withDefault(
@@ -120,19 +104,8 @@ export const kafkaClientSchema = withDefault(
   'kafkajs',
 );
 
-/** Why `fetch.decoder` cannot go with `client` (undefined: it can). */
-export function decoderRefusal(client: KafkaClientLibrary, decoder: FetchDecoder | undefined): string | undefined {
-  if (client === 'kafkajs' || decoder === undefined) return undefined;
-  return `applies to the kafkajs client only, not to client "${client}" (which decodes record batches itself): leave it out`;
-}
-
 const schema = z.object({
-  client: withDefault(
-    z.enum(KAFKA_CLIENT_LIBRARIES, {
-      error: (issue) => `must be one of ${KAFKA_CLIENT_LIBRARIES.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(issue.input)}`,
-    }),
-    'kafkajs',
-  ),
+  client: kafkaClientSchema,
   groupPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,1000}$/, {
     error: (issue) => `must be 1 to 1000 of letters, digits, ".", "_", "-", got ${JSON.stringify(issue.input)}`,
   }),
@@ -161,7 +134,6 @@ export interface KafkaSourceSettings {
   readonly maxBytes: number;
   readonly minBytes: number;
   readonly maxWaitTimeMs: number;
-  readonly fetchDecoder: FetchDecoder;
   readonly decode: KafkaValueDecoder;
   readonly topicReplicationFactor: number;
   readonly commitOffsets: boolean;
@@ -173,13 +145,6 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
   const r = schema.safeParse(options);
   if (!r.success) throw configErrorOf(r.error, { label: 'KafkaIngestionSource option ', positions: false });
   const { fetch, instanceId, ...o } = r.data;
-  if (o.client !== 'kafkajs' && options.fetch?.decoder !== undefined) {
-    throw new ConfigError(
-      'fetch.decoder',
-      `applies to the kafkajs client only, not to client "${o.client}" (which decodes record batches itself): leave it out`,
-      'KafkaIngestionSource option ',
-    );
-  }
   return {
     ...o,
     instanceId: instanceId ?? randomBytes(4).toString('hex'),
@@ -187,7 +152,6 @@ export function kafkaSourceSettings(options: KafkaIngestionSourceOptions): Kafka
     maxBytes: fetch.maxBytes,
     minBytes: fetch.minBytes,
     maxWaitTimeMs: fetch.maxWaitTimeMs,
-    fetchDecoder: fetch.decoder,
     decode: options.decode ?? decodeKafkaValue,
   };
 }
