@@ -75,7 +75,7 @@ register({
       const ourPlatformaticRates: Rates[] = [];
       for (let i = 0; i < SAMPLES; i++) {
         bareRates.push(await runReader(job({ kind: 'bare' }, i)));
-        ourRates.push(await runReader(job({ kind: 'shardherd' }, i)));
+        ourRates.push(await runReader(job({ kind: 'shardherd', client: 'kafkajs' }, i)));
         barePlatformaticRates.push(await runReader(job({ kind: 'bare-platformatic' }, i)));
         ourPlatformaticRates.push(await runReader(job({ kind: 'shardherd', client: 'platformatic' }, i)));
       }
@@ -106,7 +106,7 @@ register({
         await fillTopic(kafka, t, n, SMALL_RECORDS);
         const r = await runReader(job({ kind: 'shardherd' }, 100 + n, t, n, SMALL_RECORDS));
         small.push([
-          `shardherd node owning ${n} shard${n === 1 ? '' : 's'} (${SMALL_RECORDS.toLocaleString('en')} records, one sample, from join)`,
+          `shardherd node owning ${n} shard${n === 1 ? '' : 's'}, default client (${SMALL_RECORDS.toLocaleString('en')} records, one sample, from join)`,
           k(r.fromJoin),
           '',
           '',

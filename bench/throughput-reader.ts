@@ -135,7 +135,8 @@ async function barePlatformatic(job: ReaderJob): Promise<Rates> {
   return watch.rates();
 }
 
-async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary): Promise<Rates> {
+/** A node with the given client, or the node config's default when none is given. */
+async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary | undefined): Promise<Rates> {
   const watch = new Stopwatch(job.records);
   const sink: RecordSink = {
     accept: (_d: DatasetConfig, _s: ShardNum, records: readonly SourceRecord[]) => {
@@ -148,7 +149,7 @@ async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary): Pro
   const config = parseNodeConfig({
     node: 'bench-node',
     cluster: `tp_${Date.now().toString(36)}_${job.sample}`,
-    kafka: { brokers: job.services.kafkaBrokers, sessionTimeoutMs: 6_000, client },
+    kafka: { brokers: job.services.kafkaBrokers, sessionTimeoutMs: 6_000, ...(client === undefined ? {} : { client }) },
     cassandra: { contactPoints: job.services.cassandraContactPoints, localDataCenter: job.services.cassandraLocalDataCenter, keyspace: 'shardherd_bench' },
     datasets: [{ ref: 'metrics', numShards: job.partitions, minNumNodes: 1, source: { type: 'kafka', topic: job.topic } }],
   });
@@ -170,6 +171,6 @@ const rates =
     ? await bare(job)
     : job.reader.kind === 'bare-platformatic'
       ? await barePlatformatic(job)
-      : await throughShardherd(job, job.reader.client ?? 'kafkajs');
+      : await throughShardherd(job, job.reader.client);
 process.stdout.write(`${JSON.stringify(rates)}\n`);
 process.exit(0);

@@ -117,7 +117,7 @@ describe('KafkaIngestionSource settings', () => {
       maxBytes: 8 * 1024 * 1024,
       minBytes: 1,
       maxWaitTimeMs: 100,
-      client: 'kafkajs',
+      client: 'platformatic',
       topicReplicationFactor: 1,
       commitOffsets: true,
       offsetsIntervalMs: 1_000,

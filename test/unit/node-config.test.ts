@@ -41,7 +41,7 @@ describe('node config', () => {
     const c = parseNodeConfig(minimal);
     expect(c.cluster).toBe('shardherd');
     expect(c.kafka.sessionTimeoutMs).toBe(10_000);
-    expect(c.kafka.client).toBe('kafkajs');
+    expect(c.kafka.client).toBe('platformatic');
     expect(c.cassandra).toMatchObject({
       localDataCenter: 'datacenter1',
       keyspace: 'shardherd',
