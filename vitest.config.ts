@@ -34,60 +34,35 @@ const chaos: TestProjectConfiguration[] =
     : [];
 
 /**
- * A few tests against the real Kafka and Cassandra, for the other Node versions
- * (scripts/node-matrix): only with SHARDHERD_SMOKE=1, which `npm run test:nodes` sets. In `npm
- * test` the integration project runs these files already.
+ * A lane of its own: a few integration files on the real services, in a project that exists only
+ * when the environment variable `flag` is 1 (the lane's script sets it). In `npm test` the
+ * integration project runs these files already.
  */
-const smoke: TestProjectConfiguration[] =
-  process.env.SHARDHERD_SMOKE === '1'
-    ? [
-        {
-          test: {
-            sequence: { groupOrder: 1 },
-            name: 'smoke',
-            include: [
-              'test/integration/services.test.ts',
-              'test/integration/cassandra-meta-store.test.ts',
-              'test/integration/kafka-membership.test.ts',
-              'test/integration/node-process.test.ts',
-            ],
-            ...onRealServices,
-            hookTimeout: 180_000,
-          },
-        },
-      ]
-    : [];
+function lane(name: string, flag: string, files: readonly string[]): TestProjectConfiguration[] {
+  if (process.env[flag] !== '1') return [];
+  const include = files.map((f) => `test/integration/${f}.test.ts`);
+  return [{ test: { sequence: { groupOrder: 1 }, name, include, ...onRealServices, hookTimeout: 180_000 } }];
+}
+
+/** For the other Node versions (scripts/node-matrix, `npm run test:nodes`). */
+const smoke = lane('smoke', 'SHARDHERD_SMOKE', ['services', 'cassandra-meta-store', 'kafka-membership', 'node-process']);
 
 /**
- * The Kafka suites (the bus, membership, the ingestion source, the producers, topics, a node
- * process, the services themselves) on the compatibility lane's Kafka 3.9: only with
- * SHARDHERD_KAFKA_COMPAT=1, which `npm run test:kafka-compat` sets with the Kafka version. In `npm
- * test` the integration project runs these files on the default Kafka.
+ * The Kafka suites (the services, bus, membership, ingestion source, producers, topics, a node
+ * process) on the compatibility lane's Kafka 3.9 (scripts/kafka-compat.ts, `npm run
+ * test:kafka-compat`, which also sets the Kafka version).
  */
-const kafkaCompat: TestProjectConfiguration[] =
-  process.env.SHARDHERD_KAFKA_COMPAT === '1'
-    ? [
-        {
-          test: {
-            sequence: { groupOrder: 1 },
-            name: 'kafka-compat',
-            include: [
-              'test/integration/services.test.ts',
-              'test/integration/kafka-bus.test.ts',
-              'test/integration/kafka-membership.test.ts',
-              'test/integration/kafka-source.test.ts',
-              'test/integration/kafka-group-janitor.test.ts',
-              'test/integration/idempotent-produce.test.ts',
-              'test/integration/sharded-producer.test.ts',
-              'test/integration/topics-create.test.ts',
-              'test/integration/node-process.test.ts',
-            ],
-            ...onRealServices,
-            hookTimeout: 180_000,
-          },
-        },
-      ]
-    : [];
+const kafkaCompat = lane('kafka-compat', 'SHARDHERD_KAFKA_COMPAT', [
+  'services',
+  'kafka-bus',
+  'kafka-membership',
+  'kafka-source',
+  'kafka-group-janitor',
+  'idempotent-produce',
+  'sharded-producer',
+  'topics-create',
+  'node-process',
+]);
 
 export default defineConfig({
   test: {
