@@ -24,7 +24,8 @@
  * (samples of each kill kind; default 20 owner, 10 singleton, 10 silent), `--soak-minutes M`
  * (default 10), `--soak-mode heartbeat|session-only|both`, `--session-ms T` (default 10000, the
  * node config's default), `--no-rf2`, `--singleton-lease-ms T` (heartbeat mode's singleton lease:
- * what a crashed singleton's successor waits for).
+ * what a crashed singleton's successor waits for), `--client kafkajs|platformatic` (the nodes'
+ * ingestion client; default the node config's).
  *
  * Times are wall ms on the monotonic clock from the signal's sending. Shards are observed on the
  * map a client follows on the cluster's events topic (`connectKafkaClient`), checked every 10 ms:
@@ -45,6 +46,7 @@ import { markdownTable, ms, quantile, register, type Table } from './harness.js'
 import { withRealServices, type BenchServices } from './real-services.js';
 import { sleep } from './runtime-support.js';
 import { freePort } from '../test/support/free-port.js';
+import { KAFKA_CLIENT_LIBRARIES, type KafkaClientLibrary } from '../src/ingest/kafka-source/settings.js';
 
 type Mode = 'session-only' | 'heartbeat';
 type Part = 'owner' | 'singleton' | 'silent' | 'soak';
@@ -61,6 +63,8 @@ interface Options {
   readonly busy: boolean;
   /** `--singleton-lease-ms T`: heartbeat mode's singleton lease (default: the setting's, 5000 ms). */
   readonly singletonLeaseMs: number | undefined;
+  /** `--client kafkajs|platformatic`: the nodes' ingestion client (default: the node config's). */
+  readonly client: KafkaClientLibrary | undefined;
 }
 
 const NODES = ['node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
@@ -106,7 +110,15 @@ function parseOptions(argv: readonly string[]): Options {
     rf2: !argv.includes('--no-rf2'),
     busy: argv.includes('--busy'),
     singletonLeaseMs: value('--singleton-lease-ms') === undefined ? undefined : Math.round(number('--singleton-lease-ms', 5_000)),
+    client: clientOption(value('--client')),
   };
+}
+
+function clientOption(given: string | undefined): KafkaClientLibrary | undefined {
+  if (given === undefined) return undefined;
+  const known = KAFKA_CLIENT_LIBRARIES.find((c) => c === given);
+  if (known === undefined) throw new Error(`--client takes ${KAFKA_CLIENT_LIBRARIES.join(' or ')}; got ${given}`);
+  return known;
 }
 
 const log = (line: string) => process.stderr.write(`[failover] ${line}\n`);
@@ -171,6 +183,7 @@ async function startRun(s: BenchServices, o: Options, mode: Mode, label: string,
     ...s, // the real Kafka and Cassandra
     keyspace: 'shardherd_bench',
     sessionTimeoutMs: o.sessionMs,
+    ...(o.client ? { kafkaClient: o.client } : {}),
     // Publishing, resends and retries as the chaos tests have them; no reassignment cooldown, which
     // would keep a shard that moved a moment ago from moving again in the next sample.
     runtime: CHAOS_RUNTIME,
@@ -609,7 +622,7 @@ async function failover(): Promise<Table> {
   const loadAfter = os.loadavg();
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(', ');
   return {
-    title: `Failover of real node processes by detection mode: ${NODES.length} nodes, ${RF1.numShards} shards RF 1${o.rf2 ? ` and ${RF2.numShards} shards RF 2` : ''}, Kafka session ${o.sessionMs} ms, Kafka + Cassandra on this machine${o.busy ? ', two busy-loop processes beside the samples' : ''}`,
+    title: `Failover of real node processes by detection mode: ${NODES.length} nodes, ${RF1.numShards} shards RF 1${o.rf2 ? ` and ${RF2.numShards} shards RF 2` : ''}, Kafka session ${o.sessionMs} ms, ingestion client ${o.client ?? 'the default'}, Kafka + Cassandra on this machine${o.busy ? ', two busy-loop processes beside the samples' : ''}`,
     columns: ['mode', 'measure', 'observed on', 'n', 'p50 ms', 'p99 ms', 'max ms', 'min ms', 'failed'],
     rows: m.all.map((x) => {
       const v = x.values;

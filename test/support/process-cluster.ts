@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import type { NodeStatus } from '../../src/http/node-status.js';
 import type { DatasetView } from '../../src/http/cluster-view.js';
 import { readTokenFile } from '../../src/http/access-token.js';
+import type { KafkaClientLibrary } from '../../src/ingest/kafka-source/settings.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');
@@ -26,6 +27,8 @@ export interface ProcessClusterOptions {
   readonly keyspace: string;
   readonly sessionTimeoutMs: number;
   readonly heartbeatIntervalMs?: number;
+  /** The nodes' ingestion client library (config key `kafka.client`; default the config's). */
+  readonly kafkaClient?: KafkaClientLibrary;
   /** Replication factor of the topics the nodes create (config key `kafka.topicReplicationFactor`). */
   readonly topicReplicationFactor?: number;
   /** Runtime settings of every node (config key `runtime`). */
@@ -106,6 +109,7 @@ export class ProcessCluster {
         brokers: o.kafkaBrokers,
         sessionTimeoutMs: o.sessionTimeoutMs,
         ...(o.heartbeatIntervalMs ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
+        ...(o.kafkaClient ? { client: o.kafkaClient } : {}),
         ...(o.topicReplicationFactor ? { topicReplicationFactor: o.topicReplicationFactor } : {}),
       },
       cassandra: {
