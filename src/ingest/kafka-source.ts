@@ -72,6 +72,15 @@ export class KafkaIngestionSource implements IngestionSource {
     return this.client.name;
   }
 
+  /**
+   * Resolves once the client library is loaded. A node awaits it before it joins the cluster:
+   * loading @platformatic/kafka takes about half a second of the event loop, which a member spends
+   * not answering its failure detector.
+   */
+  ready(): Promise<void> {
+    return this.client.ready();
+  }
+
   /** Resolves when the dataset's topic exists with exactly `numShards` partitions; see `checkKafkaTopic`. */
   async validate(dataset: DatasetConfig): Promise<void> {
     this.assertOpen();

@@ -97,6 +97,8 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       log: log.child({ component: 'ingest' }),
     });
     closers.push(() => kafkaSource.close());
+    // Before the node joins: loading the client library blocks the event loop for a while.
+    await kafkaSource.ready();
     const services: ClusterServices = {
       clock,
       bus,

@@ -80,6 +80,8 @@ export interface Watermarks {
 export interface IngestionKafkaClient {
   /** Which library: `kafkajs` or `platformatic`. */
   readonly name: string;
+  /** Resolves once the library is loaded (see `KafkaIngestionSource.ready`). */
+  ready(): Promise<void>;
   feedConsumer(params: FeedConsumerParams): FeedConsumer;
   /** Resolves when the dataset's topic exists with exactly `numShards` partitions; see `checkKafkaTopic`. */
   checkTopic(dataset: DatasetConfig, who: string): Promise<void>;

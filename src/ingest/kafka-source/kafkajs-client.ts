@@ -29,6 +29,9 @@ export class KafkajsIngestionClient implements IngestionKafkaClient {
     });
   }
 
+  /** kafkajs is loaded with this module. */
+  async ready(): Promise<void> {}
+
   feedConsumer(params: FeedConsumerParams): FeedConsumer {
     return new KafkajsFeedConsumer({
       ...params,

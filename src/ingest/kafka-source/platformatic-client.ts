@@ -1,6 +1,9 @@
 // @platformatic/kafka behind the ingestion source: a consumer client for metadata and offsets and an
 // admin client, each made on first use, and per dataset a fetcher with a consumer client of its own
-// (./platformatic-fetcher.ts); none joins a group. The library is loaded only when a source uses it.
+// (./platformatic-fetcher.ts); none joins a group. The library is loaded only by a source that uses
+// it, as soon as the source is made: loading it takes about half a second of the event loop (more
+// on a busy machine), which a node that is already a member spends not answering its failure
+// detector (live nodes were evicted when the first shard's fetch loaded it).
 import type { Admin, Consumer } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
@@ -25,6 +28,7 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
   private readonly consumer: SharedAttempt<Consumer>;
   private readonly newConsumer: () => Promise<Consumer>;
   private readonly admin: SharedAttempt<Admin>;
+  private readonly library: Promise<typeof import('@platformatic/kafka')>;
 
   constructor(
     connection: KafkaConnection,
@@ -37,16 +41,23 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
       connectTimeout: connection.connectionTimeoutMs ?? 3_000,
       ...(connection.requestTimeoutMs === undefined ? {} : { timeout: connection.requestTimeoutMs }),
     };
+    this.library = import('@platformatic/kafka');
+    // Awaited by `ready` and by every client made; a failed load is reported there, not as an unhandled rejection.
+    this.library.catch(() => undefined);
     // A group id is required by the library's consumer; these never join (the fetchers ask for partitions themselves).
     this.newConsumer = async () => {
-      const { Consumer } = await import('@platformatic/kafka');
+      const { Consumer } = await this.library;
       return new Consumer({ ...base, groupId: `${settings.groupPrefix}.${settings.instanceId}.fetch`, autocommit: false });
     };
     this.consumer = new SharedAttempt(this.newConsumer);
     this.admin = new SharedAttempt(async () => {
-      const { Admin } = await import('@platformatic/kafka');
+      const { Admin } = await this.library;
       return new Admin(base);
     });
+  }
+
+  async ready(): Promise<void> {
+    await this.library;
   }
 
   feedConsumer(params: FeedConsumerParams): FeedConsumer {
