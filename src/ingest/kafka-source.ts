@@ -67,11 +67,6 @@ export class KafkaIngestionSource implements IngestionSource {
         : new KafkajsIngestionClient(options, this.log);
   }
 
-  /** The Kafka client library this source runs on. */
-  get clientLibrary(): string {
-    return this.client.name;
-  }
-
   /**
    * Resolves once the client library is loaded. A node awaits it before it joins the cluster:
    * loading @platformatic/kafka takes about half a second of the event loop, which a member spends

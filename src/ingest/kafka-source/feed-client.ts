@@ -78,8 +78,6 @@ export interface Watermarks {
 
 /** The Kafka client library behind an ingestion source: one per source, shared by its datasets' feeds. */
 export interface IngestionKafkaClient {
-  /** Which library: `kafkajs` or `platformatic`. */
-  readonly name: string;
   /** Resolves once the library is loaded (see `KafkaIngestionSource.ready`). */
   ready(): Promise<void>;
   feedConsumer(params: FeedConsumerParams): FeedConsumer;

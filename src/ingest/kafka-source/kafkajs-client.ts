@@ -12,7 +12,6 @@ import type { FeedConsumer, FeedConsumerParams, IngestionKafkaClient, Watermarks
 import { KafkajsFeedConsumer } from './kafkajs-consumer.js';
 
 export class KafkajsIngestionClient implements IngestionKafkaClient {
-  readonly name = 'kafkajs';
   private readonly kafka: Kafka;
   private readonly adminConnection: SharedAttempt<Admin>;
   private readonly retiring = new Set<Promise<void>>();

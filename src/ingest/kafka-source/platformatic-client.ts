@@ -23,7 +23,6 @@ const LATEST = -1n;
 const READ_UNCOMMITTED = 0;
 
 export class PlatformaticIngestionClient implements IngestionKafkaClient {
-  readonly name = 'platformatic';
   /** For metadata and offsets; each dataset's fetcher has a consumer of its own. */
   private readonly consumer: SharedAttempt<Consumer>;
   private readonly newConsumer: () => Promise<Consumer>;
