@@ -46,7 +46,7 @@ import { markdownTable, ms, quantile, register, type Table } from './harness.js'
 import { withRealServices, type BenchServices } from './real-services.js';
 import { sleep } from './runtime-support.js';
 import { freePort } from '../test/support/free-port.js';
-import { KAFKA_CLIENT_LIBRARIES, type KafkaClientLibrary } from '../src/ingest/kafka-source/settings.js';
+import { KAFKA_CLIENT_LIBRARIES, type KafkaClientLibrary } from '../src/cluster/kafka-options.js';
 
 type Mode = 'session-only' | 'heartbeat';
 type Part = 'owner' | 'singleton' | 'silent' | 'soak';

@@ -2,14 +2,19 @@
 // record's shard exactly as query routers compute where to look (`ingestionShard` of the shard-key
 // hash, the partition-key hash and the spread) and writes to that partition by number, never through
 // Kafka's key partitioner, which would scatter a shard key over partitions no router asks.
-import { Partitioners, type Admin, type Producer } from 'kafkajs';
+import type { KafkaConnection } from '../cluster/kafka-client.js';
+import { kafkaClientSchema, type KafkaClientLibrary } from '../cluster/kafka-options.js';
+import { configErrorOf } from '../cluster/config-error.js';
 import { SharedAttempt } from '../cluster/shared-attempt.js';
-import { createKafka, IDEMPOTENT_PRODUCER, type KafkaConnection } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { partitionKeyHash, shardKeyHash } from '../core/hashing.js';
+import { ShardherdError } from '../core/errors.js';
 import type { DatasetRef, ShardNum } from '../core/ids.js';
 import { ingestionShard } from '../core/spread.js';
-import { checkKafkaTopic, kafkaTopicOf } from '../ingest/kafka-topic-check.js';
+import { checkTopicPartitions, kafkaTopicOf } from '../ingest/kafka-topic-check.js';
+import { KafkajsPartitionWriter } from './partition-writer/kafkajs-writer.js';
+import { PlatformaticPartitionWriter } from './partition-writer/platformatic-writer.js';
+import type { PartitionWriter } from './partition-writer/writer.js';
 import type { ShardherdClient } from './shardherd-client.js';
 
 /** One record for a dataset. */
@@ -40,6 +45,11 @@ export interface ShardedProducerOptions extends KafkaConnection {
    * cluster has (its shards, spread and topic), so a gateway needs no copy of it. Not closed by the producer.
    */
   readonly client?: Pick<ShardherdClient, 'datasetConfig'>;
+  /**
+   * The Kafka client library (default `platformatic`, as a node config's `kafka.client`):
+   * @platformatic/kafka, maintained, or kafkajs. Both write idempotently with `acks: -1`.
+   */
+  readonly kafkaClient?: KafkaClientLibrary;
 }
 
 /**
@@ -48,29 +58,25 @@ export interface ShardedProducerOptions extends KafkaConnection {
  *
  * Gotchas: the first `send` for a dataset checks its topic (it must exist with exactly `numShards`
  * partitions, the same check as the ingestion source's); a passed check is remembered for the
- * producer's lifetime, a failed one is asked again. The producer is idempotent: a write kafkajs
- * retries after its answer was lost is written once. A `send` that fails and is called again by the
- * application is a new write and may be written twice.
+ * producer's lifetime, a failed one is asked again. The producer is idempotent: a write the client
+ * library retries after its answer was lost is written once. A `send` that fails and is called
+ * again by the application is a new write and may be written twice.
  */
 export class ShardedProducer {
-  private readonly producer: Producer;
-  private readonly admin: Admin;
-  private readonly connection = new SharedAttempt(() => Promise.all([this.producer.connect(), this.admin.connect()]).then(() => undefined));
+  private readonly writer: PartitionWriter;
   /** Per dataset, topic and shard count; a failed check is not remembered: the topic may be created (or fixed) and the send retried. */
   private readonly checked = new Map<string, SharedAttempt<void>>();
   private closed = false;
 
   private readonly client: ShardedProducerOptions['client'];
 
+  /** Throws a `ConfigError` naming `kafkaClient` for a library shardherd does not run on. */
   constructor(options: ShardedProducerOptions) {
-    const { client, ...connection } = options;
+    const { client, kafkaClient, ...connection } = options;
     this.client = client;
-    const kafka = createKafka(connection);
-    // Topics are never auto-created: a typo in a topic name must fail, not create a 1-partition topic.
-    // The partitioner is never used (every record names its partition); naming one keeps kafkajs from warning about its default.
-    // Idempotent: a write retried after its answer was lost is written once.
-    this.producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner, ...IDEMPOTENT_PRODUCER });
-    this.admin = kafka.admin();
+    const library = kafkaClientSchema.safeParse(kafkaClient);
+    if (!library.success) throw configErrorOf(library.error, { prefix: 'kafkaClient', label: 'ShardedProducer: ' });
+    this.writer = library.data === 'kafkajs' ? new KafkajsPartitionWriter(connection) : new PlatformaticPartitionWriter(connection);
   }
 
   /** The shard (= partition) a record goes to; throws `InvalidSpreadError` for a spread out of range. */
@@ -91,16 +97,10 @@ export class ShardedProducer {
     // Everything that can be refused is refused before anything is written.
     const shards = records.map((r) => ShardedProducer.shardOf(dataset, r));
     const messages = records.map((r, i) => ({ partition: shards[i]!, key: r.key ?? null, value: encodeValue(r.value, i) }));
-    await this.connection.get();
-    await this.checkTopic(dataset);
+    await this.checkTopic(dataset, topic);
     if (records.length === 0) return [];
-    const written = await this.producer.send({ topic, acks: -1, messages });
-    const base = new Map<number, number>();
-    for (const r of written) {
-      if (r.baseOffset === undefined) throw new Error(`Kafka did not return the offset of the records written to ${topic} partition ${r.partition}`);
-      base.set(r.partition, Number(r.baseOffset));
-    }
-    // kafkajs writes each partition's records as one batch in the order given: offsets follow on from the base.
+    const base = await this.writer.write(topic, messages).catch((e: unknown) => this.explainFailedWrite(dataset, topic, e));
+    // Each partition's records are written as one batch in the order given: offsets follow on from the base.
     const next = new Map<number, number>();
     return shards.map((shard) => {
       const k = next.get(shard) ?? 0;
@@ -120,21 +120,36 @@ export class ShardedProducer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const connecting = this.connection.take();
-    if (connecting === undefined) return;
-    await connecting.catch(() => {});
-    await Promise.all([this.producer.disconnect(), this.admin.disconnect()]);
+    await this.writer.close();
   }
 
-  private checkTopic(dataset: DatasetConfig): Promise<void> {
-    const key = `${dataset.ref}\u0000${kafkaTopicOf(dataset, 'the ShardedProducer')}\u0000${dataset.numShards}`;
+  /**
+   * A failed write's error, or the topic check's when the topic is what failed it (deleted, or its
+   * partitions changed, since it was checked): the check's error says what to do, the client's may not.
+   */
+  private async explainFailedWrite(dataset: DatasetConfig, topic: string, writeError: unknown): Promise<never> {
+    this.checked.delete(checkKey(dataset, topic));
+    const checked = await this.checkTopic(dataset, topic).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (checked instanceof ShardherdError) throw new ShardherdError(checked.code, checked.message, { dataset: dataset.ref, cause: writeError });
+    throw writeError;
+  }
+
+  private checkTopic(dataset: DatasetConfig, topic: string): Promise<void> {
+    const key = checkKey(dataset, topic);
     let check = this.checked.get(key);
     if (check === undefined) {
-      check = new SharedAttempt(() => checkKafkaTopic(this.admin, dataset, 'the ShardedProducer'));
+      check = new SharedAttempt(async () => checkTopicPartitions(dataset, topic, await this.writer.partitionCount(topic)));
       this.checked.set(key, check);
     }
     return check.get();
   }
+}
+
+function checkKey(dataset: DatasetConfig, topic: string): string {
+  return `${dataset.ref}\u0000${topic}\u0000${dataset.numShards}`;
 }
 
 function encodeValue(value: unknown, index: number): Buffer {

@@ -18,3 +18,15 @@ export function wholeNumber(min: number, requirement: string): z.ZodNumber {
 export function withDefault<T extends z.ZodType, D extends z.output<T>>(schema: T, fallback: D) {
   return schema.nullish().transform((v): z.output<T> | D => v ?? fallback);
 }
+
+/** The Kafka client libraries shardherd runs on: kafkajs, and @platformatic/kafka (maintained). */
+export const KAFKA_CLIENT_LIBRARIES = ['kafkajs', 'platformatic'] as const;
+export type KafkaClientLibrary = (typeof KAFKA_CLIENT_LIBRARIES)[number];
+
+/** A client library option (default `platformatic`), as a node config's `kafka.client` takes it. */
+export const kafkaClientSchema = withDefault(
+  z.enum(KAFKA_CLIENT_LIBRARIES, {
+    error: (issue) => `must be one of ${KAFKA_CLIENT_LIBRARIES.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(issue.input)}`,
+  }),
+  'platformatic',
+);

@@ -23,6 +23,7 @@ export type ShardherdErrorCode =
   | 'METASTORE_UNAVAILABLE'
   | 'METASTORE_WRITE_TOO_LARGE'
   | 'SOURCE_MISMATCH'
+  | 'UNSUPPORTED_BROKER'
   | 'WAIT_TIMEOUT';
 
 export interface ShardherdErrorContext {

@@ -24,7 +24,8 @@ import { kafkaTopicOf } from './kafka-topic-check.js';
 
 export { decodeKafkaValue, type KafkaValueDecoder } from './kafka-source/decode.js';
 export type { KafkaFeedStats } from './kafka-source/feed.js';
-export type { KafkaClientLibrary, KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-source/settings.js';
+export type { KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-source/settings.js';
+export type { KafkaClientLibrary } from '../cluster/kafka-options.js';
 
 /**
  * The `IngestionSource` for datasets whose source is Kafka: shard p reads partition p of
@@ -68,9 +69,10 @@ export class KafkaIngestionSource implements IngestionSource {
   }
 
   /**
-   * Resolves once the client library is loaded. A node awaits it before it joins the cluster:
-   * loading @platformatic/kafka takes about half a second of the event loop, which a member spends
-   * not answering its failure detector.
+   * Resolves once the client library is loaded and, on @platformatic/kafka, the broker serves the
+   * protocol versions the library speaks (else an `UNSUPPORTED_BROKER` `ShardherdError` naming
+   * `kafka.client`). A node awaits it before it joins the cluster: loading @platformatic/kafka takes
+   * about half a second of the event loop, which a member spends not answering its failure detector.
    */
   ready(): Promise<void> {
     return this.client.ready();

@@ -61,8 +61,8 @@ export function checkTopicPartitions(dataset: DatasetConfig, topic: string, part
   }
 }
 
-/** The topic's partition count, or undefined when the topic does not exist. */
-async function partitionCount(admin: Admin, topic: string): Promise<number | undefined> {
+/** The topic's partition count read through kafkajs's admin, or undefined when the topic does not exist. */
+export async function partitionCount(admin: Admin, topic: string): Promise<number | undefined> {
   try {
     const metadata = await retryRetriable(() => admin.fetchTopicMetadata({ topics: [topic] }), topicMayAnswerLater);
     return metadata.topics.find((t) => t.name === topic)?.partitions.length;

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-config.js';
 import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import { checkRetries, runtimeFields, type RuntimeSettings } from '../actors/settings.js';
-import { kafkaClientSchema } from '../ingest/kafka-source/settings.js';
+import { kafkaClientSchema } from '../cluster/kafka-options.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
 import { ConfigError, configErrorOf } from '../cluster/config-error.js';
 import { kafkaBusFields, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';

@@ -4,6 +4,8 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ShardedProducer, type ShardedRecord } from '../../src/client/sharded-producer.js';
+import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
+import { KAFKA_CLIENT_LIBRARIES, type KafkaClientLibrary } from '../../src/cluster/kafka-options.js';
 import { validateDatasetConfig, type DatasetConfig } from '../../src/core/dataset-config.js';
 import { partitionKeyHash, shardKeyHash } from '../../src/core/hashing.js';
 import { ingestionShard, queryShards } from '../../src/core/spread.js';
@@ -13,7 +15,7 @@ const log = pino({ level: 'silent' });
 let client: { kafka: Kafka; admin: Admin } | undefined;
 const toClose: { close(): Promise<void> }[] = [];
 
-async function kafkaClient(): Promise<{ kafka: Kafka; admin: Admin }> {
+async function checker(): Promise<{ kafka: Kafka; admin: Admin }> {
   if (client === undefined) {
     const kafka = new Kafka({ clientId: 'shardherd-it-producer-check', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
@@ -29,7 +31,7 @@ afterAll(async () => {
 });
 
 async function createTopic(numPartitions: number, topic = uniqueName('sp')): Promise<string> {
-  await (await kafkaClient()).admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 1 }], waitForLeaders: true });
+  await createTopicsWithLeaders((await checker()).admin, [{ topic, numPartitions }]);
   return topic;
 }
 
@@ -39,15 +41,15 @@ function dataset(config: Record<string, unknown>): DatasetConfig {
   return r.value;
 }
 
-function newProducer(): ShardedProducer {
-  const producer = new ShardedProducer({ brokers: services().kafkaBrokers, clientId: 'shardherd-it-producer', log });
+function newProducer(kafkaClient: KafkaClientLibrary): ShardedProducer {
+  const producer = new ShardedProducer({ brokers: services().kafkaBrokers, clientId: 'shardherd-it-producer', log, kafkaClient });
   toClose.push(producer);
   return producer;
 }
 
 /** Every record of the topic as `partition/offset -> value`, read independently of shardherd. */
 async function readTopic(topic: string, expected: number): Promise<Map<string, unknown>> {
-  const { kafka } = await kafkaClient();
+  const { kafka } = await checker();
   const consumer = kafka.consumer({ groupId: uniqueName('sp-check'), maxWaitTimeInMs: 100 });
   const seen = new Map<string, unknown>();
   try {
@@ -65,7 +67,7 @@ async function readTopic(topic: string, expected: number): Promise<Map<string, u
   return seen;
 }
 
-describe('ShardedProducer', () => {
+describe.each(KAFKA_CLIENT_LIBRARIES)('ShardedProducer on %s', (kafkaClient) => {
   it('writes each record to the partition ingestionShard computes, and says at which offset', async () => {
     const topic = await createTopic(16);
     const ds = dataset({ numShards: 16, spread: 2, source: { type: 'kafka', topic } });
@@ -75,7 +77,7 @@ describe('ShardedProducer', () => {
       value: { i, text: `record ${i}` },
       ...(i % 10 === 0 ? { spread: 0 } : {}),
     }));
-    const producer = newProducer();
+    const producer = newProducer(kafkaClient);
     const sent = await producer.send(ds, records);
 
     const expectedShards = records.map((r) => ingestionShard(16, shardKeyHash(r.shardKey), partitionKeyHash(r.partitionKey), r.spread ?? 2));
@@ -92,7 +94,7 @@ describe('ShardedProducer', () => {
   it('sends records with the same shard key and partition key to the same shard, and a shard key within its queryShards', async () => {
     const topic = await createTopic(8);
     const ds = dataset({ numShards: 8, spread: 1, source: { type: 'kafka', topic } });
-    const producer = newProducer();
+    const producer = newProducer(kafkaClient);
     const shardKey = { _ws_: 'demo', _ns_: 'app', _metric_: 'cpu' };
     const series = (host: string) => ({ shardKey, partitionKey: { host, le: '0.5' }, value: host });
     const sent = await producer.send(ds, [series('a'), series('b'), series('a'), series('c'), { ...series('a'), partitionKey: { host: 'a', le: '+Inf' } }]);
@@ -106,7 +108,7 @@ describe('ShardedProducer', () => {
   });
 
   it('refuses a dataset whose source is not Kafka, a topic with the wrong partition count and a missing one, writing nothing', async () => {
-    const producer = newProducer();
+    const producer = newProducer(kafkaClient);
     const record = { shardKey: { _metric_: 'cpu' }, partitionKey: { host: 'a' }, value: 1 };
 
     const synthetic = dataset({ numShards: 4, source: { type: 'synthetic' } });
@@ -121,7 +123,7 @@ describe('ShardedProducer', () => {
       code: 'SOURCE_MISMATCH',
       message: `dataset ${wrong.ref}: Kafka topic "${six}" has 6 partitions but numShards is 8 (partition p is shard p)`,
     });
-    const { admin } = await kafkaClient();
+    const { admin } = await checker();
     expect((await admin.fetchTopicOffsets(six)).every((p) => p.high === '0')).toBe(true);
 
     // A missing topic is refused (never created); once it exists, the same producer writes to it.
@@ -137,4 +139,16 @@ describe('ShardedProducer', () => {
     await expect(producer.send(missing, [{ ...record, spread: 3 }])).rejects.toThrow('Invalid spread 3');
     expect((await admin.fetchTopicOffsets(later)).reduce((n, p) => n + Number(p.high), 0)).toBe(1);
   });
+
+  it('fails a send, naming the topic, once the topic was deleted after a send went through', async () => {
+    const topic = await createTopic(2);
+    const ds = dataset({ numShards: 2, source: { type: 'kafka', topic } });
+    const producer = newProducer(kafkaClient);
+    const record = { shardKey: { _metric_: 'cpu' }, partitionKey: { host: 'a' }, value: 1 };
+    await producer.send(ds, [record]);
+    await (await checker()).admin.deleteTopics({ topics: [topic] });
+    const started = Date.now();
+    await expect(producer.send(ds, [record])).rejects.toThrow(topic);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 60_000);
 });

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import type { NodeStatus } from '../../src/http/node-status.js';
 import type { DatasetView } from '../../src/http/cluster-view.js';
 import { readTokenFile } from '../../src/http/access-token.js';
-import type { KafkaClientLibrary } from '../../src/ingest/kafka-source/settings.js';
+import type { KafkaClientLibrary } from '../../src/cluster/kafka-options.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MAIN = join(REPO, 'src/cli/main.ts');

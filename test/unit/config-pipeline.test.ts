@@ -3,12 +3,14 @@
 // sections give exactly the adapters' settings, so the two cannot drift apart.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { ShardedProducer } from '../../src/client/sharded-producer.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
 import { ConfigError } from '../../src/cluster/config-error.js';
 import { failureDetectorSettings } from '../../src/cluster/failure-detector/settings.js';
 import { kafkaBusSettings } from '../../src/cluster/kafka-bus/settings.js';
 import { kafkaMembershipSettings } from '../../src/cluster/kafka-membership/settings.js';
-import { kafkaSourceSettings, type KafkaClientLibrary } from '../../src/ingest/kafka-source/settings.js';
+import type { KafkaClientLibrary } from '../../src/cluster/kafka-options.js';
+import { kafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
 import { membershipOptionsOf, NodeConfigError, parseNodeConfig, sourceOptionsOf } from '../../src/node/node-config.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
 
@@ -147,6 +149,15 @@ describe('KafkaIngestionSource settings', () => {
   ])('refuses %j with a ConfigError naming %s', (options, key, reason) => {
     const e = refusal(() => kafkaSourceSettings({ ...source, ...options }));
     expect([e.key, e.reason, e.message]).toEqual([key, reason, `KafkaIngestionSource option ${key} ${reason}`]);
+  });
+});
+
+describe('ShardedProducer options', () => {
+  it('refuses a Kafka client library it does not run on, naming kafkaClient, before it connects to anything', () => {
+    const e = refusal(
+      () => new ShardedProducer({ brokers: ['127.0.0.1:1'], clientId: 'gateway', log: pino({ enabled: false }), kafkaClient: 'rdkafka' as never }),
+    );
+    expect([e.key, e.message]).toEqual(['kafkaClient', 'ShardedProducer: kafkaClient must be one of "kafkajs", "platformatic", got "rdkafka"']);
   });
 });
 

@@ -78,7 +78,7 @@ export interface Watermarks {
 
 /** The Kafka client library behind an ingestion source: one per source, shared by its datasets' feeds. */
 export interface IngestionKafkaClient {
-  /** Resolves once the library is loaded (see `KafkaIngestionSource.ready`). */
+  /** Resolves once the library is loaded and can work with the broker (see `KafkaIngestionSource.ready`). */
   ready(): Promise<void>;
   feedConsumer(params: FeedConsumerParams): FeedConsumer;
   /** Resolves when the dataset's topic exists with exactly `numShards` partitions; see `checkKafkaTopic`. */

@@ -1,19 +1,29 @@
 // @platformatic/kafka behind the ingestion source: a consumer client for metadata and offsets and an
 // admin client, each made on first use, and per dataset a fetcher with a consumer client of its own
-// (./platformatic-fetcher.ts); none joins a group. The library is loaded only by a source that uses
-// it, as soon as the source is made: loading it takes about half a second of the event loop (more
-// on a busy machine), which a node that is already a member spends not answering its failure
-// detector (live nodes were evicted when the first shard's fetch loaded it).
+// (./platformatic-fetcher.ts); none joins a group. The library is loaded as soon as the source is
+// made (see `loadPlatformaticKafka`): live nodes were evicted when the first shard's fetch loaded it.
 import type { Admin, Consumer } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
 import { isRetriableKafkaError, retryRetriable } from '../../cluster/kafka-retry.js';
+import {
+  hasPlatformaticKafkaError,
+  loadPlatformaticKafka,
+  platformaticOptions,
+  platformaticPartitionCount,
+  platformaticTopicExists,
+  requireBrokerApis,
+  type PlatformaticKafka,
+} from '../../cluster/platformatic-kafka.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import type { DatasetConfig } from '../../core/dataset-config.js';
 import { checkTopicPartitions, kafkaTopicOf } from '../kafka-topic-check.js';
 import type { FeedConsumer, FeedConsumerParams, IngestionKafkaClient, Watermarks } from './feed-client.js';
 import { PlatformaticFeedConsumer } from './platformatic-fetcher.js';
 import type { KafkaSourceSettings } from './settings.js';
+
+/** The Kafka APIs the source uses: fetch, offsets, metadata, the offsets group (commit, delete) and topic creation. */
+const SOURCE_APIS = ['Fetch', 'ListOffsets', 'Metadata', 'FindCoordinator', 'OffsetCommit', 'DeleteGroups', 'CreateTopics'] as const;
 
 /** How long `createTopic` waits for a new topic's partitions to have leaders. */
 const TOPIC_LEADERS_MS = 10_000;
@@ -27,20 +37,20 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
   private readonly consumer: SharedAttempt<Consumer>;
   private readonly newConsumer: () => Promise<Consumer>;
   private readonly admin: SharedAttempt<Admin>;
-  private readonly library: Promise<typeof import('@platformatic/kafka')>;
+  private readonly library: Promise<PlatformaticKafka>;
+
+  private readonly brokers: readonly string[];
+  private readonly clientId: string;
 
   constructor(
     connection: KafkaConnection,
     private readonly settings: KafkaSourceSettings,
     private readonly log: Logger,
   ) {
-    const base = {
-      clientId: connection.clientId,
-      bootstrapBrokers: [...connection.brokers],
-      connectTimeout: connection.connectionTimeoutMs ?? 3_000,
-      ...(connection.requestTimeoutMs === undefined ? {} : { timeout: connection.requestTimeoutMs }),
-    };
-    this.library = import('@platformatic/kafka');
+    const base = platformaticOptions(connection);
+    this.brokers = connection.brokers;
+    this.clientId = connection.clientId;
+    this.library = loadPlatformaticKafka();
     // Awaited by `ready` and by every client made; a failed load is reported there, not as an unhandled rejection.
     this.library.catch(() => undefined);
     // A group id is required by the library's consumer; these never join (the fetchers ask for partitions themselves).
@@ -56,7 +66,8 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
   }
 
   async ready(): Promise<void> {
-    await this.library;
+    const library = await this.library;
+    await requireBrokerApis(await this.consumer.get(), library, { apis: SOURCE_APIS, setting: 'kafka.client', brokers: this.brokers, clientId: this.clientId });
   }
 
   feedConsumer(params: FeedConsumerParams): FeedConsumer {
@@ -91,7 +102,7 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
         created = true;
       } catch (e) {
         // Another node created it meanwhile: the check below has the last word.
-        if (!hasKafkaError(e, 'TOPIC_ALREADY_EXISTS')) throw e;
+        if (!hasPlatformaticKafkaError(e, 'TOPIC_ALREADY_EXISTS')) throw e;
       }
       await this.waitForLeaders(topic);
     }
@@ -122,20 +133,11 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
 
   /** The topic's partition count, or undefined when it does not exist. */
   private async partitionCount(topic: string): Promise<number | undefined> {
-    const consumer = await this.consumer.get();
-    try {
-      const metadata = await consumer.metadata({ topics: [topic], forceUpdate: true });
-      return metadata.topics.get(topic)?.partitionsCount;
-    } catch (e) {
-      // The library reports an unknown topic as a plain user error; the topic list says whether it is one.
-      if (!(await this.topicExists(topic))) return undefined;
-      throw e;
-    }
+    return platformaticPartitionCount(await this.consumer.get(), await this.admin.get(), topic);
   }
 
   private async topicExists(topic: string): Promise<boolean> {
-    const admin = await this.admin.get();
-    return (await retryRetriable(() => admin.listTopics({ includeInternals: false }), isRetriableKafkaError)).includes(topic);
+    return platformaticTopicExists(await this.admin.get(), topic);
   }
 
   /** Polls the topic's metadata until every partition has a leader; throws after `TOPIC_LEADERS_MS`. */
@@ -149,7 +151,7 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
           return partitions.length > 0 && partitions.every((p) => p.leader >= 0);
         },
         (e: unknown) => {
-          if (hasKafkaError(e, 'UNKNOWN_TOPIC_OR_PARTITION') || hasKafkaError(e, 'LEADER_NOT_AVAILABLE')) return false;
+          if (hasPlatformaticKafkaError(e, 'UNKNOWN_TOPIC_OR_PARTITION') || hasPlatformaticKafkaError(e, 'LEADER_NOT_AVAILABLE')) return false;
           throw e;
         },
       );
@@ -158,10 +160,4 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-}
-
-/** True when @platformatic/kafka's error, or one it carries, is Kafka's error `apiId` (e.g. `UNKNOWN_TOPIC_OR_PARTITION`). */
-function hasKafkaError(e: unknown, apiId: string): boolean {
-  const found = (e as { findBy?: (property: string, value: unknown) => unknown } | undefined)?.findBy?.('apiId', apiId);
-  return found !== undefined && found !== null;
 }

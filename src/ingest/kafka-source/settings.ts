@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KafkaConnection } from '../../cluster/kafka-client.js';
 import { configErrorOf } from '../../cluster/config-error.js';
-import { wholeNumber, withDefault } from '../../cluster/kafka-options.js';
+import { kafkaClientSchema, wholeNumber, withDefault, type KafkaClientLibrary } from '../../cluster/kafka-options.js';
 import { decodeKafkaValue, type KafkaValueDecoder } from './decode.js';
 
 /** Fetch tuning of the per-dataset consumers (kafkajs's consumer options of the same names). */
@@ -25,10 +25,6 @@ export interface KafkaFetchOptions {
    */
   readonly maxWaitTimeMs?: number;
 }
-
-/** The Kafka client libraries the ingestion source runs on. */
-export const KAFKA_CLIENT_LIBRARIES = ['kafkajs', 'platformatic'] as const;
-export type KafkaClientLibrary = (typeof KAFKA_CLIENT_LIBRARIES)[number];
 
 /** The connection, the consumer groups, the buffers and the fetch tuning of a `KafkaIngestionSource`. */
 export interface KafkaIngestionSourceOptions extends KafkaConnection {
@@ -96,14 +92,6 @@ const fetchSchema = z.object({
   minBytes: atLeast(1, 1),
   maxWaitTimeMs: atLeast(1, 100),
 });
-
-/** The client library, as a node config's `kafka.client` takes it too. */
-export const kafkaClientSchema = withDefault(
-  z.enum(KAFKA_CLIENT_LIBRARIES, {
-    error: (issue) => `must be one of ${KAFKA_CLIENT_LIBRARIES.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(issue.input)}`,
-  }),
-  'platformatic',
-);
 
 const schema = z.object({
   client: kafkaClientSchema,
