@@ -332,6 +332,25 @@ describe.each(CLIENTS)('KafkaIngestionSource on %s', (c) => {
     expect(maxBytes).toBeLessThan(bufferBytes + largest);
   });
 
+  it('a reader slower than the fetches gets every record, and each record is fetched once: a partition pauses before a batch would not fit', async () => {
+    const topic = await createTopic(1);
+    const ds = dataset(topic, 1);
+    // Written 1 000 records (about 32 KiB) a request, so a fetch of 40 KiB brings 1 000 records: more than half the
+    // buffer's 1 500, which the buffer used to cut (and fetch again) after every resume at half.
+    await produceNumbered(topic, 0, 0, 10_000);
+    const source = newSource({ bufferRecords: 1_500, fetch: { maxWaitTimeMs: 50, maxBytesPerPartition: 40 * 1024 } });
+    const reader = (await source.open(ds, shardNum(0)))!;
+    const out: SourceRecord[] = [];
+    while (out.length < 10_000) {
+      const batch = await reader.read(out.length, 200);
+      out.push(...batch);
+      await sleep(batch.length === 0 ? 20 : 2);
+    }
+    expect(out).toEqual(numbered(0, 0, 10_000));
+    // Each record fetched once: none was cut off a batch and fetched (and decoded) again.
+    expect(source.stats(ds.ref)?.delivered[0]).toBe(10_000);
+  });
+
   it('two datasets of one source read side by side, each exactly its own partitions', async () => {
     const [a, b] = [await createTopic(2), await createTopic(2)];
     const [dsA, dsB] = [dataset(a, 2), dataset(b, 2)];

@@ -273,6 +273,7 @@ export class DatasetFeed {
     const s = this.ctx.settings;
     const messages = batch.messages;
     const run = b.isFull(s) ? undefined : FetchedRun.pack(messages, s.bufferRecords - b.size, s.bufferBytes - b.bytes);
+    b.noteFetched(messages.length, run?.count ?? 0, run?.bytes ?? 0);
     if (run !== undefined) {
       b.push(run);
       b.position = run.count === messages.length ? batch.nextOffset : run.lastOffset() + 1;
@@ -283,8 +284,8 @@ export class DatasetFeed {
       b.position = batch.nextOffset;
       batch.took(b.position);
     }
-    if ((run?.count ?? 0) < messages.length || b.isFull(s)) {
-      // Backpressure: the rest is fetched again once reads drained the buffer to half.
+    if ((run?.count ?? 0) < messages.length || !b.hasRoomForBatch(s)) {
+      // Backpressure: the rest is fetched again once reads made room (see hasRoomToResume).
       b.paused = true;
       batch.pause();
     }

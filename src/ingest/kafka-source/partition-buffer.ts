@@ -29,6 +29,8 @@ export class PartitionBuffer {
   paused = false;
   /** The reader waiting for records, called once when some arrive. */
   waiter: (() => void) | undefined;
+  /** The last fetched batch's records, and its bytes as a run would hold them (estimated from what was taken). */
+  private lastFetched = { records: 0, bytes: 0 };
 
   constructor(
     readonly partition: number,
@@ -105,8 +107,31 @@ export class PartitionBuffer {
     return this.size >= s.bufferRecords || this.bytes >= s.bufferBytes;
   }
 
-  /** Resume at half: a resumed partition gets a whole fetch in before it pauses again. */
+  /**
+   * Notes the size of a fetched batch of `records` records, of which `taken` were packed into a
+   * run of `takenBytes` bytes (none taken: the last estimate of bytes per record stands).
+   */
+  noteFetched(records: number, taken: number, takenBytes: number): void {
+    const perRecord = taken > 0 ? takenBytes / taken : this.lastFetched.records > 0 ? this.lastFetched.bytes / this.lastFetched.records : 0;
+    this.lastFetched = { records, bytes: perRecord * records };
+  }
+
+  /**
+   * Whether a batch like the last one fetched fits (capped at the bounds: a larger batch needs an
+   * empty buffer). A batch that does not fit is cut, and what was cut is fetched and decoded again:
+   * a partition pauses when the next batch would not fit, not only when the buffer is full (small
+   * records fill a 1 MiB fetch with more records than half the default bound).
+   */
+  hasRoomForBatch(s: Bounds): boolean {
+    return this.hasRoomFor(s, this.lastFetched.records, this.lastFetched.bytes);
+  }
+
+  /** Resume at half, and once a batch like the last one fits: a resumed partition gets a whole fetch in before it pauses again. */
   hasRoomToResume(s: Bounds): boolean {
-    return this.size <= s.bufferRecords / 2 && this.bytes <= s.bufferBytes / 2;
+    return this.hasRoomFor(s, Math.max(s.bufferRecords / 2, this.lastFetched.records), Math.max(s.bufferBytes / 2, this.lastFetched.bytes));
+  }
+
+  private hasRoomFor(s: Bounds, records: number, bytes: number): boolean {
+    return this.size + Math.min(records, s.bufferRecords) <= s.bufferRecords && this.bytes + Math.min(bytes, s.bufferBytes) <= s.bufferBytes;
   }
 }

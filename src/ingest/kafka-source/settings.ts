@@ -10,8 +10,9 @@ import { decodeKafkaValue, type KafkaValueDecoder } from './decode.js';
 /** Fetch tuning of the per-dataset consumers (kafkajs's consumer options of the same names). */
 export interface KafkaFetchOptions {
   /**
-   * Most bytes one fetch returns per partition (default 1 MiB). Keep a fetch within half a buffer
-   * (`bufferBytes`, `bufferRecords`): what does not fit is dropped and fetched again.
+   * Most bytes one fetch returns per partition (default 1 MiB). A partition pauses when a batch
+   * like its last would not fit its buffer (`bufferBytes`, `bufferRecords`); keep a fetch within a
+   * buffer, or each is cut and what was cut is fetched again.
    */
   readonly maxBytesPerPartition?: number;
   /** Most bytes one fetch returns over all partitions (default 8 MiB). */
@@ -43,7 +44,11 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   readonly groupPrefix: string;
   /** Tells this source's groups from any other incarnation's (default: 8 random hex digits per source). */
   readonly instanceId?: string;
-  /** Most records buffered per open shard before its partition is paused (default 30 000; `bufferBytes` bounds the memory). */
+  /**
+   * Most records buffered per open shard (default 30 000; `bufferBytes` bounds the memory). The
+   * partition pauses as soon as a batch like the last one fetched would not fit, and resumes once
+   * one fits and the buffer is at most half full, so a record is fetched and decoded once.
+   */
   readonly bufferRecords?: number;
   /**
    * Most bytes buffered per open shard before its partition is paused (default 8 MiB): the records'
