@@ -51,7 +51,8 @@ describe('a map of 16 384 shards × 3 copies', () => {
         source: { type: 'synthetic', recordsPerSecond: 0.001 },
       }),
     });
-    expect(res.status).toBe(201);
+    // The answer's body says why, should the setup be refused (e.g. a member missing for RF 3).
+    expect(res.status, await res.text()).toBe(201);
     const deadline = Date.now() + 180_000;
     while (!(await everyCopyActive(cluster, DATASET, SHARDS * RF))) {
       if (Date.now() > deadline)

@@ -3,7 +3,8 @@
 // stand-ins on 127.0.0.1 that answer Kafka's ApiVersions question as old releases do (nothing else):
 // Kafka 0.11.0 answers ApiVersions v1 with its ranges (no DeleteGroups, added in 1.1); Kafka 0.10.2
 // knows only ApiVersions v0 and refuses the later versions with an answer in v0's layout. The real brokers' answers are checked
-// against the same code by every other Kafka test, which would fail were a real broker refused.
+// against the same code by every other Kafka test, which would fail were a real broker refused. A
+// broker that never answers the question does not stop the source: silence says nothing of versions.
 import net from 'node:net';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -158,6 +159,34 @@ describe('a broker too old for @platformatic/kafka', () => {
       ) as unknown,
     });
   });
+
+  it('lets the source start, with a warning, when the broker does not answer the question (it says nothing of its versions)', async () => {
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    closers.push(async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+    const lines: string[] = [];
+    const address = `127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+    const source = new KafkaIngestionSource({
+      brokers: [address],
+      clientId: 'silent-broker',
+      groupPrefix: 'silent',
+      log: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+      client: 'platformatic',
+    });
+    const started = Date.now();
+    await expect(source.ready()).resolves.toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(lines.some((l) => l.includes('"ingest.broker-versions-unknown"'))).toBe(true);
+    for (const s of sockets) s.destroy();
+    await source.close();
+  }, 30_000);
 
   it('leaves kafkajs, which speaks the older versions, to start on the same broker', async () => {
     const address = await broker(1, KAFKA_0_11);

@@ -17,6 +17,7 @@ import {
 } from '../../cluster/platformatic-kafka.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import type { DatasetConfig } from '../../core/dataset-config.js';
+import { ShardherdError } from '../../core/errors.js';
 import { checkTopicPartitions, kafkaTopicOf } from '../kafka-topic-check.js';
 import type { FeedConsumer, FeedConsumerParams, IngestionKafkaClient, Watermarks } from './feed-client.js';
 import { PlatformaticFeedConsumer } from './platformatic-fetcher.js';
@@ -25,6 +26,8 @@ import type { KafkaSourceSettings } from './settings.js';
 /** The Kafka APIs the source uses: fetch, offsets, metadata, the offsets group (commit, delete) and topic creation. */
 const SOURCE_APIS = ['Fetch', 'ListOffsets', 'Metadata', 'FindCoordinator', 'OffsetCommit', 'DeleteGroups', 'CreateTopics'] as const;
 
+/** How long `ready` waits for the broker to say which protocol versions it serves. */
+const BROKER_VERSIONS_MS = 10_000;
 /** How long `createTopic` waits for a new topic's partitions to have leaders. */
 const TOPIC_LEADERS_MS = 10_000;
 const EARLIEST = -2n;
@@ -67,7 +70,29 @@ export class PlatformaticIngestionClient implements IngestionKafkaClient {
 
   async ready(): Promise<void> {
     const library = await this.library;
-    await requireBrokerApis(await this.consumer.get(), library, { apis: SOURCE_APIS, setting: 'kafka.client', brokers: this.brokers, clientId: this.clientId });
+    let timer: NodeJS.Timeout | undefined;
+    const unanswered = new Promise<never>((_, fail) => {
+      timer = setTimeout(() => fail(new Error(`no answer within ${BROKER_VERSIONS_MS} ms`)), BROKER_VERSIONS_MS);
+    });
+    try {
+      const asked = (async () => {
+        const consumer = await this.consumer.get();
+        await requireBrokerApis(consumer, library, { apis: SOURCE_APIS, setting: 'kafka.client', brokers: this.brokers, clientId: this.clientId });
+      })();
+      // Should the deadline come first, what the question ends with later is of no interest.
+      asked.catch(() => undefined);
+      await Promise.race([asked, unanswered]);
+    } catch (e) {
+      // Only the broker's answer stops a start: a question that could not be asked (a broker slow
+      // to answer on a loaded machine) says nothing of its versions, and the fetches report their own failures.
+      if (e instanceof ShardherdError) throw e;
+      this.log.warn(
+        { event: 'ingest.broker-versions-unknown', err: e },
+        'could not ask the broker which protocol versions it serves: going on (a broker too old for @platformatic/kafka then fails the first fetch)',
+      );
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   feedConsumer(params: FeedConsumerParams): FeedConsumer {
