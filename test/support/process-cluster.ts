@@ -145,6 +145,13 @@ export class ProcessCluster {
     const log = createWriteStream(this.logPath(name), { flags: 'a' });
     this.logs.push(log);
     child.stderr?.pipe(log, { end: false });
+    // The last lines a node wrote before it failed to start: the reason, in the test's own failure.
+    const lastLines: string[] = [];
+    const keep = (line: string) => {
+      lastLines.push(line.length > 600 ? `${line.slice(0, 600)}…` : line);
+      if (lastLines.length > 8) lastLines.shift();
+    };
+    if (child.stderr) createInterface({ input: child.stderr }).on('line', keep);
     const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once('exit', (code, signal) => done(signal ?? code)));
     // Known from its spawn, not from its readiness: a node still starting when another failed (or
     // one that never got ready) must not outlive the test (`stopAll`).
@@ -153,14 +160,15 @@ export class ProcessCluster {
     const url = await new Promise<string>((ok, fail) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
-        fail(new Error(`${name} did not report its status URL within ${readyTimeoutMs} ms (see ${name}.log)`));
+        fail(new Error(`${name} did not report its status URL within ${readyTimeoutMs} ms (see ${name}.log); its last lines:\n${lastLines.join('\n')}`));
       }, readyTimeoutMs);
       void exited.then((how) => {
         clearTimeout(timer);
-        fail(new Error(`${name} exited (${String(how)}) before it was ready (see ${name}.log)`));
+        fail(new Error(`${name} exited (${String(how)}) before it was ready (see ${name}.log); its last lines:\n${lastLines.join('\n')}`));
       });
       createInterface({ input: child.stdout! }).on('line', (line) => {
         log.write(`${line}\n`);
+        keep(line);
         if (!line.includes('"node.status"')) return;
         const parsed = JSON.parse(line) as { url?: string };
         if (parsed.url) {
