@@ -4,6 +4,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { decodeKafkaValue, utf8Text } from '../../src/ingest/kafka-source/decode.js';
+import { fetchedMessages } from '../../src/ingest/kafka-source/feed-client.js';
 import { FetchedRun, UndecodableRecord } from '../../src/ingest/kafka-source/fetched-run.js';
 import type { SourceRecord } from '../../src/ingest/ingestion-source.js';
 
@@ -42,6 +43,9 @@ function fetched(parts: readonly Part[], firstOffset = 100, gap = 7): { messages
   return { messages, response };
 }
 
+/** Packs messages as the kafkajs client hands them over. */
+const pack = (messages: readonly KafkaMessage[], maxRecords: number, byteBudget: number) => FetchedRun.pack(fetchedMessages(messages), maxRecords, byteBudget);
+
 const all = (run: FetchedRun) => Array.from({ length: run.count }, (_, i) => run.record(i, decodeKafkaValue));
 
 describe('FetchedRun', () => {
@@ -52,7 +56,7 @@ describe('FetchedRun', () => {
       { key: '', value: null },
       { key: 'clé ü', value: '"☃"' },
     ]);
-    const run = FetchedRun.pack(messages, 100, 1 << 20)!;
+    const run = pack(messages, 100, 1 << 20)!;
     expect(run.count).toBe(4);
     expect(all(run)).toEqual([
       { offset: 100, key: 'k1', value: { n: 1 } },
@@ -68,7 +72,7 @@ describe('FetchedRun', () => {
       { key: 'a', value: '[1,2]' },
       { key: 'b', value: 'x' },
     ]);
-    const run = FetchedRun.pack(messages, 100, 1 << 20)!;
+    const run = pack(messages, 100, 1 << 20)!;
     response.fill(0x20);
     expect(all(run).map((r) => [r.key, r.value])).toEqual([
       ['a', [1, 2]],
@@ -82,7 +86,7 @@ describe('FetchedRun', () => {
       0,
       10,
     );
-    const run = FetchedRun.pack(near.messages, 1000, 1 << 20)!;
+    const run = pack(near.messages, 1000, 1 << 20)!;
     expect(run.bytes).toBeLessThan(near.response.length + 24 * 100 + 300);
     const far = fetched(
       [
@@ -93,7 +97,7 @@ describe('FetchedRun', () => {
       100_000,
     );
     const other = fetched([{ key: 'c', value: '3' }], 2);
-    const mixed = FetchedRun.pack([...far.messages, ...other.messages], 10, 1 << 20)!;
+    const mixed = pack([...far.messages, ...other.messages], 10, 1 << 20)!;
     expect(mixed.bytes).toBeLessThan(1000);
     expect(all(mixed).map((r) => [r.offset, r.key, r.value])).toEqual([
       [0, 'a', 1],
@@ -104,13 +108,13 @@ describe('FetchedRun', () => {
 
   it('takes at most maxRecords, and stops at the record that reaches the byte budget', () => {
     const { messages } = fetched(Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, value: 'v'.repeat(100) })));
-    expect(FetchedRun.pack(messages, 10, 1 << 20)!.count).toBe(10);
-    const run = FetchedRun.pack(messages, 50, 1_000)!;
+    expect(pack(messages, 10, 1 << 20)!.count).toBe(10);
+    const run = pack(messages, 50, 1_000)!;
     expect(run.count).toBeGreaterThan(1);
     expect(run.count).toBeLessThan(10);
-    expect(FetchedRun.pack(messages, 50, 1)!.count).toBe(1);
-    expect(FetchedRun.pack([], 50, 1 << 20)).toBeUndefined();
-    expect(FetchedRun.pack(messages, 0, 1 << 20)).toBeUndefined();
+    expect(pack(messages, 50, 1)!.count).toBe(1);
+    expect(pack([], 50, 1 << 20)).toBeUndefined();
+    expect(pack(messages, 0, 1 << 20)).toBeUndefined();
   });
 
   it('hands a custom decoder the value bytes, the key and the offset; what it throws names the record', () => {
@@ -118,7 +122,7 @@ describe('FetchedRun', () => {
       { key: 'k', value: 'ok' },
       { key: 'bad', value: 'nope' },
     ]);
-    const run = FetchedRun.pack(messages, 10, 1 << 20)!;
+    const run = pack(messages, 10, 1 << 20)!;
     const decode = (value: Buffer | null, key: string, offset: number) => {
       if (key === 'bad') throw new Error(`refused ${value?.toString()}`);
       return { text: value?.toString(), key, offset };
@@ -137,7 +141,7 @@ describe('FetchedRun', () => {
 
   it('reads records in bulk up to a maximum, stopping before a poison record and failing a read that starts at it', () => {
     const { messages } = fetched(['a', 'b', 'poison', 'c'].map((value, i) => ({ key: `k${i}`, value })));
-    const run = FetchedRun.pack(messages, 10, 1 << 20)!;
+    const run = pack(messages, 10, 1 << 20)!;
     const decode = (value: Buffer | null) => {
       if (value?.toString() === 'poison') throw new Error('not ours');
       return value?.toString();

@@ -3,7 +3,7 @@
 // the last one would not fit, and resumes once one does (and the buffer is at most half full), while
 // the buffer never holds more than its bounds.
 import { describe, expect, it } from 'vitest';
-import type { FetchedMessage } from '../../src/ingest/kafka-source/feed-client.js';
+import { fetchedMessages, type FetchedMessage } from '../../src/ingest/kafka-source/feed-client.js';
 import { FetchedRun } from '../../src/ingest/kafka-source/fetched-run.js';
 import { PartitionBuffer } from '../../src/ingest/kafka-source/partition-buffer.js';
 import type { KafkaShardReader } from '../../src/ingest/kafka-source/reader.js';
@@ -19,7 +19,7 @@ function messages(offset: number, count: number): FetchedMessage[] {
 /** What the feed does with a fetched batch: packs what the bounds allow and notes the batch's size. */
 function fetched(buffer: PartitionBuffer, count: number): number {
   const batch = messages(buffer.position!, count);
-  const run = FetchedRun.pack(batch, bounds.bufferRecords - buffer.size, bounds.bufferBytes - buffer.bytes);
+  const run = FetchedRun.pack(fetchedMessages(batch), bounds.bufferRecords - buffer.size, bounds.bufferBytes - buffer.bytes);
   buffer.noteFetched(count, run?.count ?? 0, run?.bytes ?? 0);
   if (run !== undefined) {
     buffer.push(run);

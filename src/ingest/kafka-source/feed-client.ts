@@ -14,12 +14,33 @@ export interface FetchedMessage {
   readonly value: Buffer | null;
 }
 
+/**
+ * The records of one fetched batch, by index: a client hands over what it decoded without making
+ * an object per record for the feed (the feed copies their bytes into its buffer at once).
+ */
+export interface FetchedRecords {
+  readonly length: number;
+  offset(i: number): number;
+  key(i: number): Buffer | null | undefined;
+  value(i: number): Buffer | null;
+}
+
+/** Records that are message objects already (kafkajs's). */
+export function fetchedMessages(messages: readonly FetchedMessage[]): FetchedRecords {
+  return {
+    length: messages.length,
+    offset: (i) => Number(messages[i]!.offset),
+    key: (i) => messages[i]!.key,
+    value: (i) => messages[i]!.value,
+  };
+}
+
 /** The records of one partition one fetch returned, as the consumer hands them to the feed. */
 export interface FetchedBatch {
   readonly partition: number;
   /** The offset the fetch asked for: the records may start above it (aborted, control or compacted-away records). */
   readonly fetchedOffset: number;
-  readonly messages: readonly FetchedMessage[];
+  readonly records: FetchedRecords;
   /** The offset after the batch: past its last record and any control records after it. */
   readonly nextOffset: number;
   /** True when a seek of the partition came after the fetch: its records are not where the partition goes on. */

@@ -271,20 +271,20 @@ export class DatasetFeed {
     }
     // Above the position: the client skipped records no reader sees (aborted or control records).
     const s = this.ctx.settings;
-    const messages = batch.messages;
-    const run = b.isFull(s) ? undefined : FetchedRun.pack(messages, s.bufferRecords - b.size, s.bufferBytes - b.bytes);
-    b.noteFetched(messages.length, run?.count ?? 0, run?.bytes ?? 0);
+    const records = batch.records;
+    const run = b.isFull(s) ? undefined : FetchedRun.pack(records, s.bufferRecords - b.size, s.bufferBytes - b.bytes);
+    b.noteFetched(records.length, run?.count ?? 0, run?.bytes ?? 0);
     if (run !== undefined) {
       b.push(run);
-      b.position = run.count === messages.length ? batch.nextOffset : run.lastOffset() + 1;
+      b.position = run.count === records.length ? batch.nextOffset : run.lastOffset() + 1;
       batch.took(b.position);
       b.wake();
-    } else if (messages.length === 0 && batch.nextOffset > b.position) {
+    } else if (records.length === 0 && batch.nextOffset > b.position) {
       // Only records no reader sees (control records, aborted transactions): past them.
       b.position = batch.nextOffset;
       batch.took(b.position);
     }
-    if ((run?.count ?? 0) < messages.length || !b.hasRoomForBatch(s)) {
+    if ((run?.count ?? 0) < records.length || !b.hasRoomForBatch(s)) {
       // Backpressure: the rest is fetched again once reads made room (see hasRoomToResume).
       b.paused = true;
       batch.pause();

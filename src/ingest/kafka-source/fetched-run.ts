@@ -8,7 +8,7 @@
 // bytes, a run is three allocations whatever its size, and it keeps no slice of the client's fetch
 // response alive (the response is many times the size of one partition's records).
 import type { SourceRecord } from '../ingestion-source.js';
-import type { FetchedMessage } from './feed-client.js';
+import type { FetchedRecords } from './feed-client.js';
 import { decodeKafkaValue, decodeKafkaValueAt, utf8Text, type KafkaValueDecoder } from './decode.js';
 
 /** What a run costs beyond its bytes: its three objects, and per record its offset and four positions. */
@@ -45,12 +45,12 @@ export class FetchedRun {
   ) {}
 
   /**
-   * Packs the first messages of a batch, as many as `maxRecords` allows and until the run holds at
+   * Packs the first records of a batch, as many as `maxRecords` allows and until the run holds at
    * least `byteBudget` bytes (the message that reaches it included, as a buffer takes one record
-   * past its bound). Returns undefined for no messages.
+   * past its bound). Returns undefined for no records.
    */
-  static pack(messages: readonly FetchedMessage[], maxRecords: number, byteBudget: number): FetchedRun | undefined {
-    const wanted = Math.min(messages.length, maxRecords);
+  static pack(records: FetchedRecords, maxRecords: number, byteBudget: number): FetchedRun | undefined {
+    const wanted = Math.min(records.length, maxRecords);
     if (wanted <= 0) return undefined;
     const spans = new Int32Array(4 * wanted);
     const offsets = new Float64Array(wanted);
@@ -86,10 +86,9 @@ export class FetchedRun {
     let count = 0;
     let bytes = RUN_OVERHEAD_BYTES;
     while (count < wanted && (count === 0 || bytes < byteBudget)) {
-      const m = messages[count]!;
-      offsets[count] = Number(m.offset);
-      place(m.key ?? null, 4 * count);
-      place(m.value, 4 * count + 2);
+      offsets[count] = records.offset(count);
+      place(records.key(count) ?? null, 4 * count);
+      place(records.value(count), 4 * count + 2);
       count += 1;
       bytes = RUN_OVERHEAD_BYTES + base + (end - start) + PER_RECORD_BYTES * count;
     }

@@ -4,7 +4,7 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { hasKafkaErrorType } from '../../cluster/kafka-retry.js';
 import { ownedPartitionsAssigner } from './assigner.js';
-import type { FeedConsumer, FeedConsumerParams, FeedConsumerStats, FetchedBatch } from './feed-client.js';
+import { fetchedMessages, type FeedConsumer, type FeedConsumerParams, type FeedConsumerStats, type FetchedBatch } from './feed-client.js';
 
 interface LiveConsumer {
   readonly consumer: Consumer;
@@ -211,7 +211,7 @@ function fetchedBatch(payload: EachBatchPayload): FetchedBatch {
     partition: batch.partition,
     // kafkajs's batch knows the offset it was fetched at, though its types do not say so.
     fetchedOffset: Number((batch as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset()),
-    messages: batch.messages,
+    records: fetchedMessages(batch.messages),
     nextOffset: Number(batch.lastOffset()) + 1,
     isStale: () => payload.isStale(),
     // Resolving up to the batch's last offset moves kafkajs past any trailing control records too.

@@ -6,7 +6,7 @@
 // `<groupPrefix>.<dataset>.<instanceId>`, only so that Kafka's lag tools see each shard.
 import type { Consumer, RecordsBatch } from '@platformatic/kafka';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
-import type { FeedConsumer, FeedConsumerParams, FeedConsumerStats, FetchedBatch, FetchedMessage } from './feed-client.js';
+import type { FeedConsumer, FeedConsumerParams, FeedConsumerStats, FetchedBatch, FetchedRecords } from './feed-client.js';
 
 /** The library's fetch request and answer (its index does not export their types). */
 type FetchOptions = Parameters<Consumer['fetch']>[0];
@@ -254,9 +254,10 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
     if (missing !== undefined) throw missing;
   }
 
-  /** The partition's records as one batch for the feed (control batches left out). */
+  /** The partition's records as one batch for the feed (control batches left out), without an object per record. */
   private handOver(a: Asked, batches: readonly RecordsBatch[]): void {
-    const messages: FetchedMessage[] = [];
+    const kept: RecordsBatch['records'][number][] = [];
+    const offsets: number[] = [];
     let nextOffset = a.offset;
     for (const batch of batches) {
       const first = Number(batch.firstOffset);
@@ -265,15 +266,23 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
       for (const record of batch.records) {
         const offset = first + record.offsetDelta;
         // A batch starts where it was written: the records before the fetched offset were read before.
-        if (offset >= a.offset) messages.push({ offset, key: record.key, value: record.value });
+        if (offset < a.offset) continue;
+        kept.push(record);
+        offsets.push(offset);
       }
     }
-    if (messages.length === 0 && nextOffset === a.offset) return;
-    this.delivered.set(a.partition, (this.delivered.get(a.partition) ?? 0) + messages.length);
+    const records: FetchedRecords = {
+      length: kept.length,
+      offset: (i) => offsets[i]!,
+      key: (i) => kept[i]!.key,
+      value: (i) => kept[i]!.value,
+    };
+    if (records.length === 0 && nextOffset === a.offset) return;
+    this.delivered.set(a.partition, (this.delivered.get(a.partition) ?? 0) + records.length);
     const batch: FetchedBatch = {
       partition: a.partition,
       fetchedOffset: a.offset,
-      messages,
+      records,
       nextOffset,
       isStale: () => this.partitions.get(a.partition)?.epoch !== a.epoch,
       took: (offset) => {
