@@ -87,7 +87,7 @@ register({
           0.5,
         );
       /** Also the ratio to the bare consumer of the same client (with the same decoder), when there is one. */
-      const row = (reader: string, rates: Rates[], of: keyof Rates, sameClient?: Rates[]) => {
+      const row = (reader: string, rates: Rates[], of: 'streaming' | 'fromJoin', sameClient?: Rates[]) => {
         const xs = rates.map((r) => r[of]);
         const median = quantile(xs, 0.5);
         return [
@@ -98,6 +98,7 @@ register({
           SAMPLES,
           (median / medianOf(bareRates, of)).toFixed(2),
           sameClient === undefined ? '' : (median / medianOf(sameClient, of)).toFixed(2),
+          of === 'streaming' ? `${medianOf(rates, 'cpuMicrosPerRecord').toFixed(2)} µs` : '',
         ];
       };
       const small: (string | number)[][] = [];
@@ -113,11 +114,21 @@ register({
           1,
           '',
           '',
+          '',
         ]);
       }
       return {
         title: `Ingestion throughput, one node reading ${PARTITIONS} partitions (${RECORDS.toLocaleString('en')} records of ~40 bytes)`,
-        columns: ['reader', 'median', 'min', 'max', 'samples', 'ratio to bare kafkajs', 'ratio to bare, same client and decoder'],
+        columns: [
+          'reader',
+          'median',
+          'min',
+          'max',
+          'samples',
+          'ratio to bare kafkajs',
+          'ratio to bare, same client and decoder',
+          "CPU per record (the reader's process, streaming)",
+        ],
         rows: [
           row('bare kafkajs consumer (eachBatch, JSON.parse of every value), streaming', bareRates, 'streaming'),
           row('shardherd node on kafkajs (source → actor → sink, checkpoint each second), streaming', ourRates, 'streaming', bareRates),
