@@ -11,6 +11,7 @@ import { HistorySink } from '../ingest/history-sink.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
 import { startNode } from '../node/run-node.js';
+import { startWithAttempts } from '../node/start-attempts.js';
 import type { LogLevel } from './options.js';
 import { timestampWithIso } from './log-timestamp.js';
 
@@ -75,7 +76,7 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
   let started: Awaited<ReturnType<typeof startNode>>;
   const sink = sinkFor(config, log);
   try {
-    started = await startNode(config, { sink: sink.sink, log, configSource: configPath });
+    started = await startWithAttempts(() => startNode(config, { sink: sink.sink, log, configSource: configPath }), { log, stopping: () => signalled });
   } catch (e) {
     if (e instanceof NodeConfigError) {
       process.stderr.write(`shardherd node: ${e.message}\n`);
