@@ -1,10 +1,11 @@
-// A node start that failed on Kafka or Cassandra answering slowly is tried again, a few times and
-// further apart each time; one that failed for a reason time does not fix fails at once.
+// A node start that failed on Kafka answering slowly is tried again, a few times and further apart
+// each time; one that failed for a reason time does not fix, or after a wait of its own, fails at once.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { BrokersUnreachableError } from '../../src/cluster/broker-reach.js';
 import { KafkaBusError } from '../../src/cluster/kafka-bus.js';
 import { NodeConfigError } from '../../src/node/node-config.js';
+import { MetaStoreUnavailableError } from '../../src/store/meta-store.js';
 import { START_ATTEMPTS, startWithAttempts } from '../../src/node/start-attempts.js';
 
 /** A start that fails with each of `failures` in turn, then succeeds; and what was waited, and logged. */
@@ -46,6 +47,10 @@ describe('startWithAttempts', () => {
     ['a config error', new NodeConfigError('kafka.brokers', 'must not be empty')],
     ['brokers out of reach', new BrokersUnreachableError(['127.0.0.1:1'], 'kafka.brokers of node.json', new Error('ECONNREFUSED'))],
     ['a refusal', new KafkaBusError('TOPIC_NOT_ONE_PARTITION', 'topic x has 2 partitions', {}, false)],
+    [
+      'a MetaStore unreachable through its own connect window',
+      new MetaStoreUnavailableError('connect to Cassandra at 127.0.0.1:1 (gave up after 9 attempts in 30000 ms)'),
+    ],
   ])('fails at once on %s', async (_what, error) => {
     const f = flakyStart([error]);
     await expect(startWithAttempts(f.start, { log: f.log, stopping: () => false, wait: f.wait })).rejects.toBe(error);
