@@ -187,11 +187,4 @@ describe('a broker too old for @platformatic/kafka', () => {
     for (const s of sockets) s.destroy();
     await source.close();
   }, 30_000);
-
-  it('leaves kafkajs, which speaks the older versions, to start on the same broker', async () => {
-    const address = await broker(1, KAFKA_0_11);
-    const source = new KafkaIngestionSource({ brokers: [address], clientId: 'old-broker', groupPrefix: 'old', log, client: 'kafkajs' });
-    closers.push(() => source.close());
-    await expect(source.ready()).resolves.toBeUndefined();
-  });
 });
