@@ -277,7 +277,9 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
       key: (i) => kept[i]!.key,
       value: (i) => kept[i]!.value,
     };
-    if (records.length === 0 && nextOffset === a.offset) return;
+    // A fetch in flight when its partition was closed may still bring records: they are dropped,
+    // not handed over nor counted.
+    if (!this.partitions.has(a.partition) || (records.length === 0 && nextOffset === a.offset)) return;
     this.delivered.set(a.partition, (this.delivered.get(a.partition) ?? 0) + records.length);
     const batch: FetchedBatch = {
       partition: a.partition,
@@ -291,7 +293,7 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
       },
       pause: () => this.pause(a.partition),
     };
-    if (this.partitions.has(a.partition)) this.p.onBatch(batch);
+    this.p.onBatch(batch);
   }
 
   /** A fetch below the log's start (retention removed it): the partition goes on from its earliest record. */
