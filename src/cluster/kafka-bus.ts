@@ -1,33 +1,40 @@
-// The Bus port on Kafka (kafkajs): one single-partition topic per bus topic, one shared producer,
-// one consumer per subscription with its own group membership, offsets committed only when the
-// caller says so.
+// The Bus port on Kafka, on kafkajs or @platformatic/kafka (`client`): one single-partition topic per
+// bus topic, one shared producer, one consumer per subscription with its own group membership,
+// offsets committed only when the caller says so.
 import { randomBytes } from 'node:crypto';
-import type { Admin, Kafka } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { encodeLabels, MessageTooLargeError, type Bus, type BusSubscription, type ProduceOptions, type RecordHandler, type SubscribeOptions } from './bus.js';
 import { RealClock, type Clock } from './clock.js';
-import { createKafka } from './kafka-client.js';
+import { createKafka, type KafkaConnection } from './kafka-client.js';
+import type { BusAdmin } from './kafka-bus/admin.js';
 import { chunkHeaders, labelHeaders, sliceValue } from './kafka-bus/chunks.js';
 import { KafkaBusError, kafkaCall } from './kafka-bus/errors.js';
 import { encodeJson } from './kafka-bus/json.js';
+import { KafkajsBusAdmin } from './kafka-bus/kafkajs-admin.js';
+import { KafkajsSubscription } from './kafka-bus/kafkajs-subscription.js';
+import { KafkajsBusWriter } from './kafka-bus/kafkajs-writer.js';
+import { PlatformaticBusAdmin } from './kafka-bus/platformatic-admin.js';
+import { PlatformaticSubscription } from './kafka-bus/platformatic-subscription.js';
+import { PlatformaticBusWriter } from './kafka-bus/platformatic-writer.js';
 import { BusProducer } from './kafka-bus/producer.js';
 import { brokerBytesNeeded } from './kafka-bus/record-size.js';
 import { kafkaBusSettings, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
-import { KafkaSubscription } from './kafka-bus/subscription.js';
+import type { SubscriptionParams } from './kafka-bus/subscription-params.js';
 import { BusTopics, checkTopicName } from './kafka-bus/topics.js';
-import { SharedAttempt } from './shared-attempt.js';
-import { retryRetriable } from './kafka-retry.js';
-import { fetchTopicOffsets } from './topic-offsets.js';
 
 export { KafkaBusError, type KafkaBusErrorCode } from './kafka-bus/errors.js';
 export { kafkaBusSettings, type BusCompression, type KafkaBusOptions, type KafkaBusSettings } from './kafka-bus/settings.js';
 
-/** How long one of the bus's Kafka requests waits for its answer before kafkajs retries it. */
+/** How long one of the bus's Kafka requests waits for its answer before the client library retries it. */
 const BUS_REQUEST_TIMEOUT_MS = 10_000;
 
 /**
  * The bus on Kafka. Each bus topic is a Kafka topic with exactly one partition (one ordered log);
- * values are JSON.
+ * values are JSON. It runs on @platformatic/kafka (`client: 'platformatic'`, the default) or
+ * kafkajs (`client: 'kafkajs'`); both write and read the same records and speak the same group
+ * protocol, so buses on either library share topics and groups (a cluster can switch library node
+ * by node).
  *
  * - Records and messages are as `Bus` says. A record is at most `maxRecordBytes` of JSON; a larger
  *   value is cut into chunk records: each holds a slice of the value's UTF-8 bytes, with its
@@ -42,10 +49,11 @@ const BUS_REQUEST_TIMEOUT_MS = 10_000;
  * - Topics are never created implicitly: `ensureTopics` creates them (producer and consumers run
  *   with auto-creation off). `produce` or `subscribe` on a topic that does not exist, or that has
  *   more than one partition, fails at once with a `KafkaBusError` saying so.
- * - `produce` resolves once the record is written with `acks: -1`, with its offset. Records
+ * - `produce` resolves once the record is written with `acks: -1`, idempotently (a retried
+ *   request is written once), with its offset. Records
  *   produced by one bus are appended in the order `produce` was called: one request at a time,
  *   consecutive records of the same topic batched into one request.
- * - `subscribe` opens one kafkajs consumer (its own group member), without auto-commit. It
+ * - `subscribe` opens one consumer (its own group member), without auto-commit. It
  *   resolves once the member has joined and its start position is fixed: the group's committed
  *   offset, or else the topic's first or next offset as it was when `subscribe` was called (so
  *   with `start: 'latest'` nothing produced after `subscribe` resolved is missed).
@@ -72,9 +80,10 @@ const BUS_REQUEST_TIMEOUT_MS = 10_000;
  *   it is dropped (up to rebalanceTimeoutMs).
  * - A subscription that does not own the topic refuses `commit` (`NOT_OWNER`): a replaced
  *   subscription must not move the group's position.
- * - Heartbeats are sent between records: a handler that takes longer than `sessionTimeoutMs`
- *   gets its subscription dropped from the group; it rejoins after the handler returns and goes on
- *   from where it was.
+ * - On kafkajs, heartbeats are sent between records: a handler that takes longer than
+ *   `sessionTimeoutMs` gets its subscription dropped from the group; it rejoins after the handler
+ *   returns and goes on from where it was. On @platformatic/kafka they are sent on a timer of their
+ *   own: a slow handler keeps its membership (a stopped or starved process still loses it).
  * - `close()` of a subscription stops delivery and leaves the group at once; it does not wait
  *   for a handler that is still running (that record's outcome is then ignored).
  * - A broker's `group.initial.rebalance.delay.ms` (3000 ms by default) delays every join of a
@@ -84,22 +93,23 @@ const BUS_REQUEST_TIMEOUT_MS = 10_000;
  *   of milliseconds).
  * - Open times come from each process's clock: two subscriptions of one group opened on
  *   different hosts less than their clock skew apart may be ordered either way.
- * - A consumer that fails for good (kafkajs gives up on a non-retriable error) is logged as
- *   `bus.consumer.crashed` at error level; its subscription then delivers nothing more.
+ * - A consumer that fails for good (the library gives up on an error, or its rejoin failed) is
+ *   logged as `bus.consumer.crashed` at error level, and a new consumer joins the group in its
+ *   place and goes on from the subscription's position.
  * - Delivery is at least once across subscriptions: records after the last commit are delivered
- *   again to the next owner. `produce` may append a record twice if a request times out after the
- *   broker wrote it (kafkajs retries it; idempotence is off).
+ *   again to the next owner.
  */
 export class KafkaBus implements Bus {
   readonly settings: KafkaBusSettings;
-  private readonly kafka: Kafka;
+  private readonly connection: KafkaConnection;
+  /** The kafkajs client, when the bus runs on kafkajs. */
+  private readonly kafka: Kafka | undefined;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly admin: Admin;
-  private readonly adminConnection: SharedAttempt<void>;
+  private readonly admin: BusAdmin;
   private readonly topics: BusTopics;
   private readonly producer: BusProducer;
-  private readonly subscriptions = new Set<KafkaSubscription>();
+  private readonly subscriptions = new Set<KafkajsSubscription | PlatformaticSubscription>();
   private lastOpenedAt = -Infinity;
   private closed = false;
   /** Makes chunked messages' ids unique per bus: another bus's chunks may interleave with ours. */
@@ -110,7 +120,7 @@ export class KafkaBus implements Bus {
     this.settings = kafkaBusSettings(options);
     this.log = options.log;
     this.clock = options.clock ?? new RealClock();
-    this.kafka = createKafka({
+    this.connection = {
       brokers: this.settings.brokers,
       clientId: this.settings.clientId,
       log: options.log,
@@ -120,18 +130,18 @@ export class KafkaBus implements Bus {
       // retries: the node's every produce queued behind it for over two minutes (the broker-faults
       // test: a node's copies never reported). 10 s, then the retry.
       requestTimeoutMs: BUS_REQUEST_TIMEOUT_MS,
-    });
-    this.admin = this.kafka.admin();
-    this.adminConnection = new SharedAttempt(() => kafkaCall('connecting the admin client', {}, () => this.admin.connect()));
+    };
+    this.kafka = this.settings.client === 'kafkajs' ? createKafka(this.connection) : undefined;
+    this.admin = this.kafka === undefined ? new PlatformaticBusAdmin(this.connection) : new KafkajsBusAdmin(this.kafka);
     this.topics = new BusTopics({
-      admin: () => this.connectedAdmin(),
+      admin: this.admin,
       clock: this.clock,
       log: this.log,
       replicationFactor: this.settings.replicationFactor,
       batchBytes: brokerBytesNeeded(this.settings.maxRecordBytes, this.settings.compression),
       maxRecordBytes: this.settings.maxRecordBytes,
     });
-    this.producer = new BusProducer(this.kafka, {
+    this.producer = new BusProducer(this.kafka === undefined ? new PlatformaticBusWriter(this.connection) : new KafkajsBusWriter(this.kafka), {
       checkTopic: (topic) => this.topics.check(topic),
       failure: (error, topic) => this.closedInstead(error, topic),
       log: this.log,
@@ -184,22 +194,19 @@ export class KafkaBus implements Bus {
     this.assertOpen();
     checkTopicName(topic);
     if (group.length === 0) throw new KafkaBusError('INVALID_OPTION', 'group must not be empty', { topic });
-    let watermarks: { low: string; high: string } | undefined;
+    let watermarks: { low: number; high: number } | undefined;
     try {
       await this.topics.check(topic);
       // Fixed before joining: with `latest`, a record produced after subscribe() resolves has an
       // offset at or after this one, whenever the member actually starts reading.
-      [watermarks] = await kafkaCall('reading the topic offsets', { topic }, async () => fetchTopicOffsets(await this.connectedAdmin(), topic));
+      watermarks = await kafkaCall('reading the topic offsets', { topic }, () => this.admin.watermarks(topic));
     } catch (e) {
       throw this.closedInstead(e, topic);
     }
     this.assertOpen();
-    const startIfUncommitted = options.startAt ?? Number(options.start === 'earliest' ? (watermarks?.low ?? '0') : (watermarks?.high ?? '0'));
-    const openedAt = this.nextOpenTime();
-    const sub: KafkaSubscription = new KafkaSubscription({
+    const params: SubscriptionParams = {
       committedOffset: () => this.committedOffset(topic, group),
       onClosed: () => this.subscriptions.delete(sub),
-      kafka: this.kafka,
       settings: this.settings,
       log: this.log.child({ topic, group }),
       topic,
@@ -207,11 +214,15 @@ export class KafkaBus implements Bus {
       handler,
       onError: options.onError,
       skip: options.skip,
-      startIfUncommitted,
-      openedAt,
+      startIfUncommitted: options.startAt ?? (options.start === 'earliest' ? watermarks.low : watermarks.high),
+      openedAt: this.nextOpenTime(),
       fromBeginning: options.start === 'earliest',
       clock: this.clock,
-    });
+    };
+    const sub =
+      this.kafka === undefined
+        ? new PlatformaticSubscription(this.connection, params, async () => (await this.admin.watermarks(topic)).low)
+        : new KafkajsSubscription(this.kafka, params);
     this.subscriptions.add(sub);
     try {
       await sub.open();
@@ -231,20 +242,14 @@ export class KafkaBus implements Bus {
     this.closed = true;
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
     await this.producer.close();
-    if (this.adminConnection.current) await this.admin.disconnect().catch((e: unknown) => this.log.warn({ err: e }, 'admin disconnect failed'));
+    await this.admin.close().catch((e: unknown) => this.log.warn({ err: e }, 'admin disconnect failed'));
   }
 
   /** The group's committed offset on the topic, if it committed one (as the broker has it now). */
   async committedOffset(topic: string, group: string): Promise<number | undefined> {
-    const admin = await this.connectedAdmin();
     // Retried: right after a broker start the group's coordinator answers "loading" for a while,
     // and a subscription that could not read its committed offset would start from elsewhere.
-    const offsets = await kafkaCall('reading the committed offset', { topic, group }, () =>
-      retryRetriable(() => admin.fetchOffsets({ groupId: group, topics: [topic] })),
-    );
-    const raw = offsets.find((o) => o.topic === topic)?.partitions.find((p) => p.partition === 0)?.offset;
-    const n = raw === undefined ? -1 : Number(raw);
-    return n >= 0 ? n : undefined;
+    return kafkaCall('reading the committed offset', { topic, group }, () => this.admin.committedOffset(group, topic));
   }
 
   private nextOpenTime(): number {
@@ -263,9 +268,5 @@ export class KafkaBus implements Bus {
     return this.closed && !(error instanceof KafkaBusError && error.code !== 'KAFKA_FAILED')
       ? new KafkaBusError('CLOSED', `the bus was closed during an operation on ${topic}`, { topic, cause: error })
       : error;
-  }
-
-  private connectedAdmin(): Promise<Admin> {
-    return this.adminConnection.get().then(() => this.admin);
   }
 }

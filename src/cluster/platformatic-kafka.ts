@@ -43,7 +43,7 @@ export async function platformaticTopicExists(admin: Admin, topic: string): Prom
 }
 
 /** The topic's partition count, or undefined when it does not exist. */
-export async function platformaticPartitionCount(client: Consumer | Producer, admin: Admin, topic: string): Promise<number | undefined> {
+export async function platformaticPartitionCount(client: Consumer | Producer | Admin, admin: Admin, topic: string): Promise<number | undefined> {
   try {
     const metadata = await client.metadata({ topics: [topic], forceUpdate: true });
     return metadata.topics.get(topic)?.partitionsCount;

@@ -75,6 +75,7 @@ type KafkaSection = z.output<typeof kafkaSection>;
 export function busOptionsOf(kafka: KafkaSection) {
   return {
     brokers: kafka.brokers,
+    client: kafka.client,
     sessionTimeoutMs: kafka.sessionTimeoutMs,
     heartbeatIntervalMs: kafka.heartbeatIntervalMs,
     replicationFactor: kafka.topicReplicationFactor,

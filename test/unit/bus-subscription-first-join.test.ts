@@ -8,7 +8,7 @@ import type { Kafka } from 'kafkajs';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { RealClock } from '../../src/cluster/clock.js';
-import { KafkaSubscription } from '../../src/cluster/kafka-bus/subscription.js';
+import { KafkajsSubscription } from '../../src/cluster/kafka-bus/kafkajs-subscription.js';
 import { kafkaBusSettings } from '../../src/cluster/kafka-bus/settings.js';
 
 const TOPIC = 'bus.t';
@@ -60,11 +60,10 @@ function kafkaWhoseJoinFails(failures: number): { kafka: Kafka; runs: () => numb
 
 const log = pino({ level: 'silent' });
 
-function subscription(kafka: Kafka): KafkaSubscription {
-  return new KafkaSubscription({
+function subscription(kafka: Kafka): KafkajsSubscription {
+  return new KafkajsSubscription(kafka, {
     committedOffset: async () => 5,
     onClosed: () => {},
-    kafka,
     settings: kafkaBusSettings({ log, brokers: ['127.0.0.1:9092'], clientId: 'test' }),
     log,
     topic: TOPIC,

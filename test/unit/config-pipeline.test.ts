@@ -34,6 +34,7 @@ describe('KafkaBus settings', () => {
     const defaults = {
       brokers: ['127.0.0.1:9092'],
       clientId: 'c',
+      client: 'platformatic',
       sessionTimeoutMs: 10_000,
       heartbeatIntervalMs: 1_000,
       rebalanceTimeoutMs: 10_000,
@@ -46,13 +47,14 @@ describe('KafkaBus settings', () => {
       compression: 'gzip',
     };
     expect(kafkaBusSettings(connection)).toEqual(defaults);
-    const nulls = { sessionTimeoutMs: null, heartbeatIntervalMs: null, maxWaitTimeMs: null, compression: null, maxRecordBytes: null };
+    const nulls = { client: null, sessionTimeoutMs: null, heartbeatIntervalMs: null, maxWaitTimeMs: null, compression: null, maxRecordBytes: null };
     expect(kafkaBusSettings({ ...connection, ...nulls })).toEqual(defaults);
   });
 
   it.each([
     ['brokers', ['nope']],
     ['clientId', ''],
+    ['client', 'librdkafka'],
     ['sessionTimeoutMs', 0],
     ['heartbeatIntervalMs', 1.5],
     ['maxWaitTimeMs', -1],

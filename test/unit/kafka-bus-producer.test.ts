@@ -5,6 +5,7 @@
 import type { Kafka, ProducerRecord, RecordMetadata } from 'kafkajs';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { KafkajsBusWriter } from '../../src/cluster/kafka-bus/kafkajs-writer.js';
 import { BusProducer, type OutgoingRecord } from '../../src/cluster/kafka-bus/producer.js';
 import { KafkaBusError } from '../../src/cluster/kafka-bus/errors.js';
 import { MAX_RECORD_OVERHEAD_BYTES } from '../../src/cluster/kafka-bus/record-size.js';
@@ -31,7 +32,13 @@ function fakeKafka(answer: (request: ProducerRecord, n: number) => Error | undef
 }
 
 function busProducer(kafka: Kafka, compression: 'gzip' | 'none' = 'gzip'): BusProducer {
-  return new BusProducer(kafka, { checkTopic: async () => {}, failure: (e) => e, log: pino({ level: 'silent' }), maxRecordBytes: MAX, compression });
+  return new BusProducer(new KafkajsBusWriter(kafka), {
+    checkTopic: async () => {},
+    failure: (e) => e,
+    log: pino({ level: 'silent' }),
+    maxRecordBytes: MAX,
+    compression,
+  });
 }
 
 const record = (bytes: number): OutgoingRecord => ({ value: 'x'.repeat(bytes), bytes });

@@ -1,7 +1,6 @@
 // How the Kafka bus writes a value too large for one record: consecutive records, each holding a
 // slice of the value's UTF-8 JSON bytes as its value and the chunk's place in record headers.
 // A record without the id header is an ordinary record (one whole JSON value).
-import type { IHeaders } from 'kafkajs';
 import type { ChunkPosition } from '../chunk-assembly.js';
 
 /**
@@ -26,7 +25,7 @@ export const MAX_CHUNK_HEADER_BYTES =
     .reduce((a, b) => a + b, 0);
 
 /** The headers of chunk `index` of `count` of message `id`. */
-export function chunkHeaders(id: string, index: number, count: number): IHeaders {
+export function chunkHeaders(id: string, index: number, count: number): Record<string, string> {
   return { [CHUNK_ID_HEADER]: id, [CHUNK_INDEX_HEADER]: String(index), [CHUNK_COUNT_HEADER]: String(count) };
 }
 
@@ -38,7 +37,7 @@ export const LABELS_HEADER = 'shardherd.labels';
  * (varints, at most 5 bytes each) and one more for the header count. Counted against the value's
  * room, so that the records' overhead (and every topic's `max.message.bytes`) stays as it was.
  */
-export function labelHeaders(json: string): { readonly headers: IHeaders; readonly bytes: number } {
+export function labelHeaders(json: string): { readonly headers: Record<string, string>; readonly bytes: number } {
   return { headers: { [LABELS_HEADER]: json }, bytes: LABELS_HEADER.length + Buffer.byteLength(json) + 5 + 5 + 1 };
 }
 

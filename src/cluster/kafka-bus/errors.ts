@@ -1,5 +1,7 @@
-// The errors of the Kafka bus: one class with a stable code, and kafkajs's failures wrapped in it
+// The errors of the Kafka bus: one class with a stable code, and the client library's failures wrapped in it
 // with what was being done and whether trying again can help.
+import { isRetriableKafkaError } from '../kafka-retry.js';
+
 export type KafkaBusErrorCode =
   /** An option that cannot be used; the message names it. */
   | 'INVALID_OPTION'
@@ -53,21 +55,34 @@ export class KafkaBusError extends Error {
   }
 }
 
-/** A kafkajs failure while doing `what`, as a `KAFKA_FAILED` error that keeps the reasons kafkajs nests inside. */
+/** A client library's failure while doing `what`, as a `KAFKA_FAILED` error that keeps the reasons it nests inside. */
 export function kafkaError(what: string, context: { readonly topic?: string; readonly group?: string }, cause: unknown): KafkaBusError {
   let message = cause instanceof Error ? cause.message : String(cause);
-  // kafkajs aggregates per-topic failures ("Topic creation errors"): the reasons are inside.
-  const inner = (cause as { errors?: unknown } | undefined)?.errors;
-  if (Array.isArray(inner) && inner.length > 0) {
-    message += `: ${inner.map((e: { topic?: string; message?: string }) => `${e.topic ?? '?'}: ${e.message ?? String(e)}`).join('; ')}`;
-  }
+  const inner = innerReasons(cause);
+  if (inner.length > 0) message += `: ${inner.join('; ')}`;
   // Retries exhausted on a retriable error (a broker away, a rebalance) may work later; a refusal will not.
-  const c = cause as { retriable?: boolean; name?: string } | undefined;
-  const retriable = c?.retriable === true || c?.name === 'KafkaJSNumberOfRetriesExceeded';
+  const retriable = isRetriableKafkaError(cause);
   return new KafkaBusError('KAFKA_FAILED', `Kafka failed ${what}: ${message}`, { ...context, cause }, retriable);
 }
 
-/** Runs `call`, wrapping what kafkajs throws with `kafkaError`; the bus's own errors pass unchanged. */
+/**
+ * The reasons a library's aggregate error holds: kafkajs's per-topic "Topic creation errors", and
+ * @platformatic/kafka's MultipleErrors of answers that name each failed topic with the broker's message.
+ */
+function innerReasons(cause: unknown): string[] {
+  const inner = (cause as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(inner)) return [];
+  return inner.flatMap((e: { topic?: string; message?: string; response?: { topics?: unknown } }) => {
+    const topics = e.response?.topics;
+    if (Array.isArray(topics)) {
+      const failed = (topics as { name?: string; errorCode?: number; errorMessage?: string | null }[]).filter((t) => t.errorCode !== 0);
+      if (failed.length > 0) return failed.map((t) => `${t.name ?? '?'}: ${t.errorMessage ?? e.message ?? ''}`);
+    }
+    return [`${e.topic === undefined ? '' : `${e.topic}: `}${e.message ?? String(e)}`];
+  });
+}
+
+/** Runs `call`, wrapping what the client library throws with `kafkaError`; the bus's own errors pass unchanged. */
 export async function kafkaCall<T>(what: string, context: { readonly topic?: string; readonly group?: string }, call: () => Promise<T>): Promise<T> {
   try {
     return await call();

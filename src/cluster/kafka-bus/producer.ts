@@ -1,18 +1,26 @@
-// The bus's writes: one kafkajs producer, and a queue that sends records one request at a time in
-// the order `produce` was called, batching consecutive records of the same topic.
-import { Partitioners, type IHeaders, type Kafka, type Producer } from 'kafkajs';
+// The bus's writes: a queue that sends records one request at a time in the order `produce` was
+// called, batching consecutive records of the same topic, through a `BusWriter` (one client
+// library's producer).
 import type { Logger } from 'pino';
-import { IDEMPOTENT_PRODUCER } from '../kafka-client.js';
-import { SharedAttempt } from '../shared-attempt.js';
-import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
-import { batchCost, kafkaCompression } from './record-size.js';
+import { KafkaBusError, kafkaError } from './errors.js';
+import { batchCost } from './record-size.js';
 import type { BusCompression } from './settings.js';
 
 /** One record to write: its value (JSON text, or a chunk's bytes), their UTF-8 size, its headers. */
 export interface OutgoingRecord {
   readonly value: string | Buffer;
   readonly bytes: number;
-  readonly headers?: IHeaders;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** One client library's writes of the bus's record batches. */
+export interface BusWriter {
+  /**
+   * Writes the records to partition 0 of the topic, in order, compressed as asked, idempotently
+   * with `acks: -1`; resolves with the offset of the first.
+   */
+  send(topic: string, records: readonly OutgoingRecord[], compression: BusCompression): Promise<number>;
+  close(): Promise<void>;
 }
 
 /** The records of one `produce`: once one fails, the rest are not sent (a message is whole or not at all). */
@@ -47,27 +55,14 @@ export interface BusProducerParams {
 
 /** Appends records in call order, each resolving with its offset once written with `acks: -1`. */
 export class BusProducer {
-  private readonly producer: Producer;
-  private readonly connection: SharedAttempt<void>;
   private readonly pending: PendingProduce[] = [];
   /** The pump sending `pending`, while it runs. */
   private pumping: Promise<void> | undefined;
 
   constructor(
-    kafka: Kafka,
+    private readonly writer: BusWriter,
     private readonly p: BusProducerParams,
-  ) {
-    this.producer = kafka.producer({
-      allowAutoTopicCreation: false,
-      // Never used (every record names partition 0); naming one keeps kafkajs from warning about its default.
-      createPartitioner: Partitioners.DefaultPartitioner,
-      // A retried produce is written once (the pump sends one request at a time anyway).
-      ...IDEMPOTENT_PRODUCER,
-      // A topic deleted under a running bus, or a broker gone: fail within a few seconds, not 10+.
-      retry: { retries: 4, initialRetryTime: 100, maxRetryTime: 1_000 },
-    });
-    this.connection = new SharedAttempt(() => kafkaCall('connecting the producer', {}, () => this.producer.connect()));
-  }
+  ) {}
 
   /**
    * Queues the records of one message, consecutively (nothing this bus produces comes between
@@ -89,7 +84,7 @@ export class BusProducer {
   /** Lets the records already queued be sent (or fail), then disconnects. */
   async close(): Promise<void> {
     while (this.pumping) await this.pumping;
-    if (this.connection.current) await this.producer.disconnect().catch((e: unknown) => this.p.log.warn({ err: e }, 'producer disconnect failed'));
+    await this.writer.close().catch((e: unknown) => this.p.log.warn({ err: e }, 'producer disconnect failed'));
   }
 
   /** Sends queued records one request at a time, in order. */
@@ -123,18 +118,11 @@ export class BusProducer {
       const batch = this.pending.splice(0, n);
       try {
         await this.p.checkTopic(topic);
-        await this.connection.get();
-        const sent = await this.producer.send({
+        const base = await this.writer.send(
           topic,
-          acks: -1,
-          compression: kafkaCompression(this.p.compression),
-          messages: batch.map(({ record }) =>
-            record.headers === undefined ? { value: record.value, partition: 0 } : { value: record.value, headers: record.headers, partition: 0 },
-          ),
-        });
-        const meta = sent.find((m) => m.topicName === topic && m.partition === 0);
-        if (meta?.baseOffset === undefined) throw new Error('the broker returned no offset for partition 0');
-        const base = Number(meta.baseOffset);
+          batch.map((p) => p.record),
+          this.p.compression,
+        );
         batch.forEach((p, i) => p.resolve(base + i));
       } catch (e) {
         const error = this.p.failure(e instanceof KafkaBusError ? e : produceError(topic, batch.length, bytes, this.p.maxRecordBytes, e), topic);
@@ -148,7 +136,7 @@ export class BusProducer {
 }
 
 /**
- * What kafkajs's failure of a produce becomes. A batch the broker refuses as too large will be
+ * What a client's failure of a produce becomes. A batch the broker refuses as too large will be
  * refused again: `RECORD_TOO_LARGE`, not retriable (a caller that retries what may pass would
  * otherwise retry it forever).
  */
@@ -168,10 +156,15 @@ function produceError(topic: string, records: number, batchBytes: number, maxRec
   return kafkaError(`producing to ${topic}`, { topic }, cause);
 }
 
-/** The protocol error type kafkajs reports, also when it wraps it (retries given up, a nested cause). */
+/**
+ * Kafka's name of the error code the client reports (kafkajs's `type`, @platformatic/kafka's
+ * `apiId`), also when it is wrapped (retries given up, a nested cause, one of several errors).
+ */
 function kafkaErrorType(e: unknown, depth = 0): string | undefined {
   if (typeof e !== 'object' || e === null || depth > 4) return undefined;
-  const o = e as { type?: unknown; originalError?: unknown; cause?: unknown };
+  const o = e as { type?: unknown; apiId?: unknown; originalError?: unknown; cause?: unknown; errors?: unknown };
   if (typeof o.type === 'string') return o.type;
-  return kafkaErrorType(o.originalError, depth + 1) ?? kafkaErrorType(o.cause, depth + 1);
+  if (typeof o.apiId === 'string') return o.apiId;
+  const inner = Array.isArray(o.errors) ? (o.errors as unknown[]) : [];
+  return [o.originalError, o.cause, ...inner].map((c) => kafkaErrorType(c, depth + 1)).find((t) => t !== undefined);
 }

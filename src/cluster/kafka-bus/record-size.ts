@@ -14,7 +14,6 @@
 // records are compressed, which can grow data that does not compress, by at most zlib's
 // deflateBound for Node's default settings (windowBits 15, memLevel 8): n/4096 + n/16384 + n/2^25
 // + 7 bytes, plus gzip's 18-byte header and trailer.
-import { CompressionTypes } from 'kafkajs';
 import { MAX_CHUNK_HEADER_BYTES } from './chunks.js';
 import type { BusCompression } from './settings.js';
 
@@ -43,19 +42,4 @@ export function brokerBytesNeeded(maxRecordBytes: number, compression: BusCompre
 /** What one record costs in a producer batch's budget of maxRecordBytes. */
 export function batchCost(valueBytes: number): number {
   return valueBytes + MAX_RECORD_OVERHEAD_BYTES;
-}
-
-/**
- * kafkajs's codec for the setting. gzip is the default, measured on one broker (Kafka 3.9, 2 cores,
- * others' tests running) with a 5.6 MB JSON shard map (16 384 shards × 3 copies on 96 repeated
- * node names, as 22 chunk records of 256 KiB), ten produces each: the partition's log (Kafka's
- * LogDirsCommand) grew by 99 KB per value with gzip against 5 593 KB without (1.8 %), and a
- * produce took 79-82 ms (median) against 163-199 ms: compressing costs less than writing and
- * replicating 56 times the bytes. Every subscription also fetches the smaller batches. A real map
- * compresses less than that regular one, but JSON of repeated names and statuses stays highly
- * compressible; small records (most of the bus) gain little and lose a few microseconds. gzip is
- * the one codec kafkajs has built in (snappy, lz4 and zstd need other packages).
- */
-export function kafkaCompression(compression: BusCompression): CompressionTypes {
-  return compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None;
 }

@@ -6,7 +6,7 @@ import { busLimits, type BusLimits } from '../bus-limits.js';
 import type { Clock } from '../clock.js';
 import { ConfigError, configErrorOf } from '../config-error.js';
 import type { KafkaConnection } from '../kafka-client.js';
-import { DEFAULT_SESSION_TIMEOUT_MS, wholeNumber, withDefault } from '../kafka-options.js';
+import { DEFAULT_SESSION_TIMEOUT_MS, kafkaClientSchema, wholeNumber, withDefault } from '../kafka-options.js';
 
 /** How the bus compresses the record batches it produces. */
 export const BUS_COMPRESSIONS = ['gzip', 'none'] as const;
@@ -27,6 +27,8 @@ export const kafkaBusFields = z.object({
     .min(1, 'needs at least one host:port')
     .readonly(),
   clientId: z.string().min(1, 'must not be empty'),
+  /** The client library the bus runs on: `platformatic` (@platformatic/kafka, the default) or `kafkajs`. */
+  client: kafkaClientSchema,
   /**
    * How long the broker waits for a subscription's heartbeat before it drops it from its group and
    * gives the topic to another open subscription of that group (default 10000 ms; the broker

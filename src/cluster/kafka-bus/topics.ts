@@ -1,11 +1,9 @@
 // The bus's topics on the broker: created on request with one partition each, and checked once
 // per topic to exist with exactly one (the bus never creates a topic implicitly) and to take the
 // largest record batch the bus writes.
-import type { Admin, ConfigResourceTypes } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { leadersAnswer, topicMayAnswerLater, topicNotKnownYet } from '../kafka-client.js';
-import { retryRetriable } from '../kafka-retry.js';
+import type { BusAdmin } from './admin.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from './record-size.js';
 
@@ -13,8 +11,8 @@ import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from './record-size.js';
 const TOPIC_READY_MS = 10_000;
 
 export interface BusTopicsParams {
-  /** The bus's admin client, connected. */
-  readonly admin: () => Promise<Admin>;
+  /** The bus's admin requests. */
+  readonly admin: BusAdmin;
   readonly clock: Clock;
   readonly log: Logger;
   readonly replicationFactor: number;
@@ -25,12 +23,6 @@ export interface BusTopicsParams {
 }
 
 const MAX_MESSAGE_BYTES_CONFIG = 'max.message.bytes';
-/**
- * Kafka's config resource type of a topic (kafkajs's `ConfigResourceTypes.TOPIC`). Not imported as
- * a value: Node's ESM loader cannot see that export of kafkajs's CommonJS module (only the names
- * before the spread in its `module.exports`), so the import would fail outside the tests.
- */
-const TOPIC_RESOURCE: ConfigResourceTypes = 2;
 /** The topic configs that bound a record batch: its largest size, and the size of a log segment. */
 const LIMIT_CONFIGS = [MAX_MESSAGE_BYTES_CONFIG, 'segment.bytes'] as const;
 
@@ -46,28 +38,13 @@ export class BusTopics {
     const wanted = [...new Set(topics)];
     for (const t of wanted) checkTopicName(t);
     if (wanted.length === 0) return [];
-    const admin = await this.p.admin();
+    const admin = this.p.admin;
     const existing = new Set(await kafkaCall('listing topics', {}, () => admin.listTopics()));
     const missing = wanted.filter((t) => !existing.has(t));
     const created: string[] = [];
-    // Set, not left to the broker's default, so that a broker with a smaller message.max.bytes
-    // cannot refuse what the bus writes; never below Kafka's own default, so that a bus of another
-    // node with larger records (up to about 1 MiB) can still use the topics this one made.
-    // segment.bytes stays the broker's (1 GiB by default): it is checked below like existing topics.
     const maxMessageBytes = String(Math.max(this.p.batchBytes, KAFKA_DEFAULT_MAX_MESSAGE_BYTES));
     if (missing.length > 0) {
-      await kafkaCall('creating topics', {}, () =>
-        admin.createTopics({
-          topics: missing.map((topic) => ({
-            topic,
-            numPartitions: 1,
-            replicationFactor: this.p.replicationFactor,
-            configEntries: [{ name: MAX_MESSAGE_BYTES_CONFIG, value: maxMessageBytes }],
-          })),
-          // Waited for below: kafkajs's own wait fails on a broker that has not heard of them yet.
-          waitForLeaders: false,
-        }),
-      );
+      await kafkaCall('creating topics', {}, () => admin.createTopics(missing, this.p.replicationFactor, { [MAX_MESSAGE_BYTES_CONFIG]: maxMessageBytes }));
       created.push(...missing);
       this.p.log.info({ event: 'bus.topics.created', topics: missing, replicationFactor: this.p.replicationFactor }, 'bus topics created');
     }
@@ -80,14 +57,11 @@ export class BusTopics {
   /** Checks once per topic that it exists with exactly one partition. */
   async check(topic: string): Promise<void> {
     if (this.knownTopics.has(topic)) return;
-    const admin = await this.p.admin();
     let partitions: number;
     try {
-      const metadata = await retryRetriable(() => admin.fetchTopicMetadata({ topics: [topic] }), topicMayAnswerLater);
-      partitions = metadata.topics.find((t) => t.name === topic)?.partitions.length ?? 0;
+      partitions = await this.p.admin.partitionCount(topic);
     } catch (e) {
-      if ((e as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION') partitions = 0;
-      else throw kafkaError(`reading the metadata of topic ${topic}`, { topic }, e);
+      throw kafkaError(`reading the metadata of topic ${topic}`, { topic }, e);
     }
     if (partitions === 0) {
       throw new KafkaBusError(
@@ -112,18 +86,12 @@ export class BusTopics {
    */
   private async checkLimits(topics: readonly string[]): Promise<void> {
     if (topics.length === 0) return;
-    const admin = await this.p.admin();
-    const described = await kafkaCall('reading the topic configs', {}, () =>
-      admin.describeConfigs({
-        includeSynonyms: false,
-        resources: topics.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: [...LIMIT_CONFIGS] })),
-      }),
-    );
+    const described = await kafkaCall('reading the topic configs', {}, () => this.p.admin.topicConfigs(topics, LIMIT_CONFIGS));
     const need = this.p.batchBytes;
     for (const topic of topics) {
-      const entries = described.resources.find((r) => r.resourceName === topic)?.configEntries ?? [];
+      const configs = described.get(topic);
       for (const config of LIMIT_CONFIGS) {
-        const value = entries.find((e) => e.configName === config)?.configValue;
+        const value = configs?.get(config);
         const limit = Number(value);
         if (value === undefined || !Number.isSafeInteger(limit)) {
           throw new KafkaBusError('KAFKA_FAILED', `the broker did not say the ${config} of topic ${topic} (got ${String(value)})`, { topic }, true);
@@ -144,21 +112,13 @@ export class BusTopics {
 
   /** Waits until each topic has its one partition with a leader that answers; refuses topics with more partitions. */
   private async waitForTopics(topics: readonly string[]): Promise<void> {
-    const admin = await this.p.admin();
+    const admin = this.p.admin;
     const deadline = this.p.clock.now() + TOPIC_READY_MS;
     for (;;) {
-      const metadata = await kafkaCall('reading topic metadata', {}, async () => {
-        try {
-          return await admin.fetchTopicMetadata({ topics: [...topics] });
-        } catch (e) {
-          // A broker of a cluster may not know a topic the controller has just created.
-          if (topicNotKnownYet(e)) return { topics: [] };
-          throw e;
-        }
-      });
+      const leaders = await kafkaCall('reading topic metadata', {}, () => admin.leaders(topics));
       let ready = true;
       for (const topic of topics) {
-        const partitions = metadata.topics.find((t) => t.name === topic)?.partitions ?? [];
+        const partitions = leaders.get(topic) ?? [];
         if (partitions.length > 1) {
           throw new KafkaBusError(
             'TOPIC_NOT_ONE_PARTITION',
@@ -166,9 +126,9 @@ export class BusTopics {
             { topic },
           );
         }
-        if (partitions.length === 0 || (partitions[0]?.leader ?? -1) < 0) ready = false;
+        if (partitions.length === 0 || (partitions[0] ?? -1) < 0) ready = false;
       }
-      if (ready && (await kafkaCall('reading topic offsets', {}, () => leadersAnswer(admin, topics)))) break;
+      if (ready && (await kafkaCall('reading topic offsets', {}, () => admin.leadersAnswer(topics)))) break;
       if (this.p.clock.now() > deadline)
         throw new KafkaBusError('KAFKA_FAILED', `topics ${topics.join(', ')} have no leader after ${TOPIC_READY_MS} ms`, {}, true);
       await new Promise((resolve) => setTimeout(resolve, 100));
