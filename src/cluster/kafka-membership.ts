@@ -1,16 +1,17 @@
 // The Membership port on Kafka's consumer-group protocol (docs/ARCHITECTURE.md §7), as Kafka Connect's workers
 // use it: every node joins one group, puts who it is in its member metadata, and learns who else is
 // in the group after each rebalance. Failure detection is the broker's session timeout; a member
-// that may have been dropped fences itself.
-import type { Admin, Consumer, GroupDescription } from 'kafkajs';
+// that may have been dropped fences itself. The group is one client library's (`client`):
+// @platformatic/kafka by default, or kafkajs.
 import type { Logger } from 'pino';
 import type { Member } from '../core/shard-manager/protocol.js';
-import { createKafka, createTopicsWithLeaders } from './kafka-client.js';
-import { membershipAssigner } from './kafka-membership/assigner.js';
 import { KafkaMembershipError } from './kafka-membership/errors.js';
+import type { DescribedGroup, MembershipGroup } from './kafka-membership/group.js';
 import { GroupDescriber } from './kafka-membership/group-describer.js';
+import { KafkajsMembershipGroup } from './kafka-membership/kafkajs-group.js';
 import { liveMembers, sameMembers } from './kafka-membership/live-members.js';
-import { decodeMembers, encodeMemberMetadata, MEMBERSHIP_PROTOCOL } from './kafka-membership/metadata.js';
+import { decodeMembers, memberUserData } from './kafka-membership/metadata.js';
+import { PlatformaticMembershipGroup } from './kafka-membership/platformatic-group.js';
 import { kafkaMembershipSettings, type KafkaMembershipOptions, type KafkaMembershipSettings } from './kafka-membership/settings.js';
 import { ViewAnnouncer } from './kafka-membership/view-announcer.js';
 import { LivenessWatchdog } from './kafka-membership/watchdog.js';
@@ -25,14 +26,7 @@ export type { KafkaMembershipOptions, KafkaMembershipSettings } from './kafka-me
 type Phase = 'idle' | 'joining' | 'member' | 'fenced' | 'closed';
 
 /**
- * The longest a consumer with nothing to fetch sleeps between heartbeat checks (kafkajs heartbeats
- * from its fetch loop, so its fetch wait bounds the heartbeat cadence and how long `leave` waits
- * for the fetch in flight).
- */
-const MAX_FETCH_WAIT_MS = 500;
-
-/**
- * One node incarnation's membership in a Kafka consumer group (kafkajs, classic protocol).
+ * One node incarnation's membership in a Kafka consumer group (classic protocol).
  *
  * - `join` creates the one-partition topic `<topicPrefix>.members` if missing (never auto-created),
  *   joins the group `<topicPrefix>.members` with the `shardherd-membership` assigner, whose
@@ -72,25 +66,27 @@ export class KafkaMembership implements Membership {
   private readonly views = new ViewAnnouncer(() => this.log);
   private readonly watchdog: LivenessWatchdog;
   private readonly describer: GroupDescriber;
-  private admin: Admin | undefined;
-  private consumer: Consumer | undefined;
+  private readonly group: MembershipGroup;
   private pendingJoin: { resolve: (view: MembershipView) => void; reject: (error: Error) => void } | undefined;
   private lastJoinError: unknown;
   /** The member id of the last completed join; undefined until the first. */
   private memberId: string | undefined;
   private stopping: Promise<void> | undefined;
   private fencedBecause: string | undefined;
-  private readonly removeConsumerListeners: (() => void)[] = [];
-  private readonly connectionTimeoutMs: number | undefined;
 
   constructor(options: KafkaMembershipOptions) {
     this.settings = kafkaMembershipSettings(options);
-    this.connectionTimeoutMs = options.connectionTimeoutMs;
-    this.groupId = `${this.settings.topicPrefix}.members`;
+    const s = this.settings;
+    this.groupId = `${s.topicPrefix}.members`;
     this.log = options.log;
-    this.watchdog = new LivenessWatchdog(this.settings.sessionTimeoutMs, this.settings.rebalanceTimeoutMs);
+    const connection = { brokers: s.brokers, clientId: s.clientId, log: options.log, connectionTimeoutMs: options.connectionTimeoutMs };
+    this.group =
+      s.client === 'kafkajs'
+        ? new KafkajsMembershipGroup(connection, this.groupId, s, () => this.log)
+        : new PlatformaticMembershipGroup(connection, this.groupId, s, () => this.log);
+    this.watchdog = new LivenessWatchdog(s.sessionTimeoutMs, s.rebalanceTimeoutMs);
     this.describer = new GroupDescriber({
-      consumer: () => this.consumer,
+      describe: () => (this.group.started ? this.group.describe() : undefined),
       active: () => this.isActive(),
       onStable: (group) => this.applyGroup(group),
       retryMs: this.settings.heartbeatIntervalMs,
@@ -214,56 +210,32 @@ export class KafkaMembership implements Membership {
   // -------------------------------------------------------------- joining
 
   private async start(): Promise<void> {
-    const s = this.settings;
-    const kafka = createKafka({ brokers: s.brokers, clientId: s.clientId, log: this.log, connectionTimeoutMs: this.connectionTimeoutMs });
-    const admin = kafka.admin();
-    this.admin = admin;
-    try {
-      await admin.connect();
-      if (!this.isActive()) return;
-      // One partition, never auto-created: the group needs a subscribed topic, and partition 0 is
-      // what the leader gives the oldest member. Looked up first: kafkajs logs an existing topic's
-      // creation as an error.
-      const exists = (await admin.listTopics()).includes(this.groupId);
-      if (!exists && this.isActive()) {
-        const created = await createTopicsWithLeaders(admin, [{ topic: this.groupId, numPartitions: 1, replicationFactor: s.replicationFactor }]);
-        if (created) this.log.info({ event: 'membership.topic-created', topic: this.groupId }, `created the members topic ${this.groupId}`);
-      }
-    } finally {
-      this.admin = undefined;
-      await admin.disconnect().catch((e: unknown) => this.log.debug({ err: e }, 'closing the admin client failed'));
-    }
+    // One partition, never auto-created: the group needs a subscribed topic, and partition 0 is
+    // what the leader gives the oldest member.
+    const created = await this.group.ensureTopic(this.settings.replicationFactor);
+    if (created) this.log.info({ event: 'membership.topic-created', topic: this.groupId }, `created the members topic ${this.groupId}`);
     if (!this.isActive()) return;
-
-    const consumer = kafka.consumer({
-      groupId: this.groupId,
-      partitionAssigners: [membershipAssigner(this.groupId, (topics) => this.protocol(topics))],
-      sessionTimeout: s.sessionTimeoutMs,
-      rebalanceTimeout: s.rebalanceTimeoutMs,
-      heartbeatInterval: s.heartbeatIntervalMs,
-      maxWaitTimeInMs: Math.min(s.heartbeatIntervalMs, MAX_FETCH_WAIT_MS),
-      allowAutoTopicCreation: false,
-    });
-    this.consumer = consumer;
-    this.listen(consumer);
-    await consumer.connect();
-    await consumer.subscribe({ topics: [this.groupId], fromBeginning: false });
-    if (!this.isActive()) {
-      await consumer.disconnect();
-      return;
-    }
     this.watchdog.start(
       () => this.isActive(),
       (now, gap) => this.checkLiveness(now, gap),
     );
-    // Resolves once the first join completed (or the consumer crashed); the view follows from GROUP_JOIN.
-    await consumer.run({ autoCommit: false, eachBatch: async () => {} });
-    // A leave that raced the first join stopped a runner that was not running yet: stop it again.
-    if (!this.isActive()) await consumer.disconnect();
+    // Resolves once the first join completed (or the consumer gave up); the view follows from the join.
+    await this.group.join({
+      joining: () => this.joining(),
+      joined: (memberId, isLeader) => this.onGroupJoin(memberId, isLeader),
+      responded: (api, durationMs) => this.watchdog.responded(api, durationMs),
+      heartbeat: () => this.watchdog.heartbeat(),
+      rebalancing: () => {
+        if (!this.isActive()) return;
+        this.watchdog.rebalanceNoticed();
+        this.log.debug({ event: 'membership.rebalancing', memberId: this.memberId }, 'the group is rebalancing: rejoining');
+      },
+      crashed: (error, restart) => this.onCrash(error, restart),
+    });
   }
 
-  /** Called right before every JoinGroup request. Throwing here stops kafkajs from sending it. */
-  private protocol(topics: string[]): { name: string; metadata: Buffer } {
+  /** Called right before every JoinGroup: this member's metadata. Throwing here stops the join. */
+  private joining(): Buffer {
     const now = performance.now();
     this.checkLiveness(now, 0);
     if (!this.isActive() || !this.self) {
@@ -271,28 +243,13 @@ export class KafkaMembership implements Membership {
       throw new KafkaMembershipError('FENCED', `membership handle of ${this.self?.node ?? '?'} is ${this.phase}: it does not rejoin`);
     }
     this.watchdog.joining(now);
-    return { name: MEMBERSHIP_PROTOCOL, metadata: encodeMemberMetadata(this.self, topics) };
-  }
-
-  private listen(consumer: Consumer): void {
-    const { HEARTBEAT, GROUP_JOIN, CRASH, REBALANCING, REQUEST } = consumer.events;
-    this.removeConsumerListeners.push(
-      consumer.on(REQUEST, (e) => this.watchdog.responded(e.payload.apiName, e.payload.duration)),
-      consumer.on(HEARTBEAT, () => this.watchdog.heartbeat()),
-      consumer.on(REBALANCING, () => {
-        if (!this.isActive()) return;
-        this.watchdog.rebalanceNoticed();
-        this.log.debug({ event: 'membership.rebalancing', memberId: this.memberId }, 'the group is rebalancing: rejoining');
-      }),
-      consumer.on(GROUP_JOIN, (e) => this.onGroupJoin(e.payload.memberId, e.payload.isLeader)),
-      consumer.on(CRASH, (e) => this.onCrash(e.payload.error, e.payload.restart)),
-    );
+    return memberUserData(this.self);
   }
 
   private onGroupJoin(memberId: string, isLeader: boolean): void {
     if (!this.isActive()) return;
     if (this.memberId !== undefined && memberId !== this.memberId) {
-      // kafkajs rejoins under a new member id only after the broker forgot the old one: the others
+      // The client rejoins under a new member id only after the broker forgot the old one: the others
       // have seen this member go, so it must not carry on as if nothing happened.
       this.fence(`rejoined as a new member (${memberId}, was ${this.memberId}): the group had dropped this member`);
       return;
@@ -317,17 +274,18 @@ export class KafkaMembership implements Membership {
           }),
         );
       } else {
-        this.log.warn({ err: error }, 'the membership consumer crashed while joining; kafkajs restarts it');
+        this.log.warn({ err: error }, 'the membership consumer crashed while joining; the client library restarts it');
       }
       return;
     }
-    // A crashed consumer has left the group (kafkajs leaves on crash) and would come back under a new member id.
+    // A crashed consumer has left the group (kafkajs leaves on crash; @platformatic/kafka stops
+    // heartbeating) and would come back under a new member id.
     this.fence(`the consumer crashed${restart ? '' : ' for good'}: ${error.message}`);
   }
 
   // -------------------------------------------------------------- views
 
-  private applyGroup(group: GroupDescription): void {
+  private applyGroup(group: DescribedGroup): void {
     const ours = decodeMembers(group.members, (m, reason) =>
       this.log.warn(
         { event: 'membership.foreign-member', memberId: m.memberId, clientId: m.clientId, reason },
@@ -415,11 +373,8 @@ export class KafkaMembership implements Membership {
   }
 
   private async disconnect(): Promise<void> {
-    for (const remove of this.removeConsumerListeners.splice(0)) remove();
-    const consumer = this.consumer;
-    const admin = this.admin;
     try {
-      await Promise.all([consumer?.disconnect(), admin?.disconnect()]);
+      await this.group.close();
     } catch (e) {
       this.log.warn({ err: e }, 'closing the membership consumer failed');
     }

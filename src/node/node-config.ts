@@ -89,6 +89,7 @@ export function busOptionsOf(kafka: KafkaSection) {
 export function membershipOptionsOf(kafka: KafkaSection) {
   return {
     brokers: kafka.brokers,
+    client: kafka.client,
     sessionTimeoutMs: kafka.sessionTimeoutMs,
     heartbeatIntervalMs: kafka.heartbeatIntervalMs,
     replicationFactor: kafka.topicReplicationFactor,

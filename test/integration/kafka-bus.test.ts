@@ -676,6 +676,37 @@ for (const client of KAFKA_CLIENT_LIBRARIES) {
   });
 }
 
+describe('KafkaBus across client libraries', () => {
+  it('subscriptions on kafkajs and @platformatic/kafka share a group: the newest owns the topic whichever its library, and each reads what the other wrote', async () => {
+    const onKafkajs = newBusOf('library-switch-old', { ...SMALL_LIMITS, client: 'kafkajs' });
+    const onPlatformatic = newBusOf('library-switch-new', { ...SMALL_LIMITS, client: 'platformatic' });
+    const topic = uniqueName('bus-libraries');
+    const group = uniqueName('g');
+    await onKafkajs.ensureTopics([topic]);
+    // A value large enough to be chunked, written by one library and read by the other.
+    const large = shardMapLike(64);
+    expect(JSON.stringify(large).length).toBeGreaterThan(3 * SMALL_LIMITS.maxRecordBytes);
+
+    const older = await collect(onKafkajs, topic, group, { start: 'earliest' });
+    await onPlatformatic.produce(topic, 'r1');
+    await eventually(() => expect(older.values).toEqual(['r1']));
+    await older.sub.commit(older.records[0]!.offset + 1);
+
+    // A rolling switch: the node restarted on the other library subscribes with the same group.
+    const newer = await collect(onPlatformatic, topic, group, { start: 'earliest' });
+    await onKafkajs.produce(topic, large);
+    await onKafkajs.produce(topic, 'r3');
+    await eventually(() => expect(newer.values).toEqual([large, 'r3']));
+    expect(older.values).toEqual(['r1']);
+    await expect(older.sub.commit(5)).rejects.toMatchObject({ code: 'NOT_OWNER' });
+    await newer.sub.commit(newer.records[0]!.offset + 1);
+
+    // And back: the kafkajs subscription takes the topic over from the group's committed offset.
+    await newer.sub.close();
+    await eventually(() => expect(older.values).toEqual(['r1', 'r3']));
+  });
+});
+
 describe('KafkaBus options', () => {
   const base = { brokers: ['127.0.0.1:9092'], clientId: 'c', log: silent };
 

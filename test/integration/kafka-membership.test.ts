@@ -19,6 +19,7 @@ import {
 import type { MembershipView } from '../../src/cluster/membership.js';
 import { incarnation, nodeId } from '../../src/core/ids.js';
 import type { Member } from '../../src/core/shard-manager/protocol.js';
+import { KAFKA_CLIENT_LIBRARIES, type KafkaClientLibrary } from '../../src/cluster/kafka-options.js';
 import { services, uniqueName } from './support.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
@@ -75,7 +76,7 @@ async function until(what: string, condition: () => boolean, timeoutMs: number):
   }
 }
 
-function spawnMember(options: { topicPrefix: string; node: string; incarnation: string }): ChildMember {
+function spawnMember(options: { client: KafkaClientLibrary; topicPrefix: string; node: string; incarnation: string }): ChildMember {
   const args = JSON.stringify({ brokers: services().kafkaBrokers, sessionTimeoutMs: SESSION_MS, rack: 'rack-c', ...options });
   const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE, args], {
     cwd: REPO,
@@ -122,7 +123,7 @@ async function partitionZeroHolder(prefix: string): Promise<string[]> {
   }
 }
 
-describe('KafkaMembership on a real Kafka consumer group', () => {
+describe.each(KAFKA_CLIENT_LIBRARIES)('KafkaMembership on a real Kafka consumer group, on %s', (client) => {
   it('the leader gives partition 0 of the members topic to the oldest member only, ignores foreign members and counts a restarted node once', () => {
     const topic = 'c1.members';
     const member = (node: string, inc: string, joinedAt: number): Member => ({ node: nodeId(node), incarnation: incarnation(inc), joinedAt });
@@ -154,7 +155,7 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
       { node: nodeId('n2'), incarnation: incarnation('i2'), rack: 'rack-b', address: '127.0.0.1:7002' },
       { node: nodeId('n3'), incarnation: incarnation('i3'), rack: 'rack-a', address: '127.0.0.1:7003' },
     ];
-    const members = specs.map(() => membership({ topicPrefix: prefix, sessionTimeoutMs, heartbeatIntervalMs: 300 }));
+    const members = specs.map(() => membership({ client, topicPrefix: prefix, sessionTimeoutMs, heartbeatIntervalMs: 300 }));
     const joinMs: number[] = [];
     for (const [i, spec] of specs.entries()) {
       const started = performance.now();
@@ -191,11 +192,11 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
   /** Members a and b in this process and c in a child process, all three in everyone's view. */
   const twoMembersAndAChild = async () => {
     const prefix = uniqueName('members');
-    const a = membership({ topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
-    const b = membership({ topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
+    const a = membership({ client, topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
+    const b = membership({ client, topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
     await a.join({ node: nodeId('a'), incarnation: incarnation('a1') });
     await b.join({ node: nodeId('b'), incarnation: incarnation('b1') });
-    const c = spawnMember({ topicPrefix: prefix, node: 'c', incarnation: 'c1' });
+    const c = spawnMember({ client, topicPrefix: prefix, node: 'c', incarnation: 'c1' });
     await childJoined(c);
     await until('a and b see c', () => [a, b].every((h) => keys(h.view()).join() === 'a@a1,b@b1,c@c1'), 15_000);
     return { prefix, a, b, c };
@@ -264,6 +265,7 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     const { port } = server.address() as { port: number };
     await new Promise((r) => server.close(r)); // nothing listens there any more
     const h = new KafkaMembership({
+      client,
       brokers: [`127.0.0.1:${port}`],
       clientId: 'membership-it',
       log,
@@ -281,5 +283,21 @@ describe('KafkaMembership on a real Kafka consumer group', () => {
     });
     expect(performance.now() - started).toBeLessThan(3_000);
     expect(h.view().members).toEqual([]);
+  });
+});
+
+describe('KafkaMembership across client libraries', () => {
+  it('members on kafkajs and @platformatic/kafka share the group: each sees every member, oldest first, and a leave of either', async () => {
+    const prefix = uniqueName('members-mixed');
+    const onKafkajs = membership({ client: 'kafkajs', topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
+    const onPlatformatic = membership({ client: 'platformatic', topicPrefix: prefix, sessionTimeoutMs: SESSION_MS });
+    await onKafkajs.join({ node: nodeId('a'), incarnation: incarnation('a1') });
+    await onPlatformatic.join({ node: nodeId('b'), incarnation: incarnation('b1') });
+    await until('both see both', () => [onKafkajs, onPlatformatic].every((h) => keys(h.view()).join() === 'a@a1,b@b1'), 15_000);
+    expect(await partitionZeroHolder(prefix)).toEqual(['a']);
+
+    await onKafkajs.leave();
+    await until('b sees a go', () => keys(onPlatformatic.view()).join() === 'b@b1', 10_000);
+    expect(await partitionZeroHolder(prefix)).toEqual(['b']);
   });
 });

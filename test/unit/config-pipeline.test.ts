@@ -79,6 +79,7 @@ describe('KafkaMembership settings', () => {
     const defaults = {
       brokers: ['127.0.0.1:9092'],
       clientId: 'c',
+      client: 'platformatic',
       topicPrefix: 'cluster',
       sessionTimeoutMs: 10_000,
       heartbeatIntervalMs: 1_000,
@@ -87,12 +88,13 @@ describe('KafkaMembership settings', () => {
       replicationFactor: 1,
     };
     expect(kafkaMembershipSettings(required)).toEqual(defaults);
-    expect(kafkaMembershipSettings({ ...required, sessionTimeoutMs: null, joinTimeoutMs: null })).toEqual(defaults);
+    expect(kafkaMembershipSettings({ ...required, client: null, sessionTimeoutMs: null, joinTimeoutMs: null })).toEqual(defaults);
     expect(kafkaMembershipSettings({ ...required, sessionTimeoutMs: 6_000 })).toMatchObject({ heartbeatIntervalMs: 600, rebalanceTimeoutMs: 6_000 });
   });
 
   it.each([
     ['brokers', []],
+    ['client', 'kafka-node'],
     ['topicPrefix', 'a b'],
     ['sessionTimeoutMs', 0],
     ['heartbeatIntervalMs', 10_000],

@@ -1,18 +1,18 @@
 // After each join, the membership group as the broker describes it once it is Stable: one describe
 // at a time, looking again while the group is still rebalancing.
-import type { Consumer, GroupDescription } from 'kafkajs';
 import type { Logger } from 'pino';
+import type { DescribedGroup } from './group.js';
 
 /** How many times a view refresh describes a group that is not Stable before it waits for the next join. */
 const MAX_DESCRIBE_ATTEMPTS = 20;
 
 export interface GroupDescriberParams {
-  /** The consumer that describes the group, once there is one. */
-  readonly consumer: () => Consumer | undefined;
+  /** Describes the group, once there is a consumer to ask (undefined before). */
+  readonly describe: () => Promise<DescribedGroup> | undefined;
   /** False once the handle is fenced or closed: it describes nothing more. */
   readonly active: () => boolean;
   /** Gets each Stable description that no newer request made stale. */
-  readonly onStable: (group: GroupDescription) => void;
+  readonly onStable: (group: DescribedGroup) => void;
   /** How long to wait before looking again at a group that is not Stable. */
   readonly retryMs: number;
   /** Asked at each use: the handle's logger gains the node's fields when it joins. */
@@ -41,11 +41,11 @@ export class GroupDescriber {
     try {
       while (this.wanted && this.p.active()) {
         this.wanted = false;
-        const consumer = this.p.consumer();
-        if (!consumer) return;
-        let group: GroupDescription | undefined;
+        const described = this.p.describe();
+        if (!described) return;
+        let group: DescribedGroup | undefined;
         try {
-          group = await consumer.describeGroup();
+          group = await described;
         } catch (e) {
           this.p.log().debug({ err: e }, 'describing the membership group failed');
         }

@@ -23,9 +23,9 @@ const memberMetadataSchema = z.object({
   detector: z.string().min(1).max(300).optional(),
 });
 
-/** What a member says about itself in its JoinGroup metadata (`userData`, JSON). */
-export function encodeMemberMetadata(member: Member, topics: readonly string[]): Buffer {
-  const userData = Buffer.from(
+/** What a member says about itself in its JoinGroup metadata's `userData`: versioned JSON. */
+export function memberUserData(member: Member): Buffer {
+  return Buffer.from(
     JSON.stringify({
       format: MEMBER_METADATA_FORMAT,
       node: member.node,
@@ -37,17 +37,30 @@ export function encodeMemberMetadata(member: Member, topics: readonly string[]):
       ...(member.detector === undefined ? {} : { detector: member.detector }),
     }),
   );
-  return AssignerProtocol.MemberMetadata.encode({ version: MEMBER_METADATA_FORMAT, topics: [...topics], userData });
+}
+
+/** A member's whole JoinGroup metadata (Kafka's consumer protocol, as kafkajs encodes it). */
+export function encodeMemberMetadata(member: Member, topics: readonly string[]): Buffer {
+  return AssignerProtocol.MemberMetadata.encode({ version: MEMBER_METADATA_FORMAT, topics: [...topics], userData: memberUserData(member) });
+}
+
+/** The `userData` of a member's JoinGroup metadata; undefined when it is not Kafka's consumer protocol. */
+export function userDataOf(metadata: Buffer): Buffer | undefined {
+  try {
+    return AssignerProtocol.MemberMetadata.decode(metadata)?.userData ?? Buffer.alloc(0);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Reads a member's JoinGroup metadata; an error (as a value) for anything that is not ours. */
 export function decodeMemberMetadata(metadata: Buffer): Result<Member, string> {
-  let userData: Buffer;
-  try {
-    userData = AssignerProtocol.MemberMetadata.decode(metadata)?.userData ?? Buffer.alloc(0);
-  } catch (e) {
-    return err(`not consumer-protocol metadata: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  const userData = userDataOf(metadata);
+  return userData === undefined ? err('not consumer-protocol metadata') : decodeMemberUserData(userData);
+}
+
+/** Reads a member's metadata `userData`; an error (as a value) for anything that is not ours. */
+export function decodeMemberUserData(userData: Buffer): Result<Member, string> {
   let json: unknown;
   try {
     json = JSON.parse(userData.toString('utf8'));
@@ -74,13 +87,13 @@ export function decodeMemberMetadata(metadata: Buffer): Result<Member, string> {
 }
 
 /** The group members whose metadata is ours, decoded, in the group's order; `onForeign` hears of the others. */
-export function decodeMembers<M extends { readonly memberId: string; readonly memberMetadata: Buffer }>(
+export function decodeMembers<M extends { readonly memberId: string; readonly userData: Buffer | undefined }>(
   members: readonly M[],
   onForeign: (member: M, reason: string) => void = () => {},
 ): { memberId: string; member: Member }[] {
   const ours: { memberId: string; member: Member }[] = [];
   for (const m of members) {
-    const decoded = decodeMemberMetadata(m.memberMetadata);
+    const decoded = m.userData === undefined ? err('not consumer-protocol metadata') : decodeMemberUserData(m.userData);
     if (decoded.ok) ours.push({ memberId: m.memberId, member: decoded.value });
     else onForeign(m, decoded.error);
   }

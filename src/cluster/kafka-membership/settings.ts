@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { configErrorOf } from '../config-error.js';
 import type { KafkaConnection } from '../kafka-client.js';
-import { DEFAULT_SESSION_TIMEOUT_MS, wholeNumber, withDefault } from '../kafka-options.js';
+import { DEFAULT_SESSION_TIMEOUT_MS, kafkaClientSchema, wholeNumber, withDefault } from '../kafka-options.js';
 
 /** Absent (undefined or null) means the default, or one derived from another key. */
 const ms = wholeNumber(1, 'must be a positive whole number of milliseconds').nullish();
@@ -13,6 +13,8 @@ const ms = wholeNumber(1, 'must be a positive whole number of milliseconds').nul
 const fields = z.object({
   brokers: z.array(z.string()).min(1, 'must name at least one broker').readonly(),
   clientId: z.string(),
+  /** The client library of the group's consumer: `platformatic` (@platformatic/kafka, the default) or `kafkajs`. */
+  client: kafkaClientSchema,
   /** The cluster name: the group and its one-partition topic are both `<topicPrefix>.members`. */
   topicPrefix: z
     .string()
