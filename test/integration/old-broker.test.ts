@@ -9,6 +9,7 @@ import net from 'node:net';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ShardedProducer } from '../../src/client/sharded-producer.js';
+import { KafkaBus } from '../../src/cluster/kafka-bus.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
 import { KafkaIngestionSource } from '../../src/ingest/kafka-source.js';
 
@@ -156,6 +157,18 @@ describe('a broker too old for @platformatic/kafka', () => {
       code: 'UNSUPPORTED_BROKER',
       message: expect.stringContaining(
         'which serves Produce only v0–v2 (the library speaks v3–v11), InitProducerId not at all (the library speaks v0–v5). @platformatic/kafka needs Kafka 3.5 or later',
+      ) as unknown,
+    });
+  });
+
+  it("refuses the bus's first request (a node's first Kafka call), naming its client option and what the broker lacks", async () => {
+    const address = await broker(0, KAFKA_0_10_2);
+    const bus = new KafkaBus({ brokers: [address], clientId: 'old-broker', log, client: 'platformatic' });
+    closers.push(() => bus.close());
+    await expect(bus.ensureTopics(['old.inbox'])).rejects.toMatchObject({
+      code: 'UNSUPPORTED_BROKER',
+      message: expect.stringMatching(
+        /^the bus option client \(kafka\.client in a node config\) "platformatic": @platformatic\/kafka cannot work with the broker .* set the bus option client \(kafka\.client in a node config\) to "kafkajs"/,
       ) as unknown,
     });
   });

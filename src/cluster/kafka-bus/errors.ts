@@ -1,5 +1,6 @@
 // The errors of the Kafka bus: one class with a stable code, and the client library's failures wrapped in it
 // with what was being done and whether trying again can help.
+import { ShardherdError } from '../../core/errors.js';
 import { isRetriableKafkaError } from '../kafka-retry.js';
 
 export type KafkaBusErrorCode =
@@ -82,12 +83,15 @@ function innerReasons(cause: unknown): string[] {
   });
 }
 
-/** Runs `call`, wrapping what the client library throws with `kafkaError`; the bus's own errors pass unchanged. */
+/**
+ * Runs `call`, wrapping what the client library throws with `kafkaError`; the bus's own errors, and
+ * shardherd's (a broker too old for the library), pass unchanged.
+ */
 export async function kafkaCall<T>(what: string, context: { readonly topic?: string; readonly group?: string }, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (e) {
-    if (e instanceof KafkaBusError) throw e;
+    if (e instanceof KafkaBusError || e instanceof ShardherdError) throw e;
     throw kafkaError(what, context, e);
   }
 }

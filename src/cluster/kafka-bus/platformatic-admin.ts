@@ -1,4 +1,5 @@
-// The bus's admin requests on @platformatic/kafka: one admin client, made at the first request.
+// The bus's admin requests on @platformatic/kafka: one admin client, made at the first request
+// (which first asks the broker whether it serves what the bus needs).
 import type { Admin } from '@platformatic/kafka';
 import type { KafkaConnection } from '../kafka-client.js';
 import { isRetriableKafkaError, retryRetriable } from '../kafka-retry.js';
@@ -8,9 +9,30 @@ import {
   platformaticOptions,
   platformaticPartitionCount,
   platformaticTopicExists,
+  requireBrokerApis,
 } from '../platformatic-kafka.js';
 import { SharedAttempt } from '../shared-attempt.js';
 import type { BusAdmin, PartitionLeaders } from './admin.js';
+
+/** Every Kafka API the bus uses, asked of the broker at its first request. */
+const BUS_APIS = [
+  'Metadata',
+  'CreateTopics',
+  'DescribeConfigs',
+  'ListOffsets',
+  'Produce',
+  'InitProducerId',
+  'FindCoordinator',
+  'JoinGroup',
+  'SyncGroup',
+  'Heartbeat',
+  'LeaveGroup',
+  'OffsetFetch',
+  'OffsetCommit',
+  'Fetch',
+] as const;
+/** The option a user changes for a broker too old for the library. */
+const CLIENT_SETTING = 'the bus option client (kafka.client in a node config)';
 
 /** Kafka's config resource type of a topic. */
 const TOPIC_RESOURCE = 2;
@@ -27,7 +49,19 @@ export class PlatformaticBusAdmin implements BusAdmin {
   private readonly admin: SharedAttempt<Admin>;
 
   constructor(connection: KafkaConnection) {
-    this.admin = new SharedAttempt(async () => new (await loadPlatformaticKafka()).Admin(platformaticOptions(connection)));
+    this.admin = new SharedAttempt(async () => {
+      const library = await loadPlatformaticKafka();
+      const admin = new library.Admin(platformaticOptions(connection));
+      try {
+        // At the bus's first request (a node's first Kafka call): a broker too old for the library
+        // is named as such, with the option that avoids it, not as a request the broker cannot read.
+        await requireBrokerApis(admin, library, { apis: BUS_APIS, setting: CLIENT_SETTING, brokers: connection.brokers, clientId: connection.clientId });
+      } catch (e) {
+        await admin.close().catch(() => undefined);
+        throw e;
+      }
+      return admin;
+    });
   }
 
   async listTopics(): Promise<string[]> {
