@@ -212,7 +212,10 @@ export function checkHistory(input: CheckInput): HistoryReport {
   const cutByPause = (o: Overlap) => {
     if (o.kind !== 'in-flight') return false;
     const older = compareToken(o.first.token!, o.second.token!) < 0 ? o.first : o.second;
-    return (input.paused ?? []).some((p) => p.node === older.node && p.from >= older.start && p.from <= older.end);
+    // The stop fell within the call. A call recorded as starting after the stop signal was sent,
+    // while the process was stopped, began before the signal landed (a stopped process starts
+    // nothing): it was cut by that stop too.
+    return (input.paused ?? []).some((p) => p.node === older.node && p.from <= older.end && older.start <= p.to);
   };
   let attemptedOverlaps = 0;
   for (const [, calls] of byShard(input.calls)) {

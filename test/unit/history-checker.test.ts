@@ -84,6 +84,12 @@ describe('history checker', () => {
       expect(violations(cut)).toBe(0);
       expect(cut.pausedOverlaps.map((o) => o.kind)).toEqual(['in-flight']);
       expect(formatReport(cut)).toContain('in-flight calls cut by a stop of their own process, 1');
+      // A call recorded a little after the stop signal was sent began before the signal landed.
+      const lateSignal = [call('a', 6, 30, [1, 1], [0, 0]), call('b', 25, 35, [1, 5], [1, 3])];
+      expect(violations(checkHistory({ calls: lateSignal, rf1Datasets: RF1, acked: [], paused: [{ node: 'a', from: 5, to: 28 }] }))).toBe(0);
+      // One begun after the process ran again was not cut by the stop.
+      const afterResume = checkHistory({ calls, rf1Datasets: RF1, acked: [], paused: [{ node: 'a', from: -10, to: -1 }] });
+      expect(afterResume.overlaps.map((o) => o.kind)).toEqual(['in-flight']);
       // The stop of another node, or one outside the call, excuses nothing.
       expect(checkHistory({ calls, rf1Datasets: RF1, acked: [], paused: [{ node: 'b', from: 5, to: 28 }] }).overlaps).toHaveLength(1);
       expect(checkHistory({ calls, rf1Datasets: RF1, acked: [], paused: [{ node: 'a', from: 31, to: 40 }] }).overlaps).toHaveLength(1);
