@@ -156,7 +156,8 @@ export class KafkaBus implements Bus {
    * each has a leader. Every topic is checked to have exactly one partition, and a
    * `max.message.bytes` and `segment.bytes` that take the bus's largest batch
    * (`BROKER_LIMIT_TOO_SMALL` otherwise). Resolves with the topics it created (none on a second
-   * call).
+   * call): those missing when it looked, so of processes creating the same topics at once, more
+   * than one may report a topic (each resolves; the topic exists once).
    */
   async ensureTopics(topics: readonly string[]): Promise<string[]> {
     this.assertOpen();

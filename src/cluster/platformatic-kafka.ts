@@ -37,6 +37,22 @@ export function hasPlatformaticKafkaError(e: unknown, apiId: string): boolean {
   return found !== undefined && found !== null;
 }
 
+/** Kafka's error code for a topic that exists already. */
+const TOPIC_ALREADY_EXISTS = 36;
+
+/**
+ * Whether a failed CreateTopics only found topics that exist already (another process created
+ * them since the topic list was read): the library fails the whole request on any topic's error.
+ */
+export function onlyExistingTopics(e: unknown): boolean {
+  const answers = (e as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(answers) || answers.length === 0) return false;
+  return answers.every((answer: { response?: { topics?: unknown } }) => {
+    const topics = answer.response?.topics;
+    return Array.isArray(topics) && topics.every((t: { errorCode?: number }) => t.errorCode === 0 || t.errorCode === TOPIC_ALREADY_EXISTS);
+  });
+}
+
 /** Whether the topic exists, by the cluster's topic list. */
 export async function platformaticTopicExists(admin: Admin, topic: string): Promise<boolean> {
   return (await retryRetriable(() => admin.listTopics({ includeInternals: false }), isRetriableKafkaError)).includes(topic);

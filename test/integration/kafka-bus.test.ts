@@ -178,6 +178,14 @@ for (const client of KAFKA_CLIENT_LIBRARIES) {
       expect(offsets.map((o) => [o.partition, o.high])).toEqual([[0, '1']]); // not recreated: the record is still there
     });
 
+    it('processes starting together create the same new topics at once: each resolves, and the topics are there once', async () => {
+      const topics = [uniqueName('bus-race-a'), uniqueName('bus-race-b')];
+      const created = await Promise.all(['starter-1', 'starter-2', 'starter-3'].map((id) => newBus(id).ensureTopics(topics)));
+      // Each reports the topics missing when it looked: at least one of them reports each topic.
+      expect(new Set(created.flat())).toEqual(new Set(topics));
+      expect((await withAdmin((admin) => admin.listTopics())).filter((t) => topics.includes(t)).sort()).toEqual([...topics].sort());
+    });
+
     it('the replication factor option reaches the broker: 2 on a one-broker cluster is refused', async () => {
       const bus = newBus('rf', { replicationFactor: 2 });
       const topic = uniqueName('bus-rf');

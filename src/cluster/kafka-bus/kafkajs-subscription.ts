@@ -123,7 +123,6 @@ export class KafkajsSubscription implements BusSubscription {
     const { topic, group } = this.p;
     this.position.checkCommit(offset, this.closing !== undefined);
     const capped = this.reader.commitLimit(offset);
-    if (capped < offset) this.p.log.debug({ event: 'bus.commit.capped', offset, committed: capped }, 'commit held at the first chunk of an incomplete message');
     await kafkaCall(`committing offset ${capped}`, { topic, group }, () => this.consumer.commitOffsets([{ topic, partition: 0, offset: String(capped) }]));
   }
 

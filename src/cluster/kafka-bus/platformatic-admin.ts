@@ -8,6 +8,7 @@ import {
   loadPlatformaticKafka,
   platformaticOptions,
   platformaticPartitionCount,
+  onlyExistingTopics,
   platformaticTopicExists,
   requireBrokerApis,
 } from '../platformatic-kafka.js';
@@ -69,14 +70,19 @@ export class PlatformaticBusAdmin implements BusAdmin {
   }
 
   async createTopics(topics: readonly string[], replicationFactor: number, configs: Readonly<Record<string, string>>): Promise<void> {
-    await (
-      await this.admin.get()
-    ).createTopics({
-      topics: [...topics],
-      partitions: 1,
-      replicas: replicationFactor,
-      configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
-    });
+    const admin = await this.admin.get();
+    try {
+      await admin.createTopics({
+        topics: [...topics],
+        partitions: 1,
+        replicas: replicationFactor,
+        configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
+      });
+    } catch (e) {
+      // Nodes starting together race to create a cluster's topics: one created by another process
+      // since the topic list was read is there, as asked (kafkajs passes over it the same way).
+      if (!onlyExistingTopics(e)) throw e;
+    }
   }
 
   async partitionCount(topic: string): Promise<number> {

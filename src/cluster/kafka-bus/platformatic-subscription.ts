@@ -60,7 +60,6 @@ export class PlatformaticSubscription implements BusSubscription {
     const { topic, group } = this.p;
     this.position.checkCommit(offset, this.closing !== undefined);
     const capped = this.reader.commitLimit(offset);
-    if (capped < offset) this.p.log.debug({ event: 'bus.commit.capped', offset, committed: capped }, 'commit held at the first chunk of an incomplete message');
     const consumer = this.consumer;
     if (consumer === undefined)
       throw new KafkaBusError('NOT_OWNER', `cannot commit on ${topic} for group ${group}: the subscription is rejoining its group`, { topic, group });

@@ -61,7 +61,9 @@ export class BusRecordReader {
 
   /** The offset a commit of `offset` may go to: never past a message still being assembled (the group's next owner must read it whole). */
   commitLimit(offset: number): number {
-    return this.chunks.commitLimit(offset);
+    const capped = this.chunks.commitLimit(offset);
+    if (capped < offset) this.p.log.debug({ event: 'bus.commit.capped', offset, committed: capped }, 'commit held at the first chunk of an incomplete message');
+    return capped;
   }
 
   /** Stops reading: the handler in flight is no longer waited for, and nothing more is delivered. */

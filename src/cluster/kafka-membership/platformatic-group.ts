@@ -5,7 +5,7 @@ import type { Admin, Consumer, GroupAssignment } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { KafkaConnection } from '../kafka-client.js';
 import { retryRetriable } from '../kafka-retry.js';
-import { hasPlatformaticKafkaError, loadPlatformaticKafka, platformaticOptions } from '../platformatic-kafka.js';
+import { loadPlatformaticKafka, onlyExistingTopics, platformaticOptions } from '../platformatic-kafka.js';
 import { SharedAttempt } from '../shared-attempt.js';
 import { platformaticMembershipAssigner } from './assigner.js';
 import type { DescribedGroup, GroupHooks, MembershipGroup } from './group.js';
@@ -37,7 +37,7 @@ export class PlatformaticMembershipGroup implements MembershipGroup {
       await admin.createTopics({ topics: [this.groupId], partitions: 1, replicas: replicationFactor });
     } catch (e) {
       // Another node created it meanwhile.
-      if (!hasPlatformaticKafkaError(e, 'TOPIC_ALREADY_EXISTS')) throw e;
+      if (!onlyExistingTopics(e)) throw e;
       created = false;
     }
     await this.leaderElected(admin);
