@@ -106,6 +106,17 @@ export class PlatformaticSubscription implements BusSubscription {
     consumer.on('consumer:group:join', (event: { assignments: readonly GroupAssignment[] }) => {
       if (consumer === this.consumer) this.onJoin(event.assignments);
     });
+    let heartbeatsFailing = false;
+    consumer.on('consumer:heartbeat:end', () => (heartbeatsFailing = false));
+    // Said once per run of failures: the library logs nothing of its own through the bus's log.
+    consumer.on('consumer:heartbeat:error', (event: { error?: unknown }) => {
+      if (consumer !== this.consumer || heartbeatsFailing) return;
+      heartbeatsFailing = true;
+      p.log.warn(
+        { event: 'bus.consumer.heartbeat-failed', err: event.error },
+        'a bus group heartbeat failed (a broker or the group coordinator away?): the client retries',
+      );
+    });
     consumer.on('consumer:heartbeat:stalled', (event: { stalledFor: number; lastError?: unknown }) => {
       if (consumer === this.consumer)
         p.log.warn(

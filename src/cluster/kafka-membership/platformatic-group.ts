@@ -74,9 +74,20 @@ export class PlatformaticMembershipGroup implements MembershipGroup {
     // The member's subscription names the members topic: the leader assigns it.
     consumer.topics.track(this.groupId);
     consumer.on('consumer:heartbeat:start', () => (heartbeatSentAt = performance.now()));
+    let heartbeatsFailing = false;
     consumer.on('consumer:heartbeat:end', () => {
+      heartbeatsFailing = false;
       if (heartbeatSentAt !== undefined) hooks.responded('Heartbeat', performance.now() - heartbeatSentAt);
       hooks.heartbeat();
+    });
+    // Said once per run of failures: the library logs nothing of its own through the node's log.
+    consumer.on('consumer:heartbeat:error', (event: { error?: unknown }) => {
+      if (heartbeatsFailing) return;
+      heartbeatsFailing = true;
+      this.log().warn(
+        { event: 'membership.heartbeat-failed', err: event.error },
+        'a membership heartbeat failed (a broker or the group coordinator away?): the client retries until the session timeout',
+      );
     });
     consumer.on('consumer:group:join', (event: { memberId: string; isLeader: boolean; assignments: GroupAssignment[] }) => {
       joinedOnce = true;
