@@ -121,7 +121,7 @@ export class PlatformaticSubscription implements BusSubscription {
       if (consumer === this.consumer)
         p.log.warn(
           { event: 'bus.consumer.heartbeat-stalled', stalledFor: event.stalledFor, err: event.lastError },
-          'bus group heartbeats have failed for a while',
+          'bus group heartbeats have not been answered for a rebalance timeout (a broker or the group coordinator away?): the client keeps retrying',
         );
     });
     // The library stops heartbeating after a rejoin that failed for good: the member is out of its group.

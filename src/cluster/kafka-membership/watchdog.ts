@@ -68,7 +68,7 @@ export class LivenessWatchdog {
     const joinGrace = this.joinStartedAt === undefined ? 0 : this.joinStartedAt + rebalanceTimeoutMs + sessionTimeoutMs;
     const deadline = Math.max(this.aliveAt + sessionTimeoutMs, joinGrace);
     if (now > deadline) {
-      return `no heartbeat or join acknowledged for ${Math.round(now - this.aliveAt)} ms (session timeout ${sessionTimeoutMs} ms)`;
+      return `no heartbeat or join acknowledged for ${Math.round(now - this.aliveAt)} ms (session timeout ${sessionTimeoutMs} ms): the broker or the group coordinator was away, or the requests did not get through`;
     }
     return undefined;
   }
