@@ -264,7 +264,7 @@ export class KafkaBus implements Bus {
     if (this.closed) throw new KafkaBusError('CLOSED', 'the bus is closed');
   }
 
-  /** What failed because the bus was closed under it says so, not what kafkajs made of it. */
+  /** What failed because the bus was closed under it says so, not what the client library made of it. */
   private closedInstead(error: unknown, topic: string): unknown {
     return this.closed && !(error instanceof KafkaBusError && error.code !== 'KAFKA_FAILED')
       ? new KafkaBusError('CLOSED', `the bus was closed during an operation on ${topic}`, { topic, cause: error })
