@@ -43,6 +43,7 @@ export class KafkajsMembershipGroup implements MembershipGroup {
   }
 
   async join(hooks: GroupHooks): Promise<void> {
+    if (this.closed) return;
     const s = this.settings;
     const consumer = this.kafka.consumer({
       groupId: this.groupId,
