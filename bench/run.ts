@@ -29,6 +29,7 @@ import './fanout.bench.js';
 import './deploy-failover.bench.js';
 import './deploy-throughput.bench.js';
 import './deploy-produce.bench.js';
+import './deploy-joins.bench.js';
 import './deploy-latency.bench.js';
 import './map-format.bench.js';
 import './placement.bench.js';
