@@ -39,18 +39,35 @@ export function hasPlatformaticKafkaError(e: unknown, apiId: string): boolean {
 
 /** Kafka's error code for a topic that exists already. */
 const TOPIC_ALREADY_EXISTS = 36;
+/** Kafka's error code of a fetch below the log's start (retention removed the records). */
+export const OFFSET_OUT_OF_RANGE = 1;
+/** The attribute bit of a record batch of control records (transaction markers): no reader sees them. */
+export const CONTROL_BATCH = 0x20;
+
+/** One topic's part of an admin answer: Kafka's error code and message for it. */
+export interface TopicAnswer {
+  readonly name?: string;
+  readonly errorCode?: number;
+  readonly errorMessage?: string | null;
+}
+
+/**
+ * The per-topic answers a failed admin request carries: the library fails the whole request on
+ * any topic's error, with each broker answer (its topics) inside. Undefined for one that has none.
+ */
+export function topicAnswersOf(error: unknown): TopicAnswer[] | undefined {
+  const topics = (error as { response?: { topics?: unknown } } | undefined)?.response?.topics;
+  return Array.isArray(topics) ? (topics as TopicAnswer[]) : undefined;
+}
 
 /**
  * Whether a failed CreateTopics only found topics that exist already (another process created
- * them since the topic list was read): the library fails the whole request on any topic's error.
+ * them since the topic list was read).
  */
 export function onlyExistingTopics(e: unknown): boolean {
   const answers = (e as { errors?: unknown } | undefined)?.errors;
   if (!Array.isArray(answers) || answers.length === 0) return false;
-  return answers.every((answer: { response?: { topics?: unknown } }) => {
-    const topics = answer.response?.topics;
-    return Array.isArray(topics) && topics.every((t: { errorCode?: number }) => t.errorCode === 0 || t.errorCode === TOPIC_ALREADY_EXISTS);
-  });
+  return answers.every((answer) => topicAnswersOf(answer)?.every((t) => t.errorCode === 0 || t.errorCode === TOPIC_ALREADY_EXISTS) ?? false);
 }
 
 /** Whether the topic exists, by the cluster's topic list. */

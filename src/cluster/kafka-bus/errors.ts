@@ -2,6 +2,7 @@
 // with what was being done and whether trying again can help.
 import { ShardherdError } from '../../core/errors.js';
 import { isRetriableKafkaError } from '../kafka-retry.js';
+import { topicAnswersOf } from '../platformatic-kafka.js';
 
 export type KafkaBusErrorCode =
   /** An option that cannot be used; the message names it. */
@@ -73,12 +74,9 @@ export function kafkaError(what: string, context: { readonly topic?: string; rea
 function innerReasons(cause: unknown): string[] {
   const inner = (cause as { errors?: unknown } | undefined)?.errors;
   if (!Array.isArray(inner)) return [];
-  return inner.flatMap((e: { topic?: string; message?: string; response?: { topics?: unknown } }) => {
-    const topics = e.response?.topics;
-    if (Array.isArray(topics)) {
-      const failed = (topics as { name?: string; errorCode?: number; errorMessage?: string | null }[]).filter((t) => t.errorCode !== 0);
-      if (failed.length > 0) return failed.map((t) => `${t.name ?? '?'}: ${t.errorMessage ?? e.message ?? ''}`);
-    }
+  return inner.flatMap((e: { topic?: string; message?: string }) => {
+    const failed = topicAnswersOf(e)?.filter((t) => t.errorCode !== 0) ?? [];
+    if (failed.length > 0) return failed.map((t) => `${t.name ?? '?'}: ${t.errorMessage ?? e.message ?? ''}`);
     return [`${e.topic === undefined ? '' : `${e.topic}: `}${e.message ?? String(e)}`];
   });
 }

@@ -5,7 +5,7 @@ import type { Consumer, GroupAssignment, RecordsBatch } from '@platformatic/kafk
 import type { BusSubscription } from '../bus.js';
 import type { KafkaConnection } from '../kafka-client.js';
 import { retryRetriable } from '../kafka-retry.js';
-import { loadPlatformaticKafka, platformaticOptions } from '../platformatic-kafka.js';
+import { CONTROL_BATCH, loadPlatformaticKafka, OFFSET_OUT_OF_RANGE, platformaticOptions } from '../platformatic-kafka.js';
 import { newestOwnsAssigner, newestOwnsProtocol } from './assigner.js';
 import { KafkaBusError, kafkaCall, kafkaError } from './errors.js';
 import { MemberPosition } from './member-position.js';
@@ -15,10 +15,6 @@ import type { SubscriptionParams } from './subscription-params.js';
 /** What one fetch asks for at most, as kafkajs's consumer does by default. */
 const MAX_BYTES_PER_PARTITION = 1024 * 1024;
 const MAX_BYTES = 10 * 1024 * 1024;
-/** Kafka's error code of a fetch below the log's start (retention removed the records). */
-const OFFSET_OUT_OF_RANGE = 1;
-/** A record batch of control records (transaction markers): no reader sees them. */
-const CONTROL_BATCH = 0x20;
 const MAX_BACKOFF_MS = 2_000;
 
 export class PlatformaticSubscription implements BusSubscription {

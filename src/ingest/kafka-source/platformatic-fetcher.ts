@@ -5,6 +5,7 @@
 // recreate, no group to join. Consumed offsets are committed in a group of their own,
 // `<groupPrefix>.<dataset>.<instanceId>`, only so that Kafka's lag tools see each shard.
 import type { Consumer, RecordsBatch } from '@platformatic/kafka';
+import { CONTROL_BATCH, OFFSET_OUT_OF_RANGE } from '../../cluster/platformatic-kafka.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import type { FeedConsumer, FeedConsumerParams, FeedConsumerStats, FetchedBatch, FetchedRecords } from './feed-client.js';
 
@@ -46,12 +47,9 @@ export interface PlatformaticFetcherParams extends FeedConsumerParams {
   readonly topicExists: () => Promise<boolean>;
 }
 
-/** Kafka's error codes the fetcher acts on (the library retries the retriable ones itself). */
-const OFFSET_OUT_OF_RANGE = 1;
+/** Kafka's error codes the fetcher acts on besides OFFSET_OUT_OF_RANGE (the library retries the retriable ones itself). */
 const UNKNOWN_TOPIC_OR_PARTITION = 3;
 const UNKNOWN_TOPIC_ID = 100;
-/** A record batch of control records (transaction markers): no reader sees them. */
-const CONTROL_BATCH = 0x20;
 /** Failed fetch rounds in a row before a missing topic stops the dataset's reads (about 10 s with the backoff). */
 const MISSING_TOPIC_ROUNDS = 8;
 const MAX_BACKOFF_MS = 2_000;
