@@ -1,7 +1,7 @@
 // One bus subscription on @platformatic/kafka: a group member (the library joins, heartbeats on its
 // own timer and rejoins when the group rebalances) and a fetch loop of our own that reads partition
 // 0 from where the member's position says, whenever the group gave it the topic.
-import type { Consumer, GroupAssignment, RecordsBatch } from '@platformatic/kafka';
+import type { ConnectionPool, Consumer, GroupAssignment, RecordsBatch } from '@platformatic/kafka';
 import type { BusSubscription } from '../bus.js';
 import type { KafkaConnection } from '../kafka-client.js';
 import { retryRetriable } from '../kafka-retry.js';
@@ -28,6 +28,12 @@ export class PlatformaticSubscription implements BusSubscription {
   /** Ends the loop's wait for work. */
   private kick: (() => void) | undefined;
   private failedFetches = 0;
+  /**
+   * The fetch loop's own broker connections. On the member's connections a long-poll fetch (up to
+   * the bus's wait) would hold the member's heartbeats and rejoins behind it, and every rebalance of
+   * the group would wait for it.
+   */
+  private fetchConnections: ConnectionPool | undefined;
 
   constructor(
     private readonly connection: KafkaConnection,
@@ -74,6 +80,7 @@ export class PlatformaticSubscription implements BusSubscription {
       try {
         await this.leave(this.consumer);
       } finally {
+        await this.fetchConnections?.close().catch(() => undefined);
         this.p.onClosed();
       }
     })();
@@ -84,9 +91,11 @@ export class PlatformaticSubscription implements BusSubscription {
   private async join(): Promise<void> {
     if (this.closing !== undefined) return;
     const p = this.p;
-    const { Consumer } = await loadPlatformaticKafka();
+    const { Consumer, ConnectionPool } = await loadPlatformaticKafka();
+    const options = platformaticOptions(this.connection);
+    this.fetchConnections ??= new ConnectionPool(options.clientId, options);
     const consumer: Consumer = new Consumer({
-      ...platformaticOptions(this.connection),
+      ...options,
       groupId: p.group,
       sessionTimeout: p.settings.sessionTimeoutMs,
       heartbeatInterval: p.settings.heartbeatIntervalMs,
@@ -223,6 +232,7 @@ export class PlatformaticSubscription implements BusSubscription {
     if (t === undefined || leader < 0) throw new Error(`topic ${topic} has no leader for partition 0`);
     const response = await consumer.fetch({
       node: leader,
+      ...(this.fetchConnections === undefined ? {} : { connectionPool: this.fetchConnections }),
       topics: [
         {
           topicId: t.id,
