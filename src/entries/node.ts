@@ -1,7 +1,7 @@
 /**
  * `shardherd/node`: a real node process (what `shardherd node` runs) from its config file: Kafka bus
  * and membership, Cassandra MetaStore, the ingestion source, and the HTTP API when configured.
- * Loads kafkajs, cassandra-driver and fastify.
+ * Loads kafkajs, cassandra-driver and fastify, and @platformatic/kafka once a part runs on it (the default).
  */
 export type { NodeConfig, ServeConfig } from '../node/node-config.js';
 export type { LoadedServeHandler, ServeHandlerContext } from '../node/serve-handlers.js';

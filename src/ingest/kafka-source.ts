@@ -86,9 +86,9 @@ export class KafkaIngestionSource implements IngestionSource {
   }
 
   /** Creates the dataset's topic with `numShards` partitions unless it exists with that count; see `createKafkaTopic`. */
-  async createTopic(dataset: DatasetConfig): Promise<'created' | 'exists'> {
+  async createTopic(dataset: DatasetConfig, who = 'the Kafka ingestion source'): Promise<'created' | 'exists'> {
     this.assertOpen();
-    return this.client.createTopic(dataset, this.settings.topicReplicationFactor, 'the Kafka ingestion source');
+    return this.client.createTopic(dataset, this.settings.topicReplicationFactor, who);
   }
 
   /**

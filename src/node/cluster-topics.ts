@@ -6,11 +6,11 @@ import { pino, type Logger } from 'pino';
 import { topicsFor } from '../protocol/wire.js';
 import { explainUnreachableBrokers } from '../cluster/broker-reach.js';
 import { KafkaBus } from '../cluster/kafka-bus.js';
-import { createKafka } from '../cluster/kafka-client.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { DatasetRef } from '../core/ids.js';
-import { createKafkaTopic, kafkaTopicOf } from '../ingest/kafka-topic-check.js';
-import { NodeConfigError, type NodeConfig } from './node-config.js';
+import { KafkaIngestionSource } from '../ingest/kafka-source.js';
+import { kafkaTopicOf } from '../ingest/kafka-topic-check.js';
+import { NodeConfigError, sourceOptionsOf, type NodeConfig } from './node-config.js';
 import { kafkaBusOptions } from './run-node.js';
 
 /** Who refuses a dataset whose source is not Kafka, in errors. */
@@ -23,7 +23,7 @@ export interface CreateClusterTopicsOptions {
    * not Kafka, is a `NodeConfigError` naming `datasets`.
    */
   readonly datasets?: readonly string[];
-  /** kafkajs's and the bus's logs; default none. */
+  /** The Kafka clients' and the bus's logs; default none. */
   readonly log?: Logger;
   /** What errors about the config name it by (its file); default `config`. */
   readonly configSource?: string;
@@ -55,25 +55,29 @@ export async function createClusterTopics(config: NodeConfig, options: CreateClu
   const log = options.log ?? pino({ level: 'silent' });
   const clientId = `shardherd-${config.cluster}-topics`;
   const bus = new KafkaBus(kafkaBusOptions(config, log.child({ component: 'bus' })));
-  const admin = createKafka({ brokers: config.kafka.brokers, clientId, log }).admin();
-  let adminConnected = false;
+  // The dataset topics are made as a node's ingestion source makes them, on the config's client
+  // library. It reads nothing, so its group prefix names no group that is ever joined.
+  const datasetTopics = new KafkaIngestionSource({
+    brokers: config.kafka.brokers,
+    clientId,
+    groupPrefix: `${config.cluster}.topics`,
+    ...sourceOptionsOf(config.kafka),
+    log,
+  });
   try {
     return await explainUnreachableBrokers(config.kafka.brokers, `kafka.brokers of ${source}`, async () => {
       const busTopics = Object.values(topicsFor(config.runtime.topicPrefix));
       const created = new Set(await bus.ensureTopics(busTopics));
       const made: ClusterTopic[] = busTopics.map((topic) => ({ topic, partitions: 1, outcome: created.has(topic) ? 'created' : 'exists' }));
-      if (datasets.length === 0) return made;
-      await admin.connect();
-      adminConnected = true;
       for (const dataset of datasets) {
-        const outcome = await createKafkaTopic(admin, dataset, config.kafka.topicReplicationFactor, WHO);
+        const outcome = await datasetTopics.createTopic(dataset, WHO);
         made.push({ topic: kafkaTopicOf(dataset, WHO), partitions: dataset.numShards, outcome, dataset: dataset.ref });
       }
       return made;
     });
   } finally {
     await bus.close();
-    if (adminConnected) await admin.disconnect().catch((e: unknown) => log.warn({ err: e }, 'disconnecting the Kafka admin client failed'));
+    await datasetTopics.close().catch((e: unknown) => log.warn({ err: e }, 'closing the Kafka clients of the dataset topics failed'));
   }
 }
 

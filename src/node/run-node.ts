@@ -9,8 +9,7 @@ import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
 import { KafkaMembership } from '../cluster/kafka-membership.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
 import { nodeGroup, nodeGroupPrefix, topicsFor, type Request } from '../protocol/wire.js';
-import { createKafka } from '../cluster/kafka-client.js';
-import { deleteStaleGroups } from '../cluster/kafka-group-janitor.js';
+import { deleteStaleGroups, groupAdminOf, type GroupAdmin } from '../cluster/kafka-group-janitor.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import type { RecordSink } from '../ingest/ingestion-source.js';
 import { KafkaIngestionSource } from '../ingest/kafka-source.js';
@@ -177,9 +176,9 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
  * ingestion consumers). Best effort: a failure is logged and changes nothing.
  */
 async function deleteGroupsOfEarlierIncarnations(config: NodeConfig, node: ShardherdNode, ingestInstance: string, log: Logger): Promise<void> {
-  const admin = createKafka({ brokers: config.kafka.brokers, clientId: `shardherd-${config.cluster}-${config.node}-janitor`, log }).admin();
+  let admin: GroupAdmin | undefined;
   try {
-    await admin.connect();
+    admin = await groupAdminOf(config.kafka.client, { brokers: config.kafka.brokers, clientId: `shardherd-${config.cluster}-${config.node}-janitor`, log });
     const current = nodeGroup(config.runtime.topicPrefix, config.node, node.incarnation!);
     await deleteStaleGroups(
       admin,
@@ -192,7 +191,7 @@ async function deleteGroupsOfEarlierIncarnations(config: NodeConfig, node: Shard
   } catch (e) {
     log.warn({ err: e }, 'the consumer groups of earlier incarnations were not deleted');
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await admin?.close().catch(() => undefined);
   }
 }
 

@@ -3,11 +3,12 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deleteStaleGroups } from '../../src/cluster/kafka-group-janitor.js';
+import { deleteStaleGroups, groupAdminOf } from '../../src/cluster/kafka-group-janitor.js';
+import { KAFKA_CLIENT_LIBRARIES } from '../../src/cluster/kafka-options.js';
 import { services, uniqueName } from './support.js';
 import { createTopicsWithLeaders } from '../../src/cluster/kafka-client.js';
 
-describe('deleteStaleGroups', () => {
+describe.each(KAFKA_CLIENT_LIBRARIES)('deleteStaleGroups on %s', (client) => {
   const kafka = () => new Kafka({ clientId: 'janitor-test', brokers: services().kafkaBrokers, logLevel: logLevel.NOTHING });
   const closers: (() => Promise<void>)[] = [];
   afterAll(async () => {
@@ -34,8 +35,10 @@ describe('deleteStaleGroups', () => {
     await busy.run({ eachMessage: async () => {} });
     await expect.poll(async () => (await admin.describeGroups([group('n1@busy')])).groups[0]!.state, { timeout: 20_000 }).toBe('Stable');
 
+    const janitor = await groupAdminOf(client, { brokers: services().kafkaBrokers, clientId: 'janitor-test', log: pino({ level: 'silent' }) });
+    closers.push(() => janitor.close());
     const deleted = await deleteStaleGroups(
-      admin,
+      janitor,
       { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') },
       pino({ level: 'silent' }),
     );
@@ -46,7 +49,7 @@ describe('deleteStaleGroups', () => {
       .sort();
     expect(left).toEqual([group('n1@busy'), group('n1@current'), group('n2@old')]);
     expect(
-      await deleteStaleGroups(admin, { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') }, pino({ level: 'silent' })),
+      await deleteStaleGroups(janitor, { prefixes: [`${prefix}.node.n1@`], current: (id) => id === group('n1@current') }, pino({ level: 'silent' })),
     ).toEqual([]);
   });
 });
