@@ -4,6 +4,7 @@
 // that may have been dropped fences itself. The group is one client library's (`client`):
 // @platformatic/kafka by default, or kafkajs.
 import type { Logger } from 'pino';
+import { ShardherdError } from '../core/errors.js';
 import type { Member } from '../core/shard-manager/protocol.js';
 import { KafkaMembershipError } from './kafka-membership/errors.js';
 import type { DescribedGroup, MembershipGroup } from './kafka-membership/group.js';
@@ -98,7 +99,8 @@ export class KafkaMembership implements Membership {
    * Joins the group and resolves with the first view that contains this member. A handle joins
    * once. Rejects with a `KafkaMembershipError`: `JOIN_TIMEOUT` if that takes longer than
    * `joinTimeoutMs`, `JOIN_FAILED` if the consumer gives up, `CLOSED`/`FENCED` if the handle
-   * left or fenced itself first. A rejected handle is closed.
+   * left or fenced itself first; a `ShardherdError` `UNSUPPORTED_BROKER` naming the option `client`
+   * when the broker is too old for @platformatic/kafka. A rejected handle is closed.
    */
   join(request: JoinRequest): Promise<MembershipView> {
     if (this.phase !== 'idle') {
@@ -147,11 +149,14 @@ export class KafkaMembership implements Membership {
     }, joinTimeoutMs);
     this.start().catch((e: unknown) => {
       this.failJoin(
-        new KafkaMembershipError('JOIN_FAILED', `${request.node} could not join the group ${this.groupId}: ${e instanceof Error ? e.message : String(e)}`, {
-          node: request.node,
-          cause: e,
-          retriable: true,
-        }),
+        // A broker too old for the client library: trying again cannot help, and the error names the option that does.
+        e instanceof ShardherdError && e.code === 'UNSUPPORTED_BROKER'
+          ? e
+          : new KafkaMembershipError('JOIN_FAILED', `${request.node} could not join the group ${this.groupId}: ${e instanceof Error ? e.message : String(e)}`, {
+              node: request.node,
+              cause: e,
+              retriable: true,
+            }),
       );
     });
     return joined.finally(() => clearTimeout(timer));
@@ -359,7 +364,7 @@ export class KafkaMembership implements Membership {
   }
 
   /** Rejects a pending `join` and stops the handle (the join failed or was overtaken). */
-  private failJoin(error: KafkaMembershipError): void {
+  private failJoin(error: KafkaMembershipError | ShardherdError): void {
     const pending = this.pendingJoin;
     if (!pending) return;
     this.pendingJoin = undefined;

@@ -113,19 +113,26 @@ export async function requireBrokerApis(
     clientId,
   }: { readonly apis: readonly string[]; readonly setting: string; readonly brokers: readonly string[]; readonly clientId: string },
 ): Promise<void> {
+  let onlyV0 = false;
   const served = await client.listApis().catch(async (e: unknown) => {
     if (isRetriableKafkaError(e)) throw e;
     // The library asks ApiVersions v3, then v1; a broker older than Kafka 0.11 refuses both with an
     // answer the library cannot read. Every broker since Kafka 0.10 answers v0.
-    return apiVersionsV0(library, brokers[0] ?? '', clientId).catch(() => Promise.reject(e instanceof Error ? e : new Error(String(e))));
+    const v0 = await apiVersionsV0(library, brokers[0] ?? '', clientId).catch(() => Promise.reject(e instanceof Error ? e : new Error(String(e))));
+    onlyV0 = true;
+    return v0;
   });
-  const lacking = apis.flatMap((api) => {
-    const spoken = spokenVersions(library, api);
-    const at = served.find((a) => a.name === api);
-    if (at !== undefined && spoken.some((v) => v >= at.minVersion && v <= at.maxVersion)) return [];
-    const speaks = `v${spoken[0]}–v${spoken[spoken.length - 1]}`;
-    return [`${api} ${at === undefined ? 'not at all' : `only v${at.minVersion}–v${at.maxVersion}`} (the library speaks ${speaks})`];
-  });
+  // Such a broker is beyond the library whatever else it serves: its clients cannot ask it which versions to use.
+  const unasked = onlyV0 ? ['ApiVersions only v0 (the library asks v1 or later before any request)'] : [];
+  const lacking = unasked.concat(
+    apis.flatMap((api) => {
+      const spoken = spokenVersions(library, api);
+      const at = served.find((a) => a.name === api);
+      if (at !== undefined && spoken.some((v) => v >= at.minVersion && v <= at.maxVersion)) return [];
+      const speaks = `v${spoken[0]}–v${spoken[spoken.length - 1]}`;
+      return [`${api} ${at === undefined ? 'not at all' : `only v${at.minVersion}–v${at.maxVersion}`} (the library speaks ${speaks})`];
+    }),
+  );
   if (lacking.length === 0) return;
   throw new ShardherdError(
     'UNSUPPORTED_BROKER',

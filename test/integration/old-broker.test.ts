@@ -10,7 +10,9 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ShardedProducer } from '../../src/client/sharded-producer.js';
 import { KafkaBus } from '../../src/cluster/kafka-bus.js';
+import { KafkaMembership } from '../../src/cluster/kafka-membership.js';
 import { validateDatasetConfig } from '../../src/core/dataset-config.js';
+import { incarnation, nodeId } from '../../src/core/ids.js';
 import { KafkaIngestionSource } from '../../src/ingest/kafka-source.js';
 
 const API_VERSIONS = 18;
@@ -156,7 +158,7 @@ describe('a broker too old for @platformatic/kafka', () => {
     await expect(producer.send(validated.value, [{ shardKey: { _metric_: 'm' }, partitionKey: { host: 'a' }, value: 1 }])).rejects.toMatchObject({
       code: 'UNSUPPORTED_BROKER',
       message: expect.stringContaining(
-        'which serves Produce only v0–v2 (the library speaks v3–v11), InitProducerId not at all (the library speaks v0–v5). @platformatic/kafka needs Kafka 3.5 or later',
+        'which serves ApiVersions only v0 (the library asks v1 or later before any request), Produce only v0–v2 (the library speaks v3–v11), InitProducerId not at all (the library speaks v0–v5). @platformatic/kafka needs Kafka 3.5 or later',
       ) as unknown,
     });
   });
@@ -171,6 +173,27 @@ describe('a broker too old for @platformatic/kafka', () => {
         /^the bus option client \(kafka\.client in a node config\) "platformatic": @platformatic\/kafka cannot work with the broker .* set the bus option client \(kafka\.client in a node config\) to "kafkajs"/,
       ) as unknown,
     });
+  });
+
+  it("refuses the membership's join at once, naming its client option, instead of waiting out the join timeout", async () => {
+    const address = await broker(0, KAFKA_0_10_2);
+    const membership = new KafkaMembership({
+      brokers: [address],
+      clientId: 'old-broker',
+      topicPrefix: 'old',
+      log,
+      client: 'platformatic',
+      joinTimeoutMs: 30_000,
+    });
+    closers.push(() => membership.close());
+    const started = Date.now();
+    await expect(membership.join({ node: nodeId('n1'), incarnation: incarnation('i1') })).rejects.toMatchObject({
+      code: 'UNSUPPORTED_BROKER',
+      message: expect.stringMatching(
+        /^the membership option client \(kafka\.client in a node config\) "platformatic": @platformatic\/kafka cannot work with the broker .*, which serves ApiVersions only v0 .* set the membership option client \(kafka\.client in a node config\) to "kafkajs"/,
+      ) as unknown,
+    });
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('lets the source start, with a warning, when the broker does not answer the question (it says nothing of its versions)', async () => {

@@ -5,7 +5,7 @@ import type { Admin, Consumer, GroupAssignment } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { KafkaConnection } from '../kafka-client.js';
 import { retryRetriable } from '../kafka-retry.js';
-import { loadPlatformaticKafka, onlyExistingTopics, platformaticOptions } from '../platformatic-kafka.js';
+import { loadPlatformaticKafka, onlyExistingTopics, platformaticOptions, requireBrokerApis } from '../platformatic-kafka.js';
 import { SharedAttempt } from '../shared-attempt.js';
 import { platformaticMembershipAssigner } from './assigner.js';
 import type { DescribedGroup, GroupHooks, MembershipGroup } from './group.js';
@@ -14,6 +14,10 @@ import type { KafkaMembershipSettings } from './settings.js';
 
 /** How long `ensureTopic` waits for a new members topic to have a leader. */
 const TOPIC_LEADER_MS = 10_000;
+/** Every Kafka API the membership uses, asked of the broker at its first request. */
+const MEMBERSHIP_APIS = ['Metadata', 'CreateTopics', 'FindCoordinator', 'JoinGroup', 'SyncGroup', 'Heartbeat', 'LeaveGroup', 'DescribeGroups'] as const;
+/** The option a user changes for a broker too old for the library. */
+const CLIENT_SETTING = 'the membership option client (kafka.client in a node config)';
 
 export class PlatformaticMembershipGroup implements MembershipGroup {
   private readonly admin: SharedAttempt<Admin>;
@@ -26,7 +30,19 @@ export class PlatformaticMembershipGroup implements MembershipGroup {
     private readonly settings: KafkaMembershipSettings,
     private readonly log: () => Logger,
   ) {
-    this.admin = new SharedAttempt(async () => new (await loadPlatformaticKafka()).Admin(platformaticOptions(connection)));
+    this.admin = new SharedAttempt(async () => {
+      const library = await loadPlatformaticKafka();
+      const admin = new library.Admin(platformaticOptions(connection));
+      try {
+        // At the membership's first request: a broker too old for the library is named as such,
+        // with the option that avoids it, not as a join the broker cannot read.
+        await requireBrokerApis(admin, library, { apis: MEMBERSHIP_APIS, setting: CLIENT_SETTING, brokers: connection.brokers, clientId: connection.clientId });
+      } catch (e) {
+        await admin.close().catch(() => undefined);
+        throw e;
+      }
+      return admin;
+    });
   }
 
   async ensureTopic(replicationFactor: number): Promise<boolean> {
