@@ -2,14 +2,15 @@
 // ./versions.ts besides the one `npm test` runs on. Each Node is installed once, from the npm
 // registry, into the services cache (`<cache>/node-<version>`), then vitest runs on it: its test
 // processes, worker threads and the node processes they start all run that Node
-// (`process.execPath`). Exits non-zero when a run fails; each run ends with its `N passed, N failed`.
+// (`process.execPath`), with fewer random simulator seeds than `npm test` (./versions.ts). Exits
+// non-zero when a run fails; each run ends with its `N passed, N failed`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lastLines, runLogged } from '../services/logged-command.js';
 import { cacheRoot } from '../services/config.js';
-import { MATRIX_PROJECTS, OTHER_NODES } from './versions.js';
+import { MATRIX_PROJECTS, MATRIX_SIM_SEEDS, OTHER_NODES } from './versions.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const VITEST = join(REPO, 'node_modules', 'vitest', 'vitest.mjs');
@@ -43,7 +44,7 @@ async function main(): Promise<number> {
     const run = spawnSync(node, [VITEST, 'run', ...MATRIX_PROJECTS.flatMap((p) => ['--project', p])], {
       cwd: REPO,
       stdio: 'inherit',
-      env: { ...process.env, SHARDHERD_SMOKE: '1' },
+      env: { ...process.env, SHARDHERD_SMOKE: '1', ...MATRIX_SIM_SEEDS },
     });
     if (run.status !== 0) {
       say(`Node ${version}: failed (exit ${String(run.status ?? run.signal)})`);
