@@ -24,7 +24,8 @@
  *
  * SHARDHERD_READS_DETECTOR=heartbeat runs the real nodes with the failure detector (default
  * `session-only`); SHARDHERD_READS_RFS and SHARDHERD_READS_MODES (`embedded,real`) pick the parts;
- * SHARDHERD_READS_BUSY=N runs N processes spinning a core each beside it. The notes give, per case,
+ * SHARDHERD_READS_BUSY=N runs N processes spinning a core each beside it;
+ * SHARDHERD_READS_KAFKA_CLIENT sets the real nodes' `kafka.client`. The notes give, per case,
  * the failures by code, how many answers came more than 100 ms past the deadline, and the router
  * process's peak memory and requests in flight (bounded by the client's `maxInFlight`).
  *
@@ -45,6 +46,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import { ShardherdClient } from '../src/client/shardherd-client.js';
+import { KAFKA_CLIENT_LIBRARIES, type KafkaClientLibrary } from '../src/cluster/kafka-options.js';
 import { ShardherdClientError } from '../src/client/client-errors.js';
 import type { DatasetRef } from '../src/core/ids.js';
 import { EmbeddedCluster } from '../src/embedded/embedded-cluster.js';
@@ -81,6 +83,10 @@ if (!Number.isInteger(BUSY) || BUSY < 0)
   throw new Error(`SHARDHERD_READS_BUSY must be a whole number >= 0, got ${JSON.stringify(process.env.SHARDHERD_READS_BUSY)}`);
 if (DETECTOR !== 'session-only' && DETECTOR !== 'heartbeat')
   throw new Error(`SHARDHERD_READS_DETECTOR must be session-only or heartbeat, got ${JSON.stringify(DETECTOR)}`);
+/** SHARDHERD_READS_KAFKA_CLIENT=kafkajs|platformatic: the real nodes' `kafka.client` (default the config's). */
+const KAFKA_CLIENT = process.env.SHARDHERD_READS_KAFKA_CLIENT;
+if (KAFKA_CLIENT !== undefined && !(KAFKA_CLIENT_LIBRARIES as readonly string[]).includes(KAFKA_CLIENT))
+  throw new Error(`SHARDHERD_READS_KAFKA_CLIENT must be one of ${KAFKA_CLIENT_LIBRARIES.join(', ')}, got ${JSON.stringify(KAFKA_CLIENT)}`);
 /** SHARDHERD_READS_HEDGE=1: the router hedges (a second copy asked after the recent p95). */
 const HEDGE = process.env.SHARDHERD_READS_HEDGE === '1';
 const FAULT_NAMES = ['crash', 'sigstop-3s', 'sigstop-15s', 'rolling-start', 'rolling-reverse', 'drain'] as const;
@@ -410,6 +416,7 @@ async function realHarness(s: BenchServices, rf: number): Promise<Harness> {
     keyspace: 'shardherd_bench',
     sessionTimeoutMs: 3_000,
     heartbeatIntervalMs: 500,
+    ...(KAFKA_CLIENT === undefined ? {} : { kafkaClient: KAFKA_CLIENT as KafkaClientLibrary }),
     runtime: { publishIntervalMs: 1_000, reportResendMs: 500, recoveryReplyTimeoutMs: 2_000, pollIntervalMs: 50, reassignmentCooldownMs: 0 },
     datasets: [
       {
