@@ -32,7 +32,7 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   /**
    * The client library (default `platformatic`): @platformatic/kafka, maintained, fetches the open
    * partitions without a consumer group (opening a shard starts it at once, no group to recreate)
-   * and ingested 1.27 × as fast as kafkajs in a node (docs/BENCHMARKS.md); `kafkajs` runs the
+   * and ingested 1.27–1.34 × as fast as kafkajs in a node (docs/BENCHMARKS.md); `kafkajs` runs the
    * dataset's consumer in a group of its own, recreated when the open shards change.
    */
   readonly client?: KafkaClientLibrary;
