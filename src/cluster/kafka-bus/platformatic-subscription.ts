@@ -200,12 +200,13 @@ export class PlatformaticSubscription implements BusSubscription {
       const join = this.position.currentJoin;
       const from = this.position.position;
       const consumer = this.consumer;
-      if (!this.position.owns || this.positionedJoin !== join || from === undefined || consumer === undefined) {
+      const connections = this.fetchConnections;
+      if (!this.position.owns || this.positionedJoin !== join || from === undefined || consumer === undefined || connections === undefined) {
         await new Promise<void>((resolve) => (this.kick = resolve));
         continue;
       }
       try {
-        const records = await this.fetch(consumer, from);
+        const records = await this.fetch(consumer, connections, from);
         this.failedFetches = 0;
         for (const record of records) {
           // A join in between repositions the member: what it fetched before may be stale.
@@ -222,8 +223,8 @@ export class PlatformaticSubscription implements BusSubscription {
     }
   }
 
-  /** One fetch of partition 0 from its leader, from `from`: the records at or after it, in order. */
-  private async fetch(consumer: Consumer, from: number): Promise<FetchedBusRecord[]> {
+  /** One fetch of partition 0 from its leader, from `from`, on `connections`: the records at or after it, in order. */
+  private async fetch(consumer: Consumer, connections: ConnectionPool, from: number): Promise<FetchedBusRecord[]> {
     const { topic, settings } = this.p;
     // After a failed fetch the metadata is read again: a leader may have moved.
     const metadata = await consumer.metadata({ topics: [topic], forceUpdate: this.failedFetches > 0 });
@@ -232,7 +233,7 @@ export class PlatformaticSubscription implements BusSubscription {
     if (t === undefined || leader < 0) throw new Error(`topic ${topic} has no leader for partition 0`);
     const response = await consumer.fetch({
       node: leader,
-      ...(this.fetchConnections === undefined ? {} : { connectionPool: this.fetchConnections }),
+      connectionPool: connections,
       topics: [
         {
           topicId: t.id,
