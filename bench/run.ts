@@ -48,6 +48,7 @@ import './slow-store.bench.js';
 import './one-writer.bench.js';
 import './large-dataset.bench.js';
 import './copy-memory.bench.js';
+import './placement-load.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];

@@ -1,0 +1,208 @@
+/**
+ * `npm run bench -- placement-load`: how evenly today's placement spreads measured load, the
+ * baseline of load-aware placement (issue 37). Ingestion is not spread evenly over shards: each
+ * shard gets a rate drawn from Zipf(1.1) over a random order of the shards (a few hot tenants,
+ * a long tail), and every copy of a shard ingests all of its records. For each input, the
+ * copy-count placement (`balanced`, from no copies) and a greedy load balancer in the style of
+ * Cruise Control's (starting from that map, it moves the copy that most lowers the hottest node's
+ * load that can be lowered, within the isolation rule, until none can) are measured side by side: the hottest
+ * node's load over its capacity-weighted share of the total, and the copies the greedy moved.
+ */
+import { SeededRandom } from '../src/sim/random.js';
+import { BalancedPlacementStrategy, type Placement, type PlacementInput, type PlacementNode } from '../src/entries/core.js';
+import { nodeId, type NodeId } from '../src/core/ids.js';
+import { register, type Table } from './harness.js';
+
+const ZIPF_EXPONENT = 1.1;
+const SEEDS = [1, 2, 3, 4, 5];
+
+interface LoadCase {
+  readonly name: string;
+  readonly shards: number;
+  readonly replicationFactor: number;
+  readonly nodes: readonly PlacementNode[];
+}
+
+const CASES: readonly LoadCase[] = [
+  {
+    name: '4096 shards × RF 2, 64 nodes in 4 racks',
+    shards: 4096,
+    replicationFactor: 2,
+    nodes: Array.from({ length: 64 }, (_, i) => ({ id: nodeId(`n${String(i).padStart(2, '0')}`), group: `rack-${i % 4}`, weight: 1 })),
+  },
+  {
+    name: '1024 shards × RF 3, 24 nodes of weights 1, 1.5 and 2 in 4 racks',
+    shards: 1024,
+    replicationFactor: 3,
+    nodes: Array.from({ length: 24 }, (_, i) => ({ id: nodeId(`n${String(i).padStart(2, '0')}`), group: `rack-${i % 4}`, weight: [1, 1.5, 2][i % 3]! })),
+  },
+];
+
+/** Each shard's rate: Zipf(s) by rank, over a random order of the shards; the total is 1. */
+function zipfRates(shards: number, random: SeededRandom): Float64Array {
+  const order = Array.from({ length: shards }, (_, i) => i);
+  for (let i = shards - 1; i > 0; i--) {
+    const j = random.int(0, i);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const rates = new Float64Array(shards);
+  let total = 0;
+  for (let rank = 0; rank < shards; rank++) total += rates[order[rank]!] = 1 / (rank + 1) ** ZIPF_EXPONENT;
+  for (let s = 0; s < shards; s++) rates[s]! /= total;
+  return rates;
+}
+
+/** Per node (in `nodes` order): its load over its capacity-weighted share of the total load. */
+function relativeLoads(nodes: readonly PlacementNode[], placement: Placement, rates: Float64Array, replicationFactor: number): Float64Array {
+  const index = new Map(nodes.map((n, i) => [n.id as string, i]));
+  const load = new Float64Array(nodes.length);
+  placement.forEach((copies, s) => copies.forEach((id) => (load[index.get(id)!]! += rates[s]!)));
+  const weight = nodes.reduce((sum, n) => sum + n.weight, 0);
+  return load.map((l, i) => l / ((replicationFactor * nodes[i]!.weight) / weight));
+}
+
+/**
+ * The greedy balancer: from the hottest node (by relative load) that has one, the move of one of
+ * its copies to another node that lowers the larger of the two nodes' relative loads the most,
+ * keeping a shard's copies in distinct racks; repeated until no node above its share has such a
+ * move. Returns the map and the moves.
+ */
+function greedyBalance(
+  nodes: readonly PlacementNode[],
+  start: Placement,
+  rates: Float64Array,
+  replicationFactor: number,
+): { placement: NodeId[][]; moves: number } {
+  const placement = start.map((copies) => [...copies]);
+  const rel = relativeLoads(nodes, start, rates, replicationFactor);
+  const index = new Map(nodes.map((n, i) => [n.id as string, i]));
+  const unit = nodes.map((n) => (replicationFactor * n.weight) / nodes.reduce((sum, m) => sum + m.weight, 0));
+  const copiesOf = nodes.map(() => [] as number[]);
+  placement.forEach((copies, s) => copies.forEach((id) => copiesOf[index.get(id)!]!.push(s)));
+  let moves = 0;
+  /** The best move of one of `from`'s copies: the one that leaves the hotter of the two nodes coolest, if below `from` now. */
+  const bestMoveOff = (from: number): { shard: number; to: number } | undefined => {
+    let best: { shard: number; to: number; peak: number } | undefined;
+    for (const s of copiesOf[from]!) {
+      const racks = new Set(placement[s]!.filter((id) => id !== nodes[from]!.id).map((id) => nodes[index.get(id)!]!.group));
+      for (let to = 0; to < nodes.length; to++) {
+        if (to === from || placement[s]!.includes(nodes[to]!.id) || racks.has(nodes[to]!.group)) continue;
+        const peak = Math.max(rel[from]! - rates[s]! / unit[from]!, rel[to]! + rates[s]! / unit[to]!);
+        if (peak < rel[from]! - 1e-12 && (best === undefined || peak < best.peak)) best = { shard: s, to, peak };
+      }
+    }
+    return best;
+  };
+  for (;;) {
+    // The hottest node that has a move; a node whose hot shard keeps it above every other is passed over.
+    const byLoad = nodes.map((_, i) => i).sort((a, b) => rel[b]! - rel[a]!);
+    let from = -1;
+    let move: { shard: number; to: number } | undefined;
+    for (const i of byLoad) {
+      if (rel[i]! <= 1) break;
+      move = bestMoveOff(i);
+      if (move !== undefined) {
+        from = i;
+        break;
+      }
+    }
+    if (move === undefined) return { placement, moves };
+    const { shard, to } = move;
+    placement[shard] = placement[shard]!.map((id) => (id === nodes[from]!.id ? nodes[to]!.id : id));
+    copiesOf[from] = copiesOf[from]!.filter((s) => s !== shard);
+    copiesOf[to]!.push(shard);
+    rel[from]! -= rates[shard]! / unit[from]!;
+    rel[to]! += rates[shard]! / unit[to]!;
+    moves += 1;
+  }
+}
+
+/**
+ * The hottest node among those that hold no hot shard (one whose rate alone exceeds the node's
+ * share): what a target band can be asked of, since a node with a hot shard is above it whatever
+ * else it holds.
+ */
+function maxWithoutHotShards(nodes: readonly PlacementNode[], placement: Placement, rates: Float64Array, replicationFactor: number): number {
+  const rel = relativeLoads(nodes, placement, rates, replicationFactor);
+  const weight = nodes.reduce((sum, n) => sum + n.weight, 0);
+  const index = new Map(nodes.map((n, i) => [n.id as string, i]));
+  const holdsHot = new Uint8Array(nodes.length);
+  placement.forEach((copies, s) =>
+    copies.forEach((id) => {
+      const i = index.get(id)!;
+      if (rates[s]! > (replicationFactor * nodes[i]!.weight) / weight) holdsHot[i] = 1;
+    }),
+  );
+  return rel.reduce((m, r, i) => (holdsHot[i] ? m : Math.max(m, r)), 0);
+}
+
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const maxOf = (xs: Float64Array): number => xs.reduce((m, x) => Math.max(m, x), 0);
+
+function placementLoad(): Table {
+  const rows: (string | number)[][] = [];
+  for (const c of CASES) {
+    const copyCount: number[] = [];
+    const greedy: number[] = [];
+    const greedyMoves: number[] = [];
+    const copyCountCold: number[] = [];
+    const greedyCold: number[] = [];
+    const hottestShard: number[] = [];
+    for (const seed of SEEDS) {
+      const rates = zipfRates(c.shards, new SeededRandom(seed));
+      const input: PlacementInput = {
+        numShards: c.shards,
+        replicationFactor: c.replicationFactor,
+        nodes: c.nodes,
+        current: Array.from({ length: c.shards }, () => []),
+      };
+      const placed = new BalancedPlacementStrategy().place(input);
+      if (!placed.ok) throw new Error(placed.error.message);
+      copyCount.push(maxOf(relativeLoads(c.nodes, placed.value, rates, c.replicationFactor)));
+      copyCountCold.push(maxWithoutHotShards(c.nodes, placed.value, rates, c.replicationFactor));
+      const balanced = greedyBalance(c.nodes, placed.value, rates, c.replicationFactor);
+      greedy.push(maxOf(relativeLoads(c.nodes, balanced.placement, rates, c.replicationFactor)));
+      greedyMoves.push(balanced.moves);
+      greedyCold.push(maxWithoutHotShards(c.nodes, balanced.placement, rates, c.replicationFactor));
+      // No placement does better than the hottest shard alone on the node of the largest share.
+      const largestShare = Math.max(...c.nodes.map((n) => n.weight)) / c.nodes.reduce((sum, n) => sum + n.weight, 0);
+      hottestShard.push(Math.max(...rates) / (c.replicationFactor * largestShare));
+    }
+    const f = (x: number) => x.toFixed(3);
+    rows.push([
+      c.name,
+      f(median(copyCount)),
+      f(Math.max(...copyCount)),
+      f(median(copyCountCold)),
+      f(median(greedy)),
+      f(Math.max(...greedy)),
+      f(median(greedyCold)),
+      median(greedyMoves),
+      f(Math.max(1, median(hottestShard))),
+    ]);
+  }
+  return {
+    title: `Load balance of today's placement under Zipf(${ZIPF_EXPONENT}) shard rates (${SEEDS.length} seeds)`,
+    columns: [
+      'input',
+      'copy-count: max load / share, median',
+      'max',
+      'copy-count, nodes without a hot shard: median',
+      'greedy from it: median',
+      'max',
+      'greedy, nodes without a hot shard: median',
+      'greedy: copies moved, median',
+      'lower bound (hottest shard), median',
+    ],
+    rows,
+    notes: [
+      "A node's share is the total load times its weight over the sum of weights; every copy of a shard carries the shard's whole rate.",
+      'Copy-count: the `balanced` strategy from no copies (every node within one copy of its weighted share of copies).',
+      'Greedy: from that map, the move of one copy off the hottest node that has one that lowers the hotter of the two nodes the most (racks kept distinct per shard), until no node above its share has one.',
+      'Lower bound: the hottest shard alone on the node of the largest share; no placement is below it (nor below 1).',
+      'Nodes without a hot shard: the hottest node among those holding no shard whose rate alone exceeds their share (what a target band can be asked of).',
+    ],
+  };
+}
+
+register({ name: 'placement-load', run: placementLoad });
