@@ -12,6 +12,7 @@ import type { RecordSink } from '../ingest/ingestion-source.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from '../node/node-config.js';
 import { startNode } from '../node/run-node.js';
 import { startWithAttempts } from '../node/start-attempts.js';
+import { onUnhandledRejection } from './driver-faults.js';
 import type { LogLevel } from './options.js';
 import { timestampWithIso } from './log-timestamp.js';
 
@@ -72,6 +73,7 @@ export async function runNodeCommand(configPath: string, logLevel: LogLevel | un
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('unhandledRejection', (reason) => onUnhandledRejection(reason, log));
 
   let started: Awaited<ReturnType<typeof startNode>>;
   const sink = sinkFor(config, log);
