@@ -52,13 +52,22 @@ function zipfRates(shards: number, random: SeededRandom): Float64Array {
   return rates;
 }
 
+/** Per node (in `nodes` order): its capacity-weighted share of the total load (every copy carries its shard's rate; the rates add up to 1). */
+function sharesOf(nodes: readonly PlacementNode[], replicationFactor: number): Float64Array {
+  const weight = nodes.reduce((sum, n) => sum + n.weight, 0);
+  return Float64Array.from(nodes, (n) => (replicationFactor * n.weight) / weight);
+}
+
+/** Each node's index in `nodes`, by id. */
+const indexOf = (nodes: readonly PlacementNode[]): Map<string, number> => new Map(nodes.map((n, i) => [n.id as string, i]));
+
 /** Per node (in `nodes` order): its load over its capacity-weighted share of the total load. */
 function relativeLoads(nodes: readonly PlacementNode[], placement: Placement, rates: Float64Array, replicationFactor: number): Float64Array {
-  const index = new Map(nodes.map((n, i) => [n.id as string, i]));
+  const index = indexOf(nodes);
+  const share = sharesOf(nodes, replicationFactor);
   const load = new Float64Array(nodes.length);
   placement.forEach((copies, s) => copies.forEach((id) => (load[index.get(id)!]! += rates[s]!)));
-  const weight = nodes.reduce((sum, n) => sum + n.weight, 0);
-  return load.map((l, i) => l / ((replicationFactor * nodes[i]!.weight) / weight));
+  return load.map((l, i) => l / share[i]!);
 }
 
 /**
@@ -75,8 +84,8 @@ function greedyBalance(
 ): { placement: NodeId[][]; moves: number } {
   const placement = start.map((copies) => [...copies]);
   const rel = relativeLoads(nodes, start, rates, replicationFactor);
-  const index = new Map(nodes.map((n, i) => [n.id as string, i]));
-  const unit = nodes.map((n) => (replicationFactor * n.weight) / nodes.reduce((sum, m) => sum + m.weight, 0));
+  const index = indexOf(nodes);
+  const unit = sharesOf(nodes, replicationFactor);
   const copiesOf = nodes.map(() => [] as number[]);
   placement.forEach((copies, s) => copies.forEach((id) => copiesOf[index.get(id)!]!.push(s)));
   let moves = 0;
@@ -124,13 +133,13 @@ function greedyBalance(
  */
 function maxWithoutHotShards(nodes: readonly PlacementNode[], placement: Placement, rates: Float64Array, replicationFactor: number): number {
   const rel = relativeLoads(nodes, placement, rates, replicationFactor);
-  const weight = nodes.reduce((sum, n) => sum + n.weight, 0);
-  const index = new Map(nodes.map((n, i) => [n.id as string, i]));
+  const share = sharesOf(nodes, replicationFactor);
+  const index = indexOf(nodes);
   const holdsHot = new Uint8Array(nodes.length);
   placement.forEach((copies, s) =>
     copies.forEach((id) => {
       const i = index.get(id)!;
-      if (rates[s]! > (replicationFactor * nodes[i]!.weight) / weight) holdsHot[i] = 1;
+      if (rates[s]! > share[i]!) holdsHot[i] = 1;
     }),
   );
   return rel.reduce((m, r, i) => (holdsHot[i] ? m : Math.max(m, r)), 0);
@@ -165,8 +174,7 @@ function placementLoad(): Table {
       greedyMoves.push(balanced.moves);
       greedyCold.push(maxWithoutHotShards(c.nodes, balanced.placement, rates, c.replicationFactor));
       // No placement does better than the hottest shard alone on the node of the largest share.
-      const largestShare = Math.max(...c.nodes.map((n) => n.weight)) / c.nodes.reduce((sum, n) => sum + n.weight, 0);
-      hottestShard.push(Math.max(...rates) / (c.replicationFactor * largestShare));
+      hottestShard.push(Math.max(...rates) / Math.max(...sharesOf(c.nodes, c.replicationFactor)));
     }
     const f = (x: number) => x.toFixed(3);
     rows.push([
