@@ -5,11 +5,12 @@
  * a long tail), and every copy of a shard ingests all of its records. For each input, the
  * copy-count placement (`balanced`, from no copies) and a greedy load balancer in the style of
  * Cruise Control's (starting from that map, it moves the copy that most lowers the hottest node's
- * load that can be lowered, within the isolation rule, until none can) are measured side by side: the hottest
- * node's load over its capacity-weighted share of the total, and the copies the greedy moved.
+ * load that can be lowered, within the isolation rule, until none can) and the load-aware mode of
+ * the balanced strategy (from that map too) are measured side by side: the hottest node's load over
+ * its capacity-weighted share of the total, and the copies each moved.
  */
 import { SeededRandom } from '../src/sim/random.js';
-import { BalancedPlacementStrategy, type Placement, type PlacementInput, type PlacementNode } from '../src/entries/core.js';
+import { BalancedPlacementStrategy, LoadAwarePlacementStrategy, type Placement, type PlacementInput, type PlacementNode } from '../src/entries/core.js';
 import { nodeId, type NodeId } from '../src/core/ids.js';
 import { register, type Table } from './harness.js';
 
@@ -145,6 +146,26 @@ function maxWithoutHotShards(nodes: readonly PlacementNode[], placement: Placeme
   return rel.reduce((m, r, i) => (holdsHot[i] ? m : Math.max(m, r)), 0);
 }
 
+/**
+ * The hottest node among those holding none of `hot` (the shards the load-aware mode placed alone),
+ * over the capacity-weighted mean of those nodes: the band the load-aware mode is asked to hold.
+ */
+function maxOverColdMean(nodes: readonly PlacementNode[], placement: Placement, rates: Float64Array, hot: ReadonlySet<number>): number {
+  const index = indexOf(nodes);
+  const load = new Float64Array(nodes.length);
+  const holdsHot = new Uint8Array(nodes.length);
+  placement.forEach((copies, s) =>
+    copies.forEach((id) => {
+      const i = index.get(id)!;
+      load[i]! += rates[s]!;
+      if (hot.has(s)) holdsHot[i] = 1;
+    }),
+  );
+  const cold = nodes.map((_, i) => i).filter((i) => !holdsHot[i]);
+  const perWeight = cold.reduce((sum, i) => sum + load[i]!, 0) / cold.reduce((sum, i) => sum + nodes[i]!.weight, 0);
+  return cold.reduce((m, i) => Math.max(m, load[i]! / (perWeight * nodes[i]!.weight)), 0);
+}
+
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const maxOf = (xs: Float64Array): number => xs.reduce((m, x) => Math.max(m, x), 0);
 
@@ -157,6 +178,11 @@ function placementLoad(): Table {
     const copyCountCold: number[] = [];
     const greedyCold: number[] = [];
     const hottestShard: number[] = [];
+    const loadAware: number[] = [];
+    const loadAwareCold: number[] = [];
+    const loadAwareMoves: number[] = [];
+    const loadAwareMs: number[] = [];
+    const hotShards: number[] = [];
     for (const seed of SEEDS) {
       const rates = zipfRates(c.shards, new SeededRandom(seed));
       const input: PlacementInput = {
@@ -173,6 +199,15 @@ function placementLoad(): Table {
       greedy.push(maxOf(relativeLoads(c.nodes, balanced.placement, rates, c.replicationFactor)));
       greedyMoves.push(balanced.moves);
       greedyCold.push(maxWithoutHotShards(c.nodes, balanced.placement, rates, c.replicationFactor));
+      const started = performance.now();
+      const decided = new LoadAwarePlacementStrategy().decide({ ...input, current: placed.value, loads: [...rates] });
+      loadAwareMs.push(performance.now() - started);
+      if (!decided.ok) throw new Error(decided.error.message);
+      const { placement, report } = decided.value;
+      loadAware.push(maxOf(relativeLoads(c.nodes, placement, rates, c.replicationFactor)));
+      loadAwareCold.push(maxOverColdMean(c.nodes, placement, rates, new Set(report.hotShards)));
+      loadAwareMoves.push(placement.reduce((n, copies, s) => n + copies.filter((id) => !placed.value[s]!.includes(id)).length, 0));
+      hotShards.push(report.hotShards.length);
       // No placement does better than the hottest shard alone on the node of the largest share.
       hottestShard.push(Math.max(...rates) / Math.max(...sharesOf(c.nodes, c.replicationFactor)));
     }
@@ -186,6 +221,12 @@ function placementLoad(): Table {
       f(Math.max(...greedy)),
       f(median(greedyCold)),
       median(greedyMoves),
+      f(median(loadAware)),
+      f(median(loadAwareCold)),
+      f(Math.max(...loadAwareCold)),
+      median(loadAwareMoves),
+      median(hotShards),
+      `${median(loadAwareMs).toFixed(1)} ms`,
       f(Math.max(1, median(hottestShard))),
     ]);
   }
@@ -200,6 +241,12 @@ function placementLoad(): Table {
       'max',
       'greedy, nodes without a hot shard: median',
       'greedy: copies moved, median',
+      'load-aware: max load / share, median',
+      'load-aware, nodes without a hot copy: max load / their mean, median',
+      'max',
+      'load-aware: copies moved, median',
+      'hot shards placed alone, median',
+      'load-aware: decision time, median',
       'lower bound (hottest shard), median',
     ],
     rows,
@@ -209,6 +256,7 @@ function placementLoad(): Table {
       'Greedy: from that map, the move of one copy off the hottest node that has one that lowers the hotter of the two nodes the most (racks kept distinct per shard), until no node above its share has one.',
       'Lower bound: the hottest shard alone on the node of the largest share; no placement is below it (nor below 1).',
       'Nodes without a hot shard: the hottest node among those holding no shard whose rate alone exceeds their share (what a target band can be asked of).',
+      "Load-aware: `LoadAwarePlacementStrategy` (band ±5 %) from the copy-count map, in this process (its first decision includes the JIT's warm-up). A hot shard's copies each go to a node of their own; the band is then asked of the other nodes around their own capacity-weighted mean.",
     ],
   };
 }

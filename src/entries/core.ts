@@ -46,9 +46,12 @@ export type { AssignmentSpec, ShardAssignmentStrategy } from '../core/assignment
 export { DefaultShardAssignmentStrategy } from '../core/assignment-strategy.js';
 export { OrdinalBlockShardAssignmentStrategy, ordinalOf, shardsForOrdinal } from '../core/ordinal-strategy.js';
 
-// Whole-map placement (the `balanced` strategy), its metrics and lower bounds, and scenarios
+// Whole-map placement (the `balanced` strategy and its `load-aware` mode), its metrics and lower bounds, and scenarios
 export type { Placement, PlacementError, PlacementInput, PlacementNode, PlacementStrategy } from '../core/placement/placement-types.js';
 export { BalancedPlacementStrategy, checkIsolationFeasible } from '../core/placement/balanced-strategy.js';
+export type { LoadAwareDecision, LoadAwareInput } from '../core/placement/load-aware-strategy.js';
+export { DEFAULT_LOAD_BAND, LoadAwarePlacementStrategy } from '../core/placement/load-aware-strategy.js';
+export type { LoadBalanceReport } from '../core/placement/load-balance.js';
 export type { PlacementMetrics } from '../core/placement/placement-metrics.js';
 export { copiesPerShard, movesLowerBound, placementMetrics, spreadLowerBound, spreadOf } from '../core/placement/placement-metrics.js';
 export type { PlacementScenario, ScenarioOperation } from '../core/placement/scenario.js';

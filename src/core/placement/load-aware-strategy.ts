@@ -1,0 +1,139 @@
+// The `load-aware` mode of the balanced strategy (docs/PLACEMENT.md, "The `load-aware` mode"): the
+// hard rules exactly as `balanced` meets them, then every present node's measured load within a
+// band around its weighted share, moving as few copies as the search finds.
+//
+// The copy-count strategy decides which copies must exist (every copy the groups allow, isolation,
+// absent and held shards); its moves made only to even out copy counts are taken back, since here
+// load, not the number of copies, is what is evened out. Then load-balance.ts moves copies while
+// a move lowers the load outside the band.
+import { err, ok, type Result } from '../result.js';
+import { runWhole, type Steps } from '../steps.js';
+import { BalancedPlacementStrategy } from './balanced-strategy.js';
+import { balanceLoads, type LoadBalanceReport } from './load-balance.js';
+import type { Placement, PlacementError, PlacementInput, PlacementNode, PlacementStrategy } from './placement-types.js';
+
+/** The default band: every node's load within ±5 % of its weighted share. */
+export const DEFAULT_LOAD_BAND = 0.05;
+
+/** A placement input with each shard's measured load. */
+export interface LoadAwareInput extends PlacementInput {
+  /**
+   * Per shard: the load one copy carries (records/s, bytes/s or any additive weight), finite and
+   * at least 0; `undefined` when not measured (stale or missing reports): such a shard counts as
+   * the mean of the measured ones, or 1 when none is measured, so unknown load falls back to
+   * counting copies, never to zero.
+   */
+  readonly loads: readonly (number | undefined)[];
+}
+
+export interface LoadAwareDecision {
+  readonly placement: Placement;
+  readonly report: LoadBalanceReport;
+}
+
+export class LoadAwarePlacementStrategy implements PlacementStrategy {
+  readonly name = 'load-aware';
+  private readonly copyCount = new BalancedPlacementStrategy();
+
+  /** `band`: the half-width of every node's band as a fraction of its share (0 < band < 1). */
+  constructor(readonly band: number = DEFAULT_LOAD_BAND) {
+    if (!(band > 0 && band < 1)) throw new RangeError(`the load band must be above 0 and below 1 (0.05 is ±5 %), got ${band}`);
+  }
+
+  /** Without loads every shard counts alike: the copy-count map, its moves to even out counts kept back. */
+  place(input: PlacementInput): Result<Placement, PlacementError> {
+    const decided = this.decide({ ...input, loads: (input as Partial<LoadAwareInput>).loads ?? [] });
+    return decided.ok ? ok(decided.value.placement) : decided;
+  }
+
+  *placeInSteps(input: PlacementInput): Steps<Result<Placement, PlacementError>> {
+    const decided = yield* this.decideInSteps({ ...input, loads: (input as Partial<LoadAwareInput>).loads ?? [] });
+    return decided.ok ? ok(decided.value.placement) : decided;
+  }
+
+  /** The map and what the balancing did (the load outside the band before and after, moves). */
+  decide(input: LoadAwareInput): Result<LoadAwareDecision, PlacementError> {
+    return runWhole(this.decideInSteps(input));
+  }
+
+  *decideInSteps(input: LoadAwareInput): Steps<Result<LoadAwareDecision, PlacementError>> {
+    const loads = loadsOf(input);
+    if (!loads.ok) return loads;
+    const base = yield* this.copyCount.placeInSteps(input);
+    if (!base.ok) return base;
+    yield;
+    const nodes = [...input.nodes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const index = new Map(nodes.map((n, i) => [n.id as string, i]));
+    const groupIndex = new Map<string, number>();
+    const groups = nodes.map((n) => groupIndex.get(n.group) ?? (groupIndex.set(n.group, groupIndex.size), groupIndex.size - 1));
+    const current = input.current.map((copies) => copies.flatMap((id) => (index.has(id) ? [index.get(id)!] : [])));
+    const held = Array.from({ length: input.numShards }, (_, s) => input.held?.has(s) ?? false);
+    const start = base.value.map((copies, s) =>
+      takeBackCountMoves(
+        copies.map((id) => index.get(id)!),
+        current[s]!,
+        nodes,
+        groups,
+        held[s]!,
+      ),
+    );
+    const report = yield* balanceLoads({
+      weights: nodes.map((n) => n.weight),
+      groups,
+      absent: nodes.map((n) => n.absent === true),
+      loads: loads.value,
+      current,
+      start,
+      held,
+      band: this.band,
+    });
+    const placement = start.map((copies) => copies.map((i) => nodes[i]!.id).sort());
+    return ok({ placement, report });
+  }
+}
+
+/**
+ * The copy-count map of one shard with each copy it moved only to even out counts put back: a copy
+ * it dropped from a present node for a new one comes back in place of the new one when isolation
+ * allows (a copy dropped because its group already had one, or because the shard needs fewer, stays
+ * dropped: there is no new copy to pair it with, or the group check refuses it).
+ */
+function takeBackCountMoves(target: number[], current: readonly number[], nodes: readonly PlacementNode[], groups: readonly number[], held: boolean): number[] {
+  if (held) return target;
+  const copies = [...target];
+  const added = copies.filter((i) => !current.includes(i));
+  const dropped = current.filter((i) => !copies.includes(i) && nodes[i]!.absent !== true);
+  for (const back of dropped) {
+    // A new copy in the dropped one's group first, then any new copy whose group swap keeps isolation.
+    const candidates = [...added.filter((i) => groups[i] === groups[back]), ...added.filter((i) => groups[i] !== groups[back])];
+    const replace = candidates.find((i) => !copies.some((k) => k !== i && groups[k] === groups[back]));
+    if (replace === undefined) continue;
+    copies[copies.indexOf(replace)] = back;
+    added.splice(added.indexOf(replace), 1);
+  }
+  return copies;
+}
+
+/** Each shard's load as the balancer counts it, or why the loads are refused. */
+function loadsOf(input: LoadAwareInput): Result<number[], PlacementError> {
+  const { loads, numShards } = input;
+  if (loads.length !== 0 && loads.length !== numShards) {
+    return err({ type: 'InvalidPlacementInput', message: `loads has ${loads.length} shards, numShards is ${numShards}` });
+  }
+  let sum = 0;
+  let measured = 0;
+  for (let s = 0; s < loads.length; s++) {
+    const l = loads[s];
+    if (l === undefined) continue;
+    if (typeof l !== 'number' || !Number.isFinite(l) || l < 0) {
+      return err({
+        type: 'InvalidPlacementInput',
+        message: `shard ${s} has load ${l}; a load must be a finite number of at least 0 (undefined when not measured)`,
+      });
+    }
+    sum += l;
+    measured += 1;
+  }
+  const fallback = measured === 0 ? 1 : sum / measured;
+  return ok(Array.from({ length: numShards }, (_, s) => loads[s] ?? fallback));
+}
