@@ -52,9 +52,12 @@ export type {
   IngestionSourceConfig,
   IngestionSourceConfigInput,
   InvalidDatasetConfig,
+  LoadBalanceConfig,
+  LoadBalanceConfigInput,
+  LoadMeasure,
   PlacementStrategyName,
 } from './core/dataset-config.js';
-export { DEFAULT_REPLACEMENT_DELAY_MS, datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
+export { DEFAULT_LOAD_BALANCE, DEFAULT_REPLACEMENT_DELAY_MS, datasetConfigDifferences, validateDatasetConfig } from './core/dataset-config.js';
 
 // Shard arithmetic and hashing
 export { ingestionShard, isValidShardCount, log2Shards, MAX_SHARDS, partitionHashMask, queryShards, shardHashMask } from './core/spread.js';
@@ -69,8 +72,14 @@ export { parseShardMapSnapshot, SHARD_MAP_FORMAT } from './core/shard-map-snapsh
 // What requests answer, what subscribers receive, and what a node runs
 export type {
   DatasetDescription,
+  LoadMove,
+  LoadRefusal,
+  LoadReport,
+  LoadVerdict,
   MapStamp,
   Member,
+  NodeLoad,
+  PlacementExplanation,
   Reply,
   RunningShard,
   ShardsWithoutCopies,
@@ -111,6 +120,7 @@ export type { NodeState, RestartTrouble } from './actors/node-process.js';
 export { ShardherdNode } from './actors/node-process.js';
 export { RequestTimeoutError } from './actors/node-hub.js';
 export type { EmbeddedClusterOptions, EmbeddedNodeSpec, Request } from './embedded/embedded-cluster.js';
+export type { LoadWeightHook } from './actors/load-meter.js';
 export { ClusterWaitTimeoutError, EmbeddedCluster } from './embedded/embedded-cluster.js';
 export type { ShardMapListener } from './client/shard-event-subscriber.js';
 export { ShardEventSubscriber } from './client/shard-event-subscriber.js';

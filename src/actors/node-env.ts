@@ -10,6 +10,7 @@ import type { RuntimeSettings } from './settings.js';
 import type { CheckpointLoader } from './checkpoint-loader.js';
 import type { Problems } from './problems.js';
 import type { Telemetry } from './telemetry.js';
+import type { LoadMeter } from './load-meter.js';
 import type { Topics } from '../protocol/wire.js';
 import type { NodeDetector } from '../cluster/failure-detector/node-detector.js';
 import { limitedLog } from './log-limiter.js';
@@ -36,6 +37,8 @@ export interface NodeEnv {
   readonly log: Logger;
   /** Counters for the node's metrics (`NO_TELEMETRY` where nobody reads them). */
   readonly telemetry: Telemetry;
+  /** Each copy's ingested records and bytes and sink time per report window, for datasets placed by load. Absent: none reported. */
+  readonly loadMeter?: LoadMeter;
   /** Failures no retry fixes, for the node's /status (each logged once). */
   readonly problems: Problems;
   /** Reads the shards' checkpoints from `metaStore`, many per request. */

@@ -41,6 +41,7 @@ import type { DroppedFrames } from '../cluster/failure-detector/dropped.js';
 import type { TransportOwner } from '../cluster/failure-detector/memory-transport.js';
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 import { pollTurnsFor } from './poll-turns.js';
+import { LoadMeter, type LoadWeightHook } from './load-meter.js';
 import { slicePauseFor } from '../cluster/event-loop-slice.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
@@ -58,6 +59,8 @@ export interface ClusterServices {
   readonly systemPrefix: string;
   /** The failure detector's transport and clock, for `failureDetector.mode: 'heartbeat'` (docs/ARCHITECTURE.md §11). */
   readonly detector?: DetectorServices;
+  /** A node's own load figure per copy (CPU, series...), for datasets placed by load with `measure: "weight"`. */
+  readonly loadWeight?: LoadWeightHook;
 }
 
 /** What a node's failure detector runs on. */
@@ -344,6 +347,7 @@ export class ShardherdNode {
       settings: s.settings,
       log,
       telemetry,
+      loadMeter: new LoadMeter(clock.now(), s.loadWeight),
       problems: this.problems,
       checkpoints: new CheckpointLoader(metaStore),
       leaseWaits,

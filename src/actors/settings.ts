@@ -55,6 +55,11 @@ export const runtimeFields = {
     .default(100_000),
   /** Most records read per poll (one sink call). */
   batchSize: z.number().int().min(1).max(100_000).default(2_000),
+  /**
+   * How often a node reports its copies' measured load (records, bytes and sink time per second) to
+   * the singleton, for datasets placed by load: one record per dataset per window, never per copy.
+   */
+  loadReportIntervalMs: ms().min(1000).default(10_000),
   /** Recovery progress is reported when it has grown by this many percent (coalescing). */
   progressStepPct: z.number().int().min(1).max(100).default(10),
   /** First and largest delay between retries of a failed MetaStore write. */

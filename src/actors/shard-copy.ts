@@ -102,6 +102,8 @@ export class ShardCopy implements IngestionProbe, Due {
   private emptyReads = 0;
   /** A batch the sink refused as fenced: tried again as it is (not read again) until accepted or the shard stops. */
   private pending: readonly SourceRecord[] | undefined;
+  /** Bytes of the records read and not yet taken by the sink, for the load meter. */
+  private bytesUncounted = 0;
   /** Refusals of `pending` in a row, for the backoff. */
   private refusedInARow = 0;
   /** The token of the last batch the sink accepted: checkpoints are written with it. */
@@ -185,6 +187,7 @@ export class ShardCopy implements IngestionProbe, Due {
   /** What a stopped copy lets go of. */
   private release(): void {
     this.env.telemetry.untrackIngestion(this); // nothing if it was not tracked yet
+    this.env.loadMeter?.close(this.config.ref, this.shard, this);
     this.refusalsOfCopy?.endAll('the shard stopped');
     if (this.reader) this.offerCheckpoint();
     this.writer?.close();
@@ -466,6 +469,7 @@ export class ShardCopy implements IngestionProbe, Due {
     this.catchUpTo = plan.catchUpTo;
     this.offset = this.start;
     env.telemetry.trackIngestion(this);
+    env.loadMeter?.open(config.ref, shard, this);
     // Not Available before it holds what the serving copies held when it started (M3DB's bootstrap).
     this.recovering = this.offset < this.catchUpTo;
     if (this.recovering) this.report(ShardEvents.recoveryInProgress(config.ref, shard, env.node, 0), Status.recovery(0));
@@ -494,8 +498,13 @@ export class ShardCopy implements IngestionProbe, Due {
     }
     this.heldBack = false;
     const reader = this.reader!;
+    // Bytes as fetched, of the records read now (a batch the sink refused is counted once, when read).
+    const fresh = this.pending === undefined;
+    const bytesBefore = fresh ? (reader.bytesRead?.() ?? 0) : 0;
     const records = this.pending ?? (await reader.read(this.offset, env.settings.batchSize));
+    if (fresh) this.bytesUncounted += (reader.bytesRead?.() ?? 0) - bytesBefore;
     if (records.length > 0) {
+      const sinkStart = env.clock.now();
       // The token of the moment of the call: a batch read under an older assignment goes with
       // the newer token once this node holds it (its records are still the copy's next ones).
       const token = this.host.tokenOf(this);
@@ -523,6 +532,8 @@ export class ShardCopy implements IngestionProbe, Due {
       this.pending = undefined;
       this.refusedInARow = 0;
       env.telemetry.ingested(config.ref, shard, records.length);
+      env.loadMeter?.ingested(config.ref, shard, records.length, this.bytesUncounted, env.clock.now() - sinkStart);
+      this.bytesUncounted = 0;
       // Stopped during the call: its last checkpoint went with the stop (what this batch adds is replayed by the next owner).
       if (this.stopped) return;
       const last = records[records.length - 1]!.offset;

@@ -46,8 +46,54 @@ export interface DatasetConfig {
    * (a restart takes 10–30 s; Elasticsearch waits 1 minute too), always 0 for `filodb-default`.
    */
   readonly replacementDelayMs: number;
+  /**
+   * `balanced` only: place by measured load, not by copy counts (docs/PLACEMENT.md, "The
+   * `load-aware` mode"). Absent: copy counts (the default).
+   */
+  readonly loadBalance?: LoadBalanceConfig;
   readonly source: IngestionSourceConfig;
 }
+
+/** What each node's copies report, per second over a window, that load-aware placement evens out. */
+export type LoadMeasure = 'records' | 'bytes' | 'sink-time' | 'weight';
+export const LOAD_MEASURES: readonly LoadMeasure[] = ['records', 'bytes', 'sink-time', 'weight'];
+
+/** How a `balanced` dataset evens out measured load (see `DatasetConfig.loadBalance`). */
+export interface LoadBalanceConfig {
+  /**
+   * `records` (the default) or `bytes` ingested per second, `sink-time` (ms its sink spends per
+   * second), or `weight` (a node's own hook's figure per copy, such as CPU or series).
+   */
+  readonly measure: LoadMeasure;
+  /** Every node's load within this fraction of its weighted share: the target (default 0.05, ±5 %). */
+  readonly band: number;
+  /**
+   * Load alone moves copies only when a node is outside this wider band (default 0.10, ±10 %), so a
+   * load wavering at the target's edge moves nothing: the moves then bring nodes within `band`.
+   */
+  readonly triggerBand: number;
+  /** ...and has been for this long (ms, default 180 000: TiKV waits 3 minutes before a hot move). */
+  readonly sustainMs: number;
+  /** Copies moved for load alone per rolling hour, at most (default 64; joins, drains and lost copies are not counted). */
+  readonly maxMovesPerHour: number;
+  /** A shard moved for load is not moved for load again for this long (ms, default 600 000). */
+  readonly shardCooldownMs: number;
+  /** A copy's report counts for this long (ms, default 60 000); a shard without a fresh report counts as the mean of the others. */
+  readonly staleMs: number;
+}
+
+/** What `loadBalance` may leave out. */
+export type LoadBalanceConfigInput = Partial<LoadBalanceConfig>;
+
+export const DEFAULT_LOAD_BALANCE: LoadBalanceConfig = {
+  measure: 'records',
+  band: 0.05,
+  triggerBand: 0.1,
+  sustainMs: 180_000,
+  maxMovesPerHour: 64,
+  shardCooldownMs: 600_000,
+  staleMs: 60_000,
+};
 
 /** Where a copy without a checkpoint of its own starts (see `DatasetConfig.copyStartFrom`). */
 export type CopyStartFrom = 'earliest' | 'serving-copies';
@@ -73,6 +119,8 @@ export interface DatasetConfigInput {
   readonly copyStartFrom?: CopyStartFrom;
   /** Default 60 000 with `balanced`, 0 (and only 0) with `filodb-default`. */
   readonly replacementDelayMs?: number;
+  /** Default: absent (copy counts). `{}` takes every default of `DEFAULT_LOAD_BALANCE`. */
+  readonly loadBalance?: LoadBalanceConfigInput;
   readonly source: IngestionSourceConfigInput;
 }
 
@@ -119,6 +167,37 @@ const sourceSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
+const ms = (max: number, what: string) =>
+  z
+    .number({ error: 'must be a number of milliseconds' })
+    .int('must be an integer (ms)')
+    .min(0, 'must not be negative')
+    .max(max, `must be at most ${max} (${what})`);
+const HOUR = 60 * 60 * 1000;
+
+const loadBalanceSchema = z
+  .strictObject({
+    measure: z
+      .enum(['records', 'bytes', 'sink-time', 'weight'], { error: 'must be "records", "bytes", "sink-time" or "weight"' })
+      .default(DEFAULT_LOAD_BALANCE.measure),
+    band: z.number({ error: 'must be a fraction such as 0.05 (±5 %)' }).gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_LOAD_BALANCE.band),
+    triggerBand: z.number({ error: 'must be a fraction such as 0.1 (±10 %)' }).gt(0, 'must be above 0').lt(1, 'must be below 1').optional(),
+    sustainMs: ms(24 * HOUR, 'a day').default(DEFAULT_LOAD_BALANCE.sustainMs),
+    maxMovesPerHour: z
+      .number()
+      .int('must be an integer')
+      .min(0, 'must not be negative')
+      .max(MAX_SHARDS * MAX_REPLICATION_FACTOR)
+      .default(DEFAULT_LOAD_BALANCE.maxMovesPerHour),
+    shardCooldownMs: ms(24 * HOUR, 'a day').default(DEFAULT_LOAD_BALANCE.shardCooldownMs),
+    staleMs: ms(HOUR, 'an hour').min(1000, 'must be at least 1000 (a report window)').default(DEFAULT_LOAD_BALANCE.staleMs),
+  })
+  .transform((c) => ({ ...c, triggerBand: c.triggerBand ?? Math.max(c.band, DEFAULT_LOAD_BALANCE.triggerBand) }))
+  .refine((c) => c.triggerBand >= c.band, {
+    path: ['triggerBand'],
+    message: 'must be at least band: moves start outside the trigger band and end within the band',
+  });
+
 const configSchema = z
   .strictObject({
     ref: z.string().refine((s) => parseDatasetRef(s).ok, 'must be a letter, then up to 63 letters, digits, "_" or "-"'),
@@ -145,6 +224,7 @@ const configSchema = z
       .min(0, 'must not be negative')
       .max(MAX_REPLACEMENT_DELAY_MS, `must be at most ${MAX_REPLACEMENT_DELAY_MS} (a day)`)
       .optional(),
+    loadBalance: loadBalanceSchema.optional(),
     source: sourceSchema,
   })
   .superRefine((c, ctx) => {
@@ -168,6 +248,9 @@ const configSchema = z
         path: ['replacementDelayMs'],
         message: `above 0 needs "strategy": "balanced" (FiloDB's strategy re-places a lost node's shards at once)`,
       });
+    }
+    if (c.loadBalance !== undefined && c.strategy !== 'balanced') {
+      ctx.addIssue({ code: 'custom', path: ['loadBalance'], message: `needs "strategy": "balanced" (FiloDB's strategy never moves a placed shard)` });
     }
   });
 
@@ -202,6 +285,7 @@ export function validateDatasetConfig(input: unknown): Result<DatasetConfig, Inv
     maxConcurrentMoves: c.maxConcurrentMoves,
     copyStartFrom: c.copyStartFrom,
     replacementDelayMs: c.replacementDelayMs ?? (c.strategy === 'balanced' ? DEFAULT_REPLACEMENT_DELAY_MS : 0),
+    ...(c.loadBalance === undefined ? {} : { loadBalance: c.loadBalance }),
     source: c.source,
   });
 }
@@ -218,6 +302,7 @@ export function datasetConfigDifferences(a: DatasetConfig, b: DatasetConfig): st
     'maxConcurrentMoves',
     'copyStartFrom',
     'replacementDelayMs',
+    'loadBalance',
     'source',
   ] as const;
   return fields.filter((f) => JSON.stringify(canonical(a[f])) !== JSON.stringify(canonical(b[f])));

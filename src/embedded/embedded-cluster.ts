@@ -2,6 +2,7 @@
 // and core as a real deployment, with a memory bus and membership, a memory or file MetaStore and a
 // synthetic source. It serves the demo, the simulator and users who want one machine.
 import { createRequire } from 'node:module';
+import type { LoadWeightHook } from '../actors/load-meter.js';
 import type { Logger } from 'pino';
 import { RealClock, type Clock } from '../cluster/clock.js';
 import { MemoryBus, type MemoryBusOptions } from '../cluster/memory-bus.js';
@@ -78,6 +79,11 @@ export interface EmbeddedClusterOptions {
    * random choice of helpers (seeded in the simulator).
    */
   readonly detector?: MemoryDetectorNetworkOptions & Pick<DetectorServices, 'pick' | 'clockOf' | 'observe'>;
+  /**
+   * Each node's own load figure per copy (CPU, series count...), for datasets placed by load with
+   * `loadBalance.measure: "weight"` (docs/PLACEMENT.md, "Load reports").
+   */
+  readonly loadWeight?: LoadWeightHook;
 }
 
 /** An embedded node with its rack (isolation group for replicas) and weight. */
@@ -136,6 +142,7 @@ export class EmbeddedCluster {
       settings,
       log: this.log,
       systemPrefix: options.name ?? 'embedded',
+      ...(options.loadWeight ? { loadWeight: options.loadWeight } : {}),
       // The cluster's clock: the one the embedded nodes, the membership and the simulator share.
       detector: {
         transport: (owner, dropped) => this.detectorNetwork.transport(owner, dropped),

@@ -150,6 +150,51 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     },
   );
 
+  app.get<{ Params: { dataset: string } }>(
+    '/api/v1/datasets/:dataset/placement',
+    {
+      config: DATASET_PATH,
+      schema: {
+        params: DatasetParams,
+        querystring: NoQuery,
+        tags: ['datasets'],
+        summary: "A load-aware dataset's load per node, its bands, and the moves a load round would make now, with why (a dry run)",
+        response: answers('shardherd', { 200: { schema: 'PlacementExplanation', description: 'The load view and the dry run' } }, [
+          400,
+          404,
+          409,
+          ...READ_ERRORS,
+        ]),
+      },
+    },
+    async (req) => {
+      const dataset = parseDatasetParam(req.params.dataset);
+      const reply = await ask((replyTo) => ({ type: 'ExplainPlacement', dataset, replyTo }));
+      return loadAnswer(reply, 'PlacementExplanation').explanation;
+    },
+  );
+
+  app.put<{ Params: { dataset: string }; Body: { paused: boolean } }>(
+    '/api/v1/datasets/:dataset/load-balancing',
+    {
+      config: { mutates: true, ...DATASET_PATH },
+      schema: {
+        params: DatasetParams,
+        querystring: NoQuery,
+        body: schemaRef('LoadBalancingBody'),
+        tags: ['datasets'],
+        summary: "Pause or resume a load-aware dataset's moves for load (joins, drains and lost copies still move)",
+        response: answers('shardherd', { 200: { schema: 'LoadBalancing', description: 'Applied' } }, [...MUTATION_ERRORS, 404, 409]),
+      },
+    },
+    async (req) => {
+      const dataset = parseDatasetParam(req.params.dataset);
+      const reply = await singleton.change(idempotencyKeyOf(req), (replyTo) => ({ type: 'SetLoadBalancing', dataset, paused: req.body.paused, replyTo }));
+      const { type: _, ...body } = loadAnswer(reply, 'LoadBalancingSet');
+      return body;
+    },
+  );
+
   app.get(
     '/api/v1/members',
     {
@@ -248,6 +293,13 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     (n, b, replyTo) => ({ type: 'ReplaceNode', old: n, new: b.with ?? '', replyTo }),
     schemaRef('ReplaceNodeBody'),
   );
+}
+
+/** The singleton's answer to a load-aware dataset's request, or the error it means. */
+function loadAnswer<T extends 'PlacementExplanation' | 'LoadBalancingSet'>(reply: Reply, type: T): Extract<Reply, { type: T }> {
+  if (reply.type === 'DatasetUnknown') throw new ApiError(404, 'DatasetUnknown', `Dataset ${reply.dataset} is not registered`);
+  if (reply.type === 'NotLoadAware') throw new ApiError(409, 'NotLoadAware', reply.message);
+  return expectReply(reply, type);
 }
 
 /** `createTopic=true`: the dataset's Kafka topic is created (or found right) before the singleton checks it. */

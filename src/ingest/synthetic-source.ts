@@ -12,6 +12,11 @@ export interface SyntheticSourceOptions {
   readonly failAt?: (dataset: string, shard: number, offset: number) => string | undefined;
   /** Keep only the newest this many records per shard (older ones expire); all of them if unset. */
   readonly retentionRecords?: number;
+  /**
+   * Each shard's rate as a multiple of its dataset's `recordsPerSecond` (default 1 for every shard),
+   * fixed when the shard is opened: skewed loads for demos, tests and benchmarks of load-aware placement.
+   */
+  readonly shardRates?: (dataset: string, shard: number) => number;
 }
 
 /** The value of every synthetic record: enough for a sink to count records end to end. */
@@ -37,6 +42,7 @@ export class SyntheticSource implements IngestionSource {
   readonly failAt: SyntheticSourceOptions['failAt'];
   /** @internal */
   readonly retentionRecords: number | undefined;
+  private readonly shardRates: SyntheticSourceOptions['shardRates'];
 
   constructor(
     /** @internal */
@@ -50,6 +56,7 @@ export class SyntheticSource implements IngestionSource {
     this.start = clock.now();
     this.failAt = options.failAt;
     this.retentionRecords = retentionRecords;
+    this.shardRates = options.shardRates;
   }
 
   /**
@@ -63,7 +70,10 @@ export class SyntheticSource implements IngestionSource {
   async open(dataset: DatasetConfig, shard: ShardNum): Promise<ShardReader> {
     const source = syntheticSourceOf(dataset);
     if (!isShardInRange(shard, dataset.numShards)) throw new ShardOutOfRangeError(shard, dataset.numShards, dataset.ref);
-    return new SyntheticShardReader(this, source.recordsPerSecond, dataset.ref, shard);
+    const multiple = this.shardRates?.(dataset.ref, shard) ?? 1;
+    if (!(Number.isFinite(multiple) && multiple > 0))
+      throw new RangeError(`shardRates gave ${multiple} for ${dataset.ref}/${shard}; a rate multiple must be finite and above 0`);
+    return new SyntheticShardReader(this, source.recordsPerSecond * multiple, dataset.ref, shard);
   }
 }
 

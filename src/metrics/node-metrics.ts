@@ -72,6 +72,8 @@ export class NodeMetrics implements NodeTelemetry {
   private readonly recoveryDuration: Histogram;
   private readonly reassignments: Counter<'dataset'>;
   private readonly cooldownRefusals: Counter<'dataset'>;
+  private readonly loadRounds: Counter<'dataset'>;
+  private readonly loadRefusals: Counter<'dataset'>;
   private readonly busErrors: Counter<'operation'>;
   private readonly malformed: Counter<'topic'>;
   private readonly metaStoreErrors: Counter<'operation'>;
@@ -116,6 +118,18 @@ export class NodeMetrics implements NodeTelemetry {
       labelNames: ['dataset'],
       registers,
       collect: () => perDataset(this.reassignments),
+    });
+    this.loadRounds = new Counter({
+      name: 'shardherd_load_rounds_total',
+      help: "Load rounds that moved copies of a load-aware dataset (by this node's singleton; docs/PLACEMENT.md)",
+      labelNames: ['dataset'],
+      registers,
+    });
+    this.loadRefusals = new Counter({
+      name: 'shardherd_load_report_refusals_total',
+      help: "Load reports with figures the singleton refused and never acted on (by this node's singleton)",
+      labelNames: ['dataset'],
+      registers,
     });
     this.cooldownRefusals = new Counter({
       name: 'shardherd_shard_cooldown_refusals_total',
@@ -221,6 +235,8 @@ export class NodeMetrics implements NodeTelemetry {
     const labels = { dataset: dataset ?? '' };
     if (name === 'shard.reassigned') this.reassignments.inc(labels, count);
     else if (name === 'shard.reassignment-skipped') this.cooldownRefusals.inc(labels, count);
+    else if (name === 'load.moves-planned') this.loadRounds.inc(labels, count);
+    else if (name === 'load.reports-refused') this.loadRefusals.inc(labels, count);
   }
 
   singletonRecovered(ms: number): void {

@@ -1,6 +1,7 @@
 // One node of a real deployment (docs/ARCHITECTURE.md §7): Kafka for membership, the bus and ingestion,
 // Cassandra for the MetaStore, the same ShardherdNode as embedded mode. `shardherd node` runs it;
 // an application that wants its own sink embeds it with `startNode`.
+import type { LoadWeightHook } from '../actors/load-meter.js';
 import type { Logger } from 'pino';
 import { explainUnreachableBrokers } from '../cluster/broker-reach.js';
 import { MonotonicClock, RealClock } from '../cluster/clock.js';
@@ -29,6 +30,11 @@ export interface StartNodeOptions {
   readonly log: Logger;
   /** What errors about the config name it by (its file); default `config`. */
   readonly configSource?: string;
+  /**
+   * The node's own load figure per copy (CPU, series count...), for datasets placed by load with
+   * `loadBalance.measure: "weight"` (docs/PLACEMENT.md, "Load reports").
+   */
+  readonly loadWeight?: LoadWeightHook;
 }
 
 export interface StartedNode {
@@ -117,6 +123,7 @@ export async function startNode(config: NodeConfig, options: StartNodeOptions): 
       settings: config.runtime,
       log,
       systemPrefix: `shardherd-${config.cluster}`,
+      ...(options.loadWeight ? { loadWeight: options.loadWeight } : {}),
       // Used in failureDetector.mode "heartbeat" only: leases are durations, measured on the
       // monotonic clock, as the Kafka membership measures its session.
       detector: {

@@ -12,7 +12,7 @@ import type { PackedEvents } from '../core/packed-events.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { ShardMapSnapshot } from '../core/shard-map-snapshot.js';
 import { shardStatusSchema } from '../core/shard-map-snapshot.js';
-import type { MapStamp, MemberIncarnation, Reply, RunningShard, ShardManagerInput, SubscriberMessage } from '../core/shard-manager/protocol.js';
+import type { LoadReport, MapStamp, MemberIncarnation, Reply, RunningShard, ShardManagerInput, SubscriberMessage } from '../core/shard-manager/protocol.js';
 import type { ShardEvent, ShardStatus } from '../core/status.js';
 
 /**
@@ -49,7 +49,7 @@ export const topicsFor = (prefix: string): Topics => ({
 /** Requests anyone may send to the singleton (admin commands, subscriptions, queries). */
 export type Request = Exclude<
   ShardManagerInput,
-  { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'NodeReports' | 'PublishDigest' | 'CheckCooldowns' }
+  { type: 'Recover' | 'MemberUp' | 'MemberDown' | 'MembershipView' | 'NodeReport' | 'NodeReports' | 'PublishDigest' | 'CheckCooldowns' | 'LoadReports' }
 >;
 
 /** The most events one report carries: a node starting thousands of shards sends several reports. */
@@ -70,6 +70,8 @@ export type InboxMessage =
       readonly seq: number;
       readonly events: readonly ShardEvent[];
     }
+  /** A node's load figures for its copies of one load-aware dataset (one window; never acknowledged). */
+  | { readonly format: 2; readonly kind: 'loads'; readonly report: LoadReport }
   | {
       readonly format: 2;
       readonly kind: 'cluster-state';
@@ -274,7 +276,27 @@ const requestS = z.discriminatedUnion('type', [
   z.object({ type: z.literal('AddNode'), node: z.string(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
   z.object({ type: z.literal('GetNodeOperations'), replyTo: replyToS }),
   z.object({ type: z.literal('DescribeCluster'), replyTo: replyToS, dataset: datasetRefS.optional() }),
+  z.object({ type: z.literal('ExplainPlacement'), dataset: datasetRefS, replyTo: replyToS }),
+  z.object({ type: z.literal('SetLoadBalancing'), dataset: datasetRefS, paused: z.boolean(), replyTo: replyToS, idempotencyKey: idempotencyKeyS }),
 ]);
+
+/** The most copies one load report carries: a dataset's shards. */
+const MAX_LOAD_FIGURES = 65_536;
+/** Figures as they travel: each is checked by the singleton, which counts what it refuses (a NaN arrives as null). */
+const figuresS = z.array(z.unknown()).max(MAX_LOAD_FIGURES);
+
+const loadReportS = z.object({
+  node: nodeIdS,
+  incarnation: incarnationS,
+  dataset: datasetRefS,
+  at: z.number(),
+  windowMs: z.number().int().min(1),
+  shards: z.array(z.number().int().min(0)).max(MAX_LOAD_FIGURES),
+  records: figuresS,
+  bytes: figuresS,
+  sinkMs: figuresS,
+  weights: figuresS.optional(),
+});
 
 export const stampsS = z
   .array(
@@ -290,6 +312,7 @@ export const stampsS = z
 const inboxS = z.discriminatedUnion('kind', [
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('request'), request: requestS }),
   z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('takeover'), epoch: z.number().int().min(0) }),
+  z.object({ format: z.literal(WIRE_FORMAT), kind: z.literal('loads'), report: loadReportS }),
   z.object({
     format: z.literal(WIRE_FORMAT),
     kind: z.literal('report'),

@@ -229,6 +229,21 @@ describe('every route answers as documented', () => {
     expect((await call('/api/v1/datasets/metrics', { method: 'DELETE', body: { confirm: true } })).status).toBe(400);
   });
 
+  it("a load-aware dataset's placement, and pausing its moves for load", async () => {
+    const hot = { ref: 'hot', numShards: 4, minNumNodes: 1, strategy: 'balanced', loadBalance: {}, source: synthetic };
+    expect((await call('/api/v1/datasets', { method: 'POST', body: hot })).status).toBe(201);
+    expect(json(await call('/api/v1/datasets/hot/placement'))).toMatchObject({ dataset: 'hot', measure: 'records', band: 0.05, paused: false });
+    expect(json(await call('/api/v1/datasets/hot/load-balancing', { method: 'PUT', body: { paused: true } }))).toEqual({ dataset: 'hot', paused: true });
+    expect(json(await call('/api/v1/datasets/hot/placement'))).toMatchObject({ paused: true, verdict: 'paused' });
+    expect((await call('/api/v1/datasets/hot/load-balancing', { method: 'PUT', body: { paused: 'yes' } })).status).toBe(400);
+    expect(json(await call('/api/v1/datasets/metrics/placement'))).toMatchObject({ error: 'NotLoadAware' });
+    expect((await call('/api/v1/datasets/metrics/load-balancing', { method: 'PUT', body: { paused: false } })).status).toBe(409);
+    expect((await call('/api/v1/datasets/nope/placement')).status).toBe(404);
+    expect((await call('/api/v1/datasets/nope/load-balancing', { method: 'PUT', body: { paused: false } })).status).toBe(404);
+    expect((await call('/api/v1/datasets/no%20pe/placement')).status).toBe(400);
+    expect((await call('/api/v1/datasets/hot', { method: 'DELETE' })).status).toBe(200);
+  });
+
   it('node operations', async () => {
     expect((await call('/api/v1/nodes/ghost/drain', { method: 'POST' })).status).toBe(404);
     expect((await call('/api/v1/nodes/n2/replace', { method: 'POST', body: { with: 5 } })).status).toBe(400);

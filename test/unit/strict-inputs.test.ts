@@ -24,6 +24,7 @@ const ROUTES = [
   { method: 'POST', path: '/api/v1/nodes/n2/drain', valid: undefined },
   { method: 'POST', path: '/api/v1/nodes/n2/undrain', valid: undefined },
   { method: 'POST', path: '/api/v1/nodes/n2/replace', valid: { with: 'n9' } },
+  { method: 'PUT', path: '/api/v1/datasets/metrics/load-balancing', valid: { paused: true } },
 ] as const;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

@@ -12,6 +12,7 @@ import { spawnNodeCoordinator, type CoordinatorMsg } from '../node-coordinator.j
 import type { NodeEnv } from '../node-env.js';
 import type { NodeHub } from '../node-hub.js';
 import { stepNow } from '../reducer.js';
+import { startLoadReports } from '../load-reporter.js';
 import { spawnReporter, type Reporter } from '../reporter.js';
 import type { ActorRef } from '../runtime.js';
 import type { GuardianEffect, GuardianInput, GuardianMsg } from './effects.js';
@@ -35,7 +36,7 @@ export class GuardianShell {
   readonly reporter: Reporter;
   readonly coordinator: ActorRef<CoordinatorMsg>;
   readonly maps: FollowedMaps;
-  readonly timers: { sync?: Cancel | undefined; watch?: Cancel | undefined } = {};
+  readonly timers: { sync?: Cancel | undefined; watch?: Cancel | undefined; loads?: Cancel | undefined } = {};
   /** This node's singleton, if it spawned one. */
   singleton: { readonly ref: ActorRef<ClusterMsg>; readonly epoch: Epoch } | undefined;
   /** Heartbeat mode: the lease as this node watches it. */
@@ -76,6 +77,7 @@ export class GuardianShell {
       timers: this.timers,
     });
     this.leaseWatch = env.detector ? new LeaseWatch(fd) : undefined;
+    this.timers.loads = startLoadReports(env, () => this.maps.configs, this.toInbox);
     outside?.outlook.attach(() => ({ maxEpoch: this.state.maxEpoch, maps: this.maps, singletonEpoch: this.state.singleton?.epoch }));
   }
 
@@ -99,6 +101,7 @@ export class GuardianShell {
   stopped(): void {
     this.timers.sync?.();
     this.timers.watch?.();
+    this.timers.loads?.();
   }
 }
 

@@ -6,7 +6,7 @@ import type { MembershipView } from '../../cluster/membership.js';
 import type { DatasetConfig } from '../../core/dataset-config.js';
 import type { Evidence } from '../../core/failure-detection/judge.js';
 import type { Epoch, NodeId, SubscriberId } from '../../core/ids.js';
-import type { AppliedRequest, MapStamp, Member, NodeOperations, NodeReportBody, ShardManagerInput } from '../../core/shard-manager/protocol.js';
+import type { AppliedRequest, LoadReport, MapStamp, Member, NodeOperations, NodeReportBody, ShardManagerInput } from '../../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../../core/shard-manager/step.js';
 import type { ShardMapSnapshot } from '../../core/shard-map-snapshot.js';
 import type { InboxMessage } from '../../protocol/wire.js';
@@ -64,6 +64,8 @@ export interface SingletonState {
    * together, their changes go out as one record per dataset instead of one per report.
    */
   readonly reports: readonly NodeReportBody[];
+  /** Load reports read from the inbox batch being handled, decided together at its end. */
+  readonly loadReports: readonly LoadReport[];
   /** A `Reports` message is on its way (sent, or waiting for `nextReportsAt`). */
   readonly reportsAsked: boolean;
   /** The next decision on reports waits until then (see `REPORT_DECISION_GAP`). */
@@ -112,6 +114,7 @@ export function initialSingletonState(config: SingletonConfig, core: ShardManage
     answers: new Map(),
     takeoverAt: 0,
     reports: [],
+    loadReports: [],
     reportsAsked: false,
     nextReportsAt: -Infinity,
     afterTakeoverRecord: false,

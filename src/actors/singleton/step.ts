@@ -372,7 +372,11 @@ function inboxBatch(w: Work, rest: readonly Frame[]): Next {
   }
   w.s.batch = [];
   w.out.push({ type: 'InboxDone' });
-  return rest;
+  // The load figures of the whole batch in one decision: a window's reports of every node arrive together.
+  const loads = w.s.loadReports;
+  if (loads.length === 0) return rest;
+  w.s.loadReports = [];
+  return decide(w, { type: 'LoadReports', reports: loads }, rest);
 }
 
 /** One inbox record; returns whether it paused the batch (a decision, a source's check). */
@@ -412,6 +416,10 @@ function onInbox(w: Work, record: BusRecord, then: readonly Frame[]): boolean {
       return onAnswer(w, m, then);
     case 'report':
       onReport(w, record, m);
+      return false;
+    case 'loads':
+      // Figures of a window: before recovery ends (or before this takeover) they are stale by the time they would count.
+      if (s.phase === 'active' && s.afterTakeoverRecord) s.loadReports = [...s.loadReports, m.report];
       return false;
     case 'request':
       if (m.request.type === 'SetupDataset' && !s.core.datasets.has(m.request.config.ref)) {

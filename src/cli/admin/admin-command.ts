@@ -12,7 +12,9 @@ export type AdminAction =
   | { readonly type: 'dataset-setup'; readonly file: string; readonly createTopic: boolean }
   | { readonly type: 'dataset-remove'; readonly dataset: string }
   | { readonly type: 'node-drain' | 'node-undrain'; readonly node: string }
-  | { readonly type: 'node-replace'; readonly node: string; readonly with: string };
+  | { readonly type: 'node-replace'; readonly node: string; readonly with: string }
+  | { readonly type: 'placement-explain'; readonly dataset: string }
+  | { readonly type: 'placement-pause' | 'placement-resume'; readonly dataset: string };
 
 /** Where to send the request and with what: flags first, then the environment and files (see run-admin.ts). */
 export interface AdminConnection {
@@ -41,7 +43,7 @@ function shardList(raw: string): number[] {
 }
 
 /** The commands that change the cluster, and so send a token: every admin command but the three reads. */
-const READS = new Set(['status', 'datasets', 'members']);
+const READS = new Set(['status', 'datasets', 'members', 'explain']);
 const needsToken = (c: Command): boolean => !READS.has(c.name());
 
 const TOKEN_HELP = `
@@ -123,4 +125,18 @@ export function addAdminCommands(program: Command, configure: (c: Command) => Co
     .argument('<node>')
     .requiredOption('--with <node>', 'the node that takes its copies')
     .action((n: string, flags: ConnectionFlags & { with: string }) => finish(flags, { type: 'node-replace', node: n, with: flags.with }));
+
+  const placement = configure(
+    new Command('placement').description('a load-aware dataset: its load per node, the moves a load round would make, pause and resume'),
+  );
+  program.addCommand(placement);
+  leaf(placement, 'explain', 'each node’s load against its band, and the moves a load round would make now with why (a dry run: nothing moves)')
+    .argument('<dataset>')
+    .action((name: string, flags: ConnectionFlags) => finish(flags, { type: 'placement-explain', dataset: name }));
+  leaf(placement, 'pause', 'stop moving copies for load (joins, drains and lost copies still move); kept through failovers')
+    .argument('<dataset>')
+    .action((name: string, flags: ConnectionFlags) => finish(flags, { type: 'placement-pause', dataset: name }));
+  leaf(placement, 'resume', 'move copies for load again')
+    .argument('<dataset>')
+    .action((name: string, flags: ConnectionFlags) => finish(flags, { type: 'placement-resume', dataset: name }));
 }

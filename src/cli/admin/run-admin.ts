@@ -8,6 +8,7 @@ import { count } from '../../core/plural.js';
 import { readTokenFile, TOKEN_ENV, tokenFile } from '../../http/access-token.js';
 import type { ClusterView, DatasetView, MemberView, ShardView } from '../../http/cluster-view.js';
 import { loadNodeConfig } from '../../node/node-config.js';
+import type { PlacementExplanation } from '../../core/shard-manager/protocol.js';
 import type { AdminAction, AdminCommand, AdminConnection } from './admin-command.js';
 import { table } from './table.js';
 
@@ -116,6 +117,11 @@ async function request(action: AdminAction, target: Target, io: AdminIo): Promis
       return call(target, 'POST', `/api/v1/nodes/${enc(action.node)}/undrain`, undefined, true);
     case 'node-replace':
       return call(target, 'POST', `/api/v1/nodes/${enc(action.node)}/replace`, { with: action.with }, true);
+    case 'placement-explain':
+      return call(target, 'GET', `/api/v1/datasets/${enc(action.dataset)}/placement`);
+    case 'placement-pause':
+    case 'placement-resume':
+      return call(target, 'PUT', `/api/v1/datasets/${enc(action.dataset)}/load-balancing`, { paused: action.type === 'placement-pause' }, true);
   }
 }
 
@@ -157,7 +163,7 @@ export async function runAdmin(command: AdminCommand, io: AdminIo): Promise<numb
 
 /** Whether the action changes the cluster, and so sends the token. */
 function changesCluster(action: AdminAction): boolean {
-  return action.type !== 'status' && action.type !== 'datasets' && action.type !== 'members';
+  return action.type !== 'status' && action.type !== 'datasets' && action.type !== 'members' && action.type !== 'placement-explain';
 }
 
 /** Per dataset, the shards whose status is Down or Error: what makes `status` exit 1. */
@@ -190,7 +196,48 @@ function render(action: AdminAction, body: unknown): string {
     case 'node-undrain':
     case 'node-replace':
       return `${(body as { message: string }).message}\n`;
+    case 'placement-explain':
+      return renderExplanation(body as PlacementExplanation);
+    case 'placement-pause':
+    case 'placement-resume':
+      return `moves for load of ${action.dataset} ${(body as { paused: boolean }).paused ? 'paused' : 'resumed'}\n`;
   }
+}
+
+/** A load-aware dataset's view: each node against its band, then the moves a round would make and why. */
+function renderExplanation(e: PlacementExplanation): string {
+  const f = (x: number) => (Number.isFinite(x) ? x.toPrecision(4) : '-');
+  const lines = [
+    `${e.dataset}: ${e.verdict} — ${e.message}`,
+    `measure ${e.measure}, band ±${e.band * 100} %, trigger ±${e.triggerBand * 100} %${e.paused ? ', PAUSED' : ''}; ${e.measured} of ${e.serving} served shards measured; ${e.movesLastHour} of ${e.maxMovesPerHour} moves this hour`,
+    '',
+    table(
+      ['NODE', 'WEIGHT', 'COPIES', 'LOAD', 'SHARE', 'LOAD/SHARE', 'BAND', 'HOT SHARD'],
+      e.nodes.map((n) => [
+        n.node,
+        String(n.weight),
+        String(n.copies),
+        f(n.load),
+        f(n.share),
+        n.share > 0 ? (n.load / n.share).toFixed(3) : '-',
+        `${f(n.lo)}..${f(n.hi)}`,
+        n.hotShard === undefined ? '' : String(n.hotShard),
+      ]),
+    ).replace(/\n$/, ''),
+  ];
+  const refused = Object.entries(e.refused);
+  if (refused.length > 0) lines.push('', `refused figures: ${refused.map(([why, n]) => `${n} ${why}`).join(', ')}`);
+  if (e.moves.length === 0) lines.push('', 'no move planned');
+  else {
+    lines.push('', `moves a load round would make (load outside the band ${f(e.outsideBefore)} -> ${f(e.outsideAfter)}):`);
+    lines.push(
+      table(
+        ['SHARD', 'FROM', 'TO', 'LOAD', 'WHY'],
+        e.moves.map((m) => [String(m.shard), m.from, m.to, f(m.load ?? Number.NaN), m.why]),
+      ).replace(/\n$/, ''),
+    );
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 function renderMembers(members: readonly MemberView[]): string {

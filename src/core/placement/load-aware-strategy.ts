@@ -6,6 +6,7 @@
 // absent and held shards); its moves made only to even out copy counts are taken back, since here
 // load, not the number of copies, is what is evened out. Then load-balance.ts moves copies while
 // a move lowers the load outside the band.
+import type { NodeId } from '../ids.js';
 import { err, ok, type Result } from '../result.js';
 import { runWhole, type Steps } from '../steps.js';
 import { BalancedPlacementStrategy } from './balanced-strategy.js';
@@ -24,11 +25,18 @@ export interface LoadAwareInput extends PlacementInput {
    * counting copies, never to zero.
    */
   readonly loads: readonly (number | undefined)[];
+  /**
+   * The most copies the balancing may move (the copy-count strategy's re-created copies are not
+   * counted: they replace lost ones). Default: no limit; 0: place lost copies only.
+   */
+  readonly maxMoves?: number;
 }
 
 export interface LoadAwareDecision {
   readonly placement: Placement;
   readonly report: LoadBalanceReport;
+  /** The nodes in the order of `report.nodes` (by id). */
+  readonly nodeOrder: readonly NodeId[];
 }
 
 export class LoadAwarePlacementStrategy implements PlacementStrategy {
@@ -86,9 +94,10 @@ export class LoadAwarePlacementStrategy implements PlacementStrategy {
       start,
       held,
       band: this.band,
+      ...(input.maxMoves === undefined ? {} : { maxMoves: input.maxMoves }),
     });
     const placement = start.map((copies) => copies.map((i) => nodes[i]!.id).sort());
-    return ok({ placement, report });
+    return ok({ placement, report, nodeOrder: nodes.map((n) => n.id) });
   }
 }
 

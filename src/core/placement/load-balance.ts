@@ -28,6 +28,8 @@ export interface LoadProblem {
   readonly held: readonly boolean[];
   /** The band's half-width as a fraction of a node's share (0.05: within ±5 %). */
   readonly band: number;
+  /** The most copies the balancing may move against `current` (default: no limit; 0 moves nothing). */
+  readonly maxMoves?: number;
 }
 
 /** What the balancer reports besides the map. */
@@ -42,6 +44,19 @@ export interface LoadBalanceReport {
   readonly chains: number;
   /** Shards whose copy alone is above a node's band: each copy is placed on a node of its own. */
   readonly hotShards: readonly number[];
+  /** Per node (by index; absent nodes have share 0): its band and its load before and after. */
+  readonly nodes: readonly NodeBand[];
+}
+
+/** A node's share of the load, the band around it, and its load before and after the balancing. */
+export interface NodeBand {
+  readonly share: number;
+  readonly lo: number;
+  readonly hi: number;
+  readonly before: number;
+  readonly after: number;
+  /** The hot shard it carries alone (its band is that copy's load), if any. */
+  readonly hotShard?: number;
 }
 
 /** Moves taken between two steps (each one scan of a node's copies against every node). */
@@ -69,12 +84,14 @@ export function* balanceLoads(p: LoadProblem): Steps<LoadBalanceReport> {
     if (taken % MOVES_PER_STEP === MOVES_PER_STEP - 1) yield;
     const move = b.findMove();
     if (move !== undefined) {
+      if (!b.affords(move.moved)) break;
       b.take(move);
       moves += 1;
       continue;
     }
     const swap = b.findSwap();
     if (swap !== undefined) {
+      if (!b.affords(swap.moved)) break;
       b.take(swap);
       swaps += 1;
       continue;
@@ -85,7 +102,7 @@ export function* balanceLoads(p: LoadProblem): Steps<LoadBalanceReport> {
     }
     break;
   }
-  return { outsideBefore, outsideAfter: b.outside(), moves, swaps, chains, hotShards: b.hotShards() };
+  return { outsideBefore, outsideAfter: b.outside(), moves, swaps, chains, hotShards: b.hotShards(), nodes: b.bands() };
 }
 
 /** The load outside node i's band [lo, hi] when it carries `load`. */
@@ -138,6 +155,11 @@ class Balancer {
   private readonly originally: Set<number>[];
   /** Candidates evaluated so far (bounds the search for chains). */
   private evaluations = 0;
+  /** Copies moved against `current` so far, and the most allowed. */
+  private movedSoFar = 0;
+  private readonly maxMoves: number;
+  /** Each node's load before any move. */
+  private readonly initialLoad: Float64Array;
 
   constructor(private readonly p: LoadProblem) {
     const n = p.weights.length;
@@ -151,6 +173,8 @@ class Balancer {
         this.holds[i]!.add(s);
       }),
     );
+    this.initialLoad = Float64Array.from(this.load);
+    this.maxMoves = p.maxMoves ?? Infinity;
     const total = this.present.reduce((sum, i) => sum + this.load[i]!, 0);
     this.epsilon = Math.max(total * RELATIVE_GAIN, Number.MIN_VALUE);
     this.originally = p.current.map((copies) => new Set(copies));
@@ -209,7 +233,7 @@ class Balancer {
       settled.add(s * p.weights.length + from);
       const stays = this.hotOn[from] === NONE;
       const to = free
-        .filter((j) => this.movable(s, from, j) && (!stays || p.weights[j]! > p.weights[from]!))
+        .filter((j) => this.movable(s, from, j) && (!stays || p.weights[j]! > p.weights[from]!) && this.affords(this.movedBy(s, from, j)))
         .sort((a, b) => p.weights[b]! - p.weights[a]! || this.load[a]! / p.weights[a]! - this.load[b]! / p.weights[b]! || a - b)[0];
       if (to === undefined && !stays) continue;
       const at = to ?? from;
@@ -226,6 +250,24 @@ class Balancer {
     for (const s of this.holds[i]!)
       if (test(s) && (best === NONE || this.p.loads[s]! > this.p.loads[best]! || (this.p.loads[s] === this.p.loads[best] && s < best))) best = s;
     return best;
+  }
+
+  /** Whether moving `moved` more copies keeps within `maxMoves`. */
+  affords(moved: number): boolean {
+    return this.movedSoFar + moved <= this.maxMoves;
+  }
+
+  /** Each node's band, with its load before the balancing and now. */
+  bands(): NodeBand[] {
+    const before = this.initialLoad;
+    return Array.from(this.load, (after, i) => ({
+      share: this.share[i]!,
+      lo: this.lo[i]!,
+      hi: this.hi[i]!,
+      before: before[i]!,
+      after,
+      ...(this.hotOn[i] === NONE ? {} : { hotShard: this.hotOn[i]! }),
+    }));
   }
 
   outside(): number {
@@ -306,7 +348,7 @@ class Balancer {
         const swap = this.findSwap();
         const then = move === undefined || (swap !== undefined && swap.gain > move.gain + this.epsilon) ? swap : move;
         this.apply(s, to, from);
-        if (then === undefined || g1 + then.gain <= this.epsilon) continue;
+        if (then === undefined || g1 + then.gain <= this.epsilon || !this.affords(this.movedBy(s, from, to) + then.moved)) continue;
         if (best === undefined || g1 + then.gain > best.gain + this.epsilon) best = { gain: g1 + then.gain, first, then };
       }
       if (best !== undefined) {
@@ -392,6 +434,7 @@ class Balancer {
   }
 
   private apply(s: number, from: number, to: number): void {
+    this.movedSoFar += this.movedBy(s, from, to);
     const l = this.p.loads[s]!;
     this.load[from]! -= l;
     this.load[to]! += l;

@@ -4,13 +4,15 @@
 // new one reports IngestionStarted, and only then is it removed (`ShardLeft`). A forced move (the
 // copy's node died) is not planned: that copy is already gone.
 import type { DatasetRef, NodeId, ShardNum } from '../ids.js';
-import type { PlacementNode } from '../placement/placement-types.js';
+import type { Placement, PlacementInput, PlacementNode } from '../placement/placement-types.js';
+import { ok } from '../result.js';
 import { isServingCopy } from '../shard-record.js';
 import { ShardEvents } from '../status.js';
 import { absentMembers, dropDepartedCopies } from './absence.js';
 import type { Member } from './protocol.js';
 import type { ShardMapper } from '../shard-mapper.js';
 import type { Steps } from '../steps.js';
+import { loadAwareTarget } from './load-balancing.js';
 import type { Step } from './step.js';
 
 /** How the strategy sees a member: its rack as isolation group (its own id when it has none). */
@@ -24,7 +26,7 @@ export function groupsOf(members: readonly Member[]): string[] {
 }
 
 /** Shards of a dataset with a planned move in flight (a Leaving copy). */
-function movesInFlight(step: Step, ref: DatasetRef): number {
+export function movesInFlight(step: Step, ref: DatasetRef): number {
   return step.dataset(ref)!.mapper.shardsWithLeavingCopy().length;
 }
 
@@ -180,7 +182,7 @@ function roundMembers(step: Step, ref: DatasetRef) {
  * closes the dataset's settle window. It yields between its passes over the shards (`decideInSteps`).
  * Returns the shards that got a new copy.
  */
-export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>): Steps<ShardNum[]> {
+export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<number>, decided?: Placement): Steps<ShardNum[]> {
   const ds = step.dataset(ref)!;
   const { config } = ds;
   step.setRoundDue(ref, undefined);
@@ -192,15 +194,18 @@ export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<nu
   completeHandoffs(step, ref, desired);
   if (members.length === 0) return [];
   const mapper = () => step.dataset(ref)!.mapper;
-  const current = stayingCopies(mapper());
-  // Shards an operator stopped (no copy, Stopped) stay so until StartShards, as in FiloDB.
-  const hold = new Set(held);
-  for (let s = 0; s < config.numShards; s++) if (current[s]!.length === 0 && mapper().statusForShard(s).type === 'Stopped') hold.add(s);
+  const problem = placementProblem(step, ref, held);
+  const current = problem.current;
   yield;
-  const nodes = [...members.map(placementNode), ...absent.map((m) => ({ ...placementNode(m), absent: true }))];
-  const problem = { numShards: config.numShards, replicationFactor: config.replicationFactor, nodes, current, held: hold };
   const { placement } = step.settings;
-  const target = placement.placeInSteps ? yield* placement.placeInSteps(problem) : placement.place(problem);
+  const target =
+    decided !== undefined
+      ? ok(decided)
+      : config.loadBalance !== undefined
+        ? yield* loadAwareTarget(step, ref, problem)
+        : placement.placeInSteps
+          ? yield* placement.placeInSteps(problem)
+          : placement.place(problem);
   if (!target.ok) {
     step.notice({
       name: 'shard.reassignment-skipped',
@@ -266,6 +271,26 @@ export function* balancedRound(step: Step, ref: DatasetRef, held: ReadonlySet<nu
     });
   }
   return placed;
+}
+
+/**
+ * What a round of a `balanced` dataset asks its strategy: the members (drained ones only when no
+ * other can hold copies) and the absent nodes, each shard's copies that stay (not Leaving), and the
+ * shards held (`held`, and shards an operator stopped: no copy, Stopped, as in FiloDB until
+ * StartShards). Changes nothing.
+ */
+export function placementProblem(
+  step: Step,
+  ref: DatasetRef,
+  held: ReadonlySet<number>,
+): PlacementInput & { readonly current: NodeId[][]; readonly held: Set<number> } {
+  const { config, mapper } = step.dataset(ref)!;
+  const { members, absent } = roundMembers(step, ref);
+  const current = stayingCopies(mapper);
+  const hold = new Set(held);
+  for (let s = 0; s < config.numShards; s++) if (current[s]!.length === 0 && mapper.statusForShard(s).type === 'Stopped') hold.add(s);
+  const nodes = [...members.map(placementNode), ...absent.map((m) => ({ ...placementNode(m), absent: true }))];
+  return { numShards: config.numShards, replicationFactor: config.replicationFactor, nodes, current, held: hold };
 }
 
 /** Each shard's copies that stay (not Leaving), as the strategy reads them. */

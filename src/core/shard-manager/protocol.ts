@@ -1,5 +1,5 @@
 import type { FencingToken } from '../fencing-token.js';
-import type { DatasetConfig } from '../dataset-config.js';
+import type { DatasetConfig, LoadMeasure } from '../dataset-config.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../ids.js';
 import type { ShardMapSnapshot } from '../shard-map-snapshot.js';
 import type { ShardEvent, ShardStatus, ShardStatusType } from '../status.js';
@@ -40,6 +40,89 @@ export interface NodeOperations {
    * its copies for it as any absent member's. Absent as `absent` is.
    */
   readonly members?: readonly Member[];
+  /**
+   * Datasets whose moves for load alone an operator paused (`SetLoadBalancing`): persisted, so a
+   * new singleton keeps them paused. Absent: none.
+   */
+  readonly loadBalancePaused?: readonly DatasetRef[];
+}
+
+/**
+ * One node's load figures for its copies of one dataset, per second over a window (docs/PLACEMENT.md,
+ * "Load reports"). Lists by position: `shards[i]`'s copy ingested `records[i]` records, `bytes[i]`
+ * bytes, and its sink spent `sinkMs[i]` ms, per second; `weights[i]` is the node's own hook's
+ * figure, when it has one.
+ */
+export interface LoadReport {
+  readonly node: NodeId;
+  readonly incarnation: Incarnation;
+  readonly dataset: DatasetRef;
+  /** When the window ended, on the node's clock (ms): a report from the future is refused. */
+  readonly at: number;
+  readonly windowMs: number;
+  readonly shards: readonly number[];
+  readonly records: readonly number[];
+  readonly bytes: readonly number[];
+  readonly sinkMs: readonly number[];
+  readonly weights?: readonly number[];
+}
+
+/** Why a load figure was refused (counted per dataset, never acted on). */
+export type LoadRefusal = 'unknown-dataset' | 'not-a-member' | 'from-the-future' | 'not-a-number' | 'negative' | 'absurd' | 'not-its-copy' | 'malformed';
+
+/**
+ * A node's place in the load view of a dataset, as an operator sees it: its load, its share and the
+ * band around it; `hotShard` when it carries a hot copy alone (its band is that copy's load).
+ */
+export interface NodeLoad {
+  readonly node: NodeId;
+  readonly weight: number;
+  readonly copies: number;
+  readonly load: number;
+  readonly share: number;
+  readonly lo: number;
+  readonly hi: number;
+  readonly hotShard?: number;
+}
+
+/** A move a load round plans, with why. */
+export interface LoadMove {
+  readonly shard: number;
+  readonly from: NodeId;
+  readonly to: NodeId;
+  /** The load the copy carries. */
+  readonly load: number;
+  readonly why: string;
+}
+
+/** Whether a load round would move copies now, and if not, why not. */
+export type LoadVerdict =
+  'would-move' | 'balanced' | 'within-trigger' | 'paused' | 'waiting' | 'moves-in-flight' | 'hourly-limit' | 'view-incomplete' | 'no-gain' | 'not-load-aware';
+
+/** `ExplainPlacement`'s answer: the load view, and what a load round would do now (a dry run). */
+export interface PlacementExplanation {
+  readonly dataset: DatasetRef;
+  readonly measure: LoadMeasure;
+  readonly band: number;
+  readonly triggerBand: number;
+  readonly paused: boolean;
+  /** Shards with a fresh load figure, of those with a serving copy. */
+  readonly measured: number;
+  readonly serving: number;
+  readonly nodes: readonly NodeLoad[];
+  readonly hotShards: readonly number[];
+  /** Since when some node has been outside the trigger band (ms), if it is. */
+  readonly imbalancedSince?: number;
+  readonly movesLastHour: number;
+  readonly maxMovesPerHour: number;
+  readonly refused: Readonly<Partial<Record<LoadRefusal, number>>>;
+  readonly verdict: LoadVerdict;
+  readonly message: string;
+  /** The moves a load round would plan now (also when the verdict holds them back). */
+  readonly moves: readonly LoadMove[];
+  /** The load outside the band summed over nodes, now and after those moves. */
+  readonly outsideBefore: number;
+  readonly outsideAfter: number;
 }
 
 /**
@@ -213,6 +296,12 @@ export type ShardManagerInput =
   | { readonly type: 'AddNode'; readonly node: string; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   /** The planned operations in flight and what each node still holds. */
   | { readonly type: 'GetNodeOperations'; readonly replyTo: ReplyTo }
+  /** Nodes' load figures for their copies (sent every report window, never acknowledged). */
+  | { readonly type: 'LoadReports'; readonly reports: readonly LoadReport[] }
+  /** A load-aware dataset's load view and what a load round would do now, changing nothing. */
+  | { readonly type: 'ExplainPlacement'; readonly dataset: DatasetRef; readonly replyTo: ReplyTo }
+  /** Pauses (or resumes) a load-aware dataset's moves for load alone; joins, drains and lost copies still move. */
+  | { readonly type: 'SetLoadBalancing'; readonly dataset: DatasetRef; readonly paused: boolean; readonly replyTo: ReplyTo; readonly idempotencyKey?: string }
   /**
    * Everything an operator looks at but the maps themselves (every node follows those): members,
    * datasets with their map stamps, cooldowns and missing copies, operations; one dataset's only if
@@ -233,7 +322,7 @@ export interface NodeReportBody {
 /** Requests that change the cluster: each is applied once, however often the inbox replays it. */
 export type ChangingRequest = Extract<
   ShardManagerInput,
-  { type: 'SetupDataset' | 'RemoveDataset' | 'StartShards' | 'StopShards' | 'RemoveNode' | 'ReplaceNode' | 'AddNode' }
+  { type: 'SetupDataset' | 'RemoveDataset' | 'StartShards' | 'StopShards' | 'RemoveNode' | 'ReplaceNode' | 'AddNode' | 'SetLoadBalancing' }
 >;
 
 const CHANGING_REQUESTS: ReadonlySet<ShardManagerInputType> = new Set<ChangingRequest['type']>([
@@ -244,14 +333,24 @@ const CHANGING_REQUESTS: ReadonlySet<ShardManagerInputType> = new Set<ChangingRe
   'RemoveNode',
   'ReplaceNode',
   'AddNode',
+  'SetLoadBalancing',
 ]);
 
 export const isChangingRequest = (input: ShardManagerInput): input is ChangingRequest => CHANGING_REQUESTS.has(input.type);
 
 /** Requests that only read the state: answered from it without changing it (`ShardManager.answer`). */
-export type ReadRequest = Extract<ShardManagerInput, { type: 'GetShardMap' | 'ListRegisteredDatasets' | 'GetNodeOperations' | 'DescribeCluster' }>;
+export type ReadRequest = Extract<
+  ShardManagerInput,
+  { type: 'GetShardMap' | 'ListRegisteredDatasets' | 'GetNodeOperations' | 'DescribeCluster' | 'ExplainPlacement' }
+>;
 
-const READ_REQUESTS: ReadonlySet<string> = new Set<ReadRequest['type']>(['GetShardMap', 'ListRegisteredDatasets', 'GetNodeOperations', 'DescribeCluster']);
+const READ_REQUESTS: ReadonlySet<string> = new Set<ReadRequest['type']>([
+  'GetShardMap',
+  'ListRegisteredDatasets',
+  'GetNodeOperations',
+  'DescribeCluster',
+  'ExplainPlacement',
+]);
 
 export const isReadRequestType = (type: string): type is ReadRequest['type'] => READ_REQUESTS.has(type);
 export const isReadRequest = (input: ShardManagerInput): input is ReadRequest => READ_REQUESTS.has(input.type);
@@ -293,6 +392,10 @@ export type Reply =
       readonly operations: NodeOperations;
       readonly copies: readonly { readonly node: NodeId; readonly copies: number; readonly leaving: number }[];
     }
+  | { readonly type: 'PlacementExplanation'; readonly explanation: PlacementExplanation }
+  /** `SetLoadBalancing` applied (or a dataset that does not place by load: `NotLoadAware`). */
+  | { readonly type: 'LoadBalancingSet'; readonly dataset: DatasetRef; readonly paused: boolean }
+  | { readonly type: 'NotLoadAware'; readonly dataset: DatasetRef; readonly message: string }
   /** A request sent under the address of an applied one, asking something else: nothing changed. */
   | { readonly type: 'RequestIdReused'; readonly message: string }
   | {
@@ -414,6 +517,10 @@ export type NoticeName =
   | 'shard.reassigned'
   | 'shard.reassignment-skipped'
   | 'shard.cooldown-ended'
+  | 'load.reports-refused'
+  | 'load.imbalanced'
+  | 'load.moves-planned'
+  | 'load.paused'
   | 'report.rejected'
   | 'input.buffered'
   | 'input.ignored'

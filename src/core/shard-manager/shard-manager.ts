@@ -25,6 +25,7 @@ import {
 } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReports } from './reports.js';
+import { checkLoads, explainPlacement, loadReports, setLoadBalancing } from './load-balancing.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
 import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from './settle-window.js';
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
@@ -114,6 +115,7 @@ export class ShardManager {
       applied: [],
       membersVersion: 0,
       absent: new Map(),
+      loads: new Map(),
     };
   }
 
@@ -173,6 +175,7 @@ export class ShardManager {
       applied: data.applied ?? [],
       membersVersion: 0,
       absent: new Map(),
+      loads: new Map(),
     };
     const step = new Step(base, this.settings, now);
     yield* recover(step, data);
@@ -233,7 +236,14 @@ export class ShardManager {
       case 'CheckCooldowns':
         yield* checkCooldowns(step);
         endAbsences(step);
-        return yield* endSettleWindows(step);
+        yield* endSettleWindows(step);
+        return yield* checkLoads(step);
+      case 'LoadReports':
+        return yield* loadReports(step, input.reports);
+      case 'ExplainPlacement':
+        return yield* explainPlacement(step, input.dataset, input.replyTo);
+      case 'SetLoadBalancing':
+        return setLoadBalancing(step, input.dataset, input.paused, input.replyTo);
       case 'RemoveNode':
         return yield* removeNode(step, input.node, input.replyTo);
       case 'ReplaceNode':

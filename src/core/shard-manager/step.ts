@@ -8,6 +8,7 @@ import type { ShardSubscriptions } from '../subscriptions.js';
 import type { Steps } from '../steps.js';
 import { NoticeLots } from './notice-lots.js';
 import { balancedRound, completeHandoffs, startDrainMoves, type WaitingMoves } from './planned-moves.js';
+import type { DatasetLoad } from './load-balancing.js';
 import {
   APPLIED_REQUESTS_KEPT,
   type AbsentNode,
@@ -70,6 +71,8 @@ export interface ShardManagerState {
   readonly membersVersion: number;
   /** Departed members whose copies may still be kept for them, by node (see `absence.ts`). */
   readonly absent: ReadonlyMap<NodeId, AbsentNode>;
+  /** Load-aware datasets' load views (`load-balancing.ts`); not persisted. */
+  readonly loads: ReadonlyMap<DatasetRef, DatasetLoad>;
 }
 
 /** What one `decide` call returns. */
@@ -123,6 +126,10 @@ export class Step {
   released: Set<NodeId>;
   /** Departed members whose copies may still be kept for them. */
   readonly absent: Map<NodeId, AbsentNode>;
+  /** Load-aware datasets' load views. */
+  readonly loads: Map<DatasetRef, DatasetLoad>;
+  /** Datasets whose moves for load an operator paused. */
+  private readonly loadPaused: Set<DatasetRef>;
   /**
    * `balanced` datasets whose members changed in this step and have had no round since: the end
    * of the step runs their round or opens their settle window (`settle-window.ts`).
@@ -161,6 +168,8 @@ export class Step {
     this.pendingReplacements = new Map(base.operations.replacements.filter((r) => !this.draining.has(r.old)).map((r) => [r.new, r.old]));
     this.released = new Set(base.released);
     this.absent = new Map(base.absent);
+    this.loads = new Map(base.loads);
+    this.loadPaused = new Set(base.operations.loadBalancePaused ?? []);
     this.applied = base.applied;
     this.baseMembers = base.members;
     this.membersVersion = base.membersVersion;
@@ -206,10 +215,21 @@ export class Step {
     return { draining: [...this.draining.keys()].sort(), replacements };
   }
 
-  /** What is persisted of the operations: with the absences and the members a successor needs. */
+  /** What is persisted of the operations: with the absences, the members a successor needs, and the paused load moves. */
   persistedOperations(): NodeOperations {
     const absent = [...this.absent.values()].sort((a, b) => (a.member.node < b.member.node ? -1 : a.member.node > b.member.node ? 1 : 0));
-    return { ...this.operations(), absent, members: this.members };
+    const paused = [...this.loadPaused].filter((ref) => this.dataset(ref) !== undefined).sort();
+    return { ...this.operations(), absent, members: this.members, ...(paused.length === 0 ? {} : { loadBalancePaused: paused }) };
+  }
+
+  /** Whether an operator paused the dataset's moves for load. */
+  paused(ref: DatasetRef): boolean {
+    return this.loadPaused.has(ref);
+  }
+
+  setPaused(ref: DatasetRef, paused: boolean): void {
+    if (paused) this.loadPaused.add(ref);
+    else this.loadPaused.delete(ref);
   }
 
   /**
@@ -529,6 +549,7 @@ export class Step {
       applied: this.applied,
       membersVersion: this.membersVersion,
       absent: this.absent,
+      loads: new Map([...this.loads].filter(([ref]) => datasets.has(ref))),
     };
     const schedules: Effect[] = [...this.schedules].sort((a, b) => a - b).map((at) => ({ type: 'ScheduleCheck', at }));
     return { state, effects: [...this.persists, ...this.sends, ...this.replies, ...schedules, ...this.notices.effects()] };

@@ -18,7 +18,7 @@ const ERRORS = {
   401: 'Unauthorized: this route changes the cluster and needs `Authorization: Bearer <token>`',
   403: "Forbidden: the bearer token is not this node's",
   404: 'Not found: the dataset or node is unknown (DatasetUnknown, NodeOperationRefused:unknown-node)',
-  409: 'Conflict with the cluster as it is (DatasetConflict, IsolationImpossible, NodeOperationRefused:capacity|isolation|serving|conflict); nothing changed',
+  409: 'Conflict with the cluster as it is (DatasetConflict, IsolationImpossible, NotLoadAware, NodeOperationRefused:capacity|isolation|serving|conflict); nothing changed',
   413: "Too large: the body (BodyTooLarge), or the dataset's map for the bus (DatasetTooLarge)",
   415: 'UnsupportedMediaType: a body must be sent as application/json',
   422: "The dataset's Kafka topic cannot carry it (BadData), or could not be created (TopicNotCreated); or the Idempotency-Key was used before for another request (IdempotencyKeyReused); nothing changed",

@@ -100,6 +100,35 @@ export const DatasetConfigInput = {
       description:
         "How long a lost node's copies are kept for it before they are placed elsewhere (balanced only; default 60000 for balanced, 0 for filodb-default)",
     },
+    loadBalance: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'Balanced only: place by measured load, not copy counts (docs/PLACEMENT.md, "The load-aware mode"); {} takes every default',
+      properties: {
+        measure: { type: 'string', enum: ['records', 'bytes', 'sink-time', 'weight'], description: 'Default records' },
+        band: { type: 'number', minimum: 0, maximum: 1, description: 'Above 0 and below 1: every node within this fraction of its share; default 0.05' },
+        triggerBand: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          description: 'Above 0 and below 1, at least band: load alone moves copies only when a node is outside this band; default max(band, 0.1)',
+        },
+        sustainMs: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 86_400_000,
+          description: 'How long a node must stay outside the trigger band before copies move; default 180000',
+        },
+        maxMovesPerHour: { type: 'integer', minimum: 0, maximum: 524_288, description: 'Copies moved for load per rolling hour; default 64' },
+        shardCooldownMs: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 86_400_000,
+          description: 'A shard moved for load waits this long before the next; default 600000',
+        },
+        staleMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, description: 'How long a load figure counts; default 60000' },
+      },
+    },
     source: {
       oneOf: [
         {
@@ -147,4 +176,13 @@ export const NodeStatusQuery = {
 /** A mutating route without query parameters refuses any. */
 export const NoQuery = { type: 'object', properties: {}, additionalProperties: false } as const;
 
-export const REQUEST_SCHEMAS = [StartShardsBody, StopShardsBody, ReplaceNodeBody, DatasetConfigInput] as const;
+/** `PUT /api/v1/datasets/:dataset/load-balancing`: pause or resume the moves for load. */
+export const LoadBalancingBody = {
+  $id: 'LoadBalancingBody',
+  type: 'object',
+  required: ['paused'],
+  additionalProperties: false,
+  properties: { paused: { type: 'boolean', description: 'true: copies move for load no more (joins, drains and lost copies still do); false: they do again' } },
+} as const;
+
+export const REQUEST_SCHEMAS = [StartShardsBody, StopShardsBody, ReplaceNodeBody, DatasetConfigInput, LoadBalancingBody] as const;

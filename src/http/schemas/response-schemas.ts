@@ -227,6 +227,67 @@ export const NodeStatus = {
   ),
 };
 
+const num = { type: 'number' } as const;
+
+export const PlacementExplanation = {
+  $id: 'PlacementExplanation',
+  description: "A load-aware dataset's load view and what a load round would do now: a dry run, nothing changes",
+  ...object(
+    {
+      dataset: str,
+      measure: { type: 'string', enum: ['records', 'bytes', 'sink-time', 'weight'] },
+      band: num,
+      triggerBand: num,
+      paused: bool,
+      measured: { ...int, description: 'Shards with a fresh load figure' },
+      serving: { ...int, description: 'Shards with a serving copy' },
+      nodes: {
+        type: 'array',
+        items: object(
+          {
+            node: str,
+            weight: num,
+            copies: int,
+            load: num,
+            share: num,
+            lo: num,
+            hi: num,
+            hotShard: { ...int, description: 'The hot shard this node carries alone (its band is that copy’s load)' },
+          },
+          ['hotShard'],
+        ),
+      },
+      hotShards: { type: 'array', items: int },
+      imbalancedSince: { ...int, description: 'Since when (ms since the epoch) a node has been outside the trigger band' },
+      movesLastHour: int,
+      maxMovesPerHour: int,
+      refused: { type: 'object', additionalProperties: int, description: 'Load figures refused, by why (never acted on)' },
+      verdict: {
+        type: 'string',
+        enum: [
+          'would-move',
+          'balanced',
+          'within-trigger',
+          'paused',
+          'waiting',
+          'moves-in-flight',
+          'hourly-limit',
+          'view-incomplete',
+          'no-gain',
+          'not-load-aware',
+        ],
+      },
+      message: str,
+      moves: { type: 'array', items: object({ shard: int, from: str, to: str, load: { type: ['number', 'null'] }, why: str }) },
+      outsideBefore: num,
+      outsideAfter: num,
+    },
+    ['imbalancedSince'],
+  ),
+};
+
+export const LoadBalancing = { $id: 'LoadBalancing', ...object({ dataset: str, paused: bool }) };
+
 export const RESPONSE_SCHEMAS = [
   ErrorBody,
   FiloDbError,
@@ -247,4 +308,6 @@ export const RESPONSE_SCHEMAS = [
   DatasetRemoved,
   Health,
   NodeStatus,
+  PlacementExplanation,
+  LoadBalancing,
 ] as const;

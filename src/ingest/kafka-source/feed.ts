@@ -135,12 +135,18 @@ export class DatasetFeed {
         // A poison record: what comes before it is delivered; a read that starts at it fails, every time.
         throw new IngestionFailure(`dataset ${this.dataset.ref} shard ${shard}: the record at offset ${e.offset} cannot be decoded: ${e.message}`, e.offset);
       }
+      b.bytesRead += run.bytesOf(from, n);
       b.advance(n);
       // Stopped before the run's end with room left: at a poison record, which the next read meets first.
       if (from + n < run.count && out.length < max) break;
     }
     if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
     return out;
+  }
+
+  /** The bytes of the records reads of the shard have taken since it was opened here. */
+  bytesRead(shard: number): number {
+    return this.buffers.get(shard)?.bytesRead ?? 0;
   }
 
   /** Calls `listener` once when the shard's buffer has records (at once if it has some now). */

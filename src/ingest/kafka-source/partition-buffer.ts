@@ -20,6 +20,8 @@ export class PartitionBuffer {
   private index = 0;
   /** Records not read yet. */
   size = 0;
+  /** Bytes (keys and values) of the records reads took, since the buffer was made. */
+  bytesRead = 0;
   bytes = 0;
   /** Everything before it was handed out (or skipped by a read further on). */
   cursor = 0;

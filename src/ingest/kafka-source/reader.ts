@@ -30,6 +30,10 @@ export class KafkaShardReader implements ShardReader {
     return (await this.feed.watermarks(this.shard)).high;
   }
 
+  bytesRead(): number {
+    return this.state === 'open' ? this.feed.bytesRead(this.shard) : 0;
+  }
+
   knownEndOffset(): number | undefined {
     return this.state === 'open' ? this.feed.knownHigh(this.shard) : undefined;
   }

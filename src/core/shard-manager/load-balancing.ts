@@ -1,0 +1,404 @@
+// Load-aware datasets (docs/PLACEMENT.md, "The `load-aware` mode"): the singleton's view of each
+// shard's measured load, built from the nodes' load reports; the placement every round of such a
+// dataset asks for; and the load round, the only one that moves copies because load changed, held
+// back until a node has been outside the trigger band for `sustainMs`, within `maxMovesPerHour`,
+// never for a shard moved for load within `shardCooldownMs`, never while moves are in flight.
+import type { LoadBalanceConfig } from '../dataset-config.js';
+import { LoadAwarePlacementStrategy, type LoadAwareDecision } from '../placement/load-aware-strategy.js';
+import type { Placement, PlacementInput } from '../placement/placement-types.js';
+import type { LoadAwareInput } from '../placement/load-aware-strategy.js';
+import { isServingCopy } from '../shard-record.js';
+import type { Steps } from '../steps.js';
+import { balancedRound, movesInFlight, placementProblem } from './planned-moves.js';
+import type { DatasetRef, NodeId, ReplyTo } from '../ids.js';
+import type { LoadMove, LoadRefusal, LoadReport, LoadVerdict, NodeLoad, PlacementExplanation } from './protocol.js';
+import type { Step } from './step.js';
+
+/** A load-aware dataset's load view and its record of load moves (not persisted: a new singleton rebuilds it from the next reports). */
+export interface DatasetLoad {
+  /** Per shard: the configured measure from its last report by a serving copy (NaN: none yet). */
+  readonly values: Float64Array;
+  /** Per shard: when that report arrived (the singleton's clock, ms). */
+  readonly at: Float64Array;
+  /** Since when some node has been outside the trigger band (ms), if it is. */
+  readonly imbalancedSince: number | undefined;
+  /** Copies moved by load rounds, one entry per copy: what the hourly limit and the shard cooldown count. */
+  readonly moved: readonly { readonly shard: number; readonly at: number }[];
+  /** Figures refused since this singleton took over, by why. */
+  readonly refused: Readonly<Partial<Record<LoadRefusal, number>>>;
+}
+
+/** A report more than this ahead of the singleton's clock is refused: the node's clock is wrong. */
+const MAX_AHEAD_MS = 60_000;
+/** No copy ingests or spends this much per second: such a figure is a bug, not a load. */
+const ABSURD = 1e12;
+/** Shards with a fresh figure, of those served, for rounds to balance by load (else they place lost copies only). */
+const COMPLETE_VIEW = 0.9;
+const HOUR_MS = 3_600_000;
+
+function emptyLoad(shards: number): DatasetLoad {
+  return { values: new Float64Array(shards).fill(Number.NaN), at: new Float64Array(shards), imbalancedSince: undefined, moved: [], refused: {} };
+}
+
+const loadOf = (step: Step, ref: DatasetRef): DatasetLoad => step.loads.get(ref) ?? emptyLoad(step.dataset(ref)!.config.numShards);
+
+/** The configured measure of one report's entry. */
+function figure(r: LoadReport, i: number, measure: LoadBalanceConfig['measure']): unknown {
+  switch (measure) {
+    case 'records':
+      return r.records[i];
+    case 'bytes':
+      return r.bytes[i];
+    case 'sink-time':
+      return r.sinkMs[i];
+    case 'weight':
+      return r.weights?.[i];
+  }
+}
+
+/** Why a whole report is refused, if it is. */
+function reportRefusal(step: Step, r: LoadReport): LoadRefusal | undefined {
+  const ds = step.dataset(r.dataset);
+  if (ds?.config.loadBalance === undefined) return 'unknown-dataset';
+  if (step.member(r.node)?.incarnation !== r.incarnation) return 'not-a-member';
+  if (!(r.at <= step.now + MAX_AHEAD_MS)) return 'from-the-future';
+  const n = r.shards.length;
+  if (r.records.length !== n || r.bytes.length !== n || r.sinkMs.length !== n || (r.weights !== undefined && r.weights.length !== n)) return 'malformed';
+  return undefined;
+}
+
+/** Why one figure is refused, if it is; `skip` when it is fine but not counted (a copy still catching up). */
+function figureRefusal(step: Step, r: LoadReport, shard: number, value: unknown): LoadRefusal | 'skip' | undefined {
+  if (typeof value !== 'number' || Number.isNaN(value)) return 'not-a-number';
+  if (value < 0) return 'negative';
+  if (!(value <= ABSURD)) return 'absurd';
+  const { mapper } = step.dataset(r.dataset)!;
+  const copy = Number.isInteger(shard) && shard >= 0 && shard < mapper.numShards ? mapper.copyOnNode(shard, r.node) : undefined;
+  if (copy === undefined) return 'not-its-copy';
+  // A copy catching up ingests its backlog faster than the shard's records arrive: not the shard's load.
+  return isServingCopy(copy) && copy.placement !== 'Leaving' ? undefined : 'skip';
+}
+
+/** Takes the nodes' load reports into the view; refused figures are counted, never acted on. */
+export function* loadReports(step: Step, reports: readonly LoadReport[]): Steps<void> {
+  const changed = new Map<DatasetRef, { values: Float64Array; at: Float64Array; refused: Partial<Record<LoadRefusal, number>> }>();
+  const working = (ref: DatasetRef) => {
+    if (step.dataset(ref)?.config.loadBalance === undefined) return undefined;
+    let w = changed.get(ref);
+    if (!w) {
+      const load = loadOf(step, ref);
+      w = { values: Float64Array.from(load.values), at: Float64Array.from(load.at), refused: { ...load.refused } };
+      changed.set(ref, w);
+    }
+    return w;
+  };
+  /** Refused now, by dataset (as the report named it) and why. */
+  const refusedNow = new Map<DatasetRef, Partial<Record<LoadRefusal, number>>>();
+  const refuse = (ref: DatasetRef, why: LoadRefusal, count: number) => {
+    const now = refusedNow.get(ref) ?? {};
+    now[why] = (now[why] ?? 0) + count;
+    refusedNow.set(ref, now);
+    const w = working(ref);
+    if (w) w.refused[why] = (w.refused[why] ?? 0) + count;
+  };
+  for (const r of reports) {
+    const whole = reportRefusal(step, r);
+    if (whole !== undefined) {
+      refuse(r.dataset, whole, Math.max(1, r.shards.length));
+      continue;
+    }
+    const measure = step.dataset(r.dataset)!.config.loadBalance!.measure;
+    const w = working(r.dataset)!;
+    for (let i = 0; i < r.shards.length; i++) {
+      const shard = r.shards[i]!;
+      const value = figure(r, i, measure);
+      const why = figureRefusal(step, r, shard, value);
+      if (why === 'skip') continue;
+      if (why !== undefined) {
+        refuse(r.dataset, why, 1);
+        continue;
+      }
+      w.values[shard] = value as number;
+      w.at[shard] = step.now;
+    }
+  }
+  for (const [ref, w] of changed) step.loads.set(ref, { ...loadOf(step, ref), values: w.values, at: w.at, refused: w.refused });
+  for (const [ref, byWhy] of refusedNow) {
+    const known = step.dataset(ref) !== undefined;
+    step.notice({
+      name: 'load.reports-refused',
+      level: 'warn',
+      ...(known ? { dataset: ref } : {}),
+      message: `${ref}: load figures refused (never acted on): ${Object.entries(byWhy)
+        .map(([why, n]) => `${n} ${why}`)
+        .join(', ')}`,
+    });
+  }
+  yield* checkLoads(step);
+}
+
+/** Runs the load round of every load-aware dataset that is due (after reports, and at its scheduled check). */
+export function* checkLoads(step: Step): Steps<void> {
+  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.loadBalance !== undefined) yield* loadRound(step, ref);
+}
+
+/** Each shard's fresh figure (undefined: none fresh), and how many served shards have one. */
+function freshView(step: Step, ref: DatasetRef): { loads: (number | undefined)[]; measured: number; serving: number } {
+  const { config, mapper } = step.dataset(ref)!;
+  const load = loadOf(step, ref);
+  const staleMs = config.loadBalance!.staleMs;
+  const loads = new Array<number | undefined>(config.numShards);
+  let measured = 0;
+  let serving = 0;
+  for (let s = 0; s < config.numShards; s++) {
+    const fresh = !Number.isNaN(load.values[s]!) && step.now - load.at[s]! <= staleMs;
+    loads[s] = fresh ? load.values[s] : undefined;
+    if (mapper.servingNodes(s).length === 0) continue;
+    serving += 1;
+    if (fresh) measured += 1;
+  }
+  return { loads, measured, serving };
+}
+
+const complete = (view: { measured: number; serving: number }) => view.serving > 0 && view.measured >= COMPLETE_VIEW * view.serving;
+
+/**
+ * What a round of a load-aware dataset asks the strategy (any round: a join, a drain, a lost
+ * copy): by load when the view is complete, else only lost copies placed (a new singleton's empty
+ * view must not even out copy counts and undo the load's placement).
+ */
+export function loadAwareTarget(step: Step, ref: DatasetRef, problem: PlacementInput) {
+  const config = step.dataset(ref)!.config.loadBalance!;
+  const view = freshView(step, ref);
+  const input: LoadAwareInput = { ...problem, loads: view.loads, ...(complete(view) ? {} : { maxMoves: 0 }) };
+  return new LoadAwarePlacementStrategy(config.band).placeInSteps(input);
+}
+
+interface LoadPlan {
+  readonly verdict: LoadVerdict;
+  readonly message: string;
+  readonly decision: LoadAwareDecision | undefined;
+  readonly current: readonly (readonly NodeId[])[];
+  readonly view: { measured: number; serving: number };
+  readonly imbalancedSince: number | undefined;
+  readonly movesLastHour: number;
+}
+
+/**
+ * What a load round would do now, and whether it may: the decision (with at most the moves the
+ * hour has left) and the verdict. Changes nothing.
+ */
+function* planLoadRound(step: Step, ref: DatasetRef): Steps<LoadPlan> {
+  const ds = step.dataset(ref)!;
+  const lb = ds.config.loadBalance!;
+  const load = loadOf(step, ref);
+  const view = freshView(step, ref);
+  const movesLastHour = load.moved.filter((m) => step.now - m.at < HOUR_MS).length;
+  // Shards moved for load within their cooldown, in a cooldown after errors, or stopped, stay.
+  const held = step.held(ref);
+  for (const m of load.moved) if (step.now - m.at < lb.shardCooldownMs) held.add(m.shard);
+  const problem = placementProblem(step, ref, held);
+  const current = problem.current;
+  const base = { decision: undefined, current, view, imbalancedSince: load.imbalancedSince, movesLastHour };
+  if (step.placeableMembers().length === 0) return { ...base, verdict: 'balanced', message: 'no member to place on' };
+  const remaining = Math.max(0, lb.maxMovesPerHour - movesLastHour);
+  const decided = yield* new LoadAwarePlacementStrategy(lb.band).decideInSteps({ ...problem, loads: view.loads, maxMoves: remaining });
+  if (!decided.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${decided.error.message}` };
+  const decision = decided.value;
+  const withDecision = { ...base, decision };
+  const outside = outsideTrigger(decision, lb.triggerBand);
+  const moved = decision.placement.reduce((n, copies, s) => n + copies.filter((id) => !current[s]!.includes(id)).length, 0);
+  if (step.paused(ref)) return { ...withDecision, verdict: 'paused', message: `moves for load are paused by an operator` };
+  if (!complete(view)) {
+    return {
+      ...withDecision,
+      verdict: 'view-incomplete',
+      message: `${view.measured} of ${view.serving} served shards have a fresh load figure (${Math.ceil(COMPLETE_VIEW * 100)} % needed)`,
+    };
+  }
+  if (outside.length === 0) {
+    const within = decision.report.outsideBefore === 0;
+    return {
+      ...withDecision,
+      verdict: within ? 'balanced' : 'within-trigger',
+      message: within ? `every node is within ±${pct(lb.band)} of its share` : `no node is outside ±${pct(lb.triggerBand)} of its share (the trigger band)`,
+    };
+  }
+  const since = load.imbalancedSince ?? step.now;
+  if (step.now - since < lb.sustainMs) {
+    return {
+      ...withDecision,
+      imbalancedSince: since,
+      verdict: 'waiting',
+      message: `${outside.join(', ')} outside the trigger band since ${since}; moves after ${lb.sustainMs} ms of it`,
+    };
+  }
+  if (movesInFlight(step, ref) > 0 || step.movesWaiting(ref)) {
+    return {
+      ...withDecision,
+      imbalancedSince: since,
+      verdict: 'moves-in-flight',
+      message: 'planned moves are still in flight; the next load round waits for them',
+    };
+  }
+  if (remaining === 0) {
+    return {
+      ...withDecision,
+      imbalancedSince: since,
+      verdict: 'hourly-limit',
+      message: `${movesLastHour} copies moved for load in the last hour (maxMovesPerHour ${lb.maxMovesPerHour})`,
+    };
+  }
+  if (moved === 0 || !(decision.report.outsideAfter < decision.report.outsideBefore)) {
+    return { ...withDecision, imbalancedSince: since, verdict: 'no-gain', message: 'no move within the rules lowers the load outside the band' };
+  }
+  return {
+    ...withDecision,
+    imbalancedSince: since,
+    verdict: 'would-move',
+    message: `${outside.join(', ')} outside ±${pct(lb.triggerBand)} of its share since ${since}: ${moved} copies to move`,
+  };
+}
+
+/** Nodes whose load (before the decision's moves) is outside the trigger band around their share. */
+function outsideTrigger(decision: LoadAwareDecision, triggerBand: number): NodeId[] {
+  return decision.report.nodes.flatMap((n, i) => {
+    if (n.share === 0) return [];
+    const hot = n.hotShard !== undefined;
+    const out = hot ? n.before > n.share * (1 + triggerBand) : n.before > n.share * (1 + triggerBand) || n.before < n.share * (1 - triggerBand);
+    return out ? [decision.nodeOrder[i]!] : [];
+  });
+}
+
+const pct = (f: number) => `${Math.round(f * 1000) / 10} %`;
+
+/** The load round of one dataset: keeps the imbalance clock, and moves copies when the plan may. */
+function* loadRound(step: Step, ref: DatasetRef): Steps<void> {
+  const plan = yield* planLoadRound(step, ref);
+  const load = loadOf(step, ref);
+  const lb = step.dataset(ref)!.config.loadBalance!;
+  const since = plan.verdict === 'balanced' || plan.verdict === 'within-trigger' || plan.verdict === 'paused' ? undefined : plan.imbalancedSince;
+  if (since !== load.imbalancedSince) {
+    if (since !== undefined && load.imbalancedSince === undefined) {
+      step.notice({ name: 'load.imbalanced', level: 'info', dataset: ref, message: `${ref}: ${plan.message}` });
+    }
+    step.loads.set(ref, { ...load, imbalancedSince: since });
+  }
+  if (plan.verdict === 'waiting' && since !== undefined) step.schedule(since + lb.sustainMs);
+  if (plan.verdict === 'hourly-limit') {
+    const oldest = load.moved.filter((m) => step.now - m.at < HOUR_MS).reduce((t, m) => Math.min(t, m.at), step.now);
+    step.schedule(oldest + HOUR_MS);
+  }
+  if (plan.verdict !== 'would-move' || plan.decision === undefined) return;
+  const moves = movesOf(plan.current, plan.decision.placement);
+  step.notice({
+    name: 'load.moves-planned',
+    level: 'info',
+    dataset: ref,
+    message: `${ref}: ${plan.message} (load outside the band ${plan.decision.report.outsideBefore.toPrecision(4)} → ${plan.decision.report.outsideAfter.toPrecision(4)})`,
+  });
+  const kept = loadOf(step, ref).moved.filter((m) => step.now - m.at < Math.max(HOUR_MS, lb.shardCooldownMs));
+  step.loads.set(ref, { ...loadOf(step, ref), imbalancedSince: undefined, moved: [...kept, ...moves.map((m) => ({ shard: m.shard, at: step.now }))] });
+  yield* balancedRound(step, ref, step.held(ref), plan.decision.placement);
+}
+
+/** The copies `target` adds per shard, paired with the copies it drops there (a drop without an add is no move). */
+function movesOf(current: readonly (readonly NodeId[])[], target: Placement): { shard: number; from: NodeId | undefined; to: NodeId }[] {
+  const moves: { shard: number; from: NodeId | undefined; to: NodeId }[] = [];
+  target.forEach((copies, shard) => {
+    const dropped = current[shard]!.filter((n) => !copies.includes(n));
+    copies.filter((n) => !current[shard]!.includes(n)).forEach((to, k) => moves.push({ shard, from: dropped[k], to }));
+  });
+  return moves;
+}
+
+/** Answers `ExplainPlacement`: the view, the bands, and the dry run of a load round now. */
+export function* explainPlacement(step: Step, ref: DatasetRef, replyTo: ReplyTo): Steps<void> {
+  const ds = step.dataset(ref);
+  if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset: ref });
+  const lb = ds.config.loadBalance;
+  if (lb === undefined) return step.reply(replyTo, notLoadAware(ref));
+  const plan = yield* planLoadRound(step, ref);
+  const load = loadOf(step, ref);
+  const report = plan.decision?.report;
+  const order = plan.decision?.nodeOrder ?? [];
+  const copies = (node: NodeId) => plan.current.reduce((n, c) => n + (c.includes(node) ? 1 : 0), 0);
+  const nodes: NodeLoad[] = order.map((node, i) => {
+    const band = report!.nodes[i]!;
+    return {
+      node,
+      weight: step.member(node)?.weight ?? 1,
+      copies: copies(node),
+      load: band.before,
+      share: band.share,
+      lo: band.lo,
+      hi: band.hi,
+      ...(band.hotShard === undefined ? {} : { hotShard: band.hotShard }),
+    };
+  });
+  const byNode = new Map(nodes.map((n) => [n.node, n]));
+  const view = freshView(step, ref);
+  const moves: LoadMove[] = plan.decision === undefined ? [] : movesOf(plan.current, plan.decision.placement).map((m) => moveWithWhy(m, view.loads, byNode));
+  const explanation: PlacementExplanation = {
+    dataset: ref,
+    measure: lb.measure,
+    band: lb.band,
+    triggerBand: lb.triggerBand,
+    paused: step.paused(ref),
+    measured: plan.view.measured,
+    serving: plan.view.serving,
+    nodes,
+    hotShards: report?.hotShards ?? [],
+    ...(plan.imbalancedSince === undefined ? {} : { imbalancedSince: plan.imbalancedSince }),
+    movesLastHour: plan.movesLastHour,
+    maxMovesPerHour: lb.maxMovesPerHour,
+    refused: load.refused,
+    verdict: plan.verdict,
+    message: plan.message,
+    moves,
+    outsideBefore: report?.outsideBefore ?? 0,
+    outsideAfter: report?.outsideAfter ?? 0,
+  };
+  step.reply(replyTo, { type: 'PlacementExplanation', explanation });
+}
+
+/** One planned move with the reason an operator reads: how far outside its band the node it leaves (or joins) was. */
+function moveWithWhy(
+  m: { shard: number; from: NodeId | undefined; to: NodeId },
+  loads: readonly (number | undefined)[],
+  byNode: ReadonlyMap<NodeId, NodeLoad>,
+): LoadMove {
+  const from = m.from === undefined ? undefined : byNode.get(m.from);
+  const to = byNode.get(m.to);
+  const rel = (n: NodeLoad) => `${(n.load / n.share).toFixed(2)} × its share (band ${(n.lo / n.share).toFixed(2)}–${(n.hi / n.share).toFixed(2)})`;
+  const why =
+    from === undefined
+      ? `a lost copy placed on ${m.to}`
+      : from.hotShard !== undefined && from.hotShard !== m.shard
+        ? `${from.node} carries hot shard ${from.hotShard} alone (${rel(from)})`
+        : from.load > from.hi
+          ? `${from.node} was over its band: ${rel(from)}`
+          : to !== undefined && to.load < to.lo
+            ? `${to.node} was under its band: ${rel(to)}`
+            : `part of a swap or chain that lowers the load outside the band (${from.node} ${rel(from)})`;
+  return { shard: m.shard, from: m.from ?? m.to, to: m.to, load: loads[m.shard] ?? Number.NaN, why };
+}
+
+const notLoadAware = (dataset: DatasetRef) =>
+  ({
+    type: 'NotLoadAware',
+    dataset,
+    message: `dataset ${dataset} places by copy counts: set "loadBalance" in its config (with "strategy": "balanced") to place it by measured load`,
+  }) as const;
+
+/** `SetLoadBalancing`: pauses or resumes a dataset's moves for load alone (persisted with the node operations). */
+export function setLoadBalancing(step: Step, ref: DatasetRef, paused: boolean, replyTo: ReplyTo): void {
+  const ds = step.dataset(ref);
+  if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset: ref });
+  if (ds.config.loadBalance === undefined) return step.reply(replyTo, notLoadAware(ref));
+  if (paused !== step.paused(ref)) {
+    step.setPaused(ref, paused);
+    step.notice({ name: 'load.paused', level: 'info', dataset: ref, message: `${ref}: moves for load ${paused ? 'paused' : 'resumed'} by an operator` });
+  }
+  step.reply(replyTo, { type: 'LoadBalancingSet', dataset: ref, paused });
+}
