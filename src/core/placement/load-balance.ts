@@ -67,7 +67,7 @@ const NONE = -1;
 /** The coolest nodes a copy off an overloaded node is tried on (besides where it was before). */
 const DESTINATIONS_PER_MOVE = 16;
 /** Candidates a decision may evaluate before it stops looking for chains. */
-const CHAIN_BUDGET = 2_000_000;
+const CHAIN_BUDGET = 500_000;
 
 /**
  * Lowers the load outside the band of `p.start` (in place) by moving copies among present nodes,
@@ -80,7 +80,8 @@ export function* balanceLoads(p: LoadProblem): Steps<LoadBalanceReport> {
   let moves = 0;
   let swaps = 0;
   let chains = 0;
-  for (let taken = 0; ; taken++) {
+  // No move allowed: the bands and the loads only (a search would find moves it may not take).
+  for (let taken = 0; p.maxMoves !== 0; taken++) {
     if (taken % MOVES_PER_STEP === MOVES_PER_STEP - 1) yield;
     const move = b.findMove();
     if (move !== undefined) {

@@ -26,6 +26,8 @@ export interface DatasetLoad {
   readonly moved: readonly { readonly shard: number; readonly at: number }[];
   /** Figures refused since this singleton took over, by why. */
   readonly refused: Readonly<Partial<Record<LoadRefusal, number>>>;
+  /** When a load round last searched and found no move that helps (it searches again `sustainMs` later). */
+  readonly noGainAt?: number | undefined;
 }
 
 /** A report more than this ahead of the singleton's clock is refused: the node's clock is wrong. */
@@ -188,7 +190,7 @@ interface LoadPlan {
  * What a load round would do now, and whether it may: the decision (with at most the moves the
  * hour has left) and the verdict. Changes nothing.
  */
-function* planLoadRound(step: Step, ref: DatasetRef): Steps<LoadPlan> {
+function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<LoadPlan> {
   const ds = step.dataset(ref)!;
   const lb = ds.config.loadBalance!;
   const load = loadOf(step, ref);
@@ -202,61 +204,53 @@ function* planLoadRound(step: Step, ref: DatasetRef): Steps<LoadPlan> {
   const base = { decision: undefined, current, view, imbalancedSince: load.imbalancedSince, movesLastHour };
   if (step.placeableMembers().length === 0) return { ...base, verdict: 'balanced', message: 'no member to place on' };
   const remaining = Math.max(0, lb.maxMovesPerHour - movesLastHour);
-  const decided = yield* new LoadAwarePlacementStrategy(lb.band).decideInSteps({ ...problem, loads: view.loads, maxMoves: remaining });
+  const strategy = new LoadAwarePlacementStrategy(lb.band);
+  const input = { ...problem, loads: view.loads };
+  // The bands and the nodes outside them, without searching for moves: what most verdicts need.
+  const banded = yield* strategy.decideInSteps({ ...input, maxMoves: 0 });
+  if (!banded.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${banded.error.message}` };
+  const outside = outsideTrigger(banded.value, lb.triggerBand);
+  const since = load.imbalancedSince ?? step.now;
+  const held_ = (verdict: LoadVerdict, message: string, imbalanced: boolean): Omit<LoadPlan, 'decision'> => ({
+    ...base,
+    imbalancedSince: imbalanced ? since : base.imbalancedSince,
+    verdict,
+    message,
+  });
+  const early = ((): Omit<LoadPlan, 'decision'> | undefined => {
+    if (step.paused(ref)) return held_('paused', 'moves for load are paused by an operator', false);
+    if (!complete(view)) {
+      const message = `${view.measured} of ${view.serving} served shards have a fresh load figure (${Math.ceil(COMPLETE_VIEW * 100)} % needed)`;
+      return held_('view-incomplete', message, false);
+    }
+    if (outside.length === 0) {
+      return banded.value.report.outsideBefore === 0
+        ? held_('balanced', `every node is within ±${pct(lb.band)} of its share`, false)
+        : held_('within-trigger', `no node is outside ±${pct(lb.triggerBand)} of its share (the trigger band)`, false);
+    }
+    if (step.now - since < lb.sustainMs)
+      return held_('waiting', `${outside.join(', ')} outside the trigger band since ${since}; moves after ${lb.sustainMs} ms of it`, true);
+    if (movesInFlight(step, ref) > 0 || step.movesWaiting(ref))
+      return held_('moves-in-flight', 'planned moves are still in flight; the next load round waits for them', true);
+    if (remaining === 0) return held_('hourly-limit', `${movesLastHour} copies moved for load in the last hour (maxMovesPerHour ${lb.maxMovesPerHour})`, true);
+    if (load.noGainAt !== undefined && step.now - load.noGainAt < lb.sustainMs) {
+      return held_('no-gain', `no move within the rules lowered the load outside the band at ${load.noGainAt}; searched again ${lb.sustainMs} ms after`, true);
+    }
+    return undefined;
+  })();
+  if (early !== undefined && !dryRun) return { ...early, decision: banded.value };
+  // A dry run shows the moves a round would make once it may: as many as an hour allows.
+  const decided = yield* strategy.decideInSteps({ ...input, maxMoves: remaining > 0 ? remaining : lb.maxMovesPerHour });
   if (!decided.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${decided.error.message}` };
   const decision = decided.value;
-  const withDecision = { ...base, decision };
-  const outside = outsideTrigger(decision, lb.triggerBand);
+  if (early !== undefined) return { ...early, decision };
   const moved = decision.placement.reduce((n, copies, s) => n + copies.filter((id) => !current[s]!.includes(id)).length, 0);
-  if (step.paused(ref)) return { ...withDecision, verdict: 'paused', message: `moves for load are paused by an operator` };
-  if (!complete(view)) {
-    return {
-      ...withDecision,
-      verdict: 'view-incomplete',
-      message: `${view.measured} of ${view.serving} served shards have a fresh load figure (${Math.ceil(COMPLETE_VIEW * 100)} % needed)`,
-    };
-  }
-  if (outside.length === 0) {
-    const within = decision.report.outsideBefore === 0;
-    return {
-      ...withDecision,
-      verdict: within ? 'balanced' : 'within-trigger',
-      message: within ? `every node is within ±${pct(lb.band)} of its share` : `no node is outside ±${pct(lb.triggerBand)} of its share (the trigger band)`,
-    };
-  }
-  const since = load.imbalancedSince ?? step.now;
-  if (step.now - since < lb.sustainMs) {
-    return {
-      ...withDecision,
-      imbalancedSince: since,
-      verdict: 'waiting',
-      message: `${outside.join(', ')} outside the trigger band since ${since}; moves after ${lb.sustainMs} ms of it`,
-    };
-  }
-  if (movesInFlight(step, ref) > 0 || step.movesWaiting(ref)) {
-    return {
-      ...withDecision,
-      imbalancedSince: since,
-      verdict: 'moves-in-flight',
-      message: 'planned moves are still in flight; the next load round waits for them',
-    };
-  }
-  if (remaining === 0) {
-    return {
-      ...withDecision,
-      imbalancedSince: since,
-      verdict: 'hourly-limit',
-      message: `${movesLastHour} copies moved for load in the last hour (maxMovesPerHour ${lb.maxMovesPerHour})`,
-    };
-  }
   if (moved === 0 || !(decision.report.outsideAfter < decision.report.outsideBefore)) {
-    return { ...withDecision, imbalancedSince: since, verdict: 'no-gain', message: 'no move within the rules lowers the load outside the band' };
+    return { ...held_('no-gain', 'no move within the rules lowers the load outside the band', true), decision };
   }
   return {
-    ...withDecision,
-    imbalancedSince: since,
-    verdict: 'would-move',
-    message: `${outside.join(', ')} outside ±${pct(lb.triggerBand)} of its share since ${since}: ${moved} copies to move`,
+    ...held_('would-move', `${outside.join(', ')} outside ±${pct(lb.triggerBand)} of its share since ${since}: ${moved} copies to move`, true),
+    decision,
   };
 }
 
@@ -270,19 +264,52 @@ function outsideTrigger(decision: LoadAwareDecision, triggerBand: number): NodeI
   });
 }
 
+/**
+ * Whether every present node is within the trigger band of its plain share (λ·w, λ the load per
+ * unit of weight over all of them), with the figures as the load round counts them. Without hot
+ * copies these are the bands the strategy uses; a hot copy puts its node outside them, and the
+ * full plan then decides.
+ */
+function withinTrigger(step: Step, ref: DatasetRef): boolean {
+  const { config, mapper } = step.dataset(ref)!;
+  const view = freshView(step, ref);
+  if (!complete(view)) return true;
+  const measured = view.loads.filter((l): l is number => l !== undefined);
+  const fallback = measured.length === 0 ? 1 : measured.reduce((a, b) => a + b, 0) / measured.length;
+  const members = step.placeableMembers();
+  const load = new Map<NodeId, number>(members.map((m) => [m.node, 0]));
+  for (let s = 0; s < config.numShards; s++) {
+    for (const n of mapper.nodesForShard(s)) if (load.has(n)) load.set(n, load.get(n)! + (view.loads[s] ?? fallback));
+  }
+  const total = [...load.values()].reduce((a, b) => a + b, 0);
+  const weight = members.reduce((a, m) => a + (m.weight ?? 1), 0);
+  const band = config.loadBalance!.triggerBand;
+  return members.every((m) => {
+    const share = (total * (m.weight ?? 1)) / weight;
+    const l = load.get(m.node)!;
+    return l <= share * (1 + band) && l >= share * (1 - band);
+  });
+}
+
 const pct = (f: number) => `${Math.round(f * 1000) / 10} %`;
 
 /** The load round of one dataset: keeps the imbalance clock, and moves copies when the plan may. */
 function* loadRound(step: Step, ref: DatasetRef): Steps<void> {
-  const plan = yield* planLoadRound(step, ref);
   const load = loadOf(step, ref);
+  // The common case, a dataset at rest, costs a pass over its copies, not a decision of the strategy.
+  if (load.imbalancedSince === undefined && withinTrigger(step, ref)) return;
+  const plan = yield* planLoadRound(step, ref, false);
   const lb = step.dataset(ref)!.config.loadBalance!;
-  const since = plan.verdict === 'balanced' || plan.verdict === 'within-trigger' || plan.verdict === 'paused' ? undefined : plan.imbalancedSince;
+  const atRest = plan.verdict === 'balanced' || plan.verdict === 'within-trigger' || plan.verdict === 'paused';
+  const since = atRest ? undefined : plan.imbalancedSince;
+  // A search that found nothing is not run again before sustainMs has passed (not at every window).
+  const noGainAt = plan.verdict !== 'no-gain' ? undefined : load.noGainAt !== undefined && step.now - load.noGainAt < lb.sustainMs ? load.noGainAt : step.now;
+  if (noGainAt !== load.noGainAt) step.loads.set(ref, { ...loadOf(step, ref), noGainAt });
   if (since !== load.imbalancedSince) {
     if (since !== undefined && load.imbalancedSince === undefined) {
       step.notice({ name: 'load.imbalanced', level: 'info', dataset: ref, message: `${ref}: ${plan.message}` });
     }
-    step.loads.set(ref, { ...load, imbalancedSince: since });
+    step.loads.set(ref, { ...loadOf(step, ref), imbalancedSince: since });
   }
   if (plan.verdict === 'waiting' && since !== undefined) step.schedule(since + lb.sustainMs);
   if (plan.verdict === 'hourly-limit') {
@@ -318,7 +345,7 @@ export function* explainPlacement(step: Step, ref: DatasetRef, replyTo: ReplyTo)
   if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset: ref });
   const lb = ds.config.loadBalance;
   if (lb === undefined) return step.reply(replyTo, notLoadAware(ref));
-  const plan = yield* planLoadRound(step, ref);
+  const plan = yield* planLoadRound(step, ref, true);
   const load = loadOf(step, ref);
   const report = plan.decision?.report;
   const order = plan.decision?.nodeOrder ?? [];
