@@ -20,12 +20,17 @@ const memberRows = () =>
   );
 
 beforeAll(async () => {
-  cluster = liveCluster('page', [
-    { name: 'n1', rack: 'rack-a' },
-    { name: 'n2', rack: 'rack-b' },
-    { name: 'n3', rack: 'rack-a' },
-    { name: 'n4', rack: 'rack-b' },
-  ]);
+  cluster = liveCluster(
+    'page',
+    [
+      { name: 'n1', rack: 'rack-a' },
+      { name: 'n2', rack: 'rack-b' },
+      { name: 'n3', rack: 'rack-a' },
+      { name: 'n4', rack: 'rack-b' },
+    ],
+    // Shard 0 ingests 20× the others: its node is the hot one in the members' heat scale.
+    { source: { shardRates: (_dataset, shard) => (shard === 0 ? 20 : 1) } },
+  );
   await cluster.start();
   await cluster.setupDataset({ ref: 'metrics', numShards: 16, minNumNodes: 2, source: { type: 'synthetic', recordsPerSecond: 200 } });
   api = await startNodeApi(cluster.node('n2'), { port: 0, token: TOKEN, feed: { refreshMs: 1_000 } });
@@ -61,6 +66,35 @@ describe('the status page', () => {
       (t) => /^n\d$/.test(t ?? ''),
     );
     expect(members.find((m) => m.node === copy)?.copies).toBeGreaterThan(0);
+  });
+
+  it('colours each member by its load: the node of the hot shard red, the others blue, as the rates say', async () => {
+    const map = await cluster.request((replyTo) => ({ type: 'GetShardMap', dataset: 'metrics' as never, replyTo }));
+    const hotNode = map.type === 'CurrentShardSnapshot' ? map.snapshot.shards[0]!.assignments[0]!.node : undefined;
+    expect(hotNode).toBeDefined();
+    const heat = await until(
+      'every member coloured by its ingestion rate',
+      () =>
+        page.$$eval('#members tbody tr', (rows) => {
+          const { getComputedStyle } = globalThis as unknown as { getComputedStyle(e: object): { backgroundColor: string } };
+          return rows.map((r) => {
+            const cell = r.children[5] as unknown as { dataset: Record<string, string | undefined> };
+            return { node: r.getAttribute('data-node'), heat: cell.dataset.heat, colour: getComputedStyle(cell).backgroundColor };
+          });
+        }),
+      (rows) => rows.length === 4 && rows.every((r) => r.heat !== undefined) && rows.some((r) => r.heat === 'hot'),
+    );
+    // FiloDB's placement gives nodes different numbers of shards: the hot shard's node is the one far above the mean.
+    expect(heat.filter((r) => r.heat === 'hot').map((r) => r.node)).toEqual([hotNode]);
+    // Painted, not only labelled: the hot cell's colour is a red; a node under the mean (one with fewer shards) a blue.
+    const rgb = (c: string) => (c.match(/\d+(\.\d+)?/g) ?? []).map(Number);
+    const [hr, , hb] = rgb(heat.find((r) => r.heat === 'hot')!.colour);
+    expect(hr!).toBeGreaterThan(hb!);
+    for (const cold of heat.filter((r) => r.heat === 'cold')) {
+      const [cr, , cb] = rgb(cold.colour);
+      expect(cb!).toBeGreaterThan(cr!);
+    }
+    expect(heat.some((r) => r.heat === 'cold')).toBe(true);
   });
 
   it('works from the keyboard: the map moves shard by shard, and a focused button keeps its focus through updates', async () => {
