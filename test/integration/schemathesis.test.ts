@@ -117,7 +117,7 @@ describe('Schemathesis against a node', () => {
     const run = await schemathesis(100, ['--exclude-name', REMOVE_DATASET]);
     expect(run.code, run.output).toBe(0);
     // It ran against the real node: the operations and their answers, not an empty selection.
-    expect(run.output).toMatch(/Tested: 40\b/);
+    expect(run.output).toMatch(/Tested: 43\b/);
   }, 240_000);
 
   it('finds nothing in the removal of a dataset, and removes `metrics`', async () => {
@@ -131,10 +131,10 @@ describe('Schemathesis against a node', () => {
 
   it('without the token, finds nothing in the operations that need it, and each answers 401, 403 or 405', async () => {
     const har = join(workDir, 'without-token.har');
-    // The operations that change the cluster are its POSTs and DELETEs, and only they need the token.
-    const run = await schemathesis(30, ['--include-method-regex', '^(POST|DELETE)$', '--report', 'har', '--report-har-path', har], { token: false });
+    // The operations that change the cluster are its POSTs, PUTs and DELETEs, and only they need the token.
+    const run = await schemathesis(30, ['--include-method-regex', '^(POST|PUT|DELETE)$', '--report', 'har', '--report-har-path', har], { token: false });
     expect(run.code, run.output).toBe(0);
-    expect(run.output).toMatch(/Tested: 7\b/);
+    expect(run.output).toMatch(/Tested: 8\b/);
     const entries = (JSON.parse(await readFile(har, 'utf8')) as HarLog).log.entries;
     expect(entries.length).toBeGreaterThan(100);
     const others = entries
