@@ -13,7 +13,7 @@ import { SeededRandom } from '../src/sim/random.js';
 import { BalancedPlacementStrategy, LoadAwarePlacementStrategy, type Placement, type PlacementInput, type PlacementNode } from '../src/entries/core.js';
 import { nodeId, type NodeId } from '../src/core/ids.js';
 import { register, type Table } from './harness.js';
-import { LoadWorld } from '../src/sim/load-world.js';
+import { LoadWorld, zipfRates } from '../src/sim/load-world.js';
 
 const ZIPF_EXPONENT = 1.1;
 const SEEDS = [1, 2, 3, 4, 5];
@@ -40,19 +40,8 @@ const CASES: readonly LoadCase[] = [
   },
 ];
 
-/** Each shard's rate: Zipf(s) by rank, over a random order of the shards; the total is 1. */
-function zipfRates(shards: number, random: SeededRandom): Float64Array {
-  const order = Array.from({ length: shards }, (_, i) => i);
-  for (let i = shards - 1; i > 0; i--) {
-    const j = random.int(0, i);
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
-  const rates = new Float64Array(shards);
-  let total = 0;
-  for (let rank = 0; rank < shards; rank++) total += rates[order[rank]!] = 1 / (rank + 1) ** ZIPF_EXPONENT;
-  for (let s = 0; s < shards; s++) rates[s]! /= total;
-  return rates;
-}
+/** Each shard's rate: Zipf(1.1) by rank over a random order of the shards; the total is 1. */
+const zipfRatesOf = (shards: number, random: SeededRandom): Float64Array => Float64Array.from(zipfRates(shards, ZIPF_EXPONENT, random));
 
 /** Per node (in `nodes` order): its capacity-weighted share of the total load (every copy carries its shard's rate; the rates add up to 1). */
 function sharesOf(nodes: readonly PlacementNode[], replicationFactor: number): Float64Array {
@@ -185,7 +174,7 @@ function placementLoad(): Table {
     const loadAwareMs: number[] = [];
     const hotShards: number[] = [];
     for (const seed of SEEDS) {
-      const rates = zipfRates(c.shards, new SeededRandom(seed));
+      const rates = zipfRatesOf(c.shards, new SeededRandom(seed));
       const input: PlacementInput = {
         numShards: c.shards,
         replicationFactor: c.replicationFactor,
@@ -278,7 +267,7 @@ function changingRates(): Table {
   const loadBalance = { sustainMs: 3 * MINUTE, maxMovesPerHour: 64 };
   const rows: (string | number)[][] = [];
   const build = () => {
-    const rates = [...zipfRates(1024, new SeededRandom(7))].map((r) => r * 1_000_000);
+    const rates = zipfRates(1024, ZIPF_EXPONENT, new SeededRandom(7)).map((r) => r * 1_000_000);
     const w = new LoadWorld({ nodes: 16, racks: 4, shards: 1024, replicationFactor: 2, loadBalance, rates });
     // Balanced first, whatever it takes (the start is not what is measured).
     w.advance(6 * 60 * MINUTE);

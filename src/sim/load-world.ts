@@ -11,8 +11,22 @@ import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
 import { ShardEvents } from '../core/status.js';
+import type { SeededRandom } from './random.js';
 
 export const LOAD_REPORT_MS = 10_000;
+
+/** Each shard's rate: Zipf(`exponent`) by rank over a random order of the shards (a few hot tenants, a long tail); the rates add up to 1. */
+export function zipfRates(shards: number, exponent: number, random: SeededRandom): number[] {
+  const order = Array.from({ length: shards }, (_, i) => i);
+  for (let i = shards - 1; i > 0; i--) {
+    const j = random.int(0, i);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const rates = new Array<number>(shards);
+  let total = 0;
+  for (let rank = 0; rank < shards; rank++) total += rates[order[rank]!] = 1 / (rank + 1) ** exponent;
+  return rates.map((r) => r / total);
+}
 
 export interface LoadWorldOptions {
   readonly nodes: number;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { validateDatasetConfig, type LoadBalanceConfigInput } from '../../src/core/dataset-config.js';
 import { datasetRef, type DatasetRef, type NodeId } from '../../src/core/ids.js';
 import type { LoadReport, Reply } from '../../src/core/shard-manager/protocol.js';
-import { LOAD_REPORT_MS, LoadWorld } from '../../src/sim/load-world.js';
+import { LOAD_REPORT_MS, LoadWorld, zipfRates } from '../../src/sim/load-world.js';
 import { SeededRandom } from '../../src/sim/random.js';
 import { adminReplyTo, emptyRecovery, Harness, replyOf } from '../support/manager-harness.js';
 
@@ -188,19 +188,6 @@ describe('issue 37: the singleton places a load-aware dataset by measured load',
 const HISTORIES = Number(process.env.SHARDHERD_LOAD_HISTORIES ?? 100);
 const AT_REST: readonly string[] = ['balanced', 'within-trigger', 'no-gain'];
 
-/** Zipf(`exponent`) rates over a random order of the shards, `scale` in all. */
-function zipfRates(shards: number, exponent: number, scale: number, r: SeededRandom): number[] {
-  const order = [...Array(shards).keys()];
-  for (let i = shards - 1; i > 0; i--) {
-    const j = r.int(0, i);
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
-  const rates = new Array<number>(shards);
-  order.forEach((s, rank) => (rates[s] = 1 / (rank + 1) ** exponent));
-  const total = rates.reduce((a, b) => a + b, 0);
-  return rates.map((x) => (x * scale) / total);
-}
-
 describe('issue 37: random load histories on simulated time', () => {
   it(`${HISTORIES} histories of skewed rates turning hot and cooling: isolation always, never more moves in an hour than the limit, at rest within sustainMs of the last change`, () => {
     const failures: string[] = [];
@@ -210,7 +197,7 @@ describe('issue 37: random load histories on simulated time', () => {
       const rf = r.int(1, 2);
       const limit = r.int(4, 40);
       const sustainMs = r.int(1, 3) * MINUTE;
-      const base = zipfRates(shards, r.pick([0, 0.8, 1.1, 1.5]), 1000 * shards, r);
+      const base = zipfRates(shards, r.pick([0, 0.8, 1.1, 1.5]), r).map((x) => x * 1000 * shards);
       const w = world(r.int(3, 8), shards, rf, { sustainMs, maxMovesPerHour: limit, shardCooldownMs: r.int(0, 10) * MINUTE }, base);
       const fail = (what: string) => failures.push(`seed ${seed} at ${w.now}: ${what}`);
       const rackOf = new Map(w.state.members.map((m) => [m.node as string, m.rack]));

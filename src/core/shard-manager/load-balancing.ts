@@ -211,30 +211,35 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
   if (!banded.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${banded.error.message}` };
   const outside = outsideTrigger(banded.value, lb.triggerBand);
   const since = load.imbalancedSince ?? step.now;
-  const held_ = (verdict: LoadVerdict, message: string, imbalanced: boolean): Omit<LoadPlan, 'decision'> => ({
+  const verdictOf = (verdict: LoadVerdict, message: string, imbalanced: boolean): Omit<LoadPlan, 'decision'> => ({
     ...base,
     imbalancedSince: imbalanced ? since : base.imbalancedSince,
     verdict,
     message,
   });
   const early = ((): Omit<LoadPlan, 'decision'> | undefined => {
-    if (step.paused(ref)) return held_('paused', 'moves for load are paused by an operator', false);
+    if (step.paused(ref)) return verdictOf('paused', 'moves for load are paused by an operator', false);
     if (!complete(view)) {
       const message = `${view.measured} of ${view.serving} served shards have a fresh load figure (${Math.ceil(COMPLETE_VIEW * 100)} % needed)`;
-      return held_('view-incomplete', message, false);
+      return verdictOf('view-incomplete', message, false);
     }
     if (outside.length === 0) {
       return banded.value.report.outsideBefore === 0
-        ? held_('balanced', `every node is within ±${pct(lb.band)} of its share`, false)
-        : held_('within-trigger', `no node is outside ±${pct(lb.triggerBand)} of its share (the trigger band)`, false);
+        ? verdictOf('balanced', `every node is within ±${pct(lb.band)} of its share`, false)
+        : verdictOf('within-trigger', `no node is outside ±${pct(lb.triggerBand)} of its share (the trigger band)`, false);
     }
     if (step.now - since < lb.sustainMs)
-      return held_('waiting', `${outside.join(', ')} outside the trigger band since ${since}; moves after ${lb.sustainMs} ms of it`, true);
+      return verdictOf('waiting', `${outside.join(', ')} outside the trigger band since ${since}; moves after ${lb.sustainMs} ms of it`, true);
     if (movesInFlight(step, ref) > 0 || step.movesWaiting(ref))
-      return held_('moves-in-flight', 'planned moves are still in flight; the next load round waits for them', true);
-    if (remaining === 0) return held_('hourly-limit', `${movesLastHour} copies moved for load in the last hour (maxMovesPerHour ${lb.maxMovesPerHour})`, true);
+      return verdictOf('moves-in-flight', 'planned moves are still in flight; the next load round waits for them', true);
+    if (remaining === 0)
+      return verdictOf('hourly-limit', `${movesLastHour} copies moved for load in the last hour (maxMovesPerHour ${lb.maxMovesPerHour})`, true);
     if (load.noGainAt !== undefined && step.now - load.noGainAt < lb.sustainMs) {
-      return held_('no-gain', `no move within the rules lowered the load outside the band at ${load.noGainAt}; searched again ${lb.sustainMs} ms after`, true);
+      return verdictOf(
+        'no-gain',
+        `no move within the rules lowered the load outside the band at ${load.noGainAt}; searched again ${lb.sustainMs} ms after`,
+        true,
+      );
     }
     return undefined;
   })();
@@ -244,12 +249,12 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
   if (!decided.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${decided.error.message}` };
   const decision = decided.value;
   if (early !== undefined) return { ...early, decision };
-  const moved = decision.placement.reduce((n, copies, s) => n + copies.filter((id) => !current[s]!.includes(id)).length, 0);
+  const moved = movesOf(current, decision.placement).length;
   if (moved === 0 || !(decision.report.outsideAfter < decision.report.outsideBefore)) {
-    return { ...held_('no-gain', 'no move within the rules lowers the load outside the band', true), decision };
+    return { ...verdictOf('no-gain', 'no move within the rules lowers the load outside the band', true), decision };
   }
   return {
-    ...held_('would-move', `${outside.join(', ')} outside ±${pct(lb.triggerBand)} of its share since ${since}: ${moved} copies to move`, true),
+    ...verdictOf('would-move', `${outside.join(', ')} outside ±${pct(lb.triggerBand)} of its share since ${since}: ${moved} copies to move`, true),
     decision,
   };
 }
