@@ -78,20 +78,11 @@ export class LoadWorld {
     return this.state.datasets.get(this.dataset)!.mapper;
   }
 
-  /** A node joins (its rack round-robin over `racks`). */
+  /** A node joins (racks dealt round-robin in join order). */
   join(name: string): void {
-    const racks = this.options.racks ?? 2;
-    const index = Number(name.replace(/\D/g, '')) || this.joined;
-    const member: Member = { node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++this.joined, rack: `r${index % racks}` };
+    const rack = `r${this.joined % (this.options.racks ?? 2)}`;
+    const member: Member = { node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++this.joined, rack };
     this.run({ type: 'MemberUp', member });
-    this.startCopies();
-  }
-
-  /** A node leaves (its copies are re-created elsewhere after the dataset's replacement delay, or at once when unserved). */
-  leave(name: string): void {
-    const m = this.state.members.find((x) => x.node === name);
-    if (!m) return;
-    this.run({ type: 'MemberDown', node: m.node, incarnation: m.incarnation });
     this.startCopies();
   }
 

@@ -129,20 +129,30 @@ function loadsOf(input: LoadAwareInput): Result<number[], PlacementError> {
   if (loads.length !== 0 && loads.length !== numShards) {
     return err({ type: 'InvalidPlacementInput', message: `loads has ${loads.length} shards, numShards is ${numShards}` });
   }
-  let sum = 0;
-  let measured = 0;
   for (let s = 0; s < loads.length; s++) {
     const l = loads[s];
-    if (l === undefined) continue;
-    if (typeof l !== 'number' || !Number.isFinite(l) || l < 0) {
+    if (l !== undefined && (typeof l !== 'number' || !Number.isFinite(l) || l < 0)) {
       return err({
         type: 'InvalidPlacementInput',
         message: `shard ${s} has load ${l}; a load must be a finite number of at least 0 (undefined when not measured)`,
       });
     }
+  }
+  return ok(countedLoads(loads, numShards));
+}
+
+/**
+ * Each shard's load as it counts: an unmeasured one (undefined) as the mean of the measured ones,
+ * or 1 when none is measured, so unknown load falls back to counting copies, never to zero.
+ */
+export function countedLoads(loads: readonly (number | undefined)[], numShards: number): number[] {
+  let sum = 0;
+  let measured = 0;
+  for (const l of loads) {
+    if (l === undefined) continue;
     sum += l;
     measured += 1;
   }
   const fallback = measured === 0 ? 1 : sum / measured;
-  return ok(Array.from({ length: numShards }, (_, s) => loads[s] ?? fallback));
+  return Array.from({ length: numShards }, (_, s) => loads[s] ?? fallback);
 }

@@ -4,9 +4,8 @@
 // back until a node has been outside the trigger band for `sustainMs`, within `maxMovesPerHour`,
 // never for a shard moved for load within `shardCooldownMs`, never while moves are in flight.
 import type { LoadBalanceConfig } from '../dataset-config.js';
-import { LoadAwarePlacementStrategy, type LoadAwareDecision } from '../placement/load-aware-strategy.js';
+import { countedLoads, LoadAwarePlacementStrategy, type LoadAwareDecision, type LoadAwareInput } from '../placement/load-aware-strategy.js';
 import type { Placement, PlacementInput } from '../placement/placement-types.js';
-import type { LoadAwareInput } from '../placement/load-aware-strategy.js';
 import { isServingCopy } from '../shard-record.js';
 import type { Steps } from '../steps.js';
 import { balancedRound, movesInFlight, placementProblem } from './planned-moves.js';
@@ -279,12 +278,11 @@ function withinTrigger(step: Step, ref: DatasetRef): boolean {
   const { config, mapper } = step.dataset(ref)!;
   const view = freshView(step, ref);
   if (!complete(view)) return true;
-  const measured = view.loads.filter((l): l is number => l !== undefined);
-  const fallback = measured.length === 0 ? 1 : measured.reduce((a, b) => a + b, 0) / measured.length;
+  const loads = countedLoads(view.loads, config.numShards);
   const members = step.placeableMembers();
   const load = new Map<NodeId, number>(members.map((m) => [m.node, 0]));
   for (let s = 0; s < config.numShards; s++) {
-    for (const n of mapper.nodesForShard(s)) if (load.has(n)) load.set(n, load.get(n)! + (view.loads[s] ?? fallback));
+    for (const n of mapper.nodesForShard(s)) if (load.has(n)) load.set(n, load.get(n)! + loads[s]!);
   }
   const total = [...load.values()].reduce((a, b) => a + b, 0);
   const weight = members.reduce((a, m) => a + (m.weight ?? 1), 0);
