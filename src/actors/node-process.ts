@@ -10,6 +10,7 @@ import { isMember } from '../cluster/membership.js';
 import type { DatasetRef, Epoch, Incarnation, NodeId, ReplyTo, ShardNum, SubscriberId } from '../core/ids.js';
 import type { Reply, RunningShard, RunningSummary } from '../core/shard-manager/protocol.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
+import { loadRatios } from '../core/shard-manager/load-view.js';
 import type { IngestionSource, RecordSink, SourceRecord } from '../ingest/ingestion-source.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
 import { RELEASED_RENEWAL, type Lease, type MetaStore } from '../store/meta-store.js';
@@ -42,6 +43,7 @@ import type { TransportOwner } from '../cluster/failure-detector/memory-transpor
 import type { DatasetServerOptions, ShardRequestHandler } from '../serving/dataset-server.js';
 import { pollTurnsFor } from './poll-turns.js';
 import { LoadMeter, type LoadWeightHook } from './load-meter.js';
+import { checkNodePlacement } from './node-placement.js';
 import { slicePauseFor } from '../cluster/event-loop-slice.js';
 
 /** What every node of a cluster shares (in embedded mode, one object for all nodes). */
@@ -166,6 +168,7 @@ export class ShardherdNode {
       readonly sink?: RecordSink;
     } = {},
   ) {
+    checkNodePlacement(node, placement);
     this.metrics = options.metrics;
     this.sink = options.sink ?? services.sink;
     this.serving = new NodeServing({
@@ -201,6 +204,10 @@ export class ShardherdNode {
       knownEpoch: async () => (await this.cache())?.maxEpoch,
       membershipSize: () => (this.member ? (this.lastView?.members.length ?? 0) : 0),
       leaseWaitingShards: () => this.leaseWaits?.count ?? 0,
+      loadRatios: async () => {
+        const state = await this.localSingletonState();
+        return state ? loadRatios(state, this.services.clock.now()) : [];
+      },
     });
   }
 

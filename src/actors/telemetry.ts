@@ -4,6 +4,7 @@ import type { DatasetRef } from '../core/ids.js';
 import type { NoticeName } from '../core/shard-manager/protocol.js';
 import type { DropCause } from '../cluster/failure-detector/messages.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
+import type { NodeLoadRatio } from '../core/shard-manager/load-view.js';
 
 /** A shard this node ingests, looked at when metrics are read (lag = end offset − position). */
 export interface IngestionProbe {
@@ -81,6 +82,8 @@ export interface MetricsSubject {
   membershipSize(): number;
   /** Shards waiting for a lease to write (heartbeat mode). */
   leaseWaitingShards?(): number;
+  /** Each member's load over its weighted share per load-aware dataset, as this node's singleton sees it (none elsewhere). */
+  loadRatios?(): Promise<readonly NodeLoadRatio[]>;
 }
 
 /**

@@ -76,6 +76,11 @@ export interface LoadBalanceConfig {
   readonly sustainMs: number;
   /** Copies moved for load alone per rolling hour, at most (default 64; joins, drains and lost copies are not counted). */
   readonly maxMovesPerHour: number;
+  /**
+   * Copies one node gains plus sheds in a load round, at most (default 4), so no node catches up
+   * many new copies at once. (A load round moves at most the dataset's `maxConcurrentMoves` in all.)
+   */
+  readonly maxConcurrentMovesPerNode: number;
   /** A shard moved for load is not moved for load again for this long (ms, default 600 000). */
   readonly shardCooldownMs: number;
   /** A copy's report counts for this long (ms, default 60 000); a shard without a fresh report counts as the mean of the others. */
@@ -91,6 +96,7 @@ export const DEFAULT_LOAD_BALANCE: LoadBalanceConfig = {
   triggerBand: 0.1,
   sustainMs: 180_000,
   maxMovesPerHour: 64,
+  maxConcurrentMovesPerNode: 4,
   shardCooldownMs: 600_000,
   staleMs: 60_000,
 };
@@ -174,6 +180,13 @@ const ms = (max: number, what: string) =>
     .min(0, 'must not be negative')
     .max(max, `must be at most ${max} (${what})`);
 const HOUR = 60 * 60 * 1000;
+const MAX_COPIES = MAX_SHARDS * MAX_REPLICATION_FACTOR;
+/** A number of copies moved at once: at least one, else nothing would ever move. */
+const copies = z
+  .number({ error: 'must be a number of copies' })
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .max(MAX_COPIES, `must be at most ${MAX_COPIES}`);
 
 const loadBalanceSchema = z
   .strictObject({
@@ -183,12 +196,8 @@ const loadBalanceSchema = z
     band: z.number({ error: 'must be a fraction such as 0.05 (±5 %)' }).gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_LOAD_BALANCE.band),
     triggerBand: z.number({ error: 'must be a fraction such as 0.1 (±10 %)' }).gt(0, 'must be above 0').lt(1, 'must be below 1').optional(),
     sustainMs: ms(24 * HOUR, 'a day').default(DEFAULT_LOAD_BALANCE.sustainMs),
-    maxMovesPerHour: z
-      .number()
-      .int('must be an integer')
-      .min(0, 'must not be negative')
-      .max(MAX_SHARDS * MAX_REPLICATION_FACTOR)
-      .default(DEFAULT_LOAD_BALANCE.maxMovesPerHour),
+    maxMovesPerHour: z.number().int('must be an integer').min(0, 'must not be negative').max(MAX_COPIES).default(DEFAULT_LOAD_BALANCE.maxMovesPerHour),
+    maxConcurrentMovesPerNode: copies.default(DEFAULT_LOAD_BALANCE.maxConcurrentMovesPerNode),
     shardCooldownMs: ms(24 * HOUR, 'a day').default(DEFAULT_LOAD_BALANCE.shardCooldownMs),
     staleMs: ms(HOUR, 'an hour').min(1000, 'must be at least 1000 (a report window)').default(DEFAULT_LOAD_BALANCE.staleMs),
   })

@@ -18,6 +18,7 @@ import { SyntheticSource, type SyntheticSourceOptions } from '../ingest/syntheti
 import { MemoryMetaStore } from '../store/memory-meta-store.js';
 import type { MetaStore } from '../store/meta-store.js';
 import { ShardherdNode, type ClusterServices, type DetectorServices } from '../actors/node-process.js';
+import { checkNodePlacement } from '../actors/node-placement.js';
 import { runtimeSettings, type RuntimeOptions } from '../actors/settings.js';
 import type { Request } from '../protocol/wire.js';
 import { NodeMetrics } from '../metrics/node-metrics.js';
@@ -163,7 +164,7 @@ export class EmbeddedCluster {
   add(name: string, placement: { readonly rack?: string; readonly weight?: number } = {}): ShardherdNode {
     const id = nodeId(name);
     if (this.nodeMap.has(id)) throw new Error(`node ${name} already exists`);
-    checkPlacement(name, placement);
+    checkNodePlacement(name, placement);
     const rackAndWeight = {
       ...(placement.rack === undefined ? {} : { rack: placement.rack }),
       ...(placement.weight === undefined ? {} : { weight: placement.weight }),
@@ -311,20 +312,5 @@ export class EmbeddedCluster {
     // Nobody stays to take the singleton's role: no handover.
     for (const n of [...this.nodes].sort((a, b) => rank(b) - rank(a))) if (n.state === 'running') await n.stop({ handOver: false });
     for (const n of this.nodes) if (n.state === 'paused') n.crash();
-  }
-}
-
-/** A weight of 0, NaN or Infinity, or an empty rack, would only be refused later by the strategy, dataset by dataset. */
-function checkPlacement(name: string, placement: { readonly rack?: string; readonly weight?: number }): void {
-  const { rack, weight } = placement;
-  if (weight !== undefined && (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0 || weight > 1_000_000)) {
-    throw new ShardherdError('INVALID_PLACEMENT', `node ${name}: weight must be a finite number above 0 and at most 1000000, got ${String(weight)}`, {
-      node: name,
-    });
-  }
-  if (rack !== undefined && (typeof rack !== 'string' || rack.length === 0 || rack.length > 200)) {
-    throw new ShardherdError('INVALID_PLACEMENT', `node ${name}: rack must be a non-empty string of at most 200 characters, got ${JSON.stringify(rack)}`, {
-      node: name,
-    });
   }
 }

@@ -386,6 +386,14 @@ export class NodeMetrics implements NodeTelemetry {
         g.set(this.subject?.leaseWaitingShards?.() ?? 0);
       },
     );
+    this.gauge(
+      'shardherd_load_node_ratio',
+      "Per load-aware dataset and member: its load over its weighted share in this node's singleton's load view (1: its share; only while the view is complete)",
+      ['dataset', 'node'],
+      async (g) => {
+        for (const { dataset, node, ratio } of (await this.subject?.loadRatios?.()) ?? []) g.set({ dataset, node }, ratio);
+      },
+    );
     this.gauge('shardherd_membership_size', "Members in this node's membership view", [], async (g) => {
       g.set(this.subject?.membershipSize() ?? 0);
     });

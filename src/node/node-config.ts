@@ -126,7 +126,7 @@ const schema = z.strictObject({
     .regex(/^[A-Za-z][A-Za-z0-9_]{0,47}$/, 'must be a letter, then up to 47 letters, digits or "_"')
     .default('shardherd'),
   rack: z.string().min(1).max(100).optional(),
-  weight: z.number().positive('must be positive').max(1_000_000).optional(),
+  weight: z.number().positive('must be positive').max(1_000_000, 'must be at most 1000000').optional(),
   address: z.string().min(1).max(200).optional(),
   kafka: kafkaSection,
   cassandra: z.strictObject({

@@ -9,6 +9,7 @@ import { TcpDetectorTransport } from '../cluster/failure-detector/tcp-transport.
 import { KafkaBus, type KafkaBusOptions } from '../cluster/kafka-bus.js';
 import { KafkaMembership } from '../cluster/kafka-membership.js';
 import { ShardherdNode, type ClusterServices } from '../actors/node-process.js';
+import { checkNodePlacement } from '../actors/node-placement.js';
 import { nodeGroup, nodeGroupPrefix, topicsFor, type Request } from '../protocol/wire.js';
 import { deleteStaleGroups, groupAdminOf, type GroupAdmin } from '../cluster/kafka-group-janitor.js';
 import type { DatasetConfig } from '../core/dataset-config.js';
@@ -68,6 +69,9 @@ function clientIdOf(config: NodeConfig): string {
 }
 
 export async function startNode(config: NodeConfig, options: StartNodeOptions): Promise<StartedNode> {
+  // Before anything connects: a config built by hand (not by `parseNodeConfig`) may carry a weight
+  // the strategy would refuse dataset by dataset, and the other members could not read.
+  checkNodePlacement(config.node, config);
   const log = options.log;
   const clientId = clientIdOf(config);
   const brokers = config.kafka.brokers;

@@ -5,7 +5,7 @@
 // map, not from the code under test. Used by the tests of issue 37 and `npm run bench --
 // placement-load`.
 import { validateDatasetConfig, type LoadBalanceConfigInput } from '../core/dataset-config.js';
-import { datasetRef, incarnation, nodeId, replyTo, type DatasetRef, type NodeId, type ShardNum } from '../core/ids.js';
+import { datasetRef, incarnation, nodeId, replyTo, type DatasetRef, type Epoch, type NodeId, type ShardNum } from '../core/ids.js';
 import type { Effect, LoadReport, Member, PlacementExplanation, Reply, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
@@ -35,6 +35,8 @@ export interface LoadWorldOptions {
   readonly shards: number;
   readonly replicationFactor: number;
   readonly loadBalance: LoadBalanceConfigInput;
+  /** The dataset's planned moves in flight at once (default the config's, 16): also the most a load round moves. */
+  readonly maxConcurrentMoves?: number;
   /** Each shard's records per second. */
   readonly rates: readonly number[];
 }
@@ -66,6 +68,7 @@ export class LoadWorld {
       minNumNodes: 1,
       replicationFactor: options.replicationFactor,
       strategy: 'balanced',
+      ...(options.maxConcurrentMoves === undefined ? {} : { maxConcurrentMoves: options.maxConcurrentMoves }),
       loadBalance: options.loadBalance,
       source: { type: 'synthetic' },
     });
@@ -83,6 +86,37 @@ export class LoadWorld {
     const rack = `r${this.joined % (this.options.racks ?? 2)}`;
     const member: Member = { node: nodeId(name), incarnation: incarnation(`${name}#1`), joinedAt: ++this.joined, rack };
     this.run({ type: 'MemberUp', member });
+    this.startCopies();
+  }
+
+  /**
+   * The singleton fails over: a new one, at the next epoch, recovers the dataset and its map (every
+   * node says it runs what the map gives it), with no load view, as a real successor does.
+   */
+  failover(): void {
+    const { config, mapper } = this.state.datasets.get(this.dataset)!;
+    const epoch = (this.state.epoch + 1) as Epoch;
+    const running = this.state.members.map((m) => ({
+      node: m.node,
+      incarnation: m.incarnation,
+      shards: [...Array(this.options.shards).keys()].flatMap((shard) => {
+        const copy = mapper.copyOnNode(shard, m.node);
+        return copy === undefined ? [] : [{ dataset: this.dataset, shard, status: copy.status }];
+      }),
+    }));
+    const recovery = {
+      epoch,
+      datasets: [config],
+      maps: [mapper.toSnapshot(this.state.epoch)],
+      subscriptions: [],
+      watchers: [],
+      cooldowns: [],
+      members: this.state.members,
+      running,
+    };
+    this.state = this.manager.initialState();
+    this.checks.length = 0;
+    this.run({ type: 'Recover', recovery });
     this.startCopies();
   }
 

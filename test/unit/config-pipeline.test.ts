@@ -101,6 +101,9 @@ describe('KafkaMembership settings', () => {
     ['replicationFactor', 0],
     ['rebalanceTimeoutMs', 1.5],
     ['joinTimeoutMs', -1],
+    ['weight', 0],
+    ['weight', -1],
+    ['weight', 2_000_000],
   ])('refuses a bad %s with a ConfigError naming it', (key, value) => {
     const e = refusal(() => kafkaMembershipSettings({ ...required, [key]: value } as never));
     expect(e.key).toBe(key);

@@ -5,9 +5,11 @@ import { EXIT_USAGE, parseCommandLine } from '../../src/cli/options.js';
 import { pino } from 'pino';
 import { loadNodeConfig, metaStoreOptions, NodeConfigError, parseNodeConfig } from '../../src/node/node-config.js';
 import { KafkaBus } from '../../src/cluster/kafka-bus.js';
-import { kafkaBusOptions } from '../../src/node/run-node.js';
+import { kafkaBusOptions, startNode } from '../../src/node/run-node.js';
+import { ShardherdNode, type ClusterServices } from '../../src/actors/node-process.js';
+import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { loadServeHandlers } from '../../src/node/serve-handlers.js';
-import type { DatasetRef, ShardNum } from '../../src/core/ids.js';
+import { nodeId, type DatasetRef, type ShardNum } from '../../src/core/ids.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const minimal = { node: 'node-1', kafka: { brokers: ['127.0.0.1:9092'] }, cassandra: { contactPoints: ['127.0.0.1:9042'] } };
@@ -189,6 +191,26 @@ describe('node config', () => {
     await expect(loadNodeConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot be read: ENOENT/);
     await writeFile(join(dir, 'bad.json'), '{ node: 1 ');
     await expect(loadNodeConfig(join(dir, 'bad.json'))).rejects.toThrow(/bad\.json: is not JSON/);
+  });
+});
+
+describe("a node's weight, checked where the node is made", () => {
+  it.each([0, -1, 2_000_000])('a config file with weight %s is refused, naming the key', (weight) => {
+    expect(refusal({ ...minimal, weight })).toMatch(/^node\.json: weight must be/);
+  });
+
+  it.each([0, -1, Number.NaN])('startNode refuses a config built by hand with weight %s, before it connects to anything', async (weight) => {
+    const config = { ...parseNodeConfig(minimal, 'node.json'), weight };
+    await expect(startNode(config, { sink: new CountingSink(), log: pino({ level: 'silent' }) })).rejects.toMatchObject({
+      code: 'INVALID_PLACEMENT',
+      node: 'node-1',
+    });
+  });
+
+  it.each([0, -1, Number.POSITIVE_INFINITY])('a node built by hand with weight %s is refused by its constructor', (weight) => {
+    expect(() => new ShardherdNode({} as ClusterServices, nodeId('n1'), { weight })).toThrow(
+      expect.objectContaining({ code: 'INVALID_PLACEMENT', message: expect.stringContaining('n1: weight must be a finite number above 0') }),
+    );
   });
 });
 

@@ -7,6 +7,7 @@ import type { EmbeddedCluster } from '../../src/embedded/embedded-cluster.js';
 import type { SimDriver } from '../../src/sim/driver.js';
 import { simulatedCluster } from '../support/live-cluster.js';
 import { startNodeApi, type NodeApi } from '../../src/http/node-api.js';
+import { datasetRef } from '../../src/core/ids.js';
 
 let cluster: EmbeddedCluster;
 let driver: SimDriver;
@@ -150,5 +151,36 @@ describe('GET /metrics after a dataset is removed', () => {
       expect(left).toEqual([]);
       expect(value(families, 'shardherd_membership_size')).toBe(3);
     }
+  });
+});
+
+describe('GET /metrics of a load-aware dataset', () => {
+  it("gives, on the singleton's node only, each member's load over its weighted share once the load view is complete", async () => {
+    const hot = {
+      ref: 'hot',
+      numShards: 8,
+      minNumNodes: 1,
+      strategy: 'balanced' as const,
+      loadBalance: {},
+      source: { type: 'synthetic' as const, recordsPerSecond: 100 },
+    };
+    await driver.whenSettled(cluster.setupDataset(hot));
+    const ratiosOf = (f: Map<string, ParsedFamily>, dataset: string) =>
+      (f.get('shardherd_load_node_ratio')?.metrics ?? []).filter((m) => m.labels?.dataset === dataset);
+    // No load report yet: the view is incomplete, so no figure.
+    expect(ratiosOf(await scrape(apis[0]!), 'hot')).toEqual([]);
+    await driver.advance(25_000);
+    const singleton = await scrape(apis[0]!);
+    expect(singleton.get('shardherd_load_node_ratio')?.type).toBe('GAUGE');
+    const ratios = new Map(ratiosOf(singleton, 'hot').map((m) => [m.labels!.node!, Number(m.value)]));
+    expect([...ratios.keys()].sort()).toEqual(['n1', 'n2', 'n3']);
+    // Each member's load as the singleton's dry run counts it, over the mean (every weight is 1).
+    const reply = await driver.whenSettled(cluster.request((replyTo) => ({ type: 'ExplainPlacement', dataset: datasetRef('hot'), replyTo })));
+    if (reply.type !== 'PlacementExplanation') throw new Error(`expected an explanation, got ${reply.type}`);
+    const mean = reply.explanation.nodes.reduce((a, n) => a + n.load, 0) / reply.explanation.nodes.length;
+    for (const n of reply.explanation.nodes) expect(ratios.get(n.node), n.node).toBeCloseTo(n.load / mean, 6);
+    // None for a dataset placed by copy counts, none on a node that does not host the singleton.
+    expect(ratiosOf(singleton, 'metrics')).toEqual([]);
+    expect(ratiosOf(await scrape(apis[1]!), 'hot')).toEqual([]);
   });
 });

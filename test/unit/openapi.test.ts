@@ -134,6 +134,37 @@ describe('the OpenAPI document', () => {
     );
     expect(takenByBoth).toBeGreaterThan(50);
   });
+
+  it('documents a loadBalance section that takes every one the validator takes; the moves at once below 1 or fractional are refused', () => {
+    const balanced = { ref: 'hot', numShards: 8, minNumNodes: 1, strategy: 'balanced', source: synthetic };
+    const field = fc.constantFrom(
+      'measure',
+      'band',
+      'triggerBand',
+      'sustainMs',
+      'maxMovesPerHour',
+      'maxConcurrentMoves',
+      'maxConcurrentMovesPerNode',
+      'shardCooldownMs',
+      'staleMs',
+    );
+    const value = fc.oneof(fc.integer({ min: -2, max: 600_000 }), fc.constantFrom(0.05, 0.5, 1.5, 'records', 'weight', 'x', null));
+    let takenByBoth = 0;
+    fc.assert(
+      fc.property(field, value, (f, v) => {
+        const config = { ...balanced, loadBalance: { [f]: v } };
+        const taken = validateDatasetConfig(config).ok;
+        expect(check.acceptsBody('POST /api/v1/datasets', config) || !taken, JSON.stringify(config)).toBe(true);
+        if (taken) takenByBoth += 1;
+      }),
+      { numRuns: 1_000, seed: 37 },
+    );
+    expect(takenByBoth).toBeGreaterThan(100);
+    for (const f of ['maxConcurrentMoves', 'maxConcurrentMovesPerNode']) {
+      expect(check.acceptsBody('POST /api/v1/datasets', { ...balanced, loadBalance: { [f]: 0 } }), f).toBe(false);
+      expect(check.acceptsBody('POST /api/v1/datasets', { ...balanced, loadBalance: { [f]: 2.5 } }), f).toBe(false);
+    }
+  });
 });
 
 describe('every route answers as documented', () => {

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateDatasetConfig, type LoadBalanceConfigInput } from '../../src/core/dataset-config.js';
 import { datasetRef, type DatasetRef, type NodeId } from '../../src/core/ids.js';
+import { loadRatios } from '../../src/core/shard-manager/load-view.js';
 import type { LoadReport, Reply } from '../../src/core/shard-manager/protocol.js';
 import { LOAD_REPORT_MS, LoadWorld, zipfRates } from '../../src/sim/load-world.js';
 import { SeededRandom } from '../../src/sim/random.js';
@@ -17,8 +18,8 @@ const REPORT_MS = LOAD_REPORT_MS;
 const MINUTE = 60_000;
 
 /** A load world of `nodes` nodes (two racks) with one load-aware dataset, as the tests below use it. */
-function world(nodes: number, shards: number, rf: number, loadBalance: LoadBalanceConfigInput, rates: number[]) {
-  const w = new LoadWorld({ nodes, shards, replicationFactor: rf, loadBalance, rates });
+function world(nodes: number, shards: number, rf: number, loadBalance: LoadBalanceConfigInput, rates: number[], maxConcurrentMoves?: number) {
+  const w = new LoadWorld({ nodes, shards, replicationFactor: rf, loadBalance, rates, ...(maxConcurrentMoves === undefined ? {} : { maxConcurrentMoves }) });
   const start = w.copiesAdded.length;
   return Object.assign(w, {
     /** Copies created since the dataset was placed. */
@@ -27,6 +28,15 @@ function world(nodes: number, shards: number, rf: number, loadBalance: LoadBalan
     setPaused: (paused: boolean): Reply | undefined => w.ask((to) => ({ type: 'SetLoadBalancing', dataset: ds, paused, replyTo: to })),
   });
 }
+
+/** Per node: the copies it gains plus the copies it sheds in `moves`. */
+function changedPerNode(moves: readonly { readonly from: NodeId; readonly to: NodeId }[]): Map<NodeId, number> {
+  const changed = new Map<NodeId, number>();
+  for (const m of moves) for (const n of [m.from, m.to]) changed.set(n, (changed.get(n) ?? 0) + 1);
+  return changed;
+}
+
+const most = (m: Map<NodeId, number>) => Math.max(0, ...m.values());
 
 /** The rates of `shards` shards: even at `base`, except those given. */
 const ratesWith = (shards: number, base: number, hot: Record<number, number> = {}) => Array.from({ length: shards }, (_, s) => hot[s] ?? base);
@@ -80,6 +90,52 @@ describe('issue 37: the singleton places a load-aware dataset by measured load',
     w.advance(60 * MINUTE);
     expect(w.moved()).toBeGreaterThan(3);
     for (let t = w.now - 90 * MINUTE; t <= w.now; t += MINUTE) expect(w.copiesAddedInHourBefore(t)).toBeLessThanOrEqual(3);
+  });
+
+  it("a load round moves at most the dataset's maxConcurrentMoves copies, at most maxConcurrentMovesPerNode per node, as its dry run shows; the rounds after it go on until every node is within the band", () => {
+    const limits = { maxConcurrentMoves: 6, maxConcurrentMovesPerNode: 2 };
+    const w = world(8, 128, 1, { sustainMs: MINUTE, maxMovesPerHour: 1000, maxConcurrentMovesPerNode: 2 }, ratesWith(128, 10), limits.maxConcurrentMoves);
+    // Half the shards of n0..n3 turn 3× hotter: four nodes at 4/3 of the mean, four at 2/3.
+    const hot = ['n0', 'n1', 'n2', 'n3'].flatMap((n) => [...Array(128).keys()].filter((s) => w.holders(s).includes(n as NodeId)).slice(0, 8));
+    w.rates = ratesWith(128, 10, Object.fromEntries(hot.map((s) => [s, 30])));
+    let rounds = 0;
+    let largest = 0;
+    for (let t = 0; t < (60 * MINUTE) / REPORT_MS; t++) {
+      const dryRun = w.explain();
+      expect(dryRun.moves.length).toBeLessThanOrEqual(limits.maxConcurrentMoves);
+      expect(most(changedPerNode(dryRun.moves))).toBeLessThanOrEqual(limits.maxConcurrentMovesPerNode);
+      const before = [...Array(128).keys()].map((s) => w.holders(s));
+      w.advance(REPORT_MS);
+      // One window holds at most one round: the next waits for its moves, and then for fresh figures.
+      const moves = [...Array(128).keys()].flatMap((s) =>
+        w.holders(s).flatMap((to) => (before[s]!.includes(to) ? [] : [{ shard: s, from: before[s]![0]!, to }])),
+      );
+      if (moves.length === 0) continue;
+      rounds += 1;
+      largest = Math.max(largest, moves.length);
+      expect(moves.length).toBeLessThanOrEqual(limits.maxConcurrentMoves);
+      expect(most(changedPerNode(moves))).toBeLessThanOrEqual(limits.maxConcurrentMovesPerNode);
+    }
+    // Four nodes shedding a quarter of their load, six copies a round: more than one round, then the band.
+    expect(rounds).toBeGreaterThan(1);
+    expect(largest).toBe(limits.maxConcurrentMoves);
+    const loads = [...w.nodeLoads().values()];
+    const mean = loads.reduce((a, b) => a + b, 0) / loads.length;
+    for (const l of loads) expect(Math.abs(l / mean - 1)).toBeLessThanOrEqual(0.05 + 1e-9);
+    expect(w.explain().verdict).toBe('balanced');
+  });
+
+  it('the limits of moves at once hold back load rounds only: a lost node’s copies are all placed again at once', () => {
+    const w = world(8, 128, 1, { sustainMs: MINUTE, maxConcurrentMovesPerNode: 1 }, ratesWith(128, 10), 2);
+    w.advance(5 * MINUTE);
+    const lost = w.state.members[0]!;
+    const before = [...Array(128).keys()].map((s) => w.holders(s));
+    w.run({ type: 'MemberDown', node: lost.node, incarnation: lost.incarnation });
+    // Each of its 16 copies had no other: placed again in the same decision, several on a node.
+    const moves = [...Array(128).keys()].flatMap((s) => w.holders(s).flatMap((to) => (before[s]!.includes(to) ? [] : [{ shard: s, from: lost.node, to }])));
+    expect(moves).toHaveLength(16);
+    for (let s = 0; s < 128; s++) expect(w.holders(s)).toHaveLength(1);
+    expect(Math.max(...[...changedPerNode(moves)].filter(([n]) => n !== lost.node).map(([, c]) => c))).toBeGreaterThan(1);
   });
 
   it('a shard hot every other minute never holds a node outside the trigger band for sustainMs: nothing moves', () => {
@@ -174,6 +230,59 @@ describe('issue 37: the singleton places a load-aware dataset by measured load',
     expect(field({ ...base, strategy: 'balanced', loadBalance: { band: 0.1, triggerBand: 0.05 } })).toMatch(/^loadBalance\.triggerBand must be at least band/);
     expect(field({ ...base, strategy: 'balanced', loadBalance: { measure: 'cpu' } })).toMatch(/^loadBalance\.measure must be/);
     expect(field({ ...base, strategy: 'balanced', loadBalance: {} })).toBe('ok');
+  });
+
+  it('takes maxConcurrentMovesPerNode (default 4), and refuses it unless a positive integer, naming it', () => {
+    const base = { ref: 'x', numShards: 8, minNumNodes: 1, strategy: 'balanced', source: { type: 'synthetic' } };
+    const loadBalanceOf = (loadBalance: object) => {
+      const r = validateDatasetConfig({ ...base, loadBalance });
+      return r.ok ? r.value.loadBalance : r.error.message;
+    };
+    expect(loadBalanceOf({})).toMatchObject({ maxConcurrentMovesPerNode: 4 });
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: 1 })).toMatchObject({ maxConcurrentMovesPerNode: 1 });
+    // The dataset's own maxConcurrentMoves is the limit of a round's moves in all: not a loadBalance key.
+    expect(loadBalanceOf({ maxConcurrentMoves: 3 })).toMatch(/maxConcurrentMoves/);
+    const field = 'loadBalance.maxConcurrentMovesPerNode';
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: 0 })).toBe(`${field} must be at least 1`);
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: -2 })).toBe(`${field} must be at least 1`);
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: 1.5 })).toBe(`${field} must be an integer`);
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: '4' })).toBe(`${field} must be a number of copies`);
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: null })).toBe(`${field} must be a number of copies`);
+    expect(loadBalanceOf({ maxConcurrentMovesPerNode: 10_000_000 })).toBe(`${field} must be at most 524288`);
+  });
+
+  it('refuses a band or a trigger band of 1 or more, 0 or less, at setup', () => {
+    const base = { ref: 'x', numShards: 8, minNumNodes: 1, strategy: 'balanced', source: { type: 'synthetic' } };
+    const refusal = (loadBalance: object) => {
+      const r = validateDatasetConfig({ ...base, loadBalance });
+      return r.ok ? 'ok' : r.error.message;
+    };
+    for (const band of [1, 1.5, -0.05]) expect(refusal({ band })).toMatch(/^loadBalance\.band must be (above 0|below 1)/);
+    for (const triggerBand of [1, 0, -1]) expect(refusal({ triggerBand })).toMatch(/^loadBalance\.triggerBand must be (above 0|below 1)/);
+    expect(refusal({ band: 0.99, triggerBand: 0.995 })).toBe('ok');
+  });
+
+  it('gives each member’s load over its weighted share as the load round sees it (shardherd_load_node_ratio): none before the view is complete, none for a dataset placed by copy counts', () => {
+    const w = world(4, 32, 1, { sustainMs: 60 * MINUTE }, ratesWith(32, 10, { 0: 50, 1: 30 }));
+    w.run({ type: 'MemberUp', member: { node: 'heavy' as NodeId, incarnation: 'heavy#1' as never, joinedAt: 99, rack: 'r0', weight: 2 } });
+    w.startCopies();
+    const plain = validateDatasetConfig({ ref: 'plain', numShards: 4, minNumNodes: 1, source: { type: 'synthetic' } });
+    if (!plain.ok) throw new Error(plain.error.message);
+    w.run({ type: 'SetupDataset', config: plain.value, replyTo: adminReplyTo() });
+    // No report yet: the view is incomplete, and no figure is exported.
+    expect(loadRatios(w.state, w.now)).toEqual([]);
+    w.advance(REPORT_MS);
+    const ratios = loadRatios(w.state, w.now);
+    const loads = w.nodeLoads();
+    const weightOf = (n: NodeId) => (n === 'heavy' ? 2 : 1);
+    const perWeight = [...loads.values()].reduce((a, b) => a + b, 0) / [...loads.keys()].reduce((a, n) => a + weightOf(n), 0);
+    expect(ratios.map((r) => r.node).sort()).toEqual([...loads.keys()].sort());
+    for (const r of ratios) {
+      expect(r.dataset).toBe(ds);
+      expect(r.ratio).toBeCloseTo(loads.get(r.node)! / (perWeight * weightOf(r.node)), 9);
+    }
+    // Figures older than staleMs do not count: the view is incomplete again.
+    expect(loadRatios(w.state, w.now + 2 * MINUTE)).toEqual([]);
   });
 
   it('ExplainPlacement and SetLoadBalancing of a dataset placed by copy counts answer NotLoadAware', () => {

@@ -44,8 +44,8 @@ const fields = z.object({
   rack: z.string().optional(),
   /** This node's address, unless the join request names one. */
   address: z.string().optional(),
-  /** This node's weight for the `balanced` strategy, unless the join request names one. */
-  weight: z.number().optional(),
+  /** This node's weight for the `balanced` strategy, unless the join request names one: above 0, at most 1 000 000. */
+  weight: z.number().positive('must be above 0').max(1_000_000, 'must be at most 1000000').optional(),
 });
 
 /** The defaults that follow the session timeout actually set. */

@@ -30,6 +30,14 @@ export interface LoadAwareInput extends PlacementInput {
    * counted: they replace lost ones). Default: no limit; 0: place lost copies only.
    */
   readonly maxMoves?: number;
+  /**
+   * The most copies any one node may gain plus shed against `current` (a copy that leaves it and
+   * one it takes count one each), moves of hot copies included; a move, swap or chain that would
+   * take a node past it is not made. Default: no limit. Copies the copy-count strategy re-creates
+   * for lost ones count too, but are placed even past it (recovery does not wait): a node they take
+   * past it only makes moves that lower its count. A positive integer.
+   */
+  readonly maxMovesPerNode?: number;
 }
 
 export interface LoadAwareDecision {
@@ -67,6 +75,10 @@ export class LoadAwarePlacementStrategy implements PlacementStrategy {
   *decideInSteps(input: LoadAwareInput): Steps<Result<LoadAwareDecision, PlacementError>> {
     const loads = loadsOf(input);
     if (!loads.ok) return loads;
+    const perNode = input.maxMovesPerNode;
+    if (perNode !== undefined && !(Number.isInteger(perNode) && perNode >= 1)) {
+      return err({ type: 'InvalidPlacementInput', message: `maxMovesPerNode is ${perNode}; it must be a positive integer (copies a node gains or sheds)` });
+    }
     const base = yield* this.copyCount.placeInSteps(input);
     if (!base.ok) return base;
     yield;
@@ -95,6 +107,7 @@ export class LoadAwarePlacementStrategy implements PlacementStrategy {
       held,
       band: this.band,
       ...(input.maxMoves === undefined ? {} : { maxMoves: input.maxMoves }),
+      ...(perNode === undefined ? {} : { maxMovesPerNode: perNode }),
     });
     const placement = start.map((copies) => copies.map((i) => nodes[i]!.id).sort());
     return ok({ placement, report, nodeOrder: nodes.map((n) => n.id) });

@@ -1,7 +1,9 @@
 // Balancing measured load over a map that already meets the hard rules (docs/PLACEMENT.md, "The
 // `load-aware` mode"): hot copies are first given a node each, then copies move (one at a time, two
 // in a swap, or a move that only helps with the next one) while that lowers the load outside the
-// band. Pure and deterministic: the same problem gives the same moves.
+// band. Pure and deterministic: the same problem gives the same moves. Limits on the copies moved
+// in all (`maxMoves`) and per node (`maxMovesPerNode`, node-move-budget.ts) keep to the best moves
+// within them, and the report says when they held one back, for a later decision to go on.
 //
 // Why a local search and not the flow of the copy-count objective: a copy's load is a real number,
 // so "every node within its band" is a bin-packing question (NP-hard), not a flow. Taking, each
@@ -9,6 +11,7 @@
 // first, which is what keeps the number of moves low; test/unit/placement-load.test.ts measures it
 // against an integer program solved exactly on thousands of small random inputs.
 import type { Steps } from '../steps.js';
+import { NodeMoveBudget } from './node-move-budget.js';
 
 /** A map of node indices (0..nodes-1) as the balancer sees it. */
 export interface LoadProblem {
@@ -30,6 +33,11 @@ export interface LoadProblem {
   readonly band: number;
   /** The most copies the balancing may move against `current` (default: no limit; 0 moves nothing). */
   readonly maxMoves?: number;
+  /**
+   * The most copies any node may gain plus shed against `current` (default: no limit): a move,
+   * swap, chain or hot copy's placement that would take a node past it is not made.
+   */
+  readonly maxMovesPerNode?: number;
 }
 
 /** What the balancer reports besides the map. */
@@ -46,6 +54,11 @@ export interface LoadBalanceReport {
   readonly hotShards: readonly number[];
   /** Per node (by index; absent nodes have share 0): its band and its load before and after. */
   readonly nodes: readonly NodeBand[];
+  /**
+   * Whether `maxMoves` or `maxMovesPerNode` held back a move that would have lowered the load
+   * outside the band (or a hot copy's placement): a later decision has more to do.
+   */
+  readonly limited: boolean;
 }
 
 /** A node's share of the load, the band around it, and its load before and after the balancing. */
@@ -85,14 +98,20 @@ export function* balanceLoads(p: LoadProblem): Steps<LoadBalanceReport> {
     if (taken % MOVES_PER_STEP === MOVES_PER_STEP - 1) yield;
     const move = b.findMove();
     if (move !== undefined) {
-      if (!b.affords(move.moved)) break;
+      if (!b.affords(move.moved)) {
+        b.limited = true;
+        break;
+      }
       b.take(move);
       moves += 1;
       continue;
     }
     const swap = b.findSwap();
     if (swap !== undefined) {
-      if (!b.affords(swap.moved)) break;
+      if (!b.affords(swap.moved)) {
+        b.limited = true;
+        break;
+      }
       b.take(swap);
       swaps += 1;
       continue;
@@ -103,7 +122,7 @@ export function* balanceLoads(p: LoadProblem): Steps<LoadBalanceReport> {
     }
     break;
   }
-  return { outsideBefore, outsideAfter: b.outside(), moves, swaps, chains, hotShards: b.hotShards(), nodes: b.bands() };
+  return { outsideBefore, outsideAfter: b.outside(), moves, swaps, chains, hotShards: b.hotShards(), nodes: b.bands(), limited: b.limited };
 }
 
 /** The load outside node i's band [lo, hi] when it carries `load`. */
@@ -161,6 +180,10 @@ class Balancer {
   private readonly maxMoves: number;
   /** Each node's load before any move. */
   private readonly initialLoad: Float64Array;
+  /** Copies each node gained and shed so far, with `maxMovesPerNode`; undefined without it. */
+  private readonly budget: NodeMoveBudget | undefined;
+  /** Whether a limit held back a move that would have helped (see `LoadBalanceReport.limited`). */
+  limited = false;
 
   constructor(private readonly p: LoadProblem) {
     const n = p.weights.length;
@@ -179,6 +202,7 @@ class Balancer {
     const total = this.present.reduce((sum, i) => sum + this.load[i]!, 0);
     this.epsilon = Math.max(total * RELATIVE_GAIN, Number.MIN_VALUE);
     this.originally = p.current.map((copies) => new Set(copies));
+    this.budget = p.maxMovesPerNode === undefined ? undefined : new NodeMoveBudget(this.originally, p.start, n, p.maxMovesPerNode);
     this.hotOn = new Int32Array(n).fill(NONE);
     const lambda = this.anchorHotCopies(total);
     this.share = new Float64Array(n);
@@ -233,9 +257,12 @@ class Balancer {
       if (s === NONE) return lambda;
       settled.add(s * p.weights.length + from);
       const stays = this.hotOn[from] === NONE;
-      const to = free
-        .filter((j) => this.movable(s, from, j) && (!stays || p.weights[j]! > p.weights[from]!) && this.affords(this.movedBy(s, from, j)))
-        .sort((a, b) => p.weights[b]! - p.weights[a]! || this.load[a]! / p.weights[a]! - this.load[b]! / p.weights[b]! || a - b)[0];
+      const may = free.filter((j) => this.movable(s, from, j) && (!stays || p.weights[j]! > p.weights[from]!));
+      // A node the limits leave no room on is passed over: at worst the copy stays where it is, as
+      // when no node may take it (the map stays valid), and a later decision places it.
+      const fitting = may.filter((j) => this.affords(this.movedBy(s, from, j)) && this.fits(s, from, j));
+      if (fitting.length < may.length) this.limited = true;
+      const to = fitting.sort((a, b) => p.weights[b]! - p.weights[a]! || this.load[a]! / p.weights[a]! - this.load[b]! / p.weights[b]! || a - b)[0];
       if (to === undefined && !stays) continue;
       const at = to ?? from;
       if (to !== undefined) this.apply(s, from, to);
@@ -256,6 +283,11 @@ class Balancer {
   /** Whether moving `moved` more copies keeps within `maxMoves`. */
   affords(moved: number): boolean {
     return this.movedSoFar + moved <= this.maxMoves;
+  }
+
+  /** Whether moving shard s's copy from `from` to `to` keeps both nodes within `maxMovesPerNode`. */
+  private fits(s: number, from: number, to: number): boolean {
+    return this.budget === undefined || this.budget.fitsMove(s, from, to);
   }
 
   /** Each node's band, with its load before the balancing and now. */
@@ -314,6 +346,10 @@ class Balancer {
             const d = this.p.loads[a]! - this.p.loads[b]!;
             const gain = this.delta(i, -d) + this.delta(j, d);
             if (gain <= this.epsilon) continue;
+            if (this.budget !== undefined && !this.budget.fitsSwap(a, b, i, j)) {
+              this.limited = true;
+              continue;
+            }
             const moved = this.movedBy(a, i, j) + this.movedBy(b, j, i);
             best.offer(gain, moved, Math.max((this.load[i]! - d) / this.share[i]!, (this.load[j]! + d) / this.share[j]!), a, b, i, j);
           }
@@ -334,9 +370,9 @@ class Balancer {
     for (const i of this.byDistanceOutside()) {
       const firsts: [number, number, number][] = [];
       if (this.load[i]! > this.hi[i]!) {
-        for (const s of this.sheddable(i)) for (const j of this.present) if (this.movable(s, i, j)) firsts.push([s, i, j]);
+        for (const s of this.sheddable(i)) for (const j of this.present) if (this.movable(s, i, j) && this.fits(s, i, j)) firsts.push([s, i, j]);
       } else {
-        for (const j of this.present) if (j !== i) for (const s of this.holds[j]!) if (this.movable(s, j, i)) firsts.push([s, j, i]);
+        for (const j of this.present) if (j !== i) for (const s of this.holds[j]!) if (this.movable(s, j, i) && this.fits(s, j, i)) firsts.push([s, j, i]);
       }
       let best: { gain: number; first: [number, number, number]; then: Best } | undefined;
       for (const first of firsts) {
@@ -344,12 +380,19 @@ class Balancer {
         const [s, from, to] = first;
         const l = this.p.loads[s]!;
         const g1 = this.delta(from, -l) + this.delta(to, l);
+        // What a limit holds back after a first move that is not taken says nothing of this decision.
+        const limited = this.limited;
         this.apply(s, from, to);
         const move = this.findMove();
         const swap = this.findSwap();
         const then = move === undefined || (swap !== undefined && swap.gain > move.gain + this.epsilon) ? swap : move;
         this.apply(s, to, from);
-        if (then === undefined || g1 + then.gain <= this.epsilon || !this.affords(this.movedBy(s, from, to) + then.moved)) continue;
+        this.limited = limited;
+        if (then === undefined || g1 + then.gain <= this.epsilon) continue;
+        if (!this.affords(this.movedBy(s, from, to) + then.moved)) {
+          this.limited = true;
+          continue;
+        }
         if (best === undefined || g1 + then.gain > best.gain + this.epsilon) best = { gain: g1 + then.gain, first, then };
       }
       if (best !== undefined) {
@@ -372,6 +415,10 @@ class Balancer {
     const l = this.p.loads[s]!;
     const gain = this.delta(from, -l) + this.delta(to, l);
     if (gain <= this.epsilon) return;
+    if (!this.fits(s, from, to)) {
+      this.limited = true;
+      return;
+    }
     best.offer(
       gain,
       this.movedBy(s, from, to),
@@ -402,7 +449,13 @@ class Balancer {
    * of a node above its band gains most on the node furthest below its own).
    */
   private coolest(): number[] {
-    const free = this.present.filter((j) => this.hotOn[j] === NONE);
+    let free = this.present.filter((j) => this.hotOn[j] === NONE);
+    if (this.budget !== undefined) {
+      // A node at its per-node limit takes no new copy (a copy going back where it was is tried apart).
+      const roomy = free.filter((j) => this.budget!.hasRoom(j));
+      if (roomy.length < free.length) this.limited = true;
+      free = roomy;
+    }
     const rel = (j: number) => this.load[j]! / this.share[j]!;
     return free.sort((a, b) => rel(a) - rel(b) || a - b).slice(0, DESTINATIONS_PER_MOVE);
   }
@@ -436,6 +489,7 @@ class Balancer {
 
   private apply(s: number, from: number, to: number): void {
     this.movedSoFar += this.movedBy(s, from, to);
+    this.budget?.apply(s, from, to);
     const l = this.p.loads[s]!;
     this.load[from]! -= l;
     this.load[to]! += l;

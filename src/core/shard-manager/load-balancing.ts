@@ -2,9 +2,11 @@
 // shard's measured load, built from the nodes' load reports; the placement every round of such a
 // dataset asks for; and the load round, the only one that moves copies because load changed, held
 // back until a node has been outside the trigger band for `sustainMs`, within `maxMovesPerHour`,
-// never for a shard moved for load within `shardCooldownMs`, never while moves are in flight.
+// never for a shard moved for load within `shardCooldownMs`, never while moves are in flight; a
+// round moves at most the dataset's `maxConcurrentMoves` copies, `maxConcurrentMovesPerNode` per node, and the
+// rounds after it go on with what these limits cut short.
 import type { LoadBalanceConfig } from '../dataset-config.js';
-import { countedLoads, LoadAwarePlacementStrategy, type LoadAwareDecision, type LoadAwareInput } from '../placement/load-aware-strategy.js';
+import { LoadAwarePlacementStrategy, type LoadAwareDecision, type LoadAwareInput } from '../placement/load-aware-strategy.js';
 import type { Placement, PlacementInput } from '../placement/placement-types.js';
 import { isServingCopy } from '../shard-record.js';
 import type { Steps } from '../steps.js';
@@ -12,34 +14,13 @@ import { balancedRound, movesInFlight, placementProblem } from './planned-moves.
 import type { DatasetRef, NodeId, ReplyTo } from '../ids.js';
 import type { LoadMove, LoadRefusal, LoadReport, LoadVerdict, NodeLoad, PlacementExplanation } from './protocol.js';
 import type { Step } from './step.js';
-
-/** A load-aware dataset's load view and its record of load moves (not persisted: a new singleton rebuilds it from the next reports). */
-export interface DatasetLoad {
-  /** Per shard: the configured measure from its last report by a serving copy (NaN: none yet). */
-  readonly values: Float64Array;
-  /** Per shard: when that report arrived (the singleton's clock, ms). */
-  readonly at: Float64Array;
-  /** Since when some node has been outside the trigger band (ms), if it is. */
-  readonly imbalancedSince: number | undefined;
-  /** Copies moved by load rounds, one entry per copy: what the hourly limit and the shard cooldown count. */
-  readonly moved: readonly { readonly shard: number; readonly at: number }[];
-  /** Figures refused since this singleton took over, by why. */
-  readonly refused: Readonly<Partial<Record<LoadRefusal, number>>>;
-  /** When a load round last searched and found no move that helps (it searches again `sustainMs` later). */
-  readonly noGainAt?: number | undefined;
-}
+import { COMPLETE_VIEW, complete, type DatasetLoad, emptyLoad, freshView, type FreshView, nodeLoadRatios } from './load-view.js';
 
 /** A report more than this ahead of the singleton's clock is refused: the node's clock is wrong. */
 const MAX_AHEAD_MS = 60_000;
 /** No copy ingests or spends this much per second: such a figure is a bug, not a load. */
 const ABSURD = 1e12;
-/** Shards with a fresh figure, of those served, for rounds to balance by load (else they place lost copies only). */
-const COMPLETE_VIEW = 0.9;
 const HOUR_MS = 3_600_000;
-
-function emptyLoad(shards: number): DatasetLoad {
-  return { values: new Float64Array(shards).fill(Number.NaN), at: new Float64Array(shards), imbalancedSince: undefined, moved: [], refused: {} };
-}
 
 const loadOf = (step: Step, ref: DatasetRef): DatasetLoad => step.loads.get(ref) ?? emptyLoad(step.dataset(ref)!.config.numShards);
 
@@ -140,39 +121,66 @@ export function* loadReports(step: Step, reports: readonly LoadReport[]): Steps<
 
 /** Runs the load round of every load-aware dataset that is due (after reports, and at its scheduled check). */
 export function* checkLoads(step: Step): Steps<void> {
-  for (const ref of step.datasetRefs()) if (step.dataset(ref)!.config.loadBalance !== undefined) yield* loadRound(step, ref);
-}
-
-/** Each shard's fresh figure (undefined: none fresh), and how many served shards have one. */
-function freshView(step: Step, ref: DatasetRef): { loads: (number | undefined)[]; measured: number; serving: number } {
-  const { config, mapper } = step.dataset(ref)!;
-  const load = loadOf(step, ref);
-  const staleMs = config.loadBalance!.staleMs;
-  const loads = new Array<number | undefined>(config.numShards);
-  let measured = 0;
-  let serving = 0;
-  for (let s = 0; s < config.numShards; s++) {
-    const fresh = !Number.isNaN(load.values[s]!) && step.now - load.at[s]! <= staleMs;
-    loads[s] = fresh ? load.values[s] : undefined;
-    if (mapper.servingNodes(s).length === 0) continue;
-    serving += 1;
-    if (fresh) measured += 1;
+  for (const ref of step.datasetRefs()) {
+    if (step.dataset(ref)!.config.loadBalance === undefined) continue;
+    yield* deferredRound(step, ref);
+    yield* loadRound(step, ref);
   }
-  return { loads, measured, serving };
 }
 
-const complete = (view: { measured: number; serving: number }) => view.serving > 0 && view.measured >= COMPLETE_VIEW * view.serving;
+/**
+ * At recovery, before any round: each load-aware dataset the new singleton recovered serving waits
+ * `staleMs` for the nodes' reports (`awaitingReportsUntil`) before a round may place it by copy counts.
+ */
+export function awaitReports(step: Step): void {
+  for (const ref of step.datasetRefs()) {
+    const { config, mapper } = step.dataset(ref)!;
+    if (config.loadBalance === undefined) continue;
+    let serving = false;
+    for (let s = 0; s < config.numShards && !serving; s++) serving = mapper.servingNodes(s).length > 0;
+    if (!serving) continue;
+    const until = step.now + config.loadBalance.staleMs;
+    step.loads.set(ref, { ...emptyLoad(config.numShards), awaitingReportsUntil: until });
+    step.schedule(until);
+  }
+}
+
+const awaiting = (step: Step, load: DatasetLoad | undefined) => load?.awaitingReportsUntil !== undefined && step.now < load.awaitingReportsUntil;
+
+/** The round held back while awaiting reports, once the view is complete or the wait is over; the wait ends with it. */
+function* deferredRound(step: Step, ref: DatasetRef): Steps<void> {
+  const load = step.loads.get(ref);
+  if (load?.awaitingReportsUntil === undefined || (awaiting(step, load) && !complete(viewOf(step, ref)))) return;
+  step.loads.set(ref, { ...load, awaitingReportsUntil: undefined, deferredRound: undefined });
+  if (load.deferredRound === true) yield* balancedRound(step, ref, step.held(ref));
+}
+
+/** The dataset's load view now (see `freshView`). */
+function viewOf(step: Step, ref: DatasetRef): FreshView {
+  const { config, mapper } = step.dataset(ref)!;
+  return freshView(config, mapper, step.loads.get(ref), step.now);
+}
 
 /**
  * What a round of a load-aware dataset asks the strategy (any round: a join, a drain, a lost
- * copy): by load when the view is complete, else only lost copies placed (a new singleton's empty
- * view must not even out copy counts and undo the load's placement).
+ * copy): by load when the view is complete; else by copy counts (missing or stale figures count as
+ * the same load, never as none), except while a new singleton awaits the nodes' first reports on a
+ * dataset it recovered serving: then only lost copies are placed and the round runs again once the
+ * view is complete (an empty view must not even out counts and undo the load's placement).
  */
-export function loadAwareTarget(step: Step, ref: DatasetRef, problem: PlacementInput) {
+export function* loadAwareTarget(step: Step, ref: DatasetRef, problem: PlacementInput) {
   const config = step.dataset(ref)!.config.loadBalance!;
-  const view = freshView(step, ref);
-  const input: LoadAwareInput = { ...problem, loads: view.loads, ...(complete(view) ? {} : { maxMoves: 0 }) };
-  return new LoadAwarePlacementStrategy(config.band).placeInSteps(input);
+  const view = viewOf(step, ref);
+  const strategy = new LoadAwarePlacementStrategy(config.band);
+  const load = step.loads.get(ref);
+  const held = !complete(view) && awaiting(step, load);
+  if (held) step.loads.set(ref, { ...load!, deferredRound: true });
+  const input: LoadAwareInput = complete(view)
+    ? { ...problem, loads: view.loads }
+    : held
+      ? { ...problem, loads: view.loads, maxMoves: 0 }
+      : { ...problem, loads: new Array<undefined>(problem.numShards).fill(undefined) };
+  return yield* strategy.placeInSteps(input);
 }
 
 interface LoadPlan {
@@ -193,7 +201,7 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
   const ds = step.dataset(ref)!;
   const lb = ds.config.loadBalance!;
   const load = loadOf(step, ref);
-  const view = freshView(step, ref);
+  const view = viewOf(step, ref);
   const movesLastHour = load.moved.filter((m) => step.now - m.at < HOUR_MS).length;
   // Shards moved for load within their cooldown, in a cooldown after errors, or stopped, stay.
   const held = step.held(ref);
@@ -205,10 +213,15 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
   const remaining = Math.max(0, lb.maxMovesPerHour - movesLastHour);
   const strategy = new LoadAwarePlacementStrategy(lb.band);
   const input = { ...problem, loads: view.loads };
+  const perNode = { maxMovesPerNode: lb.maxConcurrentMovesPerNode };
   // The bands and the nodes outside them, without searching for moves: what most verdicts need.
-  const banded = yield* strategy.decideInSteps({ ...input, maxMoves: 0 });
+  const banded = yield* strategy.decideInSteps({ ...input, ...perNode, maxMoves: 0 });
   if (!banded.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${banded.error.message}` };
-  const outside = outsideTrigger(banded.value, lb.triggerBand);
+  // A round its limits cut short goes on while a node is outside the band, not only the trigger
+  // band: else the limits would leave nodes stopped between the two.
+  const continuing = load.unfinished === true;
+  const wait = sustainOf(lb, load);
+  const outside = outsideBand(banded.value, continuing ? lb.band : lb.triggerBand);
   const since = load.imbalancedSince ?? step.now;
   const verdictOf = (verdict: LoadVerdict, message: string, imbalanced: boolean): Omit<LoadPlan, 'decision'> => ({
     ...base,
@@ -227,10 +240,15 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
         ? verdictOf('balanced', `every node is within ±${pct(lb.band)} of its share`, false)
         : verdictOf('within-trigger', `no node is outside ±${pct(lb.triggerBand)} of its share (the trigger band)`, false);
     }
-    if (step.now - since < lb.sustainMs)
-      return verdictOf('waiting', `${outside.join(', ')} outside the trigger band since ${since}; moves after ${lb.sustainMs} ms of it`, true);
-    if (movesInFlight(step, ref) > 0 || step.movesWaiting(ref))
-      return verdictOf('moves-in-flight', 'planned moves are still in flight; the next load round waits for them', true);
+    const inFlight = movesInFlight(step, ref) > 0 || step.movesWaiting(ref);
+    const inFlightMessage = 'planned moves are still in flight; the next load round waits for them';
+    // Going on, the clock starts once the moves are done: a copy that just caught up reports its backlog as its load.
+    if (continuing && inFlight) return verdictOf('moves-in-flight', inFlightMessage, false);
+    if (step.now - since < wait) {
+      const band = continuing ? `the band (going on with a round its limits cut short)` : 'the trigger band';
+      return verdictOf('waiting', `${outside.join(', ')} outside ${band} since ${since}; moves after ${wait} ms of it`, true);
+    }
+    if (inFlight) return verdictOf('moves-in-flight', inFlightMessage, true);
     if (remaining === 0)
       return verdictOf('hourly-limit', `${movesLastHour} copies moved for load in the last hour (maxMovesPerHour ${lb.maxMovesPerHour})`, true);
     if (load.noGainAt !== undefined && step.now - load.noGainAt < lb.sustainMs) {
@@ -243,8 +261,10 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
     return undefined;
   })();
   if (early !== undefined && !dryRun) return { ...early, decision: banded.value };
-  // A dry run shows the moves a round would make once it may: as many as an hour allows.
-  const decided = yield* strategy.decideInSteps({ ...input, maxMoves: remaining > 0 ? remaining : lb.maxMovesPerHour });
+  // A dry run shows the moves a round would make once it may: as many as an hour allows. The moves
+  // of one round are the moves for load in flight at once (the next round waits for them).
+  const maxMoves = Math.min(remaining > 0 ? remaining : lb.maxMovesPerHour, ds.config.maxConcurrentMoves);
+  const decided = yield* strategy.decideInSteps({ ...input, ...perNode, maxMoves });
   if (!decided.ok) return { ...base, verdict: 'no-gain', message: `the strategy refused: ${decided.error.message}` };
   const decision = decided.value;
   if (early !== undefined) return { ...early, decision };
@@ -252,18 +272,26 @@ function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<Loa
   if (moved === 0 || !(decision.report.outsideAfter < decision.report.outsideBefore)) {
     return { ...verdictOf('no-gain', 'no move within the rules lowers the load outside the band', true), decision };
   }
-  return {
-    ...verdictOf('would-move', `${outside.join(', ')} outside ±${pct(lb.triggerBand)} of its share since ${since}: ${moved} copies to move`, true),
-    decision,
-  };
+  const why = `${outside.join(', ')} outside ±${pct(continuing ? lb.band : lb.triggerBand)} of its share since ${since}`;
+  const more = continuing ? ', going on with a round its limits cut short' : '';
+  return { ...verdictOf('would-move', `${why}${more}: ${moved} copies to move`, true), decision };
 }
 
-/** Nodes whose load (before the decision's moves) is outside the trigger band around their share. */
-function outsideTrigger(decision: LoadAwareDecision, triggerBand: number): NodeId[] {
+/**
+ * How long a node must stay outside before a round moves copies: `sustainMs`; going on with a round
+ * its limits cut short, only until the moved copies' figures are their load again (`staleMs`:
+ * every figure counted then came after the ones they reported while catching up), at most `sustainMs`.
+ */
+function sustainOf(lb: LoadBalanceConfig, load: DatasetLoad): number {
+  return load.unfinished === true ? Math.min(lb.sustainMs, lb.staleMs) : lb.sustainMs;
+}
+
+/** Nodes whose load (before the decision's moves) is outside `band` (the trigger band, or the band) around their share. */
+function outsideBand(decision: LoadAwareDecision, band: number): NodeId[] {
   return decision.report.nodes.flatMap((n, i) => {
     if (n.share === 0) return [];
     const hot = n.hotShard !== undefined;
-    const out = hot ? n.before > n.share * (1 + triggerBand) : n.before > n.share * (1 + triggerBand) || n.before < n.share * (1 - triggerBand);
+    const out = hot ? n.before > n.share * (1 + band) : n.before > n.share * (1 + band) || n.before < n.share * (1 - band);
     return out ? [decision.nodeOrder[i]!] : [];
   });
 }
@@ -276,22 +304,11 @@ function outsideTrigger(decision: LoadAwareDecision, triggerBand: number): NodeI
  */
 function withinTrigger(step: Step, ref: DatasetRef): boolean {
   const { config, mapper } = step.dataset(ref)!;
-  const view = freshView(step, ref);
+  const view = viewOf(step, ref);
   if (!complete(view)) return true;
-  const loads = countedLoads(view.loads, config.numShards);
-  const members = step.placeableMembers();
-  const load = new Map<NodeId, number>(members.map((m) => [m.node, 0]));
-  for (let s = 0; s < config.numShards; s++) {
-    for (const n of mapper.nodesForShard(s)) if (load.has(n)) load.set(n, load.get(n)! + loads[s]!);
-  }
-  const total = [...load.values()].reduce((a, b) => a + b, 0);
-  const weight = members.reduce((a, m) => a + (m.weight ?? 1), 0);
   const band = config.loadBalance!.triggerBand;
-  return members.every((m) => {
-    const share = (total * (m.weight ?? 1)) / weight;
-    const l = load.get(m.node)!;
-    return l <= share * (1 + band) && l >= share * (1 - band);
-  });
+  for (const ratio of nodeLoadRatios(config, mapper, view, step.placeableMembers()).values()) if (ratio > 1 + band || ratio < 1 - band) return false;
+  return true;
 }
 
 const pct = (f: number) => `${Math.round(f * 1000) / 10} %`;
@@ -300,7 +317,7 @@ const pct = (f: number) => `${Math.round(f * 1000) / 10} %`;
 function* loadRound(step: Step, ref: DatasetRef): Steps<void> {
   const load = loadOf(step, ref);
   // The common case, a dataset at rest, costs a pass over its copies, not a decision of the strategy.
-  if (load.imbalancedSince === undefined && withinTrigger(step, ref)) return;
+  if (load.imbalancedSince === undefined && load.unfinished !== true && withinTrigger(step, ref)) return;
   const plan = yield* planLoadRound(step, ref, false);
   const lb = step.dataset(ref)!.config.loadBalance!;
   const atRest = plan.verdict === 'balanced' || plan.verdict === 'within-trigger' || plan.verdict === 'paused';
@@ -308,13 +325,15 @@ function* loadRound(step: Step, ref: DatasetRef): Steps<void> {
   // A search that found nothing is not run again before sustainMs has passed (not at every window).
   const noGainAt = plan.verdict !== 'no-gain' ? undefined : load.noGainAt !== undefined && step.now - load.noGainAt < lb.sustainMs ? load.noGainAt : step.now;
   if (noGainAt !== load.noGainAt) step.loads.set(ref, { ...loadOf(step, ref), noGainAt });
+  // At rest, paused, or nothing more that helps: what a round cut short left is done with.
+  if (load.unfinished === true && (atRest || plan.verdict === 'no-gain')) step.loads.set(ref, { ...loadOf(step, ref), unfinished: undefined });
   if (since !== load.imbalancedSince) {
     if (since !== undefined && load.imbalancedSince === undefined) {
       step.notice({ name: 'load.imbalanced', level: 'info', dataset: ref, message: `${ref}: ${plan.message}` });
     }
     step.loads.set(ref, { ...loadOf(step, ref), imbalancedSince: since });
   }
-  if (plan.verdict === 'waiting' && since !== undefined) step.schedule(since + lb.sustainMs);
+  if (plan.verdict === 'waiting' && since !== undefined) step.schedule(since + sustainOf(lb, load));
   if (plan.verdict === 'hourly-limit') {
     const oldest = load.moved.filter((m) => step.now - m.at < HOUR_MS).reduce((t, m) => Math.min(t, m.at), step.now);
     step.schedule(oldest + HOUR_MS);
@@ -328,7 +347,13 @@ function* loadRound(step: Step, ref: DatasetRef): Steps<void> {
     message: `${ref}: ${plan.message} (load outside the band ${plan.decision.report.outsideBefore.toPrecision(4)} → ${plan.decision.report.outsideAfter.toPrecision(4)})`,
   });
   const kept = loadOf(step, ref).moved.filter((m) => step.now - m.at < Math.max(HOUR_MS, lb.shardCooldownMs));
-  step.loads.set(ref, { ...loadOf(step, ref), imbalancedSince: undefined, moved: [...kept, ...moves.map((m) => ({ shard: m.shard, at: step.now }))] });
+  const { report } = plan.decision;
+  step.loads.set(ref, {
+    ...loadOf(step, ref),
+    imbalancedSince: undefined,
+    moved: [...kept, ...moves.map((m) => ({ shard: m.shard, at: step.now }))],
+    unfinished: report.limited && report.outsideAfter > 0 ? true : undefined,
+  });
   yield* balancedRound(step, ref, step.held(ref), plan.decision.placement);
 }
 
@@ -367,7 +392,7 @@ export function* explainPlacement(step: Step, ref: DatasetRef, replyTo: ReplyTo)
     };
   });
   const byNode = new Map(nodes.map((n) => [n.node, n]));
-  const view = freshView(step, ref);
+  const view = viewOf(step, ref);
   const moves: LoadMove[] = plan.decision === undefined ? [] : movesOf(plan.current, plan.decision.placement).map((m) => moveWithWhy(m, view.loads, byNode));
   const explanation: PlacementExplanation = {
     dataset: ref,

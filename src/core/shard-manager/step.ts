@@ -8,7 +8,7 @@ import type { ShardSubscriptions } from '../subscriptions.js';
 import type { Steps } from '../steps.js';
 import { NoticeLots } from './notice-lots.js';
 import { balancedRound, completeHandoffs, startDrainMoves, type WaitingMoves } from './planned-moves.js';
-import type { DatasetLoad } from './load-balancing.js';
+import type { DatasetLoad } from './load-view.js';
 import {
   APPLIED_REQUESTS_KEPT,
   type AbsentNode,

@@ -120,6 +120,12 @@ export const DatasetConfigInput = {
           description: 'How long a node must stay outside the trigger band before copies move; default 180000',
         },
         maxMovesPerHour: { type: 'integer', minimum: 0, maximum: 524_288, description: 'Copies moved for load per rolling hour; default 64' },
+        maxConcurrentMovesPerNode: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 524_288,
+          description: 'Copies one node gains plus sheds in a load round; default 4',
+        },
         shardCooldownMs: {
           type: 'integer',
           minimum: 0,

@@ -1,0 +1,46 @@
+// Issue 37: a load-aware dataset's rounds before its load is known. Nodes that join before any
+// load was measured get their share of copies by count (stale or missing reports fall back to copy
+// counts, never to nothing); a new singleton, whose view is empty until the nodes report, does not
+// even counts out and undo the load's placement: it defers a join's round until the reports are in,
+// then places by load. Judged from the map and the rates the test sets.
+import { describe, expect, it } from 'vitest';
+import type { NodeId } from '../../src/core/ids.js';
+import { LOAD_REPORT_MS, LoadWorld } from '../../src/sim/load-world.js';
+
+const MINUTE = 60_000;
+
+const copiesOf = (w: LoadWorld, node: string) => [...Array(w.options.shards).keys()].filter((s) => w.mapper.nodesForShard(s).includes(node as NodeId));
+
+describe('issue 37: a load-aware dataset before its load is known', () => {
+  it('nodes that join before any load is measured get their share of copies by count', () => {
+    const w = new LoadWorld({ nodes: 2, shards: 32, replicationFactor: 1, loadBalance: {}, rates: Array<number>(32).fill(10) });
+    expect(copiesOf(w, 'n0').length + copiesOf(w, 'n1').length).toBe(32);
+    w.join('n2');
+    w.join('n3');
+    for (const n of ['n0', 'n1', 'n2', 'n3']) expect(copiesOf(w, n)).toHaveLength(8);
+  });
+
+  it('after a failover, a join waits for the reports, then is placed by load; the load placement is not evened out by counts', () => {
+    // Shard 0 carries 300 of 610 records/s: hot, alone on its node; the other 31 shards spread by load.
+    const rates = Array.from({ length: 32 }, (_, s) => (s === 0 ? 300 : 10));
+    const w = new LoadWorld({ nodes: 4, shards: 32, replicationFactor: 1, loadBalance: { sustainMs: MINUTE }, rates });
+    w.advance(10 * MINUTE);
+    const hotNode = w.mapper.nodesForShard(0)[0]!;
+    expect(copiesOf(w, hotNode)).toEqual([0]);
+
+    w.failover();
+    w.join('n4');
+    // The new singleton has no figures yet: the join's round waits for them rather than evening copy counts.
+    expect(copiesOf(w, hotNode)).toEqual([0]);
+    expect(copiesOf(w, 'n4')).toHaveLength(0);
+
+    w.advance(LOAD_REPORT_MS);
+    // The reports are in: the deferred round placed by load. The hot shard stays alone; n4 took its share of the rest.
+    expect(copiesOf(w, hotNode)).toEqual([0]);
+    const others = ['n0', 'n1', 'n2', 'n3', 'n4'].filter((n) => n !== hotNode);
+    const loads = others.map((n) => copiesOf(w, n).reduce((sum, s) => sum + rates[s]!, 0));
+    const mean = loads.reduce((a, b) => a + b, 0) / loads.length;
+    for (const l of loads) expect(Math.abs(l / mean - 1)).toBeLessThanOrEqual(0.1);
+    expect(copiesOf(w, 'n4').length).toBeGreaterThan(0);
+  });
+});
