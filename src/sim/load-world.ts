@@ -6,7 +6,7 @@
 // placement-load`.
 import { validateDatasetConfig, type LoadBalanceConfigInput } from '../core/dataset-config.js';
 import { datasetRef, incarnation, nodeId, replyTo, type DatasetRef, type Epoch, type NodeId, type ShardNum } from '../core/ids.js';
-import type { Effect, LoadReport, Member, PlacementExplanation, Reply, ShardManagerInput } from '../core/shard-manager/protocol.js';
+import type { Effect, LoadReport, Member, NodeOperations, PlacementExplanation, Reply, ShardManagerInput } from '../core/shard-manager/protocol.js';
 import { ShardManager } from '../core/shard-manager/shard-manager.js';
 import type { ShardManagerState } from '../core/shard-manager/step.js';
 import type { ShardMapper } from '../core/shard-mapper.js';
@@ -51,6 +51,8 @@ export class LoadWorld {
   /** When each copy was created on a node that did not hold it (from the published changes). */
   readonly copiesAdded: number[] = [];
   private readonly checks: number[] = [];
+  /** The node operations as last persisted (what a successor reads from the MetaStore). */
+  private persistedOperations: NodeOperations | undefined;
   private asked = 0;
   private joined = 0;
 
@@ -90,8 +92,9 @@ export class LoadWorld {
   }
 
   /**
-   * The singleton fails over: a new one, at the next epoch, recovers the dataset and its map (every
-   * node says it runs what the map gives it), with no load view, as a real successor does.
+   * The singleton fails over: a new one, at the next epoch, recovers the dataset, its map (every
+   * node says it runs what the map gives it) and the persisted node operations, with no load view,
+   * as a real successor does.
    */
   failover(): void {
     const { config, mapper } = this.state.datasets.get(this.dataset)!;
@@ -111,6 +114,7 @@ export class LoadWorld {
       subscriptions: [],
       watchers: [],
       cooldowns: [],
+      ...(this.persistedOperations === undefined ? {} : { operations: this.persistedOperations }),
       members: this.state.members,
       running,
     };
@@ -125,6 +129,7 @@ export class LoadWorld {
     this.state = d.state;
     for (const e of d.effects) {
       if (e.type === 'ScheduleCheck') this.checks.push(e.at);
+      if (e.type === 'PersistNodeOperations') this.persistedOperations = e.operations;
       if (e.type === 'PublishChanges') for (const ev of e.events) if (ev.type === 'ShardCopyAdded') this.copiesAdded.push(this.now);
     }
     return d.effects;

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { parseIncarnation, parseNodeId } from '../core/ids.js';
+import { parseDatasetRef, parseIncarnation, parseNodeId } from '../core/ids.js';
 import type { AppliedRequest, NodeOperations } from '../core/shard-manager/protocol.js';
 
 const nodeIdSchema = z.string().refine((s) => parseNodeId(s).ok, 'malformed node id');
+const datasetRefSchema = z.string().refine((s) => parseDatasetRef(s).ok, 'malformed dataset name');
 
 const memberSchema = z.strictObject({
   node: nodeIdSchema,
@@ -14,12 +15,14 @@ const memberSchema = z.strictObject({
   detector: z.string().optional(),
 });
 
-/** How every MetaStore checks stored node operations on the way back (`absent`, `members`: absent in older records). */
+/** How every MetaStore checks stored node operations on the way back (`absent`, `members`, `loadBalancePaused`, `loadMoves`: absent in older records). */
 export const nodeOperationsSchema = z.strictObject({
   draining: z.array(nodeIdSchema),
   replacements: z.array(z.strictObject({ old: nodeIdSchema, new: nodeIdSchema })),
   absent: z.array(z.strictObject({ member: memberSchema, since: z.number().finite() })).optional(),
   members: z.array(memberSchema).optional(),
+  loadBalancePaused: z.array(datasetRefSchema).optional(),
+  loadMoves: z.array(z.strictObject({ dataset: datasetRefSchema, shard: z.number().int().min(0), at: z.number().finite() })).optional(),
 }) as unknown as z.ZodType<NodeOperations>;
 
 /**

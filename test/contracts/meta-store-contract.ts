@@ -208,6 +208,21 @@ export function metaStoreContract(name: string, makeStore: () => Promise<MetaSto
         await store.putNodeOperations(ops, epoch(1));
         expect(await store.nodeOperations()).toEqual(ops);
       });
+
+      it('keep the datasets whose moves for load are paused and the copies moved for load, as a successor needs them', async () => {
+        await leaseForA();
+        const ops = {
+          draining: [],
+          replacements: [],
+          loadBalancePaused: [datasetRef('metrics')],
+          loadMoves: [
+            { dataset: datasetRef('metrics'), shard: 3, at: 1_700_000_200_000 },
+            { dataset: datasetRef('logs'), shard: 0, at: 1_700_000_300_000 },
+          ],
+        };
+        await store.putNodeOperations(ops, epoch(1));
+        expect(await store.nodeOperations()).toEqual(ops);
+      });
     });
 
     describe('applied requests', () => {

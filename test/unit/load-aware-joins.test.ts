@@ -43,4 +43,28 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
     for (const l of loads) expect(Math.abs(l / mean - 1)).toBeLessThanOrEqual(0.1);
     expect(copiesOf(w, 'n4').length).toBeGreaterThan(0);
   });
+
+  it('a new singleton keeps to the hourly limit and the shard cooldowns its predecessor started (persisted with the node operations)', () => {
+    // Half of n0's shards 4× hotter: more to move than the hour allows (3).
+    const w = new LoadWorld({
+      nodes: 4,
+      shards: 64,
+      replicationFactor: 1,
+      loadBalance: { sustainMs: MINUTE, maxMovesPerHour: 3 },
+      rates: Array<number>(64).fill(100),
+    });
+    const onN0 = copiesOf(w, 'n0');
+    w.rates = Array.from({ length: 64 }, (_, s) => (onN0.slice(0, 8).includes(s) ? 400 : 100));
+    w.advance(5 * MINUTE);
+    expect(w.copiesAddedInHourBefore(w.now)).toBe(3);
+    expect(w.explain().movesLastHour).toBe(3);
+    w.failover();
+    // The successor counts the same three moves, and moves nothing more within the hour.
+    expect(w.explain().movesLastHour).toBe(3);
+    w.advance(30 * MINUTE);
+    expect(w.copiesAddedInHourBefore(w.now)).toBe(3);
+    w.advance(40 * MINUTE);
+    expect(w.copiesAddedInHourBefore(w.now)).toBeGreaterThan(0);
+    for (let t = w.now - 70 * MINUTE; t <= w.now; t += MINUTE) expect(w.copiesAddedInHourBefore(t)).toBeLessThanOrEqual(3);
+  });
 });

@@ -12,7 +12,7 @@ import { isServingCopy } from '../shard-record.js';
 import type { Steps } from '../steps.js';
 import { balancedRound, movesInFlight, placementProblem } from './planned-moves.js';
 import type { DatasetRef, NodeId, ReplyTo } from '../ids.js';
-import type { LoadMove, LoadRefusal, LoadReport, LoadVerdict, NodeLoad, PlacementExplanation } from './protocol.js';
+import type { LoadMove, LoadMoveRecord, LoadRefusal, LoadReport, LoadVerdict, NodeLoad, PlacementExplanation } from './protocol.js';
 import type { Step } from './step.js';
 import { COMPLETE_VIEW, complete, type DatasetLoad, emptyLoad, freshView, type FreshView, nodeLoadRatios } from './load-view.js';
 
@@ -129,30 +129,40 @@ export function* checkLoads(step: Step): Steps<void> {
 }
 
 /**
- * At recovery, before any round: each load-aware dataset the new singleton recovered serving waits
- * `staleMs` for the nodes' reports (`awaitingReportsUntil`) before a round may place it by copy counts.
+ * At recovery, before any round: each load-aware dataset takes back the moves for load its
+ * predecessors made (what the hourly limit and the cooldowns count), and one recovered serving
+ * waits `staleMs` for the nodes' reports (`awaitingReportsUntil`) before a round may place it by
+ * copy counts.
  */
-export function awaitReports(step: Step): void {
+export function restoreLoads(step: Step, persisted: readonly LoadMoveRecord[]): void {
   for (const ref of step.datasetRefs()) {
     const { config, mapper } = step.dataset(ref)!;
     if (config.loadBalance === undefined) continue;
+    const moved = persisted.filter((m) => m.dataset === ref && m.shard < config.numShards).map((m) => ({ shard: m.shard, at: m.at }));
     let serving = false;
     for (let s = 0; s < config.numShards && !serving; s++) serving = mapper.servingNodes(s).length > 0;
-    if (!serving) continue;
+    if (!serving && moved.length === 0) continue;
     const until = step.now + config.loadBalance.staleMs;
-    step.loads.set(ref, { ...emptyLoad(config.numShards), awaitingReportsUntil: until });
-    step.schedule(until);
+    const awaitingMembers = step.placeableMembers().map((m) => m.node);
+    step.loads.set(ref, { ...emptyLoad(config.numShards), moved, ...(serving ? { awaitingReportsUntil: until, awaitingMembers } : {}) });
+    if (serving) step.schedule(until);
   }
 }
 
 const awaiting = (step: Step, load: DatasetLoad | undefined) => load?.awaitingReportsUntil !== undefined && step.now < load.awaitingReportsUntil;
 
-/** The round held back while awaiting reports, once the view is complete or the wait is over; the wait ends with it. */
+/**
+ * Ends the wait for reports once the view is complete or `staleMs` passed; if the members changed
+ * meanwhile, runs the round their change called for (held back to lost copies while the view was
+ * empty). Nothing else: balance itself is the load round's, with its limits.
+ */
 function* deferredRound(step: Step, ref: DatasetRef): Steps<void> {
   const load = step.loads.get(ref);
   if (load?.awaitingReportsUntil === undefined || (awaiting(step, load) && !complete(viewOf(step, ref)))) return;
-  step.loads.set(ref, { ...load, awaitingReportsUntil: undefined, deferredRound: undefined });
-  if (load.deferredRound === true) yield* balancedRound(step, ref, step.held(ref));
+  step.loads.set(ref, { ...load, awaitingReportsUntil: undefined, awaitingMembers: undefined });
+  const members = step.placeableMembers().map((m) => m.node);
+  const before = load.awaitingMembers ?? [];
+  if (members.length !== before.length || members.some((n) => !before.includes(n))) yield* balancedRound(step, ref, step.held(ref));
 }
 
 /** The dataset's load view now (see `freshView`). */
@@ -165,8 +175,9 @@ function viewOf(step: Step, ref: DatasetRef): FreshView {
  * What a round of a load-aware dataset asks the strategy (any round: a join, a drain, a lost
  * copy): by load when the view is complete; else by copy counts (missing or stale figures count as
  * the same load, never as none), except while a new singleton awaits the nodes' first reports on a
- * dataset it recovered serving: then only lost copies are placed and the round runs again once the
- * view is complete (an empty view must not even out counts and undo the load's placement).
+ * dataset it recovered serving: then only lost copies are placed (an empty view must not even out
+ * counts and undo the load's placement), and a change of members meanwhile has its round once the
+ * view is complete (`deferredRound`).
  */
 export function* loadAwareTarget(step: Step, ref: DatasetRef, problem: PlacementInput) {
   const config = step.dataset(ref)!.config.loadBalance!;
@@ -174,7 +185,6 @@ export function* loadAwareTarget(step: Step, ref: DatasetRef, problem: Placement
   const strategy = new LoadAwarePlacementStrategy(config.band);
   const load = step.loads.get(ref);
   const held = !complete(view) && awaiting(step, load);
-  if (held) step.loads.set(ref, { ...load!, deferredRound: true });
   const input: LoadAwareInput = complete(view)
     ? { ...problem, loads: view.loads }
     : held

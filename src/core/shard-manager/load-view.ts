@@ -35,8 +35,11 @@ export interface DatasetLoad {
    * counts and undo the load's placement before the nodes have reported.
    */
   readonly awaitingReportsUntil?: number | undefined;
-  /** A round was held back while awaiting reports: it runs again once the view is complete or the wait is over. */
-  readonly deferredRound?: boolean | undefined;
+  /**
+   * The members that could take copies when the wait began: if they differ when it ends (a node
+   * joined or was drained meanwhile), the round their change called for runs then, by load.
+   */
+  readonly awaitingMembers?: readonly NodeId[] | undefined;
 }
 
 /** Shards with a fresh figure, of those served, for rounds to balance by load (else they place lost copies only). */

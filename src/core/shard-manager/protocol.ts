@@ -45,6 +45,19 @@ export interface NodeOperations {
    * new singleton keeps them paused. Absent: none.
    */
   readonly loadBalancePaused?: readonly DatasetRef[];
+  /**
+   * The copies load rounds moved, when (the singleton's clock), kept while the hourly limit or the
+   * shard cooldown counts them: persisted, so a new singleton keeps to `maxMovesPerHour` and the
+   * cooldowns across a failover. Absent: none.
+   */
+  readonly loadMoves?: readonly LoadMoveRecord[];
+}
+
+/** One copy moved for load, as the node operations keep it. */
+export interface LoadMoveRecord {
+  readonly dataset: DatasetRef;
+  readonly shard: number;
+  readonly at: number;
 }
 
 /**

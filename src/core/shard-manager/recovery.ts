@@ -6,7 +6,7 @@ import { type ShardEvent, ShardEvents, type ShardStatus } from '../status.js';
 import { ShardSubscriptions } from '../subscriptions.js';
 import type { RecoveryData, RunningShard } from './protocol.js';
 import { absentUntil, nodeLost } from './absence.js';
-import { awaitReports } from './load-balancing.js';
+import { restoreLoads } from './load-balancing.js';
 import { scheduleHeldShards } from './reports.js';
 import type { Steps } from '../steps.js';
 import type { Step } from './step.js';
@@ -26,7 +26,7 @@ export function* recover(step: Step, data: RecoveryData): Steps<void> {
     yield; // a map of 65 536 × 3 takes tens of milliseconds to restore
   }
   // Before any round: a load-aware dataset's placement is not undone for want of figures yet.
-  awaitReports(step);
+  restoreLoads(step, data.operations?.loadMoves ?? []);
   const known = new Set(configs.map((c) => c.ref));
   for (const m of data.maps) {
     if (!known.has(m.dataset)) {

@@ -215,11 +215,21 @@ export class Step {
     return { draining: [...this.draining.keys()].sort(), replacements };
   }
 
-  /** What is persisted of the operations: with the absences, the members a successor needs, and the paused load moves. */
+  /** What is persisted of the operations: with the absences, the members a successor needs, the paused load moves and the moves for load. */
   persistedOperations(): NodeOperations {
     const absent = [...this.absent.values()].sort((a, b) => (a.member.node < b.member.node ? -1 : a.member.node > b.member.node ? 1 : 0));
     const paused = [...this.loadPaused].filter((ref) => this.dataset(ref) !== undefined).sort();
-    return { ...this.operations(), absent, members: this.members, ...(paused.length === 0 ? {} : { loadBalancePaused: paused }) };
+    const loadMoves = [...this.loads]
+      .filter(([ref]) => this.dataset(ref) !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .flatMap(([dataset, load]) => load.moved.map((m) => ({ dataset, shard: m.shard, at: m.at })));
+    return {
+      ...this.operations(),
+      absent,
+      members: this.members,
+      ...(paused.length === 0 ? {} : { loadBalancePaused: paused }),
+      ...(loadMoves.length === 0 ? {} : { loadMoves }),
+    };
   }
 
   /** Whether an operator paused the dataset's moves for load. */
