@@ -48,6 +48,7 @@ export function randomLoadInput(seed: number): RandomLoadInput {
   const fallback = measured.length === 0 ? 1 : measured.reduce((a, b) => a + b, 0) / measured.length;
   return {
     input: { numShards, replicationFactor, nodes, current, held, loads },
-    counted: loads.map((l) => l ?? fallback),
+    // Nothing measured carries load (none measured, or all idle): every shard counts as one copy.
+    counted: loads.every((l) => !l) ? loads.map(() => 1) : loads.map((l) => l ?? fallback),
   };
 }

@@ -20,6 +20,15 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
     for (const n of ['n0', 'n1', 'n2', 'n3']) expect(copiesOf(w, n)).toHaveLength(8);
   });
 
+  it('nodes that join an idle dataset (every figure 0) get their share of copies by count', () => {
+    const w = new LoadWorld({ nodes: 2, shards: 32, replicationFactor: 2, loadBalance: {}, rates: Array<number>(32).fill(0) });
+    w.advance(MINUTE);
+    expect(w.explain().measured).toBe(32);
+    w.join('n2');
+    w.join('n3');
+    for (const n of ['n0', 'n1', 'n2', 'n3']) expect(copiesOf(w, n)).toHaveLength(16);
+  });
+
   it('after a failover, a join waits for the reports, then is placed by load; the load placement is not evened out by counts', () => {
     // Shard 0 carries 300 of 610 records/s: hot, alone on its node; the other 31 shards spread by load.
     const rates = Array.from({ length: 32 }, (_, s) => (s === 0 ? 300 : 10));

@@ -21,8 +21,8 @@ export interface LoadAwareInput extends PlacementInput {
   /**
    * Per shard: the load one copy carries (records/s, bytes/s or any additive weight), finite and
    * at least 0; `undefined` when not measured (stale or missing reports): such a shard counts as
-   * the mean of the measured ones, or 1 when none is measured, so unknown load falls back to
-   * counting copies, never to zero.
+   * the mean of the measured ones, so unknown load falls back to counting copies, never to zero;
+   * when nothing measured carries load (none measured, or all 0) every shard counts 1.
    */
   readonly loads: readonly (number | undefined)[];
   /**
@@ -156,7 +156,9 @@ function loadsOf(input: LoadAwareInput): Result<number[], PlacementError> {
 
 /**
  * Each shard's load as it counts: an unmeasured one (undefined) as the mean of the measured ones,
- * or 1 when none is measured, so unknown load falls back to counting copies, never to zero.
+ * so unknown load falls back to counting copies, never to zero; and every shard as 1 when nothing
+ * measured carries load (none measured, or all idle): a dataset before its records flow is spread
+ * by copy count, so that nodes that join it then get their share.
  */
 export function countedLoads(loads: readonly (number | undefined)[], numShards: number): number[] {
   let sum = 0;
@@ -166,6 +168,7 @@ export function countedLoads(loads: readonly (number | undefined)[], numShards: 
     sum += l;
     measured += 1;
   }
-  const fallback = measured === 0 ? 1 : sum / measured;
+  if (sum === 0) return new Array<number>(numShards).fill(1);
+  const fallback = sum / measured;
   return Array.from({ length: numShards }, (_, s) => loads[s] ?? fallback);
 }
