@@ -156,6 +156,13 @@ function maxOverColdMean(nodes: readonly PlacementNode[], placement: Placement, 
   return cold.reduce((m, i) => Math.max(m, load[i]! / (perWeight * nodes[i]!.weight)), 0);
 }
 
+/** Copies that `after` moved off a node that holds one of `hot`'s copies in `after` (the price of placing hot copies alone). */
+function copiesLeavingHotNodes(before: Placement, after: Placement, hot: ReadonlySet<number>): number {
+  const hotNodes = new Set<NodeId>();
+  for (const s of hot) for (const id of after[s]!) hotNodes.add(id);
+  return before.reduce((n, copies, s) => n + copies.filter((id) => hotNodes.has(id) && !after[s]!.includes(id)).length, 0);
+}
+
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const maxOf = (xs: Float64Array): number => xs.reduce((m, x) => Math.max(m, x), 0);
 
@@ -171,6 +178,7 @@ function placementLoad(): Table {
     const loadAware: number[] = [];
     const loadAwareCold: number[] = [];
     const loadAwareMoves: number[] = [];
+    const movedOffHot: number[] = [];
     const loadAwareMs: number[] = [];
     const hotShards: number[] = [];
     for (const seed of SEEDS) {
@@ -197,6 +205,7 @@ function placementLoad(): Table {
       loadAware.push(maxOf(relativeLoads(c.nodes, placement, rates, c.replicationFactor)));
       loadAwareCold.push(maxOverColdMean(c.nodes, placement, rates, new Set(report.hotShards)));
       loadAwareMoves.push(placement.reduce((n, copies, s) => n + copies.filter((id) => !placed.value[s]!.includes(id)).length, 0));
+      movedOffHot.push(copiesLeavingHotNodes(placed.value, placement, new Set(report.hotShards)));
       hotShards.push(report.hotShards.length);
       // No placement does better than the hottest shard alone on the node of the largest share.
       hottestShard.push(Math.max(...rates) / Math.max(...sharesOf(c.nodes, c.replicationFactor)));
@@ -215,6 +224,7 @@ function placementLoad(): Table {
       f(median(loadAwareCold)),
       f(Math.max(...loadAwareCold)),
       median(loadAwareMoves),
+      median(movedOffHot),
       median(hotShards),
       `${median(loadAwareMs).toFixed(1)} ms`,
       f(Math.max(1, median(hottestShard))),
@@ -235,6 +245,7 @@ function placementLoad(): Table {
       'load-aware, nodes without a hot copy: max load / their mean, median',
       'max',
       'load-aware: copies moved, median',
+      'of which off the nodes of hot copies, median',
       'hot shards placed alone, median',
       'load-aware: decision time, median',
       'lower bound (hottest shard), median',
@@ -244,6 +255,7 @@ function placementLoad(): Table {
       "A node's share is the total load times its weight over the sum of weights; every copy of a shard carries the shard's whole rate.",
       'Copy-count: the `balanced` strategy from no copies (every node within one copy of its weighted share of copies).',
       'Greedy: from that map, the move of one copy off the hottest node that has one that lowers the hotter of the two nodes the most (racks kept distinct per shard), until no node above its share has one.',
+      'Off the nodes of hot copies: copies moved away from a node that ends up holding a hot copy alone (what placing hot copies alone costs, which the greedy never pays: it leaves hot nodes carrying others).',
       'Lower bound: the hottest shard alone on the node of the largest share; no placement is below it (nor below 1).',
       'Nodes without a hot shard: the hottest node among those holding no shard whose rate alone exceeds their share (what a target band can be asked of).',
       "Load-aware: `LoadAwarePlacementStrategy` (band ±5 %) from the copy-count map, in this process (its first decision includes the JIT's warm-up). A hot shard's copies each go to a node of their own; the band is then asked of the other nodes around their own capacity-weighted mean.",

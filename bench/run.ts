@@ -49,6 +49,7 @@ import './one-writer.bench.js';
 import './large-dataset.bench.js';
 import './copy-memory.bench.js';
 import './placement-load.bench.js';
+import './deploy-load-moves.bench.js';
 
 const CHILD = 'SHARDHERD_BENCH_ONLY';
 const only = process.env[CHILD];
