@@ -53,6 +53,29 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
     expect(copiesOf(w, 'n4').length).toBeGreaterThan(0);
   });
 
+  it('a lost node’s copies are placed by load, but the round moves no other copy than the copy-count strategy would: the imbalance waits for the load round', () => {
+    const w = new LoadWorld({ nodes: 4, shards: 64, replicationFactor: 1, loadBalance: { sustainMs: 60 * MINUTE }, rates: Array<number>(64).fill(100) });
+    w.advance(MINUTE);
+    // Half of n0's 16 shards 4× hotter: n0 at 2.5 × the others, held back by the hour's sustainMs.
+    const hot = copiesOf(w, 'n0').slice(0, 8);
+    w.rates = Array.from({ length: 64 }, (_, s) => (hot.includes(s) ? 400 : 100));
+    w.advance(2 * MINUTE);
+    expect(w.explain().verdict).toBe('waiting');
+    const held = ['n0', 'n1', 'n2'].map((n) => copiesOf(w, n));
+    const lost = w.state.members.find((m) => m.node === 'n3')!;
+    const orphans = copiesOf(w, 'n3');
+    w.run({ type: 'MemberDown', node: lost.node, incarnation: lost.incarnation });
+    w.advance(3 * MINUTE);
+    // Its 16 shards have a copy again, placed by load (none on the hot n0); by copy count the three
+    // others would take 5 or 6 each and move nothing else, so nothing else moved: every node kept its
+    // copies, n0 is still over its band, and the load round still waits for its sustainMs.
+    for (const s of orphans) expect(w.mapper.nodesForShard(s)).toHaveLength(1);
+    expect(orphans.filter((s) => w.mapper.nodesForShard(s).includes('n0' as NodeId))).toEqual([]);
+    ['n0', 'n1', 'n2'].forEach((n, i) => expect(copiesOf(w, n)).toEqual(expect.arrayContaining(held[i]!)));
+    expect(copiesOf(w, 'n0')).toHaveLength(16);
+    expect(w.explain().verdict).toBe('waiting');
+  });
+
   it('a new singleton keeps to the hourly limit and the shard cooldowns its predecessor started (persisted with the node operations)', () => {
     // Half of n0's shards 4× hotter: more to move than the hour allows (3).
     const w = new LoadWorld({

@@ -209,7 +209,7 @@ function renderExplanation(e: PlacementExplanation): string {
   const f = (x: number) => (Number.isFinite(x) ? x.toPrecision(4) : '-');
   const lines = [
     `${e.dataset}: ${e.verdict} — ${e.message}`,
-    `measure ${e.measure}, band ±${e.band * 100} %, trigger ±${e.triggerBand * 100} %${e.paused ? ', PAUSED' : ''}; ${e.measured} of ${e.serving} served shards measured; ${e.movesLastHour} of ${e.maxMovesPerHour} moves this hour`,
+    `measure ${e.measure}, band ±${e.band * 100} %, trigger ±${e.triggerBand * 100} %${e.paused ? ', PAUSED' : ''}; ${e.measured} of ${e.serving} served shards measured; ${e.movesLastHour} of ${e.maxMovesPerHour} moves this hour, at most ${e.maxConcurrentMoves} a round (${e.maxConcurrentMovesPerNode} a node)`,
     '',
     table(
       ['NODE', 'WEIGHT', 'COPIES', 'LOAD', 'SHARE', 'LOAD/SHARE', 'BAND', 'HOT SHARD'],

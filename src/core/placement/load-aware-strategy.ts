@@ -27,7 +27,8 @@ export interface LoadAwareInput extends PlacementInput {
   readonly loads: readonly (number | undefined)[];
   /**
    * The most copies the balancing may move (the copy-count strategy's re-created copies are not
-   * counted: they replace lost ones). Default: no limit; 0: place lost copies only.
+   * counted: they replace lost ones, and are placed by load whatever the limit). Default: no limit;
+   * 0: place lost copies only.
    */
   readonly maxMoves?: number;
   /**
@@ -38,6 +39,13 @@ export interface LoadAwareInput extends PlacementInput {
    * past it only makes moves that lower its count. A positive integer.
    */
   readonly maxMovesPerNode?: number;
+  /**
+   * At most as many copies moved as the copy-count strategy moves for the same input (re-created
+   * lost copies not counted), on top of `maxMoves`: what a round that a join, a drain or a lost copy
+   * calls for may move, so that such a round never rebalances by load beyond the change (that is
+   * the load round's, held back by its trigger band, `sustainMs` and limits).
+   */
+  readonly movesAsCopyCount?: boolean;
 }
 
 export interface LoadAwareDecision {
@@ -97,6 +105,14 @@ export class LoadAwarePlacementStrategy implements PlacementStrategy {
         held[s]!,
       ),
     );
+    const countMoves =
+      input.movesAsCopyCount === true
+        ? movesBetween(
+            current,
+            base.value.map((copies) => copies.map((id) => index.get(id)!)),
+          )
+        : Infinity;
+    const maxMoves = Math.min(input.maxMoves ?? Infinity, countMoves);
     const report = yield* balanceLoads({
       weights: nodes.map((n) => n.weight),
       groups,
@@ -106,12 +122,23 @@ export class LoadAwarePlacementStrategy implements PlacementStrategy {
       start,
       held,
       band: this.band,
-      ...(input.maxMoves === undefined ? {} : { maxMoves: input.maxMoves }),
+      ...(maxMoves === Infinity ? {} : { maxMoves }),
       ...(perNode === undefined ? {} : { maxMovesPerNode: perNode }),
     });
     const placement = start.map((copies) => copies.map((i) => nodes[i]!.id).sort());
     return ok({ placement, report, nodeOrder: nodes.map((n) => n.id) });
   }
+}
+
+/** Copies `target` moves against `current`: per shard, new copies paired with copies dropped (a new copy that replaces a lost one is no move). */
+function movesBetween(current: readonly (readonly number[])[], target: readonly (readonly number[])[]): number {
+  let moves = 0;
+  target.forEach((copies, s) => {
+    const added = copies.filter((i) => !current[s]!.includes(i)).length;
+    const dropped = current[s]!.filter((i) => !copies.includes(i)).length;
+    moves += Math.min(added, dropped);
+  });
+  return moves;
 }
 
 /**

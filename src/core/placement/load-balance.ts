@@ -31,7 +31,10 @@ export interface LoadProblem {
   readonly held: readonly boolean[];
   /** The band's half-width as a fraction of a node's share (0.05: within ±5 %). */
   readonly band: number;
-  /** The most copies the balancing may move against `current` (default: no limit; 0 moves nothing). */
+  /**
+   * The most copies the balancing may move against `current` (default: no limit; 0 moves none of
+   * them, but still places copies that `start` adds anew, which costs nothing).
+   */
   readonly maxMoves?: number;
   /**
    * The most copies any node may gain plus shed against `current` (default: no limit): a move,
@@ -93,25 +96,19 @@ export function* balanceLoads(p: LoadProblem): Steps<LoadBalanceReport> {
   let moves = 0;
   let swaps = 0;
   let chains = 0;
-  // No move allowed: the bands and the loads only (a search would find moves it may not take).
-  for (let taken = 0; p.maxMoves !== 0; taken++) {
+  // No move allowed and no copy placed anew (whose moves cost nothing): the bands and the loads only.
+  const nothingFree = p.maxMoves === 0 && p.start.every((copies, s) => copies.every((i) => p.current[s]!.includes(i)));
+  // The searches offer only what the budgets afford: a move the limits forbid leaves room for one they allow.
+  for (let taken = 0; !nothingFree; taken++) {
     if (taken % MOVES_PER_STEP === MOVES_PER_STEP - 1) yield;
     const move = b.findMove();
     if (move !== undefined) {
-      if (!b.affords(move.moved)) {
-        b.limited = true;
-        break;
-      }
       b.take(move);
       moves += 1;
       continue;
     }
     const swap = b.findSwap();
     if (swap !== undefined) {
-      if (!b.affords(swap.moved)) {
-        b.limited = true;
-        break;
-      }
       b.take(swap);
       swaps += 1;
       continue;
@@ -351,6 +348,10 @@ class Balancer {
               continue;
             }
             const moved = this.movedBy(a, i, j) + this.movedBy(b, j, i);
+            if (!this.affords(moved)) {
+              this.limited = true;
+              continue;
+            }
             best.offer(gain, moved, Math.max((this.load[i]! - d) / this.share[i]!, (this.load[j]! + d) / this.share[j]!), a, b, i, j);
           }
         }
@@ -415,19 +416,12 @@ class Balancer {
     const l = this.p.loads[s]!;
     const gain = this.delta(from, -l) + this.delta(to, l);
     if (gain <= this.epsilon) return;
-    if (!this.fits(s, from, to)) {
+    const moved = this.movedBy(s, from, to);
+    if (!this.fits(s, from, to) || !this.affords(moved)) {
       this.limited = true;
       return;
     }
-    best.offer(
-      gain,
-      this.movedBy(s, from, to),
-      Math.max((this.load[from]! - l) / this.share[from]!, (this.load[to]! + l) / this.share[to]!),
-      s,
-      NONE,
-      from,
-      to,
-    );
+    best.offer(gain, moved, Math.max((this.load[from]! - l) / this.share[from]!, (this.load[to]! + l) / this.share[to]!), s, NONE, from, to);
   }
 
   /**

@@ -173,7 +173,8 @@ function viewOf(step: Step, ref: DatasetRef): FreshView {
 
 /**
  * What a round of a load-aware dataset asks the strategy (any round: a join, a drain, a lost
- * copy): by load when the view is complete; else by copy counts (missing or stale figures count as
+ * copy), never to move more copies than the copy-count strategy would for the same change: by
+ * load when the view is complete; else by copy counts (missing or stale figures count as
  * the same load, never as none), except while a new singleton awaits the nodes' first reports on a
  * dataset it recovered serving: then only lost copies are placed (an empty view must not even out
  * counts and undo the load's placement), and a change of members meanwhile has its round once the
@@ -185,11 +186,12 @@ export function* loadAwareTarget(step: Step, ref: DatasetRef, problem: Placement
   const strategy = new LoadAwarePlacementStrategy(config.band);
   const load = step.loads.get(ref);
   const held = !complete(view) && awaiting(step, load);
+  // A change of members or a lost copy moves no more than it would by copy counts: balance is the load round's.
   const input: LoadAwareInput = complete(view)
-    ? { ...problem, loads: view.loads }
+    ? { ...problem, loads: view.loads, movesAsCopyCount: true }
     : held
       ? { ...problem, loads: view.loads, maxMoves: 0 }
-      : { ...problem, loads: new Array<undefined>(problem.numShards).fill(undefined) };
+      : { ...problem, loads: new Array<undefined>(problem.numShards).fill(undefined), movesAsCopyCount: true };
   return yield* strategy.placeInSteps(input);
 }
 
@@ -417,6 +419,8 @@ export function* explainPlacement(step: Step, ref: DatasetRef, replyTo: ReplyTo)
     ...(plan.imbalancedSince === undefined ? {} : { imbalancedSince: plan.imbalancedSince }),
     movesLastHour: plan.movesLastHour,
     maxMovesPerHour: lb.maxMovesPerHour,
+    maxConcurrentMoves: ds.config.maxConcurrentMoves,
+    maxConcurrentMovesPerNode: lb.maxConcurrentMovesPerNode,
     refused: load.refused,
     verdict: plan.verdict,
     message: plan.message,

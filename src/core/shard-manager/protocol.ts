@@ -128,6 +128,9 @@ export interface PlacementExplanation {
   readonly imbalancedSince?: number;
   readonly movesLastHour: number;
   readonly maxMovesPerHour: number;
+  /** The most copies one load round moves (the dataset's `maxConcurrentMoves`), and per node (`maxConcurrentMovesPerNode`). */
+  readonly maxConcurrentMoves: number;
+  readonly maxConcurrentMovesPerNode: number;
   readonly refused: Readonly<Partial<Record<LoadRefusal, number>>>;
   readonly verdict: LoadVerdict;
   readonly message: string;

@@ -261,6 +261,8 @@ export const PlacementExplanation = {
       imbalancedSince: { ...int, description: 'Since when (ms since the epoch) a node has been outside the trigger band' },
       movesLastHour: int,
       maxMovesPerHour: int,
+      maxConcurrentMoves: { ...int, description: "The most copies one load round moves (the dataset's maxConcurrentMoves)" },
+      maxConcurrentMovesPerNode: { ...int, description: 'The most copies one node gains plus sheds in a load round' },
       refused: { type: 'object', additionalProperties: int, description: 'Load figures refused, by why (never acted on)' },
       verdict: {
         type: 'string',
