@@ -156,6 +156,19 @@ function maxOverColdMean(nodes: readonly PlacementNode[], placement: Placement, 
   return cold.reduce((m, i) => Math.max(m, load[i]! / (perWeight * nodes[i]!.weight)), 0);
 }
 
+/**
+ * A lower bound of the copies any map must move to give each copy of the `hot` shards a node alone:
+ * that many distinct nodes each shed every other copy they held, so at least the copies of the
+ * nodes holding the fewest (one each may be a hot copy already there). Isolation and weights only
+ * raise it, so it is also a lower bound of the exact minimum of the load-aware objective.
+ */
+function movesToIsolate(before: Placement, nodes: readonly PlacementNode[], hot: ReadonlySet<number>, replicationFactor: number): number {
+  const held = new Map<string, number>(nodes.map((n) => [n.id as string, 0]));
+  for (const copies of before) for (const id of copies) held.set(id, (held.get(id) ?? 0) + 1);
+  const fewest = [...held.values()].sort((a, b) => a - b).slice(0, hot.size * replicationFactor);
+  return fewest.reduce((sum, c) => sum + Math.max(0, c - 1), 0);
+}
+
 /** Copies that `after` moved off a node that holds one of `hot`'s copies in `after` (the price of placing hot copies alone). */
 function copiesLeavingHotNodes(before: Placement, after: Placement, hot: ReadonlySet<number>): number {
   const hotNodes = new Set<NodeId>();
@@ -179,6 +192,7 @@ function placementLoad(): Table {
     const loadAwareCold: number[] = [];
     const loadAwareMoves: number[] = [];
     const movedOffHot: number[] = [];
+    const hotLowerBound: number[] = [];
     const loadAwareMs: number[] = [];
     const hotShards: number[] = [];
     for (const seed of SEEDS) {
@@ -206,6 +220,7 @@ function placementLoad(): Table {
       loadAwareCold.push(maxOverColdMean(c.nodes, placement, rates, new Set(report.hotShards)));
       loadAwareMoves.push(placement.reduce((n, copies, s) => n + copies.filter((id) => !placed.value[s]!.includes(id)).length, 0));
       movedOffHot.push(copiesLeavingHotNodes(placed.value, placement, new Set(report.hotShards)));
+      hotLowerBound.push(movesToIsolate(placed.value, c.nodes, new Set(report.hotShards), c.replicationFactor));
       hotShards.push(report.hotShards.length);
       // No placement does better than the hottest shard alone on the node of the largest share.
       hottestShard.push(Math.max(...rates) / Math.max(...sharesOf(c.nodes, c.replicationFactor)));
@@ -225,6 +240,7 @@ function placementLoad(): Table {
       f(Math.max(...loadAwareCold)),
       median(loadAwareMoves),
       median(movedOffHot),
+      `${median(hotLowerBound)} (× ${median(loadAwareMoves.map((m, i) => m / hotLowerBound[i]!)).toFixed(3)})`,
       median(hotShards),
       `${median(loadAwareMs).toFixed(1)} ms`,
       f(Math.max(1, median(hottestShard))),
@@ -246,6 +262,7 @@ function placementLoad(): Table {
       'max',
       'load-aware: copies moved, median',
       'of which off the nodes of hot copies, median',
+      'lower bound of any map placing those hot copies alone (load-aware over it), median',
       'hot shards placed alone, median',
       'load-aware: decision time, median',
       'lower bound (hottest shard), median',
@@ -255,6 +272,7 @@ function placementLoad(): Table {
       "A node's share is the total load times its weight over the sum of weights; every copy of a shard carries the shard's whole rate.",
       'Copy-count: the `balanced` strategy from no copies (every node within one copy of its weighted share of copies).',
       'Greedy: from that map, the move of one copy off the hottest node that has one that lowers the hotter of the two nodes the most (racks kept distinct per shard), until no node above its share has one.',
+      'Lower bound: whichever nodes take the hot copies alone must shed every other copy they held; at least the copies of the nodes holding fewest (minus the hot copy itself), so no map meeting the objective moves fewer (isolation and weights only add to it).',
       'Off the nodes of hot copies: copies moved away from a node that ends up holding a hot copy alone (what placing hot copies alone costs, which the greedy never pays: it leaves hot nodes carrying others).',
       'Lower bound: the hottest shard alone on the node of the largest share; no placement is below it (nor below 1).',
       'Nodes without a hot shard: the hottest node among those holding no shard whose rate alone exceeds their share (what a target band can be asked of).',

@@ -1,123 +1,25 @@
-// Load-aware datasets (docs/PLACEMENT.md, "The `load-aware` mode"): the singleton's view of each
-// shard's measured load, built from the nodes' load reports; the placement every round of such a
-// dataset asks for; and the load round, the only one that moves copies because load changed, held
-// back until a node has been outside the trigger band for `sustainMs`, within `maxMovesPerHour`,
-// never for a shard moved for load within `shardCooldownMs`, never while moves are in flight; a
-// round moves at most the dataset's `maxConcurrentMoves` copies, `maxConcurrentMovesPerNode` per node, and the
-// rounds after it go on with what these limits cut short.
+// Load-aware datasets (docs/PLACEMENT.md, "The `load-aware` mode"): the placement every round of
+// such a dataset asks for, and the load round, the only one that moves copies because load changed,
+// held back until a node has been outside the trigger band for `sustainMs`, within
+// `maxMovesPerHour`, never for a shard moved for load within `shardCooldownMs`, never while moves
+// are in flight; a round moves at most the dataset's `maxConcurrentMoves` copies and
+// `maxConcurrentMovesPerNode` per node, and the rounds after it go on with what these limits cut
+// short. The view it decides by comes from load-reports.ts; operators see and steer it through
+// load-operator.ts.
 import type { LoadBalanceConfig } from '../dataset-config.js';
 import { LoadAwarePlacementStrategy, type LoadAwareDecision, type LoadAwareInput } from '../placement/load-aware-strategy.js';
 import type { Placement, PlacementInput } from '../placement/placement-types.js';
-import { isServingCopy } from '../shard-record.js';
 import type { Steps } from '../steps.js';
 import { balancedRound, movesInFlight, placementProblem } from './planned-moves.js';
-import type { DatasetRef, NodeId, ReplyTo } from '../ids.js';
-import type { LoadMove, LoadMoveRecord, LoadRefusal, LoadReport, LoadVerdict, NodeLoad, PlacementExplanation } from './protocol.js';
+import type { DatasetRef, NodeId } from '../ids.js';
+import type { LoadMoveRecord, LoadVerdict } from './protocol.js';
 import type { Step } from './step.js';
 import { COMPLETE_VIEW, complete, type DatasetLoad, emptyLoad, freshView, type FreshView, nodeLoadRatios } from './load-view.js';
 
-/** A report more than this ahead of the singleton's clock is refused: the node's clock is wrong. */
-const MAX_AHEAD_MS = 60_000;
-/** No copy ingests or spends this much per second: such a figure is a bug, not a load. */
-const ABSURD = 1e12;
 const HOUR_MS = 3_600_000;
 
-const loadOf = (step: Step, ref: DatasetRef): DatasetLoad => step.loads.get(ref) ?? emptyLoad(step.dataset(ref)!.config.numShards);
-
-/** The configured measure of one report's entry. */
-function figure(r: LoadReport, i: number, measure: LoadBalanceConfig['measure']): unknown {
-  switch (measure) {
-    case 'records':
-      return r.records[i];
-    case 'bytes':
-      return r.bytes[i];
-    case 'sink-time':
-      return r.sinkMs[i];
-    case 'weight':
-      return r.weights?.[i];
-  }
-}
-
-/** Why a whole report is refused, if it is. */
-function reportRefusal(step: Step, r: LoadReport): LoadRefusal | undefined {
-  const ds = step.dataset(r.dataset);
-  if (ds?.config.loadBalance === undefined) return 'unknown-dataset';
-  if (step.member(r.node)?.incarnation !== r.incarnation) return 'not-a-member';
-  if (!(r.at <= step.now + MAX_AHEAD_MS)) return 'from-the-future';
-  const n = r.shards.length;
-  if (r.records.length !== n || r.bytes.length !== n || r.sinkMs.length !== n || (r.weights !== undefined && r.weights.length !== n)) return 'malformed';
-  return undefined;
-}
-
-/** Why one figure is refused, if it is; `skip` when it is fine but not counted (a copy still catching up). */
-function figureRefusal(step: Step, r: LoadReport, shard: number, value: unknown): LoadRefusal | 'skip' | undefined {
-  if (typeof value !== 'number' || Number.isNaN(value)) return 'not-a-number';
-  if (value < 0) return 'negative';
-  if (!(value <= ABSURD)) return 'absurd';
-  const { mapper } = step.dataset(r.dataset)!;
-  const copy = Number.isInteger(shard) && shard >= 0 && shard < mapper.numShards ? mapper.copyOnNode(shard, r.node) : undefined;
-  if (copy === undefined) return 'not-its-copy';
-  // A copy catching up ingests its backlog faster than the shard's records arrive: not the shard's load.
-  return isServingCopy(copy) && copy.placement !== 'Leaving' ? undefined : 'skip';
-}
-
-/** Takes the nodes' load reports into the view; refused figures are counted, never acted on. */
-export function* loadReports(step: Step, reports: readonly LoadReport[]): Steps<void> {
-  const changed = new Map<DatasetRef, { values: Float64Array; at: Float64Array; refused: Partial<Record<LoadRefusal, number>> }>();
-  const working = (ref: DatasetRef) => {
-    if (step.dataset(ref)?.config.loadBalance === undefined) return undefined;
-    let w = changed.get(ref);
-    if (!w) {
-      const load = loadOf(step, ref);
-      w = { values: Float64Array.from(load.values), at: Float64Array.from(load.at), refused: { ...load.refused } };
-      changed.set(ref, w);
-    }
-    return w;
-  };
-  /** Refused now, by dataset (as the report named it) and why. */
-  const refusedNow = new Map<DatasetRef, Partial<Record<LoadRefusal, number>>>();
-  const refuse = (ref: DatasetRef, why: LoadRefusal, count: number) => {
-    const now = refusedNow.get(ref) ?? {};
-    now[why] = (now[why] ?? 0) + count;
-    refusedNow.set(ref, now);
-    const w = working(ref);
-    if (w) w.refused[why] = (w.refused[why] ?? 0) + count;
-  };
-  for (const r of reports) {
-    const whole = reportRefusal(step, r);
-    if (whole !== undefined) {
-      refuse(r.dataset, whole, Math.max(1, r.shards.length));
-      continue;
-    }
-    const measure = step.dataset(r.dataset)!.config.loadBalance!.measure;
-    const w = working(r.dataset)!;
-    for (let i = 0; i < r.shards.length; i++) {
-      const shard = r.shards[i]!;
-      const value = figure(r, i, measure);
-      const why = figureRefusal(step, r, shard, value);
-      if (why === 'skip') continue;
-      if (why !== undefined) {
-        refuse(r.dataset, why, 1);
-        continue;
-      }
-      w.values[shard] = value as number;
-      w.at[shard] = step.now;
-    }
-  }
-  for (const [ref, w] of changed) step.loads.set(ref, { ...loadOf(step, ref), values: w.values, at: w.at, refused: w.refused });
-  for (const [ref, byWhy] of refusedNow) {
-    const known = step.dataset(ref) !== undefined;
-    step.notice({
-      name: 'load.reports-refused',
-      level: 'warn',
-      ...(known ? { dataset: ref } : {}),
-      message: `${ref}: load figures refused (never acted on): ${Object.entries(byWhy)
-        .map(([why, n]) => `${n} ${why}`)
-        .join(', ')}`,
-    });
-  }
-  yield* checkLoads(step);
-}
+/** A dataset's load state (an empty one before any report). */
+export const loadOf = (step: Step, ref: DatasetRef): DatasetLoad => step.loads.get(ref) ?? emptyLoad(step.dataset(ref)!.config.numShards);
 
 /** Runs the load round of every load-aware dataset that is due (after reports, and at its scheduled check). */
 export function* checkLoads(step: Step): Steps<void> {
@@ -166,7 +68,7 @@ function* deferredRound(step: Step, ref: DatasetRef): Steps<void> {
 }
 
 /** The dataset's load view now (see `freshView`). */
-function viewOf(step: Step, ref: DatasetRef): FreshView {
+export function viewOf(step: Step, ref: DatasetRef): FreshView {
   const { config, mapper } = step.dataset(ref)!;
   return freshView(config, mapper, step.loads.get(ref), step.now);
 }
@@ -195,7 +97,7 @@ export function* loadAwareTarget(step: Step, ref: DatasetRef, problem: Placement
   return yield* strategy.placeInSteps(input);
 }
 
-interface LoadPlan {
+export interface LoadPlan {
   readonly verdict: LoadVerdict;
   readonly message: string;
   readonly decision: LoadAwareDecision | undefined;
@@ -209,7 +111,7 @@ interface LoadPlan {
  * What a load round would do now, and whether it may: the decision (with at most the moves the
  * hour has left) and the verdict. Changes nothing.
  */
-function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<LoadPlan> {
+export function* planLoadRound(step: Step, ref: DatasetRef, dryRun: boolean): Steps<LoadPlan> {
   const ds = step.dataset(ref)!;
   const lb = ds.config.loadBalance!;
   const load = loadOf(step, ref);
@@ -370,104 +272,11 @@ function* loadRound(step: Step, ref: DatasetRef): Steps<void> {
 }
 
 /** The copies `target` adds per shard, paired with the copies it drops there (a drop without an add is no move). */
-function movesOf(current: readonly (readonly NodeId[])[], target: Placement): { shard: number; from: NodeId | undefined; to: NodeId }[] {
+export function movesOf(current: readonly (readonly NodeId[])[], target: Placement): { shard: number; from: NodeId | undefined; to: NodeId }[] {
   const moves: { shard: number; from: NodeId | undefined; to: NodeId }[] = [];
   target.forEach((copies, shard) => {
     const dropped = current[shard]!.filter((n) => !copies.includes(n));
     copies.filter((n) => !current[shard]!.includes(n)).forEach((to, k) => moves.push({ shard, from: dropped[k], to }));
   });
   return moves;
-}
-
-/** Answers `ExplainPlacement`: the view, the bands, and the dry run of a load round now. */
-export function* explainPlacement(step: Step, ref: DatasetRef, replyTo: ReplyTo): Steps<void> {
-  const ds = step.dataset(ref);
-  if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset: ref });
-  const lb = ds.config.loadBalance;
-  if (lb === undefined) return step.reply(replyTo, notLoadAware(ref));
-  const plan = yield* planLoadRound(step, ref, true);
-  const load = loadOf(step, ref);
-  const report = plan.decision?.report;
-  const order = plan.decision?.nodeOrder ?? [];
-  const copies = (node: NodeId) => plan.current.reduce((n, c) => n + (c.includes(node) ? 1 : 0), 0);
-  const nodes: NodeLoad[] = order.map((node, i) => {
-    const band = report!.nodes[i]!;
-    return {
-      node,
-      weight: step.member(node)?.weight ?? 1,
-      copies: copies(node),
-      load: band.before,
-      share: band.share,
-      lo: band.lo,
-      hi: band.hi,
-      ...(band.hotShard === undefined ? {} : { hotShard: band.hotShard }),
-    };
-  });
-  const byNode = new Map(nodes.map((n) => [n.node, n]));
-  const view = viewOf(step, ref);
-  const moves: LoadMove[] = plan.decision === undefined ? [] : movesOf(plan.current, plan.decision.placement).map((m) => moveWithWhy(m, view.loads, byNode));
-  const explanation: PlacementExplanation = {
-    dataset: ref,
-    measure: lb.measure,
-    band: lb.band,
-    triggerBand: lb.triggerBand,
-    paused: step.paused(ref),
-    measured: plan.view.measured,
-    serving: plan.view.serving,
-    nodes,
-    hotShards: report?.hotShards ?? [],
-    ...(plan.imbalancedSince === undefined ? {} : { imbalancedSince: plan.imbalancedSince }),
-    movesLastHour: plan.movesLastHour,
-    maxMovesPerHour: lb.maxMovesPerHour,
-    maxConcurrentMoves: ds.config.maxConcurrentMoves,
-    maxConcurrentMovesPerNode: lb.maxConcurrentMovesPerNode,
-    refused: load.refused,
-    verdict: plan.verdict,
-    message: plan.message,
-    moves,
-    outsideBefore: report?.outsideBefore ?? 0,
-    outsideAfter: report?.outsideAfter ?? 0,
-  };
-  step.reply(replyTo, { type: 'PlacementExplanation', explanation });
-}
-
-/** One planned move with the reason an operator reads: how far outside its band the node it leaves (or joins) was. */
-function moveWithWhy(
-  m: { shard: number; from: NodeId | undefined; to: NodeId },
-  loads: readonly (number | undefined)[],
-  byNode: ReadonlyMap<NodeId, NodeLoad>,
-): LoadMove {
-  const from = m.from === undefined ? undefined : byNode.get(m.from);
-  const to = byNode.get(m.to);
-  const rel = (n: NodeLoad) => `${(n.load / n.share).toFixed(2)} × its share (band ${(n.lo / n.share).toFixed(2)}–${(n.hi / n.share).toFixed(2)})`;
-  const why =
-    from === undefined
-      ? `a lost copy placed on ${m.to}`
-      : from.hotShard !== undefined && from.hotShard !== m.shard
-        ? `${from.node} carries hot shard ${from.hotShard} alone (${rel(from)})`
-        : from.load > from.hi
-          ? `${from.node} was over its band: ${rel(from)}`
-          : to !== undefined && to.load < to.lo
-            ? `${to.node} was under its band: ${rel(to)}`
-            : `part of a swap or chain that lowers the load outside the band (${from.node} ${rel(from)})`;
-  return { shard: m.shard, from: m.from ?? m.to, to: m.to, load: loads[m.shard] ?? Number.NaN, why };
-}
-
-const notLoadAware = (dataset: DatasetRef) =>
-  ({
-    type: 'NotLoadAware',
-    dataset,
-    message: `dataset ${dataset} places by copy counts: set "loadBalance" in its config (with "strategy": "balanced") to place it by measured load`,
-  }) as const;
-
-/** `SetLoadBalancing`: pauses or resumes a dataset's moves for load alone (persisted with the node operations). */
-export function setLoadBalancing(step: Step, ref: DatasetRef, paused: boolean, replyTo: ReplyTo): void {
-  const ds = step.dataset(ref);
-  if (!ds) return step.reply(replyTo, { type: 'DatasetUnknown', dataset: ref });
-  if (ds.config.loadBalance === undefined) return step.reply(replyTo, notLoadAware(ref));
-  if (paused !== step.paused(ref)) {
-    step.setPaused(ref, paused);
-    step.notice({ name: 'load.paused', level: 'info', dataset: ref, message: `${ref}: moves for load ${paused ? 'paused' : 'resumed'} by an operator` });
-  }
-  step.reply(replyTo, { type: 'LoadBalancingSet', dataset: ref, paused });
 }

@@ -9,7 +9,10 @@ import type { ShardMapper } from '../shard-mapper.js';
 import type { LoadRefusal, Member } from './protocol.js';
 import type { ShardManagerState } from './step.js';
 
-/** A load-aware dataset's load view and its record of load moves (not persisted: a new singleton rebuilds it from the next reports). */
+/**
+ * A load-aware dataset's load view and its record of load moves. The view is not persisted (a new
+ * singleton rebuilds it from the next reports); the moves are, with the node operations (`loadMoves`).
+ */
 export interface DatasetLoad {
   /** Per shard: the configured measure from its last report by a serving copy (NaN: none yet). */
   readonly values: Float64Array;
@@ -17,7 +20,7 @@ export interface DatasetLoad {
   readonly at: Float64Array;
   /** Since when some node has been outside the trigger band (ms), if it is. */
   readonly imbalancedSince: number | undefined;
-  /** Copies moved by load rounds, one entry per copy: what the hourly limit and the shard cooldown count. */
+  /** Copies moved by load rounds, one entry per copy: what the hourly limit and the shard cooldown count (persisted). */
   readonly moved: readonly { readonly shard: number; readonly at: number }[];
   /** Figures refused since this singleton took over, by why. */
   readonly refused: Readonly<Partial<Record<LoadRefusal, number>>>;

@@ -25,7 +25,9 @@ import {
 } from './protocol.js';
 import { recover } from './recovery.js';
 import { checkCooldowns, nodeReports } from './reports.js';
-import { checkLoads, explainPlacement, loadReports, setLoadBalancing } from './load-balancing.js';
+import { checkLoads } from './load-balancing.js';
+import { explainPlacement, setLoadBalancing } from './load-operator.js';
+import { loadReports } from './load-reports.js';
 import { endAbsences, nodeJoined, nodeLost } from './absence.js';
 import { endSettleWindows, roundUnlessSettling, settleMembershipRounds } from './settle-window.js';
 import { type Decision, type ShardManagerState, Step, type StepSettings } from './step.js';
