@@ -149,7 +149,7 @@ async function measure(
   for (const n of NODES) await cluster.start(n, 120_000);
   // Every node joined and took its share by count (the records do not flow yet), every copy serving.
   const share = Math.floor((SHARDS * RF) / NODES.length);
-  const placedByCount = (o: Owners) => allServing(o) && NODES.every((n) => o.filter((c) => c.some((x) => x.node === n)).length >= share - 1);
+  const placedByCount = (o: Owners) => allServing(o) && NODES.every((n) => copiesOn(o, n) >= share - 1);
   await waitFor('every node holding its share of copies, every copy serving', async () => placedByCount(await owners()), 180_000, 250);
   await setPaused(true);
   log(`every copy serves (${copiesPerNode(await owners())}); moves for load paused`);
@@ -252,7 +252,7 @@ async function measure(
         Math.round(hottest),
         Math.round(Math.min(...values)),
         (hottest / mean).toFixed(3),
-        NODES.map((n) => `${n} ${Math.round(w.rates.get(n)!)} (${placed.filter((c) => c.some((o) => o.node === n)).length})`).join(', '),
+        NODES.map((n) => `${n} ${Math.round(w.rates.get(n)!)} (${copiesOn(placed, n)})`).join(', '),
         lagFigures(w.lags),
         explained.verdict,
       ];
@@ -308,7 +308,9 @@ function servingLags(ends: ReadonlyMap<number, number>, sinks: SinkCounts, owner
   );
 }
 
-const copiesPerNode = (o: Owners) => NODES.map((n) => `${n} ${o.filter((c) => c.some((x) => x.node === n)).length}`).join(', ');
+/** Copies `node` holds in the map. */
+const copiesOn = (o: Owners, node: string) => o.filter((c) => c.some((x) => x.node === node)).length;
+const copiesPerNode = (o: Owners) => NODES.map((n) => `${n} ${copiesOn(o, n)}`).join(', ');
 
 /** Copies the second map holds that the first did not. */
 function copiesMoved(before: Owners, after: Owners): number {

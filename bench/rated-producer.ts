@@ -4,6 +4,7 @@
 // partition's share of the tick (fractions carried over); a send that fails is retried, same batch,
 // until acknowledged: nothing is counted that was not written.
 import type { Producer } from 'kafkajs';
+import { sendUntilAcknowledged } from '../test/support/numbered-producer.js';
 import { sleep } from './runtime-support.js';
 
 const TICK_MS = 100;
@@ -35,7 +36,7 @@ export class RatedProducer {
         const now = performance.now();
         const messages = this.dueSince(now - last);
         last = now;
-        if (messages.length > 0) await this.sendUntilAcknowledged(messages);
+        if (messages.length > 0) await this.send(messages);
         await sleep(Math.max(0, TICK_MS - (performance.now() - now)));
       }
     })();
@@ -54,26 +55,20 @@ export class RatedProducer {
     return messages;
   }
 
-  private async sendUntilAcknowledged(messages: readonly { partition: number; key: string; value: string; n: number }[]): Promise<void> {
-    while (this.running) {
-      try {
-        const written = await this.producer.send({
-          topic: this.topic,
-          acks: -1,
-          messages: messages.map(({ partition, key, value }) => ({ partition, key, value })),
-        });
-        // kafkajs may resolve without an answer for a partition whose leader moved: not written, sent again.
-        const answered = new Set(written.map((r) => r.partition));
-        if (messages.some((m) => !answered.has(m.partition))) throw new Error('a partition of the batch was not answered');
-        for (const m of messages) {
-          this.acked.add(m.n);
-          this.ackedPerPartition[m.partition]! += 1;
-        }
-        return;
-      } catch {
-        this.failedSends += 1;
-        await sleep(500);
-      }
+  /** Sends the batch until every partition of it is acknowledged (or the producer stops), then counts it. */
+  private async send(messages: readonly { partition: number; key: string; value: string; n: number }[]): Promise<void> {
+    const plain = messages.map(({ partition, key, value }) => ({ partition, key, value }));
+    const written = await sendUntilAcknowledged(
+      this.producer,
+      this.topic,
+      plain,
+      () => this.running,
+      () => (this.failedSends += 1),
+    );
+    if (written === undefined) return;
+    for (const m of messages) {
+      this.acked.add(m.n);
+      this.ackedPerPartition[m.partition]! += 1;
     }
   }
 

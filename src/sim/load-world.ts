@@ -175,7 +175,7 @@ export class LoadWorld {
   /** Every member reports its copies' rates over the last window (and `extra` reports with them). */
   report(extra: readonly LoadReport[] = []): void {
     const reports: LoadReport[] = this.state.members.map((m) => {
-      const shards = [...Array(this.options.shards).keys()].filter((s) => this.mapper.copyOnNode(s, m.node) !== undefined);
+      const shards = this.copiesOf(m.node);
       return {
         node: m.node,
         incarnation: m.incarnation,
@@ -207,6 +207,11 @@ export class LoadWorld {
       this.now = next;
       this.report();
     }
+  }
+
+  /** The shards `node` holds a copy of in the map. */
+  copiesOf(node: string): number[] {
+    return [...Array(this.options.shards).keys()].filter((s) => this.mapper.copyOnNode(s, node as NodeId) !== undefined);
   }
 
   /** Each member's load from the map and the rates. */

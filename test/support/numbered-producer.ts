@@ -6,7 +6,34 @@
 // partition's leader moves while a send is retried, kafkajs sends again only to the brokers that
 // have not answered yet, and a partition that moved to a broker that already answered is never
 // written; such a send is retried like a failed one (the ShardedProducer refuses it too).
-import type { Producer } from 'kafkajs';
+import type { Message, Producer, RecordMetadata } from 'kafkajs';
+
+/**
+ * Sends `messages` (each with its partition) again and again until the broker acknowledged every
+ * partition among them (see above why an answer may lack one), pausing 500 ms after each failure
+ * (`onRetry`); undefined if `running()` turned false first.
+ */
+export async function sendUntilAcknowledged(
+  producer: Producer,
+  topic: string,
+  messages: readonly (Message & { readonly partition: number })[],
+  running: () => boolean,
+  onRetry: () => void,
+): Promise<RecordMetadata[] | undefined> {
+  while (running()) {
+    try {
+      const written = await producer.send({ topic, acks: -1, messages: [...messages] });
+      const answered = new Set(written.map((r) => r.partition));
+      const unwritten = messages.filter((m) => !answered.has(m.partition));
+      if (unwritten.length > 0) throw new Error(`no answer for partitions ${unwritten.map((m) => m.partition).join(', ')}`);
+      return written;
+    } catch {
+      onRetry();
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  return undefined;
+}
 
 export class NumberedProducer {
   readonly acked = new Set<number>();
@@ -32,26 +59,19 @@ export class NumberedProducer {
     this.loop = (async () => {
       while (this.running) {
         const batch = Array.from({ length: this.partitions }, () => this.next++);
-        while (this.running) {
-          try {
-            const written = await this.producer.send({
-              topic: this.topic,
-              acks: -1,
-              messages: batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) })),
-            });
-            const answered = new Set(written.map((r) => r.partition));
-            const unwritten = batch.filter((n) => !answered.has(n % this.partitions));
-            if (unwritten.length > 0) throw new Error(`no answer for the partitions of ${unwritten.join(', ')}`);
-            for (const n of batch) this.acked.add(n);
-            for (const r of written) {
-              if (r.baseOffset === undefined) this.ackedWithoutOffset += 1;
-              else this.ackedAt.push({ partition: r.partition, offset: Number(r.baseOffset) });
-            }
-            break;
-          } catch {
-            this.failedSends += 1;
-            await new Promise((r) => setTimeout(r, 500));
-          }
+        const messages = batch.map((n) => ({ partition: n % this.partitions, key: `r${n}`, value: JSON.stringify({ n }) }));
+        const written = await sendUntilAcknowledged(
+          this.producer,
+          this.topic,
+          messages,
+          () => this.running,
+          () => (this.failedSends += 1),
+        );
+        if (written === undefined) break;
+        for (const n of batch) this.acked.add(n);
+        for (const r of written) {
+          if (r.baseOffset === undefined) this.ackedWithoutOffset += 1;
+          else this.ackedAt.push({ partition: r.partition, offset: Number(r.baseOffset) });
         }
         await new Promise((r) => setTimeout(r, this.pauseMs));
       }

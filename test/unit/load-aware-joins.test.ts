@@ -9,15 +9,13 @@ import { LOAD_REPORT_MS, LoadWorld } from '../../src/sim/load-world.js';
 
 const MINUTE = 60_000;
 
-const copiesOf = (w: LoadWorld, node: string) => [...Array(w.options.shards).keys()].filter((s) => w.mapper.nodesForShard(s).includes(node as NodeId));
-
 describe('issue 37: a load-aware dataset before its load is known', () => {
   it('nodes that join before any load is measured get their share of copies by count', () => {
     const w = new LoadWorld({ nodes: 2, shards: 32, replicationFactor: 1, loadBalance: {}, rates: Array<number>(32).fill(10) });
-    expect(copiesOf(w, 'n0').length + copiesOf(w, 'n1').length).toBe(32);
+    expect(w.copiesOf('n0').length + w.copiesOf('n1').length).toBe(32);
     w.join('n2');
     w.join('n3');
-    for (const n of ['n0', 'n1', 'n2', 'n3']) expect(copiesOf(w, n)).toHaveLength(8);
+    for (const n of ['n0', 'n1', 'n2', 'n3']) expect(w.copiesOf(n)).toHaveLength(8);
   });
 
   it('nodes that join an idle dataset (every figure 0) get their share of copies by count', () => {
@@ -26,7 +24,7 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
     expect(w.explain().measured).toBe(32);
     w.join('n2');
     w.join('n3');
-    for (const n of ['n0', 'n1', 'n2', 'n3']) expect(copiesOf(w, n)).toHaveLength(16);
+    for (const n of ['n0', 'n1', 'n2', 'n3']) expect(w.copiesOf(n)).toHaveLength(16);
   });
 
   it('after a failover, a join waits for the reports, then is placed by load; the load placement is not evened out by counts', () => {
@@ -35,35 +33,35 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
     const w = new LoadWorld({ nodes: 4, shards: 32, replicationFactor: 1, loadBalance: { sustainMs: MINUTE }, rates });
     w.advance(10 * MINUTE);
     const hotNode = w.mapper.nodesForShard(0)[0]!;
-    expect(copiesOf(w, hotNode)).toEqual([0]);
+    expect(w.copiesOf(hotNode)).toEqual([0]);
 
     w.failover();
     w.join('n4');
     // The new singleton has no figures yet: the join's round waits for them rather than evening copy counts.
-    expect(copiesOf(w, hotNode)).toEqual([0]);
-    expect(copiesOf(w, 'n4')).toHaveLength(0);
+    expect(w.copiesOf(hotNode)).toEqual([0]);
+    expect(w.copiesOf('n4')).toHaveLength(0);
 
     w.advance(LOAD_REPORT_MS);
     // The reports are in: the deferred round placed by load. The hot shard stays alone; n4 took its share of the rest.
-    expect(copiesOf(w, hotNode)).toEqual([0]);
+    expect(w.copiesOf(hotNode)).toEqual([0]);
     const others = ['n0', 'n1', 'n2', 'n3', 'n4'].filter((n) => n !== hotNode);
-    const loads = others.map((n) => copiesOf(w, n).reduce((sum, s) => sum + rates[s]!, 0));
+    const loads = others.map((n) => w.copiesOf(n).reduce((sum, s) => sum + rates[s]!, 0));
     const mean = loads.reduce((a, b) => a + b, 0) / loads.length;
     for (const l of loads) expect(Math.abs(l / mean - 1)).toBeLessThanOrEqual(0.1);
-    expect(copiesOf(w, 'n4').length).toBeGreaterThan(0);
+    expect(w.copiesOf('n4').length).toBeGreaterThan(0);
   });
 
   it('a lost node’s copies are placed by load, but the round moves no other copy than the copy-count strategy would: the imbalance waits for the load round', () => {
     const w = new LoadWorld({ nodes: 4, shards: 64, replicationFactor: 1, loadBalance: { sustainMs: 60 * MINUTE }, rates: Array<number>(64).fill(100) });
     w.advance(MINUTE);
     // Half of n0's 16 shards 4× hotter: n0 at 2.5 × the others, held back by the hour's sustainMs.
-    const hot = copiesOf(w, 'n0').slice(0, 8);
+    const hot = w.copiesOf('n0').slice(0, 8);
     w.rates = Array.from({ length: 64 }, (_, s) => (hot.includes(s) ? 400 : 100));
     w.advance(2 * MINUTE);
     expect(w.explain().verdict).toBe('waiting');
-    const held = ['n0', 'n1', 'n2'].map((n) => copiesOf(w, n));
+    const held = ['n0', 'n1', 'n2'].map((n) => w.copiesOf(n));
     const lost = w.state.members.find((m) => m.node === 'n3')!;
-    const orphans = copiesOf(w, 'n3');
+    const orphans = w.copiesOf('n3');
     w.run({ type: 'MemberDown', node: lost.node, incarnation: lost.incarnation });
     w.advance(3 * MINUTE);
     // Its 16 shards have a copy again, placed by load (none on the hot n0); by copy count the three
@@ -71,8 +69,8 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
     // copies, n0 is still over its band, and the load round still waits for its sustainMs.
     for (const s of orphans) expect(w.mapper.nodesForShard(s)).toHaveLength(1);
     expect(orphans.filter((s) => w.mapper.nodesForShard(s).includes('n0' as NodeId))).toEqual([]);
-    ['n0', 'n1', 'n2'].forEach((n, i) => expect(copiesOf(w, n)).toEqual(expect.arrayContaining(held[i]!)));
-    expect(copiesOf(w, 'n0')).toHaveLength(16);
+    ['n0', 'n1', 'n2'].forEach((n, i) => expect(w.copiesOf(n)).toEqual(expect.arrayContaining(held[i]!)));
+    expect(w.copiesOf('n0')).toHaveLength(16);
     expect(w.explain().verdict).toBe('waiting');
   });
 
@@ -85,7 +83,7 @@ describe('issue 37: a load-aware dataset before its load is known', () => {
       loadBalance: { sustainMs: MINUTE, maxMovesPerHour: 3 },
       rates: Array<number>(64).fill(100),
     });
-    const onN0 = copiesOf(w, 'n0');
+    const onN0 = w.copiesOf('n0');
     w.rates = Array.from({ length: 64 }, (_, s) => (onN0.slice(0, 8).includes(s) ? 400 : 100));
     w.advance(5 * MINUTE);
     expect(w.copiesAddedInHourBefore(w.now)).toBe(3);

@@ -45,7 +45,7 @@ describe('issue 37: the singleton places a load-aware dataset by measured load',
   it('a skewed load is evened out after it lasted sustainMs: every node within ±5 % of the mean, the moves through planned handoffs', () => {
     // 64 shards on 4 nodes: 16 copies each; half of n0's shards carry 4× the others (n0 at 1.6 × the mean).
     const w = world(4, 64, 1, { sustainMs: 3 * MINUTE }, ratesWith(64, 100));
-    const onN0 = [...Array(64).keys()].filter((s) => w.holders(s).includes('n0' as NodeId));
+    const onN0 = w.copiesOf('n0');
     w.rates = ratesWith(64, 100, Object.fromEntries(onN0.slice(0, 8).map((s) => [s, 400])));
     w.advance(2 * MINUTE);
     expect(w.moved()).toBe(0);
@@ -82,7 +82,7 @@ describe('issue 37: the singleton places a load-aware dataset by measured load',
 
   it('moves at most maxMovesPerHour copies in any hour: a plan of more waits for the hour to pass', () => {
     const w = world(4, 64, 1, { sustainMs: MINUTE, maxMovesPerHour: 3, shardCooldownMs: MINUTE }, ratesWith(64, 100));
-    const onN0 = [...Array(64).keys()].filter((s) => w.holders(s).includes('n0' as NodeId));
+    const onN0 = w.copiesOf('n0');
     w.rates = ratesWith(64, 100, Object.fromEntries(onN0.slice(0, 8).map((s) => [s, 400])));
     w.advance(30 * MINUTE);
     expect(w.moved()).toBe(3);
@@ -96,7 +96,7 @@ describe('issue 37: the singleton places a load-aware dataset by measured load',
     const limits = { maxConcurrentMoves: 6, maxConcurrentMovesPerNode: 2 };
     const w = world(8, 128, 1, { sustainMs: MINUTE, maxMovesPerHour: 1000, maxConcurrentMovesPerNode: 2 }, ratesWith(128, 10), limits.maxConcurrentMoves);
     // Half the shards of n0..n3 turn 3× hotter: four nodes at 4/3 of the mean, four at 2/3.
-    const hot = ['n0', 'n1', 'n2', 'n3'].flatMap((n) => [...Array(128).keys()].filter((s) => w.holders(s).includes(n as NodeId)).slice(0, 8));
+    const hot = ['n0', 'n1', 'n2', 'n3'].flatMap((n) => w.copiesOf(n).slice(0, 8));
     w.rates = ratesWith(128, 10, Object.fromEntries(hot.map((s) => [s, 30])));
     let rounds = 0;
     let largest = 0;
