@@ -189,9 +189,21 @@ export interface SnapshotEnvelope {
   readonly toHosts: readonly string[];
 }
 
+/**
+ * Fingerprints of the configs met so far, by object: every map snapshot a node reads and every one
+ * the singleton labels asks for one, mostly of the same few config objects (a dataset's config is
+ * never changed in place: a new config is a new object).
+ */
+const fingerprints = new WeakMap<DatasetConfig, string>();
+
 /** A short fingerprint of a dataset's config: equal configs have equal ones, whatever the order of their keys. */
 export function configFingerprint(config: DatasetConfig): string {
-  return createHash('sha1').update(canonicalConfigJson(config)).digest('base64url');
+  let fingerprint = fingerprints.get(config);
+  if (fingerprint === undefined) {
+    fingerprint = createHash('sha1').update(canonicalConfigJson(config)).digest('base64url');
+    fingerprints.set(config, fingerprint);
+  }
+  return fingerprint;
 }
 
 /**
