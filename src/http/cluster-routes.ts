@@ -57,8 +57,6 @@ function nodeOperationAnswer(reply: Reply): { code: number; body: unknown } {
 const NODE_PATH = { invalidParams: 'NodeOperationRefused:bad-node' } as const;
 
 export function registerClusterRoutes(app: FastifyInstance, singleton: SingletonClient): void {
-  const ask = (build: (replyTo: ReplyTo) => Request) => singleton.ask(build);
-
   app.get(
     '/api/v1/overview',
     {
@@ -71,6 +69,13 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     () => clusterView(singleton),
   );
 
+  registerDatasetRoutes(app, singleton);
+  registerMemberRoutes(app, singleton);
+  registerNodeOperationRoutes(app, singleton);
+}
+
+/** The datasets: list, read, set up, remove, and their placement and load balancing. */
+function registerDatasetRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   app.get(
     '/api/v1/datasets',
     {
@@ -169,7 +174,7 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
     },
     async (req) => {
       const dataset = parseDatasetParam(req.params.dataset);
-      const reply = await ask((replyTo) => ({ type: 'ExplainPlacement', dataset, replyTo }));
+      const reply = await singleton.ask((replyTo) => ({ type: 'ExplainPlacement', dataset, replyTo }));
       return loadAnswer(reply, 'PlacementExplanation').explanation;
     },
   );
@@ -194,7 +199,10 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
       return body;
     },
   );
+}
 
+/** The members, the singleton, the cooldowns and the node operations in flight, as read. */
+function registerMemberRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   app.get(
     '/api/v1/members',
     {
@@ -248,11 +256,14 @@ export function registerClusterRoutes(app: FastifyInstance, singleton: Singleton
       },
     },
     async () => {
-      const { type: _, ...state } = expectReply(await ask((replyTo) => ({ type: 'GetNodeOperations', replyTo })), 'NodeOperationsState');
+      const { type: _, ...state } = expectReply(await singleton.ask((replyTo) => ({ type: 'GetNodeOperations', replyTo })), 'NodeOperationsState');
       return state;
     },
   );
+}
 
+/** Drain, undrain and replace a node. */
+function registerNodeOperationRoutes(app: FastifyInstance, singleton: SingletonClient): void {
   const nodeOperation = (path: string, summary: string, build: (node: string, body: { with?: string }, replyTo: ReplyTo) => Request, body?: object) => {
     app.post<{ Params: { node: string }; Body: { with?: string } }>(
       path,
