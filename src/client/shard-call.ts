@@ -78,35 +78,155 @@ type Event<T> =
 const MAX_BACKOFF_FACTOR = 8;
 
 export async function callShard<T>(ports: CallPorts<T>, shard: number, options: CallOptions): Promise<T | undefined> {
-  const { clock } = ports;
-  const deadline = clock.now() + options.deadlineMs;
-  const context = { dataset: options.dataset, shard };
-  const events: Event<T>[] = [];
-  let wake: (() => void) | undefined;
-  const push = (e: Event<T>) => {
-    events.push(e);
-    wake?.();
-    wake = undefined;
-  };
-  const inflight = new Map<number, { node: NodeId; cancellation: Cancellation; cancel: Cancel; at: number }>();
+  return new ShardCall(ports, shard, options).run();
+}
+
+/** An attempt in flight: the copy asked, how to call it off, its timer, when it started. */
+interface Attempt {
+  readonly node: NodeId;
+  readonly cancellation: Cancellation;
+  cancel: Cancel;
+  readonly at: number;
+}
+
+/** One call: the attempts in flight, the copies asked in this round, and the events that move it on. */
+class ShardCall<T> {
+  private readonly clock: Clock;
+  private readonly deadline: number;
+  private readonly events: Event<T>[] = [];
+  private wake: (() => void) | undefined;
+  private readonly inflight = new Map<number, Attempt>();
   // No timer of its own for the deadline on the usual path: an attempt's timer is cut to the
   // deadline and, once it fired as slow, set again for the deadline, and a round's wait is cut to
   // it too, so something always fires then (one timer per request, not two: they cost).
-  const timers: Cancel[] = [];
+  private readonly timers: Cancel[] = [];
   /** Copies asked in this round; a new round (after a backoff) asks them all again. */
-  const tried = new Set<NodeId>();
+  private readonly tried = new Set<NodeId>();
   /** Each copy's last failure, for the error at the end. */
-  const failures = new Map<NodeId, unknown>();
-  let askNext: NodeId | undefined;
-  let redirects = 0;
-  let waitedForAnswer = false; // an attempt ran out its timeout, or a copy said TRYAGAIN
-  let roundPending = false;
-  let hedged = options.hedgeDelayMs === undefined;
-  let backoff = options.retryBackoffMs;
-  let ids = 0;
+  private readonly failures = new Map<NodeId, unknown>();
+  private askNext: NodeId | undefined;
+  private redirects = 0;
+  /** An attempt ran out its timeout, or a copy said TRYAGAIN. */
+  private waitedForAnswer = false;
+  private roundPending = false;
+  private hedged: boolean;
+  private backoff: number;
+  private ids = 0;
 
-  const launch = (node: NodeId): void => {
-    const id = ++ids;
+  constructor(
+    private readonly ports: CallPorts<T>,
+    private readonly shard: number,
+    private readonly options: CallOptions,
+  ) {
+    this.clock = ports.clock;
+    this.deadline = this.clock.now() + options.deadlineMs;
+    this.hedged = options.hedgeDelayMs === undefined;
+    this.backoff = options.retryBackoffMs;
+  }
+
+  async run(): Promise<T | undefined> {
+    const { cancellation } = this.options;
+    const stopListening = cancellation?.onCancel((reason) => this.push({ kind: 'cancelled', reason }));
+    try {
+      if (cancellation?.cancelled) throw cancellation.reason;
+      this.askAnother();
+      for (;;) {
+        while (this.events.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
+        const ended = this.handle(this.events.shift()!);
+        if (ended !== undefined) return ended.value;
+      }
+    } finally {
+      stopListening?.();
+      this.release();
+    }
+  }
+
+  private readonly push = (e: Event<T>): void => {
+    this.events.push(e);
+    this.wake?.();
+    this.wake = undefined;
+  };
+
+  /** What an event does; an `ok` answer ends the call with its value, a failure of the call throws. */
+  private handle(e: Event<T>): { readonly value: T | undefined } | undefined {
+    switch (e.kind) {
+      case 'cancelled':
+        throw e.reason;
+      case 'deadline':
+        throw this.deadlineError();
+      case 'slow':
+        this.onSlow(e);
+        return undefined;
+      case 'hedge':
+        this.onHedge();
+        return undefined;
+      case 'round':
+        this.roundPending = false;
+        this.tried.clear();
+        this.askAnother();
+        return undefined;
+      case 'done':
+        return this.onDone(e);
+    }
+  }
+
+  private onSlow(e: Extract<Event<T>, { kind: 'slow' }>): void {
+    if (!this.inflight.has(e.id)) return;
+    this.waitedForAnswer = true;
+    const timeout = new AttemptTimeout(`no answer from ${e.node} within ${e.afterMs} ms`);
+    this.failures.set(e.node, timeout);
+    this.ports.failed(e.node, timeout);
+    this.askAnother();
+  }
+
+  private onHedge(): void {
+    if (this.inflight.size === 0) return;
+    const node = this.pick();
+    if (node !== undefined && this.ports.retryBudget?.tryWithdraw() !== false) this.launch(node);
+  }
+
+  private onDone(e: Extract<Event<T>, { kind: 'done' }>): { readonly value: T | undefined } | undefined {
+    const attempt = this.inflight.get(e.id);
+    if (!attempt) return undefined;
+    this.inflight.delete(e.id);
+    attempt.cancel();
+    this.ports.finished?.(e.node);
+    if (e.answer === undefined) {
+      if (this.ports.isApplicationError(e.error)) throw e.error;
+      this.failures.set(e.node, e.error);
+      this.ports.failed(e.node, e.error);
+      this.askAnother();
+      return undefined;
+    }
+    const { check, value } = e.answer;
+    this.ports.answered(e.node, this.clock.now() - attempt.at, check.type === 'ok');
+    switch (check.type) {
+      case 'ok':
+        return { value };
+      case 'moved':
+        this.redirected();
+        this.ports.learn(this.shard, check);
+        this.tried.clear();
+        this.askAnother(true);
+        return undefined;
+      case 'ask':
+        this.redirected();
+        this.askNext = check.node;
+        this.askAnother(true);
+        return undefined;
+      case 'tryagain':
+      case 'unknown':
+        // `unknown` from a node that has no map of the dataset yet (it just started): as TRYAGAIN.
+        this.waitedForAnswer = true;
+        this.failures.set(e.node, new Error(check.type === 'tryagain' ? 'not serving right now (TRYAGAIN)' : 'has no map of the dataset yet'));
+        this.askAnother();
+        return undefined;
+    }
+  }
+
+  private launch(node: NodeId): void {
+    const { clock, deadline, options, ports, push } = this;
+    const id = ++this.ids;
     const cancellation = new Cancellation();
     const at = clock.now();
     const timeoutMs = Math.max(0, Math.min(options.attemptTimeoutMs, deadline - at));
@@ -114,16 +234,16 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
     const cancel = clock.schedule(timeoutMs, () => {
       if (clock.now() >= deadline) return atDeadline();
       // Not given up: it may still answer. Its timer now stands for the deadline.
-      const attempt = inflight.get(id);
+      const attempt = this.inflight.get(id);
       if (attempt) attempt.cancel = clock.schedule(deadline - clock.now(), atDeadline);
       push({ kind: 'slow', id, node, afterMs: timeoutMs });
     });
-    inflight.set(id, { node, cancellation, cancel, at });
-    tried.add(node);
+    this.inflight.set(id, { node, cancellation, cancel, at });
+    this.tried.add(node);
     ports.started?.(node);
     let sent: Promise<AttemptAnswer<T>>;
     try {
-      sent = ports.send(node, shard, ports.version(), cancellation);
+      sent = ports.send(node, this.shard, ports.version(), cancellation);
     } catch (e) {
       sent = Promise.reject(e);
     }
@@ -131,146 +251,94 @@ export async function callShard<T>(ports: CallPorts<T>, shard: number, options: 
       (answer) => push({ kind: 'done', id, node, answer }),
       (error: unknown) => push({ kind: 'done', id, node, error }),
     );
-    if (!hedged && options.hedgeDelayMs !== undefined) {
-      hedged = true;
-      timers.push(clock.schedule(options.hedgeDelayMs, () => push({ kind: 'hedge' })));
+    if (!this.hedged && options.hedgeDelayMs !== undefined) {
+      this.hedged = true;
+      this.timers.push(clock.schedule(options.hedgeDelayMs, () => push({ kind: 'hedge' })));
     }
-  };
-  const busy = (node: NodeId): boolean => {
-    for (const a of inflight.values()) if (a.node === node) return true;
+  }
+
+  private busy(node: NodeId): boolean {
+    for (const a of this.inflight.values()) if (a.node === node) return true;
     return false;
-  };
+  }
+
   /** The copy to ask next: an ASK's, else the first candidate neither asked in this round nor in flight. */
-  const pick = (): NodeId | undefined => {
-    if (askNext !== undefined) {
-      const n = askNext;
-      askNext = undefined;
+  private pick(): NodeId | undefined {
+    if (this.askNext !== undefined) {
+      const n = this.askNext;
+      this.askNext = undefined;
       return n;
     }
-    return ports.candidates(shard).find((n) => !tried.has(n) && !busy(n));
-  };
+    return this.ports.candidates(this.shard).find((n) => !this.tried.has(n) && !this.busy(n));
+  }
+
   /**
    * Asks another copy if one is left in this round (a redirection's is `free` of the retry budget),
    * else plans a new round after a backoff, unless an attempt in flight may still answer and no
    * copy is idle. Throws when the retry budget is spent with nothing left in flight.
    */
-  const askAnother = (free = false): void => {
-    if (clock.now() >= deadline) return push({ kind: 'deadline' });
-    const node = pick();
+  private askAnother(free = false): void {
+    const { clock, deadline, options } = this;
+    if (clock.now() >= deadline) return this.push({ kind: 'deadline' });
+    const node = this.pick();
     if (node !== undefined) {
-      if (free || ids === 0 || ports.retryBudget?.tryWithdraw() !== false) return launch(node);
+      if (free || this.ids === 0 || this.ports.retryBudget?.tryWithdraw() !== false) return this.launch(node);
       // A copy is left to ask, and the client declines to: its own overload protection, not the shard's state.
-      if (inflight.size === 0)
+      if (this.inflight.size === 0) {
         throw new ShardherdClientError(
           'OVERLOADED',
-          `${options.dataset}/${shard}: the client's retry budget is spent, so ${node} was not asked: ${failuresText()}`,
-          { ...context, cause: [...failures.values()].at(-1) },
+          `${options.dataset}/${this.shard}: the client's retry budget is spent, so ${node} was not asked: ${this.failuresText()}`,
+          this.errorContext(),
         );
+      }
       return;
     }
-    const candidates = ports.candidates(shard);
-    const someIdle = candidates.length === 0 || candidates.some((n) => !busy(n));
-    if (roundPending || (inflight.size > 0 && !someIdle)) return;
-    roundPending = true;
-    const wait = Math.min(backoff, deadline - clock.now());
-    backoff = Math.min(backoff * 2, options.retryBackoffMs * MAX_BACKOFF_FACTOR);
-    timers.push(clock.schedule(wait, () => push({ kind: 'round' })));
-  };
-  const failuresText = (): string =>
-    failures.size > 0 ? [...failures].map(([node, error]) => `${node}: ${describe(error)}`).join('; ') : 'the map shows no serving copy';
-  function unavailable(why: string): ShardherdClientError {
-    return new ShardherdClientError('SHARD_UNAVAILABLE', `${options.dataset}/${shard}: ${why}: ${failuresText()}`, {
-      ...context,
-      cause: [...failures.values()].at(-1),
-    });
+    const candidates = this.ports.candidates(this.shard);
+    const someIdle = candidates.length === 0 || candidates.some((n) => !this.busy(n));
+    if (this.roundPending || (this.inflight.size > 0 && !someIdle)) return;
+    this.roundPending = true;
+    const wait = Math.min(this.backoff, deadline - clock.now());
+    this.backoff = Math.min(this.backoff * 2, options.retryBackoffMs * MAX_BACKOFF_FACTOR);
+    this.timers.push(clock.schedule(wait, () => this.push({ kind: 'round' })));
   }
 
-  const stopListening = options.cancellation?.onCancel((reason) => push({ kind: 'cancelled', reason }));
-  try {
-    if (options.cancellation?.cancelled) throw options.cancellation.reason;
-    askAnother();
-    for (;;) {
-      while (events.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-      const e = events.shift()!;
-      switch (e.kind) {
-        case 'cancelled':
-          throw e.reason;
-        case 'deadline': {
-          // Nothing but fast failures (or no copy at all): the shard is unavailable; else it was slow.
-          if (!waitedForAnswer && inflight.size === 0) throw unavailable(`no copy could be reached within the deadline (${options.deadlineMs} ms)`);
-          throw new ShardherdClientError('DEADLINE_EXCEEDED', `${options.dataset}/${shard}: no answer within ${options.deadlineMs} ms (${failuresText()})`, {
-            ...context,
-            cause: [...failures.values()].at(-1),
-          });
-        }
-        case 'slow': {
-          if (!inflight.has(e.id)) break;
-          waitedForAnswer = true;
-          const timeout = new AttemptTimeout(`no answer from ${e.node} within ${e.afterMs} ms`);
-          failures.set(e.node, timeout);
-          ports.failed(e.node, timeout);
-          askAnother();
-          break;
-        }
-        case 'hedge': {
-          if (inflight.size === 0) break;
-          const node = pick();
-          if (node !== undefined && ports.retryBudget?.tryWithdraw() !== false) launch(node);
-          break;
-        }
-        case 'round':
-          roundPending = false;
-          tried.clear();
-          askAnother();
-          break;
-        case 'done': {
-          const attempt = inflight.get(e.id);
-          if (!attempt) break;
-          inflight.delete(e.id);
-          attempt.cancel();
-          ports.finished?.(e.node);
-          if (e.answer === undefined) {
-            if (ports.isApplicationError(e.error)) throw e.error;
-            failures.set(e.node, e.error);
-            ports.failed(e.node, e.error);
-            askAnother();
-            break;
-          }
-          const { check, value } = e.answer;
-          ports.answered(e.node, clock.now() - attempt.at, check.type === 'ok');
-          switch (check.type) {
-            case 'ok':
-              return value;
-            case 'moved':
-              if (++redirects > options.maxRedirects) throw tooManyRedirects(options, shard, redirects);
-              ports.learn(shard, check);
-              tried.clear();
-              askAnother(true);
-              break;
-            case 'ask':
-              if (++redirects > options.maxRedirects) throw tooManyRedirects(options, shard, redirects);
-              askNext = check.node;
-              askAnother(true);
-              break;
-            case 'tryagain':
-            case 'unknown':
-              // `unknown` from a node that has no map of the dataset yet (it just started): as TRYAGAIN.
-              waitedForAnswer = true;
-              failures.set(e.node, new Error(check.type === 'tryagain' ? 'not serving right now (TRYAGAIN)' : 'has no map of the dataset yet'));
-              askAnother();
-              break;
-          }
-          break;
-        }
-      }
+  /** A MOVED or ASK followed: one more redirection, refused past `maxRedirects`. */
+  private redirected(): void {
+    if (++this.redirects > this.options.maxRedirects) throw tooManyRedirects(this.options, this.shard, this.redirects);
+  }
+
+  /** Nothing but fast failures (or no copy at all): the shard is unavailable; else it was slow. */
+  private deadlineError(): ShardherdClientError {
+    const { dataset, deadlineMs } = this.options;
+    if (!this.waitedForAnswer && this.inflight.size === 0) {
+      return new ShardherdClientError(
+        'SHARD_UNAVAILABLE',
+        `${dataset}/${this.shard}: no copy could be reached within the deadline (${deadlineMs} ms): ${this.failuresText()}`,
+        this.errorContext(),
+      );
     }
-  } finally {
-    stopListening?.();
-    for (const cancel of timers) cancel();
-    for (const a of inflight.values()) {
+    return new ShardherdClientError(
+      'DEADLINE_EXCEEDED',
+      `${dataset}/${this.shard}: no answer within ${deadlineMs} ms (${this.failuresText()})`,
+      this.errorContext(),
+    );
+  }
+
+  private failuresText(): string {
+    return this.failures.size > 0 ? [...this.failures].map(([node, error]) => `${node}: ${describe(error)}`).join('; ') : 'the map shows no serving copy';
+  }
+
+  private errorContext(): { dataset: string; shard: number; cause: unknown } {
+    return { dataset: this.options.dataset, shard: this.shard, cause: [...this.failures.values()].at(-1) };
+  }
+
+  /** The call ended: its timers stopped, the attempts still in flight called off. */
+  private release(): void {
+    for (const cancel of this.timers) cancel();
+    for (const a of this.inflight.values()) {
       a.cancel();
       a.cancellation.cancel(new Error('the request ended'));
-      ports.finished?.(a.node);
+      this.ports.finished?.(a.node);
     }
   }
 }
