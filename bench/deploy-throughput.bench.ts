@@ -69,36 +69,47 @@ register({
         records,
         sample,
       });
-      const bareRates: Rates[] = [];
-      const ourRates: Rates[] = [];
-      const barePlatformaticRates: Rates[] = [];
-      const ourPlatformaticRates: Rates[] = [];
-      for (let i = 0; i < SAMPLES; i++) {
-        bareRates.push(await runReader(job({ kind: 'bare' }, i)));
-        ourRates.push(await runReader(job({ kind: 'shardherd', client: 'kafkajs' }, i)));
-        barePlatformaticRates.push(await runReader(job({ kind: 'bare-platformatic' }, i)));
-        ourPlatformaticRates.push(await runReader(job({ kind: 'shardherd', client: 'platformatic' }, i)));
-      }
+      /** The readers, alternating within each sample; a node reader names its bare consumer (same client and decoder). */
+      const readers: { name: string; reader: ReaderJob['reader']; bare?: string }[] = [
+        { name: 'bare kafkajs consumer (eachBatch, JSON.parse of every value)', reader: { kind: 'bare' } },
+        { name: 'shardherd node on kafkajs, fetch thread', reader: { kind: 'shardherd', client: 'kafkajs', fetchThread: 'worker' }, bare: 'kafkajs' },
+        { name: 'shardherd node on kafkajs, main thread', reader: { kind: 'shardherd', client: 'kafkajs', fetchThread: 'main' }, bare: 'kafkajs' },
+        { name: 'bare @platformatic/kafka consumer (a stream of messages, JSON.parse of every value)', reader: { kind: 'bare-platformatic' } },
+        {
+          name: 'shardherd node on @platformatic/kafka, fetch thread',
+          reader: { kind: 'shardherd', client: 'platformatic', fetchThread: 'worker' },
+          bare: 'platformatic',
+        },
+        {
+          name: 'shardherd node on @platformatic/kafka, main thread',
+          reader: { kind: 'shardherd', client: 'platformatic', fetchThread: 'main' },
+          bare: 'platformatic',
+        },
+      ];
+      const rates = readers.map(() => [] as Rates[]);
+      for (let i = 0; i < SAMPLES; i++) for (const [r, { reader }] of readers.entries()) rates[r]!.push(await runReader(job(reader, i)));
+      const bareOf = (client: string) => rates[readers.findIndex((r) => r.reader.kind === (client === 'kafkajs' ? 'bare' : 'bare-platformatic'))]!;
       const k = (x: number) => `${(x / 1000).toFixed(1)} k/s`;
-      /** A row of medians and extremes of one reader, one measure; the ratio is of medians to the bare consumer's. */
-      const medianOf = (rates: Rates[], of: keyof Rates) =>
+      const medianOf = (of: Rates[], m: keyof Rates) =>
         quantile(
-          rates.map((r) => r[of]),
+          of.map((r) => r[m]),
           0.5,
         );
-      /** Also the ratio to the bare consumer of the same client (with the same decoder), when there is one. */
-      const row = (reader: string, rates: Rates[], of: 'streaming' | 'fromJoin', sameClient?: Rates[]) => {
-        const xs = rates.map((r) => r[of]);
+      /** A row of medians and extremes of one reader, one measure; ratios are of medians to a bare consumer's. */
+      const row = (r: number, of: 'streaming' | 'fromJoin') => {
+        const xs = rates[r]!.map((x) => x[of]);
         const median = quantile(xs, 0.5);
+        const sameClient = readers[r]!.bare;
         return [
-          reader,
+          `${readers[r]!.name}, ${of === 'streaming' ? 'streaming' : 'from join'}`,
           k(median),
           k(Math.min(...xs)),
           k(Math.max(...xs)),
           SAMPLES,
-          (median / medianOf(bareRates, of)).toFixed(2),
-          sameClient === undefined ? '' : (median / medianOf(sameClient, of)).toFixed(2),
-          of === 'streaming' ? `${medianOf(rates, 'cpuMicrosPerRecord').toFixed(2)} µs` : '',
+          (median / medianOf(bareOf('kafkajs'), of)).toFixed(2),
+          sameClient === undefined ? '' : (median / medianOf(bareOf(sameClient), of)).toFixed(2),
+          of === 'streaming' ? `${medianOf(rates[r]!, 'cpuMicrosPerRecord').toFixed(2)} µs` : '',
+          of === 'streaming' ? `${medianOf(rates[r]!, 'loopDelayP99Ms').toFixed(0)} / ${medianOf(rates[r]!, 'loopDelayMaxMs').toFixed(0)} ms` : '',
         ];
       };
       const small: (string | number)[][] = [];
@@ -115,6 +126,7 @@ register({
           '',
           '',
           '',
+          '',
         ]);
       }
       return {
@@ -128,18 +140,9 @@ register({
           'ratio to bare kafkajs',
           'ratio to bare, same client and decoder',
           "CPU per record (the reader's process, streaming)",
+          'event-loop delay p99 / max (main thread, streaming)',
         ],
-        rows: [
-          row('bare kafkajs consumer (eachBatch, JSON.parse of every value), streaming', bareRates, 'streaming'),
-          row('shardherd node on kafkajs (source → actor → sink, checkpoint each second), streaming', ourRates, 'streaming', bareRates),
-          row('bare @platformatic/kafka consumer (a stream of messages, JSON.parse of every value), streaming', barePlatformaticRates, 'streaming'),
-          row('shardherd node on @platformatic/kafka, streaming', ourPlatformaticRates, 'streaming', barePlatformaticRates),
-          row('bare kafkajs consumer, from join', bareRates, 'fromJoin'),
-          row('shardherd node on kafkajs, from join', ourRates, 'fromJoin', bareRates),
-          row('bare @platformatic/kafka consumer, from join', barePlatformaticRates, 'fromJoin'),
-          row('shardherd node on @platformatic/kafka, from join (from its first fetch)', ourPlatformaticRates, 'fromJoin', barePlatformaticRates),
-          ...small,
-        ],
+        rows: [...readers.map((_, r) => row(r, 'streaming')), ...readers.map((_, r) => row(r, 'fromJoin')), ...small],
         notes: [
           "Streaming: from the first record delivered to the last (the pipeline's speed). From join: from the consumer's group join to the last record, so the first fetch's start-up (about a second for either reader here) is counted. Runs alternate, each reader in a fresh process, with fresh groups and a fresh cluster each time.",
           "Each client decodes the fetched record batches with its own decoder, bare or in the node: the last column, the node's rate over its own client's bare consumer, is what shardherd's pipeline costs.",

@@ -5,12 +5,14 @@
  *
  *   node --import tsx bench/throughput-reader.ts '<ReaderJob as JSON>'
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import type { DatasetConfig } from '../src/core/dataset-config.js';
 import type { ShardNum } from '../src/core/ids.js';
 import type { RecordSink, SourceRecord } from '../src/ingest/ingestion-source.js';
 import type { KafkaClientLibrary } from '../src/cluster/kafka-options.js';
+import type { FetchThreadChoice } from '../src/ingest/kafka-source/settings.js';
 import { kafkaSourceSettings } from '../src/ingest/kafka-source/settings.js';
 import { parseNodeConfig } from '../src/node/node-config.js';
 import { startNode } from '../src/node/run-node.js';
@@ -22,7 +24,10 @@ skipKafkajsNegativeTimeouts();
 
 export interface ReaderJob {
   /** A bare kafkajs consumer, a bare @platformatic/kafka consumer, or a shardherd node on either client. */
-  readonly reader: { readonly kind: 'bare' } | { readonly kind: 'bare-platformatic' } | { readonly kind: 'shardherd'; readonly client?: KafkaClientLibrary };
+  readonly reader:
+    | { readonly kind: 'bare' }
+    | { readonly kind: 'bare-platformatic' }
+    | { readonly kind: 'shardherd'; readonly client?: KafkaClientLibrary; readonly fetchThread?: FetchThreadChoice };
   readonly services: BenchServices;
   readonly topic: string;
   readonly partitions: number;
@@ -37,6 +42,9 @@ export interface Rates {
   readonly streaming: number;
   /** The reader process's CPU (user + system) per record from the first delivery to the last, µs. */
   readonly cpuMicrosPerRecord: number;
+  /** How late the main thread's event loop ran its timers from the first delivery to the last: the 99th percentile and the most, ms. */
+  readonly loopDelayP99Ms: number;
+  readonly loopDelayMaxMs: number;
 }
 
 /** From the consumer's join, and from its first delivery, to the delivery of the last of `total` records. */
@@ -48,6 +56,8 @@ class Stopwatch {
   last = 0;
   /** The process's CPU from the first delivery to the last. */
   private cpu: NodeJS.CpuUsage | undefined;
+  /** The event loop's delays from the first delivery to the last. */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 1 });
   private done!: () => void;
   readonly finished = new Promise<void>((r) => (this.done = r));
 
@@ -60,8 +70,12 @@ class Stopwatch {
   add(n: number): void {
     this.count += n;
     this.last = performance.now();
-    this.first ??= { at: this.last, count: n, cpu: process.cpuUsage() };
+    if (this.first === undefined) {
+      this.first = { at: this.last, count: n, cpu: process.cpuUsage() };
+      this.loopDelay.enable();
+    }
     if (this.count < this.total) return;
+    this.loopDelay.disable();
     // Read twice only: a read per delivery (a record at a time for the bare @platformatic/kafka consumer) would cost more than the record.
     this.cpu ??= process.cpuUsage(this.first.cpu);
     this.done();
@@ -80,6 +94,8 @@ class Stopwatch {
       fromJoin: (this.count * 1000) / (this.last - this.joined),
       streaming: (streamed * 1000) / (this.last - this.first.at),
       cpuMicrosPerRecord: cpu / streamed,
+      loopDelayP99Ms: this.loopDelay.percentile(99) / 1e6,
+      loopDelayMaxMs: this.loopDelay.max / 1e6,
     };
   }
 }
@@ -149,8 +165,8 @@ async function barePlatformatic(job: ReaderJob): Promise<Rates> {
   return watch.rates();
 }
 
-/** A node with the given client, or the node config's default when none is given. */
-async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary | undefined): Promise<Rates> {
+/** A node with the given client and fetch thread, or the node config's defaults for those not given. */
+async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary | undefined, fetchThread: FetchThreadChoice | undefined): Promise<Rates> {
   const watch = new Stopwatch(job.records);
   const sink: RecordSink = {
     accept: (_d: DatasetConfig, _s: ShardNum, records: readonly SourceRecord[]) => {
@@ -163,7 +179,12 @@ async function throughShardherd(job: ReaderJob, client: KafkaClientLibrary | und
   const config = parseNodeConfig({
     node: 'bench-node',
     cluster: `tp_${Date.now().toString(36)}_${job.sample}`,
-    kafka: { brokers: job.services.kafkaBrokers, sessionTimeoutMs: 6_000, ...(client === undefined ? {} : { client }) },
+    kafka: {
+      brokers: job.services.kafkaBrokers,
+      sessionTimeoutMs: 6_000,
+      ...(client === undefined ? {} : { client }),
+      ...(fetchThread === undefined ? {} : { fetchThread }),
+    },
     cassandra: { contactPoints: job.services.cassandraContactPoints, localDataCenter: job.services.cassandraLocalDataCenter, keyspace: 'shardherd_bench' },
     datasets: [{ ref: 'metrics', numShards: job.partitions, minNumNodes: 1, source: { type: 'kafka', topic: job.topic } }],
   });
@@ -185,6 +206,6 @@ const rates =
     ? await bare(job)
     : job.reader.kind === 'bare-platformatic'
       ? await barePlatformatic(job)
-      : await throughShardherd(job, job.reader.client);
+      : await throughShardherd(job, job.reader.client, job.reader.fetchThread);
 process.stdout.write(`${JSON.stringify(rates)}\n`);
 process.exit(0);

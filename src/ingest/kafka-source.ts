@@ -16,15 +16,16 @@ import { isShardInRange, type ShardNum } from '../core/ids.js';
 import type { IngestionSource, ShardReader } from './ingestion-source.js';
 import type { IngestionKafkaClient } from './kafka-source/feed-client.js';
 import { DatasetFeed, type FeedContext, type KafkaFeedStats } from './kafka-source/feed.js';
-import { KafkajsIngestionClient } from './kafka-source/kafkajs-client.js';
-import { PlatformaticIngestionClient } from './kafka-source/platformatic-client.js';
+import { FetchThread } from './kafka-source/fetch-thread.js';
+import { ingestionClientOf } from './kafka-source/ingestion-clients.js';
 import { KafkaShardReader } from './kafka-source/reader.js';
+import { PackingConsumer, type RunConsumer, type RunConsumerEvents, type RunConsumerParams } from './kafka-source/run-consumer.js';
 import { kafkaSourceSettings, type KafkaIngestionSourceOptions, type KafkaSourceSettings } from './kafka-source/settings.js';
 import { kafkaTopicOf } from './kafka-topic-check.js';
 
 export { decodeKafkaValue, type KafkaValueDecoder } from './kafka-source/decode.js';
 export type { KafkaFeedStats } from './kafka-source/feed.js';
-export type { KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-source/settings.js';
+export type { FetchThreadChoice, KafkaFetchOptions, KafkaIngestionSourceOptions } from './kafka-source/settings.js';
 export type { KafkaClientLibrary } from '../cluster/kafka-options.js';
 
 /**
@@ -39,6 +40,9 @@ export type { KafkaClientLibrary } from '../cluster/kafka-options.js';
  *   continues from that offset (a seek), and returns nothing until the consumer fetched it.
  * - A full buffer (`bufferRecords` or `bufferBytes`) pauses its partition until reads drain it to
  *   half, so memory stays bounded however far behind the reader is.
+ * - The consumers fetch and unpack on a worker thread of the source's own (`fetchThread: 'worker'`,
+ *   the default), so the caller's event loop never waits for the unpacking of a fetch answer; the
+ *   buffers, the reads and `decode` are on the caller's thread either way.
  * - `earliestOffset`/`endOffset` are the partition's low and high watermarks (admin `fetchTopicOffsets`).
  * - The MetaStore checkpoints are the source of truth; checkpointed offsets are also committed in
  *   the consumer's group (`commitOffsets`) so that `kafka-consumer-groups --describe` shows the lag.
@@ -54,6 +58,8 @@ export class KafkaIngestionSource implements IngestionSource {
   readonly instanceId: string;
   private readonly settings: KafkaSourceSettings;
   private readonly client: IngestionKafkaClient;
+  /** Where the dataset consumers run, with `fetchThread: 'worker'`. */
+  private readonly fetchThread: FetchThread | undefined;
   private readonly log: Logger;
   private readonly feeds = new Map<string, DatasetFeed>();
   private closed = false;
@@ -62,10 +68,15 @@ export class KafkaIngestionSource implements IngestionSource {
     this.settings = kafkaSourceSettings(options);
     this.instanceId = this.settings.instanceId;
     this.log = options.log;
-    this.client =
-      this.settings.client === 'platformatic'
-        ? new PlatformaticIngestionClient(options, this.settings, this.log)
-        : new KafkajsIngestionClient(options, this.log);
+    this.client = ingestionClientOf(options, this.settings, this.log);
+    if (this.settings.fetchThread === 'worker') {
+      const { brokers, clientId, connectionTimeoutMs, requestTimeoutMs } = options;
+      const { decode: _decode, ...settings } = this.settings;
+      this.fetchThread = new FetchThread(
+        { connection: { brokers, clientId, connectionTimeoutMs, requestTimeoutMs }, settings, logLevel: this.log.level },
+        this.log.child({ component: 'kafka-fetch-thread' }),
+      );
+    }
   }
 
   /**
@@ -125,11 +136,23 @@ export class KafkaIngestionSource implements IngestionSource {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.feeds.values()].map((feed) => feed.shutdown()));
-    await this.client.close();
+    await Promise.all([this.fetchThread?.close(), this.client.close()]);
   }
 
   private feedContext(): FeedContext {
-    return { client: this.client, settings: this.settings, log: this.log, assertOpen: () => this.assertOpen() };
+    return {
+      client: this.client,
+      runConsumer: (params, events) => this.runConsumer(params, events),
+      settings: this.settings,
+      log: this.log,
+      assertOpen: () => this.assertOpen(),
+    };
+  }
+
+  /** A dataset's consumer, on the fetch thread or on this one. */
+  private runConsumer(params: RunConsumerParams, events: RunConsumerEvents): RunConsumer {
+    if (this.fetchThread !== undefined) return this.fetchThread.consumer(params, events);
+    return new PackingConsumer((p) => this.client.feedConsumer(p), params, events);
   }
 
   private assertOpen(): void {

@@ -10,6 +10,7 @@ import { validateDatasetConfig, type DatasetConfig } from '../core/dataset-confi
 import { parseDatasetRef, parseNodeId, type DatasetRef, type NodeId } from '../core/ids.js';
 import { checkRetries, runtimeFields, type RuntimeSettings } from '../actors/settings.js';
 import { kafkaClientSchema } from '../cluster/kafka-options.js';
+import { fetchThreadSchema } from '../ingest/kafka-source/settings.js';
 import type { CassandraMetaStoreOptions } from '../store/cassandra-meta-store.js';
 import { ConfigError, configErrorOf } from '../cluster/config-error.js';
 import { kafkaBusFields, kafkaBusSchema } from '../cluster/kafka-bus/settings.js';
@@ -59,6 +60,8 @@ const kafkaSection = z
       .shape,
     topicReplicationFactor: kafkaBusFields.shape.replicationFactor,
     client: kafkaClientSchema,
+    /** Where the ingestion source's consumers fetch: a worker thread (default) or the main thread (`KafkaIngestionSourceOptions.fetchThread`). */
+    fetchThread: fetchThreadSchema,
     // Gone: shardherd no longer puts its decoder in kafkajs's place (through Node's module cache).
     fetchDecoder: z
       .never({ error: 'is no longer an option: kafkajs decodes fetched records with its own decoder; kafka.client chooses the client library' })
@@ -100,6 +103,7 @@ export function membershipOptionsOf(kafka: KafkaSection) {
 export function sourceOptionsOf(kafka: KafkaSection) {
   return {
     client: kafka.client,
+    fetchThread: kafka.fetchThread,
     topicReplicationFactor: kafka.topicReplicationFactor,
   };
 }

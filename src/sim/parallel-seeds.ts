@@ -3,7 +3,8 @@
 // stream back a batch at a time; a long run keeps only the seeds that broke an invariant, so its
 // memory stays flat however many seeds it runs.
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../cluster/module-worker.js';
 import type { SimulationReport } from './simulation.js';
 
 export interface SeedBatch {
@@ -48,16 +49,10 @@ export interface ParallelSeedsOptions {
  */
 const YOUNG_GENERATION_MB = 192;
 
-/**
- * A worker running seed-worker: the compiled .js in dist; from the .ts sources (tsx, vitest) a
- * worker does not inherit the TypeScript loader, so a one-line bootstrap registers tsx first.
- */
+/** A worker running seed-worker (see `startModuleWorker`). */
 function startWorker(steps: number, detector: boolean, worldFaults: boolean, fingerprint: boolean): Worker {
   const workerData = { steps, detector, worldFaults, fingerprint };
-  const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB };
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./seed-worker.js', import.meta.url), { workerData, resourceLimits });
-  const source = JSON.stringify(new URL('./seed-worker.ts', import.meta.url).href);
-  return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${source}); });`, { eval: true, workerData, resourceLimits });
+  return startModuleWorker(import.meta.url, 'seed-worker', { workerData, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
 }
 
 /** Runs seeds `from .. from + count - 1`; resolves with the results kept (`keep`), ordered by seed. */

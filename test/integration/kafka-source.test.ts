@@ -18,7 +18,13 @@ import { ShardherdError } from '../../src/core/errors.js';
 import { nodeId, shardNum } from '../../src/core/ids.js';
 import { CountingSink } from '../../src/ingest/counting-sink.js';
 import { IngestionFailure, type ShardReader, type SourceRecord } from '../../src/ingest/ingestion-source.js';
-import { decodeKafkaValue, KafkaIngestionSource, type KafkaClientLibrary, type KafkaIngestionSourceOptions } from '../../src/ingest/kafka-source.js';
+import {
+  decodeKafkaValue,
+  KafkaIngestionSource,
+  type FetchThreadChoice,
+  type KafkaClientLibrary,
+  type KafkaIngestionSourceOptions,
+} from '../../src/ingest/kafka-source.js';
 import { MemoryMetaStore } from '../../src/store/memory-meta-store.js';
 import { NodeMetrics } from '../../src/metrics/node-metrics.js';
 import type { FencingToken } from '../../src/core/fencing-token.js';
@@ -83,13 +89,26 @@ async function produceNumbered(topic: string, p: number, from: number, count: nu
 
 /** Every test runs on each client library the source supports. */
 const CLIENTS = ['kafkajs', 'platformatic'] as const;
-/** The client of the describe block running (set by its beforeAll). */
+/**
+ * The source's tests also run with each client's consumers on each thread they can fetch on; on the
+ * compatibility lane's older Kafka only on the default one (the thread does not change what is
+ * asked of the broker).
+ */
+const THREADS: readonly FetchThreadChoice[] = process.env.SHARDHERD_KAFKA_COMPAT === '1' ? ['worker'] : ['worker', 'main'];
+const SOURCES = CLIENTS.flatMap((c) => THREADS.map((thread) => [c, thread] as const));
+/** The client and fetch thread of the describe block running (set by its beforeAll). */
 let library: KafkaClientLibrary = 'kafkajs';
-const onClient = (c: KafkaClientLibrary) => beforeAll(() => void (library = c));
+let fetchThread: FetchThreadChoice = 'worker';
+const onClient = (c: KafkaClientLibrary, thread: FetchThreadChoice = 'worker') =>
+  beforeAll(() => {
+    library = c;
+    fetchThread = thread;
+  });
 
 function newSource(options: Partial<KafkaIngestionSourceOptions> = {}): KafkaIngestionSource {
   const source = new KafkaIngestionSource({
     client: library,
+    fetchThread,
     brokers: services().kafkaBrokers,
     clientId: 'shardherd-it-source',
     groupPrefix: uniqueName('it.ingest'),
@@ -122,8 +141,8 @@ async function readRecords(reader: ShardReader, from: number, count: number, max
 const numbered = (p: number, from: number, to: number) =>
   Array.from({ length: to - from }, (_, i) => ({ offset: from + i, key: `${p}/${from + i}`, value: { p, n: from + i } }));
 
-describe.each(CLIENTS)('KafkaIngestionSource on %s', (c) => {
-  onClient(c);
+describe.each(SOURCES)('KafkaIngestionSource on %s, fetching on the %s thread', (c, thread) => {
+  onClient(c, thread);
 
   it('validate refuses a topic with the wrong partition count and a missing topic (never creating it), and accepts the right one', async () => {
     const source = newSource();

@@ -10,7 +10,7 @@ import { failureDetectorSettings } from '../../src/cluster/failure-detector/sett
 import { kafkaBusSettings } from '../../src/cluster/kafka-bus/settings.js';
 import { kafkaMembershipSettings } from '../../src/cluster/kafka-membership/settings.js';
 import type { KafkaClientLibrary } from '../../src/cluster/kafka-options.js';
-import { kafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
+import { kafkaSourceSettings, type FetchThreadChoice } from '../../src/ingest/kafka-source/settings.js';
 import { membershipOptionsOf, NodeConfigError, parseNodeConfig, sourceOptionsOf } from '../../src/node/node-config.js';
 import { kafkaBusOptions } from '../../src/node/run-node.js';
 
@@ -127,6 +127,7 @@ describe('KafkaIngestionSource settings', () => {
       minBytes: 1,
       maxWaitTimeMs: 100,
       client: 'platformatic',
+      fetchThread: 'worker',
       topicReplicationFactor: 1,
       commitOffsets: true,
       offsetsIntervalMs: 1_000,
@@ -153,6 +154,7 @@ describe('KafkaIngestionSource settings', () => {
     [{ bufferRecords: 1 }, 'bufferRecords', 'must be an integer of at least 2, got 1'],
     [{ groupPrefix: 'a b' }, 'groupPrefix', 'must be 1 to 1000 of letters, digits, ".", "_", "-", got "a b"'],
     [{ fetch: { maxBytes: 10 } }, 'fetch.maxBytes', 'must be an integer of at least 1024, got 10'],
+    [{ fetchThread: 'both' as FetchThreadChoice }, 'fetchThread', 'must be "worker" or "main", got "both"'],
   ])('refuses %j with a ConfigError naming %s', (options, key, reason) => {
     const e = refusal(() => kafkaSourceSettings({ ...source, ...options }));
     expect([e.key, e.reason, e.message]).toEqual([key, reason, `KafkaIngestionSource option ${key} ${reason}`]);
@@ -236,20 +238,25 @@ describe('node config', () => {
     },
   );
 
-  it.each<{ client?: KafkaClientLibrary; topicReplicationFactor?: number }>([{}, { client: 'platformatic' }, { client: 'kafkajs', topicReplicationFactor: 3 }])(
-    'its kafka section %j gives the ingestion source the settings the source gives the same keys',
-    (kafka) => {
-      const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
-      const source = { ...connection, groupPrefix: 'g', instanceId: 'i' };
-      const { decode: _d, ...fromConfig } = kafkaSourceSettings({ ...source, ...sourceOptionsOf(config.kafka) });
-      const { decode: _e, ...expected } = kafkaSourceSettings({ ...source, ...kafka });
-      expect(fromConfig).toEqual(expected);
-    },
-  );
+  it.each<{ client?: KafkaClientLibrary; topicReplicationFactor?: number; fetchThread?: FetchThreadChoice }>([
+    {},
+    { client: 'platformatic' },
+    { client: 'kafkajs', topicReplicationFactor: 3 },
+    { fetchThread: 'main' },
+  ])('its kafka section %j gives the ingestion source the settings the source gives the same keys', (kafka) => {
+    const config = parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, ...kafka } });
+    const source = { ...connection, groupPrefix: 'g', instanceId: 'i' };
+    const { decode: _d, ...fromConfig } = kafkaSourceSettings({ ...source, ...sourceOptionsOf(config.kafka) });
+    const { decode: _e, ...expected } = kafkaSourceSettings({ ...source, ...kafka });
+    expect(fromConfig).toEqual(expected);
+  });
 
-  it('refuses a client it does not know, and the decoder key that is gone, naming the key', () => {
+  it('refuses a client it does not know, a fetch thread it has not, and the decoder key that is gone, naming the key', () => {
     expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, client: 'rdkafka' } })).toThrow(
       /kafka\.client must be one of "kafkajs", "platformatic", got "rdkafka"/,
+    );
+    expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, fetchThread: 'both' } })).toThrow(
+      /kafka\.fetchThread must be "worker" or "main", got "both"/,
     );
     expect(() => parseNodeConfig({ ...minimal, kafka: { ...minimal.kafka, fetchDecoder: 'kafkajs' } })).toThrow(
       /kafka\.fetchDecoder is no longer an option: kafkajs decodes fetched records with its own decoder/,

@@ -6,13 +6,13 @@ import { describe, expect, it } from 'vitest';
 import type { DatasetConfig } from '../../src/core/dataset-config.js';
 import type { IngestionKafkaClient } from '../../src/ingest/kafka-source/feed-client.js';
 import { DatasetFeed } from '../../src/ingest/kafka-source/feed.js';
+import type { RunConsumer } from '../../src/ingest/kafka-source/run-consumer.js';
 import type { KafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
 
 /** A feed whose client answers each offsets request with high watermarks 10 × the request's number. */
 function feedWithAdmin(): { feed: DatasetFeed; requests: () => number } {
   let requests = 0;
   const client = {
-    feedConsumer: () => ({}),
     topicOffsets: async () => {
       requests++;
       const n = requests;
@@ -22,6 +22,7 @@ function feedWithAdmin(): { feed: DatasetFeed; requests: () => number } {
   } as unknown as IngestionKafkaClient;
   const feed = new DatasetFeed({ ref: 'metrics' } as DatasetConfig, 'metrics-topic', {
     client,
+    runConsumer: () => ({}) as RunConsumer,
     settings: {} as KafkaSourceSettings,
     log: pino({ level: 'silent' }),
     assertOpen: () => {},

@@ -75,7 +75,7 @@ export interface FeedConsumerParams {
 }
 
 /** What the consumer is doing: its part of `KafkaFeedStats`. */
-export type FeedConsumerStats = Pick<KafkaFeedStats, 'groupId' | 'assigned' | 'generations' | 'lastRecreateMs' | 'delivered'>;
+export type FeedConsumerStats = Pick<KafkaFeedStats, 'groupId' | 'assigned' | 'generations' | 'lastRecreateMs'>;
 
 /** A dataset's consumer: fetches the open partitions, each from where the feed says. */
 export interface FeedConsumer {

@@ -5,10 +5,11 @@ import type { DatasetConfig } from '../../core/dataset-config.js';
 import { SharedAttempt } from '../../cluster/shared-attempt.js';
 import { aTurn } from '../../cluster/turns.js';
 import { IngestionFailure, type SourceRecord } from '../ingestion-source.js';
-import type { FeedConsumer, FetchedBatch, IngestionKafkaClient, JoinPlan, Watermarks } from './feed-client.js';
-import { FetchedRun, UndecodableRecord } from './fetched-run.js';
+import type { IngestionKafkaClient, Watermarks } from './feed-client.js';
+import { UndecodableRecord } from './fetched-run.js';
 import { PartitionBuffer } from './partition-buffer.js';
 import type { KafkaShardReader } from './reader.js';
+import type { PackedBatch, RunConsumer, RunConsumerEvents, RunConsumerParams } from './run-consumer.js';
 import type { KafkaSourceSettings } from './settings.js';
 
 /** What the source is doing for one dataset, for operators and tests. */
@@ -25,7 +26,10 @@ export interface KafkaFeedStats {
   readonly lastRecreateMs: number | undefined;
   /** Why the consumer stopped, when it stopped for good (reads then fail until a shard is opened again). */
   readonly failure: string | undefined;
-  /** Records the consumers delivered per partition, including any dropped (after a seek or a close). */
+  /**
+   * Records the consumers fetched per partition, including any dropped (fetched before a seek or a
+   * close, or not taken by a full buffer); a replaced kafkajs consumer's last fetch is not counted.
+   */
   readonly delivered: Readonly<Record<number, number>>;
   readonly partitions: readonly {
     readonly shard: number;
@@ -39,8 +43,10 @@ export interface KafkaFeedStats {
 
 /** What the source lends each of its feeds. */
 export interface FeedContext {
-  /** The Kafka client library the source runs on. */
+  /** The Kafka client library the source runs on (for topic checks and offsets). */
   readonly client: IngestionKafkaClient;
+  /** Makes the dataset's consumer, on the main thread or the fetch thread (`fetchThread`). */
+  readonly runConsumer: (params: RunConsumerParams, events: RunConsumerEvents) => RunConsumer;
   readonly settings: KafkaSourceSettings;
   readonly log: Logger;
   /** Throws once the source is closed. */
@@ -51,7 +57,9 @@ export interface FeedContext {
 export class DatasetFeed {
   private readonly buffers = new Map<number, PartitionBuffer>();
   private readonly log: Logger;
-  private readonly consumer: FeedConsumer;
+  private readonly consumer: RunConsumer;
+  /** Records fetched per partition (`KafkaFeedStats.delivered`). */
+  private readonly delivered = new Map<number, number>();
   private readonly topicCheck: SharedAttempt<void>;
   private failure: Error | undefined;
   private closed = false;
@@ -73,16 +81,10 @@ export class DatasetFeed {
       ctx.assertOpen();
       await ctx.client.checkTopic(this.dataset, 'the Kafka ingestion source');
     });
-    this.consumer = ctx.client.feedConsumer({
-      settings: ctx.settings,
-      dataset: dataset.ref,
-      topic,
-      log: this.log,
-      wanted: () => [...this.buffers.keys()],
-      onJoin: (assigned) => this.planJoin(assigned),
-      onBatch: (batch) => this.onBatch(batch),
-      onFail: (e) => this.fail(e),
-    });
+    this.consumer = ctx.runConsumer(
+      { settings: ctx.settings, dataset: dataset.ref, topic, log: this.log },
+      { onJoin: (assigned) => this.startJoined(assigned), onBatch: (batch) => this.onBatch(batch), onFail: (e) => this.fail(e) },
+    );
   }
 
   /** The topic check, once per dataset (a failed check is asked again next time). */
@@ -101,7 +103,7 @@ export class DatasetFeed {
     this.buffers.set(shard, new PartitionBuffer(shard, reader));
     // A consumer that stopped for good is replaced by the recreate this open asks for.
     this.failure = undefined;
-    this.consumer.schedule(this.ctx.settings.recreateDelayMs);
+    this.consumer.schedule(this.ctx.settings.recreateDelayMs, [...this.buffers.keys()]);
   }
 
   close(shard: number, reader: KafkaShardReader): void {
@@ -109,8 +111,8 @@ export class DatasetFeed {
     if (b === undefined || b.reader !== reader) return;
     this.buffers.delete(shard);
     // Stop fetching it at once; the recreate removes it from the assignment.
-    this.consumer.pause(shard);
-    this.consumer.schedule(this.ctx.settings.recreateDelayMs);
+    this.consumer.stop(shard);
+    this.consumer.schedule(this.ctx.settings.recreateDelayMs, [...this.buffers.keys()]);
   }
 
   read(shard: number, offset: number, max: number): SourceRecord[] {
@@ -140,7 +142,7 @@ export class DatasetFeed {
       // Stopped before the run's end with room left: at a poison record, which the next read meets first.
       if (from + n < run.count && out.length < max) break;
     }
-    if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.resume(b);
+    if (b.paused && b.position !== undefined && b.hasRoomToResume(this.ctx.settings)) this.grant(b);
     return out;
   }
 
@@ -217,6 +219,7 @@ export class DatasetFeed {
       dataset: this.dataset.ref,
       topic: this.topic,
       ...this.consumer.stats(),
+      delivered: Object.fromEntries(this.delivered),
       failure: this.failure?.message,
       partitions: [...this.buffers.values()]
         .sort((a, b) => a.partition - b.partition)
@@ -232,21 +235,14 @@ export class DatasetFeed {
     await this.consumer.shutdown();
   }
 
-  /** Where each assigned partition starts at a join: where its buffer ends, unless that is unknown or the buffer is full. */
-  private planJoin(assigned: readonly number[]): JoinPlan {
-    const pause: number[] = [];
-    const start: { partition: number; offset: number }[] = [];
+  /** Starts each assigned partition where its buffer ends, unless that is unknown (no read yet) or the buffer is full. */
+  private startJoined(assigned: readonly number[]): void {
     for (const p of assigned) {
       const b = this.buffers.get(p);
-      if (b === undefined || b.position === undefined || b.isFull(this.ctx.settings)) {
-        if (b !== undefined) b.paused = true;
-        pause.push(p);
-        continue;
-      }
-      start.push({ partition: p, offset: b.position });
-      b.paused = false;
+      if (b === undefined) continue;
+      if (b.position === undefined || b.isFull(this.ctx.settings)) b.paused = true;
+      else this.start(b, b.position);
     }
-    return { start, pause };
   }
 
   private fail(e: unknown): void {
@@ -255,56 +251,42 @@ export class DatasetFeed {
     this.log.error({ err: e }, 'Kafka ingestion consumer stopped for good; reads of this dataset fail until a shard is opened again');
   }
 
-  /** Buffers a fetched batch, up to the buffer's bounds; pauses the partition when it is full. */
-  private onBatch(batch: FetchedBatch): void {
+  /** Buffers a run of the shard's current start; anything else was fetched for nothing (and is only counted). */
+  private onBatch(batch: PackedBatch): void {
     const p = batch.partition;
+    this.delivered.set(p, (this.delivered.get(p) ?? 0) + batch.fetched);
     const b = this.buffers.get(p);
-    if (b === undefined) {
-      batch.pause();
-      return;
-    }
-    // A seek is pending: these records come from before it.
-    if (batch.isStale()) return;
-    if (b.position === undefined) {
-      b.paused = true;
-      batch.pause();
-      return;
-    }
+    if (b === undefined || b.position === undefined || batch.epoch !== b.epoch) return;
     if (batch.fetchedOffset < b.position) {
-      // The consumer started over from its default offset (kafkajs rejoined without our seek): back to the buffer's end.
-      this.consumer.seek(p, b.position);
+      // The consumer started over from its default offset (kafkajs restarted without our seek): back to the buffer's end.
+      this.start(b, b.position);
       return;
     }
+    b.noteFetched(batch.fetched, batch.run?.count ?? 0, batch.run?.bytes ?? 0);
     // Above the position: the client skipped records no reader sees (aborted or control records).
-    const s = this.ctx.settings;
-    const records = batch.records;
-    const run = b.isFull(s) ? undefined : FetchedRun.pack(records, s.bufferRecords - b.size, s.bufferBytes - b.bytes);
-    b.noteFetched(records.length, run?.count ?? 0, run?.bytes ?? 0);
-    if (run !== undefined) {
-      b.push(run);
-      b.position = run.count === records.length ? batch.nextOffset : run.lastOffset() + 1;
-      batch.took(b.position);
+    b.position = batch.nextOffset;
+    if (batch.run !== undefined) {
+      b.push(batch.run);
       b.wake();
-    } else if (records.length === 0 && batch.nextOffset > b.position) {
-      // Only records no reader sees (control records, aborted transactions): past them.
-      b.position = batch.nextOffset;
-      batch.took(b.position);
     }
-    if ((run?.count ?? 0) < records.length || !b.hasRoomForBatch(s)) {
-      // Backpressure: the rest is fetched again once reads made room (see hasRoomToResume).
-      b.paused = true;
-      batch.pause();
-    }
+    if (batch.paused) b.paused = true;
   }
 
   private seek(b: PartitionBuffer, offset: number): void {
     b.reset(offset);
-    this.consumer.seek(b.partition, offset);
-    this.resume(b);
+    this.start(b, offset);
   }
 
-  private resume(b: PartitionBuffer): void {
+  /** Fetches the partition from where its buffer ends, into the room the buffer has; runs of earlier starts are dropped. */
+  private start(b: PartitionBuffer, at: number): void {
+    b.epoch += 1;
     b.paused = false;
-    this.consumer.resume(b.partition);
+    this.consumer.start(b.partition, at, b.epoch, b.room(this.ctx.settings));
+  }
+
+  /** Room again for a paused partition. */
+  private grant(b: PartitionBuffer): void {
+    b.paused = false;
+    this.consumer.grant(b.partition, b.epoch, b.room(this.ctx.settings));
   }
 }

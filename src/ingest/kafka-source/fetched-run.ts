@@ -32,6 +32,15 @@ export class UndecodableRecord extends Error {
   }
 }
 
+/** A run as its parts, which a worker thread hands over without copying (each part's buffer is its own). */
+export interface FetchedRunParts {
+  readonly data: Uint8Array;
+  readonly offsets: Float64Array;
+  readonly spans: Int32Array;
+  readonly count: number;
+  readonly bytes: number;
+}
+
 export class FetchedRun {
   private constructor(
     /** The keys and values, with the framing between them. */
@@ -100,6 +109,17 @@ export class FetchedRun {
       at += s.length;
     }
     return new FetchedRun(data, offsets, spans, count, RUN_OVERHEAD_BYTES + base + PER_RECORD_BYTES * wanted);
+  }
+
+  /** The run's parts, and the buffers to transfer with them (`postMessage`'s transfer list). */
+  parts(): { readonly parts: FetchedRunParts; readonly transfer: ArrayBuffer[] } {
+    const { data, offsets, spans, count, bytes } = this;
+    // Each is made by `pack` with a buffer of its own (`allocUnsafeSlow` is never pooled).
+    return { parts: { data, offsets, spans, count, bytes }, transfer: [data.buffer, offsets.buffer, spans.buffer] as ArrayBuffer[] };
+  }
+
+  static fromParts(p: FetchedRunParts): FetchedRun {
+    return new FetchedRun(Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength), p.offsets, p.spans, p.count, p.bytes);
   }
 
   offset(i: number): number {

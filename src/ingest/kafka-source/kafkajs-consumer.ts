@@ -27,7 +27,6 @@ export interface KafkajsFeedConsumerParams extends FeedConsumerParams {
 
 /** Runs, recreates and retires the dataset's consumer; seeks, pauses and resumes its partitions. */
 export class KafkajsFeedConsumer implements FeedConsumer {
-  private readonly delivered = new Map<number, number>();
   private current: LiveConsumer | undefined;
   private generation = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -91,7 +90,6 @@ export class KafkajsFeedConsumer implements FeedConsumer {
       assigned: this.current?.assigned ?? [],
       generations: this.generation,
       lastRecreateMs: this.lastRecreateMs,
-      delivered: Object.fromEntries(this.delivered),
     };
   }
 
@@ -196,8 +194,6 @@ export class KafkajsFeedConsumer implements FeedConsumer {
   }
 
   private async onBatch(live: LiveConsumer, payload: EachBatchPayload): Promise<void> {
-    const p = payload.batch.partition;
-    this.delivered.set(p, (this.delivered.get(p) ?? 0) + payload.batch.messages.length);
     // The last fetch of a consumer being replaced: the next one fetches the same records again.
     if (this.current !== live || this.closed) return;
     this.p.onBatch(fetchedBatch(payload));

@@ -1,11 +1,8 @@
 // One open shard's records between the consumer and the reader: a bounded queue of fetched runs
 // whose fullness decides when its partition is paused and resumed.
+import { BatchEstimate, type Bounds, type Room } from './batch-estimate.js';
 import type { FetchedRun } from './fetched-run.js';
 import type { KafkaShardReader } from './reader.js';
-import type { KafkaSourceSettings } from './settings.js';
-
-/** The bounds of a buffer. */
-type Bounds = Pick<KafkaSourceSettings, 'bufferRecords' | 'bufferBytes'>;
 
 /**
  * One open shard's records between the consumer and the reader. Invariant: every record of the
@@ -29,10 +26,12 @@ export class PartitionBuffer {
   position: number | undefined = undefined;
   /** Paused by us: the buffer is full or the start is not known yet. */
   paused = false;
+  /** Grows at every start of the partition at an offset: runs of an earlier start are not where it goes on. */
+  epoch = 0;
   /** The reader waiting for records, called once when some arrive. */
   waiter: (() => void) | undefined;
-  /** The last fetched batch's records, and its bytes as a run would hold them (estimated from what was taken). */
-  private lastFetched = { records: 0, bytes: 0 };
+  /** The size of the last fetched batch. */
+  private readonly lastFetched = new BatchEstimate();
 
   constructor(
     readonly partition: number,
@@ -109,31 +108,23 @@ export class PartitionBuffer {
     return this.size >= s.bufferRecords || this.bytes >= s.bufferBytes;
   }
 
-  /**
-   * Notes the size of a fetched batch of `records` records, of which `taken` were packed into a
-   * run of `takenBytes` bytes (none taken: the last estimate of bytes per record stands).
-   */
+  /** See `BatchEstimate.note`. */
   noteFetched(records: number, taken: number, takenBytes: number): void {
-    const perRecord = taken > 0 ? takenBytes / taken : this.lastFetched.records > 0 ? this.lastFetched.bytes / this.lastFetched.records : 0;
-    this.lastFetched = { records, bytes: perRecord * records };
+    this.lastFetched.note(records, taken, takenBytes);
   }
 
-  /**
-   * Whether a batch like the last one fetched fits (capped at the bounds: a larger batch needs an
-   * empty buffer). A batch that does not fit is cut, and what was cut is fetched and decoded again:
-   * a partition pauses when the next batch would not fit, not only when the buffer is full (small
-   * records fill a 1 MiB fetch with more records than half the default bound).
-   */
+  /** What the buffer can still take before it holds its bounds. */
+  room(s: Bounds): Room {
+    return { records: s.bufferRecords - this.size, bytes: s.bufferBytes - this.bytes };
+  }
+
+  /** Whether a batch like the last one fetched fits (see `BatchEstimate.fits`). */
   hasRoomForBatch(s: Bounds): boolean {
-    return this.hasRoomFor(s, this.lastFetched.records, this.lastFetched.bytes);
+    return this.lastFetched.fits(this.room(s), s);
   }
 
   /** Resume at half, and once a batch like the last one fits: a resumed partition gets a whole fetch in before it pauses again. */
   hasRoomToResume(s: Bounds): boolean {
-    return this.hasRoomFor(s, Math.max(s.bufferRecords / 2, this.lastFetched.records), Math.max(s.bufferBytes / 2, this.lastFetched.bytes));
-  }
-
-  private hasRoomFor(s: Bounds, records: number, bytes: number): boolean {
-    return this.size + Math.min(records, s.bufferRecords) <= s.bufferRecords && this.bytes + Math.min(bytes, s.bufferBytes) <= s.bufferBytes;
+    return this.lastFetched.fits(this.room(s), s, { records: s.bufferRecords / 2, bytes: s.bufferBytes / 2 });
   }
 }

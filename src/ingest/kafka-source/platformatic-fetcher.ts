@@ -56,7 +56,6 @@ const MAX_BACKOFF_MS = 2_000;
 
 export class PlatformaticFeedConsumer implements FeedConsumer {
   private readonly partitions = new Map<number, PartitionState>();
-  private readonly delivered = new Map<number, number>();
   private readonly groupId: string;
   private timer: NodeJS.Timeout | undefined;
   private changedAt: number | undefined;
@@ -120,7 +119,6 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
       assigned: [...this.partitions.keys()].sort((a, b) => a - b),
       generations: this.started ? 1 : 0,
       lastRecreateMs: this.lastRecreateMs,
-      delivered: Object.fromEntries(this.delivered),
     };
   }
 
@@ -278,7 +276,6 @@ export class PlatformaticFeedConsumer implements FeedConsumer {
     // A fetch in flight when its partition was closed may still bring records: they are dropped,
     // not handed over nor counted.
     if (!this.partitions.has(a.partition) || (records.length === 0 && nextOffset === a.offset)) return;
-    this.delivered.set(a.partition, (this.delivered.get(a.partition) ?? 0) + records.length);
     const batch: FetchedBatch = {
       partition: a.partition,
       fetchedOffset: a.offset,

@@ -37,6 +37,14 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
    */
   readonly client?: KafkaClientLibrary;
   /**
+   * Where the dataset consumers fetch and unpack Kafka's answers (default `worker`): on a worker
+   * thread of their own, so that the node's event loop (its failure detector, its requests) never
+   * waits for a fetch answer's decoding and ingestion takes a second core (docs/BENCHMARKS.md); or on
+   * the `main` thread, one thread fewer, for a process that has one core. Reads, the decoder and the
+   * buffers are on the main thread either way.
+   */
+  readonly fetchThread?: FetchThreadChoice;
+  /**
    * Prefix of this process's consumer group ids, e.g. `<cluster>.ingest.<node>`. With kafkajs each
    * dataset's consumer is in group `<groupPrefix>.<dataset>.<instanceId>.<generation>`; with
    * platformatic its offsets are committed in group `<groupPrefix>.<dataset>.<instanceId>`.
@@ -81,6 +89,15 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   readonly decode?: KafkaValueDecoder;
 }
 
+/** Where the dataset consumers run (`fetchThread`). */
+export type FetchThreadChoice = 'worker' | 'main';
+
+/** `fetchThread`'s check and default. */
+export const fetchThreadSchema = withDefault(
+  z.enum(['worker', 'main'], { error: (issue) => `must be "worker" or "main", got ${JSON.stringify(issue.input)}` }),
+  'worker',
+);
+
 const MiB = 1024 * 1024;
 
 /** A whole number of at least `min`, or `fallback` when absent (undefined or null). */
@@ -100,6 +117,7 @@ const fetchSchema = z.object({
 
 const schema = z.object({
   client: kafkaClientSchema,
+  fetchThread: fetchThreadSchema,
   groupPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,1000}$/, {
     error: (issue) => `must be 1 to 1000 of letters, digits, ".", "_", "-", got ${JSON.stringify(issue.input)}`,
   }),
@@ -119,6 +137,7 @@ const schema = z.object({
 /** The options with their defaults, checked. */
 export interface KafkaSourceSettings {
   readonly client: KafkaClientLibrary;
+  readonly fetchThread: FetchThreadChoice;
   readonly groupPrefix: string;
   readonly instanceId: string;
   readonly bufferRecords: number;
