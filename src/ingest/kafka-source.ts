@@ -74,7 +74,7 @@ export class KafkaIngestionSource implements IngestionSource {
       const { decode: _decode, ...settings } = this.settings;
       this.fetchThread = new FetchThread(
         { connection: { brokers, clientId, connectionTimeoutMs, requestTimeoutMs }, settings, logLevel: this.log.level },
-        this.log.child({ component: 'kafka-fetch-thread' }),
+        this.log.child({ thread: 'kafka-fetch' }),
       );
     }
   }
