@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ShardherdNode, type ClusterServices } from '../../src/actors/node-process.js';
 import { runtimeSettings } from '../../src/actors/settings.js';
 import type { Request } from '../../src/protocol/wire.js';
@@ -52,8 +52,13 @@ async function kafkaClient(): Promise<{ kafka: Kafka; admin: Admin; producer: Pr
   return client;
 }
 
+// What a test opened is closed after it: a source's fetch thread and consumers would otherwise go on
+// fetching through the rest of the file (28 of them, under two busy loops, starved the later tests).
+afterEach(async () => {
+  for (const c of toClose.splice(0).reverse()) await c.close();
+});
+
 afterAll(async () => {
-  for (const c of toClose.reverse()) await c.close();
   if (client !== undefined) await Promise.all([client.admin.disconnect(), client.producer.disconnect()]);
 });
 
