@@ -60,16 +60,22 @@ function logLines() {
   return { lines, log };
 }
 
+/** A fetch thread on stand-ins, counting the threads it started, logging into `lines`. */
+function standInThread() {
+  let started = 0;
+  const { lines, log } = logLines();
+  const thread = new FetchThread(init, log, () => {
+    started += 1;
+    return new Worker(STAND_IN, { eval: true, workerData: runParts() });
+  });
+  return { thread, lines, started: () => started };
+}
+
 const params = (dataset: string) => ({ settings: {} as never, dataset, topic: `${dataset}-topic`, log: pino({ level: 'silent' }) });
 
 describe('FetchThread', () => {
   it("hands the thread's runs over whole and its log lines at their level, with their fields", async () => {
-    let started = 0;
-    const { lines, log } = logLines();
-    const thread = new FetchThread(init, log, () => {
-      started += 1;
-      return new Worker(STAND_IN, { eval: true, workerData: runParts() });
-    });
+    const { thread, lines, started } = standInThread();
     const a = recorder();
     const consumer = thread.consumer(params('metrics'), a.events);
     consumer.start(0, 5, 1, { records: 100, bytes: 1 << 20 });
@@ -83,16 +89,11 @@ describe('FetchThread', () => {
     await consumer.commit([{ partition: 0, offset: 8 }]);
     await consumer.shutdown();
     await thread.close();
-    expect(started).toBe(1);
+    expect(started()).toBe(1);
   });
 
   it('a thread that dies fails every dataset, returns its calls, and the next message starts a new one that takes up every dataset', async () => {
-    let started = 0;
-    const { lines, log } = logLines();
-    const thread = new FetchThread(init, log, () => {
-      started += 1;
-      return new Worker(STAND_IN, { eval: true, workerData: runParts() });
-    });
+    const { thread, lines, started } = standInThread();
     const [a, b] = [recorder(), recorder()];
     const first = thread.consumer(params('a'), a.events);
     thread.consumer(params('b'), b.events);
@@ -111,7 +112,7 @@ describe('FetchThread', () => {
     // Opening a shard again schedules: a new thread, on which both datasets join again.
     first.schedule(50, [0]);
     await expect.poll(() => [a.joins.length, b.joins.length]).toEqual([2, 2]);
-    expect(started).toBe(2);
+    expect(started()).toBe(2);
     await thread.close();
   });
 });
