@@ -8,6 +8,8 @@ import type { FeedConsumer, FeedConsumerParams, FetchedBatch, FetchedMessage } f
 import { fetchedMessages } from '../../src/ingest/kafka-source/feed-client.js';
 import { NO_START, PackingConsumer, type PackedBatch, type RunConsumerEvents } from '../../src/ingest/kafka-source/run-consumer.js';
 import type { KafkaSourceSettings } from '../../src/ingest/kafka-source/settings.js';
+import { decodeKafkaValue } from '../../src/ingest/kafka-source/decode.js';
+import type { SourceRecord } from '../../src/ingest/ingestion-source.js';
 
 const settings = { bufferRecords: 1_000, bufferBytes: 1 << 30 } as KafkaSourceSettings;
 const roomFor = (records: number) => ({ records, bytes: 1 << 30 });
@@ -144,5 +146,92 @@ describe('PackingConsumer', () => {
     fake.params.onJoin([0]);
     fake.params.onBatch(batchOf(0, 0, 5, fake.calls));
     expect(batches[0]).toMatchObject({ epoch: NO_START, run: undefined });
+  });
+});
+
+/** A small deterministic generator (mulberry32), so a failing case names its seed. */
+function random(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
+  };
+}
+
+describe('PackingConsumer on random fetches, grants, reads and seeks', () => {
+  it('hands every record to the buffer once and in order, and the buffer never holds more than its bound (3 000 random runs)', () => {
+    for (let seed = 1; seed <= 3_000; seed++) {
+      const rnd = random(seed);
+      const total = 200 + rnd(800);
+      const bound = 20 + rnd(300);
+      const bounds = { bufferRecords: bound, bufferBytes: 1 << 30 } as KafkaSourceSettings;
+      // The client's consumer: fetches from where it was told to go on, while not paused.
+      let fetchAt = 0;
+      let paused = true;
+      let epoch = 0;
+      const buffered: number[] = [];
+      let next = 0; // the next offset the reader expects
+      let bufferEnd = 0; // where the buffer ends (the feed's position)
+      let waiting = false; // paused by the packing consumer, waiting for a grant
+      const events: RunConsumerEvents = {
+        onJoin: () => {},
+        onBatch: (b) => {
+          if (b.epoch !== epoch) return;
+          const out: SourceRecord[] = [];
+          if (b.run !== undefined) b.run.readInto(out, 0, b.run.count, decodeKafkaValue);
+          for (const r of out) buffered.push(r.offset);
+          bufferEnd = b.nextOffset;
+          if (b.paused) waiting = true;
+        },
+        onFail: () => {},
+      };
+      let fake: FakeConsumer | undefined;
+      const consumer = new PackingConsumer(
+        (params) => {
+          fake = new FakeConsumer(params);
+          fake.seek = (_p, offset) => void (fetchAt = offset);
+          fake.pause = () => void (paused = true);
+          fake.resume = () => void (paused = false);
+          return fake;
+        },
+        { settings: bounds, dataset: 'd', topic: 't', log: pino({ level: 'silent' }) },
+        events,
+      );
+      const start = (at: number) => {
+        epoch += 1;
+        buffered.length = 0;
+        bufferEnd = next = at;
+        waiting = false;
+        consumer.start(0, at, epoch, roomFor(bound));
+      };
+      start(0);
+      for (let step = 0; step < 5_000 && next < total; step++) {
+        const action = rnd(10);
+        if (action < 5 && !paused && fetchAt < total) {
+          const count = Math.min(1 + rnd(2 * bound), total - fetchAt);
+          const calls: string[] = [];
+          const batch = batchOf(0, fetchAt, count, calls);
+          fake!.params.onBatch({ ...batch, took: (o) => void (fetchAt = o), pause: () => void (paused = true) });
+        } else if (action < 9) {
+          // A read of up to a random number of records, then a grant once half the bound is free.
+          const n = Math.min(buffered.length, 1 + rnd(bound));
+          const read = buffered.splice(0, n);
+          for (const offset of read) if (offset !== next++) throw new Error(`seed ${seed}: read offset ${offset}, expected ${next - 1}`);
+          if (waiting && bound - buffered.length >= Math.ceil(bound / 2)) {
+            waiting = false;
+            consumer.grant(0, epoch, roomFor(bound - buffered.length));
+          }
+        } else if (rnd(20) === 0) {
+          // A read elsewhere: back to an earlier offset, the buffer dropped.
+          start(Math.max(0, next - rnd(50)));
+        }
+        if (buffered.length > bound) throw new Error(`seed ${seed}: ${buffered.length} records buffered, bound ${bound}`);
+        if (bufferEnd !== next + buffered.length) throw new Error(`seed ${seed}: the buffer ends at ${bufferEnd}, its records at ${next + buffered.length}`);
+      }
+      expect(next, `seed ${seed}: stalled at ${next} of ${total}`).toBe(total);
+    }
   });
 });
