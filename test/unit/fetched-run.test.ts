@@ -160,6 +160,60 @@ describe('FetchedRun', () => {
   });
 });
 
+describe('FetchedRun reads of random records', () => {
+  /** Texts that take each of the decoding's paths: ASCII or not, JSON or not, short or long, empty, whitespace. */
+  const TEXTS = [
+    '',
+    ' ',
+    'k',
+    'k1234',
+    'a-key-of-12c',
+    'a-key-of-13ch',
+    'a-longer-ascii-key-0123456789',
+    'clé',
+    'ключ-ключ-ключ',
+    '☃',
+    '{"n":1}',
+    '{"name":"ü"}',
+    ' [1,2,"☃"]',
+    '-0.5',
+    '12abc',
+    '"quoted"',
+    '"☃ unclosed',
+    'null',
+    'nul',
+    'tomato',
+    '{not json',
+    '\u00e9',
+  ];
+  const pick = (random: () => number) => (random() < 0.1 ? null : TEXTS[Math.floor(random() * TEXTS.length)]!);
+  /** The default decoding spelled out on its own: a value is its JSON if it parses, else its text. */
+  const expected = (p: Part, offset: number): SourceRecord => {
+    if (p.value === null) return { offset, key: p.key ?? '', value: null };
+    let value: unknown;
+    try {
+      value = JSON.parse(p.value);
+    } catch {
+      value = p.value;
+    }
+    return { offset, key: p.key ?? '', value };
+  };
+
+  it('decodes 2 000 random runs, read in random slices, as the default decoding spelled out (keys and values of every kind)', () => {
+    let seed = 7;
+    // A small linear congruential generator: the same runs every time.
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let r = 0; r < 2_000; r++) {
+      const parts = Array.from({ length: 1 + Math.floor(random() * 40) }, () => ({ key: pick(random), value: pick(random) }));
+      const { messages } = fetched(parts, 1000, Math.floor(random() * 20));
+      const run = pack(messages, 100, 1 << 20)!;
+      const out: SourceRecord[] = [];
+      for (let from = 0; from < run.count;) from += run.readInto(out, from, out.length + 1 + Math.floor(random() * 8), decodeKafkaValue);
+      expect(out).toEqual(parts.map((p, i) => expected(p, 1000 + i)));
+    }
+  });
+});
+
 describe('utf8Text', () => {
   it('decodes exactly the byte range asked for, multi-byte characters included, as toString does', () => {
     const bytes = Buffer.from('ab☃cdé€z');

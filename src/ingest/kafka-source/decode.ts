@@ -32,6 +32,31 @@ export function decodeKafkaValueAt(bytes: Buffer, start: number, end: number): u
   }
 }
 
+/**
+ * `decodeKafkaValueAt`, given `text`: the Latin-1 decoding of `bytes` from `textStart` on, which
+ * covers `[start, end)`. An ASCII value that can start JSON is parsed from a slice of that text (a
+ * string cut out of one decoding of many records, instead of a native call to decode each);
+ * anything else is decoded on its own. The slice only feeds the parse and dies with it: what the
+ * parse returns keeps nothing of `text`.
+ */
+export function decodeKafkaValueInText(bytes: Buffer, start: number, end: number, text: string, textStart: number): unknown {
+  if (mayStartJson(bytes, start, end) && isAscii(bytes, start, end)) {
+    try {
+      return JSON.parse(text.slice(start - textStart, end - textStart)) as unknown;
+    } catch {
+      // Not JSON after all: its text, decoded on its own below.
+    }
+  }
+  return decodeKafkaValueAt(bytes, start, end);
+}
+
+/** Whether the bytes `[start, end)` are all ASCII, where Latin-1 and UTF-8 read the same text. */
+export function isAscii(bytes: Buffer, start: number, end: number): boolean {
+  let any = 0;
+  for (let i = start; i < end; i++) any |= bytes[i]!;
+  return any < 0x80;
+}
+
 /** Whether the first byte after JSON's whitespace can start a JSON value: `{ [ " - 0-9 t f n`. */
 function mayStartJson(bytes: Buffer, start: number, end: number): boolean {
   let i = start;
@@ -54,3 +79,12 @@ export const utf8Text: (bytes: Buffer, start: number, end: number) => string =
   typeof (Buffer.prototype as Partial<Utf8Slicing>).utf8Slice === 'function'
     ? (bytes, start, end) => (bytes as unknown as Utf8Slicing).utf8Slice(start, end)
     : (bytes, start, end) => bytes.toString('utf8', start, end);
+
+/** Buffer's own Latin-1 decoding of a byte range (see `utf8Text`). */
+type Latin1Slicing = { latin1Slice(start: number, end: number): string };
+
+/** The Latin-1 text of the bytes `[start, end)`: one character per byte. */
+export const latin1Text: (bytes: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as Partial<Latin1Slicing>).latin1Slice === 'function'
+    ? (bytes, start, end) => (bytes as unknown as Latin1Slicing).latin1Slice(start, end)
+    : (bytes, start, end) => bytes.toString('latin1', start, end);

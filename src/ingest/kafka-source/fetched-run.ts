@@ -9,7 +9,7 @@
 // response alive (the response is many times the size of one partition's records).
 import type { SourceRecord } from '../ingestion-source.js';
 import type { FetchedRecords } from './feed-client.js';
-import { decodeKafkaValue, decodeKafkaValueAt, utf8Text, type KafkaValueDecoder } from './decode.js';
+import { decodeKafkaValue, decodeKafkaValueInText, isAscii, latin1Text, utf8Text, type KafkaValueDecoder } from './decode.js';
 
 /** What a run costs beyond its bytes: its three objects, and per record its offset and four positions. */
 const RUN_OVERHEAD_BYTES = 256;
@@ -21,6 +21,8 @@ const PER_RECORD_BYTES = 8 + 4 * 4;
  */
 const MAX_GAP_BYTES = 512;
 const NULL = -1;
+/** V8 copies a slice of a string shorter than this; a longer slice keeps the whole string alive. */
+const SHORT_TEXT = 13;
 
 /** A record the decoder refused: why, and where. */
 export class UndecodableRecord extends Error {
@@ -136,16 +138,35 @@ export class FetchedRun {
    * `UndecodableRecord` if that record would have been the first in `out`.
    */
   readInto(out: SourceRecord[], from: number, max: number, decode: KafkaValueDecoder): number {
+    const until = Math.min(this.count, from + max - out.length);
+    if (until <= from) return 0;
+    const text = this.textOf(from, until);
     let i = from;
-    for (; i < this.count && out.length < max; i++) {
+    for (; i < until; i++) {
       try {
-        out.push(this.record(i, decode));
+        out.push(this.decodeRecord(i, decode, text));
       } catch (e) {
         if (!(e instanceof UndecodableRecord) || out.length === 0) throw e;
         break;
       }
     }
     return i - from;
+  }
+
+  /**
+   * The Latin-1 text of the bytes the records `from .. until - 1` span, and where it starts: one
+   * native call for a read, from which short ASCII keys and ASCII JSON values are cut (two calls a
+   * record before: 276 → 198 ns a record for a key and a small JSON value, decoding included).
+   */
+  private textOf(from: number, until: number): ReadText {
+    const s = this.spans;
+    // `pack` lays keys and values out in record order, so the first part that lies somewhere
+    // starts the text and the last one ends it. Null (-1) and empty (0..0) parts lie nowhere.
+    let first = 4 * from;
+    let last = 4 * until - 2;
+    while (first <= last && s[first + 1]! <= s[first]!) first += 2;
+    while (last > first && s[last + 1]! <= s[last]!) last -= 2;
+    return first <= last ? { text: latin1Text(this.data, s[first]!, s[last + 1]!), start: s[first]! } : { text: '', start: 0 };
   }
 
   /** The bytes of the keys and values of the records `from .. from + n - 1` (for the load figures). */
@@ -159,18 +180,41 @@ export class FetchedRun {
 
   /** The record at `i`, decoded; throws `UndecodableRecord` when the decoder refuses its value. */
   record(i: number, decode: KafkaValueDecoder): SourceRecord {
-    const s = this.spans;
+    return this.decodeRecord(i, decode, this.textOf(i, i + 1));
+  }
+
+  private decodeRecord(i: number, decode: KafkaValueDecoder, read: ReadText): SourceRecord {
+    const { data, spans: s } = this;
     const at = 4 * i;
     const offset = this.offsets[i]!;
-    const key = s[at]! === NULL ? '' : utf8Text(this.data, s[at]!, s[at + 1]!);
+    const key = this.keyAt(at, read);
     const start = s[at + 2]!;
     try {
       if (start === NULL) return { offset, key, value: decode(null, key, offset) };
       // The default decoder reads the bytes in place; any other gets a Buffer of its own.
-      if (decode === decodeKafkaValue) return { offset, key, value: decodeKafkaValueAt(this.data, start, s[at + 3]!) };
-      return { offset, key, value: decode(this.data.subarray(start, s[at + 3]), key, offset) };
+      if (decode === decodeKafkaValue) return { offset, key, value: decodeKafkaValueInText(data, start, s[at + 3]!, read.text, read.start) };
+      return { offset, key, value: decode(data.subarray(start, s[at + 3]), key, offset) };
     } catch (e) {
       throw new UndecodableRecord(offset, e instanceof Error ? e.message : String(e));
     }
   }
+
+  /**
+   * The key of the record whose spans start at `at`, as text. A short ASCII key is cut out of the
+   * read's text: V8 copies a slice shorter than 13 characters, while a longer one would keep the
+   * whole text alive for as long as a sink holds the key, so those are decoded on their own.
+   */
+  private keyAt(at: number, read: ReadText): string {
+    const start = this.spans[at]!;
+    const end = this.spans[at + 1]!;
+    if (end <= start) return '';
+    if (end - start < SHORT_TEXT && isAscii(this.data, start, end)) return read.text.slice(start - read.start, end - read.start);
+    return utf8Text(this.data, start, end);
+  }
+}
+
+/** The Latin-1 text of the bytes a read spans, and where in the run's bytes it starts. */
+interface ReadText {
+  readonly text: string;
+  readonly start: number;
 }
