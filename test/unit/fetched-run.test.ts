@@ -199,7 +199,7 @@ describe('FetchedRun reads of random records', () => {
     return { offset, key: p.key ?? '', value };
   };
 
-  it('decodes 2 000 random runs, read in random slices, as the default decoding spelled out (keys and values of every kind)', () => {
+  it('decodes 2 000 random runs, read in random slices, as the default decoding spelled out and as a decoder of its own sees them (keys and values of every kind)', () => {
     let seed = 7;
     // A small linear congruential generator: the same runs every time.
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -210,6 +210,11 @@ describe('FetchedRun reads of random records', () => {
       const out: SourceRecord[] = [];
       for (let from = 0; from < run.count;) from += run.readInto(out, from, out.length + 1 + Math.floor(random() * 8), decodeKafkaValue);
       expect(out).toEqual(parts.map((p, i) => expected(p, 1000 + i)));
+      // A decoder of its own sees the same keys and each value's bytes.
+      const own: SourceRecord[] = [];
+      for (let from = 0; from < run.count;)
+        from += run.readInto(own, from, own.length + 1 + Math.floor(random() * 8), (value) => value?.toString('utf8') ?? null);
+      expect(own).toEqual(parts.map((p, i) => ({ offset: 1000 + i, key: p.key ?? '', value: p.value })));
     }
   });
 });

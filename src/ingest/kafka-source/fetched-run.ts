@@ -140,7 +140,8 @@ export class FetchedRun {
   readInto(out: SourceRecord[], from: number, max: number, decode: KafkaValueDecoder): number {
     const until = Math.min(this.count, from + max - out.length);
     if (until <= from) return 0;
-    const text = this.textOf(from, until);
+    // A decoder of its own gets each value's bytes: the text would then serve the keys only.
+    const text = decode === decodeKafkaValue ? this.textOf(from, until) : undefined;
     let i = from;
     for (; i < until; i++) {
       try {
@@ -180,10 +181,11 @@ export class FetchedRun {
 
   /** The record at `i`, decoded; throws `UndecodableRecord` when the decoder refuses its value. */
   record(i: number, decode: KafkaValueDecoder): SourceRecord {
-    return this.decodeRecord(i, decode, this.textOf(i, i + 1));
+    return this.decodeRecord(i, decode, decode === decodeKafkaValue ? this.textOf(i, i + 1) : undefined);
   }
 
-  private decodeRecord(i: number, decode: KafkaValueDecoder, read: ReadText): SourceRecord {
+  /** The record at `i`, decoded, with the read's text when the default decoder reads it. */
+  private decodeRecord(i: number, decode: KafkaValueDecoder, read: ReadText | undefined): SourceRecord {
     const { data, spans: s } = this;
     const at = 4 * i;
     const offset = this.offsets[i]!;
@@ -192,7 +194,7 @@ export class FetchedRun {
     try {
       if (start === NULL) return { offset, key, value: decode(null, key, offset) };
       // The default decoder reads the bytes in place; any other gets a Buffer of its own.
-      if (decode === decodeKafkaValue) return { offset, key, value: decodeKafkaValueInText(data, start, s[at + 3]!, read.text, read.start) };
+      if (read !== undefined) return { offset, key, value: decodeKafkaValueInText(data, start, s[at + 3]!, read.text, read.start) };
       return { offset, key, value: decode(data.subarray(start, s[at + 3]), key, offset) };
     } catch (e) {
       throw new UndecodableRecord(offset, e instanceof Error ? e.message : String(e));
@@ -201,14 +203,15 @@ export class FetchedRun {
 
   /**
    * The key of the record whose spans start at `at`, as text. A short ASCII key is cut out of the
-   * read's text: V8 copies a slice shorter than 13 characters, while a longer one would keep the
-   * whole text alive for as long as a sink holds the key, so those are decoded on their own.
+   * read's text, when there is one: V8 copies a slice shorter than 13 characters, while a longer
+   * one would keep the whole text alive for as long as a sink holds the key, so those are decoded
+   * on their own.
    */
-  private keyAt(at: number, read: ReadText): string {
+  private keyAt(at: number, read: ReadText | undefined): string {
     const start = this.spans[at]!;
     const end = this.spans[at + 1]!;
     if (end <= start) return '';
-    if (end - start < SHORT_TEXT && isAscii(this.data, start, end)) return read.text.slice(start - read.start, end - read.start);
+    if (read !== undefined && end - start < SHORT_TEXT && isAscii(this.data, start, end)) return read.text.slice(start - read.start, end - read.start);
     return utf8Text(this.data, start, end);
   }
 }
