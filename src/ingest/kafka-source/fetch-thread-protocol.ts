@@ -1,5 +1,6 @@
 // What the main thread and the fetch thread (./fetch-thread.ts) say to each other. Each dataset's
 // consumer has an id; runs travel as their parts, their buffers transferred rather than copied.
+import type { KafkaConnection } from '../../cluster/kafka-client.js';
 import type { Room } from './batch-estimate.js';
 import type { FeedConsumerStats } from './feed-client.js';
 import type { FetchedRunParts } from './fetched-run.js';
@@ -8,12 +9,8 @@ import type { KafkaSourceSettings } from './settings.js';
 
 /** What the fetch thread starts with: everything but functions (a logger, a decoder) crosses. */
 export interface FetchThreadInit {
-  readonly connection: {
-    readonly brokers: readonly string[];
-    readonly clientId: string;
-    readonly connectionTimeoutMs?: number | undefined;
-    readonly requestTimeoutMs?: number | undefined;
-  };
+  /** The connection without its logger: the thread logs through its own, relayed to the source's. */
+  readonly connection: Omit<KafkaConnection, 'log'>;
   readonly settings: Omit<KafkaSourceSettings, 'decode'>;
   /** The source's log level: lines below it are not sent over. */
   readonly logLevel: string;

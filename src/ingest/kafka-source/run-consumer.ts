@@ -38,8 +38,8 @@ export interface RunConsumerEvents {
   onFail(error: unknown): void;
 }
 
-/** A dataset's consumer: fetches each started partition into the room the feed gave it. */
-export interface RunConsumer {
+/** A dataset's consumer: fetches each started partition into the room the feed gave it; commits, stats and shutdown as the client's consumer's. */
+export interface RunConsumer extends Pick<FeedConsumer, 'commit' | 'stats' | 'shutdown'> {
   /** The open partitions are now `wanted`: taken up `delayMs` after the first change (later changes ride along). */
   schedule(delayMs: number, wanted: readonly number[]): void;
   /** Fetches `partition` from `offset` into `room`; its batches carry `epoch` (greater than any before), and batches of earlier starts are stale. */
@@ -48,10 +48,6 @@ export interface RunConsumer {
   grant(partition: number, epoch: number, room: Room): void;
   /** Stops fetching the partition (its shard was closed). */
   stop(partition: number): void;
-  /** Records consumed offsets in the dataset's consumer group, for Kafka's lag tools. Never throws. */
-  commit(offsets: readonly { readonly partition: number; readonly offset: number }[]): Promise<void>;
-  stats(): FeedConsumerStats;
-  shutdown(): Promise<void>;
 }
 
 /** What a run consumer needs to make its client's consumer. */
