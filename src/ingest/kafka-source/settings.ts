@@ -39,8 +39,8 @@ export interface KafkaIngestionSourceOptions extends KafkaConnection {
   /**
    * Where the dataset consumers fetch and unpack Kafka's answers (default `worker`): on a worker
    * thread of their own, so that the node's event loop (its failure detector, its requests) never
-   * waits for a fetch answer's decoding (p99 delay 17–27 ms against 143–236 ms while ingesting at
-   * full speed); or on the `main` thread, one thread fewer and, on 2 cores, 6–13 % more records a
+   * waits for a fetch answer's decoding (p99 delay 17–27 ms against 143–296 ms while ingesting at
+   * full speed); or on the `main` thread, one thread fewer and, on 2 cores, 6–24 % more records a
    * second (docs/BENCHMARKS.md). Reads, the decoder and the buffers are on the main thread either way.
    */
   readonly fetchThread?: FetchThreadChoice;
